@@ -1,0 +1,47 @@
+# Two commands matter: `make demo` and `make test`. Everything else is for developers.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Prefect runs embedded (a temporary local API); keep its state inside the project
+# unless the caller chose a PREFECT_HOME, and never phone home.
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export DO_NOT_TRACK ?= 1
+export PREFECT_SERVER_UI_ENABLED ?= false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 180
+export PREFECT_LOGGING_LEVEL ?= WARNING
+
+DEMO_DIR  ?= demo-output
+DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
+DEMO_ARTS := $(DEMO_DIR)/artifacts
+
+.PHONY: demo test bench study venv clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
+	$(BIN)/benchcert ingest data/mmlu_pro/mmlu_pro_item_correctness_long.csv.gz \
+	    --db $(DEMO_DB) --benchmark mmlu_pro --config data/mmlu_pro/mapping.toml
+	$(BIN)/benchcert audit --db $(DEMO_DB) --benchmark mmlu_pro --artifacts $(DEMO_ARTS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Full-scale timings (not part of `make test`).
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ingest_audit.py $(BENCH_ARGS)
+
+# Full-scale simulation studies carry the `slow` marker.
+study: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) .prefect .pytest_cache

@@ -1,0 +1,674 @@
+"""Comparator intervals that eval users already know (STATS.md A2).
+
+These are reported beside benchcert's exchangeable bounds so that users can see
+what each familiar interval assumes and where it goes wrong:
+
+* ``iid_clt`` - the textbook p +/- z sqrt(p(1-p)/n) (paper Table 3 "iid item half-width");
+* ``wilson`` - the Wilson score interval (valid at small n, never zero width);
+* ``clustered_subject`` - the cluster-robust SE by subject (Miller 2024, inspect_ai);
+* ``lm_eval_group`` - lm-evaluation-harness' pooled group stderr, which ignores
+  between-subject spread and is therefore too narrow on heterogeneous benchmarks.
+
+Pure numpy/scipy; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+
+from ._common import (
+    Grouping,
+    _short,
+    check_alpha,
+    check_codes,
+    check_scores,
+    warn_degenerate,
+)
+
+__all__ = [
+    "IntervalResult",
+    "iid_interval",
+    "wilson_interval",
+    "clustered_interval",
+    "lm_eval_group_interval",
+    "comparator_intervals",
+]
+
+
+@dataclass(frozen=True)
+class IntervalResult:
+    """A two-sided 1 - alpha confidence interval for a mean score.
+
+    Attributes
+    ----------
+    estimate : float or ndarray
+        The point estimate (pooled or macro mean).
+    lower, upper : float or ndarray
+        Interval end points, always inside [0, 1].
+    half_width : float or ndarray
+        For the normal-approximation methods ``z_{1-alpha/2} * se`` before
+        clipping to [0, 1] (the number papers tabulate); for ``wilson`` half the
+        length of the (asymmetric) interval.
+    alpha : float
+        Miscoverage level.
+    n : int or ndarray
+        Items used.
+    method : str
+        ``"iid_clt"``, ``"wilson"``, ``"clustered_subject"`` or ``"lm_eval_group"``.
+    assumptions : tuple of str
+        What must hold for the interval to cover at 1 - alpha.
+    n_clusters : int or ndarray, optional
+        Clusters (subjects) used, for ``clustered_subject`` and ``lm_eval_group``.
+    se : float or ndarray, optional
+        The standard error behind a normal-approximation interval (None for wilson).
+    weighting : str, optional
+        ``"pooled"`` or ``"macro"``: which estimate the interval is about.
+    """
+
+    estimate: np.ndarray | float
+    lower: np.ndarray | float
+    upper: np.ndarray | float
+    half_width: np.ndarray | float
+    alpha: float
+    n: np.ndarray | int
+    method: str
+    assumptions: tuple[str, ...]
+    n_clusters: np.ndarray | int | None = None
+    se: np.ndarray | float | None = None
+    weighting: str | None = None
+
+
+_WEIGHTINGS = ("pooled", "macro")
+
+# The largest standard deviation any [0, 1]-valued variable (hence any mean of
+# such variables, however dependent) can have; used where no SE is estimable.
+_WORST_CASE_SE = 0.5
+
+_IID_ASSUMPTIONS = (
+    "items are independent draws from a single item population (no subject clustering)",
+    "normal (CLT) approximation to the sampling distribution of the mean; unreliable for "
+    "small n or an estimate near 0 or 1 (use wilson there)",
+    "item variance taken as p(1-p): exact for binary scores, an upper bound for scores in "
+    "[0, 1]",
+)
+
+_WILSON_ASSUMPTIONS = (
+    "items are independent Bernoulli draws; a non-binary mean score is plugged in as if it "
+    "were a proportion of binary scores, which overstates the item variance (errs wide)",
+    "inverts the score test, so it stays valid at small n and is never zero width",
+    "ignores subject clustering, exactly like iid_clt",
+)
+
+_CLUSTERED_ASSUMPTIONS = (
+    "subjects are independent draws from a population of subjects; items inside a subject "
+    "may be arbitrarily dependent",
+    "target is the population mean E[score] over fresh subjects and items, not the mean of "
+    "the realised subjects",
+    "normal approximation across clusters: needs many subjects (roughly 30 or more); "
+    "undercovers with few",
+    "CR1 small-sample factor C/(C-1) and a normal critical value, as in Miller (2024) and "
+    "inspect_ai stderr(cluster=)",
+)
+
+_CLUSTERED_WEIGHTING = {
+    "pooled": "pooled weights w_i = 1/n: every item counts equally",
+    "macro": "macro weights w_i = 1/(C m_c): every subject counts equally; the SE reduces "
+    "to SD(subject means)/sqrt(C)",
+}
+
+_LM_EVAL_ASSUMPTIONS = (
+    "reproduces lm-evaluation-harness pooled_sample_stderr for a size-weighted group mean",
+    "uses only the pooled within-subject variance: between-subject spread is ignored, so "
+    "the interval is too narrow whenever subjects differ in difficulty",
+    "items independent given their subject; subjects treated as fixed",
+    "normal (CLT) approximation",
+)
+
+_MACRO_N_NOTE = (
+    "for the macro estimate n counts items (the paper's Table 3 convention), which ignores "
+    "the unequal subject weights"
+)
+
+
+# --------------------------------------------------------------------------------------
+# shared helpers
+
+
+def _z(alpha: float) -> float:
+    return float(ndtri(1.0 - alpha / 2.0))
+
+
+def _where(mask: np.ndarray, label: str) -> str:
+    """Say which entries a warning is about; empty for a scalar result."""
+    if mask.ndim == 0:
+        return ""
+    return f" ({label} {_short(np.flatnonzero(mask))})"
+
+
+def _out(x):
+    """Unwrap 0-d arrays so scalar inputs give plain Python floats."""
+    x = np.asarray(x)
+    return float(x) if x.ndim == 0 else x
+
+
+def _out_int(x):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        v = float(x)
+        return int(v) if v.is_integer() else v
+    return x
+
+
+def _clt(est, se, ok, z, *, label: str, method: str, reason: str):
+    """Normal-approximation interval est +/- z se, clipped to [0, 1].
+
+    Where ``ok`` is False the SE is not estimable; the interval is then the
+    trivial [0, 1], the only statement valid for every [0, 1]-valued mean, with
+    se = 1/2 (the largest SD such a mean can have) and half_width =
+    max(est, 1 - est) so that est +/- half_width spans exactly [0, 1].
+    """
+    est = np.asarray(est, dtype=float)
+    ok = np.asarray(ok, dtype=bool)
+    se = np.where(ok, np.asarray(se, dtype=float), _WORST_CASE_SE)
+    hw = np.where(ok, z * se, np.maximum(est, 1.0 - est))
+    lower = np.clip(est - hw, 0.0, 1.0)
+    upper = np.clip(est + hw, 0.0, 1.0)
+    if not ok.all():
+        warn_degenerate(
+            f"{method}: {reason}{_where(~ok, label)}; returning the worst-case interval "
+            "[0, 1] (se = 0.5)",
+            stacklevel=4,
+        )
+    zero = ok & (hw == 0.0)
+    if zero.any():
+        warn_degenerate(
+            f"{method}: zero-width interval{_where(zero, label)} because the estimated "
+            "variance is 0 (all scores equal, or all subject means equal); the data cannot "
+            "show any uncertainty - prefer wilson_interval or an exchangeable bound",
+            stacklevel=4,
+        )
+    return est, lower, upper, hw, se
+
+
+def _check_estimate_n(estimate, n):
+    try:
+        p = np.asarray(estimate, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"estimate must be numeric; got {estimate!r}") from exc
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"estimate must be finite; got {p[~np.isfinite(p)].flat[0]!r}")
+    bad = (p < 0.0) | (p > 1.0)
+    if bad.any():
+        raise ValueError(f"estimate must lie in [0, 1]; got {p[bad].flat[0]!r}")
+    if isinstance(n, (bool, np.bool_)):
+        raise ValueError(f"n must be a positive number of items; got {n!r}")
+    try:
+        nn = np.asarray(n, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"n must be a positive number of items; got {n!r}") from exc
+    badn = ~np.isfinite(nn) | (nn <= 0.0)
+    if badn.any():
+        raise ValueError(f"n must be a positive number of items; got {nn[badn].flat[0]!r}")
+    try:
+        p, nn = np.broadcast_arrays(p, nn)
+    except ValueError as exc:
+        raise ValueError(
+            f"estimate and n must broadcast together; got shapes {p.shape} and {nn.shape}"
+        ) from exc
+    return p, nn
+
+
+def _check_weighting(value, name: str) -> str:
+    if not isinstance(value, str) or value not in _WEIGHTINGS:
+        raise ValueError(f"{name} must be 'pooled' or 'macro'; got {value!r}")
+    return value
+
+
+def _compact(codes: np.ndarray):
+    """Map arbitrary non-negative codes to 0..C-1 so empty codes never count as clusters."""
+    uniq, inv = np.unique(codes, return_inverse=True)
+    return inv.reshape(-1), uniq.size
+
+
+# --------------------------------------------------------------------------------------
+# iid CLT
+
+
+def _iid_interval_iv(estimate, n, alpha):
+    alpha = check_alpha(alpha)
+    p, nn = _check_estimate_n(estimate, n)
+    return p, nn, alpha
+
+
+def _iid_core(p, nn, alpha, label):
+    z = _z(alpha)
+    se = np.sqrt(p * (1.0 - p) / nn)
+    est, lower, upper, hw, se = _clt(
+        p, se, np.ones(p.shape, bool), z, label=label, method="iid_clt", reason=""
+    )
+    return est, lower, upper, hw, se
+
+
+def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
+    r"""Textbook normal-approximation (Wald) interval for a mean score.
+
+    Parameters
+    ----------
+    estimate : float or array_like
+        Score(s) p in [0, 1] (pooled or macro).
+    n : int or array_like
+        Number of items behind each estimate (broadcast against ``estimate``).
+    alpha : float, keyword-only
+        Miscoverage level in (0, 1).
+
+    Returns
+    -------
+    IntervalResult
+        ``method="iid_clt"``; scalars for scalar input, arrays otherwise.
+
+    Notes
+    -----
+    .. math:: p \pm z_{1-\alpha/2}\sqrt{p(1-p)/n},
+
+    clipped to [0, 1]. This is the "iid item half-width" of Table 3 in the
+    exchangeable bounded-difference benchmarks paper (there computed from the
+    macro score with n = 14,042 items; e.g. 46.53% -> 0.82%). It assumes
+    independent, identically distributed items and a CLT; it has zero width
+    when p is 0 or 1 (warned: use :func:`wilson_interval`).
+    """
+    p, nn, alpha = _iid_interval_iv(estimate, n, alpha)
+    est, lower, upper, hw, se = _iid_core(p, nn, alpha, "entries")
+    return IntervalResult(
+        estimate=_out(est),
+        lower=_out(lower),
+        upper=_out(upper),
+        half_width=_out(hw),
+        alpha=alpha,
+        n=_out_int(nn),
+        method="iid_clt",
+        assumptions=_IID_ASSUMPTIONS,
+        se=_out(se),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Wilson
+
+
+def _wilson_interval_iv(estimate, n, alpha):
+    alpha = check_alpha(alpha)
+    p, nn = _check_estimate_n(estimate, n)
+    return p, nn, alpha
+
+
+def _wilson_core(p, nn, alpha):
+    z = _z(alpha)
+    z2n = z * z / nn
+    denom = 1.0 + z2n
+    center = (p + z2n / 2.0) / denom
+    hw = z / denom * np.sqrt(p * (1.0 - p) / nn + z2n / (4.0 * nn))
+    # center - hw >= 0 and center + hw <= 1 hold exactly; clip only rounding noise.
+    lower = np.clip(center - hw, 0.0, 1.0)
+    upper = np.clip(center + hw, 0.0, 1.0)
+    return p, lower, upper, (upper - lower) / 2.0
+
+
+def wilson_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
+    r"""Wilson score interval for a mean score.
+
+    Parameters
+    ----------
+    estimate : float or array_like
+        Score(s) p in [0, 1].
+    n : int or array_like
+        Number of items behind each estimate (broadcast against ``estimate``).
+    alpha : float, keyword-only
+        Miscoverage level in (0, 1).
+
+    Returns
+    -------
+    IntervalResult
+        ``method="wilson"``; ``half_width`` is half the interval length (the
+        interval is centred at the shrunken centre below, not at p); ``se`` is None.
+
+    Notes
+    -----
+    Inverting the score test :math:`|p - \pi| \le z\sqrt{\pi(1-\pi)/n}` gives
+
+    .. math::
+
+        \frac{p + z^2/(2n)}{1 + z^2/n} \;\pm\;
+        \frac{z}{1 + z^2/n}\sqrt{\frac{p(1-p)}{n} + \frac{z^2}{4n^2}},
+        \qquad z = z_{1-\alpha/2}
+
+    (Wilson 1927; Brown, Cai & DasGupta 2001). Its length is positive even at
+    p = 0 or 1, and it covers near nominal on average at small n.
+
+    Departure: for non-binary scores in [0, 1] it is applied to the mean as if
+    the scores were binary. Since Var(X) <= E[X](1 - E[X]) for X in [0, 1], this
+    overstates the item variance, so the interval errs wide under independence.
+    """
+    p, nn, alpha = _wilson_interval_iv(estimate, n, alpha)
+    est, lower, upper, hw = _wilson_core(p, nn, alpha)
+    return IntervalResult(
+        estimate=_out(est),
+        lower=_out(lower),
+        upper=_out(upper),
+        half_width=_out(hw),
+        alpha=alpha,
+        n=_out_int(nn),
+        method="wilson",
+        assumptions=_WILSON_ASSUMPTIONS,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# clustered by subject
+
+
+def _clustered_interval_iv(scores, clusters, weights, alpha):
+    alpha = check_alpha(alpha)
+    weights = _check_weighting(weights, "weights")
+    s = check_scores(scores, "scores", ndim=1, allow_nan=False)
+    codes = check_codes(clusters, "clusters", length=s.shape[0])
+    return s, codes, weights, alpha
+
+
+def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> IntervalResult:
+    r"""Cluster-robust (by subject) normal interval for one model's mean score.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        One model's item scores in [0, 1], no missing values.
+    clusters : array_like of int, shape (n,)
+        Cluster (subject) code of each item; any non-negative integers.
+    weights : {"pooled", "macro"}, keyword-only
+        Estimate the item-weighted (pooled) or subject-weighted (macro) mean.
+    alpha : float, keyword-only
+        Miscoverage level in (0, 1).
+
+    Returns
+    -------
+    IntervalResult
+        ``method="clustered_subject"``, with ``n_clusters`` = C and ``se``.
+
+    Notes
+    -----
+    With item weights :math:`w_i` summing to 1 - :math:`w_i = 1/n` (pooled) or
+    :math:`w_i = 1/(C m_c)` for an item of cluster c with :math:`m_c` items
+    (macro) - the estimate is :math:`\hat\theta = \sum_i w_i s_i` and
+
+    .. math::
+
+        \widehat{V} = \frac{C}{C-1}\sum_{c=1}^{C}
+            \Big(\sum_{i\in c} w_i (s_i - \hat\theta)\Big)^2,\qquad
+        \hat\theta \pm z_{1-\alpha/2}\sqrt{\widehat V},
+
+    clipped to [0, 1]. For pooled weights this is STATS.md A2's
+    :math:`SE_{cl} = \sqrt{C/(C-1)\sum_c(\sum_{i\in c}(s_i-\bar s))^2}/n`
+    (Miller 2024, "Adding error bars to evals", Eq. for clustered SE;
+    inspect_ai ``stderr(cluster=)``). For macro weights it reduces to
+    :math:`\mathrm{SD}_{ddof=1}(\bar s_c)/\sqrt{C}`. It is the CR1 sandwich
+    estimator of a weighted mean; valid as C grows, for the population mean
+    over subjects.
+
+    Degenerate cases: C < 2 leaves the between-cluster variance inestimable;
+    the result is the trivial interval [0, 1] (se = 1/2, the largest SD of any
+    [0, 1]-valued mean; half_width = max(theta, 1 - theta)) with a
+    :class:`DegenerateDataWarning`. A zero variance estimate gives a zero-width
+    interval, also warned.
+    """
+    s, codes, weights, alpha = _clustered_interval_iv(scores, clusters, weights, alpha)
+    inv, c = _compact(codes)
+    n = s.shape[0]
+    m = np.bincount(inv, minlength=c)
+    w = np.full(n, 1.0 / n) if weights == "pooled" else 1.0 / (c * m[inv])
+    theta = float(np.dot(w, s))
+    if c >= 2:
+        resid = np.bincount(inv, weights=w * (s - theta), minlength=c)
+        se = np.sqrt(c / (c - 1) * np.dot(resid, resid))
+    else:
+        se = np.nan
+    est, lower, upper, hw, se = _clt(
+        theta,
+        se,
+        c >= 2,
+        _z(alpha),
+        label="",
+        method="clustered_subject",
+        reason="fewer than 2 clusters, so the between-cluster variance cannot be estimated",
+    )
+    return IntervalResult(
+        estimate=_out(est),
+        lower=_out(lower),
+        upper=_out(upper),
+        half_width=_out(hw),
+        alpha=alpha,
+        n=int(n),
+        method="clustered_subject",
+        assumptions=_CLUSTERED_ASSUMPTIONS + (_CLUSTERED_WEIGHTING[weights],),
+        n_clusters=int(c),
+        se=_out(se),
+        weighting=weights,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# lm-evaluation-harness group stderr
+
+
+def _lm_eval_group_interval_iv(scores, clusters, alpha):
+    alpha = check_alpha(alpha)
+    s = check_scores(scores, "scores", ndim=1, allow_nan=False)
+    codes = check_codes(clusters, "clusters", length=s.shape[0])
+    return s, codes, alpha
+
+
+def lm_eval_group_interval(scores, clusters, *, alpha=0.05) -> IntervalResult:
+    r"""lm-evaluation-harness' group interval (pooled within-subject variance).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        One model's item scores in [0, 1], no missing values.
+    clusters : array_like of int, shape (n,)
+        Subject (lm-eval subtask) code of each item.
+    alpha : float, keyword-only
+        Miscoverage level in (0, 1).
+
+    Returns
+    -------
+    IntervalResult
+        ``method="lm_eval_group"``, estimate = pooled mean, ``n_clusters`` = K.
+
+    Notes
+    -----
+    lm-evaluation-harness (``lm_eval.api.metrics.pooled_sample_stderr``)
+    aggregates subtask stderrs :math:`s_k/\sqrt{m_k}` (``s_k`` the ddof=1 SD
+    inside subject k) into
+
+    .. math::
+
+        s_p^2 = \frac{\sum_k (m_k - 1) s_k^2}{N - K},\qquad
+        SE = \sqrt{s_p^2 / N},
+
+    the pooled *within*-subject variance. Between-subject spread never enters,
+    so on a benchmark whose subjects differ in difficulty the interval is too
+    narrow (even narrower than iid_clt, whose p(1-p) includes that spread). It
+    is reported only to show this.
+
+    Here :math:`(m_k-1)s_k^2` is computed as the within-subject sum of squares,
+    so a one-item subject contributes 0 (lm-eval itself would fail on it).
+    When N = K (every subject has one item) the pooled variance is 0/0: the
+    trivial interval [0, 1] is returned with a :class:`DegenerateDataWarning`.
+    """
+    s, codes, alpha = _lm_eval_group_interval_iv(scores, clusters, alpha)
+    inv, k = _compact(codes)
+    n = s.shape[0]
+    m = np.bincount(inv, minlength=k)
+    means = np.bincount(inv, weights=s, minlength=k) / m
+    ss_within = float(np.sum((s - means[inv]) ** 2))
+    dof = n - k
+    se = np.sqrt(ss_within / dof / n) if dof > 0 else np.nan
+    est, lower, upper, hw, se = _clt(
+        float(s.mean()),
+        se,
+        dof > 0,
+        _z(alpha),
+        label="",
+        method="lm_eval_group",
+        reason="every subject has a single item (N = K), so the pooled within-subject "
+        "variance is 0/0",
+    )
+    return IntervalResult(
+        estimate=_out(est),
+        lower=_out(lower),
+        upper=_out(upper),
+        half_width=_out(hw),
+        alpha=alpha,
+        n=int(n),
+        method="lm_eval_group",
+        assumptions=_LM_EVAL_ASSUMPTIONS,
+        n_clusters=int(k),
+        se=_out(se),
+        weighting="pooled",
+    )
+
+
+# --------------------------------------------------------------------------------------
+# all comparators for many models at once
+
+
+def _comparator_intervals_iv(scores, subjects, weighting, alpha):
+    alpha = check_alpha(alpha)
+    weighting = _check_weighting(weighting, "weighting")
+    s = check_scores(scores, "scores", ndim=2, allow_nan=True)
+    codes = check_codes(subjects, "subjects", length=s.shape[0])
+    observed = ~np.isnan(s)
+    empty = np.flatnonzero(~observed.any(axis=0))
+    if empty.size:
+        raise ValueError(
+            f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}"
+        )
+    return s, observed, codes, weighting, alpha
+
+
+def comparator_intervals(
+    scores, subjects, *, weighting="pooled", alpha=0.05
+) -> dict[str, IntervalResult]:
+    r"""All A2 comparator intervals for every model of a score matrix.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_items, n_models)
+        Item scores in [0, 1]; NaN marks an item the model did not answer
+        (dropped for that model only).
+    subjects : array_like of int, shape (n_items,)
+        Subject code of each item (the clusters).
+    weighting : {"pooled", "macro"}, keyword-only
+        Which score the intervals are about.
+    alpha : float, keyword-only
+        Miscoverage level in (0, 1).
+
+    Returns
+    -------
+    dict of str to IntervalResult
+        Keys ``"iid_clt"``, ``"wilson"``, ``"clustered_subject"`` and, for
+        ``weighting="pooled"`` only, ``"lm_eval_group"`` (lm-eval has no macro
+        analogue). Each holds (n_models,) arrays; ``n`` is the observed items
+        per model and ``n_clusters`` the subjects answered.
+
+    Notes
+    -----
+    Column m equals calling :func:`iid_interval`, :func:`wilson_interval`,
+    :func:`clustered_interval` and :func:`lm_eval_group_interval` on that
+    model's observed items (the tests check this), but is computed from
+    (subject, model) sums in one vectorised pass. With :math:`n_{km}`,
+    :math:`t_{km}` the count and sum of model m's observed scores in subject k
+    and :math:`N_m = \sum_k n_{km}`, the clustered residual sums are
+    :math:`(t_{km} - n_{km}\hat\theta_m)/N_m` (pooled) or
+    :math:`(t_{km}/n_{km} - \hat\theta_m)/C_m` (macro).
+
+    iid_clt and wilson use the chosen estimate with n = observed items, which
+    for the macro score is the paper's Table 3 convention (and ignores that
+    subjects are weighted unequally).
+    """
+    s, observed, codes, weighting, alpha = _comparator_intervals_iv(
+        scores, subjects, weighting, alpha
+    )
+    inv, k = _compact(codes)
+    grouping = Grouping(inv, k)
+    filled = np.where(observed, s, 0.0)
+
+    n_km = grouping.sum(observed).astype(float)
+    t_km = grouping.sum(filled)
+    answered = n_km > 0
+    n_items = n_km.sum(axis=0)
+    c = answered.sum(axis=0)
+    mean_km = np.where(answered, t_km / np.where(answered, n_km, 1.0), 0.0)
+    pooled = t_km.sum(axis=0) / n_items
+    macro = mean_km.sum(axis=0) / c
+    theta = pooled if weighting == "pooled" else macro
+    z = _z(alpha)
+    label = "model column(s)"
+    n_out = n_items.astype(np.int64)
+    c_out = c.astype(np.int64)
+    extra = (_MACRO_N_NOTE,) if weighting == "macro" else ()
+
+    out: dict[str, IntervalResult] = {}
+
+    est, lower, upper, hw, se = _iid_core(theta, n_items, alpha, label)
+    out["iid_clt"] = IntervalResult(
+        estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
+        method="iid_clt", assumptions=_IID_ASSUMPTIONS + extra, se=se, weighting=weighting,
+    )
+
+    est, lower, upper, hw = _wilson_core(theta, n_items, alpha)
+    out["wilson"] = IntervalResult(
+        estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
+        method="wilson", assumptions=_WILSON_ASSUMPTIONS + extra, weighting=weighting,
+    )
+
+    if weighting == "pooled":
+        resid = (t_km - n_km * theta) / n_items
+    else:
+        resid = np.where(answered, (mean_km - theta) / c, 0.0)
+    ok = c >= 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se_cl = np.sqrt(c / (c - 1.0) * np.sum(resid**2, axis=0))
+    est, lower, upper, hw, se = _clt(
+        theta, se_cl, ok, z, label=label, method="clustered_subject",
+        reason="fewer than 2 answered subjects, so the between-subject variance cannot be "
+        "estimated",
+    )
+    out["clustered_subject"] = IntervalResult(
+        estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
+        method="clustered_subject",
+        assumptions=_CLUSTERED_ASSUMPTIONS + (_CLUSTERED_WEIGHTING[weighting],),
+        n_clusters=c_out, se=se, weighting=weighting,
+    )
+
+    if weighting == "pooled":
+        # Deviations from each item's own subject mean (two-pass, so no cancellation
+        # between sum of squares and squared sum).
+        dev = np.where(observed, s - mean_km[inv], 0.0)
+        ss_within = grouping.sum(dev * dev).sum(axis=0)
+        dof = n_items - c
+        ok = dof > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se_lm = np.sqrt(ss_within / dof / n_items)
+        est, lower, upper, hw, se = _clt(
+            pooled, se_lm, ok, z, label=label, method="lm_eval_group",
+            reason="every answered subject has a single item (N = K), so the pooled "
+            "within-subject variance is 0/0",
+        )
+        out["lm_eval_group"] = IntervalResult(
+            estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
+            method="lm_eval_group", assumptions=_LM_EVAL_ASSUMPTIONS, n_clusters=c_out,
+            se=se, weighting="pooled",
+        )
+    return out

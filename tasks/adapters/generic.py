@@ -1,0 +1,278 @@
+"""Generic tabular adapter: CSV, JSONL and Parquet, each optionally gzipped.
+
+Files are read in bounded batches so memory does not grow with the file.  Every row
+carries ``__line__``: the physical line of a CSV record (header = line 1; records with
+embedded newlines and skipped malformed lines are accounted for), the line of a JSONL
+object, or the 1-based row number of a Parquet row.  Structural problems (wrong number of
+CSV fields, unparsable JSON) become reject records instead of exceptions, so one bad line
+never hides the others.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+LINE = "__line__"
+BATCH_ROWS = 1_000_000
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class AdapterError(ValueError):
+    """A file that cannot be read at all (missing, empty, no header, unknown format)."""
+
+
+@dataclass
+class Reject:
+    line: int
+    field: str
+    reason: str
+    raw: str | None = None
+
+
+@dataclass
+class RawBatch:
+    frame: pl.DataFrame                      # file columns (+ LINE)
+    rejects: list[Reject] = field(default_factory=list)
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == _GZIP_MAGIC
+
+
+def detect_format(path: Path, override: str | None = None) -> str:
+    """csv / jsonl / parquet from --format, else from the name (``.gz`` stripped)."""
+    if override:
+        return override
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    ext = suffixes[-1] if suffixes else ""
+    if ext in (".csv",):
+        return "csv"
+    if ext in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if ext in (".parquet", ".pq"):
+        return "parquet"
+    raise AdapterError(f"{path}: cannot tell the format from the name; pass --format csv|jsonl|parquet")
+
+
+def _open_text(path: Path):
+    raw = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+
+
+def file_columns(path: Path, fmt: str) -> list[str]:
+    """Column names of the file (CSV header, Parquet schema, keys of the first JSON object)."""
+    if fmt == "csv":
+        with _open_text(path) as fh:
+            header = next(csv.reader(fh), None)
+        if not header:
+            raise AdapterError(f"{path}: empty file, no CSV header on line 1")
+        dupes = sorted({c for c in header if header.count(c) > 1})
+        if dupes:
+            raise AdapterError(f"{path}: line 1: duplicate column names {dupes}")
+        return header
+    if fmt == "parquet":
+        return list(_parquet_file(path).schema_arrow.names)
+    if fmt == "jsonl":
+        with _open_text(path) as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError:
+                        return []
+                    return list(obj) if isinstance(obj, dict) else []
+        raise AdapterError(f"{path}: empty file")
+    raise AdapterError(f"{path}: unknown format {fmt!r}")
+
+
+def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BATCH_ROWS) -> Iterator[RawBatch]:
+    """Yield the named columns of the file in batches (all columns read as they are stored)."""
+    if fmt == "csv":
+        yield from _csv_batches(path, columns, batch_rows)
+    elif fmt == "jsonl":
+        yield from _jsonl_batches(path, columns, batch_rows)
+    elif fmt == "parquet":
+        yield from _parquet_batches(path, columns, batch_rows)
+    else:
+        raise AdapterError(f"{path}: unknown format {fmt!r}")
+
+
+def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+    header = file_columns(path, "csv")
+    invalid: list[Reject] = []
+
+    def on_invalid(row) -> str:
+        invalid.append(Reject(line=int(row.number) if row.number is not None else -1, field="<row>",
+                              reason=f"expected {row.expected_columns} fields, found {row.actual_columns}",
+                              raw=row.text))
+        return "skip"
+
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
+        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
+                                             strings_can_be_null=False, include_columns=header),
+    )
+    valid_so_far = 0
+    newlines_so_far = 0
+    reported = 0
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+
+    def flush() -> RawBatch:
+        nonlocal valid_so_far, newlines_so_far, reported
+        table = pa.Table.from_batches(pending)
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        n = frame.height
+        # A record's first physical line: header + records before it + the extra lines taken
+        # by embedded newlines in earlier records + malformed lines skipped before it.
+        per_row = np.zeros(n, dtype=np.int64)
+        str_cols = [c for c in header if frame.schema[c] == pl.String]
+        if n and str_cols and frame.select(pl.any_horizontal(
+                [pl.col(c).str.contains("\n", literal=True) for c in str_cols]).any()).item():
+            per_row = frame.select(pl.sum_horizontal(
+                [pl.col(c).str.count_matches("\n", literal=True) for c in str_cols])).to_series().to_numpy().astype(np.int64)
+        extra = np.cumsum(per_row) - per_row
+        base = 2 + valid_so_far + np.arange(n, dtype=np.int64) + newlines_so_far + extra
+        bad = np.array(sorted(r.line for r in invalid if r.line > 0), dtype=np.int64)
+        if bad.size:
+            base = base + np.searchsorted(bad - np.arange(bad.size), base, side="right")
+        newlines_so_far += int(per_row.sum())
+        valid_so_far += n
+        out = RawBatch(frame=frame.select(columns).with_columns(pl.Series(LINE, base)),
+                       rejects=invalid[reported:])
+        reported = len(invalid)
+        pending.clear()
+        return out
+
+    for batch in reader:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        if pending_rows >= batch_rows:
+            yield flush()
+            pending_rows = 0
+    if pending or len(invalid) > reported:
+        if not pending:
+            pending.append(pa.RecordBatch.from_pylist([], schema=reader.schema))
+        yield flush()
+
+
+def _jsonl_scalar(value):
+    if value is None or isinstance(value, str):
+        return value, None
+    if isinstance(value, bool):
+        return ("true" if value else "false"), None
+    if isinstance(value, (int, float)):
+        return repr(value), None
+    return None, f"expected a scalar, got {type(value).__name__}"
+
+
+def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+    cols: dict[str, list] = {c: [] for c in columns}
+    lines: list[int] = []
+    rejects: list[Reject] = []
+
+    def flush() -> RawBatch:
+        data = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
+        data[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
+        out = RawBatch(frame=pl.DataFrame(data), rejects=list(rejects))
+        for v in cols.values():
+            v.clear()
+        lines.clear()
+        rejects.clear()
+        return out
+
+    with _open_text(path) as fh:
+        for number, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                rejects.append(Reject(number, "<row>", f"unparsable JSON: {exc.msg} at column {exc.colno}", text.rstrip("\r\n")))
+                continue
+            if not isinstance(obj, dict):
+                rejects.append(Reject(number, "<row>", f"expected a JSON object, got {type(obj).__name__}", text.rstrip("\r\n")))
+                continue
+            row_ok = True
+            values = []
+            for c in columns:
+                v, problem = _jsonl_scalar(obj.get(c))
+                if problem:
+                    rejects.append(Reject(number, c, problem, text.rstrip("\r\n")))
+                    row_ok = False
+                values.append(v)
+            if not row_ok:
+                continue
+            for c, v in zip(columns, values):
+                cols[c].append(v)
+            lines.append(number)
+            if len(lines) >= batch_rows:
+                yield flush()
+    if lines or rejects:
+        yield flush()
+
+
+def _parquet_file(path: Path) -> pq.ParquetFile:
+    try:
+        if is_gzip(path):
+            with gzip.open(path, "rb") as fh:
+                return pq.ParquetFile(pa.BufferReader(fh.read()))
+        return pq.ParquetFile(path)
+    except pa.ArrowInvalid as exc:
+        raise AdapterError(f"{path}: not a readable Parquet file: {exc}") from None
+
+
+def _parquet_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+    pf = _parquet_file(path)
+    start = 1
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        n = frame.height
+        yield RawBatch(frame=frame.with_columns(pl.Series(LINE, np.arange(start, start + n, dtype=np.int64))))
+        start += n
+
+
+def raw_text(path: Path, fmt: str, lines: set[int], limit_chars: int = 2000) -> dict[int, str]:
+    """The original text of the given lines (rows for Parquet), for the rejects table."""
+    out: dict[int, str] = {}
+    if not lines:
+        return out
+    if fmt == "parquet":
+        pf = _parquet_file(path)
+        wanted = sorted(lines)
+        start = 1
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS):
+            end = start + batch.num_rows
+            idx = [w - start for w in wanted if start <= w < end]
+            if idx:
+                for w, row in zip([i + start for i in idx], batch.take(pa.array(idx)).to_pylist()):
+                    out[w] = json.dumps(row, default=str)[:limit_chars]
+            start = end
+        return out
+    last = max(lines)
+    with _open_text(path) as fh:
+        for number, text in enumerate(fh, start=1):
+            if number in lines:
+                out[number] = text.rstrip("\r\n")[:limit_chars]
+            if number >= last:
+                break
+    return out

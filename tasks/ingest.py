@@ -1,0 +1,277 @@
+"""Ingest one log file into the store: read, validate, check against what is stored, insert.
+
+Per file the outcome is all-or-nothing unless ``allow_rejects``: a single rejected row
+means the file is not ingested and nothing in the store changes.  With ``allow_rejects``
+the good rows are ingested and the bad ones are kept in the ``rejects`` table.  A score
+that contradicts a stored one, or an item whose subject/domain disagrees with the stored
+item, is never a reject but an error (:class:`ConflictError`) naming both sources: the
+file is refused whole, whatever ``allow_rejects`` says, because one of the two sources is
+wrong and benchcert cannot tell which.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from benchcert.tasks.adapters import generic
+from benchcert.tasks.mapping import ColumnMapping
+from benchcert.tasks.schemas import CANONICAL_FIELDS
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.validate import REJECT_SCHEMA, validate_batch
+
+KEY = ("benchmark", "model", "item_id", "variant", "replicate")
+MAX_REPORTED_REJECTS = 50
+
+
+class IngestError(ValueError):
+    """The file cannot be ingested as given (unreadable, mapping does not fit)."""
+
+
+class ConflictError(IngestError):
+    """The file contradicts what the store already holds."""
+
+
+@dataclass
+class FileReport:
+    path: str
+    status: str  # ingested | unchanged | rejected | conflict | error
+    format: str | None = None
+    sha256: str | None = None
+    source_id: int | None = None
+    rows_read: int = 0
+    rows_accepted: int = 0
+    rows_added: int = 0
+    rows_already_stored: int = 0
+    rows_rejected: int = 0
+    duplicate_rows_in_file: int = 0
+    message: str = ""
+    rejects: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ingested", "unchanged")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _field_label(canonical: str, column: str | None) -> str:
+    return canonical if column in (None, canonical) else f"{column} ({canonical})"
+
+
+def resolve_columns(path: Path, fmt: str, mapping: ColumnMapping, benchmark: str | None) -> dict[str, str | None]:
+    available = generic.file_columns(path, fmt)
+    cols = {f: mapping.column_for(f, available) for f in CANONICAL_FIELDS}
+    if fmt != "jsonl" or available:
+        missing = {f: c for f, c in cols.items() if c is not None and c not in available}
+        if missing:
+            raise IngestError(
+                f"{path}: column(s) {', '.join(f'{c!r} (for {f})' for f, c in missing.items())} not in the file; "
+                f"its columns are {available}")
+    if benchmark is None and cols["benchmark"] is None:
+        raise IngestError(f"{path}: no benchmark: pass --benchmark NAME or map a benchmark column")
+    if benchmark is not None and "benchmark" not in mapping.columns:
+        cols["benchmark"] = None  # the flag names the benchmark; a same-named column is not used
+    for f in ("model", "item_id", "score"):
+        if cols[f] is None:
+            raise IngestError(f"{path}: no column for required field {f!r}; map one with --map {f}=COLUMN "
+                              f"(columns are {available})")
+    return cols
+
+
+def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapping: ColumnMapping,
+                allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                batch_rows: int = generic.BATCH_ROWS) -> FileReport:
+    """Ingest one file; never raises for bad data, returns a report whose ``status`` says what happened."""
+    path = Path(path)
+    report = FileReport(path=str(path), status="error")
+    try:
+        if not path.is_file():
+            raise IngestError(f"{path}: no such file")
+        report.format = fmt = generic.detect_format(path, mapping.format)
+        report.sha256 = sha = sha256_file(path)
+        cols = resolve_columns(path, fmt, mapping, benchmark)
+        config = json.dumps({"benchmark": benchmark, "columns": cols, "format": fmt,
+                             "allow_rejects": allow_rejects}, sort_keys=True)
+        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+            done = con.execute(
+                "SELECT source_id, rows_accepted FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
+                [sha, config]).fetchall()
+            done = done[0] if done else None
+            if done is not None:
+                report.status, report.source_id = "unchanged", done[0]
+                report.message = f"{path}: already ingested as source {done[0]} (same content and settings); nothing added"
+                return report
+            _stage_and_insert(con, path, fmt, cols, benchmark, sha, config, allow_rejects, batch_rows, report)
+    except ConflictError as exc:
+        report.status, report.message = "conflict", str(exc)
+    except (IngestError, generic.AdapterError) as exc:
+        report.status, report.message = "error", str(exc)
+    return report
+
+
+def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | None, sha: str, config: str,
+                      allow_rejects: bool, batch_rows: int, report: FileReport) -> None:
+    labels = {f: _field_label(f, c) for f, c in cols.items()}
+    file_cols = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
+    con.execute("CREATE OR REPLACE TEMP TABLE _stage (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
+                "subject VARCHAR, domain VARCHAR, score DOUBLE, variant VARCHAR, replicate BIGINT, line BIGINT)")
+    reject_frames: list[pl.DataFrame] = []
+    rows_read = 0
+    try:
+        for raw in generic.read_batches(path, fmt, file_cols, batch_rows):
+            rows_read += raw.frame.height + len({r.line for r in raw.rejects})
+            if raw.rejects:
+                reject_frames.append(pl.DataFrame(
+                    [{"line": r.line, "field": labels.get(r.field, r.field) if r.field != "<row>" else "<row>",
+                      "reason": r.reason} for r in raw.rejects], schema=REJECT_SCHEMA))
+            if raw.frame.height == 0:
+                continue
+            good, bad = validate_batch(raw.frame, cols, benchmark=benchmark)
+            if bad.height:
+                reject_frames.append(bad.with_columns(
+                    pl.col("field").replace_strict({c: labels[f] for f, c in cols.items() if c}, default=pl.col("field"))))
+            if good.height:
+                con.register("_batch", good.to_arrow())
+                con.execute("INSERT INTO _stage SELECT * FROM _batch")
+                con.unregister("_batch")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{path}: not UTF-8 text: {exc}") from None
+    except Exception as exc:  # pyarrow parse errors that the invalid-row handler cannot absorb
+        if type(exc).__module__.startswith("pyarrow"):
+            raise IngestError(f"{path}: cannot parse as {fmt}: {exc}") from None
+        raise
+
+    # Within the file: a key given twice with different scores, or an item given two subjects.
+    # Aggregate without lists first (cheap); gather line numbers only for the rare offenders.
+    con.execute("""CREATE OR REPLACE TEMP TABLE _dups AS
+        SELECT benchmark, model, item_id, variant, replicate, count(*) AS n, min(score) <> max(score) AS conflicting
+        FROM _stage GROUP BY benchmark, model, item_id, variant, replicate HAVING count(*) > 1""")
+    n_dup_keys = con.execute("SELECT count(*) FROM _dups").fetchall()[0][0]
+    dup_conflicts = con.sql("""
+        SELECT s.line, 'score' AS field,
+               'key (model=' || s.model || ', item_id=' || s.item_id || ', variant=' || s.variant
+               || ', replicate=' || s.replicate || ') is given again with a different score' AS reason
+        FROM _stage s SEMI JOIN (SELECT * FROM _dups WHERE conflicting) d
+        USING (benchmark, model, item_id, variant, replicate)""").to_arrow_table()
+    item_conflicts = con.sql("""
+        SELECT s.line, 'subject/domain' AS field,
+               'item ' || s.item_id || ' is given ' || c.n || ' different subject/domain pairs in this file' AS reason
+        FROM _stage s JOIN (
+            SELECT benchmark, item_id, count(DISTINCT (subject, domain)) AS n
+            FROM _stage GROUP BY benchmark, item_id HAVING count(DISTINCT (subject, domain)) > 1) c
+        USING (benchmark, item_id)""").to_arrow_table()
+    for t in (dup_conflicts, item_conflicts):
+        if t.num_rows:
+            f = pl.from_arrow(t)
+            reject_frames.append(f.with_columns(pl.col("field").replace_strict(
+                {"score": labels["score"], "subject/domain": f"{labels['subject']}/{labels['domain']}"},
+                default=pl.col("field"))).cast(REJECT_SCHEMA))
+    rejects = (pl.concat(reject_frames).unique(maintain_order=True).sort("line")
+               if reject_frames else pl.DataFrame(schema=REJECT_SCHEMA))
+    n_bad_rows = rejects.select(pl.col("line").n_unique()).item() if rejects.height else 0
+    report.rows_read = rows_read
+    report.rows_rejected = n_bad_rows
+    if rejects.height:
+        raw_lines = generic.raw_text(path, fmt, set(rejects["line"].to_list()))
+        rejects = rejects.with_columns(pl.col("line").replace_strict(raw_lines, default=None,
+                                                                     return_dtype=pl.String).alias("raw"))
+        report.rejects = rejects.head(MAX_REPORTED_REJECTS).to_dicts()
+        if not allow_rejects:
+            report.status = "rejected"
+            report.message = (f"{path}: {n_bad_rows} bad row(s) ({rejects.height} problem(s)); file not ingested, "
+                              f"store unchanged. First: line {rejects['line'][0]}, field {rejects['field'][0]}: "
+                              f"{rejects['reason'][0]}. Fix the file or pass --allow-rejects to ingest the good rows "
+                              "and quarantine the bad ones.")
+            return
+        con.register("_bad_lines", rejects.select("line").unique().to_arrow())
+        con.execute("DELETE FROM _stage WHERE line IN (SELECT line FROM _bad_lines)")
+        con.unregister("_bad_lines")
+
+    # Identical duplicates inside the file count once.
+    staged = con.execute("SELECT count(*) FROM _stage").fetchall()[0][0]
+    if n_dup_keys:
+        con.execute("CREATE OR REPLACE TEMP TABLE _stage AS SELECT * FROM _stage QUALIFY row_number() OVER "
+                    "(PARTITION BY benchmark, model, item_id, variant, replicate ORDER BY line) = 1")
+    distinct_rows = con.execute("SELECT count(*) FROM _stage").fetchall()[0][0]
+    report.duplicate_rows_in_file = staged - distinct_rows
+    report.rows_accepted = staged
+
+    _check_against_store(con, path)
+
+    con.execute("BEGIN TRANSACTION")
+    try:
+        source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+        added = con.execute("""
+            INSERT INTO responses
+            SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, s.score, ?, s.line
+            FROM _stage s ANTI JOIN responses r USING (benchmark, model, item_id, variant, replicate)""",
+                            [source_id]).fetchall()[0][0]
+        con.execute("""
+            INSERT INTO items
+            SELECT s.benchmark, s.item_id, any_value(s.subject), any_value(s.domain), ?, min(s.line)
+            FROM _stage s ANTI JOIN items i USING (benchmark, item_id)
+            GROUP BY s.benchmark, s.item_id""", [source_id])
+        if rejects.height:
+            con.register("_rejects", rejects.to_arrow())
+            con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",
+                        [source_id, str(path)])
+            con.unregister("_rejects")
+        bench_value = benchmark if benchmark is not None else None
+        con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [source_id, bench_value, str(path), sha, fmt, config, rows_read, staged, added, n_bad_rows,
+                     "ingested" if not rejects.height else "ingested-with-rejects",
+                     dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("DROP TABLE IF EXISTS _stage")
+    con.execute("DROP TABLE IF EXISTS _dups")
+    report.status = "ingested"
+    report.source_id = source_id
+    report.rows_added = added
+    report.rows_already_stored = distinct_rows - added
+    report.message = (f"{path}: {added} row(s) added, {distinct_rows - added} already stored"
+                      + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else ""))
+
+
+def _check_against_store(con, path: Path) -> None:
+    conflicts = con.execute("""
+        SELECT s.model, s.item_id, s.variant, s.replicate, s.score, s.line, r.score, src.path, r.line
+        FROM _stage s JOIN responses r USING (benchmark, model, item_id, variant, replicate)
+        JOIN sources src ON src.source_id = r.source_id
+        WHERE r.score <> s.score ORDER BY s.line LIMIT 5""").fetchall()
+    if conflicts:
+        n = con.execute("""SELECT count(*) FROM _stage s JOIN responses r
+                           USING (benchmark, model, item_id, variant, replicate) WHERE r.score <> s.score""").fetchall()[0][0]
+        m, item, var, rep, score, line, old, old_path, old_line = conflicts[0]
+        raise ConflictError(
+            f"{path}: {n} row(s) contradict stored scores; nothing ingested. First: model {m!r}, item {item!r}, "
+            f"variant {var!r}, replicate {rep}: score {score:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
+    items = con.execute("""
+        SELECT n.item_id, n.subject, n.domain, n.line, i.subject, i.domain, src.path, i.line
+        FROM (SELECT benchmark, item_id, any_value(subject) AS subject, any_value(domain) AS domain, min(line) AS line
+              FROM _stage GROUP BY benchmark, item_id) n
+        JOIN items i USING (benchmark, item_id)
+        JOIN sources src ON src.source_id = i.source_id
+        WHERE i.subject <> n.subject OR i.domain <> n.domain ORDER BY n.line LIMIT 5""").fetchall()
+    if items:
+        item, subj, dom, line, old_subj, old_dom, old_path, old_line = items[0]
+        raise ConflictError(
+            f"{path}: item {item!r} has subject/domain {subj!r}/{dom!r} at {path}:{line} but "
+            f"{old_subj!r}/{old_dom!r} at {old_path}:{old_line}; nothing ingested")

@@ -1,0 +1,188 @@
+"""Pydantic models for the canonical response row and the run-artifact contract.
+
+These models *are* the contract: ``benchcert schema`` exports them as JSON Schema, the
+artifact writer validates every manifest/summary/index through them before writing, and
+readers (dashboards, scripts) can validate against the exported schemas.  Any change that
+breaks a reader bumps :data:`benchcert.SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from benchcert import SCHEMA_VERSION
+
+#: Subject/domain given to rows whose log carries no such field: one subject, one domain.
+DEFAULT_SUBJECT = "all"
+DEFAULT_DOMAIN = "all"
+
+#: Canonical fields a column mapping may name, in canonical order.
+CANONICAL_FIELDS = ("benchmark", "model", "item_id", "subject", "domain", "score", "variant", "replicate")
+REQUIRED_FIELDS = ("benchmark", "model", "item_id", "score")
+KEY_FIELDS = ("benchmark", "model", "item_id", "variant", "replicate")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ResponseRow(_Frozen):
+    """One model's scored response to one benchmark item (the canonical row).
+
+    Primary key: (benchmark, model, item_id, variant, replicate).  The bulk ingest path
+    applies exactly these rules column-wise (see ``tasks/validate.py``); a property test
+    checks that both agree row by row.
+    """
+
+    benchmark: str = Field(min_length=1, description='Benchmark name, e.g. "mmlu_pro".')
+    model: str = Field(min_length=1, description='Model id; a checkpoint is a model id ("org/model@step-12000").')
+    item_id: str = Field(min_length=1, description="Stable item id within the benchmark.")
+    subject: str = Field(DEFAULT_SUBJECT, min_length=1, description="Subject (cluster) of the item.")
+    domain: str = Field(DEFAULT_DOMAIN, min_length=1, description="Domain (group of subjects) of the item.")
+    score: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Score in [0, 1]; binary correct = 1.")
+    variant: str = Field("", description='Prompt variant / perturbation id ("" when none).')
+    replicate: int = Field(0, ge=0, description="Repeated-sample index (0 when none).")
+    label: str | None = Field(None, description="Optional gold label.")
+    option_probs: list[float] | None = Field(None, description="Optional predicted option probabilities.")
+    embedding: list[float] | None = Field(None, description="Optional response embedding.")
+    source: str | None = Field(None, description="Source file the row came from.")
+    line: int | None = Field(None, ge=1, description="Line (or row) of the source file.")
+
+    @field_validator("benchmark", "model", "item_id", "subject", "domain")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v
+
+
+class Interval(_Frozen):
+    method: str = Field(description='Interval method, e.g. "iid_clt", "wilson", "clustered_subject".')
+    lower: float
+    upper: float
+    half_width: float
+    alpha: float = Field(gt=0, lt=1)
+
+
+class ScoreSummary(_Frozen):
+    estimate: float
+    intervals: list[Interval]
+
+
+class ModelSummary(_Frozen):
+    model: str
+    n_items: int = Field(ge=0, description="Items this model answered (in the audited variant).")
+    coverage: float = Field(ge=0, le=1, description="n_items / items in the benchmark.")
+    n_subjects: int = Field(ge=0)
+    pooled: ScoreSummary = Field(description="Mean over all answered items.")
+    macro: ScoreSummary = Field(description="Mean over subjects of subject accuracy.")
+    subject_sd: float | None = Field(None, description="SD (ddof=1) of subject accuracies; null with < 2 subjects.")
+    subject_min: float | None = None
+    subject_max: float | None = None
+
+
+class Verdict(_Frozen):
+    kind: str
+    model: str
+    baseline: str | None = None
+    verdict: Literal["improved", "regressed", "inconclusive"] | str
+    detail: dict = Field(default_factory=dict)
+
+
+class Summary(_Frozen):
+    """summary.json: the headline of one audit run, per model."""
+
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    benchmark: str
+    created_at: str
+    alpha: float = Field(gt=0, lt=1)
+    variant: str
+    n_items: int
+    n_models: int
+    n_subjects: int
+    n_domains: int
+    models: list[ModelSummary]
+    analyses: list[str]
+    warnings: list[str] = Field(default_factory=list)
+    verdicts: list[Verdict] = Field(default_factory=list)
+
+    @field_validator("models")
+    @classmethod
+    def _finite(cls, models: list[ModelSummary]) -> list[ModelSummary]:
+        for m in models:
+            for s in (m.pooled, m.macro):
+                vals = [s.estimate] + [x for iv in s.intervals for x in (iv.lower, iv.upper, iv.half_width)]
+                if not all(math.isfinite(v) for v in vals):
+                    raise ValueError(f"non-finite score or interval for model {m.model!r}")
+        return models
+
+
+class SourceRef(_Frozen):
+    path: str
+    sha256: str
+    format: str
+    rows_added: int
+    ingested_at: str
+
+
+class TableRef(_Frozen):
+    name: str
+    file: str = Field(description="Path relative to the run directory, e.g. tables/scores.parquet.")
+    rows: int
+    columns: list[str]
+
+
+class Manifest(_Frozen):
+    """manifest.json: what ran, on what, with which settings, and what it wrote."""
+
+    schema_version: str = SCHEMA_VERSION
+    benchcert_version: str
+    run_id: str
+    flow_run_id: str | None
+    benchmark: str
+    status: Literal["completed"]
+    started_at: str
+    finished_at: str
+    config: dict
+    sources: list[SourceRef]
+    tables: list[TableRef]
+    files: list[str] = Field(description="Every file of the run directory, relative paths.")
+    timings_s: dict[str, float] = Field(description="Work seconds per task, and the whole flow's wall time.")
+
+
+class IndexEntry(_Frozen):
+    benchmark: str
+    dir: str = Field(description="Folder of this benchmark under the artifacts root.")
+    latest_run_id: str
+    latest_finished_at: str
+    runs: list[str] = Field(description="All completed run ids, oldest first.")
+
+
+class Index(_Frozen):
+    """index.json at the artifacts root: the latest run per benchmark."""
+
+    schema_version: str = SCHEMA_VERSION
+    updated_at: str
+    benchmarks: list[IndexEntry]
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "response-row": ResponseRow,
+    "manifest": Manifest,
+    "summary": Summary,
+    "index": Index,
+}
+
+
+def json_schema(name: str) -> dict:
+    """JSON Schema of one contract model, with its version recorded."""
+    if name not in SCHEMAS:
+        raise ValueError(f"unknown schema {name!r}; choose from {sorted(SCHEMAS)}")
+    schema = SCHEMAS[name].model_json_schema()
+    schema["$id"] = f"benchcert/{name}/{SCHEMA_VERSION}"
+    schema["x-schema-version"] = SCHEMA_VERSION
+    return schema
