@@ -22,6 +22,7 @@ from scipy.special import ndtri
 from ._common import (
     Grouping,
     _short,
+    all_missing_columns,
     check_alpha,
     check_codes,
     check_scores,
@@ -170,7 +171,8 @@ def _clt(est, se, ok, z, *, label: str, method: str, reason: str):
     se = 1/2 (the largest SD such a mean can have) and half_width =
     max(est, 1 - est) so that est +/- half_width spans exactly [0, 1].
     """
-    est = np.asarray(est, dtype=float)
+    # Copy so that results built from one estimate array never alias each other.
+    est = np.array(est, dtype=float)
     ok = np.asarray(ok, dtype=bool)
     se = np.where(ok, np.asarray(se, dtype=float), _WORST_CASE_SE)
     hw = np.where(ok, z * se, np.maximum(est, 1.0 - est))
@@ -313,7 +315,7 @@ def _wilson_core(p, nn, alpha):
     # center - hw >= 0 and center + hw <= 1 hold exactly; clip only rounding noise.
     lower = np.clip(center - hw, 0.0, 1.0)
     upper = np.clip(center + hw, 0.0, 1.0)
-    return p, lower, upper, (upper - lower) / 2.0
+    return np.array(p, dtype=float), lower, upper, (upper - lower) / 2.0
 
 
 def wilson_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
@@ -548,13 +550,12 @@ def _comparator_intervals_iv(scores, subjects, weighting, alpha):
     weighting = _check_weighting(weighting, "weighting")
     s = check_scores(scores, "scores", ndim=2, allow_nan=True)
     codes = check_codes(subjects, "subjects", length=s.shape[0])
-    observed = ~np.isnan(s)
-    empty = np.flatnonzero(~observed.any(axis=0))
+    empty = all_missing_columns(s)
     if empty.size:
         raise ValueError(
             f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}"
         )
-    return s, observed, codes, weighting, alpha
+    return s, codes, weighting, alpha
 
 
 def comparator_intervals(
@@ -597,15 +598,19 @@ def comparator_intervals(
     for the macro score is the paper's Table 3 convention (and ignores that
     subjects are weighted unequally).
     """
-    s, observed, codes, weighting, alpha = _comparator_intervals_iv(
+    s, codes, weighting, alpha = _comparator_intervals_iv(
         scores, subjects, weighting, alpha
     )
-    inv, k = _compact(codes)
-    grouping = Grouping(inv, k)
-    filled = np.where(observed, s, 0.0)
+    # One row gather serves every group sum below; it dominates the cost at MMLU scale.
+    grouping = Grouping(codes)
+    s_sorted = grouping.gather(s)
+    obs_sorted = ~np.isnan(s_sorted)
+    # fmax ignores NaN, so with scores validated >= 0 it zero-fills missing entries
+    # in one pass, in place on our private sorted copy (no extra full-size array).
+    filled = np.fmax(s_sorted, 0.0, out=s_sorted)
 
-    n_km = grouping.sum(observed).astype(float)
-    t_km = grouping.sum(filled)
+    n_km = grouping.reduce_sorted(obs_sorted).astype(np.float64)
+    t_km = grouping.reduce_sorted(filled)
     answered = n_km > 0
     n_items = n_km.sum(axis=0)
     c = answered.sum(axis=0)
@@ -653,10 +658,12 @@ def comparator_intervals(
     )
 
     if weighting == "pooled":
-        # Deviations from each item's own subject mean (two-pass, so no cancellation
-        # between sum of squares and squared sum).
-        dev = np.where(observed, s - mean_km[inv], 0.0)
-        ss_within = grouping.sum(dev * dev).sum(axis=0)
+        # Deviations from each item's own subject mean, zeroed where missing; two-pass
+        # (rather than sum of squares minus squared sum) so nothing cancels.
+        dev = filled - grouping.expand_sorted(mean_km)
+        dev[~obs_sorted] = 0.0
+        dev *= dev
+        ss_within = grouping.reduce_sorted(dev).sum(axis=0)
         dof = n_items - c
         ok = dof > 0
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import Grouping, _short, check_codes, check_scores, warn_degenerate
+from ._common import (
+    Grouping,
+    _short,
+    all_missing_columns,
+    check_codes,
+    check_scores,
+    warn_degenerate,
+)
 
 __all__ = ["BenchmarkScores", "benchmark_scores"]
 
@@ -115,14 +122,12 @@ def _benchmark_scores_iv(scores, subjects, subject_domains, n_subjects, n_domain
                 f"n_domains must exceed every domain code (max code {max_dom}); got {n_domains}"
             )
 
-    observed = ~np.isnan(scores)
-    n_obs = observed.sum(axis=0)
-    empty = np.flatnonzero(n_obs == 0)
+    empty = all_missing_columns(scores)
     if empty.size:
         raise ValueError(
             f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}"
         )
-    return scores, observed, subjects, domains, k, d
+    return scores, subjects, domains, k, d
 
 
 def _check_count(value, name: str) -> int:
@@ -185,14 +190,16 @@ def benchmark_scores(
     macro taken over fewer subjects; this is warned about because such macros
     are not comparable across models.
     """
-    scores, observed, subjects, domains, k, d = _benchmark_scores_iv(
+    scores, subjects, domains, k, d = _benchmark_scores_iv(
         scores, subjects, subject_domains, n_subjects, n_domains
     )
-    filled = np.where(observed, scores, 0.0)
-
+    # One row gather serves both sums; the gather dominates the cost at MMLU scale.
     grouping = Grouping(subjects, k)
-    n = grouping.sum(observed).astype(np.int64)
-    total = grouping.sum(filled)
+    scores_sorted = grouping.gather(scores)
+    n = grouping.reduce_sorted(~np.isnan(scores_sorted))
+    # fmax ignores NaN, so with scores validated >= 0 it zero-fills missing entries
+    # in one pass, in place on our private sorted copy (no extra full-size array).
+    total = grouping.reduce_sorted(np.fmax(scores_sorted, 0.0, out=scores_sorted))
     answered = n > 0
 
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -228,7 +235,7 @@ def benchmark_scores(
 
     # Domains aggregate the (K, M) subject tables, so this costs O(K M), not O(N M).
     dom_group = Grouping(domains, d)
-    domain_n = dom_group.sum(n).astype(np.int64)
+    domain_n = dom_group.sum(n)
     domain_total = dom_group.sum(total)
     domain_k = dom_group.sum(answered)
     domain_mean_sum = dom_group.sum(means0)

@@ -22,7 +22,7 @@ import polars as pl
 from benchcert.tasks.adapters import generic
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.schemas import CANONICAL_FIELDS
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store
 from benchcert.tasks.validate import REJECT_SCHEMA, validate_batch
 
 KEY = ("benchmark", "model", "item_id", "variant", "replicate")
@@ -40,7 +40,7 @@ class ConflictError(IngestError):
 @dataclass
 class FileReport:
     path: str
-    status: str  # ingested | unchanged | rejected | conflict | error
+    status: str  # ingested | unchanged | rejected | conflict | error | locked
     format: str | None = None
     sha256: str | None = None
     source_id: int | None = None
@@ -119,7 +119,9 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
             _stage_and_insert(con, path, fmt, cols, benchmark, sha, config, allow_rejects, batch_rows, report)
     except ConflictError as exc:
         report.status, report.message = "conflict", str(exc)
-    except (IngestError, generic.AdapterError) as exc:
+    except StoreLockedError as exc:
+        report.status, report.message = "locked", str(exc)
+    except (IngestError, generic.AdapterError, StoreError) as exc:
         report.status, report.message = "error", str(exc)
     return report
 

@@ -292,7 +292,7 @@ def interval_plot_svg(
         finite = [a[np.isfinite(a)] for a in (*est, *low, *up)]
         allv = np.concatenate(finite) if finite else np.array([])
         if allv.size == 0:
-            lo, hi = (0.0, 1.0) if percent else (0.0, 1.0)
+            lo, hi = 0.0, 1.0
         else:
             dmin, dmax = float(allv.min()), float(allv.max())
             span = dmax - dmin

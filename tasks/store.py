@@ -160,7 +160,7 @@ def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
     """Run a parameterised query and return it as Polars (through Arrow, no copy to pandas)."""
-    table = con.execute(sql, params or []).to_arrow_table()
+    table = con.sql(sql, params=params or None).to_arrow_table()
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     return frame
@@ -176,24 +176,17 @@ def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
             for t in ("responses", "items", "sources", "rejects", "runs", "run_results")}
 
 
-def record_run_start(con, *, run_id: str, benchmark: str, flow_run_id: str | None,
-                     started_at, config: dict) -> None:
-    con.execute(
-        "INSERT INTO runs (run_id, benchmark, flow_run_id, status, started_at, config) VALUES (?, ?, ?, 'running', ?, ?)",
-        [run_id, benchmark, flow_run_id, started_at, json.dumps(config, sort_keys=True)])
-
-
-def record_run_end(con, *, run_id: str, status: str, finished_at, run_dir: str | None = None,
-                   n_models: int | None = None, n_items: int | None = None, error: str | None = None,
-                   results: pl.DataFrame | None = None) -> None:
+def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, status: str, started_at,
+               finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
+               n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:
+    """Record one audit run (and its per-model intervals) in a single transaction."""
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(
-            "UPDATE runs SET status = ?, finished_at = ?, run_dir = ?, n_models = ?, n_items = ?, error = ? WHERE run_id = ?",
-            [status, finished_at, run_dir, n_models, n_items, error, run_id])
+        con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [run_id, benchmark, flow_run_id, status, started_at, finished_at, run_dir, n_models, n_items,
+                     json.dumps(config, sort_keys=True), error])
         if results is not None and results.height:
-            arrow = results.to_arrow()
-            con.register("_results", arrow)
+            con.register("_results", results.to_arrow())
             con.execute(
                 "INSERT INTO run_results SELECT run_id, benchmark, model, metric, method, estimate, lower, upper, "
                 "half_width, alpha FROM _results")
@@ -202,3 +195,15 @@ def record_run_end(con, *, run_id: str, status: str, finished_at, run_dir: str |
     except Exception:
         con.execute("ROLLBACK")
         raise
+
+
+def list_runs(con, benchmark: str | None = None) -> pl.DataFrame:
+    return query_pl(con, """
+        SELECT run_id, benchmark, status, strftime(started_at, '%Y-%m-%dT%H:%M:%SZ') AS started_at,
+               strftime(finished_at, '%Y-%m-%dT%H:%M:%SZ') AS finished_at, n_models, n_items, run_dir, flow_run_id, error
+        FROM runs WHERE ? IS NULL OR benchmark = ? ORDER BY started_at, run_id""", [benchmark, benchmark])
+
+
+def get_run(con, run_id: str) -> dict | None:
+    rows = list_runs(con).filter(pl.col("run_id") == run_id).to_dicts()
+    return rows[0] if rows else None

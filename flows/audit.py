@@ -1,0 +1,80 @@
+"""The audit flow: read one benchmark once, run every analysis as one task on the whole
+matrix, publish the run (artifacts on disk, run catalog in the store, Prefect artifacts)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+import benchcert
+from benchcert.tasks import artifacts, results
+from benchcert.tasks.analyses import ANALYSES, AuditConfig
+from benchcert.tasks.prefect_tasks import (analysis_task, load_matrices_task, publish_task, record_run_task,
+                                          write_artifacts_task)
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+
+
+@flow(name="benchcert-audit", log_prints=False)
+def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
+               variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+    """Audit one benchmark; returns summary.json's content plus ``run_dir`` and ``timings_s``."""
+    wall = time.perf_counter()
+    started = dt.datetime.now(dt.timezone.utc)
+    run_id = artifacts.new_run_id(started)
+    config = AuditConfig(alpha=alpha, variant=variant)
+    flow_run_id = str(flow_run.id) if flow_run.id else None
+    run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
+                  "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES)}
+    try:
+        matrices, sources, read_s = load_matrices_task(db, benchmark, variant, lock_timeout)
+        outputs = [analysis_task(name, matrices, config) for name in ANALYSES]
+        start = time.perf_counter()
+        summary = results.build_summary(run_id=run_id, created_at=artifacts.iso(started), matrices=matrices,
+                                        config=config, outputs=outputs)
+        tables = results.collect_tables(outputs)
+        report_html = results.build_report(summary, outputs, sources=sources)
+        collate_s = time.perf_counter() - start
+        timings = {"read_store": read_s, **{f"analysis:{o.name}": o.seconds for o in outputs},
+                   "collate_and_report": collate_s}
+        finished = dt.datetime.now(dt.timezone.utc)
+        manifest_fields = {
+            "benchcert_version": benchcert.__version__, "run_id": run_id, "flow_run_id": flow_run_id,
+            "benchmark": benchmark, "status": "completed", "started_at": artifacts.iso(started),
+            "finished_at": artifacts.iso(finished), "config": {**run_config, "variant": matrices.variant},
+            "sources": sources.to_dicts(), "timings_s": timings,
+        }
+        run_dir, write_s = write_artifacts_task(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        timings["write_artifacts"] = write_s
+        timings["record_run"] = record_run_task(
+            db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="completed",
+            started_at=started.replace(tzinfo=None), finished_at=finished.replace(tzinfo=None), config=run_config,
+            run_dir=str(run_dir), n_models=summary.n_models, n_items=summary.n_items,
+            results=results.result_rows(run_id, benchmark, outputs))
+        publish_task(summary, str(run_dir))
+    except Exception as exc:
+        _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
+        raise
+    timings["flow_wall"] = time.perf_counter() - wall
+    work = sum(v for k, v in timings.items() if k != "flow_wall")
+    timings["prefect_overhead"] = max(timings["flow_wall"] - work, 0.0)
+    return {**summary.model_dump(mode="json"), "run_dir": str(run_dir), "timings_s": timings}
+
+
+def _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc) -> None:
+    """Keep failed runs in the catalog too; never mask the original error."""
+    from pathlib import Path
+
+    from benchcert.tasks.prefect_tasks import record_run
+
+    if not Path(db).is_file():
+        return
+    try:
+        record_run(db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="failed",
+                   started_at=started.replace(tzinfo=None),
+                   finished_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), config=run_config,
+                   error=f"{type(exc).__name__}: {exc}"[:2000])
+    except Exception:
+        pass

@@ -1,0 +1,285 @@
+"""The ``benchcert`` command line.
+
+Exit codes: 0 success; 1 the data or a run failed (rejected or conflicting file, failed
+audit, unknown run); 2 usage error; 3 the store is locked or unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+LOG_EXTENSIONS = (".csv", ".jsonl", ".ndjson", ".parquet", ".pq")
+
+
+def _prefect_env() -> None:
+    """Quiet, offline defaults for embedded Prefect; the caller's settings win."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _expand(paths: list[str]) -> tuple[list[str], list[dict]]:
+    """Files to ingest, and a report for every file found in a directory that no adapter reads."""
+    files, unknown = [], []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for f in sorted(x for x in path.rglob("*") if x.is_file() and not x.name.startswith(".")):
+                name = f.name.lower().removesuffix(".gz")
+                if name.endswith(LOG_EXTENSIONS):
+                    files.append(str(f))
+                else:
+                    unknown.append({"path": str(f), "status": "error",
+                                    "message": f"{f}: no adapter recognises this file (expected "
+                                               f"{', '.join(LOG_EXTENSIONS)}, optionally .gz); not ingested"})
+        else:
+            files.append(p)
+    return files, unknown
+
+
+def cmd_ingest(args) -> int:
+    from benchcert.tasks.mapping import MappingError, parse_mapping
+
+    try:
+        mapping = parse_mapping(args.map, args.config, args.format)
+    except MappingError as exc:
+        print(f"benchcert ingest: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    files, unknown = _expand(args.paths)
+    reports = []
+    if files:
+        _prefect_env()
+        from benchcert.flows.ingest import ingest_flow
+
+        reports = [r.as_dict() for r in ingest_flow(files, str(args.db), args.benchmark, mapping,
+                                                    args.allow_rejects, args.lock_timeout)]
+    reports += unknown
+    ok = all(r["status"] in ("ingested", "unchanged") for r in reports)
+    locked = any(r["status"] == "locked" for r in reports)
+    if args.json:
+        _print_json({"db": str(args.db), "ok": ok, "files": reports})
+    else:
+        for r in reports:
+            stream = sys.stdout if r["status"] in ("ingested", "unchanged") else sys.stderr
+            print(f"[{r['status']}] {r['message']}", file=stream)
+            for rej in r.get("rejects", [])[:10]:
+                print(f"    line {rej['line']}, field {rej['field']}: {rej['reason']}", file=stream)
+            if len(r.get("rejects", [])) > 10 or r.get("rows_rejected", 0) > 10:
+                print(f"    ... ({r.get('rows_rejected')} bad rows in all; --json lists up to 50)", file=stream)
+        added = sum(r.get("rows_added", 0) for r in reports)
+        print(f"{len(reports)} file(s), {added} row(s) added to {args.db}")
+    if locked:
+        return EXIT_STORE
+    return EXIT_OK if ok else EXIT_DATA
+
+
+def _summary_table(summary: dict) -> str:
+    level = f"{100 * (1 - summary['alpha']):g}%"
+    head = f"{'model':<36} {'items':>6} {'pooled':>7} {'macro':>7}  macro {level} clustered   iid ±"
+    lines = [head, "-" * len(head)]
+    for m in sorted(summary["models"], key=lambda m: -m["macro"]["estimate"]):
+        iv = {i["method"]: i for i in m["macro"]["intervals"]}
+        cl, ii = iv.get("clustered_subject"), iv.get("iid_clt")
+        cl_s = f"[{100 * cl['lower']:5.1f}, {100 * cl['upper']:5.1f}]" if cl else "-"
+        ii_s = f"{100 * ii['half_width']:.2f}" if ii else "-"
+        name = m["model"] if len(m["model"]) <= 36 else m["model"][:33] + "..."
+        lines.append(f"{name:<36} {m['n_items']:>6} {100 * m['pooled']['estimate']:6.2f}% "
+                     f"{100 * m['macro']['estimate']:6.2f}%  {cl_s:<22} {ii_s:>5}")
+    return "\n".join(lines)
+
+
+def cmd_audit(args) -> int:
+    from benchcert.tasks.matrices import MatrixError
+    from benchcert.tasks.store import StoreError, StoreLockedError
+
+    if not 0 < args.alpha < 1:
+        print(f"benchcert audit: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
+        return EXIT_USAGE
+    if not Path(args.db).is_file():
+        print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
+        return EXIT_STORE
+    _prefect_env()
+    from benchcert.flows.audit import audit_flow
+
+    try:
+        out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                         args.lock_timeout)
+    except StoreLockedError as exc:
+        print(f"benchcert audit: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    except (StoreError, MatrixError) as exc:
+        print(f"benchcert audit: {exc}", file=sys.stderr)
+        return EXIT_STORE if isinstance(exc, StoreError) else EXIT_DATA
+    if args.json:
+        _print_json(out)
+        return EXIT_OK
+    print(f"benchmark {out['benchmark']!r} (variant {out['variant']!r}): {out['n_models']} models, "
+          f"{out['n_items']} items, {out['n_subjects']} subjects, {out['n_domains']} domains")
+    print(_summary_table(out))
+    for w in out["warnings"][:10]:
+        print(f"warning: {w}")
+    if len(out["warnings"]) > 10:
+        print(f"... {len(out['warnings'])} warnings in all (see the report)")
+    print(f"run {out['run_id']}")
+    print(f"report: {Path(out['run_dir']) / 'report.html'}")
+    return EXIT_OK
+
+
+def cmd_runs(args) -> int:
+    from benchcert.tasks.store import StoreError, list_runs, open_store
+
+    try:
+        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
+            runs = list_runs(con, args.benchmark)
+    except StoreError as exc:
+        print(f"benchcert runs: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    if args.json:
+        _print_json(runs.to_dicts())
+        return EXIT_OK
+    if runs.height == 0:
+        print("no runs")
+    for r in runs.iter_rows(named=True):
+        print(f"{r['run_id']}  {r['benchmark']:<20} {r['status']:<9} {r['finished_at'] or '':<20} "
+              f"{r['n_models'] or '':>4} models  {r['run_dir'] or r['error'] or ''}")
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from benchcert.tasks import artifacts
+    from benchcert.tasks.store import StoreError, get_run, open_store
+
+    run_dir, row = None, None
+    if args.artifacts is not None:
+        run_dir = artifacts.find_run(args.artifacts, args.run)
+    elif args.db is not None:
+        try:
+            with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
+                row = get_run(con, args.run)
+        except StoreError as exc:
+            print(f"benchcert show: {exc}", file=sys.stderr)
+            return EXIT_STORE
+        if row and row["run_dir"]:
+            run_dir = Path(row["run_dir"])
+    else:
+        print("benchcert show: give --db FILE or --artifacts DIR", file=sys.stderr)
+        return EXIT_USAGE
+    if row is not None and row["status"] != "completed":
+        if args.json:
+            _print_json({"run": row})
+        else:
+            print(f"run {args.run}: {row['status']}: {row['error']}")
+        return EXIT_DATA
+    if run_dir is None or not (run_dir / "summary.json").is_file():
+        print(f"benchcert show: run {args.run!r} not found", file=sys.stderr)
+        return EXIT_DATA
+    summary = artifacts.load_json(run_dir / "summary.json")
+    manifest = artifacts.load_json(run_dir / "manifest.json")
+    if args.json:
+        _print_json({"run_dir": str(run_dir), "summary": summary, "manifest": manifest})
+        return EXIT_OK
+    print(f"run {summary['run_id']} of {summary['benchmark']!r}, finished {manifest['finished_at']}")
+    print(_summary_table(summary))
+    print(f"report: {run_dir / 'report.html'}")
+    return EXIT_OK
+
+
+def cmd_schema(args) -> int:
+    from benchcert.tasks.schemas import SCHEMAS, json_schema
+
+    names = list(SCHEMAS) if args.name == "all" else [args.name]
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for n in names:
+            (out / f"{n}.schema.json").write_text(json.dumps(json_schema(n), indent=2) + "\n", encoding="utf-8")
+            print(out / f"{n}.schema.json")
+    elif len(names) == 1:
+        _print_json(json_schema(names[0]))
+    else:
+        _print_json({n: json_schema(n) for n in names})
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from benchcert import __version__
+    from benchcert.tasks.schemas import SCHEMAS
+
+    p = argparse.ArgumentParser(prog="benchcert", description=(
+        "What your benchmark results actually support: ingest item-level evaluation logs into a DuckDB store, "
+        "audit a benchmark (scores with honest intervals), and publish run artifacts."))
+    p.add_argument("--version", action="version", version=f"benchcert {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sp, db_required=True):
+        sp.add_argument("--db", type=Path, required=db_required, help="DuckDB store file")
+        sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
+                        help="seconds to wait for another benchcert process using the store (default 600)")
+        sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+    sp = sub.add_parser("ingest", help="ingest log files (CSV, JSONL, Parquet; optionally .gz) into the store",
+                        description="Ingest item-level log files. Each file is all-or-nothing: any bad row and "
+                                    "nothing from that file is stored (exit 1) unless --allow-rejects. Re-ingesting "
+                                    "a file adds nothing; a score that contradicts a stored one is refused.")
+    sp.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (walked recursively)")
+    common(sp)
+    sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")
+    sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
+                    help="canonical field fed by a file column, e.g. --map item_id=question_id (repeatable); "
+                         "fields: benchmark model item_id subject domain score variant replicate")
+    sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
+    sp.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="file format (default: from the name)")
+    sp.add_argument("--allow-rejects", action="store_true",
+                    help="ingest the good rows and quarantine bad ones in the rejects table")
+    sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",
+                        description="Run every analysis on one benchmark, write manifest.json, summary.json, "
+                                    "tables/*.parquet and report.html under ARTIFACTS/<benchmark>/<run id>/, "
+                                    "and record the run in the store.")
+    common(sp)
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
+                    help="artifacts root (default ./artifacts)")
+    sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    sp.add_argument("--variant", default=None,
+                    help="prompt variant to audit (default: the only one, else the base variant '')")
+    sp.set_defaults(func=cmd_audit)
+
+    sp = sub.add_parser("runs", help="list recorded audit runs")
+    common(sp)
+    sp.add_argument("--benchmark", help="only this benchmark")
+    sp.set_defaults(func=cmd_runs)
+
+    sp = sub.add_parser("show", help="show one run's summary")
+    sp.add_argument("run", metavar="RUN", help="run id")
+    common(sp, db_required=False)
+    sp.add_argument("--artifacts", type=Path, metavar="DIR", help="find the run under this artifacts root")
+    sp.set_defaults(func=cmd_show)
+
+    sp = sub.add_parser("schema", help="print the JSON Schemas of the canonical row and the artifacts")
+    sp.add_argument("name", nargs="?", default="all", choices=["all", *SCHEMAS])
+    sp.add_argument("--out", type=Path, metavar="DIR", help="write <name>.schema.json files here instead")
+    sp.set_defaults(func=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

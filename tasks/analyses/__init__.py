@@ -1,0 +1,78 @@
+"""Analyses: one plain function per family, each over the whole benchmark matrix.
+
+An analysis takes :class:`~benchcert.tasks.matrices.BenchmarkMatrices` and an
+:class:`AuditConfig` and returns an :class:`AnalysisOutput`: its long tables (written as
+``tables/<name>.parquet``), any per-model intervals (merged into summary.json and the
+interval plot), report sections and warnings.  The audit flow runs every entry of
+:data:`ANALYSES` as one Prefect task; a new family (hierarchical bounds, subsample
+guarantees, comparisons, ...) plugs in by adding a module and one line to ANALYSES,
+without touching the others.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from benchcert.tasks.matrices import BenchmarkMatrices
+from benchcert.tasks.report import Section
+
+#: Columns of the per-model interval frame every analysis may return.
+INTERVAL_SCHEMA = {
+    "model": pl.String,
+    "metric": pl.String,      # "pooled" | "macro" | an analysis-specific score name
+    "method": pl.String,      # e.g. "iid_clt", "wilson", "clustered_subject"
+    "estimate": pl.Float64,
+    "lower": pl.Float64,
+    "upper": pl.Float64,
+    "half_width": pl.Float64,
+    "alpha": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    alpha: float = 0.05
+    variant: str | None = None
+
+    def __post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1); got {self.alpha!r}")
+
+
+@dataclass(frozen=True)
+class AnalysisOutput:
+    name: str
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    intervals: pl.DataFrame | None = None
+    sections: list[Section] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+Analysis = Callable[[BenchmarkMatrices, AuditConfig], AnalysisOutput]
+
+
+def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    """Run one analysis, timing its work and keeping its warnings for the run summary."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(matrices, config)
+    seconds = time.perf_counter() - start
+    msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {w.message}" for w in caught))
+    return AnalysisOutput(name=out.name, tables=out.tables, intervals=out.intervals, sections=out.sections,
+                          warnings=out.warnings + msgs, seconds=seconds)
+
+
+def _registry() -> dict[str, Analysis]:
+    from benchcert.tasks.analyses import intervals, scores
+
+    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze}
+
+
+ANALYSES: dict[str, Analysis] = _registry()

@@ -1,0 +1,95 @@
+"""The Prefect tasks: thin wrappers around plain functions of tasks/ (test those directly).
+
+Retries only on I/O (reading the store, writing artifacts, recording the run): a retry of
+an analysis would recompute the same numbers.  No task caches its inputs: they are whole
+matrices, and hashing them would cost more than the work.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import polars as pl
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from benchcert.tasks import artifacts, results, store
+from benchcert.tasks.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.ingest import FileReport, ingest_file
+from benchcert.tasks.mapping import ColumnMapping
+from benchcert.tasks.matrices import BenchmarkMatrices, load_matrices, source_refs
+
+
+@task(name="ingest-file", cache_policy=NO_CACHE)
+def ingest_file_task(db: str, path: str, benchmark: str | None, mapping: ColumnMapping,
+                     allow_rejects: bool, lock_timeout: float) -> FileReport:
+    # No retries: a rejected or conflicting file fails the same way every time.
+    return ingest_file(db, path, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                       lock_timeout=lock_timeout)
+
+
+def read_benchmark(db: str, benchmark: str, variant: str | None,
+                   lock_timeout: float) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
+    start = time.perf_counter()
+    with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        m = load_matrices(con, benchmark, variant)
+        sources = source_refs(con, benchmark)
+    # Materialise the derived arrays here so their cost is counted as reading, once.
+    _ = (m.scores, m.item_subject, m.subject_domain)
+    return m, sources, time.perf_counter() - start
+
+
+load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)(read_benchmark)
+
+
+@task(name="analysis", cache_policy=NO_CACHE)
+def analysis_task(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    return run_analysis(name, ANALYSES[name], matrices, config)
+
+
+def write_run_artifacts(root: str, summary, manifest_fields: dict, tables: dict, report_html: str) -> tuple[Path, float]:
+    start = time.perf_counter()
+    run_dir = artifacts.write_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
+                                  report_html=report_html)
+    return run_dir, time.perf_counter() - start
+
+
+write_artifacts_task = task(name="write-artifacts", retries=2, retry_delay_seconds=1,
+                            cache_policy=NO_CACHE)(write_run_artifacts)
+
+
+def record_run(db: str, lock_timeout: float, **fields) -> float:
+    start = time.perf_counter()
+    with store.open_store(db, write=True, lock_timeout=lock_timeout) as con:
+        store.record_run(con, **fields)
+    return time.perf_counter() - start
+
+
+record_run_task = task(name="record-run", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)(record_run)
+
+
+def artifact_key(benchmark: str, what: str) -> str:
+    """A stable Prefect artifact key (lowercase letters, digits, dashes) for a benchmark."""
+    import hashlib
+    import re
+
+    slug = re.sub(r"[^a-z0-9]+", "-", benchmark.lower()).strip("-")[:40] or "benchmark"
+    digest = hashlib.sha256(benchmark.encode("utf-8")).hexdigest()[:6]
+    return f"benchcert-{slug}-{digest}-{what}"
+
+
+@task(name="publish-prefect-artifacts", cache_policy=NO_CACHE)
+def publish_task(summary, run_dir: str) -> None:
+    rows = []
+    for m in summary.models:
+        iv = {i.method: i for i in m.macro.intervals}
+        rows.append({"model": m.model, "n_items": m.n_items, "pooled": round(m.pooled.estimate, 4),
+                     "macro": round(m.macro.estimate, 4),
+                     **{f"macro_hw_{k}": round(v.half_width, 4) for k, v in iv.items()}})
+    create_table_artifact(key=artifact_key(summary.benchmark, "models"), table=rows,
+                          description=f"benchcert audit {summary.run_id}: per-model scores and half-widths")
+    md = results.summary_markdown(summary, run_dir)
+    create_markdown_artifact(key=artifact_key(summary.benchmark, "summary"), markdown=md,
+                             description=f"benchcert audit {summary.run_id}")
