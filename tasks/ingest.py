@@ -129,6 +129,7 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
 def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | None, sha: str, config: str,
                       allow_rejects: bool, batch_rows: int, report: FileReport) -> None:
     labels = {f: _field_label(f, c) for f, c in cols.items()}
+    col_labels = {c: labels[f] for f, c in cols.items() if c is not None}
     file_cols = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
     con.execute("CREATE OR REPLACE TEMP TABLE _stage (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
                 "subject VARCHAR, domain VARCHAR, score DOUBLE, variant VARCHAR, replicate BIGINT, line BIGINT)")
@@ -139,7 +140,7 @@ def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | No
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
             if raw.rejects:
                 reject_frames.append(pl.DataFrame(
-                    [{"line": r.line, "field": labels.get(r.field, r.field) if r.field != "<row>" else "<row>",
+                    [{"line": r.line, "field": col_labels.get(r.field, r.field),
                       "reason": r.reason} for r in raw.rejects], schema=REJECT_SCHEMA))
             if raw.frame.height == 0:
                 continue

@@ -115,8 +115,11 @@ def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BAT
 def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
     header = file_columns(path, "csv")
     invalid: list[Reject] = []
+    bad_records: list[int] = []  # record numbers of malformed rows (never rewritten)
 
     def on_invalid(row) -> str:
+        if row.number is not None:
+            bad_records.append(int(row.number))
         invalid.append(Reject(line=int(row.number) if row.number is not None else -1, field="<row>",
                               reason=f"expected {row.expected_columns} fields, found {row.actual_columns}",
                               raw=row.text))
@@ -149,14 +152,21 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
                 [pl.col(c).str.contains("\n", literal=True) for c in str_cols]).any()).item():
             per_row = frame.select(pl.sum_horizontal(
                 [pl.col(c).str.count_matches("\n", literal=True) for c in str_cols])).to_series().to_numpy().astype(np.int64)
-        extra = np.cumsum(per_row) - per_row
-        base = 2 + valid_so_far + np.arange(n, dtype=np.int64) + newlines_so_far + extra
-        bad = np.array(sorted(r.line for r in invalid if r.line > 0), dtype=np.int64)
+        before = np.cumsum(per_row) - per_row  # embedded newlines in this batch's earlier records
+        # pyarrow numbers malformed rows by record (header = 1), not by physical line.
+        bad = np.array(sorted(bad_records), dtype=np.int64)
+        record = 2 + valid_so_far + np.arange(n, dtype=np.int64)
         if bad.size:
-            base = base + np.searchsorted(bad - np.arange(bad.size), base, side="right")
+            record = record + np.searchsorted(bad - np.arange(bad.size), record, side="right")
+        lines = record + newlines_so_far + before
+        for r in invalid[reported:]:
+            if r.line > 0:
+                valid_before = r.line - 2 - int(np.searchsorted(bad, r.line, side="left")) - valid_so_far
+                k = min(max(valid_before, 0), n)
+                r.line += newlines_so_far + (int(before[k]) if k < n else int(per_row.sum()))
         newlines_so_far += int(per_row.sum())
         valid_so_far += n
-        out = RawBatch(frame=frame.select(columns).with_columns(pl.Series(LINE, base)),
+        out = RawBatch(frame=frame.select(columns).with_columns(pl.Series(LINE, lines)),
                        rejects=invalid[reported:])
         reported = len(invalid)
         pending.clear()

@@ -1,0 +1,48 @@
+"""Shared fixtures: a Prefect test harness started once per session, and stores built once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+TESTS = Path(__file__).resolve().parent
+MMLU_CSV = DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
+MMLU_MAP = DATA / "mmlu_pro" / "mapping.toml"
+SMALL_CSV = TESTS / "data" / "small.csv"
+SMALL_MAP = ["model=model", "item_id=question", "subject=topic", "domain=area", "score=correct"]
+
+for key, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
+                   "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}.items():
+    os.environ.setdefault(key, value)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API for every flow test of the session (its start costs seconds)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=None):
+        yield
+
+
+@pytest.fixture(scope="session")
+def mmlu_db(tmp_path_factory) -> Path:
+    """The real MMLU-Pro file ingested once (plain function, no Prefect); tests only read it."""
+    from benchcert.tasks.ingest import ingest_file
+    from benchcert.tasks.mapping import parse_mapping
+
+    db = tmp_path_factory.mktemp("mmlu") / "store.duckdb"
+    report = ingest_file(db, MMLU_CSV, benchmark="mmlu_pro", mapping=parse_mapping(config=MMLU_MAP))
+    assert report.status == "ingested", report.message
+    return db
+
+
+@pytest.fixture()
+def small_mapping():
+    from benchcert.tasks.mapping import parse_mapping
+
+    return parse_mapping(SMALL_MAP)
