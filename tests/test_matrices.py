@@ -1,0 +1,89 @@
+"""Matrices of one benchmark, against golden CSV files built from tests/data/small.csv.
+
+The golden numbers were checked by hand (tests/data/README.md): e.g. m1 answers algebra
+2 of 3, physics 2 of 2, law 1 of 3; m3 has no response to q2 and q5 (null in the wide
+matrix, n = 2 for algebra and 1 for physics).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from benchcert.tasks.ingest import ingest_file
+from benchcert.tasks.matrices import MatrixError, load_matrices
+from benchcert.tasks.store import open_store
+
+from conftest import SMALL_CSV, TESTS
+
+GOLDEN = TESTS / "golden"
+UPDATE = os.environ.get("BENCHCERT_UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture()
+def small(tmp_path, small_mapping):
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, SMALL_CSV, benchmark="small", mapping=small_mapping).status == "ingested"
+    with open_store(db, write=False) as con:
+        return load_matrices(con, "small")
+
+
+def _golden(name: str, frame: pl.DataFrame) -> None:
+    path = GOLDEN / f"{name}.csv"
+    if UPDATE:
+        frame.write_csv(path)
+    expected = pl.read_csv(path, schema=frame.schema)
+    assert_frame_equal(frame, expected, check_exact=False, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["items_by_models", "subjects_by_models", "domains_by_models"])
+def test_matrices_match_golden_files(small, name):
+    _golden(name, getattr(small, name)())
+
+
+def test_long_frame_matches_golden(small):
+    _golden("long", small.long)
+
+
+def test_hand_checked_numbers(small):
+    subj = small.subjects_by_models()
+    m1_law = subj.filter((pl.col("model") == "m1") & (pl.col("subject") == "law")).row(0, named=True)
+    assert (m1_law["n"], m1_law["sum"]) == (3, 1.0)
+    wide = small.items_by_models()
+    assert wide.filter(pl.col("item_id").is_in(["q2", "q5"]))["m3"].null_count() == 2
+    dom = small.domains_by_models().filter(pl.col("model") == "m3")
+    assert dom["n"].to_list() == [3, 3]  # humanities: q6-q8; stem: q1, q3, q4
+
+
+def test_numpy_views_agree_with_frames(small):
+    s = small.scores
+    assert s.shape == (8, 3) and np.isnan(s).sum() == 2
+    wide = small.items_by_models()
+    np.testing.assert_array_equal(np.nan_to_num(s, nan=-1),
+                                  wide.select(small.models).fill_null(-1).to_numpy())
+    assert [small.subjects["subject"][int(c)] for c in small.item_subject] == wide["subject"].to_list()
+    assert [small.domains[int(d)] for d in small.subject_domain] == small.subjects["domain"].to_list()
+
+
+def test_replicates_are_averaged_and_variants_chosen(tmp_path):
+    p = tmp_path / "rep.csv"
+    p.write_text("model,item_id,score,variant,replicate\n"
+                 "a,1,1,,0\na,1,0,,1\na,2,1,,0\na,1,1,reworded,0\n")
+    db = tmp_path / "r.duckdb"
+    from benchcert.tasks.mapping import parse_mapping
+
+    assert ingest_file(db, p, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    with open_store(db, write=False) as con:
+        base = load_matrices(con, "b")
+        assert base.variant == "" and base.long.sort("item_id")["score"].to_list() == [0.5, 1.0]
+        assert base.long.sort("item_id")["n_replicates"].to_list() == [2, 1]
+        assert load_matrices(con, "b", "reworded").long["score"].to_list() == [1.0]
+        with pytest.raises(MatrixError, match="no variant 'x'"):
+            load_matrices(con, "b", "x")
+        with pytest.raises(MatrixError, match="no responses"):
+            load_matrices(con, "nope")
