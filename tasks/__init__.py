@@ -1,1 +1,1 @@
-"""tasks"""
+"""I/O and Prefect tasks: the DuckDB store, log adapters, validation, matrices, analyses, artifacts, report."""
