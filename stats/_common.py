@@ -79,7 +79,7 @@ def check_scores(scores, name: str, *, ndim: int, allow_nan: bool) -> np.ndarray
     hi = np.fmax.reduce(arr, axis=None)
     if lo < 0.0 or hi > 1.0:
         bad = ~np.isnan(arr) & ~((arr >= 0.0) & (arr <= 1.0))
-        first = arr[bad].flat[0]
+        first = float(arr[bad].flat[0])
         if not np.isfinite(first):
             raise ValueError(f"{name} must be finite{' or NaN' if allow_nan else ''}; got {first!r}")
         raise ValueError(f"{name} must lie in [0, 1]; got {first!r}")

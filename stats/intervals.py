@@ -87,6 +87,7 @@ _WEIGHTINGS = ("pooled", "macro")
 # The largest standard deviation any [0, 1]-valued variable (hence any mean of
 # such variables, however dependent) can have; used where no SE is estimable.
 _WORST_CASE_SE = 0.5
+_SE_ZERO = 1e-12
 
 _IID_ASSUMPTIONS = (
     "items are independent draws from a single item population (no subject clustering)",
@@ -128,9 +129,12 @@ _LM_EVAL_ASSUMPTIONS = (
     "normal (CLT) approximation",
 )
 
+_CLUSTERED_ZERO = "every subject's weighted residual sum is 0 (e.g. all scores equal)"
+_LM_EVAL_ZERO = "every subject's scores are constant (no within-subject variance)"
+
 _MACRO_N_NOTE = (
-    "for the macro estimate n counts items (the paper's Table 3 convention), which ignores "
-    "the unequal subject weights"
+    "for the macro estimate n counts items, as in the paper's Table 3; this ignores that "
+    "subjects, not items, are weighted equally"
 )
 
 
@@ -163,7 +167,8 @@ def _out_int(x):
     return x
 
 
-def _clt(est, se, ok, z, *, label: str, method: str, reason: str):
+def _clt(est, se, ok, z, *, label: str, method: str, reason: str, zero_reason: str,
+         stacklevel: int = 4):
     """Normal-approximation interval est +/- z se, clipped to [0, 1].
 
     Where ``ok`` is False the SE is not estimable; the interval is then the
@@ -175,6 +180,9 @@ def _clt(est, se, ok, z, *, label: str, method: str, reason: str):
     est = np.array(est, dtype=float)
     ok = np.asarray(ok, dtype=bool)
     se = np.where(ok, np.asarray(se, dtype=float), _WORST_CASE_SE)
+    # Where the exact variance is 0, rounding in theta leaves an SE of ~1e-17; snap it so
+    # the zero-width case is reported. No real SE of a [0, 1] mean is this small.
+    se = np.where(se < _SE_ZERO, 0.0, se)
     hw = np.where(ok, z * se, np.maximum(est, 1.0 - est))
     lower = np.clip(est - hw, 0.0, 1.0)
     upper = np.clip(est + hw, 0.0, 1.0)
@@ -182,15 +190,15 @@ def _clt(est, se, ok, z, *, label: str, method: str, reason: str):
         warn_degenerate(
             f"{method}: {reason}{_where(~ok, label)}; returning the worst-case interval "
             "[0, 1] (se = 0.5)",
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
     zero = ok & (hw == 0.0)
     if zero.any():
         warn_degenerate(
-            f"{method}: zero-width interval{_where(zero, label)} because the estimated "
-            "variance is 0 (all scores equal, or all subject means equal); the data cannot "
-            "show any uncertainty - prefer wilson_interval or an exchangeable bound",
-            stacklevel=4,
+            f"{method}: zero-width interval{_where(zero, label)} because {zero_reason}; "
+            "the data show no uncertainty, which is not the same as none - prefer "
+            "wilson_interval or an exchangeable bound",
+            stacklevel=stacklevel,
         )
     return est, lower, upper, hw, se
 
@@ -201,10 +209,10 @@ def _check_estimate_n(estimate, n):
     except (TypeError, ValueError) as exc:
         raise ValueError(f"estimate must be numeric; got {estimate!r}") from exc
     if not np.all(np.isfinite(p)):
-        raise ValueError(f"estimate must be finite; got {p[~np.isfinite(p)].flat[0]!r}")
+        raise ValueError(f"estimate must be finite; got {float(p[~np.isfinite(p)].flat[0])!r}")
     bad = (p < 0.0) | (p > 1.0)
     if bad.any():
-        raise ValueError(f"estimate must lie in [0, 1]; got {p[bad].flat[0]!r}")
+        raise ValueError(f"estimate must lie in [0, 1]; got {float(p[bad].flat[0])!r}")
     if isinstance(n, (bool, np.bool_)):
         raise ValueError(f"n must be a positive number of items; got {n!r}")
     try:
@@ -213,7 +221,7 @@ def _check_estimate_n(estimate, n):
         raise ValueError(f"n must be a positive number of items; got {n!r}") from exc
     badn = ~np.isfinite(nn) | (nn <= 0.0)
     if badn.any():
-        raise ValueError(f"n must be a positive number of items; got {nn[badn].flat[0]!r}")
+        raise ValueError(f"n must be a positive number of items; got {float(nn[badn].flat[0])!r}")
     try:
         p, nn = np.broadcast_arrays(p, nn)
     except ValueError as exc:
@@ -245,11 +253,12 @@ def _iid_interval_iv(estimate, n, alpha):
     return p, nn, alpha
 
 
-def _iid_core(p, nn, alpha, label):
+def _iid_core(p, nn, alpha, label, stacklevel=5):
     z = _z(alpha)
     se = np.sqrt(p * (1.0 - p) / nn)
     est, lower, upper, hw, se = _clt(
-        p, se, np.ones(p.shape, bool), z, label=label, method="iid_clt", reason=""
+        p, se, np.ones(p.shape, bool), z, label=label, method="iid_clt", reason="",
+        zero_reason="the estimate is 0 or 1, so p(1-p) = 0", stacklevel=stacklevel,
     )
     return est, lower, upper, hw, se
 
@@ -275,11 +284,16 @@ def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
     -----
     .. math:: p \pm z_{1-\alpha/2}\sqrt{p(1-p)/n},
 
-    clipped to [0, 1]. This is the "iid item half-width" of Table 3 in the
-    exchangeable bounded-difference benchmarks paper (there computed from the
-    macro score with n = 14,042 items; e.g. 46.53% -> 0.82%). It assumes
-    independent, identically distributed items and a CLT; it has zero width
-    when p is 0 or 1 (warned: use :func:`wilson_interval`).
+    clipped to [0, 1]; ``half_width`` is the unclipped :math:`z\,SE`. This is
+    the "iid item half-width" baseline of Table 3 in the exchangeable
+    bounded-difference benchmarks paper, N = 14,042. Note on that table: it
+    prints each model's macro score beside the half-width, but its six
+    half-widths are reproduced (to the printed 0.01 pp) only with p = the
+    model's *pooled* accuracy from Table 1 (e.g. 45.09% -> 0.82%, 74.36% ->
+    0.72%; the macro 76.44% would give 0.70%). Pass whichever estimate you mean.
+
+    It assumes independent, identically distributed items and a CLT; it has
+    zero width when p is 0 or 1 (warned: use :func:`wilson_interval`).
     """
     p, nn, alpha = _iid_interval_iv(estimate, n, alpha)
     est, lower, upper, hw, se = _iid_core(p, nn, alpha, "entries")
@@ -312,9 +326,10 @@ def _wilson_core(p, nn, alpha):
     denom = 1.0 + z2n
     center = (p + z2n / 2.0) / denom
     hw = z / denom * np.sqrt(p * (1.0 - p) / nn + z2n / (4.0 * nn))
-    # center - hw >= 0 and center + hw <= 1 hold exactly; clip only rounding noise.
-    lower = np.clip(center - hw, 0.0, 1.0)
-    upper = np.clip(center + hw, 0.0, 1.0)
+    # center - hw >= 0 and center + hw <= 1 hold exactly (with equality at p = 0 and
+    # p = 1); clip and pin those end points so rounding never leaves 1 - 1e-16.
+    lower = np.where(p == 0.0, 0.0, np.clip(center - hw, 0.0, 1.0))
+    upper = np.where(p == 1.0, 1.0, np.clip(center + hw, 0.0, 1.0))
     return np.array(p, dtype=float), lower, upper, (upper - lower) / 2.0
 
 
@@ -428,13 +443,16 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
     inv, c = _compact(codes)
     n = s.shape[0]
     m = np.bincount(inv, minlength=c)
-    w = np.full(n, 1.0 / n) if weights == "pooled" else 1.0 / (c * m[inv])
-    theta = float(np.dot(w, s))
-    if c >= 2:
-        resid = np.bincount(inv, weights=w * (s - theta), minlength=c)
-        se = np.sqrt(c / (c - 1) * np.dot(resid, resid))
+    # The weighted sums are written out per weighting (rather than as a dot with w) so
+    # that theta is computed by pairwise summation and constant data give exactly 0 and 1.
+    if weights == "pooled":
+        theta = float(s.mean())
+        resid = np.bincount(inv, weights=s - theta, minlength=c) / n
     else:
-        se = np.nan
+        means = np.bincount(inv, weights=s, minlength=c) / m
+        theta = float(means.mean())
+        resid = (means - theta) / c
+    se = np.sqrt(c / (c - 1) * np.dot(resid, resid)) if c >= 2 else np.nan
     est, lower, upper, hw, se = _clt(
         theta,
         se,
@@ -443,6 +461,7 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
         label="",
         method="clustered_subject",
         reason="fewer than 2 clusters, so the between-cluster variance cannot be estimated",
+        zero_reason=_CLUSTERED_ZERO,
     )
     return IntervalResult(
         estimate=_out(est),
@@ -525,6 +544,7 @@ def lm_eval_group_interval(scores, clusters, *, alpha=0.05) -> IntervalResult:
         method="lm_eval_group",
         reason="every subject has a single item (N = K), so the pooled within-subject "
         "variance is 0/0",
+        zero_reason=_LM_EVAL_ZERO,
     )
     return IntervalResult(
         estimate=_out(est),
@@ -594,9 +614,10 @@ def comparator_intervals(
     :math:`(t_{km} - n_{km}\hat\theta_m)/N_m` (pooled) or
     :math:`(t_{km}/n_{km} - \hat\theta_m)/C_m` (macro).
 
-    iid_clt and wilson use the chosen estimate with n = observed items, which
-    for the macro score is the paper's Table 3 convention (and ignores that
-    subjects are weighted unequally).
+    iid_clt and wilson use the chosen estimate with n = observed items. For
+    the macro score this counts items as if they were equally weighted, as the
+    paper's Table 3 does; note that table's half-widths themselves come from
+    the pooled accuracy (see :func:`iid_interval`).
     """
     s, codes, weighting, alpha = _comparator_intervals_iv(
         scores, subjects, weighting, alpha
@@ -649,6 +670,7 @@ def comparator_intervals(
         theta, se_cl, ok, z, label=label, method="clustered_subject",
         reason="fewer than 2 answered subjects, so the between-subject variance cannot be "
         "estimated",
+        zero_reason=_CLUSTERED_ZERO,
     )
     out["clustered_subject"] = IntervalResult(
         estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
@@ -672,6 +694,7 @@ def comparator_intervals(
             pooled, se_lm, ok, z, label=label, method="lm_eval_group",
             reason="every answered subject has a single item (N = K), so the pooled "
             "within-subject variance is 0/0",
+            zero_reason=_LM_EVAL_ZERO,
         )
         out["lm_eval_group"] = IntervalResult(
             estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
