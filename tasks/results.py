@@ -11,6 +11,9 @@ from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summar
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).
 METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject"]
+#: One colour per method in every plot of a report (colour-blind-friendly palette).
+METHOD_COLORS = {"iid_clt": "#0072b2", "wilson": "#d55e00", "lm_eval_group": "#cc79a7",
+                 "clustered_subject": "#009e73"}
 
 
 def all_intervals(outputs: list[AnalysisOutput]) -> pl.DataFrame:
@@ -71,7 +74,8 @@ def interval_plot(intervals: pl.DataFrame, metric: str, *, title: str) -> str:
     for method in methods:
         r = (pl.DataFrame({"model": order}).join(rows.filter(pl.col("method") == method), on="model", how="left",
                                                  maintain_order="left"))
-        series.append({"name": method, "estimate": r["estimate"].fill_null(float("nan")).to_list(),
+        series.append({"name": method, **({"color": METHOD_COLORS[method]} if method in METHOD_COLORS else {}),
+                       "estimate": r["estimate"].fill_null(float("nan")).to_list(),
                        "lower": r["lower"].fill_null(float("nan")).to_list(),
                        "upper": r["upper"].fill_null(float("nan")).to_list()})
     return interval_plot_svg(order, series, title=title, x_label=f"{metric} score")
