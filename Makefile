@@ -35,9 +35,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# Full-scale timings (not part of `make test`).
+# Full-scale timings (not part of `make test`): every benchmarks/*.py script in turn.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/ingest_audit.py $(BENCH_ARGS)
+	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f $(BENCH_ARGS); done
 
 # Full-scale simulation studies carry the `slow` marker.
 study: $(STAMP)

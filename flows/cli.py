@@ -13,6 +13,11 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+
+#: Modules that add sub-commands: each defines ``register(subparsers)`` which adds its parsers
+#: and sets ``func`` (a callable taking the parsed args and returning an exit code).
+COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
+                   "benchcert.flows.cli_deploy")
 LOG_EXTENSIONS = (".csv", ".jsonl", ".ndjson", ".parquet", ".pq")
 
 
@@ -272,6 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("name", nargs="?", default="all", choices=["all", *SCHEMAS])
     sp.add_argument("--out", type=Path, metavar="DIR", help="write <name>.schema.json files here instead")
     sp.set_defaults(func=cmd_schema)
+
+    import importlib.util
+
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(sub)
     return p
 
 

@@ -36,12 +36,30 @@ INTERVAL_SCHEMA = {
 
 @dataclass(frozen=True)
 class AuditConfig:
+    """Settings every analysis may read.
+
+    ``hierarchy`` names the levels analyses may treat as clusters: ("subject", "domain")
+    (default), ("subject",) to ignore domains (one domain), or () for no clustering.
+    ``subject_weights`` optionally gives user weights per subject (normalised to sum 1) for
+    weighted scores beside pooled and macro.  ``baseline`` names a model that comparisons
+    are made against (None = all pairs).
+    """
+
     alpha: float = 0.05
     variant: str | None = None
+    hierarchy: tuple[str, ...] = ("subject", "domain")
+    subject_weights: dict[str, float] | None = None
+    baseline: str | None = None
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {self.alpha!r}")
+        if self.hierarchy not in (("subject", "domain"), ("subject",), ()):
+            raise ValueError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
+        if self.subject_weights is not None:
+            bad = {k: v for k, v in self.subject_weights.items() if not v >= 0}
+            if bad or not sum(self.subject_weights.values()) > 0:
+                raise ValueError(f"subject_weights must be >= 0 and not all 0; got {bad or self.subject_weights}")
 
 
 @dataclass(frozen=True)
