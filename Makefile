@@ -17,7 +17,7 @@ DEMO_DIR  ?= demo-output
 DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
-.PHONY: demo test bench study venv clean
+.PHONY: demo test bench study serve venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -43,5 +43,9 @@ bench: $(STAMP)
 study: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
+# A local Prefect server on 127.0.0.1 plus both deployments (nightly schedule, checkpoint trigger).
+serve: $(STAMP)
+	bash deployments/serve_local.sh
+
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .prefect .pytest_cache
+	rm -rf $(VENV) $(DEMO_DIR) .prefect .pytest_cache serve-state

@@ -10,30 +10,42 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 import benchcert
-from benchcert.tasks import artifacts, results
+from benchcert.tasks import artifacts, changes, results
 from benchcert.tasks.analyses import ANALYSES, AuditConfig
-from benchcert.tasks.prefect_tasks import (analysis_task, load_matrices_task, publish_task, record_run_task,
-                                          write_artifacts_task)
+from benchcert.tasks.prefect_tasks import (analysis_task, load_matrices_task, notify_task, publish_task,
+                                          record_run_task, write_artifacts_task)
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 
 @flow(name="benchcert-audit", log_prints=False)
 def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
-               variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
-    """Audit one benchmark; returns summary.json's content plus ``run_dir`` and ``timings_s``."""
+               variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+               hierarchy: list[str] | None = None, subject_weights: dict[str, float] | None = None,
+               baseline: str | None = None, webhook_url: str | None = None) -> dict:
+    """Audit one benchmark; returns summary.json's content plus ``run_dir`` and ``timings_s``.
+
+    The summary names what changed since the previous run of the benchmark under the same
+    artifacts root; when ``webhook_url`` is set and something regressed, it gets a JSON POST.
+    """
     wall = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
     run_id = artifacts.new_run_id(started)
-    config = AuditConfig(alpha=alpha, variant=variant)
+    config = AuditConfig(alpha=alpha, variant=variant,
+                         hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
+                         subject_weights=subject_weights, baseline=baseline)
     flow_run_id = str(flow_run.id) if flow_run.id else None
     run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
-                  "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES)}
+                  "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES),
+                  "hierarchy": list(config.hierarchy), "subject_weights": subject_weights, "baseline": baseline,
+                  "webhook": bool(webhook_url)}
     try:
         matrices, sources, read_s = load_matrices_task(db, benchmark, variant, lock_timeout)
         outputs = [analysis_task(name, matrices, config) for name in ANALYSES]
         start = time.perf_counter()
         summary = results.build_summary(run_id=run_id, created_at=artifacts.iso(started), matrices=matrices,
                                         config=config, outputs=outputs)
+        summary = summary.model_copy(update={
+            "changes": changes.run_changes(summary, changes.previous_summary(artifacts_root, benchmark))})
         tables = results.collect_tables(outputs)
         report_html = results.build_report(summary, outputs, sources=sources)
         collate_s = time.perf_counter() - start
@@ -54,6 +66,10 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
             run_dir=str(run_dir), n_models=summary.n_models, n_items=summary.n_items,
             results=results.result_rows(run_id, benchmark, outputs))
         publish_task(summary, str(run_dir))
+        if webhook_url and summary.changes and summary.changes.regressions:
+            state = notify_task(webhook_url, summary, str(run_dir), return_state=True)
+            if state.is_completed():
+                timings["webhook"] = state.result()
     except Exception as exc:
         _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
         raise

@@ -93,3 +93,16 @@ def publish_task(summary, run_dir: str) -> None:
     md = results.summary_markdown(summary, run_dir)
     create_markdown_artifact(key=artifact_key(summary.benchmark, "summary"), markdown=md,
                              description=f"benchcert audit {summary.run_id}")
+
+
+def notify(url: str, summary, run_dir: str) -> float:
+    from benchcert.tasks.changes import notify_webhook
+
+    start = time.perf_counter()
+    status = notify_webhook(url, summary, run_dir)
+    if status.startswith("webhook failed"):
+        raise RuntimeError(status)  # lets Prefect retry; the flow keeps the run if all tries fail
+    return time.perf_counter() - start
+
+
+notify_task = task(name="notify-webhook", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)(notify)

@@ -92,6 +92,29 @@ class Verdict(_Frozen):
     detail: dict = Field(default_factory=dict)
 
 
+class ScoreMove(_Frozen):
+    model: str
+    metric: str
+    method: str = Field(description="Interval of the previous run that the new estimate left.")
+    previous: float
+    current: float
+    previous_lower: float
+    previous_upper: float
+    direction: Literal["up", "down"]
+
+
+class RunChanges(_Frozen):
+    """What changed since the previous completed run of the same benchmark."""
+
+    previous_run_id: str | None
+    new_models: list[str] = Field(default_factory=list)
+    removed_models: list[str] = Field(default_factory=list)
+    moves: list[ScoreMove] = Field(default_factory=list, description="Scores that left the previous interval.")
+    regressions: list[str] = Field(default_factory=list,
+                                   description="Models whose score fell below the previous interval, or with a "
+                                               "'regressed' verdict.")
+
+
 class Summary(_Frozen):
     """summary.json: the headline of one audit run, per model."""
 
@@ -109,6 +132,7 @@ class Summary(_Frozen):
     analyses: list[str]
     warnings: list[str] = Field(default_factory=list)
     verdicts: list[Verdict] = Field(default_factory=list)
+    changes: RunChanges | None = Field(None, description="Differences from the previous run (null for the first).")
 
     @field_validator("models")
     @classmethod

@@ -16,7 +16,8 @@ SMALL_CSV = TESTS / "data" / "small.csv"
 SMALL_MAP = ["model=model", "item_id=question", "subject=topic", "domain=area", "score=correct"]
 
 for key, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-                   "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}.items():
+                   "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
+                   "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}.items():
     os.environ.setdefault(key, value)
 
 

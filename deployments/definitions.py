@@ -1,0 +1,46 @@
+"""The two deployments benchcert serves: a nightly schedule and a checkpoint trigger."""
+
+from __future__ import annotations
+
+from prefect.client.schemas.schedules import CronSchedule
+from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+from benchcert.flows.checkpoint import CHECKPOINT_EVENT, checkpoint_flow
+from benchcert.flows.nightly import nightly_flow
+
+NIGHTLY = "nightly-audit"
+CHECKPOINT = "checkpoint-audit"
+
+
+def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "0 2 * * *",
+                      timezone: str = "UTC", baseline: str | None = None, webhook_url: str | None = None,
+                      alpha: float = 0.05) -> list:
+    """RunnerDeployments for ``prefect.serve``: paths are made absolute so runs find them."""
+    from pathlib import Path
+
+    db, inbox, artifacts_root = (str(Path(p).resolve()) for p in (db, inbox, artifacts_root))
+    nightly = nightly_flow.to_deployment(
+        name=NIGHTLY,
+        schedule=CronSchedule(cron=cron, timezone=timezone),
+        parameters={"inbox": inbox, "db": db, "artifacts_root": artifacts_root, "alpha": alpha,
+                    "webhook_url": webhook_url},
+        description=f"Ingest new logs from {inbox} and audit changed benchmarks ({cron}, {timezone}).",
+        tags=["benchcert"],
+    )
+    trigger = DeploymentEventTrigger(
+        name="benchcert checkpoint logged",
+        expect={CHECKPOINT_EVENT},
+        match={"prefect.resource.id": "*"},
+        parameters={"model": "{{ event.resource.id }}", "benchmark": "{{ event.payload.benchmark }}",
+                    "logs": "{{ event.payload.logs }}", "db": db, "artifacts_root": artifacts_root,
+                    "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox},
+    )
+    checkpoint = checkpoint_flow.to_deployment(
+        name=CHECKPOINT,
+        triggers=[trigger],
+        parameters={"db": db, "artifacts_root": artifacts_root, "baseline": baseline, "alpha": alpha,
+                    "webhook_url": webhook_url, "inbox": inbox},
+        description=f"Audit a checkpoint when '{CHECKPOINT_EVENT}' arrives; verdict vs baseline {baseline!r}.",
+        tags=["benchcert"],
+    )
+    return [nightly, checkpoint]

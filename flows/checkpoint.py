@@ -1,0 +1,75 @@
+"""The checkpoint audit: a new checkpoint's logs arrive -> ingest, audit, verdict vs the baseline.
+
+Started by the Prefect event ``benchcert.checkpoint.logged`` (resource id = the model id,
+payload = benchmark and log location), which ``benchcert notify-checkpoint`` emits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from benchcert.flows.audit import audit_flow
+from benchcert.tasks.mapping import ColumnMapping
+from benchcert.tasks.prefect_tasks import ingest_file_task
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store
+
+CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
+
+
+def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
+    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        return con.execute("SELECT count(*) FROM responses WHERE benchmark = ? AND model = ?",
+                           [benchmark, model]).fetchall()[0][0]
+
+
+def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict:
+    """Candidate and baseline scores with their intervals, side by side (no test here)."""
+    by = {m["model"]: m for m in summary["models"]}
+    out = {"model": model, "baseline": baseline, "candidate": by.get(model)}
+    if baseline is not None:
+        out["baseline_scores"] = by.get(baseline)
+    return out
+
+
+@flow(name="benchcert-checkpoint", log_prints=False, validate_parameters=False)
+def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_root: str,
+                    baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
+                    webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                    inbox: str | None = None) -> dict:
+    """Ingest one checkpoint's logs, audit the benchmark, and record the verdict vs ``baseline``.
+
+    The column mapping is ``mapping`` when given, else the benchmark's inbox mapping
+    (``<inbox>/<benchmark>/mapping.toml``) when there is one, else the canonical names.
+    """
+    from benchcert.flows.nightly import MAPPING_FILE, inbox_files
+    from benchcert.tasks.mapping import parse_mapping
+
+    path = Path(logs)
+    if path.is_dir():
+        files, unknown = inbox_files(path)
+    elif path.is_file():
+        files, unknown = [str(path)], []
+    else:
+        raise FileNotFoundError(f"checkpoint logs {logs} not found")
+    inbox_map = Path(inbox) / benchmark / MAPPING_FILE if inbox else None
+    if mapping:
+        colmap = ColumnMapping(columns=dict(mapping))
+    elif inbox_map is not None and inbox_map.is_file():
+        colmap = parse_mapping(config=inbox_map)
+    else:
+        colmap = parse_mapping()
+    reports = [ingest_file_task(db, f, benchmark, colmap, False, lock_timeout).as_dict() for f in files]
+    reports += unknown
+    bad = [r for r in reports if r["status"] not in ("ingested", "unchanged")]
+    if bad:
+        raise ValueError("checkpoint logs not ingested: " + "; ".join(r["message"] for r in bad))
+    if model_rows(db, benchmark, model, lock_timeout) == 0:
+        raise ValueError(f"the logs at {logs} hold no responses of model {model!r} for benchmark {benchmark!r}")
+    run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, baseline=baseline,
+                     webhook_url=webhook_url)
+    result = {"model": model, "benchmark": benchmark, "files": reports, "run_id": run["run_id"],
+              "run_dir": run["run_dir"], "comparison": compare_to_baseline(run, model, baseline),
+              "verdict": next((v for v in run.get("verdicts", []) if v["model"] == model), None)}
+    return result

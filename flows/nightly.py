@@ -1,0 +1,52 @@
+"""The nightly audit: ingest whatever is new in the inbox, audit every benchmark that changed.
+
+Inbox layout: ``<inbox>/<benchmark>/<log files>``, optionally with ``mapping.toml`` (the
+column mapping for that folder's files). A file already ingested with the same content
+and settings is recognised by its SHA-256 and adds nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from benchcert.flows.audit import audit_flow
+from benchcert.tasks.mapping import parse_mapping
+from benchcert.tasks.prefect_tasks import ingest_file_task
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+
+MAPPING_FILE = "mapping.toml"
+
+
+def inbox_files(folder: Path) -> tuple[list[str], list[dict]]:
+    from benchcert.flows.cli import _expand
+
+    files, unknown = _expand([str(folder)])
+    files = [f for f in files if Path(f).name != MAPPING_FILE]
+    unknown = [u for u in unknown if Path(u["path"]).name != MAPPING_FILE]
+    return files, unknown
+
+
+@flow(name="benchcert-nightly", log_prints=False, validate_parameters=False)
+def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, webhook_url: str | None = None,
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+    """Ingest new logs per benchmark folder of ``inbox`` and audit the benchmarks that changed."""
+    inbox_path = Path(inbox)
+    if not inbox_path.is_dir():
+        raise FileNotFoundError(f"inbox {inbox} is not a directory")
+    out: dict = {"inbox": str(inbox_path), "benchmarks": {}}
+    for folder in sorted(p for p in inbox_path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        benchmark = folder.name
+        mapping_path = folder / MAPPING_FILE
+        mapping = parse_mapping(config=mapping_path) if mapping_path.is_file() else parse_mapping()
+        files, unknown = inbox_files(folder)
+        reports = [ingest_file_task(db, f, benchmark, mapping, False, lock_timeout).as_dict() for f in files]
+        reports += unknown
+        changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
+        entry = {"files": reports, "audited": False}
+        if changed:
+            run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
+            entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"))
+        out["benchmarks"][benchmark] = entry
+    return out
