@@ -35,32 +35,39 @@ def _print_json(obj) -> None:
 
 
 def _expand(paths: list[str]) -> tuple[list[str], list[dict]]:
-    """Files to ingest, and a report for every file found in a directory that no adapter reads."""
+    """Sources to ingest, and a report for every file found in a directory that no adapter reads.
+
+    A directory is walked and each file's format detected from its content (harness logs) or
+    name (CSV/JSONL/Parquet); a HELM run directory inside it is one source.
+    """
+    from benchcert.tasks.adapters.detect import walk
+
     files, unknown = [], []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            for f in sorted(x for x in path.rglob("*") if x.is_file() and not x.name.startswith(".")):
-                name = f.name.lower().removesuffix(".gz")
-                if name.endswith(LOG_EXTENSIONS):
-                    files.append(str(f))
-                else:
-                    unknown.append({"path": str(f), "status": "error",
-                                    "message": f"{f}: no adapter recognises this file (expected "
-                                               f"{', '.join(LOG_EXTENSIONS)}, optionally .gz); not ingested"})
+            found, skipped = walk(path)
+            files += found
+            unknown += skipped
         else:
             files.append(p)
     return files, unknown
 
 
 def cmd_ingest(args) -> int:
+    from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeMapping
+    from benchcert.tasks.ingest import OK_STATUSES
     from benchcert.tasks.mapping import MappingError, parse_mapping
 
+    native_format = args.format if args.format in NATIVE_FORMATS else None
     try:
-        mapping = parse_mapping(args.map, args.config, args.format)
+        mapping = parse_mapping(args.map, args.config, None if native_format else args.format)
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if native_format or args.metric or args.scorer or args.stat:
+        mapping = NativeMapping(columns=mapping.columns, format=native_format or mapping.format,
+                                metric=args.metric, scorer=args.scorer, stat=args.stat)
     files, unknown = _expand(args.paths)
     reports = []
     if files:
@@ -70,13 +77,13 @@ def cmd_ingest(args) -> int:
         reports = [r.as_dict() for r in ingest_flow(files, str(args.db), args.benchmark, mapping,
                                                     args.allow_rejects, args.lock_timeout)]
     reports += unknown
-    ok = all(r["status"] in ("ingested", "unchanged") for r in reports)
+    ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] == "locked" for r in reports)
     if args.json:
         _print_json({"db": str(args.db), "ok": ok, "files": reports})
     else:
         for r in reports:
-            stream = sys.stdout if r["status"] in ("ingested", "unchanged") else sys.stderr
+            stream = sys.stdout if r["status"] in OK_STATUSES else sys.stderr
             print(f"[{r['status']}] {r['message']}", file=stream)
             for rej in r.get("rejects", [])[:10]:
                 print(f"    line {rej['line']}, field {rej['field']}: {rej['reason']}", file=stream)
@@ -233,10 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds to wait for another benchcert process using the store (default 600)")
         sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
-    sp = sub.add_parser("ingest", help="ingest log files (CSV, JSONL, Parquet; optionally .gz) into the store",
-                        description="Ingest item-level log files. Each file is all-or-nothing: any bad row and "
-                                    "nothing from that file is stored (exit 1) unless --allow-rejects. Re-ingesting "
-                                    "a file adds nothing; a score that contradicts a stored one is refused.")
+    sp = sub.add_parser("ingest", help="ingest log files (CSV, JSONL, Parquet, harness logs) into the store",
+                        description="Ingest item-level log files: CSV, JSONL, Parquet (optionally .gz), and harness "
+                                    "logs as they are: lm-evaluation-harness --log_samples files, inspect_ai .eval/.json "
+                                    "logs, HELM run directories, MMLU-Pro model_outputs zips (detected from content). "
+                                    "Each file is all-or-nothing: any bad row and nothing from that file is stored "
+                                    "(exit 1) unless --allow-rejects. Re-ingesting a file adds nothing; a score that "
+                                    "contradicts a stored one is refused.")
     sp.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (walked recursively)")
     common(sp)
     sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")
@@ -244,7 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="canonical field fed by a file column, e.g. --map item_id=question_id (repeatable); "
                          "fields: benchmark model item_id subject domain score variant replicate")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
-    sp.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="file format (default: from the name)")
+    sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
+                    help="file format (default: harness logs from their content, tables from the name)")
+    sp.add_argument("--metric", help="lm-evaluation-harness: metric used as the score (default acc, else exact_match)")
+    sp.add_argument("--scorer", help="inspect_ai: scorer used as the score (default: the log's only scorer)")
+    sp.add_argument("--stat", metavar="NAME[:SPLIT]",
+                    help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
     sp.set_defaults(func=cmd_ingest)

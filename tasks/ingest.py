@@ -19,13 +19,16 @@ from pathlib import Path
 
 import polars as pl
 
-from benchcert.tasks.adapters import generic
+from benchcert.tasks.adapters import detect, generic, native
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.schemas import CANONICAL_FIELDS
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store
 from benchcert.tasks.validate import REJECT_SCHEMA, validate_batch
 
 KEY = ("benchmark", "model", "item_id", "variant", "replicate")
+#: Outcomes that are not failures; ``metadata`` = a file with no item rows that other files read
+#: (lm-eval's aggregated results_<date>.json).
+OK_STATUSES = ("ingested", "unchanged", "metadata")
 MAX_REPORTED_REJECTS = 50
 
 
@@ -40,7 +43,7 @@ class ConflictError(IngestError):
 @dataclass
 class FileReport:
     path: str
-    status: str  # ingested | unchanged | rejected | conflict | error | locked
+    status: str  # ingested | unchanged | metadata | rejected | conflict | error | locked
     format: str | None = None
     sha256: str | None = None
     source_id: int | None = None
@@ -52,10 +55,11 @@ class FileReport:
     duplicate_rows_in_file: int = 0
     message: str = ""
     rejects: list[dict] = field(default_factory=list)
+    read: dict = field(default_factory=dict)  # native logs: what was read (model, task, metric, ...)
 
     @property
     def ok(self) -> bool:
-        return self.status in ("ingested", "unchanged")
+        return self.status in OK_STATUSES
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -100,8 +104,15 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
     path = Path(path)
     report = FileReport(path=str(path), status="error")
     try:
-        if not path.is_file():
+        if not path.exists():
             raise IngestError(f"{path}: no such file")
+        source = detect.open_native(path, mapping, benchmark)
+        if source is not None:
+            _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report)
+            return report
+        if not path.is_file():
+            raise IngestError(f"{path}: a directory, not a HELM run directory (per_instance_stats.json and "
+                              "run_spec.json); give its files, or walk it with `benchcert ingest DIR`")
         report.format = fmt = generic.detect_format(path, mapping.format)
         report.sha256 = sha = sha256_file(path)
         cols = resolve_columns(path, fmt, mapping, benchmark)
@@ -116,7 +127,8 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
                 report.status, report.source_id = "unchanged", done[0]
                 report.message = f"{path}: already ingested as source {done[0]} (same content and settings); nothing added"
                 return report
-            _stage_and_insert(con, path, fmt, cols, benchmark, sha, config, allow_rejects, batch_rows, report)
+            _stage_and_insert(con, path, _GenericReader(path, fmt, cols), cols, benchmark, sha, config,
+                              allow_rejects, batch_rows, report)
     except ConflictError as exc:
         report.status, report.message = "conflict", str(exc)
     except StoreLockedError as exc:
@@ -126,18 +138,61 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
     return report
 
 
-def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | None, sha: str, config: str,
+class _GenericReader:
+    """The generic adapter behind the interface _stage_and_insert reads (native sources have the same)."""
+
+    def __init__(self, path: Path, fmt: str, cols: dict):
+        self.path, self.format = path, fmt
+        self.file_cols = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
+
+    def batches(self, batch_rows: int):
+        return generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
+
+    def raw_text(self, lines: set[int]) -> dict[int, str]:
+        return generic.raw_text(self.path, self.format, lines)
+
+
+def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow_rejects: bool,
+                   lock_timeout: float, batch_rows: int, report: FileReport) -> None:
+    """A harness log: the adapter yields canonical columns; the same staging, checks and rules apply."""
+    report.format, report.sha256, report.read = source.format, source.sha256, dict(source.read)
+    if source.metadata_only:
+        report.status = "metadata"
+        report.message = f"{source.path}: {source.summary()}"
+        return
+    # Columns are canonical already; the benchmark is the source's (flag or log), a constant.
+    cols = {f: (None if f == "benchmark" else f) for f in CANONICAL_FIELDS}
+    config = json.dumps({"benchmark": benchmark, "format": source.format, "settings": source.settings,
+                         "allow_rejects": allow_rejects}, sort_keys=True, default=str)
+    with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+        done = con.execute(
+            "SELECT source_id FROM sources WHERE sha256 = ? AND config = ? LIMIT 1", [source.sha256, config]).fetchall()
+        if done:
+            report.status, report.source_id = "unchanged", done[0][0]
+            report.message = (f"{source.path}: already ingested as source {done[0][0]} (same content and settings); "
+                              f"nothing added [{source.summary()}]")
+            return
+        _stage_and_insert(con, source.path, source, cols, source.benchmark, source.sha256, config, allow_rejects,
+                          batch_rows, report)
+    report.message += f" [{source.summary()}]"
+
+
+def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None, sha: str, config: str,
                       allow_rejects: bool, batch_rows: int, report: FileReport) -> None:
+    fmt = reader.format
     labels = {f: _field_label(f, c) for f, c in cols.items()}
     col_labels = {c: labels[f] for f, c in cols.items() if c is not None}
-    file_cols = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
     con.execute("CREATE OR REPLACE TEMP TABLE _stage (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
                 "subject VARCHAR, domain VARCHAR, score DOUBLE, variant VARCHAR, replicate BIGINT, line BIGINT)")
     reject_frames: list[pl.DataFrame] = []
     rows_read = 0
+    staged_probs = False
     try:
-        for raw in generic.read_batches(path, fmt, file_cols, batch_rows):
+        for raw in reader.batches(batch_rows):
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
+            if raw.extras is not None and raw.extras.height:
+                native.stage_option_probs(con, raw.extras, first=not staged_probs)
+                staged_probs = True
             if raw.rejects:
                 reject_frames.append(pl.DataFrame(
                     [{"line": r.line, "field": col_labels.get(r.field, r.field),
@@ -190,7 +245,7 @@ def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | No
     report.rows_read = rows_read
     report.rows_rejected = n_bad_rows
     if rejects.height:
-        raw_lines = generic.raw_text(path, fmt, set(rejects["line"].to_list()))
+        raw_lines = reader.raw_text(set(rejects["line"].to_list()))
         rejects = rejects.with_columns(pl.col("line").replace_strict(raw_lines, default=None,
                                                                      return_dtype=pl.String).alias("raw"))
         report.rejects = rejects.head(MAX_REPORTED_REJECTS).to_dicts()
@@ -229,6 +284,8 @@ def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | No
             SELECT s.benchmark, s.item_id, any_value(s.subject), any_value(s.domain), ?, min(s.line)
             FROM _stage s ANTI JOIN items i USING (benchmark, item_id)
             GROUP BY s.benchmark, s.item_id""", [source_id])
+        if staged_probs:
+            native.insert_option_probs(con, source_id)
         if rejects.height:
             con.register("_rejects", rejects.to_arrow())
             con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",
@@ -245,6 +302,7 @@ def _stage_and_insert(con, path: Path, fmt: str, cols: dict, benchmark: str | No
         raise
     con.execute("DROP TABLE IF EXISTS _stage")
     con.execute("DROP TABLE IF EXISTS _dups")
+    con.execute("DROP TABLE IF EXISTS _stage_probs")
     report.status = "ingested"
     report.source_id = source_id
     report.rows_added = added

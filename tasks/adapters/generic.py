@@ -45,6 +45,7 @@ class Reject:
 class RawBatch:
     frame: pl.DataFrame                      # file columns (+ LINE)
     rejects: list[Reject] = field(default_factory=list)
+    extras: pl.DataFrame | None = None       # native adapters: LINE + option_probs, stored aside
 
 
 def is_gzip(path: Path) -> bool:

@@ -1,0 +1,130 @@
+"""MMLU-Pro raw model outputs (TIGER-AI-Lab/MMLU-Pro ``eval_results/model_outputs_<model>_<n>shots.zip``).
+
+The archive holds one JSON file, a list of objects with ``question_id, question, options,
+answer, answer_index, cot_content, category, src, pred`` and the model's text
+(``generated_text`` for local models, ``model_outputs`` for API models).  The plain JSON file is
+read as well.
+
+Mapping to the canonical row: ``benchmark`` = ``--benchmark``, else ``mmlu_pro``; ``model`` from
+the name ``model_outputs_<model>_<n>shots`` (the JSON member's name first, so a renamed archive
+still reads); ``item_id`` = ``question_id``; ``subject`` = ``src``; ``domain`` = ``category``
+(``--map`` may name other fields); ``score`` = 1 when ``pred == answer`` else 0, and
+``pred: null`` (answer extraction failed) scores 0.  That is the strict accuracy: the official
+``compute_accuracy.py`` instead draws a random letter for a null ``pred`` (seed 12345), so its
+number is slightly higher for models with many nulls.  ``variant`` = ``""`` for the standard
+5-shot protocol, else ``<n>shot``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchcert.tasks.adapters.generic import Reject
+from benchcert.tasks.adapters.native import NativeError, NativeSource, Row, check_mapped, text_field
+from benchcert.tasks.mapping import ColumnMapping
+
+FORMAT = "mmlu_pro_raw"
+DEFAULT_BENCHMARK = "mmlu_pro"
+STANDARD_SHOTS = 5
+NAME = re.compile(r"model_outputs_(?P<model>.+?)_(?P<shots>\d+)shots?(?:\.json|\.zip)?$")
+DEFAULT_FIELDS = {"item_id": "question_id", "subject": "src", "domain": "category"}
+
+
+def _load(path: Path) -> tuple[list, str | None]:
+    """The list of outputs and the JSON member's name (None for a plain JSON file)."""
+    with open(path, "rb") as fh:
+        is_zip = fh.read(2) == b"PK"
+    member = None
+    try:
+        if is_zip:
+            with zipfile.ZipFile(path) as z:
+                members = [n for n in z.namelist() if n.lower().endswith(".json")]
+                if len(members) != 1:
+                    raise NativeError(f"{path}: expected one JSON file in the archive, found {members}")
+                member = members[0]
+                data = z.read(member)
+        else:
+            data = path.read_bytes()
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise NativeError(f"{path}: not a readable zip archive ({exc}); the file is truncated or corrupt") from None
+    try:
+        obj = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f"member {member}" if member else "file"
+        raise NativeError(f"{path}: {where} is not valid JSON ({exc}); it may be truncated") from None
+    if not isinstance(obj, list):
+        raise NativeError(f"{path}: expected a JSON list of model outputs, got {type(obj).__name__}")
+    return obj, member
+
+
+def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource:
+    from benchcert.tasks.ingest import sha256_file
+
+    path = Path(path)
+    fields = {**DEFAULT_FIELDS, **check_mapped(path, FORMAT, mapping, ("item_id", "subject", "domain"))}
+    if "score" in mapping.columns:
+        raise NativeError(f"{path}: --map score does not apply to MMLU-Pro outputs: the score is pred == answer")
+    outputs, member = _load(path)
+    m = None
+    for name in (Path(member).stem if member else None, path.name):
+        m = NAME.search(name) if name else None
+        if m:
+            break
+    if m is None:
+        raise NativeError(f"{path}: cannot tell the model: neither the archive's JSON member nor the file is named "
+                          "model_outputs_<model>_<n>shots")
+    model, shots = m.group("model"), int(m.group("shots"))
+    variant = "" if shots == STANDARD_SHOTS else f"{shots}shot"
+
+    def records() -> Iterator[Row | Reject]:
+        for line, obj in enumerate(outputs, start=1):
+            if not isinstance(obj, dict):
+                yield Reject(line, "<entry>", f"expected an object with question_id, answer and pred, "
+                             f"got {type(obj).__name__} {json.dumps(obj, default=str)[:60]}", _describe(obj))
+                continue
+            values: dict[str, str] = {}
+            bad = None
+            for f, key in fields.items():
+                v, why = text_field(obj, key, "entry")
+                if why:
+                    bad = (key, why)
+                    break
+                values[f] = v
+            if bad:
+                yield Reject(line, bad[0], bad[1], _describe(obj))
+                continue
+            answer, pred = obj.get("answer"), obj.get("pred", ...)
+            if not isinstance(answer, str) or not answer.strip():
+                yield Reject(line, "answer", "missing" if answer is None else
+                             f"expected an option letter, got {json.dumps(answer)[:40]}", _describe(obj))
+                continue
+            if pred is ...:
+                yield Reject(line, "pred", "missing (null means extraction failed; the key must be there)",
+                             _describe(obj))
+                continue
+            if pred is not None and not isinstance(pred, str):
+                yield Reject(line, "pred", f"expected an option letter or null, got {json.dumps(pred)[:40]}",
+                             _describe(obj))
+                continue
+            score = 1.0 if pred is not None and pred.strip() == answer.strip() else 0.0
+            yield Row(line=line, model=model, score=score, variant=variant, src=obj, **values)
+
+    n_null = sum(1 for o in outputs if isinstance(o, dict) and o.get("pred", ...) is None)
+    read = {"model": model, "shots": shots, "entries": len(outputs), "pred null (scored 0)": n_null,
+            "member": member}
+    return NativeSource(format=FORMAT, path=path, sha256=sha256_file(path), benchmark=benchmark or DEFAULT_BENCHMARK,
+                        settings={"fields": fields, "model": model, "variant": variant}, read=read,
+                        records=records, describe=_describe)
+
+
+def _describe(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return json.dumps(obj, default=str)[:2000]
+    keep = {k: obj.get(k) for k in ("question_id", "category", "src", "answer", "pred") if k in obj}
+    return json.dumps(keep, default=str, ensure_ascii=False)
