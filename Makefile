@@ -17,7 +17,7 @@ DEMO_DIR  ?= demo-output
 DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
-.PHONY: demo test bench study serve venv clean
+.PHONY: demo test bench study serve dashboard venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ bench: $(STAMP)
 # Full-scale simulation studies carry the `slow` marker.
 study: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+# The demo's artifacts as a static site on http://127.0.0.1:8765/ (after make demo).
+dashboard: $(STAMP)
+	$(BIN)/benchcert dashboard build --artifacts $(DEMO_ARTS) --out $(DEMO_DIR)/dashboard
+	$(BIN)/benchcert dashboard serve --dir $(DEMO_DIR)/dashboard
 
 # A local Prefect server on 127.0.0.1 plus both deployments (nightly schedule, checkpoint trigger).
 serve: $(STAMP)

@@ -14,16 +14,17 @@ CHECKPOINT = "checkpoint-audit"
 
 def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "0 2 * * *",
                       timezone: str = "UTC", baseline: str | None = None, webhook_url: str | None = None,
-                      alpha: float = 0.05) -> list:
+                      alpha: float = 0.05, dashboard_dir: str | None = None) -> list:
     """RunnerDeployments for ``prefect.serve``: paths are made absolute so runs find them."""
     from pathlib import Path
 
     db, inbox, artifacts_root = (str(Path(p).resolve()) for p in (db, inbox, artifacts_root))
+    dashboard_dir = str(Path(dashboard_dir).resolve()) if dashboard_dir else None
     nightly = nightly_flow.to_deployment(
         name=NIGHTLY,
         schedule=CronSchedule(cron=cron, timezone=timezone),
         parameters={"inbox": inbox, "db": db, "artifacts_root": artifacts_root, "alpha": alpha,
-                    "webhook_url": webhook_url},
+                    "webhook_url": webhook_url, "dashboard_dir": dashboard_dir},
         description=f"Ingest new logs from {inbox} and audit changed benchmarks ({cron}, {timezone}).",
         tags=["benchcert"],
     )
@@ -33,13 +34,14 @@ def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "
         match={"prefect.resource.id": "*"},
         parameters={"model": "{{ event.resource.id }}", "benchmark": "{{ event.payload.benchmark }}",
                     "logs": "{{ event.payload.logs }}", "db": db, "artifacts_root": artifacts_root,
-                    "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox},
+                    "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox,
+                    "dashboard_dir": dashboard_dir},
     )
     checkpoint = checkpoint_flow.to_deployment(
         name=CHECKPOINT,
         triggers=[trigger],
         parameters={"db": db, "artifacts_root": artifacts_root, "baseline": baseline, "alpha": alpha,
-                    "webhook_url": webhook_url, "inbox": inbox},
+                    "webhook_url": webhook_url, "inbox": inbox, "dashboard_dir": dashboard_dir},
         description=f"Audit a checkpoint when '{CHECKPOINT_EVENT}' arrives; verdict vs baseline {baseline!r}.",
         tags=["benchcert"],
     )

@@ -20,4 +20,4 @@ for _ in $(seq 120); do
 done
 echo "Prefect server on http://127.0.0.1:${PORT} (PREFECT_API_URL=${PREFECT_API_URL})"
 .venv/bin/benchcert serve --db "${BENCHCERT_DB:-$STATE/benchcert.duckdb}" --inbox "${BENCHCERT_INBOX:-$STATE/inbox}" \
-    --artifacts "${BENCHCERT_ARTIFACTS:-$STATE/artifacts}" ${BENCHCERT_SERVE_ARGS:-}
+    --artifacts "${BENCHCERT_ARTIFACTS:-$STATE/artifacts}" --dashboard "${BENCHCERT_DASHBOARD:-$STATE/dashboard}" ${BENCHCERT_SERVE_ARGS:-}

@@ -12,7 +12,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.prefect_tasks import ingest_file_task
+from benchcert.tasks.prefect_tasks import ingest_file_task, rebuild_dashboard_task
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
@@ -37,7 +37,7 @@ def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict
 def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_root: str,
                     baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
                     webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-                    inbox: str | None = None) -> dict:
+                    inbox: str | None = None, dashboard_dir: str | None = None) -> dict:
     """Ingest one checkpoint's logs, audit the benchmark, and record the verdict vs ``baseline``.
 
     The column mapping is ``mapping`` when given, else the benchmark's inbox mapping
@@ -72,4 +72,6 @@ def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_ro
     result = {"model": model, "benchmark": benchmark, "files": reports, "run_id": run["run_id"],
               "run_dir": run["run_dir"], "comparison": compare_to_baseline(run, model, baseline),
               "verdict": next((v for v in run.get("verdicts", []) if v["model"] == model), None)}
+    if dashboard_dir:
+        result["dashboard"] = rebuild_dashboard_task(artifacts_root, dashboard_dir)
     return result

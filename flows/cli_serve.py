@@ -23,7 +23,8 @@ def cmd_serve(args) -> int:
         folder.mkdir(parents=True, exist_ok=True)
     deployments = build_deployments(db=str(args.db), inbox=str(args.inbox), artifacts_root=str(args.artifacts),
                                     cron=args.cron, timezone=args.timezone, baseline=args.baseline,
-                                    webhook_url=args.webhook, alpha=args.alpha)
+                                    webhook_url=args.webhook, alpha=args.alpha,
+                                    dashboard_dir=str(args.dashboard) if args.dashboard else None)
     serve(*deployments, print_starting_message=True)
     return 0
 
@@ -41,6 +42,8 @@ def register(sub) -> None:
     sp.add_argument("--baseline", help="baseline model for checkpoint verdicts")
     sp.add_argument("--webhook", help="URL that gets a JSON POST when a run finds regressions")
     sp.add_argument("--alpha", type=float, default=0.05)
+    sp.add_argument("--dashboard", type=Path, metavar="DIR",
+                    help="rebuild the static dashboard here after every run (serve it with benchcert dashboard serve)")
     sp.add_argument("--poll", type=float, default=2.0, help="seconds between polls for due runs (default 2)")
     sp.set_defaults(func=cmd_serve)
 

@@ -13,7 +13,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.mapping import parse_mapping
-from benchcert.tasks.prefect_tasks import ingest_file_task
+from benchcert.tasks.prefect_tasks import ingest_file_task, rebuild_dashboard_task
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 MAPPING_FILE = "mapping.toml"
@@ -30,7 +30,7 @@ def inbox_files(folder: Path) -> tuple[list[str], list[dict]]:
 
 @flow(name="benchcert-nightly", log_prints=False, validate_parameters=False)
 def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, webhook_url: str | None = None,
-                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, dashboard_dir: str | None = None) -> dict:
     """Ingest new logs per benchmark folder of ``inbox`` and audit the benchmarks that changed."""
     inbox_path = Path(inbox)
     if not inbox_path.is_dir():
@@ -49,4 +49,6 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
             run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
             entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"))
         out["benchmarks"][benchmark] = entry
+    if dashboard_dir and any(e["audited"] for e in out["benchmarks"].values()):
+        out["dashboard"] = rebuild_dashboard_task(artifacts_root, dashboard_dir)
     return out

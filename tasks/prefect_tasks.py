@@ -106,3 +106,14 @@ def notify(url: str, summary, run_dir: str) -> float:
 
 
 notify_task = task(name="notify-webhook", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)(notify)
+
+
+def rebuild_dashboard(artifacts_root: str, out_dir: str) -> str:
+    from benchcert.tasks.dashboard import build_site
+
+    report = build_site(artifacts_root, out_dir)
+    return str(report.out)
+
+
+rebuild_dashboard_task = task(name="rebuild-dashboard", retries=1, retry_delay_seconds=2,
+                              cache_policy=NO_CACHE)(rebuild_dashboard)

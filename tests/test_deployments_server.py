@@ -98,7 +98,8 @@ def server(tmp_path_factory):
 
         _wait(healthy, 180, "the Prefect server", [server_log])
         serve = _start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
-                        str(arts), "--baseline", "m1", "--poll", "1"], env, serve_log)
+                        str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard")],
+                       env, serve_log)
         _wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
         yield {"env": env, "db": db, "inbox": inbox, "arts": arts, "logs": [server_log, serve_log], "work": work}
     finally:
@@ -127,6 +128,8 @@ def test_checkpoint_event_starts_an_audit_with_artifacts(server):
     summary = json.loads((server["arts"] / "small" / run_id / "summary.json").read_text())
     assert "org/m@step-1" in {m["model"] for m in summary["models"]}
     assert summary["changes"] is None or "org/m@step-1" in summary["changes"]["new_models"]
+    site = server["work"] / "dashboard" / "index.html"
+    _wait(lambda: site.is_file() and run_id in site.read_text(), 120, "the dashboard rebuild", server["logs"])
 
 
 def test_nightly_run_ingests_only_the_new_file(server):
