@@ -115,8 +115,16 @@ def cmd_audit(args) -> int:
     from benchcert.tasks.matrices import MatrixError
     from benchcert.tasks.store import StoreError, StoreLockedError
 
+    from benchcert.tasks.analyses.hierarchical import parse_hierarchy, read_subject_weights
+
     if not 0 < args.alpha < 1:
         print(f"benchcert audit: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        hierarchy = parse_hierarchy(args.hierarchy)
+        weights = read_subject_weights(args.weights) if args.weights else None
+    except (ValueError, OSError) as exc:
+        print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
@@ -126,7 +134,7 @@ def cmd_audit(args) -> int:
 
     try:
         out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                         args.lock_timeout)
+                         args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights)
     except StoreLockedError as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_STORE
@@ -275,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--variant", default=None,
                     help="prompt variant to audit (default: the only one, else the base variant '')")
+    sp.add_argument("--hierarchy", default="subject,domain", metavar="LEVELS",
+                    help="levels treated as exchangeable clusters: subject,domain (default), subject, or none "
+                         "(also subject=subject,domain=domain; remap other log columns at ingest with --map)")
+    sp.add_argument("--weights", type=Path, metavar="FILE",
+                    help="subject weights (TOML [subject_weights] table, JSON object or CSV subject,weight): "
+                         "adds a 'weighted' score beside pooled and macro")
     sp.set_defaults(func=cmd_audit)
 
     sp = sub.add_parser("runs", help="list recorded audit runs")

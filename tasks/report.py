@@ -34,6 +34,7 @@ __all__ = [
     "table_html",
     "interval_plot_svg",
     "render_report",
+    "heatmap_svg",
     "CSP_POLICY",
 ]
 
@@ -668,3 +669,177 @@ def render_report(
     out.append("</html>")
     return "\n".join(out) + "\n"
 
+
+
+# --------------------------------------------------------------------------- heatmap
+
+_HEAT_NEG = (33, 102, 172)  # #2166ac
+_HEAT_MID = (247, 247, 247)  # #f7f7f7
+_HEAT_POS = (178, 24, 43)  # #b2182b
+_HEAT_NAN = "#cfd4da"
+
+
+def _heat_color(v: float, vmin: float, vmax: float) -> str:
+    """Diverging blue-white-red colour, white at 0 (or the mid-point when 0 is outside)."""
+    if not math.isfinite(v):
+        return _HEAT_NAN
+    mid = 0.0 if vmin < 0.0 < vmax else (vmin + vmax) / 2.0
+    if v >= mid:
+        f = min((v - mid) / (vmax - mid), 1.0) if vmax > mid else 0.0
+        end = _HEAT_POS
+    else:
+        f = min((mid - v) / (mid - vmin), 1.0) if mid > vmin else 0.0
+        end = _HEAT_NEG
+    r, g, b = (int(math.floor(m + (e - m) * f + 0.5)) for m, e in zip(_HEAT_MID, end))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _heat_colors(arr: np.ndarray, vmin: float, vmax: float) -> list[list[str]]:
+    """:func:`_heat_color` for a whole matrix, vectorised."""
+    if arr.size == 0:
+        return [[] for _ in range(arr.shape[0])]
+    mid = 0.0 if vmin < 0.0 < vmax else (vmin + vmax) / 2.0
+    v = np.nan_to_num(arr, nan=mid)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f_pos = np.clip((v - mid) / (vmax - mid), 0.0, 1.0) if vmax > mid else np.zeros_like(v)
+        f_neg = np.clip((mid - v) / (mid - vmin), 0.0, 1.0) if mid > vmin else np.zeros_like(v)
+    base = np.array(_HEAT_MID, dtype=float)
+    pos = v >= mid
+    f = np.where(pos, f_pos, f_neg)[..., None]
+    end = np.where(pos[..., None], np.array(_HEAT_POS, dtype=float), np.array(_HEAT_NEG, dtype=float))
+    rgb = np.floor(base + (end - base) * f + 0.5).astype(int)
+    code = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    hexes = np.char.add("#", np.char.zfill(np.char.mod("%x", code), 6))
+    hexes = np.where(np.isfinite(arr), hexes, _HEAT_NAN)
+    return hexes.tolist()
+
+
+def heatmap_svg(
+    matrix: Any,
+    labels: Sequence[str],
+    *,
+    groups: Sequence[str] | None = None,
+    title: str = "",
+    vmin: float = -1.0,
+    vmax: float = 1.0,
+    value_label: str = "correlation",
+    max_label_chars: int = 28,
+    cell_px: int | None = None,
+    cell_titles: bool | None = None,
+) -> str:
+    """Inline-SVG heatmap of a square matrix, rows and columns in the given order.
+
+    ``groups`` (one name per label) marks contiguous blocks - e.g. domains, with the
+    labels already ordered by domain - with separator lines and a block name beside the
+    rows. Colours are diverging (blue < 0 < red, white at 0); NaN cells are grey and say
+    "undefined" in their tooltip. Every label, group and title is escaped; the SVG is
+    well-formed XML with no external reference. ``cell_titles`` adds a hover tooltip per
+    cell (about 100 bytes each); by default only up to 60 x 60 cells, so that a large
+    matrix stays a few hundred kilobytes (row and column labels keep their tooltips).
+    """
+    arr = np.asarray(matrix, dtype=float)
+    n = len(labels)
+    if arr.shape != (n, n):
+        raise ValueError(f"matrix must be square with one row per label ({n}); got shape {arr.shape}")
+    if groups is not None and len(groups) != n:
+        raise ValueError(f"groups must have one entry per label ({n}); got {len(groups)}")
+    if not (math.isfinite(vmin) and math.isfinite(vmax) and vmin < vmax):
+        raise ValueError(f"need finite vmin < vmax; got {vmin!r}, {vmax!r}")
+    # Whole-pixel cells keep every coordinate an integer (shorter markup, crisp edges).
+    cell = int(cell_px) if cell_px else max(4, min(22, 640 // max(n, 1)))
+    if cell_titles is None:
+        cell_titles = n <= 60
+    font = max(6.0, min(11.0, cell * 0.95))
+    shown = [_truncate(str(lab), max_label_chars) for lab in labels]
+    label_w = min(max((_text_width(s, font) for s in shown), default=0.0) + 10.0, 260.0)
+    group_w = 0.0
+    blocks: list[tuple[int, int, str]] = []
+    if groups is not None and n:
+        start = 0
+        for i in range(1, n + 1):
+            if i == n or groups[i] != groups[start]:
+                blocks.append((start, i, str(groups[start])))
+                start = i
+        group_w = min(max(_text_width(_truncate(b[2], 22), 11.0) for b in blocks) + 14.0, 180.0)
+    top = float(math.ceil(8.0 + (24.0 if title else 0.0) + label_w))
+    x0 = float(math.ceil(8.0 + group_w + label_w))
+    size = n * cell
+    legend_x = x0 + size + 24.0
+    width = legend_x + 90.0
+    height = max(top + size + 16.0, top + 200.0)
+
+    out: list[str] = [
+        f'<svg class="heatmap" role="img" width="{_n(width)}" height="{_n(height)}" '
+        f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="{_FONT}" font-size="{font:g}" '
+        f'style="max-width:100%;height:auto">',
+        f"<title>{_esc(title or 'heatmap')}</title>",
+        f'<rect x="0" y="0" width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>',
+    ]
+    if title:
+        out.append(f'<text x="8" y="22" font-size="14" font-weight="600" fill="#1f2328">'
+                   f"{_esc(_truncate(title, 110))}</text>")
+    # row labels (left) and column labels (top, rotated)
+    out.append('<g class="row-labels" fill="#1f2328" text-anchor="end">')
+    for i, (full, s) in enumerate(zip(labels, shown)):
+        y = top + (i + 0.5) * cell + font * 0.35
+        out.append(f'<text x="{_n(x0 - 4)}" y="{_n(y)}"><title>{_esc(full)}</title>{_esc(s)}</text>')
+    out.append("</g>")
+    out.append('<g class="col-labels" fill="#1f2328" text-anchor="start">')
+    for j, (full, s) in enumerate(zip(labels, shown)):
+        x = x0 + (j + 0.5) * cell + font * 0.35
+        y = top - 4.0
+        out.append(f'<text x="{_n(x)}" y="{_n(y)}" transform="rotate(-90 {_n(x)} {_n(y)})">'
+                   f"<title>{_esc(full)}</title>{_esc(s)}</text>")
+    out.append("</g>")
+    # cells (colours computed for the whole matrix at once; coordinates are whole pixels)
+    out.append('<g class="cells" shape-rendering="crispEdges">')
+    colors = _heat_colors(arr, vmin, vmax)
+    xs = [int(x0) + j * cell for j in range(n)]
+    for i in range(n):
+        y = int(top) + i * cell
+        row = colors[i]
+        if cell_titles:
+            rl = _esc(labels[i])
+            for j in range(n):
+                v = arr[i, j]
+                txt = f"{v:.2f}" if math.isfinite(v) else "undefined"
+                out.append(f'<rect x="{xs[j]}" y="{y}" width="{cell}" height="{cell}" fill="{row[j]}">'
+                           f"<title>{rl} \u00d7 {_esc(labels[j])}: {txt}</title></rect>")
+        else:
+            out.append("".join(f'<rect x="{xs[j]}" y="{y}" width="{cell}" height="{cell}" fill="{row[j]}"/>'
+                               for j in range(n)))
+    out.append("</g>")
+    # group separators and names
+    if blocks:
+        out.append('<g class="groups" fill="#1f2328" font-size="11">')
+        for a, b, name in blocks:
+            if a > 0:
+                p = _n(top + a * cell)
+                q = _n(x0 + a * cell)
+                out.append(f'<line x1="{_n(x0)}" y1="{p}" x2="{_n(x0 + size)}" y2="{p}" stroke="#1f2328" '
+                           'stroke-width="1"/>')
+                out.append(f'<line x1="{q}" y1="{_n(top)}" x2="{q}" y2="{_n(top + size)}" stroke="#1f2328" '
+                           'stroke-width="1"/>')
+            cy = top + (a + b) / 2.0 * cell + 4.0
+            out.append(f'<text x="8" y="{_n(cy)}"><title>{_esc(name)}</title>{_esc(_truncate(name, 22))}</text>')
+        out.append("</g>")
+    out.append(f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(size)}" height="{_n(size)}" fill="none" '
+               'stroke="#8c959f" stroke-width="1"/>')
+    # colour bar
+    bar_h, steps = 160.0, 32
+    out.append('<g class="legend" font-size="11" fill="#1f2328">')
+    out.append(f'<text x="{_n(legend_x)}" y="{_n(top - 8)}">{_esc(_truncate(value_label, 18))}</text>')
+    for k in range(steps):
+        v = vmax - (vmax - vmin) * (k + 0.5) / steps
+        out.append(f'<rect x="{_n(legend_x)}" y="{_n(top + k * bar_h / steps)}" width="14" '
+                   f'height="{_n(bar_h / steps + 0.5)}" fill="{_heat_color(v, vmin, vmax)}"/>')
+    for v in (vmax, (vmin + vmax) / 2.0, vmin):
+        y = top + (vmax - v) / (vmax - vmin) * bar_h
+        out.append(f'<text x="{_n(legend_x + 20)}" y="{_n(y + 4)}">{_esc(_fmt_value(v, False, 2))}</text>')
+    out.append(f'<rect x="{_n(legend_x)}" y="{_n(top + bar_h + 12)}" width="14" height="10" fill="{_HEAT_NAN}"/>')
+    out.append(f'<text x="{_n(legend_x + 20)}" y="{_n(top + bar_h + 21)}">undefined</text>')
+    out.append("</g>")
+    if n == 0:
+        out.append(f'<text x="{_n(x0)}" y="{_n(top + 16)}" fill="#59636e">no data</text>')
+    out.append("</svg>")
+    return "".join(out)

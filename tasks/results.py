@@ -10,10 +10,10 @@ from benchcert.tasks.report import Section, interval_plot_svg, render_report, ta
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).
-METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject"]
+METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject", "hierarchical"]
 #: One colour per method in every plot of a report (colour-blind-friendly palette).
 METHOD_COLORS = {"iid_clt": "#0072b2", "wilson": "#d55e00", "lm_eval_group": "#cc79a7",
-                 "clustered_subject": "#009e73"}
+                 "clustered_subject": "#009e73", "hierarchical": "#e69f00"}
 
 
 def all_intervals(outputs: list[AnalysisOutput]) -> pl.DataFrame:

@@ -88,9 +88,9 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 
 def _registry() -> dict[str, Analysis]:
-    from benchcert.tasks.analyses import intervals, scores
+    from benchcert.tasks.analyses import hierarchical, intervals, scores
 
-    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze}
+    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()

@@ -1,0 +1,562 @@
+"""Diagnostics that justify (or contradict) the hierarchical model (STATS.md A6; paper 7.3).
+
+* :func:`split_half` - split-half correlation of subject accuracies within each domain,
+  mean over random splits (paper Table 2); half counts drawn as hypergeometric variates;
+* :func:`beta_binomial_icc` - the intraclass correlation 1/(a + b + 1) of each domain's
+  beta-binomial fit;
+* :func:`subject_correlation` - the model-centred subject-subject correlation matrix across
+  models (paper Figure 3), with within-domain summaries.
+
+Negative within-domain dependence is flagged: under the exchangeable hierarchy two halves of
+one subject, and two subjects of one domain, are non-negatively correlated (paper
+Proposition 3.2), so a negative value is evidence against the hierarchy.
+
+Pure numpy/scipy; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._common import Grouping, _short, check_codes, warn_degenerate
+from .hierarchical import DomainFits, _counts, _fit_domains_counts, _matrix_iv
+
+__all__ = [
+    "SplitHalfResult",
+    "split_half",
+    "IccResult",
+    "beta_binomial_icc",
+    "SubjectCorrelation",
+    "subject_correlation",
+]
+
+#: Fewest subjects a domain needs for a split-half correlation: with two, the Pearson
+#: correlation of two points is always +1 or -1 and says nothing.
+MIN_SUBJECTS = 3
+
+
+# ======================================================================================
+# Split-half reliability
+
+
+_SPLIT_ASSUMPTIONS = (
+    "each split divides every subject's answered items into complementary halves of sizes "
+    "floor(m_k/2) and m_k - floor(m_k/2), uniformly at random",
+    "the statistic is the Pearson correlation, across the subjects of a domain, of the two "
+    "half accuracies, averaged over the splits where both half vectors vary (paper Table 2)",
+    "complementary halves of a finite item set are slightly negatively associated within a "
+    "subject (paper section 7.3), so positive values are conservative evidence of stable "
+    "subject-level differences; a diagnostic, not a test of exchangeability",
+    f"subjects with fewer than 2 answered items cannot be split and are left out; a domain "
+    f"needs at least {MIN_SUBJECTS} splittable subjects",
+)
+
+
+@dataclass(frozen=True)
+class SplitHalfResult:
+    """Split-half correlations per domain and model.
+
+    Attributes
+    ----------
+    corr : ndarray, shape (D, M)
+        Mean correlation over the valid splits; NaN exactly where ``defined`` is False
+        (a correlation that does not exist is not replaced by a number).
+    sd : ndarray, shape (D, M)
+        Standard deviation of the correlation over valid splits (NaN where undefined).
+    n_valid : ndarray, shape (D, M), int
+        Splits in which both half vectors had non-zero variance.
+    n_subjects : ndarray, shape (D, M), int
+        Subjects that could be split (>= 2 answered items).
+    defined : ndarray of bool, shape (D, M)
+    negative : ndarray of bool, shape (D, M)
+        Defined and below 0: evidence against the within-domain hierarchy.
+    status : ndarray of str, shape (D, M)
+        ``"ok"``, ``"too_few_subjects"`` or ``"no_valid_split"``.
+    n_splits : int
+    alpha : None
+        Not an interval; kept None so every diagnostic result has the same fields.
+    n : ndarray, shape (M,), int
+        Items answered per model.
+    method : str
+        ``"hypergeometric"`` (binary scores) or ``"shuffle"``.
+    assumptions : tuple of str
+    """
+
+    corr: np.ndarray
+    sd: np.ndarray
+    n_valid: np.ndarray
+    n_subjects: np.ndarray
+    defined: np.ndarray
+    negative: np.ndarray
+    status: np.ndarray
+    n_splits: int
+    alpha: None
+    n: np.ndarray
+    method: str
+    assumptions: tuple[str, ...]
+
+
+class _HypergeomTable:
+    """Exact inverse-CDF sampler for many Hypergeometric(N_c, G_c, n_c) cells.
+
+    numpy's ``Generator.hypergeometric`` costs ~250 ns a draw, and 500 splits x 91 subjects
+    x 29 models is 1.3 million draws. Each cell's support is short (at most n_c + 1
+    values), so its CDF is tabulated once from the log-pmf and all of the cell's draws come
+    from one ``searchsorted`` of uniforms in that small, cache-resident table (same
+    distribution, several times faster).
+    """
+
+    def __init__(self, ngood, nbad, nsample):
+        g, b, n = (np.asarray(v, dtype=np.int64) for v in (ngood, nbad, nsample))
+        lo = np.maximum(0, n - b)
+        hi = np.minimum(n, g)
+        length = hi - lo + 1
+        self.lo = lo
+        self.start = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
+        self.end = self.start + length  # exclusive
+        cell = np.repeat(np.arange(g.size), length)
+        x = lo[cell] + (np.arange(length.sum()) - self.start[cell])
+        # log pmf(x) - log pmf(lo) = sum_{j < x} log[(G - j)(n - j) / ((j + 1)(B - n + j + 1))]:
+        # two logs per support point instead of six log-gammas (the table's main cost).
+        gc, bc, nc = g[cell], b[cell], n[cell]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.log((gc - x) * (nc - x)) - np.log((x + 1.0) * (bc - nc + x + 1.0))
+        step = np.r_[0.0, step[:-1]]
+        step[self.start] = 0.0
+        logw = np.cumsum(step)
+        logw -= np.repeat(logw[self.start], length)
+        logw -= np.repeat(np.maximum.reduceat(logw, self.start), length)
+        pmf = np.exp(logw)
+        csum = np.cumsum(pmf)
+        base = np.r_[0.0, csum[:-1]][self.start]
+        cdf = (csum - base[cell]) / (csum[self.end - 1] - base)[cell]
+        cdf[self.end - 1] = 1.0  # u < 1 always lands inside the support
+        self.cdf = cdf
+        self.n_cells = g.size
+
+    def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """(n_cells, size) draws; row c from cell c."""
+        u = rng.random((self.n_cells, size))
+        out = np.empty((self.n_cells, size), dtype=np.int64)
+        cdf, start, end, lo = self.cdf, self.start, self.end, self.lo
+        for c in range(self.n_cells):
+            # smallest x with F(x) > u, i.e. P(X <= x) > u: the inverse CDF for u in [0, 1)
+            out[c] = np.searchsorted(cdf[start[c]:end[c]], u[c], side="right")
+        out += lo[:, None]
+        return out
+
+
+def _check_rng(rng):
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator (e.g. np.random.default_rng(seed)); got {rng!r}")
+    return rng
+
+
+def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method):
+    s, codes, doms, k = _matrix_iv(scores, subjects, subject_domains)
+    if isinstance(n_splits, (bool, np.bool_)) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
+        raise ValueError(f"n_splits must be a positive integer; got {n_splits!r}")
+    rng = _check_rng(rng)
+    if method not in ("auto", "hypergeometric", "shuffle"):
+        raise ValueError(f"method must be 'auto', 'hypergeometric' or 'shuffle'; got {method!r}")
+    return s, codes, doms, k, int(n_splits), rng, method
+
+
+def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto") -> SplitHalfResult:
+    r"""Split-half correlation of subject accuracies within each domain (paper section 7.3).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_items, n_models)
+        Item scores in [0, 1]; NaN = not answered.
+    subjects : array_like of int, shape (n_items,)
+    subject_domains : array_like of int, shape (K,), optional
+        Default: one domain.
+    n_splits : int, keyword-only
+        Random splits (paper: 500).
+    rng : numpy.random.Generator, keyword-only
+        The only source of randomness.
+    method : {"auto", "hypergeometric", "shuffle"}, keyword-only
+        "auto" draws hypergeometric half counts for models with binary scores and shuffles
+        items otherwise; the other values force one path (the tests compare them).
+
+    Returns
+    -------
+    SplitHalfResult
+
+    Notes
+    -----
+    For split b, subject k's items are divided into halves :math:`A_k^{(b)}` (size
+    :math:`\lfloor m_k/2\rfloor`) and its complement, and
+
+    .. math::
+
+        r_d^{(b)} = \mathrm{corr}_{k\in D_d}\big(\hat p^{A,b}_{d,k}, \hat p^{B,b}_{d,k}\big),
+
+    computed when both vectors have non-zero variance; the result is the mean over such
+    splits (paper section 7.3, Table 2). For 0/1 scores with :math:`Y_k` correct among
+    :math:`m_k`, the half-A count of a uniformly random split is exactly
+    Hypergeometric(:math:`m_k`, :math:`Y_k`, :math:`\lfloor m_k/2\rfloor`) (STATS.md A6),
+    so it is drawn directly (by inverse CDF) instead of shuffling items. Under the hierarchy
+    :math:`\mathrm{Cov}(\hat p^A, \hat p^B\mid\Psi_d) = \mathrm{Var}(p_{d,k}\mid\Psi_d)\ge 0`;
+    a negative mean is flagged (``negative``). A domain with fewer than 3 splittable subjects,
+    or with no split in which both halves vary, has no correlation: NaN, ``defined`` False,
+    and a :class:`DegenerateDataWarning`.
+    """
+    s, codes, doms, k, n_splits, rng, method = _split_half_iv(scores, subjects, subject_domains, n_splits,
+                                                             rng, method)
+    n, total, binary = _counts(s, codes, k)
+    mdl = s.shape[1]
+    d = int(doms.max()) + 1
+    if method == "hypergeometric" and not binary.all():
+        raise ValueError("method='hypergeometric' needs 0/1 scores; model column(s) "
+                         f"{_short(np.flatnonzero(~binary))} have other values")
+    use_hyper = binary if method == "auto" else np.full(mdl, method == "hypergeometric")
+    # Subjects in domain order, so every domain sum is one np.add.reduceat over contiguous rows
+    # (no BLAS call: small threaded matmuls are slow on a busy machine).
+    order = np.argsort(doms, kind="stable")
+    n, total = n[order], total[order]
+    grouping = Grouping(doms[order], d)
+    splittable = n >= 2
+    half = n // 2
+    n_sub = grouping.reduce_sorted(splittable).astype(np.int64)
+
+    sums = _SplitSums(d, mdl)
+    chunk = max(1, min(n_splits, 2_000_000 // max(k * mdl, 1)))
+    hyper_cols = np.flatnonzero(use_hyper)
+    shuffle_cols = np.flatnonzero(~use_hyper)
+    table = None
+    if hyper_cols.size:
+        cells = splittable[:, hyper_cols]
+        y = np.round(total[:, hyper_cols]).astype(np.int64)
+        table = _HypergeomTable(y[cells], (n[:, hyper_cols] - y)[cells], half[:, hyper_cols][cells])
+    # Layout (K, M, splits): the domain sums are then one (D, K) @ (K, M * splits) product.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inv_a = np.where(splittable, 1.0 / np.where(splittable, half, 1), 0.0)[:, :, None]
+        inv_b = np.where(splittable, 1.0 / np.where(splittable, n - half, 1), 0.0)[:, :, None]
+    done = 0
+    while done < n_splits:
+        b = min(chunk, n_splits - done)
+        a_sum = np.zeros((k, mdl, b))
+        if table is not None:
+            sub = np.zeros((k, hyper_cols.size, b))
+            sub[cells] = table.draw(b, rng)
+            a_sum[:, hyper_cols] = sub
+        if shuffle_cols.size:
+            a_sum[:, shuffle_cols] = _shuffle_half_sums(s[:, shuffle_cols], codes, k, b, rng)[order]
+        pa = a_sum * inv_a
+        pb = (total[:, :, None] - a_sum) * inv_b
+        sums.add(grouping, splittable, pa, pb)
+        done += b
+    corr, sd, n_valid = sums.result()
+    status = np.full((d, mdl), "ok", dtype=object)
+    status[n_valid == 0] = "no_valid_split"
+    status[n_sub < MIN_SUBJECTS] = "too_few_subjects"
+    defined = status == "ok"
+    corr = np.where(defined, corr, np.nan)
+    sd = np.where(defined, sd, np.nan)
+    for st, why in (("too_few_subjects", f"fewer than {MIN_SUBJECTS} subjects with >= 2 answered items"),
+                    ("no_valid_split", "no split in which both half-accuracy vectors vary (e.g. every subject "
+                                       "all correct)")):
+        hit = np.argwhere(status == st)
+        if hit.size:
+            warn_degenerate(f"split_half: {why} in (domain, model) {_short([tuple(map(int, h)) for h in hit])}; "
+                            "no correlation is reported there (NaN, defined=False)")
+    negative = defined & (np.nan_to_num(corr) < 0)
+    if negative.any():
+        warn_degenerate(f"split_half: negative mean split-half correlation in (domain, model) "
+                        f"{_short([tuple(map(int, h)) for h in np.argwhere(negative)])}: evidence against "
+                        "exchangeable subjects within that domain")
+    return SplitHalfResult(
+        corr=corr, sd=sd, n_valid=n_valid, n_subjects=n_sub, defined=defined, negative=negative,
+        status=status.astype(str), n_splits=n_splits, alpha=None, n=n.sum(axis=0),
+        method="hypergeometric" if use_hyper.all() else ("shuffle" if not use_hyper.any() else "hypergeometric+shuffle"),
+        assumptions=_SPLIT_ASSUMPTIONS,
+    )
+
+
+class _SplitSums:
+    """Running sums of the per-split, per-domain Pearson correlations."""
+
+    def __init__(self, d, mdl):
+        self.s1 = np.zeros((d, mdl))
+        self.s2 = np.zeros((d, mdl))
+        self.cnt = np.zeros((d, mdl), dtype=np.int64)
+
+    def add(self, grouping, valid, pa, pb):
+        nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]  # (D, M, 1) subjects per domain
+        dsum = grouping.reduce_sorted
+
+        sa, sb = dsum(pa), dsum(pb)
+        saa, sbb, sab = dsum(pa * pa), dsum(pb * pb), dsum(pa * pb)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ndd = np.where(nd > 0, nd, 1.0)
+            var_a = saa - sa * sa / ndd
+            var_b = sbb - sb * sb / ndd
+            cov = sab - sa * sb / ndd
+            # Below ~1e-12 a "variance" of accuracies in [0, 1] is rounding error of an
+            # exactly constant vector.
+            ok = (var_a > 1e-12 * ndd) & (var_b > 1e-12 * ndd)
+            r = np.where(ok, cov / np.sqrt(np.where(ok, var_a * var_b, 1.0)), 0.0)
+        r = np.clip(r, -1.0, 1.0)
+        self.s1 += r.sum(axis=-1)
+        self.s2 += (r * r).sum(axis=-1)
+        self.cnt += ok.sum(axis=-1)
+
+    def result(self):
+        c = np.maximum(self.cnt, 1)
+        mean = self.s1 / c
+        var = np.maximum(self.s2 / c - mean * mean, 0.0) * (c / np.maximum(c - 1, 1))
+        return mean, np.sqrt(var), self.cnt
+
+
+def _shuffle_half_sums(s, codes, k, b, rng):
+    """Half-A score sums by explicitly shuffling each subject's answered items (any scores)."""
+    n_items, mdl = s.shape
+    out = np.zeros((k, mdl, b))
+    obs = ~np.isnan(s)
+    filled = np.where(obs, s, 0.0)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0, True])
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        idx = order[lo:hi]
+        kk = codes[idx[0]]
+        o = obs[idx]
+        full = o.all(axis=0)
+        if full.any():
+            # Models that answered every item of the subject share one random order per split.
+            m = idx.size
+            keys = rng.random((b, m))
+            ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
+            in_a = (ranks < m // 2).astype(float)
+            out[kk, full, :] = (in_a @ filled[idx][:, full]).T
+        for j in np.flatnonzero(~full):
+            rows = idx[o[:, j]]
+            m = rows.size
+            if m < 2:
+                continue
+            keys = rng.random((b, m))
+            ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
+            out[kk, j, :] = (ranks < m // 2).astype(float) @ filled[rows, j]
+    return out
+
+
+# ======================================================================================
+# ICC
+
+
+@dataclass(frozen=True)
+class IccResult:
+    """Beta-binomial intraclass correlation per domain and model.
+
+    Attributes
+    ----------
+    icc : ndarray, shape (D, M)
+        1/(a + b + 1) of each domain's fit (1 for a worst-case fallback, ~1e-6 for an
+        under-dispersed domain). Never NaN.
+    n_subjects : ndarray, shape (D, M), int
+    status : ndarray of str, shape (D, M)
+        The fit's status (see :class:`benchcert.stats.hierarchical.BetaFit`).
+    degenerate : ndarray of bool, shape (D, M)
+    fits : DomainFits
+    alpha : None
+    n : ndarray, shape (M,), int
+    method : str
+        ``"beta_binomial_icc"``.
+    assumptions : tuple of str
+    """
+
+    icc: np.ndarray
+    n_subjects: np.ndarray
+    status: np.ndarray
+    degenerate: np.ndarray
+    fits: DomainFits
+    alpha: None
+    n: np.ndarray
+    method: str
+    assumptions: tuple[str, ...]
+
+
+def _beta_binomial_icc_iv(scores, subjects, subject_domains, fits):
+    if fits is not None:
+        if not isinstance(fits, DomainFits):
+            raise ValueError(f"fits must be a DomainFits; got {type(fits).__name__}")
+        return None, None, None, None
+    return _matrix_iv(scores, subjects, subject_domains)
+
+
+def beta_binomial_icc(scores=None, subjects=None, subject_domains=None, *, fits=None) -> IccResult:
+    r"""Intraclass correlation 1/(a + b + 1) of each domain's beta-binomial fit.
+
+    Parameters
+    ----------
+    scores, subjects, subject_domains : array_like
+        As in :func:`benchcert.stats.hierarchical.fit_domains` (ignored when ``fits`` is given).
+    fits : DomainFits, keyword-only, optional
+        Reuse existing fits.
+
+    Returns
+    -------
+    IccResult
+
+    Notes
+    -----
+    Under the beta-binomial model two items of one subject have correlation
+    :math:`\rho = 1/(a+b+1)` (the share of item variance that is between subjects; paper
+    section 7.3's ICC estimates, STATS.md A6). It equals :math:`4 s_d^2`, the
+    Marchal-Arbel proxy rescaled, so a large ICC is exactly what widens the hierarchical
+    interval. Degenerate fits are warned about by the fit and keep its fallback value.
+    """
+    s, codes, doms, k = _beta_binomial_icc_iv(scores, subjects, subject_domains, fits)
+    if fits is None:
+        n, total, binary = _counts(s, codes, k)
+        fits = _fit_domains_counts(n, total, binary, doms, stacklevel=3)
+    return IccResult(icc=fits.icc, n_subjects=fits.n_subjects, status=fits.status, degenerate=fits.degenerate,
+                     fits=fits, alpha=None, n=fits.n.sum(axis=0), method="beta_binomial_icc",
+                     assumptions=fits.assumptions)
+
+
+# ======================================================================================
+# Model-centred subject-subject correlation
+
+
+_CORR_ASSUMPTIONS = (
+    "each model's subject-macro accuracy is subtracted from its subject accuracies, so the "
+    "matrix shows relative strengths, not overall model quality (paper section 7.3, Figure 3)",
+    "Pearson correlation across models, pairwise over the models that answered both subjects",
+    "descriptive only: correlations are across a handful of models, not across repeated draws "
+    "of one model's benchmark, and centring alone pulls the average off-diagonal value to "
+    "about -1/(K-1)",
+)
+
+
+@dataclass(frozen=True)
+class SubjectCorrelation:
+    """Model-centred subject-subject correlation matrix.
+
+    Attributes
+    ----------
+    corr : ndarray, shape (K, K)
+        Correlation; NaN exactly where ``defined`` is False (a subject whose centred profile
+        is constant, or fewer than 3 models answering both subjects).
+    n_models : ndarray, shape (K, K), int
+        Models that answered both subjects.
+    defined : ndarray of bool, shape (K, K)
+    within_domain_mean : ndarray, shape (D,)
+        Mean off-diagonal correlation inside each domain (NaN if the domain has < 2
+        subjects with defined pairs).
+    between_domain_mean : float
+        Mean correlation of pairs from different domains (NaN if there is none).
+    negative_within : ndarray of bool, shape (D,)
+        Within-domain mean correlation below 0.
+    subject_domains : ndarray, shape (K,)
+    alpha : None
+    n : int
+        Models used.
+    method : str
+        ``"model_centred_pearson"``.
+    assumptions : tuple of str
+    """
+
+    corr: np.ndarray
+    n_models: np.ndarray
+    defined: np.ndarray
+    within_domain_mean: np.ndarray
+    between_domain_mean: float
+    negative_within: np.ndarray
+    subject_domains: np.ndarray
+    alpha: None
+    n: int
+    method: str
+    assumptions: tuple[str, ...]
+
+
+def _subject_correlation_iv(subject_means, subject_domains):
+    try:
+        x = np.asarray(subject_means, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"subject_means must be numeric; got {exc}") from exc
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise ValueError(f"subject_means must have shape (K, M); got {x.shape}")
+    if x.shape[1] < 3:
+        raise ValueError(f"subject_means needs at least 3 models (columns) for a correlation across models; "
+                         f"got {x.shape[1]}")
+    ok = np.isnan(x) | ((x >= 0) & (x <= 1))
+    if not ok.all():
+        raise ValueError(f"subject_means must lie in [0, 1] (NaN = not answered); got {x[~ok].flat[0]!r}")
+    if np.isnan(x).all(axis=0).any():
+        raise ValueError(f"subject_means has no answered subject for model column(s) "
+                         f"{_short(np.flatnonzero(np.isnan(x).all(axis=0)))}")
+    doms = (np.zeros(x.shape[0], dtype=np.int64) if subject_domains is None
+            else check_codes(subject_domains, "subject_domains", length=x.shape[0]))
+    return x, doms
+
+
+def subject_correlation(subject_means, subject_domains=None) -> SubjectCorrelation:
+    r"""Model-centred subject-subject correlation matrix (paper section 7.3, Figure 3).
+
+    Parameters
+    ----------
+    subject_means : array_like, shape (K, M)
+        Accuracy of each model on each subject; NaN where a model answered none of it.
+        At least 3 models.
+    subject_domains : array_like of int, shape (K,), optional
+        Domain code of each subject, for the within/between-domain summaries.
+
+    Returns
+    -------
+    SubjectCorrelation
+
+    Notes
+    -----
+    :math:`\tilde p_{m,s} = \hat p_{m,s} - K_m^{-1}\sum_u \hat p_{m,u}` (each model's
+    subject-macro accuracy removed), then
+    :math:`r_{s,t} = \mathrm{Corr}_m(\tilde p_{m,s}, \tilde p_{m,t})`, pairwise over the
+    models answering both subjects (computed for all pairs at once from masked cross
+    products). Needs >= 3 models (with 2 every correlation is +/-1). Undefined entries
+    (constant centred profile, fewer than 3 shared models) are NaN with ``defined`` False
+    and a :class:`DegenerateDataWarning`. A domain whose mean within-domain correlation is
+    negative is flagged ``negative_within``: descriptive evidence that its subjects do not
+    share a common factor (centring alone biases the mean by about -1/(K-1), small for
+    many subjects).
+    """
+    x, doms = _subject_correlation_iv(subject_means, subject_domains)
+    k, mdl = x.shape
+    w = (~np.isnan(x)).astype(float)
+    c = np.where(w > 0, x - np.nanmean(x, axis=0), 0.0)
+    n = w @ w.T
+    s_i = c @ w.T  # sum over shared models of c_s (row s, col t)
+    s_j = s_i.T
+    s_ii = (c * c) @ w.T
+    s_jj = s_ii.T
+    s_ij = c @ c.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nn = np.where(n > 0, n, 1.0)
+        cov = s_ij - s_i * s_j / nn
+        var_i = s_ii - s_i * s_i / nn
+        var_j = s_jj - s_j * s_j / nn
+        ok = (n >= 3) & (var_i > 1e-14 * nn) & (var_j > 1e-14 * nn)
+        corr = np.where(ok, cov / np.sqrt(np.where(ok, var_i * var_j, 1.0)), np.nan)
+    corr = np.clip(corr, -1.0, 1.0)
+    np.fill_diagonal(corr, np.where(np.diag(ok), 1.0, np.nan))
+    if not ok.all():
+        bad = np.flatnonzero(~np.diag(ok))
+        what = (f"subject(s) {_short(bad)} have a constant centred profile across models" if bad.size
+                else "some subject pairs share fewer than 3 answering models")
+        warn_degenerate(f"subject_correlation: {what}; those entries are undefined (NaN, defined=False)")
+    d = int(doms.max()) + 1
+    same = doms[:, None] == doms[None, :]
+    off = ~np.eye(k, dtype=bool) & ok
+    within = np.full(d, np.nan)
+    for j in range(d):
+        sel = off & same & (doms[:, None] == j)
+        if sel.any():
+            within[j] = corr[sel].mean()
+    between_sel = off & ~same
+    between = float(corr[between_sel].mean()) if between_sel.any() else float("nan")
+    neg = np.nan_to_num(within, nan=0.0) < 0
+    return SubjectCorrelation(corr=corr, n_models=n.astype(np.int64), defined=ok, within_domain_mean=within,
+                              between_domain_mean=between, negative_within=neg, subject_domains=doms,
+                              alpha=None, n=int(mdl), method="model_centred_pearson", assumptions=_CORR_ASSUMPTIONS)

@@ -1,0 +1,1275 @@
+"""Hierarchical exchangeable uncertainty for benchmark scores (STATS.md A3-A5).
+
+The exchangeable bounded-difference paper (sections 4 and 6) bounds the deviation of a
+benchmark score from its mean when items are exchangeable within subjects and subjects
+within domains:
+
+* :func:`exchangeable_bound` - Theorem 4.2, the general bounded-difference bound with a
+  mixture proxy, sigma2_eff = sum c_i^2 / 4 + sigma2_mix;
+* :func:`fit_beta_binomial` / :func:`fit_beta_means` - the beta-binomial maximum-likelihood
+  fit of one domain's subject counts (section 6.2), batched over many domains and models;
+* :func:`marchal_arbel_proxy` - the closed-form sub-Gaussian proxy 1 / (4 (a + b + 1)) of a
+  Beta(a, b) variable (section 6.2, Eq. 3-4);
+* :func:`fit_domains` - every (domain, model) fit of a score matrix at once;
+* :func:`hierarchical_bound` - Corollary 6.1 for any subject weights (macro, pooled or
+  user-given), with its three variance components;
+* :func:`hierarchical_interval` - fits and Corollary 6.1 in one call.
+
+Pure numpy/scipy; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import betaln, gammaln, psi
+
+from ._common import (
+    Grouping,
+    _short,
+    all_missing_columns,
+    check_alpha,
+    check_codes,
+    check_scores,
+    warn_degenerate,
+)
+
+__all__ = [
+    "ExchangeableBound",
+    "exchangeable_bound",
+    "marchal_arbel_proxy",
+    "BetaFit",
+    "fit_beta_binomial",
+    "fit_beta_means",
+    "DomainFits",
+    "fit_domains",
+    "HierarchicalBound",
+    "hierarchical_bound",
+    "HierarchicalInterval",
+    "hierarchical_interval",
+]
+
+#: Precision a + b at which an under-dispersed domain's fit is stopped (its MLE is at
+#: infinity). The proxy there is 1/(4 (1e6 + 1)) = 2.5e-7: subject accuracies that agree to
+#: within a twentieth of a percentage point, i.e. no detectable subject spread.
+NU_MAX = 1e6
+#: Smallest precision searched. A Beta with a + b -> 0 tends to a two-point law on {0, 1},
+#: whose proxy 1/(4 (a + b + 1)) tends to the worst case 1/4.
+NU_MIN = 1e-4
+#: Worst-case sub-Gaussian proxy of any [0, 1]-valued variable (Hoeffding's lemma).
+WORST_CASE_S2 = 0.25
+
+_LOG_NU_MIN, _LOG_NU_MAX = math.log(NU_MIN), math.log(NU_MAX)
+_LOGIT_MAX = 25.0  # |logit mean| cap: means within ~1e-11 of 0 or 1
+
+
+# ======================================================================================
+# Theorem 4.2
+
+
+_THM42_ASSUMPTIONS = (
+    "X_1, X_2, ... infinitely exchangeable: i.i.d. given a directing measure Theta "
+    "(de Finetti), which a finite benchmark cannot prove",
+    "f has bounded differences c_i: changing X_i alone moves f by at most c_i",
+    "U_f = E[f | Theta] - E f is sigma2_mix-sub-Gaussian (Definition 4.1); sigma2_mix is "
+    "supplied by the caller and the bound is only as valid as that proxy",
+    "the interval is about E f, the mean over the directing measure, not E[f | Theta]",
+)
+
+
+@dataclass(frozen=True)
+class ExchangeableBound:
+    """Theorem 4.2 of the exchangeable bounded-difference paper.
+
+    Attributes
+    ----------
+    estimate, lower, upper : float or ndarray
+        f(X) and f(X) -/+ half_width (not clipped: f's range is not known here).
+    half_width : float or ndarray
+        sqrt(2 sigma2_eff log(2/alpha)).
+    sigma2_item : float
+        sum c_i^2 / 4, the conditional (McDiarmid) proxy.
+    sigma2_mix : float or ndarray
+        The mixture proxy supplied.
+    sigma2_eff : float or ndarray
+        sigma2_item + sigma2_mix.
+    alpha : float
+    n : int
+        Number of coordinates (bounded-difference constants).
+    method : str
+        ``"theorem_4_2"``.
+    assumptions : tuple of str
+    """
+
+    estimate: np.ndarray | float
+    lower: np.ndarray | float
+    upper: np.ndarray | float
+    half_width: np.ndarray | float
+    sigma2_item: float
+    sigma2_mix: np.ndarray | float
+    sigma2_eff: np.ndarray | float
+    alpha: float
+    n: int
+    method: str
+    assumptions: tuple[str, ...]
+
+    def tail(self, t) -> np.ndarray | float:
+        """Theorem 4.2's bound on P(|f - E f| >= t): min(1, 2 exp(-t^2 / (2 sigma2_eff)))."""
+        t = np.asarray(t, dtype=float)
+        with np.errstate(divide="ignore"):
+            out = np.minimum(1.0, 2.0 * np.exp(-(t**2) / (2.0 * np.asarray(self.sigma2_eff))))
+        out = np.where(t <= 0, 1.0, out)
+        return float(out) if out.ndim == 0 else out
+
+
+def _half_width(sigma2_eff, alpha: float):
+    return np.sqrt(2.0 * np.asarray(sigma2_eff, dtype=float) * math.log(2.0 / alpha))
+
+
+def _out(x):
+    x = np.asarray(x)
+    return float(x) if x.ndim == 0 else x
+
+
+def _exchangeable_bound_iv(estimate, c, sigma2_mix, alpha):
+    alpha = check_alpha(alpha)
+    try:
+        est = np.asarray(estimate, dtype=float)
+        cc = np.asarray(c, dtype=float)
+        mix = np.asarray(sigma2_mix, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"estimate, c and sigma2_mix must be numeric; got {exc}") from exc
+    if not np.all(np.isfinite(est)):
+        raise ValueError(f"estimate must be finite; got {est[~np.isfinite(est)].flat[0]!r}")
+    if cc.ndim != 1 or cc.size == 0:
+        raise ValueError(f"c must be a non-empty 1-D array of bounded-difference constants; got shape {cc.shape}")
+    if not np.all(np.isfinite(cc) & (cc >= 0)):
+        raise ValueError(f"c must be finite and >= 0; got {cc[~(np.isfinite(cc) & (cc >= 0))][0]!r}")
+    if not np.all(np.isfinite(mix) & (mix >= 0)):
+        raise ValueError(f"sigma2_mix must be finite and >= 0; got {sigma2_mix!r}")
+    try:
+        np.broadcast_shapes(est.shape, mix.shape)
+    except ValueError as exc:
+        raise ValueError(f"sigma2_mix (shape {mix.shape}) must broadcast against estimate "
+                         f"(shape {est.shape})") from exc
+    return est, cc, mix, alpha
+
+
+def exchangeable_bound(estimate, c, *, sigma2_mix, alpha=0.05) -> ExchangeableBound:
+    r"""Theorem 4.2: bounded differences for an infinitely exchangeable sequence.
+
+    Parameters
+    ----------
+    estimate : array_like
+        Observed value(s) f(X) of the statistic (any shape; e.g. one per replication).
+    c : array_like, shape (n,)
+        Bounded-difference constants c_i of f.
+    sigma2_mix : float or array_like, keyword-only
+        Sub-Gaussian proxy of the directing-measure fluctuation
+        :math:`U_f = E[f\mid\Theta] - E f` (Definition 4.1); broadcasts against ``estimate``.
+    alpha : float, keyword-only
+        Miscoverage level in (0, 1).
+
+    Returns
+    -------
+    ExchangeableBound
+        ``estimate -/+ half_width`` covers E f with probability >= 1 - alpha.
+
+    Notes
+    -----
+    Theorem 4.2 (exchangeable bounded-difference paper, section 4): if
+    :math:`(X_i)` is infinitely exchangeable with directing measure Theta, f has
+    bounded differences :math:`c_1..c_n` and :math:`U_f` is
+    :math:`\sigma^2_{mix}`-sub-Gaussian, then
+
+    .. math::
+
+        P\{|f - Ef| \ge t\} \le 2\exp\Big(-\frac{t^2}{2\sigma^2_{eff}}\Big),\qquad
+        \sigma^2_{eff} = \tfrac14\sum_i c_i^2 + \sigma^2_{mix}.
+
+    Setting the right side to alpha gives :math:`h = \sqrt{2\sigma^2_{eff}\log(2/\alpha)}`.
+    With :math:`\sigma^2_{mix} = 0` this is McDiarmid's inequality, the "naive independence"
+    curve of the paper's Figure 1, which does not hold under exchangeability (the tests
+    show it undercovering). Example 4.3 shows :math:`\sigma^2_{eff}` is the right Gaussian
+    scale: there :math:`\sqrt n(\bar X_n - 1/2) \Rightarrow N(0, 5/16)` and
+    :math:`\sigma^2_{eff} = 5/(16 n)`.
+
+    A zero proxy (all c_i = 0 and sigma2_mix = 0) gives a zero-width interval, with a
+    :class:`DegenerateDataWarning`.
+    """
+    est, cc, mix, alpha = _exchangeable_bound_iv(estimate, c, sigma2_mix, alpha)
+    s_item = float(np.sum(cc**2) / 4.0)
+    s_eff = s_item + mix
+    hw = _half_width(s_eff, alpha)
+    if np.any(s_eff == 0):
+        warn_degenerate("exchangeable_bound: sigma2_eff = 0 (all c_i = 0 and sigma2_mix = 0): "
+                        "zero-width interval; f is constant under the stated assumptions")
+    hw_b = np.broadcast_to(hw, np.broadcast_shapes(est.shape, hw.shape))
+    return ExchangeableBound(
+        estimate=_out(est), lower=_out(est - hw_b), upper=_out(est + hw_b), half_width=_out(hw_b),
+        sigma2_item=s_item, sigma2_mix=_out(mix), sigma2_eff=_out(s_eff), alpha=alpha,
+        n=int(cc.size), method="theorem_4_2", assumptions=_THM42_ASSUMPTIONS,
+    )
+
+
+# ======================================================================================
+# Marchal-Arbel proxy
+
+
+def _marchal_arbel_proxy_iv(a, b):
+    try:
+        aa, bb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"a and b must be numeric; got {exc}") from exc
+    for name, v in (("a", aa), ("b", bb)):
+        bad = ~(np.isfinite(v) & (v > 0))
+        if bad.any():
+            raise ValueError(f"{name} must be finite and > 0; got {v[bad].flat[0]!r}")
+    return aa, bb
+
+
+def marchal_arbel_proxy(a, b):
+    r"""Sub-Gaussian proxy of a centred Beta(a, b) variable: :math:`1/(4(a+b+1))`.
+
+    Parameters
+    ----------
+    a, b : float or array_like
+        Beta shape parameters, > 0 (broadcast together).
+
+    Returns
+    -------
+    float or ndarray
+
+    Notes
+    -----
+    Marchal and Arbel (2017, "On the sub-Gaussianity of the Beta and Dirichlet
+    distributions", Theorem 2.1) show :math:`E e^{\lambda(P - EP)} \le
+    \exp(\lambda^2/(8(a+b+1)))`, the paper's Eq. (3); section 6.2 plugs in the fitted
+    (a, b) (Eq. 4). The proxy is never below the Beta variance
+    :math:`ab/((a+b)^2(a+b+1))` and equals it only when a = b (the Beta is strictly
+    sub-Gaussian only when symmetric). As a + b -> 0 it tends to 1/4, the proxy of any
+    [0, 1]-valued variable.
+    """
+    aa, bb = _marchal_arbel_proxy_iv(a, b)
+    return _out(0.25 / (aa + bb + 1.0))
+
+
+# ======================================================================================
+# Beta-binomial and Beta maximum likelihood, batched
+
+
+_BB_ASSUMPTIONS = (
+    "subject accuracies p_k in the domain are i.i.d. Beta(a, b) (exchangeable subjects; "
+    "paper section 6.2 working model)",
+    "item responses in subject k are i.i.d. Bernoulli(p_k) given p_k",
+    "maximum likelihood over a, b > 0 (optimised in log-space from several starts); "
+    "a + b is searched in [1e-4, 1e6]",
+    "s2 = 1/(4 (a + b + 1)) is the Marchal-Arbel proxy at the fitted values: a plug-in, "
+    "whose estimation error the interval does not include (paper section 6.2, 7.6)",
+)
+
+_BETA_MEANS_ASSUMPTIONS = (
+    "scores are not binary, so a Beta(a, b) is fitted by maximum likelihood to the subject "
+    "mean scores themselves (STATS.md A4): the item noise inside each mean inflates their "
+    "spread, so the fitted a + b is too small and the proxy errs conservative",
+    "subject means at exactly 0 or 1 are squeezed to (x (K - 1) + 1/2) / K (Smithson and "
+    "Verkuilen 2006) so that the Beta likelihood is finite",
+    "s2 = 1/(4 (a + b + 1)) is the Marchal-Arbel proxy at the fitted values (a plug-in)",
+)
+
+#: status -> (degenerate?, explanation). "ok" and "lower_bound" keep the fitted proxy.
+_STATUS = {
+    "ok": (False, "maximum-likelihood fit in the interior"),
+    "no_subjects": (True, "no answered subject in this domain; worst-case proxy 1/4 (unused)"),
+    "one_subject": (True, "one subject: the subject spread is not identifiable; worst-case proxy 1/4"),
+    "boundary_mean": (True, "every subject scored all 0 or all 1: the precision a + b is not "
+                            "identifiable; worst-case proxy 1/4"),
+    "single_items": (True, "no subject has two or more answered items: the precision a + b is not "
+                           "identifiable; worst-case proxy 1/4"),
+    "underdispersed": (True, f"subjects vary no more than binomial noise allows (under-dispersed): "
+                             f"the MLE of a + b is infinite; fit reported at the bound a + b = {NU_MAX:g}"),
+    "lower_bound": (True, f"extreme over-dispersion: a + b reached its lower bound {NU_MIN:g}; "
+                          "proxy is essentially the worst case 1/4"),
+}
+
+
+@dataclass(frozen=True)
+class BetaFit:
+    """Maximum-likelihood Beta fits (one per row of the input), with the Marchal-Arbel proxy.
+
+    Attributes
+    ----------
+    a, b : ndarray or float
+        Fitted Beta shapes. For a worst-case fallback (non-identifiable fit) a = b = 0: the
+        limit a + b -> 0 in which 1/(4 (a + b + 1)) is the worst case 1/4.
+    nu : ndarray or float
+        Precision a + b.
+    mean : ndarray or float
+        Fitted mean a / (a + b) (the pooled accuracy when a fallback is used).
+    s2 : ndarray or float
+        Marchal-Arbel proxy 1/(4 (a + b + 1)); 1/4 for the fallbacks. Never NaN.
+    icc : ndarray or float
+        Intraclass correlation 1/(a + b + 1) = 4 s2 (the correlation of two items of one
+        subject under the beta-binomial model).
+    loglik : ndarray or float
+        Maximised log-likelihood (including the binomial coefficients); 0 for fallbacks.
+    n_subjects : ndarray or int
+        Subjects used.
+    n_items : ndarray or int
+        Items (trials) used.
+    status : ndarray of str or str
+        ``"ok"``, ``"underdispersed"``, ``"lower_bound"``, ``"one_subject"``,
+        ``"boundary_mean"``, ``"single_items"`` or ``"no_subjects"``.
+    degenerate : ndarray of bool or bool
+        True for every status but ``"ok"``; each such fit was warned about.
+    converged : ndarray of bool or bool
+        The optimiser met its tolerance (fallbacks count as converged).
+    method : str
+        ``"beta_binomial_mle"`` or ``"beta_mle_on_subject_means"``.
+    assumptions : tuple of str
+    """
+
+    a: np.ndarray | float
+    b: np.ndarray | float
+    nu: np.ndarray | float
+    mean: np.ndarray | float
+    s2: np.ndarray | float
+    icc: np.ndarray | float
+    loglik: np.ndarray | float
+    n_subjects: np.ndarray | int
+    n_items: np.ndarray | int
+    status: np.ndarray | str
+    degenerate: np.ndarray | bool
+    converged: np.ndarray | bool
+    method: str
+    assumptions: tuple[str, ...]
+
+    @property
+    def reason(self):
+        """Plain-language explanation of each fit's status."""
+        st = np.asarray(self.status)
+        out = np.vectorize(lambda s: _STATUS[s][1], otypes=[object])(st) if st.size else st.astype(object)
+        return out.item() if st.ndim == 0 else out
+
+
+def _trigamma(x):
+    """Trigamma function, about 10x faster than scipy's polygamma(1, x) (its Hessians are
+    the fit's main cost).
+
+    Recurrence psi1(x) = 1/x^2 + psi1(x + 1) lifts x to >= 10, then the asymptotic series
+    psi1(z) ~ 1/z + 1/(2 z^2) + sum_k B_2k / z^(2k+1) (Abramowitz and Stegun 6.4.12) to
+    z^-11; the truncation error is below 3e-14 relative (the tests compare with polygamma).
+    """
+    z = np.array(x, dtype=float, copy=True)
+    acc = np.zeros_like(z)
+    for _ in range(10):
+        small = z < 10.0
+        if not small.any():
+            break
+        acc += np.where(small, 1.0 / (z * z), 0.0)
+        z += small
+    r = 1.0 / z
+    r2 = r * r
+    series = r + 0.5 * r2 + r * r2 * (1.0 / 6 + r2 * (-1.0 / 30 + r2 * (1.0 / 42 + r2 * (-1.0 / 30 + r2 * 5.0 / 66))))
+    return acc + series
+
+
+class _BetaBinomialLik:
+    """Beta-binomial log-likelihood of padded rows (mask = subject present)."""
+
+    def __init__(self, y, m, mask):
+        self.y, self.m, self.mask = y, m, mask
+        self.k = mask.sum(axis=1)
+        self.f = m - y
+
+    def loglik(self, a, b):
+        a2, b2 = a[:, None], b[:, None]
+        terms = betaln(self.y + a2, self.f + b2)
+        return np.sum(np.where(self.mask, terms, 0.0), axis=1) - self.k * betaln(a, b)
+
+    def derivs(self, a, b):
+        a2, b2 = a[:, None], b[:, None]
+        nu = a + b
+        mask = self.mask
+        ya, fb, mn = self.y + a2, self.f + b2, self.m + nu[:, None]
+        psi_mn = psi(mn)
+        la = np.sum(np.where(mask, psi(ya) - psi_mn, 0.0), axis=1) - self.k * (psi(a) - psi(nu))
+        lb = np.sum(np.where(mask, psi(fb) - psi_mn, 0.0), axis=1) - self.k * (psi(b) - psi(nu))
+        t_mn = _trigamma(mn)
+        t_nu = _trigamma(nu)
+        lab = -np.sum(np.where(mask, t_mn, 0.0), axis=1) + self.k * t_nu
+        laa = np.sum(np.where(mask, _trigamma(ya), 0.0), axis=1) - self.k * _trigamma(a) + lab
+        lbb = np.sum(np.where(mask, _trigamma(fb), 0.0), axis=1) - self.k * _trigamma(b) + lab
+        return la, lb, laa, lbb, lab
+
+
+class _BetaLik:
+    """Beta log-likelihood of padded rows of values in (0, 1)."""
+
+    def __init__(self, x, mask):
+        self.mask = mask
+        self.k = mask.sum(axis=1)
+        self.s1 = np.sum(np.where(mask, np.log(np.where(mask, x, 0.5)), 0.0), axis=1)
+        self.s2 = np.sum(np.where(mask, np.log1p(-np.where(mask, x, 0.5)), 0.0), axis=1)
+
+    def loglik(self, a, b):
+        return (a - 1.0) * self.s1 + (b - 1.0) * self.s2 - self.k * betaln(a, b)
+
+    def derivs(self, a, b):
+        nu = a + b
+        la = self.s1 - self.k * (psi(a) - psi(nu))
+        lb = self.s2 - self.k * (psi(b) - psi(nu))
+        lab = self.k * _trigamma(nu)
+        laa = -self.k * _trigamma(a) + lab
+        lbb = -self.k * _trigamma(b) + lab
+        return la, lb, laa, lbb, lab
+
+
+def _ab(t, w):
+    mu = 0.5 * (1.0 + np.tanh(0.5 * t))  # logistic, stable for large |t|
+    nu = np.exp(w)
+    return mu * nu, (1.0 - mu) * nu, mu, nu
+
+
+def _maximise(lik, t0, w0, *, max_iter=150, tol=1e-10):
+    """Batched Levenberg-Marquardt ascent in (t, w) = (logit mean, log precision).
+
+    Each row is an independent 2-parameter problem; the damping adapts per row, a step is
+    kept only if it raises that row's log-likelihood, and w is held in
+    [log NU_MIN, log NU_MAX] (a projected step: at a bound with the gradient pointing out,
+    only the mean moves). Returns (t, w, loglik, converged, grad_w).
+    """
+    t, w = t0.astype(float).copy(), np.clip(w0.astype(float), _LOG_NU_MIN, _LOG_NU_MAX)
+    a, b, mu, nu = _ab(t, w)
+    ll = lik.loglik(a, b)
+    lam = np.full(t.shape, 1e-3)
+    done = np.zeros(t.shape, dtype=bool)
+    gw = np.zeros(t.shape)
+    for _ in range(max_iter):
+        act = ~done
+        if not act.any():
+            break
+        idx = np.flatnonzero(act)
+        sub = lik if act.all() else _subset(lik, idx)
+        ta, wa, lla = t[idx], w[idx], ll[idx]
+        a, b, mu, nu = _ab(ta, wa)
+        la, lb, laa, lbb, lab = sub.derivs(a, b)
+        v = nu * mu * (1.0 - mu)  # d a / d t = - d b / d t
+        gt = v * (la - lb)
+        gwa = a * la + b * lb
+        htt = v * v * (laa - 2.0 * lab + lbb) + v * (1.0 - 2.0 * mu) * (la - lb)
+        hww = a * a * laa + 2.0 * a * b * lab + b * b * lbb + gwa
+        htw = v * ((la - lb) + a * laa + b * lab - a * lab - b * lbb)
+        gw[idx] = gwa
+        at_hi = (wa >= _LOG_NU_MAX - 1e-12) & (gwa > 0)
+        at_lo = (wa <= _LOG_NU_MIN + 1e-12) & (gwa < 0)
+        fixed_w = at_hi | at_lo
+        gnorm = np.abs(gt) + np.where(fixed_w, 0.0, np.abs(gwa))
+        conv = gnorm <= tol * (1.0 + np.abs(lla))
+        # Up to 8 damping increases per outer iteration, vectorised over rows.
+        lam_a = lam[idx]
+        new_t, new_w, new_ll = ta.copy(), wa.copy(), lla.copy()
+        pending = ~conv
+        step_small = np.zeros(idx.size, dtype=bool)
+        for _ in range(8):
+            if not pending.any():
+                break
+            # Solve (-H + lam I) delta = g ; -H made positive by the damping when needed.
+            ntt, nww, ntw = -htt, -hww, -htw
+            scale = np.maximum(np.abs(ntt) + np.abs(nww), 1e-12)
+            d_tt = ntt + lam_a * scale
+            d_ww = nww + lam_a * scale
+            det = d_tt * d_ww - ntw * ntw
+            ok_pd = (d_tt > 0) & (det > 0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dt_full = (d_ww * gt - ntw * gwa) / det
+                dw_full = (d_tt * gwa - ntw * gt) / det
+                dt_only = gt / d_tt
+            dt = np.where(fixed_w, dt_only, dt_full)
+            dw = np.where(fixed_w, 0.0, dw_full)
+            ok_pd = np.where(fixed_w, d_tt > 0, ok_pd)
+            # Steps are capped so that one iteration never jumps across the whole range.
+            dt = np.clip(np.nan_to_num(dt), -5.0, 5.0)
+            dw = np.clip(np.nan_to_num(dw), -5.0, 5.0)
+            cand_t = np.clip(ta + dt, -_LOGIT_MAX, _LOGIT_MAX)
+            cand_w = np.clip(wa + dw, _LOG_NU_MIN, _LOG_NU_MAX)
+            try_rows = pending & ok_pd
+            if try_rows.any():
+                ca, cb, _, _ = _ab(cand_t[try_rows], cand_w[try_rows])
+                sub_try = _subset(sub, np.flatnonzero(try_rows))
+                cll = sub_try.loglik(ca, cb)
+                better = np.zeros(idx.size, dtype=bool)
+                better[try_rows] = cll >= lla[try_rows] - 1e-12 * (1.0 + np.abs(lla[try_rows]))
+                gain = np.zeros(idx.size)
+                gain[try_rows] = cll
+                accept = better & pending
+                new_t[accept], new_w[accept], new_ll[accept] = cand_t[accept], cand_w[accept], gain[accept]
+                step_small |= accept & (np.abs(cand_t - ta) + np.abs(cand_w - wa) < tol)
+                lam_a = np.where(accept, np.maximum(lam_a / 5.0, 1e-12), lam_a)
+                pending &= ~accept
+            lam_a = np.where(pending, np.maximum(lam_a * 10.0, 1e-6), lam_a)
+        lam[idx] = lam_a
+        t[idx], w[idx], ll[idx] = new_t, new_w, new_ll
+        stuck = pending  # no improving step found even with heavy damping: at a maximum
+        done[idx] = conv | step_small | stuck
+    return t, w, ll, done, gw
+
+
+def _subset(lik, idx):
+    if isinstance(lik, _BetaBinomialLik):
+        return _BetaBinomialLik(lik.y[idx], lik.m[idx], lik.mask[idx])
+    new = object.__new__(_BetaLik)
+    new.mask, new.k, new.s1, new.s2 = lik.mask[idx], lik.k[idx], lik.s1[idx], lik.s2[idx]
+    return new
+
+
+def _moment_start(p, wts, mask, inv_m_mean):
+    """Method-of-moments (logit mean, log precision) of padded rows of subject proportions."""
+    k = mask.sum(axis=1)
+    mu = np.sum(np.where(mask, p * wts, 0.0), axis=1) / np.maximum(np.sum(np.where(mask, wts, 0.0), axis=1), 1e-300)
+    mu = np.clip(mu, 1e-6, 1 - 1e-6)
+    dev = np.where(mask, (p - mu[:, None]) ** 2, 0.0)
+    s2 = np.sum(dev, axis=1) / np.maximum(k - 1, 1)
+    v = mu * (1.0 - mu)
+    rho = (s2 / v - inv_m_mean) / np.maximum(1.0 - inv_m_mean, 1e-12)
+    rho = np.clip(rho, 1.0 / (1e5 + 1.0), 1.0 / (0.5 + 1.0))
+    return np.log(mu / (1.0 - mu)), np.log(1.0 / rho - 1.0)
+
+
+def _best_of_starts(lik, starts):
+    """Run the maximiser from several starts (batched together) and keep each row's best."""
+    n = starts[0][0].size
+    t0 = np.concatenate([s[0] for s in starts])
+    w0 = np.concatenate([s[1] for s in starts])
+    big = _stack(lik, len(starts))
+    t, w, ll, conv, gw = _maximise(big, t0, w0)
+    s = len(starts)
+    ll_r = ll.reshape(s, n)
+    best = np.argmax(np.where(np.isfinite(ll_r), ll_r, -np.inf), axis=0)
+    pick = best * n + np.arange(n)
+    return t[pick], w[pick], ll[pick], conv[pick], gw[pick]
+
+
+def _stack(lik, times):
+    if isinstance(lik, _BetaBinomialLik):
+        return _BetaBinomialLik(np.tile(lik.y, (times, 1)), np.tile(lik.m, (times, 1)),
+                                np.tile(lik.mask, (times, 1)))
+    new = object.__new__(_BetaLik)
+    new.mask = np.tile(lik.mask, (times, 1))
+    new.k, new.s1, new.s2 = (np.tile(v, times) for v in (lik.k, lik.s1, lik.s2))
+    return new
+
+
+def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumptions, shape, stacklevel):
+    a, b, mu, nu = _ab(t, w)
+    at_hi = (w >= _LOG_NU_MAX - 1e-9) & (gw > 0)
+    at_lo = (w <= _LOG_NU_MIN + 1e-9) & (gw < 0)
+    status = status.copy()
+    status[(status == "ok") & at_hi] = "underdispersed"
+    status[(status == "ok") & at_lo] = "lower_bound"
+    fallback = np.isin(status, ["no_subjects", "one_subject", "boundary_mean", "single_items"])
+    a = np.where(fallback, 0.0, a)
+    b = np.where(fallback, 0.0, b)
+    nu = np.where(fallback, 0.0, nu)
+    mu = np.where(fallback, pooled_mean, mu)
+    ll = np.where(fallback, 0.0, ll)
+    conv = conv | fallback
+    s2 = np.where(fallback, WORST_CASE_S2, 0.25 / (nu + 1.0))
+    degenerate = status != "ok"
+    _warn_statuses(status, method, shape, stacklevel + 2)
+    if not conv.all():
+        where = "" if len(shape) == 0 else f" (fit rows {_short(np.flatnonzero(~conv))})"
+        warn_degenerate(f"{method}: the optimiser did not meet its tolerance{where}; the best point found is "
+                        "reported (converged=False)", stacklevel=stacklevel + 1)
+
+    def r(x):
+        x = np.asarray(x).reshape(shape)
+        return x.item() if x.ndim == 0 else x
+
+    return BetaFit(a=r(a), b=r(b), nu=r(nu), mean=r(mu), s2=r(s2), icc=r(4.0 * s2), loglik=r(ll),
+                   n_subjects=r(k.astype(np.int64)), n_items=r(n_items), status=r(status.astype(str)),
+                   degenerate=r(degenerate), converged=r(conv), method=method, assumptions=assumptions)
+
+
+def _warn_statuses(status, method, shape, stacklevel):
+    for st in ("one_subject", "boundary_mean", "single_items", "underdispersed", "lower_bound", "no_subjects"):
+        hit = np.flatnonzero(status == st)
+        if hit.size:
+            where = "" if len(shape) == 0 else f" (fit rows {_short(hit)})"
+            warn_degenerate(f"{method}: {_STATUS[st][1]}{where}", stacklevel=stacklevel)
+
+
+def _rows(x, name):
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array; got {type(x).__name__}") from exc
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (one fit) or 2-D (one fit per row); got shape {arr.shape}")
+    return arr
+
+
+def _fit_beta_binomial_iv(successes, trials):
+    y = _rows(successes, "successes")
+    m = _rows(trials, "trials")
+    if y.shape != m.shape:
+        raise ValueError(f"successes and trials must have the same shape; got {y.shape} and {m.shape}")
+    if y.size == 0:
+        raise ValueError(f"successes must hold at least one subject; got shape {y.shape}")
+    for name, v in (("successes", y), ("trials", m)):
+        bad = ~np.isfinite(v) | (v < 0) | (v != np.round(v))
+        if bad.any():
+            raise ValueError(f"{name} must be non-negative integers; got {v[bad].flat[0]!r}")
+    if np.any(y > m):
+        raise ValueError(f"successes must not exceed trials; got {y[y > m].flat[0]!r} > {m[y > m].flat[0]!r}")
+    return y, m
+
+
+def fit_beta_binomial(successes, trials) -> BetaFit:
+    r"""Beta-binomial maximum-likelihood fit of subject counts (paper section 6.2).
+
+    Parameters
+    ----------
+    successes : array_like of int, shape (K,) or (F, K)
+        Correct answers :math:`Y_k` per subject; a 2-D input holds F independent fits
+        (e.g. every domain of every model), one per row.
+    trials : array_like of int, same shape
+        Answered items :math:`m_k` per subject. Entries with ``trials == 0`` are padding
+        (or subjects not answered) and are ignored.
+
+    Returns
+    -------
+    BetaFit
+        Scalars for 1-D input, (F,) arrays for 2-D input.
+
+    Notes
+    -----
+    Maximises (section 6.2; STATS.md A4)
+
+    .. math::
+
+        \ell(a, b) = \sum_k \Big[\log\binom{m_k}{Y_k} + \log B(Y_k + a, m_k - Y_k + b)
+                     - \log B(a, b)\Big]
+
+    over a, b > 0 in the coordinates (logit of a/(a+b), log(a+b)), by a batched
+    Levenberg-Marquardt (damped Newton) ascent with analytic gradient and Hessian
+    (digamma / trigamma), from three starts (method of moments, a + b = 1, a + b = 100),
+    keeping each row's best. The proxy is the Marchal-Arbel :math:`s^2 = 1/(4(a+b+1))`
+    (Eq. 4) and the ICC :math:`1/(a+b+1)`.
+
+    Degenerate cases are explicit and warned (:class:`DegenerateDataWarning`), never
+    silent (STATS.md A4):
+
+    * one subject, every subject at 0 or at m_k, or no subject with two items: a + b is
+      not identifiable, so the worst-case proxy 1/4 is used (a = b = 0 reported);
+    * under-dispersion (the MLE of a + b is infinite): reported at a + b = 1e6 (s2 = 2.5e-7);
+    * a + b at its lower bound 1e-4 (extreme over-dispersion): s2 ~ 1/4.
+    """
+    y, m = _fit_beta_binomial_iv(successes, trials)
+    shape = () if y.ndim == 1 else (y.shape[0],)
+    y2, m2 = np.atleast_2d(y), np.atleast_2d(m)
+    return _fit_bb_rows(y2, m2, shape, stacklevel=3)
+
+
+def _fit_bb_rows(y, m, shape, stacklevel):
+    mask = m > 0
+    k = mask.sum(axis=1)
+    ysum, msum = np.sum(np.where(mask, y, 0), axis=1), np.sum(np.where(mask, m, 0), axis=1)
+    pooled = np.where(msum > 0, ysum / np.maximum(msum, 1), 0.5)
+    status = np.full(k.shape, "ok", dtype=object)
+    status[np.all(~mask | (y == 0), axis=1) | np.all(~mask | (y == m), axis=1)] = "boundary_mean"
+    status[~np.any(mask & (m >= 2), axis=1)] = "single_items"
+    status[k == 1] = "one_subject"
+    status[k == 0] = "no_subjects"
+    fit_rows = np.flatnonzero(status == "ok")
+    n = k.size
+    t = np.zeros(n)
+    w = np.zeros(n)
+    ll = np.zeros(n)
+    conv = np.ones(n, dtype=bool)
+    gw = np.zeros(n)
+    if fit_rows.size:
+        yy, mm, mk = y[fit_rows], m[fit_rows], mask[fit_rows]
+        # Keep the padded columns harmless (m = 1, y = 0) for the special functions.
+        yy = np.where(mk, yy, 0.0)
+        mm = np.where(mk, mm, 1.0)
+        lik = _BetaBinomialLik(yy, mm, mk)
+        p = yy / mm
+        inv_m = np.sum(np.where(mk, 1.0 / mm, 0.0), axis=1) / k[fit_rows]
+        t_mom, w_mom = _moment_start(p, mm, mk, inv_m)
+        starts = [(t_mom, w_mom), (t_mom, np.zeros_like(t_mom)), (t_mom, np.full_like(t_mom, math.log(100.0)))]
+        t_f, w_f, ll_f, conv_f, gw_f = _best_of_starts(lik, starts)
+        const = np.sum(np.where(mk, gammaln(mm + 1) - gammaln(yy + 1) - gammaln(mm - yy + 1), 0.0), axis=1)
+        t[fit_rows], w[fit_rows], ll[fit_rows] = t_f, w_f, ll_f + const
+        conv[fit_rows], gw[fit_rows] = conv_f, gw_f
+    return _finish(t, w, ll, conv, gw, status, pooled, k, np.asarray(msum, dtype=np.int64),
+                   "beta_binomial_mle", _BB_ASSUMPTIONS, shape, stacklevel + 1)
+
+
+def _fit_beta_means_iv(means, mask):
+    x = _rows(means, "means")
+    if mask is None:
+        mk = ~np.isnan(x)
+    else:
+        mk = np.asarray(mask)
+        if mk.shape != x.shape or mk.dtype != np.bool_:
+            raise ValueError(f"mask must be a boolean array of shape {x.shape}; got {mk.dtype} {mk.shape}")
+        mk = mk & ~np.isnan(x)
+    bad = mk & ~((x >= 0) & (x <= 1))
+    if bad.any():
+        raise ValueError(f"means must lie in [0, 1]; got {x[bad].flat[0]!r}")
+    return x, mk
+
+
+def fit_beta_means(means, *, mask=None) -> BetaFit:
+    r"""Maximum-likelihood Beta(a, b) fit to subject mean scores (non-binary scores).
+
+    Parameters
+    ----------
+    means : array_like, shape (K,) or (F, K)
+        Subject mean scores in [0, 1]; NaN entries are ignored.
+    mask : array_like of bool, same shape, keyword-only, optional
+        Which entries to use (default: the non-NaN ones).
+
+    Returns
+    -------
+    BetaFit
+        ``method="beta_mle_on_subject_means"``.
+
+    Notes
+    -----
+    For scores that are not 0/1 the beta-binomial likelihood does not apply; STATS.md A4
+    fits a Beta to the subject means :math:`x_k` instead, maximising
+    :math:`\sum_k[(a-1)\log x_k + (b-1)\log(1-x_k)] - K\log B(a, b)` (concave in (a, b)).
+    Since :math:`\mathrm{Var}(x_k) = \mathrm{Var}(p_k) + E[\text{item noise}]`, the fitted
+    spread overstates the subject spread and the proxy errs conservative. Means of exactly
+    0 or 1 are squeezed to :math:`(x(K-1) + 1/2)/K` (Smithson and Verkuilen 2006, a
+    deliberate departure needed for a finite likelihood). Degenerate cases follow
+    :func:`fit_beta_binomial` (one subject or all means equal to 0 or to 1: worst case 1/4;
+    all means equal: under-dispersed, reported at the bound).
+    """
+    x, mk = _fit_beta_means_iv(means, mask)
+    shape = () if x.ndim == 1 else (x.shape[0],)
+    return _fit_means_rows(np.atleast_2d(x), np.atleast_2d(mk), shape, stacklevel=3)
+
+
+def _fit_means_rows(x, mask, shape, stacklevel, n_items=None):
+    k = mask.sum(axis=1)
+    xs = np.where(mask, x, 0.5)
+    pooled = np.where(k > 0, np.sum(np.where(mask, xs, 0.0), axis=1) / np.maximum(k, 1), 0.5)
+    status = np.full(k.shape, "ok", dtype=object)
+    status[np.all(~mask | (xs == 0), axis=1) | np.all(~mask | (xs == 1), axis=1)] = "boundary_mean"
+    status[k == 1] = "one_subject"
+    status[k == 0] = "no_subjects"
+    n = k.size
+    t, w, ll, gw = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    conv = np.ones(n, dtype=bool)
+    fit_rows = np.flatnonzero(status == "ok")
+    if fit_rows.size:
+        kk = k[fit_rows][:, None].astype(float)
+        xx = (xs[fit_rows] * (kk - 1.0) + 0.5) / kk
+        mk = mask[fit_rows]
+        # All means equal: the Beta MLE has a + b = infinity (zero spread).
+        spread = np.max(np.where(mk, xx, -np.inf), axis=1) - np.min(np.where(mk, xx, np.inf), axis=1)
+        lik = _BetaLik(xx, mk)
+        ones = np.ones_like(xx)
+        t_mom, w_mom = _moment_start(xx, ones, mk, np.zeros(fit_rows.size))
+        starts = [(t_mom, w_mom), (t_mom, np.zeros_like(t_mom)), (t_mom, np.full_like(t_mom, math.log(100.0)))]
+        t_f, w_f, ll_f, conv_f, gw_f = _best_of_starts(lik, starts)
+        flat = spread <= 0
+        w_f = np.where(flat, _LOG_NU_MAX, w_f)
+        gw_f = np.where(flat, 1.0, gw_f)
+        t[fit_rows], w[fit_rows], ll[fit_rows], conv[fit_rows], gw[fit_rows] = t_f, w_f, ll_f, conv_f, gw_f
+    items = k.astype(np.int64) if n_items is None else n_items
+    return _finish(t, w, ll, conv, gw, status, pooled, k, items, "beta_mle_on_subject_means",
+                   _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1)
+
+
+# ======================================================================================
+# All (domain, model) fits of a score matrix
+
+
+@dataclass(frozen=True)
+class DomainFits:
+    """Per-domain fits of every model, with the subject counts they came from.
+
+    Attributes
+    ----------
+    a, b, nu, mean, s2, icc, loglik : ndarray, shape (D, M)
+        As in :class:`BetaFit`, one per (domain, model).
+    n_subjects : ndarray, shape (D, M), int
+        Answered subjects per domain and model (K_d for that model).
+    n_items : ndarray, shape (D, M), int
+        Answered items per domain and model.
+    status : ndarray of str, shape (D, M)
+    degenerate, converged : ndarray of bool, shape (D, M)
+    fit_method : ndarray of str, shape (M,)
+        ``"beta_binomial_mle"`` (binary scores) or ``"beta_mle_on_subject_means"``.
+    binary : ndarray of bool, shape (M,)
+        Whether every observed score of the model is 0 or 1.
+    n : ndarray, shape (K, M), int
+        Answered items per subject and model.
+    total : ndarray, shape (K, M)
+        Sum of scores per subject and model.
+    subject_domains : ndarray, shape (K,), int
+    method : str
+        ``"domain_beta_fits"``.
+    assumptions : tuple of str
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    nu: np.ndarray
+    mean: np.ndarray
+    s2: np.ndarray
+    icc: np.ndarray
+    loglik: np.ndarray
+    n_subjects: np.ndarray
+    n_items: np.ndarray
+    status: np.ndarray
+    degenerate: np.ndarray
+    converged: np.ndarray
+    fit_method: np.ndarray
+    binary: np.ndarray
+    n: np.ndarray
+    total: np.ndarray
+    subject_domains: np.ndarray
+    method: str
+    assumptions: tuple[str, ...]
+
+    @property
+    def reason(self) -> np.ndarray:
+        """Plain-language explanation of each (domain, model) fit's status."""
+        return np.vectorize(lambda s: _STATUS[s][1], otypes=[object])(self.status)
+
+    @property
+    def subject_means(self) -> np.ndarray:
+        """(K, M) subject mean scores; NaN where the model answered none of the subject."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.n > 0, self.total / np.where(self.n > 0, self.n, 1), np.nan)
+
+
+def _matrix_iv(scores, subjects, subject_domains, n_subjects=None):
+    s = check_scores(scores, "scores", ndim=2, allow_nan=True)
+    codes = check_codes(subjects, "subjects", length=s.shape[0])
+    empty = all_missing_columns(s)
+    if empty.size:
+        raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
+    k = int(codes.max()) + 1 if n_subjects is None else int(n_subjects)
+    if subject_domains is None:
+        doms = np.zeros(k, dtype=np.int64)
+    else:
+        doms = check_codes(subject_domains, "subject_domains")
+        if doms.shape[0] < int(codes.max()) + 1:
+            raise ValueError(f"subject_domains must have one code per subject (at least "
+                             f"{int(codes.max()) + 1}); got length {doms.shape[0]}")
+        k = doms.shape[0]
+    return s, codes, doms, k
+
+
+def _counts(s, codes, k):
+    grouping = Grouping(codes, k)
+    ss = grouping.gather(s)
+    obs = ~np.isnan(ss)
+    n = grouping.reduce_sorted(obs)
+    filled = np.fmax(ss, 0.0, out=ss)
+    total = grouping.reduce_sorted(filled)
+    binary = np.all(~obs | (filled == 0.0) | (filled == 1.0), axis=0)
+    return n.astype(np.int64), total, binary
+
+
+def _fit_domains_iv(scores, subjects, subject_domains):
+    return _matrix_iv(scores, subjects, subject_domains)
+
+
+def fit_domains(scores, subjects, subject_domains=None) -> DomainFits:
+    r"""Fit every (domain, model) of a score matrix at once (paper section 6.2).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_items, n_models)
+        Item scores in [0, 1]; NaN marks an item a model did not answer.
+    subjects : array_like of int, shape (n_items,)
+        Subject code of each item, 0..K-1.
+    subject_domains : array_like of int, shape (K,), optional
+        Domain code of each subject; default one domain (hierarchy "subject" only).
+
+    Returns
+    -------
+    DomainFits
+
+    Notes
+    -----
+    For a model whose observed scores are all 0/1 each domain gets
+    :func:`fit_beta_binomial` on its subjects' (correct, answered) counts; otherwise
+    :func:`fit_beta_means` on the subject means (STATS.md A4). A subject a model never
+    answered is left out of that model's fit. All fits run as one batch. Subjects with a
+    single answered item are kept (they inform the mean only) and warned about.
+    """
+    s, codes, doms, k = _fit_domains_iv(scores, subjects, subject_domains)
+    n, total, binary = _counts(s, codes, k)
+    return _fit_domains_counts(n, total, binary, doms, stacklevel=3)
+
+
+def _fit_domains_counts(n, total, binary, doms, stacklevel):
+    k, mdl = n.shape
+    d = int(doms.max()) + 1 if doms.size else 1
+    single = (n == 1)
+    if single.any():
+        subj = np.flatnonzero(single.any(axis=1))
+        warn_degenerate(f"fit_domains: subject(s) {_short(subj)} have a single answered item for some "
+                        "model; such a subject's accuracy is 0 or 1 and informs the domain mean only",
+                        stacklevel=stacklevel)
+    order = np.argsort(doms, kind="stable")
+    sizes = np.bincount(doms, minlength=d)
+    kmax = max(int(sizes.max()), 1)
+    pos = np.empty(k, dtype=np.int64)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    pos[order] = np.arange(k) - np.repeat(starts, sizes)
+    # Padded (D, Kmax, M) layout, then one row per (domain, model).
+    y_pad = np.zeros((d, kmax, mdl))
+    m_pad = np.zeros((d, kmax, mdl))
+    y_pad[doms, pos] = total
+    m_pad[doms, pos] = n
+    y_rows = y_pad.transpose(0, 2, 1).reshape(d * mdl, kmax)
+    m_rows = m_pad.transpose(0, 2, 1).reshape(d * mdl, kmax)
+    model_of_row = np.tile(np.arange(mdl), d)
+    bin_rows = binary[model_of_row]
+    fields = {f: np.empty(d * mdl, dtype=object if f == "status" else float)
+              for f in ("a", "b", "nu", "mean", "s2", "icc", "loglik", "status")}
+    n_sub = np.zeros(d * mdl, dtype=np.int64)
+    n_it = np.zeros(d * mdl, dtype=np.int64)
+    conv = np.ones(d * mdl, dtype=bool)
+    for is_bin in (True, False):
+        rows = np.flatnonzero(bin_rows == is_bin)
+        if not rows.size:
+            continue
+        if is_bin:
+            # Binary: totals are integer counts (rounded against float summation noise).
+            fit = _fit_bb_rows(np.round(y_rows[rows]), m_rows[rows], (rows.size,), stacklevel=stacklevel + 1)
+        else:
+            mk = m_rows[rows] > 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                xm = np.where(mk, y_rows[rows] / np.where(mk, m_rows[rows], 1.0), np.nan)
+            fit = _fit_means_rows(xm, mk, (rows.size,), stacklevel + 1,
+                                  n_items=m_rows[rows].sum(axis=1).astype(np.int64))
+        for f in fields:
+            fields[f][rows] = getattr(fit, f)
+        n_sub[rows] = fit.n_subjects
+        n_it[rows] = fit.n_items
+        conv[rows] = fit.converged
+
+    def r(x):
+        return np.asarray(x).reshape(d, mdl)
+
+    status = r(fields["status"]).astype(str)
+    return DomainFits(
+        a=r(fields["a"]).astype(float), b=r(fields["b"]).astype(float), nu=r(fields["nu"]).astype(float),
+        mean=r(fields["mean"]).astype(float), s2=r(fields["s2"]).astype(float),
+        icc=r(fields["icc"]).astype(float), loglik=r(fields["loglik"]).astype(float),
+        n_subjects=r(n_sub), n_items=r(n_it), status=status, degenerate=status != "ok", converged=r(conv),
+        fit_method=np.where(binary, "beta_binomial_mle", "beta_mle_on_subject_means"), binary=binary,
+        n=n, total=total, subject_domains=doms, method="domain_beta_fits",
+        assumptions=_BB_ASSUMPTIONS if binary.all() else _BB_ASSUMPTIONS + _BETA_MEANS_ASSUMPTIONS[:1],
+    )
+
+
+# ======================================================================================
+# Corollary 6.1
+
+
+_COR61_ASSUMPTIONS = (
+    "fixed-domain hierarchy (Corollary 6.1): within a domain, subject accuracies p_k are "
+    "exchangeable given a domain factor; within a subject, items are independent given p_k",
+    "the interval is about E[Z | domain factors] (domains are fixed strata, sigma2_dom = 0 "
+    "by default, as in the paper's MMLU analysis); a top-level proxy can be added",
+    "s_d^2 is the Marchal-Arbel proxy of the fitted beta-binomial, a plug-in: the MLE's own "
+    "error is not in the half-width (paper sections 6.2, 7.6); non-identifiable domains use "
+    "the worst case 1/4",
+    "sub-Gaussian (Chernoff) half-width sqrt(2 sigma2_eff log(2/alpha)): conservative "
+    "relative to a normal interval with the same variance",
+)
+
+_ITEM_ONLY_ASSUMPTIONS = (
+    "hierarchy 'none': items are treated as independent, so only the item-level "
+    "bounded-difference proxy (Hoeffding/McDiarmid) is used; dependence between items of a "
+    "subject is assumed away and the interval is NOT robust to it",
+    "sub-Gaussian (Chernoff) half-width sqrt(2 sigma2_item log(2/alpha))",
+)
+
+_WEIGHTINGS = {
+    "macro": "macro weights a_k = 1/K over the model's answered subjects",
+    "pooled": "pooled weights a_k = m_k/N over the model's answered items",
+    "user": "user weights a_k, restricted to the model's answered subjects and renormalised to sum 1",
+}
+
+
+@dataclass(frozen=True)
+class HierarchicalBound:
+    """Corollary 6.1 for every model of a matrix.
+
+    Attributes
+    ----------
+    estimate, lower, upper, half_width : ndarray, shape (M,)
+        Z_a, the interval clipped to [0, 1], and the unclipped half-width
+        sqrt(2 sigma2_eff log(2/alpha)).
+    sigma2_item : ndarray, shape (M,)
+        (1/4) sum_k a_k^2 / m_k (R = 1).
+    sigma2_subj : ndarray, shape (M,)
+        sum_d s_d^2 sum_{k in d} a_k^2 (0 for hierarchy "none").
+    sigma2_dom : ndarray, shape (M,)
+        The top-level proxy supplied (0 by default).
+    sigma2_eff : ndarray, shape (M,)
+        The sum of the three.
+    weights : ndarray, shape (K, M)
+        a_k used for each model (0 for unanswered subjects).
+    alpha : float
+    n : ndarray, shape (M,), int
+        Answered items per model.
+    n_subjects : ndarray, shape (M,), int
+        Subjects with positive weight.
+    weighting : str
+        ``"macro"``, ``"pooled"`` or ``"user"``.
+    method : str
+        ``"hierarchical"``.
+    assumptions : tuple of str
+    """
+
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    half_width: np.ndarray
+    sigma2_item: np.ndarray
+    sigma2_subj: np.ndarray
+    sigma2_dom: np.ndarray
+    sigma2_eff: np.ndarray
+    weights: np.ndarray
+    alpha: float
+    n: np.ndarray
+    n_subjects: np.ndarray
+    weighting: str
+    method: str
+    assumptions: tuple[str, ...]
+
+
+def _hierarchical_bound_iv(subject_means, subject_sizes, subject_domains, domain_s2, weights, alpha, sigma2_dom):
+    alpha = check_alpha(alpha)
+    try:
+        n = np.asarray(subject_sizes, dtype=float)
+        x = np.asarray(subject_means, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"subject_means and subject_sizes must be numeric; got {exc}") from exc
+    if n.ndim == 1:
+        n, x = n[:, None], x[:, None]
+    if n.ndim != 2 or x.shape != n.shape or n.size == 0:
+        raise ValueError(f"subject_means and subject_sizes must both have shape (K, M); got {x.shape} and {n.shape}")
+    if np.any(~np.isfinite(n) | (n < 0) | (n != np.round(n))):
+        raise ValueError(f"subject_sizes must be non-negative integers; got {n[~np.isfinite(n) | (n < 0)].flat[:1]!r}")
+    ans = n > 0
+    if np.any(ans & ~((x >= 0) & (x <= 1))):
+        raise ValueError(f"subject_means must lie in [0, 1] where subject_sizes > 0; got {x[ans & ~((x >= 0) & (x <= 1))].flat[0]!r}")
+    if not ans.any(axis=0).all():
+        raise ValueError(f"every model needs an answered subject; model column(s) {_short(np.flatnonzero(~ans.any(axis=0)))} have none")
+    k, mdl = n.shape
+    doms = check_codes(subject_domains, "subject_domains", length=k)
+    d = int(doms.max()) + 1
+    if domain_s2 is None:
+        s2 = None
+    else:
+        s2 = np.asarray(domain_s2, dtype=float)
+        if s2.ndim == 1:
+            s2 = s2[:, None]
+        if s2.shape[0] < d or s2.shape[1] not in (1, mdl):
+            raise ValueError(f"domain_s2 must have shape (D, M) = ({d}, {mdl}); got {np.shape(domain_s2)}")
+        if np.any(~np.isfinite(s2) | (s2 < 0)):
+            raise ValueError(f"domain_s2 must be finite and >= 0; got {s2[~np.isfinite(s2) | (s2 < 0)].flat[0]!r}")
+        s2 = np.broadcast_to(s2, (s2.shape[0], mdl))
+    if isinstance(weights, str):
+        if weights not in ("macro", "pooled"):
+            raise ValueError(f"weights must be 'macro', 'pooled' or an array of K subject weights; got {weights!r}")
+        w = weights
+    else:
+        try:
+            w = np.asarray(weights, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"weights must be 'macro', 'pooled' or numeric; got {weights!r}") from exc
+        if w.shape != (k,):
+            raise ValueError(f"weights must have one entry per subject (length {k}); got shape {w.shape}")
+        if np.any(~np.isfinite(w) | (w < 0)) or not w.sum() > 0:
+            raise ValueError(f"weights must be finite, >= 0 and not all 0; got {weights!r}")
+    sd = np.asarray(sigma2_dom, dtype=float)
+    if sd.ndim > 1 or (sd.ndim == 1 and sd.shape != (mdl,)) or np.any(~np.isfinite(sd) | (sd < 0)):
+        raise ValueError(f"sigma2_dom must be a finite value >= 0 (or one per model); got {sigma2_dom!r}")
+    return x, n, doms, d, s2, w, alpha, np.broadcast_to(sd, (mdl,)).astype(float)
+
+
+def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2, *, weights="macro",
+                       alpha=0.05, sigma2_dom=0.0) -> HierarchicalBound:
+    r"""Corollary 6.1: hierarchical bounded-difference interval for any subject weights.
+
+    Parameters
+    ----------
+    subject_means : array_like, shape (K, M)
+        Mean score of each subject for each model (ignored where ``subject_sizes == 0``).
+    subject_sizes : array_like of int, shape (K, M)
+        Answered items m_k per subject and model; 0 = the model did not answer the subject.
+    subject_domains : array_like of int, shape (K,)
+        Domain code of each subject.
+    domain_s2 : array_like, shape (D, M) or (D,), or None
+        Subject-level proxy s_d^2 per domain (and model), e.g. :attr:`DomainFits.s2`.
+        None means hierarchy "none": item-level proxy only.
+    weights : {"macro", "pooled"} or array_like of shape (K,), keyword-only
+        Subject weights a_k (user weights are renormalised over each model's answered subjects).
+    alpha : float, keyword-only
+    sigma2_dom : float or array_like of shape (M,), keyword-only
+        Optional top-level (domain mixture) proxy; 0 treats domains as fixed strata.
+
+    Returns
+    -------
+    HierarchicalBound
+
+    Notes
+    -----
+    Corollary 6.1 (exchangeable bounded-difference paper, section 6.1): with
+    :math:`Z_a = \sum_{d,k} a_{d,k}\bar X_{d,k}`, :math:`a_{d,k}\ge 0`, :math:`\sum a = 1`,
+
+    .. math::
+
+        P\{|Z_a - EZ_a| \ge t\} \le 2\exp\Big(-\frac{t^2}{2\sigma^2_{hier}}\Big),\quad
+        \sigma^2_{hier} = \underbrace{\tfrac14\sum_{d,k}\frac{a_{d,k}^2}{m_{d,k}}}_{item}
+        + \underbrace{\sum_d s_d^2\sum_{k\in d}a_{d,k}^2}_{subject}
+        + \underbrace{\sigma^2_{dom}}_{domain},
+
+    (the item term is the paper's :math:`\frac14\sum_{d,k,j}(a_{d,k}/m_{d,k})^2`), and the
+    1 - alpha half-width is :math:`h = \sqrt{2\sigma^2_{hier}\log(2/\alpha)}` (section 7.4),
+    the interval :math:`Z_a \pm h` clipped to [0, 1] (STATS.md A3). Macro:
+    :math:`a_k = 1/K`; pooled: :math:`a_k = m_k/N`. It is Theorem 4.2 with item constants
+    :math:`c = a_k/m_k` and :math:`\sigma^2_{mix} = \sigma^2_{subj} + \sigma^2_{dom}`
+    (the tests check this identity against :func:`exchangeable_bound`).
+
+    Departure (missing responses, not in the paper): a model is scored on the subjects and
+    items it answered; its weights are taken over those.
+    """
+    x, n, doms, d, s2, w, alpha, sd = _hierarchical_bound_iv(
+        subject_means, subject_sizes, subject_domains, domain_s2, weights, alpha, sigma2_dom)
+    ans = n > 0
+    if isinstance(w, str) and w == "macro":
+        a = ans / ans.sum(axis=0)
+        weighting = "macro"
+    elif isinstance(w, str):
+        a = n / n.sum(axis=0)
+        weighting = "pooled"
+    else:
+        a = w[:, None] * ans
+        tot = a.sum(axis=0)
+        lost = tot <= 0
+        if lost.any():
+            warn_degenerate(f"hierarchical_bound: model column(s) {_short(np.flatnonzero(lost))} answered no "
+                            "subject with positive user weight; macro weights used for them instead")
+            a[:, lost] = ans[:, lost]
+            tot = a.sum(axis=0)
+        partial = (w[:, None] > 0) & ~ans
+        if partial.any():
+            warn_degenerate(f"hierarchical_bound: model column(s) {_short(np.flatnonzero(partial.any(axis=0)))} "
+                            "did not answer every subject with positive weight; their weights are renormalised "
+                            "over the answered subjects")
+        a = a / tot
+        weighting = "user"
+    xs = np.where(ans, x, 0.0)
+    est = np.clip(np.sum(a * xs, axis=0), 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_item = 0.25 * np.sum(np.where(ans, a * a / np.where(ans, n, 1.0), 0.0), axis=0)
+    if s2 is None:
+        s_subj = np.zeros_like(s_item)
+        assumptions = _ITEM_ONLY_ASSUMPTIONS + (_WEIGHTINGS[weighting],)
+    else:
+        a2_dom = np.zeros((d, a.shape[1]))
+        np.add.at(a2_dom, doms, a * a)
+        s_subj = np.sum(s2[:d] * a2_dom, axis=0)
+        assumptions = _COR61_ASSUMPTIONS + (_WEIGHTINGS[weighting],)
+    s_eff = s_item + s_subj + sd
+    hw = _half_width(s_eff, alpha)
+    return HierarchicalBound(
+        estimate=est, lower=np.clip(est - hw, 0.0, 1.0), upper=np.clip(est + hw, 0.0, 1.0), half_width=hw,
+        sigma2_item=s_item, sigma2_subj=s_subj, sigma2_dom=sd.copy(), sigma2_eff=s_eff, weights=a,
+        alpha=alpha, n=n.sum(axis=0).astype(np.int64), n_subjects=(a > 0).sum(axis=0).astype(np.int64),
+        weighting=weighting, method="hierarchical", assumptions=assumptions,
+    )
+
+
+@dataclass(frozen=True)
+class HierarchicalInterval:
+    """:func:`hierarchical_interval`'s result: Corollary 6.1 plus the fits behind it.
+
+    Attributes
+    ----------
+    bound : HierarchicalBound
+    fits : DomainFits
+    estimate, lower, upper, half_width : ndarray, shape (M,)
+        Shortcuts to ``bound``'s fields.
+    alpha : float
+    n : ndarray, shape (M,)
+    method : str
+        ``"hierarchical"``.
+    assumptions : tuple of str
+    """
+
+    bound: HierarchicalBound
+    fits: DomainFits
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    half_width: np.ndarray
+    alpha: float
+    n: np.ndarray
+    method: str
+    assumptions: tuple[str, ...]
+
+
+def _hierarchical_interval_iv(scores, subjects, subject_domains, fits):
+    s, codes, doms, k = _matrix_iv(scores, subjects, subject_domains)
+    if fits is not None and not isinstance(fits, DomainFits):
+        raise ValueError(f"fits must be a DomainFits from fit_domains; got {type(fits).__name__}")
+    if fits is not None and fits.n.shape != (k, s.shape[1]):
+        raise ValueError(f"fits were made for {fits.n.shape} (K, M); scores give {(k, s.shape[1])}")
+    return s, codes, doms, k
+
+
+def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="macro", alpha=0.05,
+                          sigma2_dom=0.0, fits=None) -> HierarchicalInterval:
+    r"""Fit the domains and apply Corollary 6.1 to every model of a score matrix.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_items, n_models)
+        Item scores in [0, 1]; NaN = not answered.
+    subjects : array_like of int, shape (n_items,)
+        Subject code of each item.
+    subject_domains : array_like of int, shape (K,), optional
+        Domain of each subject (default: one domain).
+    weights, alpha, sigma2_dom : keyword-only
+        As in :func:`hierarchical_bound`.
+    fits : DomainFits, keyword-only, optional
+        Reuse fits from :func:`fit_domains` (they do not depend on the weights).
+
+    Returns
+    -------
+    HierarchicalInterval
+
+    Notes
+    -----
+    :func:`fit_domains` (beta-binomial MLE per domain, Marchal-Arbel proxy) followed by
+    :func:`hierarchical_bound` - the paper's section 7.4 procedure, for any weights.
+    """
+    s, codes, doms, k = _hierarchical_interval_iv(scores, subjects, subject_domains, fits)
+    if fits is None:
+        fits = fit_domains(s, codes, doms)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(fits.n > 0, fits.total / np.where(fits.n > 0, fits.n, 1), 0.0)
+    bound = hierarchical_bound(means, fits.n, fits.subject_domains, fits.s2, weights=weights, alpha=alpha,
+                               sigma2_dom=sigma2_dom)
+    return HierarchicalInterval(bound=bound, fits=fits, estimate=bound.estimate, lower=bound.lower,
+                                upper=bound.upper, half_width=bound.half_width, alpha=bound.alpha, n=bound.n,
+                                method="hierarchical", assumptions=bound.assumptions)
