@@ -21,11 +21,14 @@ from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
                variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
                hierarchy: list[str] | None = None, subject_weights: dict[str, float] | None = None,
-               baseline: str | None = None, webhook_url: str | None = None) -> dict:
+               baseline: str | None = None, webhook_url: str | None = None,
+               verdicts: list[dict] | None = None) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir`` and ``timings_s``.
 
     The summary names what changed since the previous run of the benchmark under the same
     artifacts root; when ``webhook_url`` is set and something regressed, it gets a JSON POST.
+    ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
+    carried into summary.json.
     """
     wall = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
@@ -44,6 +47,8 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
         start = time.perf_counter()
         summary = results.build_summary(run_id=run_id, created_at=artifacts.iso(started), matrices=matrices,
                                         config=config, outputs=outputs)
+        if verdicts:
+            summary = summary.model_copy(update={"verdicts": [results.verdict_entry(v) for v in verdicts]})
         summary = summary.model_copy(update={
             "changes": changes.run_changes(summary, changes.previous_summary(artifacts_root, benchmark))})
         tables = results.collect_tables(outputs)

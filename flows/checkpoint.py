@@ -12,7 +12,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.prefect_tasks import ingest_file_task, rebuild_dashboard_task
+from benchcert.tasks.prefect_tasks import ingest_file_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
@@ -25,7 +25,7 @@ def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
 
 
 def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict:
-    """Candidate and baseline scores with their intervals, side by side (no test here)."""
+    """Candidate and baseline scores with their intervals, side by side (the test is the verdict)."""
     by = {m["model"]: m for m in summary["models"]}
     out = {"model": model, "baseline": baseline, "candidate": by.get(model)}
     if baseline is not None:
@@ -67,11 +67,14 @@ def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_ro
         raise ValueError("checkpoint logs not ingested: " + "; ".join(r["message"] for r in bad))
     if model_rows(db, benchmark, model, lock_timeout) == 0:
         raise ValueError(f"the logs at {logs} hold no responses of model {model!r} for benchmark {benchmark!r}")
+    decided = None
+    if baseline:
+        decided = verdict_task(db, benchmark, baseline, model, alpha, lock_timeout)
     run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, baseline=baseline,
-                     webhook_url=webhook_url)
+                     webhook_url=webhook_url, verdicts=[decided] if decided else None)
     result = {"model": model, "benchmark": benchmark, "files": reports, "run_id": run["run_id"],
               "run_dir": run["run_dir"], "comparison": compare_to_baseline(run, model, baseline),
-              "verdict": next((v for v in run.get("verdicts", []) if v["model"] == model), None)}
+              "verdict": decided}
     if dashboard_dir:
         result["dashboard"] = rebuild_dashboard_task(artifacts_root, dashboard_dir)
     return result

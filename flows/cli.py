@@ -134,7 +134,8 @@ def cmd_audit(args) -> int:
 
     try:
         out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                         args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights)
+                         args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                         baseline=args.baseline, webhook_url=args.webhook)
     except StoreLockedError as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_STORE
@@ -283,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--variant", default=None,
                     help="prompt variant to audit (default: the only one, else the base variant '')")
+    sp.add_argument("--baseline", metavar="MODEL",
+                    help="compare every model against this one (default: all pairs)")
+    sp.add_argument("--webhook", metavar="URL", help="POST a JSON notice here when the run finds regressions")
     sp.add_argument("--hierarchy", default="subject,domain", metavar="LEVELS",
                     help="levels treated as exchangeable clusters: subject,domain (default), subject, or none "
                          "(also subject=subject,domain=domain; remap other log columns at ingest with --map)")

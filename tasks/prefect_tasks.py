@@ -117,3 +117,14 @@ def rebuild_dashboard(artifacts_root: str, out_dir: str) -> str:
 
 rebuild_dashboard_task = task(name="rebuild-dashboard", retries=1, retry_delay_seconds=2,
                               cache_policy=NO_CACHE)(rebuild_dashboard)
+
+
+def verdict(db: str, benchmark: str, baseline: str, candidate: str, alpha: float, lock_timeout: float) -> dict:
+    from benchcert.tasks.verdicts import checkpoint_verdict
+
+    return checkpoint_verdict(db, benchmark, baseline, candidate, alpha=alpha, record=True,
+                              lock_timeout=lock_timeout).as_dict()
+
+
+# No retries: a recorded look must not be recorded twice by a retry.
+verdict_task = task(name="checkpoint-verdict", cache_policy=NO_CACHE)(verdict)

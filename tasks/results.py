@@ -7,7 +7,7 @@ import polars as pl
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, interval_plot_svg, render_report, table_html
-from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
+from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).
 METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject", "hierarchical"]
@@ -127,3 +127,13 @@ def summary_markdown(summary: Summary, run_dir: str) -> str:
     if summary.warnings:
         lines += ["", f"{len(summary.warnings)} warning(s); see the report."]
     return "\n".join(lines) + "\n"
+
+
+VERDICT_DETAIL = ("look", "decided_by", "fixed_verdict", "gap", "lower", "upper", "p_value", "anytime_p", "mde",
+                  "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method")
+
+
+def verdict_entry(v: dict) -> Verdict:
+    """A checkpoint verdict (tasks/verdicts.py) as summary.json carries it."""
+    return Verdict(kind="checkpoint", model=v["candidate"], baseline=v["baseline"], verdict=v["verdict"],
+                   detail={k: v.get(k) for k in VERDICT_DETAIL})

@@ -128,6 +128,9 @@ def test_checkpoint_event_starts_an_audit_with_artifacts(server):
     summary = json.loads((server["arts"] / "small" / run_id / "summary.json").read_text())
     assert "org/m@step-1" in {m["model"] for m in summary["models"]}
     assert summary["changes"] is None or "org/m@step-1" in summary["changes"]["new_models"]
+    (verdict,) = summary["verdicts"]
+    assert verdict["kind"] == "checkpoint" and verdict["model"] == "org/m@step-1" and verdict["baseline"] == "m1"
+    assert verdict["verdict"] in ("improved", "regressed", "inconclusive") and verdict["detail"]["n_shared"] == 5
     site = server["work"] / "dashboard" / "index.html"
     _wait(lambda: site.is_file() and run_id in site.read_text(), 120, "the dashboard rebuild", server["logs"])
 

@@ -88,9 +88,10 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 
 def _registry() -> dict[str, Analysis]:
-    from benchcert.tasks.analyses import hierarchical, intervals, scores
+    from benchcert.tasks.analyses import comparisons, hierarchical, intervals, scores
 
-    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze}
+    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
+            "comparisons": comparisons.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()

@@ -1,0 +1,247 @@
+"""Model comparisons for the audit (STATS.md D1, D2): which models are really different?
+
+Every pair of models (or every model against ``AuditConfig.baseline``) is compared on the
+items both answered - paired, because two models' scores on the same items are strongly
+correlated - with raw and multiplicity-adjusted p-values and a verdict. Items only one model
+of a pair answered are excluded from that pair and counted in the table.
+
+Tables:
+
+* ``comparisons`` - one row per pair: gap (model - versus) on shared items, the primary
+  interval (clustered by subject when the hierarchy has subjects, else paired CLT) and its
+  Bonferroni-simultaneous version, p-values of every method (paired CLT, clustered, exact
+  McNemar / sign test, Hoeffding, and the unpaired z-test peers use), Holm and
+  Benjamini-Hochberg adjusted p-values, the minimum detectable effect and the verdict
+  (Holm at alpha: ``improved`` = model significantly better than versus);
+* ``tied_groups`` - one row per (group, model): maximal runs of models, in score order,
+  within which no pair differs after Holm over all pairs; a model may sit in several;
+* ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval.
+
+The report gets a rank plot (rank intervals), the tied groups and the table.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.comparisons import (
+    adjust_pvalues,
+    pairwise_comparisons,
+    rank_confidence,
+    simultaneous_intervals,
+)
+from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.matrices import BenchmarkMatrices
+from benchcert.tasks.report import Section, interval_plot_svg, table_html
+
+POWER = 0.8
+
+COMPARISON_SCHEMA = {
+    "model": pl.String, "versus": pl.String, "family": pl.String,
+    "n_shared": pl.Int64, "n_only_model": pl.Int64, "n_only_versus": pl.Int64, "n_excluded": pl.Int64,
+    "score_model": pl.Float64, "score_versus": pl.Float64, "gap": pl.Float64,
+    "method": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
+    "simultaneous_lower": pl.Float64, "simultaneous_upper": pl.Float64,
+    "p_value": pl.Float64, "p_holm": pl.Float64, "p_bh": pl.Float64,
+    "p_paired_clt": pl.Float64, "p_clustered": pl.Float64, "p_exact": pl.Float64, "exact_test": pl.String,
+    "p_hoeffding": pl.Float64, "hoeffding_lower": pl.Float64, "hoeffding_upper": pl.Float64,
+    "p_unpaired": pl.Float64, "mde": pl.Float64, "verdict": pl.String, "significant_bh": pl.Boolean,
+    "alpha": pl.Float64,
+}
+TIED_SCHEMA = {"group": pl.Int64, "model": pl.String, "score": pl.Float64, "rank": pl.Int64,
+               "rank_lower": pl.Int64, "rank_upper": pl.Int64, "group_size": pl.Int64}
+RANK_SCHEMA = {"model": pl.String, "score": pl.Float64, "rank": pl.Int64, "rank_lower": pl.Int64,
+               "rank_upper": pl.Int64, "n_significantly_better": pl.Int64, "n_significantly_worse": pl.Int64,
+               "groups": pl.String}
+
+
+def _empty(note: str) -> AnalysisOutput:
+    return AnalysisOutput(
+        name="comparisons",
+        tables={"comparisons": pl.DataFrame(schema=COMPARISON_SCHEMA), "tied_groups": pl.DataFrame(schema=TIED_SCHEMA),
+                "comparison_ranks": pl.DataFrame(schema=RANK_SCHEMA)},
+        sections=[Section(title="Model comparisons", anchor="comparisons", html=f"<p>{escape(note)}</p>")],
+        warnings=[note])
+
+
+def _pairs(scores: np.ndarray, models: list[str], pooled: np.ndarray, baseline: int | None):
+    """(versus, model) column pairs: against the baseline, or every pair with the better-scoring
+    model first so that gaps read 'model is ahead of versus by ...'."""
+    k = len(models)
+    if baseline is not None:
+        others = np.array([j for j in range(k) if j != baseline], dtype=np.intp)
+        return np.full(others.shape, baseline, dtype=np.intp), others
+    i, j = np.triu_indices(k, 1)
+    # higher pooled score first; equal scores keep name order
+    swap = pooled[j] > pooled[i]
+    model = np.where(swap, j, i)
+    versus = np.where(swap, i, j)
+    return versus.astype(np.intp), model.astype(np.intp)
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    models = m.models
+    alpha = config.alpha
+    if len(models) < 2:
+        return _empty(f"comparisons: {len(models)} model(s) in the benchmark; nothing to compare")
+    scores = m.scores
+    notes: list[str] = []
+    subjects = m.item_subject if "subject" in config.hierarchy else None
+    if subjects is not None and m.subjects.height < 2:
+        # One subject leaves nothing to cluster over; the clustered SE would be the worst case.
+        subjects = None
+        notes.append("comparisons: the benchmark has a single subject, so intervals are paired CLT, not clustered")
+    pooled = np.nanmean(scores, axis=0)
+    baseline = None
+    if config.baseline is not None:
+        if config.baseline in models:
+            baseline = models.index(config.baseline)
+        else:
+            notes.append(f"comparisons: baseline {config.baseline!r} is not a model of this benchmark; "
+                         "comparing all pairs instead")
+    answered = (~np.isnan(scores)).sum(axis=0)
+    for name, n in zip(models, answered):
+        if n < m.n_items:
+            notes.append(f"comparisons: {name!r} answered {int(n)} of {m.n_items} items; each of its comparisons "
+                         "uses only the items both models answered (the rest are counted in n_excluded)")
+
+    # Pairs that share no item cannot be compared; they stay in the table, flagged.
+    obs = (~np.isnan(scores)).astype(float)
+    shared = obs.T @ obs
+    versus, model = _pairs(scores, models, pooled, baseline)
+    comparable = shared[versus, model] > 0
+    if not comparable.all():
+        for v, w in zip(versus[~comparable], model[~comparable]):
+            notes.append(f"comparisons: {models[w]!r} and {models[v]!r} share no answered item; not compared")
+    pv, pm = versus[comparable], model[comparable]
+    family = "versus_baseline" if baseline is not None else "all_pairs"
+    frame = pl.DataFrame(schema=COMPARISON_SCHEMA)
+    r = None
+    if pv.size:
+        r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+        holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
+        bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
+        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha)
+        exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
+        verdict = np.where(holm.rejected & (r.estimate > 0), "improved",
+                           np.where(holm.rejected & (r.estimate < 0), "regressed", "inconclusive"))
+        cl = r.tests.get("clustered_subject")
+        frame = pl.DataFrame({
+            "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,
+            "n_shared": r.n, "n_only_model": r.n_only_b, "n_only_versus": r.n_only_a, "n_excluded": r.n_excluded,
+            "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
+            "method": r.method, "se": r.se, "lower": r.lower, "upper": r.upper,
+            "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
+            "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bh": bh.p_adjusted,
+            "p_paired_clt": r.tests["paired_clt"].p_value,
+            "p_clustered": cl.p_value if cl is not None else np.full(pv.size, np.nan),
+            "p_exact": r.tests[exact_name].p_value, "exact_test": exact_name,
+            "p_hoeffding": r.tests["hoeffding"].p_value,
+            "hoeffding_lower": r.tests["hoeffding"].lower, "hoeffding_upper": r.tests["hoeffding"].upper,
+            "p_unpaired": r.tests["unpaired_z"].p_value, "mde": r.mde, "verdict": verdict,
+            "significant_bh": bh.rejected, "alpha": alpha,
+        }, schema=COMPARISON_SCHEMA)
+        if cl is None:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("p_clustered"))
+    if not comparable.all():
+        none = pl.DataFrame({"model": [models[j] for j in model[~comparable]],
+                             "versus": [models[j] for j in versus[~comparable]], "family": family,
+                             "n_shared": 0, "n_only_model": answered[model[~comparable]].astype(np.int64),
+                             "n_only_versus": answered[versus[~comparable]].astype(np.int64),
+                             "verdict": "not comparable: no shared item", "alpha": alpha},
+                            schema_overrides={k: v for k, v in COMPARISON_SCHEMA.items()
+                                              if k in ("n_shared", "n_only_model", "n_only_versus")})
+        none = none.with_columns((pl.col("n_only_model") + pl.col("n_only_versus")).alias("n_excluded"))
+        frame = pl.concat([frame, none], how="diagonal_relaxed").select(list(COMPARISON_SCHEMA)).cast(COMPARISON_SCHEMA)
+
+    # Ranks always come from every pair; in all-pairs mode that is the table's own family.
+    all_pairs = (pv, pm, r) if baseline is None else None
+    ranks, tied, rank_groups = _ranks(scores, subjects, models, pooled, alpha, all_pairs)
+    return AnalysisOutput(
+        name="comparisons",
+        tables={"comparisons": frame, "tied_groups": tied, "comparison_ranks": ranks},
+        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha, subjects is not None)],
+        warnings=notes,
+    )
+
+
+def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
+    """Rank intervals and tied groups from every comparable pair (Holm over all pairs)."""
+    k = len(models)
+    if all_pairs is not None:
+        pv, pm, r = all_pairs
+        pairs = np.column_stack([pv, pm])
+        gap, p = (r.estimate, r.p_value) if r is not None else (np.zeros(0), np.zeros(0))
+    else:
+        obs = (~np.isnan(scores)).astype(float)
+        shared = obs.T @ obs
+        i, j = np.triu_indices(k, 1)
+        ok = shared[i, j] > 0
+        pairs = np.column_stack([i[ok], j[ok]])
+        gap = p = np.zeros(0)
+        if pairs.shape[0]:
+            r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+            gap, p = r.estimate, r.p_value
+    if pairs.shape[0]:
+        rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm")
+        rank, lo, hi, groups = rc.rank, rc.lower, rc.upper, rc.groups
+        n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
+    else:
+        rank = 1 + (pooled[None, :] > pooled[:, None]).sum(axis=1)
+        lo, hi = np.ones(k, np.int64), np.full(k, k, np.int64)
+        groups = (tuple(int(x) for x in np.argsort(-pooled, kind="stable")),)
+        n_better = n_worse = np.zeros(k, np.int64)
+    member = {g: [] for g in range(k)}
+    rows = []
+    for gid, grp in enumerate(groups, start=1):
+        for idx in grp:
+            member[idx].append(gid)
+            rows.append({"group": gid, "model": models[idx], "score": float(pooled[idx]), "rank": int(rank[idx]),
+                         "rank_lower": int(lo[idx]), "rank_upper": int(hi[idx]), "group_size": len(grp)})
+    tied = pl.DataFrame(rows, schema=TIED_SCHEMA)
+    ranks = pl.DataFrame({
+        "model": models, "score": pooled, "rank": rank.astype(np.int64), "rank_lower": np.asarray(lo, np.int64),
+        "rank_upper": np.asarray(hi, np.int64), "n_significantly_better": np.asarray(n_better, np.int64),
+        "n_significantly_worse": np.asarray(n_worse, np.int64),
+        "groups": [",".join(str(g) for g in member[x]) for x in range(k)],
+    }, schema=RANK_SCHEMA).sort("rank", "model")
+    return ranks, tied, groups
+
+
+def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Section:
+    level = f"{100 * (1 - alpha):g}%"
+    k = len(models)
+    plot = interval_plot_svg(
+        ranks["model"].to_list(),
+        [{"name": f"rank with simultaneous {level} interval", "estimate": ranks["rank"].to_list(),
+          "lower": ranks["rank_lower"].to_list(), "upper": ranks["rank_upper"].to_list(), "color": "#0072b2"}],
+        title="Rank of each model (1 = best) with its rank interval", x_label="rank (1 = best)",
+        x_range=(0.5, k + 0.5), percent=False)
+    multi = [g for g in groups if len(g) > 1]
+    group_items = "".join(
+        f"<li>group {gid}: {escape(', '.join(models[i] for i in g))}</li>"
+        for gid, g in enumerate(groups, start=1) if len(g) > 1)
+    method = "clustered by subject (t with C - 1 df)" if clustered else "paired CLT"
+    if baseline is not None:
+        fam = f"every model against the baseline {escape(models[baseline])!s}"
+    else:
+        fam = "every pair of models"
+    intro = (f"<p>Paired comparisons of {fam} on the items both models answered (items only one answered are "
+             f"excluded and counted in <code>n_excluded</code>). Gap = model &minus; versus; {level} interval "
+             f"{method}; verdict by Holm at &alpha; = {alpha:g} over the {frame.filter(pl.col('n_shared') > 0).height} "
+             "comparisons (<code>improved</code> = model significantly ahead). Benjamini-Hochberg adjusted "
+             "p-values (FDR) and Bonferroni-simultaneous intervals are in the table; so is the unpaired z-test "
+             "peers report, which ignores that both models answered the same items.</p>")
+    ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
+            "level (Holm over all pairs) - a tie here means <em>not distinguished</em>, not proven equal. "
+            "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
+    shown = frame.sort("p_value", nulls_last=True).select(
+        "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),
+        (pl.col("lower") * 100).alias("lower pp"), (pl.col("upper") * 100).alias("upper pp"),
+        "p_value", "p_holm", "p_bh", "p_exact", "p_unpaired", (pl.col("mde") * 100).alias("MDE pp"), "verdict")
+    return Section(title="Model comparisons", anchor="comparisons",
+                   html=intro + plot + ties + table_html(ranks.drop("groups"), float_digits=4)
+                   + table_html(shown, float_digits=4, max_rows=100))

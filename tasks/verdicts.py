@@ -1,0 +1,372 @@
+"""Checkpoint verdicts: is the candidate better than the baseline? (STATS.md D3)
+
+:func:`checkpoint_verdict` answers one question - (benchmark, variant, baseline, candidate) -
+from the store and records the answer as one *look* in the ``verdicts`` table. Asking the
+same question again (every night, or whenever new logs arrive) adds a look; the verdict
+stays honest however many looks there are:
+
+* the first look runs the fixed-sample paired test (clustered by subject when the hierarchy
+  has subjects) at ``alpha * first_look_share`` - a question asked once keeps most of the
+  fixed-sample power;
+* every look runs the anytime-valid betting test (benchcert.stats.sequential) at the rest
+  of alpha on all items seen so far, so the false-alarm rate over all looks together stays
+  <= alpha (union bound; Ville's inequality for the betting part).
+
+The betting test treats items as independent draws (its null: each new item's expected
+difference is <= 0); it does not cluster by subject, so at the first look the two parts ask
+slightly different questions - whether the gap generalises to new subjects (clustered) and to
+new items (betting) - and the headline is "improved" when either finds it.
+
+Each shared item enters the sequential test once, at the look where it was first shared,
+with the difference it had then; ``verdict_items`` is that ledger. A later look adds only
+items not seen before (new items, or items one model had not answered). The fixed-sample
+numbers of each look (gap, interval, p-values, MDE) always use every currently shared item
+and are reported for information: they are valid for a question asked once.
+
+Both tables are created with ``CREATE TABLE IF NOT EXISTS`` on first use; every statement
+uses bound parameters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.comparisons import paired_comparison
+from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts
+from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices, choose_variant
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
+
+__all__ = ["CheckpointVerdict", "VerdictError", "checkpoint_verdict", "verdict_history", "load_models",
+           "VERDICT_DDL"]
+
+VERDICT_DDL = [
+    """CREATE TABLE IF NOT EXISTS verdicts (
+        benchmark VARCHAR NOT NULL,
+        variant VARCHAR NOT NULL,
+        baseline VARCHAR NOT NULL,
+        candidate VARCHAR NOT NULL,
+        look BIGINT NOT NULL,
+        recorded_at TIMESTAMP NOT NULL,
+        alpha DOUBLE NOT NULL,
+        first_look_share DOUBLE NOT NULL,
+        verdict VARCHAR NOT NULL,
+        decided_by VARCHAR,
+        decided_at_look BIGINT,
+        fixed_verdict VARCHAR NOT NULL,
+        method VARCHAR NOT NULL,
+        gap DOUBLE, lower DOUBLE, upper DOUBLE, se DOUBLE, p_value DOUBLE, p_exact DOUBLE,
+        hoeffding_lower DOUBLE, hoeffding_upper DOUBLE, mde DOUBLE, power DOUBLE,
+        n_shared BIGINT, n_only_baseline BIGINT, n_only_candidate BIGINT, n_excluded BIGINT,
+        n_new BIGINT, n_sequential BIGINT,
+        log_e_improved DOUBLE, log_e_regressed DOUBLE, anytime_p DOUBLE, cs_lower DOUBLE, cs_upper DOUBLE,
+        first_p_value DOUBLE, first_gap DOUBLE,
+        PRIMARY KEY (benchmark, variant, baseline, candidate, look))""",
+    """CREATE TABLE IF NOT EXISTS verdict_items (
+        benchmark VARCHAR NOT NULL,
+        variant VARCHAR NOT NULL,
+        baseline VARCHAR NOT NULL,
+        candidate VARCHAR NOT NULL,
+        item_id VARCHAR NOT NULL,
+        look BIGINT NOT NULL,
+        d DOUBLE NOT NULL)""",
+]
+
+_KEY = "benchmark = ? AND variant = ? AND baseline = ? AND candidate = ?"
+
+
+class VerdictError(ValueError):
+    """The question cannot be answered as asked (unknown model, no shared item, changed alpha)."""
+
+
+@dataclass(frozen=True)
+class CheckpointVerdict:
+    """The answer to "is ``candidate`` better than ``baseline`` on ``benchmark``?" at one look.
+
+    ``verdict`` is the headline: valid over every look of this question so far (see the module
+    docstring). ``fixed_verdict``, ``gap``, ``lower``/``upper``, ``p_value`` and ``mde`` are
+    this look's fixed-sample paired test on every currently shared item (valid if the question
+    is asked once). ``cs_lower``/``cs_upper`` are the betting test's anytime-valid interval (at
+    its share of alpha), ``anytime_p`` its anytime-valid p-value.
+    """
+
+    benchmark: str
+    variant: str
+    baseline: str
+    candidate: str
+    look: int
+    recorded: bool
+    recorded_at: str
+    verdict: str
+    decided_by: str
+    decided_at_look: int | None
+    fixed_verdict: str
+    alpha: float
+    first_look_share: float
+    method: str
+    gap: float
+    lower: float
+    upper: float
+    se: float
+    p_value: float
+    p_exact: float
+    exact_test: str
+    hoeffding_lower: float
+    hoeffding_upper: float
+    mde: float
+    power: float
+    n_shared: int
+    n_only_baseline: int
+    n_only_candidate: int
+    n_excluded: int
+    n_new: int
+    n_sequential: int
+    e_improved: float
+    e_regressed: float
+    log_e_improved: float
+    log_e_regressed: float
+    anytime_p: float
+    cs_lower: float | None
+    cs_upper: float | None
+    first_p_value: float
+    first_gap: float
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["assumptions"] = list(self.assumptions)
+        out["warnings"] = list(self.warnings)
+        for k in ("e_improved", "e_regressed"):
+            if not math.isfinite(out[k]):
+                out[k] = None  # beyond float range: JSON has no infinity
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# reading
+
+
+def load_models(con, benchmark: str, models: list[str], variant: str | None = None) -> BenchmarkMatrices:
+    """Matrices of only ``models`` (one variant, replicates averaged), for comparisons.
+
+    Raises :class:`VerdictError` naming the models the benchmark has when one is unknown.
+    """
+    chosen = choose_variant(con, benchmark, variant)
+    known = [r[0] for r in con.execute(
+        "SELECT DISTINCT model FROM responses WHERE benchmark = ? AND variant = ? ORDER BY 1",
+        [benchmark, chosen]).fetchall()]
+    missing = [x for x in models if x not in known]
+    if missing:
+        raise VerdictError(f"benchmark {benchmark!r} (variant {chosen!r}) has no model(s) {missing}; "
+                           f"models: {known}")
+    placeholders = ", ".join("?" for _ in models)
+    long = query_pl(con, f"""
+        SELECT r.model, r.item_id, i.subject, i.domain, avg(r.score) AS score, count(*)::UINTEGER AS n_replicates
+        FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
+        WHERE r.benchmark = ? AND r.variant = ? AND r.model IN ({placeholders})
+        GROUP BY r.model, r.item_id, i.subject, i.domain
+        ORDER BY i.domain, i.subject, r.item_id, r.model""", [benchmark, chosen, *models])
+    return BenchmarkMatrices(benchmark=benchmark, variant=chosen, long=long.cast(LONG_SCHEMA))
+
+
+def _has_tables(con) -> bool:
+    rows = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN ('verdicts', "
+                       "'verdict_items')").fetchall()
+    return rows[0][0] == 2
+
+
+def verdict_history(db: str | os.PathLike, benchmark: str, baseline: str, candidate: str, *,
+                    variant: str = "", lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> pl.DataFrame:
+    """Every recorded look of one question, oldest first (empty if never asked)."""
+    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        if not _has_tables(con):
+            return pl.DataFrame()
+        return query_pl(con, f"SELECT * FROM verdicts WHERE {_KEY} ORDER BY look",
+                        [benchmark, variant, baseline, candidate])
+
+
+# --------------------------------------------------------------------------------------
+# the verdict
+
+
+def _check_args(alpha, first_look_share, power, hierarchy, baseline, candidate):
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0 < alpha < 1:
+        raise VerdictError(f"alpha must be in (0, 1); got {alpha!r}")
+    if not isinstance(first_look_share, (int, float)) or isinstance(first_look_share, bool) \
+            or not 0 <= first_look_share < 1:
+        raise VerdictError(f"first_look_share must be in [0, 1); got {first_look_share!r}")
+    if not isinstance(power, (int, float)) or isinstance(power, bool) or not 0 < power < 1:
+        raise VerdictError(f"power must be in (0, 1); got {power!r}")
+    if tuple(hierarchy) not in (("subject", "domain"), ("subject",), ()):
+        raise VerdictError(f"hierarchy must be subject,domain / subject / none; got {hierarchy!r}")
+    if baseline == candidate:
+        raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
+
+
+def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, candidate: str, *,
+                       alpha: float = 0.05, variant: str | None = None,
+                       hierarchy: tuple[str, ...] = ("subject", "domain"), power: float = 0.8,
+                       first_look_share: float = 0.5, record: bool = True,
+                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> CheckpointVerdict:
+    """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.
+
+    Parameters
+    ----------
+    db, benchmark, baseline, candidate
+        The store and the question. Model ids are as ingested (a checkpoint is a model id).
+    alpha : float
+        False-alarm budget over every look of this question. Fixed at the first recorded
+        look: asking again with another alpha (or ``first_look_share``) is an error.
+    variant : str, optional
+        Prompt variant (default: the only one, else the base variant "").
+    hierarchy : tuple
+        ("subject", "domain") or ("subject",): the fixed-sample test clusters by subject;
+        (): paired CLT.
+    power : float
+        Power at which the minimum detectable effect is reported.
+    first_look_share : float in [0, 1)
+        Share of alpha for the fixed-sample test at the first look (0 = betting test alone).
+    record : bool
+        Store this look (False: a dry run that reads earlier looks but writes nothing).
+
+    Raises
+    ------
+    VerdictError
+        Unknown model, no shared item, bad settings, or settings that differ from the
+        question's first look.
+    benchcert.tasks.matrices.MatrixError
+        Unknown benchmark or variant.
+    benchcert.tasks.store.StoreError
+        The store is missing, locked or unusable.
+    """
+    import warnings as _warnings
+
+    _check_args(alpha, first_look_share, power, hierarchy, baseline, candidate)
+    caught: list[str] = []
+    with open_store(db, write=record, lock_timeout=lock_timeout) as con:
+        m = load_models(con, benchmark, [baseline, candidate], variant)
+        ia, ib = m.models.index(baseline), m.models.index(candidate)
+        scores = m.scores
+        a, b = scores[:, ia], scores[:, ib]
+        shared = ~np.isnan(a) & ~np.isnan(b)
+        if not shared.any():
+            raise VerdictError(f"{candidate!r} and {baseline!r} share no answered item on {benchmark!r}; "
+                               "there is nothing to compare")
+        subjects = m.item_subject if "subject" in hierarchy and m.subjects.height >= 2 else None
+        if "subject" in hierarchy and subjects is None:
+            caught.append("a single subject: nothing to cluster over, so the fixed-sample test is the paired CLT")
+        key = [benchmark, m.variant, baseline, candidate]
+        with _warnings.catch_warnings(record=True) as rec:
+            _warnings.simplefilter("always")
+            fixed = paired_comparison(a, b, subjects, alpha=alpha, power=power)
+            caught += [str(w.message) for w in rec]
+
+        prev = pl.DataFrame()
+        ledger = pl.DataFrame(schema={"item_id": pl.String, "look": pl.Int64, "d": pl.Float64})
+        if _has_tables(con):
+            prev = query_pl(con, f"SELECT * FROM verdicts WHERE {_KEY} ORDER BY look", key)
+            ledger = query_pl(con, f"SELECT item_id, look, d FROM verdict_items WHERE {_KEY} ORDER BY look, item_id",
+                              key)
+        if prev.height:
+            first = prev.row(0, named=True)
+            if first["alpha"] != alpha or first["first_look_share"] != first_look_share:
+                raise VerdictError(
+                    f"this question was first asked with alpha={first['alpha']} and first_look_share="
+                    f"{first['first_look_share']}; its guarantee holds only if they stay fixed - ask with those "
+                    f"(got alpha={alpha}, first_look_share={first_look_share})")
+        look = prev.height + 1
+        item_ids = m.items["item_id"].to_numpy()
+        seen = set(ledger["item_id"].to_list())
+        new_mask = shared & ~np.isin(item_ids, list(seen)) if seen else shared
+        # A stable, content-free order inside a look; the test's result does not depend on it.
+        new_ids = item_ids[new_mask]
+        new_d = (b - a)[new_mask]
+        d_all = np.concatenate([ledger["d"].to_numpy(), new_d]).astype(float)
+        # Items per look; a look that added no item has no ledger rows but still counts as a look.
+        per_look = dict(ledger.group_by("look").len().iter_rows()) if ledger.height else {}
+        cum = np.cumsum([per_look.get(k, 0) for k in range(1, look)] + [new_d.size]).astype(np.int64)
+        seq_alpha = alpha * (1 - first_look_share)
+        with _warnings.catch_warnings(record=True) as rec:
+            _warnings.simplefilter("always")
+            seq = _sequential(d_all, cum, seq_alpha, ledger, look)
+            if prev.height:
+                first_p, first_gap = float(prev["first_p_value"][0]), float(prev["first_gap"][0])
+            else:
+                first_p, first_gap = float(fixed.p_value), float(fixed.estimate)
+            nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=alpha,
+                                  first_look_share=first_look_share)
+            caught += [str(w.message) for w in rec]
+        t = -1
+        decided_at = int(nv.decided_at)
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+        exact_name = "mcnemar_exact" if "mcnemar_exact" in fixed.tests else "sign_test"
+        cs_lo = None if seq.lower is None else float(np.asarray(seq.lower)[t])
+        cs_hi = None if seq.upper is None else float(np.asarray(seq.upper)[t])
+        log_up, log_down = float(np.asarray(seq.log_e_improved)[t]), float(np.asarray(seq.log_e_regressed)[t])
+        with np.errstate(over="ignore"):
+            e_up, e_down = float(np.exp(log_up)), float(np.exp(log_down))
+        out = CheckpointVerdict(
+            benchmark=benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
+            recorded=bool(record), recorded_at=now.isoformat() + "Z",
+            verdict=str(np.asarray(nv.verdict)[t]), decided_by=str(nv.decided_by),
+            decided_at_look=None if decided_at < 0 else decided_at + 1, fixed_verdict=str(fixed.verdict),
+            alpha=alpha, first_look_share=first_look_share, method=fixed.method, gap=float(fixed.estimate),
+            lower=float(fixed.lower), upper=float(fixed.upper), se=float(fixed.se), p_value=float(fixed.p_value),
+            p_exact=float(fixed.tests[exact_name].p_value), exact_test=exact_name,
+            hoeffding_lower=float(fixed.tests["hoeffding"].lower),
+            hoeffding_upper=float(fixed.tests["hoeffding"].upper),
+            mde=float(fixed.mde), power=power, n_shared=int(fixed.n), n_only_baseline=int(fixed.n_only_a),
+            n_only_candidate=int(fixed.n_only_b), n_excluded=int(fixed.n_excluded), n_new=int(new_d.size),
+            n_sequential=int(cum[-1]), e_improved=e_up, e_regressed=e_down, log_e_improved=log_up,
+            log_e_regressed=log_down,
+            anytime_p=float(np.asarray(seq.p_value)[t]), cs_lower=cs_lo, cs_upper=cs_hi,
+            first_p_value=first_p, first_gap=first_gap,
+            assumptions=tuple(nv.assumptions) + tuple(fixed.assumptions),
+            warnings=tuple(dict.fromkeys(caught)))
+        if record:
+            _record(con, out, now, key, new_ids, new_d)
+    return out
+
+
+def _sequential(d_all, cum, seq_alpha, ledger, look):
+    """Betting test over the ledger plus this look's new items (count path for ternary differences)."""
+    if d_all.size == 0:  # cannot happen on a first look (some item is shared); guards later looks too
+        raise VerdictError("no item has entered the sequential test")
+    if np.all(np.isin(d_all, (-1.0, 0.0, 1.0))):
+        pos = np.cumsum(d_all == 1.0)[cum - 1]
+        neg = np.cumsum(d_all == -1.0)[cum - 1]
+        return betting_test_counts(pos, neg, cum, alpha=seq_alpha)
+    return betting_test(d_all, cum, alpha=seq_alpha)
+
+
+def _record(con, v: CheckpointVerdict, now, key, new_ids, new_d) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for stmt in VERDICT_DDL:
+            con.execute(stmt)
+        row = [*key, v.look, now, v.alpha, v.first_look_share, v.verdict, v.decided_by or None, v.decided_at_look,
+               v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
+               v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
+               v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
+               v.first_p_value, v.first_gap]
+        con.execute(f"INSERT INTO verdicts VALUES ({', '.join('?' * len(row))})", row)
+        if len(new_ids):
+            items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
+                                  "item_id": new_ids.astype(str), "look": v.look, "d": new_d},
+                                 schema={"benchmark": pl.String, "variant": pl.String, "baseline": pl.String,
+                                         "candidate": pl.String, "item_id": pl.String, "look": pl.Int64,
+                                         "d": pl.Float64})
+            con.register("_verdict_items", items.to_arrow())
+            con.execute("INSERT INTO verdict_items SELECT benchmark, variant, baseline, candidate, item_id, look, d "
+                        "FROM _verdict_items")
+            con.unregister("_verdict_items")
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise

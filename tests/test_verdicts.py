@@ -1,0 +1,192 @@
+"""Checkpoint verdicts (tasks/verdicts.py): the answer, its record in the store, and how repeated
+looks at the same question accumulate.
+
+The statistical guarantee (false alarms <= alpha over any number of looks) is simulated in
+tests/test_stats_sequential.py; here the plumbing is checked against those functions as oracles:
+the recorded e-values equal the betting test run on the item ledger, and the first-look numbers
+equal the fixed-sample paired test.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchcert.stats.comparisons import paired_comparison
+from benchcert.stats.sequential import betting_test_counts
+from benchcert.tasks.ingest import ingest_file
+from benchcert.tasks.mapping import parse_mapping
+from benchcert.tasks.matrices import MatrixError
+from benchcert.tasks.store import StoreError, open_store, query_pl
+from benchcert.tasks.verdicts import CheckpointVerdict, VerdictError, checkpoint_verdict, verdict_history
+
+BASE, CAND = "org/base", "org/model@step-12000"
+
+
+def _write(path, rows):
+    path.write_text("model,item_id,subject,domain,score\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return path
+
+
+def _night(rng, first, n, p_base, p_cand, rho=0.6, n_subj=8, fractional=False):
+    """Rows for items first..first+n-1: two models with accuracies p_base / p_cand whose responses
+    share a common draw with probability rho (correlated errors)."""
+    rows = []
+    for i in range(first, first + n):
+        u = rng.random()
+        ub, uc = (u, u) if rng.random() < rho else (rng.random(), rng.random())
+        sb, sc = float(ub < p_base), float(uc < p_cand)
+        if fractional:
+            sb, sc = round(0.5 * sb + 0.5 * rng.random(), 3), round(0.5 * sc + 0.5 * rng.random(), 3)
+        subj = f"s{i % n_subj}"
+        rows += [(BASE, f"q{i}", subj, f"d{i % 2}", sb), (CAND, f"q{i}", subj, f"d{i % 2}", sc)]
+    return rows
+
+
+def _ingest(db, path):
+    assert ingest_file(db, path, benchmark="bench", mapping=parse_mapping()).status == "ingested"
+
+
+@pytest.fixture()
+def store(tmp_path):
+    rng = np.random.default_rng(0)
+    db = tmp_path / "v.duckdb"
+    _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 600, 0.6, 0.6)))
+    return db, rng
+
+
+def _ledger_counts(db):
+    with open_store(db, write=False) as con:
+        led = query_pl(con, "SELECT look, d FROM verdict_items ORDER BY look")
+    agg = led.group_by("look").agg(pos=(pl.col("d") == 1).sum(), neg=(pl.col("d") == -1).sum(), n=pl.len()).sort("look")
+    return (np.cumsum(agg["pos"].to_numpy()), np.cumsum(agg["neg"].to_numpy()), np.cumsum(agg["n"].to_numpy()))
+
+
+def test_first_look_answers_and_is_recorded(store):
+    db, _ = store
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert isinstance(v, CheckpointVerdict)
+    assert (v.look, v.recorded, v.n_shared, v.n_excluded, v.n_new, v.n_sequential) == (1, True, 600, 0, 600, 600)
+    assert v.verdict in ("improved", "regressed", "inconclusive") and v.method == "clustered_subject"
+    # oracle: the fixed-sample numbers are paired_comparison's on the same items
+    with open_store(db, write=False) as con:
+        wide = query_pl(con, "SELECT item_id, model, score FROM responses").pivot(on="model", index="item_id",
+                                                                                values="score")
+        subj = query_pl(con, "SELECT item_id, subject FROM items")
+    wide = wide.join(subj, on="item_id")
+    codes = wide["subject"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
+    ref = paired_comparison(wide[BASE].to_numpy(), wide[CAND].to_numpy(), codes, alpha=0.05)
+    assert v.gap == pytest.approx(ref.estimate) and v.p_value == pytest.approx(ref.p_value)
+    assert v.mde == pytest.approx(ref.mde) and v.p_exact == pytest.approx(ref.tests["mcnemar_exact"].p_value)
+    assert (v.first_p_value, v.first_gap) == (pytest.approx(v.p_value), pytest.approx(v.gap))
+    # oracle: the e-values are the betting test's on the ledger, at alpha * (1 - share)
+    pos, neg, n = _ledger_counts(db)
+    seq = betting_test_counts(pos, neg, n, alpha=0.025)
+    assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    assert (v.cs_lower, v.cs_upper) == (pytest.approx(seq.lower[-1]), pytest.approx(seq.upper[-1]))
+    hist = verdict_history(db, "bench", BASE, CAND)
+    assert hist.height == 1 and hist["verdict"][0] == v.verdict and hist["n_shared"][0] == 600
+    d = v.as_dict()
+    assert d["candidate"] == CAND and isinstance(d["assumptions"], list)
+
+
+def test_repeated_looks_accumulate_and_items_enter_once(store, tmp_path):
+    db, rng = store
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    # Night 2: nothing new. The look is recorded but adds no evidence.
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert (v2.look, v2.n_new, v2.n_sequential) == (2, 0, 600)
+    assert v2.log_e_improved == pytest.approx(v1.log_e_improved) and v2.verdict == v1.verdict
+    # Night 3: 300 new items, and the candidate answers an item only the baseline had answered.
+    _ingest(db, _write(tmp_path / "n3.csv", _night(rng, 600, 300, 0.6, 0.6) + [(BASE, "q900", "s0", "d0", 1)]))
+    v3 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert (v3.look, v3.n_new, v3.n_sequential, v3.n_shared, v3.n_only_baseline) == (3, 300, 900, 900, 1)
+    _ingest(db, _write(tmp_path / "n4.csv", [(CAND, "q900", "s0", "d0", 0)]))
+    v4 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert (v4.look, v4.n_new, v4.n_sequential, v4.n_excluded) == (4, 1, 901, 0)
+    pos, neg, n = _ledger_counts(db)
+    assert n.tolist() == [600, 900, 901]  # looks with items; look 2 added none
+    seq = betting_test_counts(np.r_[pos[0], pos], np.r_[neg[0], neg], np.r_[n[0], n], alpha=0.025)
+    assert v4.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    assert v4.anytime_p == pytest.approx(seq.p_value[-1])
+    # the first look's fixed-sample test is what the headline keeps spending on
+    assert v4.first_p_value == pytest.approx(v1.p_value)
+    hist = verdict_history(db, "bench", BASE, CAND)
+    assert hist["look"].to_list() == [1, 2, 3, 4] and hist["n_new"].to_list() == [600, 0, 300, 1]
+    with open_store(db, write=False) as con:
+        dup = con.execute("SELECT count(*) - count(DISTINCT item_id) FROM verdict_items").fetchall()[0][0]
+    assert dup == 0
+
+
+def test_a_clear_improvement_is_decided_at_the_first_look_and_stays(tmp_path):
+    rng = np.random.default_rng(1)
+    db = tmp_path / "imp.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _night(rng, 0, 800, 0.5, 0.65)))
+    v = checkpoint_verdict(db, "bench", BASE, CAND, hierarchy=())
+    assert (v.verdict, v.decided_by, v.decided_at_look, v.method) == ("improved", "first_look", 1, "paired_clt")
+    # a later night where the candidate looks worse does not flip a decision already reached
+    _ingest(db, _write(tmp_path / "b.csv", _night(rng, 800, 100, 0.6, 0.5)))
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND, hierarchy=())
+    assert v2.verdict == "improved" and v2.decided_at_look == 1 and v2.look == 2
+
+
+def test_questions_are_kept_apart_and_their_settings_fixed(store):
+    db, _ = store
+    checkpoint_verdict(db, "bench", BASE, CAND)
+    with pytest.raises(VerdictError, match="first asked with alpha=0.05"):
+        checkpoint_verdict(db, "bench", BASE, CAND, alpha=0.1)
+    # the reverse question is a different question
+    r = checkpoint_verdict(db, "bench", CAND, BASE, alpha=0.1)
+    assert r.look == 1 and r.gap == pytest.approx(-checkpoint_verdict(db, "bench", BASE, CAND, record=False).gap)
+
+
+def test_dry_run_writes_nothing(store):
+    db, _ = store
+    v = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
+    assert not v.recorded and v.look == 1
+    with open_store(db, write=False) as con:
+        n = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'verdict%'").fetchall()
+    assert n[0][0] == 0
+    assert verdict_history(db, "bench", BASE, CAND).height == 0
+
+
+def test_partial_credit_scores_use_the_item_path(tmp_path):
+    rng = np.random.default_rng(2)
+    db = tmp_path / "pc.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _night(rng, 0, 200, 0.6, 0.6, fractional=True)))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.exact_test == "sign_test" and v.cs_lower is not None and v.cs_lower < v.gap < v.cs_upper
+
+
+def test_errors_are_explicit(store, tmp_path):
+    db, _ = store
+    with pytest.raises(VerdictError, match=r"no model\(s\) \['nope'\]"):
+        checkpoint_verdict(db, "bench", BASE, "nope")
+    with pytest.raises(MatrixError, match="no responses"):
+        checkpoint_verdict(db, "other", BASE, CAND)
+    with pytest.raises(VerdictError, match="must differ"):
+        checkpoint_verdict(db, "bench", BASE, BASE)
+    with pytest.raises(VerdictError, match="alpha"):
+        checkpoint_verdict(db, "bench", BASE, CAND, alpha=2)
+    with pytest.raises(StoreError):
+        checkpoint_verdict(tmp_path / "missing.duckdb", "bench", BASE, CAND, record=False)
+    _ingest(db, _write(tmp_path / "solo.csv", [("loner", "z1", "s", "d", 1)]))
+    with pytest.raises(VerdictError, match="share no answered item"):
+        checkpoint_verdict(db, "bench", BASE, "loner")
+
+
+def test_real_mmlu_pro_checkpoint_verdicts(mmlu_db, tmp_path):
+    # gemini-1.5-pro-002 against Meta-Llama-3_1-70B-Instruct: +7.4 pp on 12,020 shared items,
+    # decided at the first look. DeepSeek-Coder-V2 (answered 10,351 items) against the same
+    # baseline: -0.9 pp on the shared items, inconclusive; its 1,681 unanswered items are counted.
+    db = tmp_path / "mmlu.duckdb"
+    shutil.copy(mmlu_db, db)
+    v = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "gemini-1.5-pro-002")
+    assert (v.verdict, v.decided_by) == ("improved", "first_look")
+    assert v.gap == pytest.approx(0.0741, abs=5e-4) and v.n_shared == 12020 and v.n_only_baseline == 12
+    w = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "DeepSeek-Coder-V2")
+    assert w.verdict == "inconclusive" and (w.n_shared, w.n_only_baseline, w.n_excluded) == (10351, 1681, 1681)
+    assert w.mde > abs(w.gap)
