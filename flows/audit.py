@@ -35,7 +35,7 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
     run_id = artifacts.new_run_id(started)
     config = AuditConfig(alpha=alpha, variant=variant,
                          hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
-                         subject_weights=subject_weights, baseline=baseline)
+                         subject_weights=subject_weights, baseline=baseline, db=str(db))
     flow_run_id = str(flow_run.id) if flow_run.id else None
     run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
                   "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES),

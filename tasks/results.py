@@ -13,7 +13,8 @@ from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summar
 METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject", "hierarchical"]
 #: One colour per method in every plot of a report (colour-blind-friendly palette).
 METHOD_COLORS = {"iid_clt": "#0072b2", "wilson": "#d55e00", "lm_eval_group": "#cc79a7",
-                 "clustered_subject": "#009e73", "hierarchical": "#e69f00"}
+                 "clustered_subject": "#009e73", "hierarchical": "#e69f00",
+                 "subsample_theorem_5_2": "#56b4e9", "subsample_exact": "#000000", "subsample_stratified": "#999999"}
 
 
 def all_intervals(outputs: list[AnalysisOutput]) -> pl.DataFrame:

@@ -50,6 +50,7 @@ class AuditConfig:
     hierarchy: tuple[str, ...] = ("subject", "domain")
     subject_weights: dict[str, float] | None = None
     baseline: str | None = None
+    db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:
@@ -88,10 +89,10 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 
 def _registry() -> dict[str, Analysis]:
-    from benchcert.tasks.analyses import comparisons, hierarchical, intervals, scores
+    from benchcert.tasks.analyses import comparisons, hierarchical, intervals, scores, subsample
 
     return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
-            "comparisons": comparisons.analyze}
+            "comparisons": comparisons.analyze, "subsample": subsample.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()
