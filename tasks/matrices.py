@@ -128,13 +128,23 @@ def choose_variant(con, benchmark: str, variant: str | None) -> str:
 def load_matrices(con, benchmark: str, variant: str | None = None) -> BenchmarkMatrices:
     """Read one benchmark's responses (one variant, replicates averaged) into matrices."""
     chosen = choose_variant(con, benchmark, variant)
-    long = query_pl(con, """
-        SELECT r.model, r.item_id, i.subject, i.domain, avg(r.score) AS score, count(*)::UINTEGER AS n_replicates
-        FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
-        WHERE r.benchmark = ? AND r.variant = ?
-        GROUP BY r.model, r.item_id, i.subject, i.domain
-        ORDER BY i.domain, i.subject, r.item_id, r.model""", [benchmark, chosen])
-    return BenchmarkMatrices(benchmark=benchmark, variant=chosen, long=long.cast(LONG_SCHEMA))
+    max_rep = con.execute("SELECT max(replicate) FROM responses WHERE benchmark = ? AND variant = ?",
+                          [benchmark, chosen]).fetchall()[0][0]
+    if max_rep == 0:
+        # One response per (model, item): skip the aggregation, by far the costliest step.
+        long = query_pl(con, """
+            SELECT r.model, r.item_id, i.subject, i.domain, r.score, 1::UINTEGER AS n_replicates
+            FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
+            WHERE r.benchmark = ? AND r.variant = ?""", [benchmark, chosen])
+    else:
+        long = query_pl(con, """
+            SELECT r.model, r.item_id, i.subject, i.domain, avg(r.score) AS score,
+                   count(*)::UINTEGER AS n_replicates
+            FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
+            WHERE r.benchmark = ? AND r.variant = ?
+            GROUP BY r.model, r.item_id, i.subject, i.domain""", [benchmark, chosen])
+    long = long.cast(LONG_SCHEMA)  # row order is not part of the contract; derived frames sort
+    return BenchmarkMatrices(benchmark=benchmark, variant=chosen, long=long)
 
 
 def source_refs(con, benchmark: str) -> pl.DataFrame:
