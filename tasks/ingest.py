@@ -179,11 +179,53 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
 
 def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None, sha: str, config: str,
                       allow_rejects: bool, batch_rows: int, report: FileReport) -> None:
+    """Read, check and store one file in a single transaction: any failure leaves the store as it was.
+
+    Rows of a benchmark that has nothing stored yet (the common first ingest) go straight into
+    ``responses`` inside the transaction, since nothing stored can conflict with them; otherwise
+    they are staged in a temporary table and anti-joined against the store.  Either way only
+    a 64-bit hash of each key is kept aside for the within-file duplicate check (exact keys are
+    compared for the rare hash groups with more than one row), and items, which are few, are
+    staged apart so every item check runs on a small table.
+    """
     fmt = reader.format
     labels = {f: _field_label(f, c) for f, c in cols.items()}
     col_labels = {c: labels[f] for f, c in cols.items() if c is not None}
-    con.execute("CREATE OR REPLACE TEMP TABLE _stage (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
-                "subject VARCHAR, domain VARCHAR, score DOUBLE, variant VARCHAR, replicate BIGINT, line BIGINT)")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+        direct = benchmark is not None and not con.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM responses WHERE benchmark = ? LIMIT 1)", [benchmark]).fetchall()[0][0]
+        # The file's rows, wherever they are kept while checking: one SQL fragment, one parameter list.
+        if direct:
+            rows_sql, rows_params = "(SELECT * FROM responses WHERE source_id = ?)", [source_id]
+        else:
+            con.execute("CREATE OR REPLACE TEMP TABLE _stage (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
+                        "variant VARCHAR, replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
+            rows_sql, rows_params = "_stage", []
+        con.execute("CREATE OR REPLACE TEMP TABLE _keys (key_hash UBIGINT, line BIGINT)")
+        con.execute("CREATE OR REPLACE TEMP TABLE _stage_items (benchmark VARCHAR, item_id VARCHAR, "
+                    "subject VARCHAR, domain VARCHAR, line BIGINT)")
+        # An empty table of the rows' shape, for checks that have nothing to look at.
+        con.execute("CREATE OR REPLACE TEMP TABLE _stage_items_none (benchmark VARCHAR, model VARCHAR, "
+                    "item_id VARCHAR, variant VARCHAR, replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
+        _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
+                    col_labels, rows_sql, rows_params, sha, config, report)
+        if report.status == "ingested":
+            con.execute("COMMIT")
+        else:
+            con.execute("ROLLBACK")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        for t in ("_stage", "_stage_items", "_stage_items_none", "_keys", "_dup_lines", "_dups", "_stage_probs"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")  # fixed names, not values
+
+
+def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
+                col_labels, rows_sql, rows_params, sha, config, report) -> None:
+    fmt = reader.format
     reject_frames: list[pl.DataFrame] = []
     rows_read = 0
     staged_probs = False
@@ -204,9 +246,7 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
                 reject_frames.append(bad.with_columns(
                     pl.col("field").replace_strict({c: labels[f] for f, c in cols.items() if c}, default=pl.col("field"))))
             if good.height:
-                con.register("_batch", good.to_arrow())
-                con.execute("INSERT INTO _stage SELECT * FROM _batch")
-                con.unregister("_batch")
+                _store_batch(con, good, source_id, "responses" if direct else "_stage")
     except UnicodeDecodeError as exc:
         raise IngestError(f"{path}: not UTF-8 text: {exc}") from None
     except Exception as exc:  # pyarrow parse errors that the invalid-row handler cannot absorb
@@ -215,30 +255,36 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
         raise
 
     # Within the file: a key given twice with different scores, or an item given two subjects.
-    # Aggregate without lists first (cheap); gather line numbers only for the rare offenders.
-    con.execute("""CREATE OR REPLACE TEMP TABLE _dups AS
+    # Exact keys are compared only for hash groups with more than one row (none, usually).
+    con.execute("CREATE OR REPLACE TEMP TABLE _dup_lines AS SELECT line FROM _keys WHERE key_hash IN "
+                "(SELECT key_hash FROM _keys GROUP BY key_hash HAVING count(*) > 1)")
+    has_candidates = con.execute("SELECT count(*) FROM _dup_lines").fetchall()[0][0] > 0
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _dups AS
         SELECT benchmark, model, item_id, variant, replicate, count(*) AS n, min(score) <> max(score) AS conflicting
-        FROM _stage GROUP BY benchmark, model, item_id, variant, replicate HAVING count(*) > 1""")
+        FROM {rows_sql if has_candidates else "_stage_items_none"}
+        WHERE line IN (SELECT line FROM _dup_lines)
+        GROUP BY benchmark, model, item_id, variant, replicate HAVING count(*) > 1""",
+                rows_params if has_candidates else [])
     n_dup_keys = con.execute("SELECT count(*) FROM _dups").fetchall()[0][0]
-    dup_conflicts = con.sql("""
+    dup_conflicts = con.execute(f"""
         SELECT s.line, 'score' AS field,
                'key (model=' || s.model || ', item_id=' || s.item_id || ', variant=' || s.variant
                || ', replicate=' || s.replicate || ') is given again with a different score' AS reason
-        FROM _stage s SEMI JOIN (SELECT * FROM _dups WHERE conflicting) d
-        USING (benchmark, model, item_id, variant, replicate)""").to_arrow_table()
-    item_conflicts = con.sql("""
+        FROM {rows_sql} s SEMI JOIN (SELECT * FROM _dups WHERE conflicting) d
+        USING (benchmark, model, item_id, variant, replicate)""", rows_params).fetchall()
+    item_conflicts = con.execute(f"""
         SELECT s.line, 'subject/domain' AS field,
                'item ' || s.item_id || ' is given ' || c.n || ' different subject/domain pairs in this file' AS reason
-        FROM _stage s JOIN (
+        FROM {rows_sql} s JOIN (
             SELECT benchmark, item_id, count(DISTINCT (subject, domain)) AS n
-            FROM _stage GROUP BY benchmark, item_id HAVING count(DISTINCT (subject, domain)) > 1) c
-        USING (benchmark, item_id)""").to_arrow_table()
-    for t in (dup_conflicts, item_conflicts):
-        if t.num_rows:
-            f = pl.from_arrow(t)
+            FROM _stage_items GROUP BY benchmark, item_id HAVING count(DISTINCT (subject, domain)) > 1) c
+        USING (benchmark, item_id)""", rows_params).fetchall()
+    for rows in (dup_conflicts, item_conflicts):
+        if rows:
+            f = pl.DataFrame(rows, schema=REJECT_SCHEMA, orient="row")
             reject_frames.append(f.with_columns(pl.col("field").replace_strict(
                 {"score": labels["score"], "subject/domain": f"{labels['subject']}/{labels['domain']}"},
-                default=pl.col("field"))).cast(REJECT_SCHEMA))
+                default=pl.col("field"))))
     rejects = (pl.concat(reject_frames).unique(maintain_order=True).sort("line")
                if reject_frames else pl.DataFrame(schema=REJECT_SCHEMA))
     n_bad_rows = rejects.select(pl.col("line").n_unique()).item() if rejects.height else 0
@@ -257,52 +303,56 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
                               "and quarantine the bad ones.")
             return
         con.register("_bad_lines", rejects.select("line").unique().to_arrow())
-        con.execute("DELETE FROM _stage WHERE line IN (SELECT line FROM _bad_lines)")
+        target = "responses" if direct else "_stage"
+        con.execute(f"DELETE FROM {target} WHERE source_id = ? AND line IN (SELECT line FROM _bad_lines)",
+                    [source_id])
         con.unregister("_bad_lines")
+        # An item all of whose rows were rejected is not stored either.
+        con.execute(f"DELETE FROM _stage_items WHERE (benchmark, item_id) NOT IN "
+                    f"(SELECT DISTINCT benchmark, item_id FROM {rows_sql})", rows_params)
 
-    # Identical duplicates inside the file count once.
-    staged = con.execute("SELECT count(*) FROM _stage").fetchall()[0][0]
+    # Identical duplicates inside the file count once: keep the first line of each key.
+    staged = con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
     if n_dup_keys:
-        con.execute("CREATE OR REPLACE TEMP TABLE _stage AS SELECT * FROM _stage QUALIFY row_number() OVER "
-                    "(PARTITION BY benchmark, model, item_id, variant, replicate ORDER BY line) = 1")
-    distinct_rows = con.execute("SELECT count(*) FROM _stage").fetchall()[0][0]
+        target = "responses" if direct else "_stage"
+        con.execute(f"""DELETE FROM {target} WHERE source_id = ? AND line IN (
+            SELECT line FROM {rows_sql} s SEMI JOIN _dups USING (benchmark, model, item_id, variant, replicate)
+            QUALIFY row_number() OVER (PARTITION BY benchmark, model, item_id, variant, replicate ORDER BY line) > 1)""",
+                    [source_id] + rows_params)
+    distinct_rows = con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
     report.duplicate_rows_in_file = staged - distinct_rows
     report.rows_accepted = staged
 
-    _check_against_store(con, path)
+    overlap = not direct and con.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM responses WHERE benchmark IN "
+        "(SELECT DISTINCT benchmark FROM _stage_items) LIMIT 1)").fetchall()[0][0] > 0
+    _check_against_store(con, path, overlap)
 
-    con.execute("BEGIN TRANSACTION")
-    try:
-        source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+    if direct:
+        added = distinct_rows
+    elif overlap:
         added = con.execute("""
             INSERT INTO responses
-            SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, s.score, ?, s.line
-            FROM _stage s ANTI JOIN responses r USING (benchmark, model, item_id, variant, replicate)""",
-                            [source_id]).fetchall()[0][0]
-        con.execute("""
-            INSERT INTO items
-            SELECT s.benchmark, s.item_id, any_value(s.subject), any_value(s.domain), ?, min(s.line)
-            FROM _stage s ANTI JOIN items i USING (benchmark, item_id)
-            GROUP BY s.benchmark, s.item_id""", [source_id])
-        if staged_probs:
-            native.insert_option_probs(con, source_id)
-        if rejects.height:
-            con.register("_rejects", rejects.to_arrow())
-            con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",
-                        [source_id, str(path)])
-            con.unregister("_rejects")
-        bench_value = benchmark if benchmark is not None else None
-        con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [source_id, bench_value, str(path), sha, fmt, config, rows_read, staged, added, n_bad_rows,
-                     "ingested" if not rejects.height else "ingested-with-rejects",
-                     dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("DROP TABLE IF EXISTS _stage")
-    con.execute("DROP TABLE IF EXISTS _dups")
-    con.execute("DROP TABLE IF EXISTS _stage_probs")
+            SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, s.score, s.source_id, s.line
+            FROM _stage s ANTI JOIN responses r USING (benchmark, model, item_id, variant, replicate)""").fetchall()[0][0]
+    else:
+        added = con.execute("INSERT INTO responses SELECT * FROM _stage").fetchall()[0][0]
+    con.execute("""
+        INSERT INTO items
+        SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line)
+        FROM _stage_items s ANTI JOIN items i USING (benchmark, item_id)
+        GROUP BY s.benchmark, s.item_id""", [source_id])
+    if staged_probs:
+        native.insert_option_probs(con, source_id)
+    if rejects.height:
+        con.register("_rejects", rejects.to_arrow())
+        con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",
+                    [source_id, str(path)])
+        con.unregister("_rejects")
+    con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [source_id, benchmark, str(path), sha, fmt, config, rows_read, staged, added, n_bad_rows,
+                 "ingested" if not rejects.height else "ingested-with-rejects",
+                 dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
     report.status = "ingested"
     report.source_id = source_id
     report.rows_added = added
@@ -311,8 +361,22 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
                       + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else ""))
 
 
-def _check_against_store(con, path: Path) -> None:
-    conflicts = con.execute("""
+def _store_batch(con, good: pl.DataFrame, source_id: int, table: str) -> None:
+    """Append a validated batch: rows to ``table``, key hashes to _keys, distinct items to _stage_items."""
+    con.register("_batch", good.to_arrow())
+    try:
+        # Table names are fixed by the caller, never values from a log.
+        con.execute(f"INSERT INTO {table} SELECT benchmark, model, item_id, variant, replicate, score, ?, line "
+                    "FROM _batch", [source_id])
+        con.execute("INSERT INTO _keys SELECT hash(benchmark, model, item_id, variant, replicate), line FROM _batch")
+        con.execute("INSERT INTO _stage_items SELECT benchmark, item_id, subject, domain, min(line) FROM _batch "
+                    "GROUP BY benchmark, item_id, subject, domain")
+    finally:
+        con.unregister("_batch")
+
+
+def _check_against_store(con, path: Path, overlap: bool) -> None:
+    conflicts = [] if not overlap else con.execute("""
         SELECT s.model, s.item_id, s.variant, s.replicate, s.score, s.line, r.score, src.path, r.line
         FROM _stage s JOIN responses r USING (benchmark, model, item_id, variant, replicate)
         JOIN sources src ON src.source_id = r.source_id
@@ -326,8 +390,9 @@ def _check_against_store(con, path: Path) -> None:
             f"variant {var!r}, replicate {rep}: score {score:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
     items = con.execute("""
         SELECT n.item_id, n.subject, n.domain, n.line, i.subject, i.domain, src.path, i.line
-        FROM (SELECT benchmark, item_id, any_value(subject) AS subject, any_value(domain) AS domain, min(line) AS line
-              FROM _stage GROUP BY benchmark, item_id) n
+        FROM (SELECT benchmark, item_id, arg_min(subject, line) AS subject, arg_min(domain, line) AS domain,
+                     min(line) AS line
+              FROM _stage_items GROUP BY benchmark, item_id) n
         JOIN items i USING (benchmark, item_id)
         JOIN sources src ON src.source_id = i.source_id
         WHERE i.subject <> n.subject OR i.domain <> n.domain ORDER BY n.line LIMIT 5""").fetchall()

@@ -256,7 +256,7 @@ def stage_option_probs(con, frame: pl.DataFrame, first: bool) -> None:
 
 
 def insert_option_probs(con, source_id: int) -> int:
-    """Inside the ingest transaction: store the staged probabilities of rows that were stored.
+    """Inside the ingest transaction, after the responses: probabilities of the rows this source stored.
 
     The table is created here, on first use, so stores without native logs never have it.
     Rows whose key is already in the table keep their first probabilities, like responses.
@@ -265,6 +265,6 @@ def insert_option_probs(con, source_id: int) -> int:
     return con.execute("""
         INSERT INTO option_probs
         SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, p.probs, ?, s.line
-        FROM _stage s JOIN _stage_probs p USING (line)
+        FROM (SELECT * FROM responses WHERE source_id = ?) s JOIN _stage_probs p USING (line)
         ANTI JOIN option_probs o USING (benchmark, model, item_id, variant, replicate)""",
-                       [source_id]).fetchall()[0][0]
+                       [source_id, source_id]).fetchall()[0][0]
