@@ -37,7 +37,7 @@ test: $(STAMP)
 
 # Full-scale timings (not part of `make test`): every benchmarks/*.py script in turn.
 bench: $(STAMP)
-	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f $(BENCH_ARGS); done
+	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
 # Full-scale simulation studies carry the `slow` marker.
 study: $(STAMP)
