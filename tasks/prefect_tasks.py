@@ -20,6 +20,7 @@ from benchcert.tasks.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_
 from benchcert.tasks.ingest import FileReport, ingest_file
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.matrices import BenchmarkMatrices, load_matrices, source_refs
+from benchcert.tasks.perturbation import with_variant_counts
 
 
 @task(name="ingest-file", cache_policy=NO_CACHE)
@@ -34,7 +35,8 @@ def read_benchmark(db: str, benchmark: str, variant: str | None,
                    lock_timeout: float) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
     start = time.perf_counter()
     with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        m = load_matrices(con, benchmark, variant)
+        # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
+        m = with_variant_counts(con, load_matrices(con, benchmark, variant))
         sources = source_refs(con, benchmark)
     # Materialise the derived arrays here so their cost is counted as reading, once.
     _ = (m.scores, m.item_subject, m.subject_domain)

@@ -1,0 +1,377 @@
+"""Prompt-perturbation audits (STATS.md C): per item x variant replicate counts, the design, the tests.
+
+A *design* names, for one benchmark, the base variant (the prompt as written), the null
+variants (rewordings the user considers semantically irrelevant) and the tested variants.  For
+every model, item and tested variant v the composite-null test asks whether v's response rate
+lies outside the range spanned by the null variants (null set = base + null variants, minus v
+itself, as the paper removes q' from Q_0), and the classical Fisher test asks whether v differs
+from the base alone.  Per tested variant the share of items where the change matters is
+reported with Benjamini-Hochberg across items, beside the classical test's share.
+
+Replicate counts come straight from the store (one SQL query with bound parameters); each
+(item, variant) cell is K successes out of r replicates.  Scores must be binary.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.perturbation import benjamini_hochberg, composite_test, fisher_contrast
+from benchcert.tasks.matrices import BenchmarkMatrices, MatrixError, available_variants
+from benchcert.tasks.store import query_pl
+
+COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String, "k": pl.Int64, "r": pl.Int64,
+                 "binary": pl.Boolean}
+
+ITEMS_SCHEMA = {
+    "model": pl.String, "item_id": pl.String, "variant": pl.String, "base": pl.String,
+    "test_rate": pl.Float64, "test_replicates": pl.Int64, "base_rate": pl.Float64, "m": pl.Int64,
+    "r_min": pl.Int64, "r_max": pl.Int64, "null_min": pl.Float64, "null_max": pl.Float64,
+    "a_hat": pl.Float64, "b_hat": pl.Float64, "statistic": pl.Float64, "eps": pl.Float64,
+    "eps_union": pl.Float64, "p_value": pl.Float64, "reject": pl.Boolean, "reject_bh": pl.Boolean,
+    "classical_p": pl.Float64, "classical_reject": pl.Boolean, "classical_reject_bh": pl.Boolean,
+    "unequal_replicates": pl.Boolean, "status": pl.String, "method": pl.String,
+}
+
+VARIANTS_SCHEMA = {
+    "model": pl.String, "variant": pl.String, "base": pl.String, "n_items": pl.Int64, "n_tested": pl.Int64,
+    "composite_rejections": pl.Int64, "composite_share": pl.Float64, "composite_share_bh": pl.Float64,
+    "classical_tested": pl.Int64, "classical_rejections": pl.Int64, "classical_share": pl.Float64,
+    "classical_share_bh": pl.Float64, "n_ok": pl.Int64, "n_identical_null_rates": pl.Int64,
+    "n_one_null_variant": pl.Int64, "n_no_null_variants": pl.Int64, "n_no_valid_eps": pl.Int64,
+    "n_non_binary": pl.Int64, "n_unequal_replicates": pl.Int64, "median_eps": pl.Float64,
+    "test_accuracy": pl.Float64, "alpha": pl.Float64, "method": pl.String,
+}
+
+#: What each item status means (printed in reports and the CLI).
+STATUS_TEXT = {
+    "ok": "composite test with the plug-in null range",
+    "identical_null_rates": "all null variants gave the same rate: the range is a point, so the composite null "
+                            "collapses to a simple one; decided by Fisher's exact test against the pooled null "
+                            "variants",
+    "one_null_variant": "only one null variant answered this item: no range can be estimated; decided by "
+                        "Fisher's exact test against it",
+    "no_null_variants": "no null variant answered this item: not tested",
+    "no_valid_eps": "no threshold keeps Theorem 2's bound at alpha with these replicate counts: never rejects",
+    "non_binary_scores": "a score outside {0, 1}: the composite test needs binary responses; not tested",
+}
+
+
+class DesignError(ValueError):
+    """A perturbation design that does not fit the benchmark (unknown or overlapping variants)."""
+
+
+@dataclass(frozen=True)
+class VariantDesign:
+    """Which variant is the base, which form the null set, which are tested."""
+
+    base: str
+    null: tuple[str, ...]
+    test: tuple[str, ...]
+    rule: str
+
+    def null_for(self, tested: str) -> tuple[str, ...]:
+        """Null set for one tested variant: base and null variants, the tested one removed."""
+        out = dict.fromkeys((self.base, *self.null))
+        out.pop(tested, None)
+        return tuple(out)
+
+    def as_dict(self) -> dict:
+        return {"base": self.base, "null": list(self.null), "test": list(self.test), "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class PerturbationAudit:
+    """Result of one design on one benchmark: per-item tests, per-variant shares, notes."""
+
+    design: VariantDesign
+    items: pl.DataFrame
+    variants: pl.DataFrame
+    null_rates: pl.DataFrame
+    counts: pl.DataFrame
+    notes: tuple[str, ...]
+    alpha: float
+    method: str
+
+    def item_rates(self, model: str, item_id: str) -> dict[str, float]:
+        """Response rate of every variant of one item (for plots)."""
+        part = self.counts.filter((pl.col("model") == model) & (pl.col("item_id") == item_id))
+        return {v: k / r for v, k, r in part.select("variant", "k", "r").iter_rows()}
+
+
+@dataclass(frozen=True)
+class VariantMatrices(BenchmarkMatrices):
+    """Benchmark matrices that also carry per (model, item, variant) replicate counts."""
+
+    variant_counts: pl.DataFrame | None = None
+
+
+# --------------------------------------------------------------------------------------
+# reading the store
+
+
+def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None) -> pl.DataFrame:
+    """K (sum of scores), r (replicates) and whether all scores are 0/1, per model x item x variant."""
+    frame = query_pl(con, """
+        SELECT model, item_id, variant, count(*)::BIGINT AS r, sum(score) AS k,
+               bool_and(score = 0 OR score = 1) AS binary
+        FROM responses
+        WHERE benchmark = ?
+        GROUP BY model, item_id, variant
+        ORDER BY model, item_id, variant""", [benchmark])
+    if frame.height == 0:
+        raise MatrixError(f"benchmark {benchmark!r} has no responses in the store")
+    frame = frame.with_columns(pl.col("k").round(0).cast(pl.Int64)).cast(COUNTS_SCHEMA).select(list(COUNTS_SCHEMA))
+    if models:
+        frame = frame.filter(pl.col("model").is_in(models))
+    return frame
+
+
+def with_variant_counts(con, matrices: BenchmarkMatrices) -> BenchmarkMatrices:
+    """Attach replicate counts per variant when the benchmark has at least 3 variants (else unchanged).
+
+    The check is one DISTINCT query, so benchmarks without variants pay nothing more.
+    """
+    if len(available_variants(con, matrices.benchmark)) < 3:
+        return matrices
+    return VariantMatrices(benchmark=matrices.benchmark, variant=matrices.variant, long=matrices.long,
+                           variant_counts=load_variant_counts(con, matrices.benchmark))
+
+
+# --------------------------------------------------------------------------------------
+# designs
+
+
+def default_design(variants: list[str]) -> VariantDesign | None:
+    """The audit's design when the user gave none: leave-one-out over all variants.
+
+    Base = the variant ``""`` when present, else the first variant in sorted order (benchcert's
+    convention for "the prompt as written").  Every variant counts as a semantically irrelevant
+    rewording of the base, and each non-base variant is tested against all the others: "does
+    this prompt change matter beyond the spread of the other prompts?".  Needs 3 variants, so
+    that every test has at least 2 null variants.
+    """
+    variants = sorted(dict.fromkeys(variants))
+    if len(variants) < 3:
+        return None
+    base = "" if "" in variants else variants[0]
+    tested = tuple(v for v in variants if v != base)
+    return VariantDesign(base=base, null=tuple(variants), test=tested,
+                         rule=f"leave-one-out: base {base!r} (\"\" if present, else the first variant); every other "
+                              "variant tested against all remaining variants as the null set")
+
+
+def make_design(variants: list[str], *, base: str | None, null: list[str] | None,
+                test: list[str] | None) -> VariantDesign:
+    """A user design, checked against the benchmark's variants; missing parts default as in
+    :func:`default_design` (null: every variant; test: every non-base variant)."""
+    present = sorted(dict.fromkeys(variants))
+    if base is None:
+        base = "" if "" in present else (present[0] if present else "")
+    given = {"base": [base], "null": list(null or []), "test": list(test or [])}
+    for part, names in given.items():
+        missing = [v for v in names if v not in present]
+        if missing:
+            raise DesignError(f"{part} variant(s) {missing} not in the benchmark; variants: {present}")
+    tested = tuple(dict.fromkeys(test)) if test else tuple(v for v in present if v != base)
+    if base in tested:
+        raise DesignError(f"the base variant {base!r} cannot also be tested")
+    nulls = tuple(dict.fromkeys(null)) if null else tuple(present)
+    if not tested:
+        raise DesignError(f"no variant to test; variants: {present}")
+    rule = "user design" if (null or test) else "user base; every other variant tested against the rest"
+    return VariantDesign(base=base, null=nulls, test=tested, rule=rule)
+
+
+# --------------------------------------------------------------------------------------
+# running a design
+
+
+def _cells(counts: pl.DataFrame) -> dict[tuple[str, str], dict[str, tuple[int, int, bool]]]:
+    out: dict[tuple[str, str], dict[str, tuple[int, int, bool]]] = {}
+    for model, item, variant, k, r, binary in counts.select(list(COUNTS_SCHEMA)).iter_rows():
+        out.setdefault((model, item), {})[variant] = (int(k), int(r), bool(binary))
+    return out
+
+
+def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
+    kt, rt, bt = cells[tested]
+    row = {"model": model, "item_id": item, "variant": tested, "base": base, "test_rate": kt / rt,
+           "test_replicates": rt, "base_rate": None, "m": 0, "r_min": None, "r_max": None, "null_min": None,
+           "null_max": None, "a_hat": None, "b_hat": None, "statistic": None, "eps": None, "eps_union": None,
+           "p_value": None, "reject": None, "classical_p": None, "classical_reject": None,
+           "unequal_replicates": False, "status": "", "method": None}
+    present = [v for v in nulls if v in cells]
+    row["m"] = len(present)
+    binary = bt and all(cells[v][2] for v in present) and (base not in cells or cells[base][2])
+    if base in cells and base != tested:
+        kb, rb, _ = cells[base]
+        row["base_rate"] = kb / rb
+        if binary:
+            f = fisher_contrast(kt, rt, kb, rb, alpha=alpha)
+            row["classical_p"], row["classical_reject"] = float(f.p_value), bool(f.reject)
+    if not binary:
+        row["status"] = "non_binary_scores"
+        return row
+    if not present:
+        row["status"] = "no_null_variants"
+        return row
+    # The test is symmetric in the null variants, and deterministic decoding repeats the same
+    # counts on many items: one computation per distinct configuration.
+    key = (tuple(sorted(cells[v][:2] for v in present)), kt, rt, alpha, method)
+    res = cache.get(key)
+    if res is None:
+        k = np.array([c[0] for c in key[0]])
+        r = np.array([c[1] for c in key[0]])
+        res = cache[key] = composite_test(k, r, kt, rt, alpha=alpha, method=method)
+    row.update(r_min=res.r_min, r_max=res.r_max, null_min=res.null_min, null_max=res.null_max, a_hat=res.a_hat,
+               b_hat=res.b_hat, statistic=res.statistic, eps=res.eps, eps_union=res.eps_union, p_value=res.p_value,
+               reject=res.reject, unequal_replicates=res.r_min != res.r_max, status=res.status, method=res.method)
+    return row
+
+
+def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.05,
+               method: str = "exact") -> PerturbationAudit:
+    """Run the composite and classical tests for every model, item and tested variant.
+
+    Parameters
+    ----------
+    counts : polars.DataFrame
+        :data:`COUNTS_SCHEMA` rows (from :func:`load_variant_counts`).
+    design : VariantDesign
+    alpha : float
+        Level of every per-item test and FDR level of Benjamini-Hochberg across items.
+    method : {"exact", "union"}
+        Calibration of the composite test (see :func:`benchcert.stats.perturbation.composite_test`).
+    """
+    if method not in ("exact", "union"):
+        raise ValueError(f"method must be exact or union; got {method!r}")
+    cells = _cells(counts)
+    rows = []
+    cache: dict = {}
+    with warnings.catch_warnings():
+        # Degenerate null sets are common (deterministic decoding gives identical rates); each is
+        # reported in the item's status and counted in the notes instead of warned one by one.
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        for (model, item), item_cells in sorted(cells.items()):
+            for tested in design.test:
+                if tested in item_cells:
+                    rows.append(_item_row(model, item, tested, design.base, item_cells, design.null_for(tested),
+                                          alpha, method, cache))
+    items = pl.DataFrame(rows, schema={k: v for k, v in ITEMS_SCHEMA.items() if k not in ("reject_bh",
+                                                                                        "classical_reject_bh")})
+    items = _with_bh(items, alpha).select(list(ITEMS_SCHEMA))
+    variants = _variant_summary(items, counts, design, alpha, method)
+    null_rates = _benchmark_rates(counts, design)
+    notes = _notes(items, design, method)
+    return PerturbationAudit(design=design, items=items, variants=variants, null_rates=null_rates,
+                             counts=counts, notes=tuple(notes), alpha=alpha, method=method)
+
+
+def _with_bh(items: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    if items.height == 0:
+        return items.with_columns(pl.lit(None, pl.Boolean).alias("reject_bh"),
+                                  pl.lit(None, pl.Boolean).alias("classical_reject_bh"))
+    parts = []
+    for _, part in items.group_by(["model", "variant"], maintain_order=True):
+        p = part["p_value"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        c = part["classical_p"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        bh, bhc = benjamini_hochberg(p, alpha=alpha), benjamini_hochberg(c, alpha=alpha)
+        parts.append(part.with_columns(
+            pl.Series("reject_bh", [None if np.isnan(x) else bool(y) for x, y in zip(p, bh.reject)],
+                      dtype=pl.Boolean),
+            pl.Series("classical_reject_bh", [None if np.isnan(x) else bool(y) for x, y in zip(c, bhc.reject)],
+                      dtype=pl.Boolean)))
+    return pl.concat(parts)
+
+
+def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
+    acc = (counts.group_by("model", "variant")
+           .agg((pl.col("k").sum() / pl.col("r").sum()).alias("test_accuracy")))
+    if items.height == 0:
+        return pl.DataFrame(schema=VARIANTS_SCHEMA)
+
+    def n_status(s):
+        return (pl.col("status") == s).sum().cast(pl.Int64).alias(f"n_{s}")
+
+    out = (items.group_by("model", "variant", maintain_order=True).agg(
+        pl.col("base").first(),
+        pl.len().cast(pl.Int64).alias("n_items"),
+        pl.col("p_value").is_not_null().sum().cast(pl.Int64).alias("n_tested"),
+        pl.col("reject").fill_null(False).sum().cast(pl.Int64).alias("composite_rejections"),
+        pl.col("reject_bh").fill_null(False).sum().cast(pl.Int64).alias("_bh"),
+        pl.col("classical_p").is_not_null().sum().cast(pl.Int64).alias("classical_tested"),
+        pl.col("classical_reject").fill_null(False).sum().cast(pl.Int64).alias("classical_rejections"),
+        pl.col("classical_reject_bh").fill_null(False).sum().cast(pl.Int64).alias("_cbh"),
+        n_status("ok"), n_status("identical_null_rates"), n_status("one_null_variant"),
+        n_status("no_null_variants"), n_status("no_valid_eps"),
+        (pl.col("status") == "non_binary_scores").sum().cast(pl.Int64).alias("n_non_binary"),
+        pl.col("unequal_replicates").sum().cast(pl.Int64).alias("n_unequal_replicates"),
+        pl.col("eps").median().alias("median_eps"),
+    ).with_columns(
+        _share("composite_rejections", "n_tested").alias("composite_share"),
+        _share("_bh", "n_tested").alias("composite_share_bh"),
+        _share("classical_rejections", "classical_tested").alias("classical_share"),
+        _share("_cbh", "classical_tested").alias("classical_share_bh"),
+        pl.lit(alpha).alias("alpha"), pl.lit(method).alias("method"),
+    ).join(acc, on=["model", "variant"], how="left"))
+    order = {v: i for i, v in enumerate(design.test)}
+    return (out.with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_o"))
+            .sort("model", "_o").select(list(VARIANTS_SCHEMA)).cast(VARIANTS_SCHEMA))
+
+
+def _share(num: str, den: str) -> pl.Expr:
+    return pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(None)
+
+
+def _benchmark_rates(counts: pl.DataFrame, design: VariantDesign) -> pl.DataFrame:
+    """Benchmark-level accuracy per model and variant, with its role in the design (for plots)."""
+    roles = {v: "null" for v in design.null}
+    roles.update({v: "tested" for v in design.test if v not in roles})
+    roles[design.base] = "base"
+    return (counts.filter(pl.col("variant").is_in(list(roles)))
+            .group_by("model", "variant").agg((pl.col("k").sum() / pl.col("r").sum()).alias("accuracy"),
+                                              pl.col("r").sum().alias("responses"))
+            .with_columns(pl.col("variant").replace_strict(roles, default="other").alias("role"),
+                          pl.col("variant").is_in(list(design.test)).alias("tested"))
+            .sort("model", "variant"))
+
+
+def _notes(items: pl.DataFrame, design: VariantDesign, method: str) -> list[str]:
+    notes = [f"design: {design.rule}"]
+    if items.height == 0:
+        return notes + ["no item had a tested variant"]
+    counts = items["status"].value_counts()
+    for status, n in counts.iter_rows():
+        if status != "ok":
+            notes.append(f"{n} item x variant test(s) {status}: {STATUS_TEXT.get(status, status)}")
+    unequal = int(items["unequal_replicates"].sum())
+    if unequal:
+        notes.append(f"{unequal} item x variant test(s) have unequal replicate counts across variants: "
+                     + ("the exact calibration uses each variant's own count" if method == "exact" else
+                        "the union bound uses the smallest count (conservative)"))
+    return notes
+
+
+def audit_benchmark(con, benchmark: str, *, base: str | None = None, null: list[str] | None = None,
+                    test: list[str] | None = None, alpha: float = 0.05, method: str = "exact",
+                    models: list[str] | None = None) -> PerturbationAudit:
+    """Load a benchmark's counts and run a design (the default design when none is given)."""
+    counts = load_variant_counts(con, benchmark, models=models)
+    if counts.height == 0:
+        raise MatrixError(f"benchmark {benchmark!r} has no responses for model(s) {models}")
+    variants = counts["variant"].unique().sort().to_list()
+    if base is None and null is None and test is None:
+        design = default_design(variants)
+        if design is None:
+            raise DesignError(f"benchmark {benchmark!r} has {len(variants)} variant(s) {variants}; the default "
+                              "perturbation design needs at least 3 (a base, a tested variant and two null "
+                              "variants for it); give --base/--null/--test")
+    else:
+        design = make_design(variants, base=base, null=null, test=test)
+    return run_design(counts, design, alpha=alpha, method=method)

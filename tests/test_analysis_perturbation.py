@@ -1,0 +1,200 @@
+"""The perturbation audit on real logs: llm-stability (data/llm_stability/SOURCE.txt).
+
+* newsletter_grice - gpt-4o, MMLU college_mathematics, 10 prompt variants with repeated runs:
+  the classical test (Fisher against the base prompt "0") flags a change on up to 34% of items per
+  variant; the composite test, which asks whether the change goes beyond the spread of the other
+  rewordings, on far fewer, and on none after Benjamini-Hochberg.
+* stochastic_non_determinism - one prompt repeated; its runs split round-robin into three
+  pseudo-variants, so every rejection is a false positive: both tests must stay at or below alpha.
+
+Reference counts below were computed by this code from the bundled files and checked against an
+independent count (Fisher's test per item with scipy) in test_classical_counts_are_fisher_per_item.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import fisher_exact
+
+from benchcert.tasks.analyses import AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.analyses.perturbation import analyze
+from benchcert.tasks.ingest import ingest_file
+from benchcert.tasks.mapping import parse_mapping
+from benchcert.tasks.matrices import load_matrices
+from benchcert.tasks.perturbation import (VariantMatrices, default_design, load_variant_counts, make_design,
+                                          run_design, with_variant_counts)
+from benchcert.tasks.report import render_report
+from benchcert.tasks.store import open_store
+
+from conftest import DATA, SMALL_CSV
+
+GRICE = "llm_stability_grice_college_mathematics"
+NOISE = ("llm_stability_noise_college_mathematics", "llm_stability_noise_navigate", "llm_stability_noise_ruin_names")
+ALPHA = 0.05
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    db = tmp_path_factory.mktemp("llm_stability") / "store.duckdb"
+    for name in ("grice_college_mathematics.csv.gz", "stochastic_noise.csv.gz"):
+        report = ingest_file(db, DATA / "llm_stability" / name, benchmark=None, mapping=parse_mapping())
+        assert report.status == "ingested", report.message
+    return db
+
+
+def _matrices(db, benchmark, variant=None):
+    with open_store(db, write=False) as con:
+        return with_variant_counts(con, load_matrices(con, benchmark, variant))
+
+
+@pytest.fixture(scope="module")
+def grice(store):
+    m = _matrices(store, GRICE, "0")
+    out = run_analysis("perturbation", analyze, m, AuditConfig(alpha=ALPHA))
+    return m, out
+
+
+def test_grice_classical_vs_composite_per_variant(grice):
+    m, out = grice
+    assert isinstance(m, VariantMatrices) and m.variant_counts["variant"].n_unique() == 10
+    v = out.tables["perturbation_variants"]
+    assert v["variant"].to_list() == ["answ_schema", "chomsky", "grice", "gricean_long", "no-schema", "no_grice",
+                                      "no_ling", "schema", "str_chomsky"]
+    assert v["n_tested"].to_list() == [100] * 9
+    # Fisher against the base, per item (checked independently below)
+    assert v["classical_rejections"].to_list() == [30, 19, 34, 32, 0, 11, 27, 33, 9]
+    assert v["classical_share_bh"].to_list() == pytest.approx([0.25, 0.15, 0.30, 0.28, 0.0, 0.05, 0.23, 0.28, 0.01])
+    # the composite test flags far fewer items, and none survives Benjamini-Hochberg
+    assert (v["composite_rejections"] <= v["classical_rejections"]).all()
+    assert v["composite_rejections"].sum() <= 40 < v["classical_rejections"].sum() == 195
+    assert (v["composite_share_bh"] == 0).all() and (v["classical_share_bh"] > 0).sum() == 8
+    items = out.tables["perturbation_items"]
+    assert items.height == 900 and set(items["status"]) == {"ok", "identical_null_rates"}
+    assert items["unequal_replicates"].all()          # partial runs upstream: explicit in the output
+    assert any("unequal replicate" in w for w in out.warnings)
+    assert any("identical_null_rates" in w for w in out.warnings)
+
+
+def test_classical_counts_are_fisher_per_item(store):
+    with open_store(store, write=False) as con:
+        counts = load_variant_counts(con, GRICE)
+    cells = {(r["item_id"], r["variant"]): (r["k"], r["r"]) for r in counts.iter_rows(named=True)}
+    n = 0
+    for item in {i for i, _ in cells}:
+        kt, rt = cells[(item, "grice")]
+        kb, rb = cells[(item, "0")]
+        n += fisher_exact([[kt, rt - kt], [kb, rb - kb]]).pvalue <= ALPHA
+    assert n == 34
+
+
+def test_one_item_by_hand(grice):
+    """Item 12: the base prompt answers it right 60% of the time (6 of 10 runs), every other
+    variant never; Fisher flags e.g. 'grice' (0 of 14) against the base, the composite test does not,
+    because 'grice' sits inside the null variants' range (T = 0)."""
+    items = grice[1].tables["perturbation_items"]
+    row = items.filter((pl.col("item_id") == "12") & (pl.col("variant") == "grice")).row(0, named=True)
+    assert (row["test_rate"], row["base_rate"], row["statistic"]) == (0.0, 0.6, 0.0)
+    assert row["classical_reject"] and not row["reject"] and row["p_value"] == 1.0
+    assert row["m"] == 9 and row["status"] == "ok"
+
+
+def test_report_sections_render_offline(grice):
+    _, out = grice
+    html = render_report(title="t", meta={}, sections=out.sections, generated_at="now")
+    assert html.count("<svg") >= 7           # share bars, accuracy histogram, 5 item histograms
+    assert "Benjamini-Hochberg" in html and "identical_null_rates" in html
+
+
+@pytest.mark.parametrize("benchmark", NOISE)
+def test_pure_noise_null_is_not_rejected(store, benchmark):
+    """Pseudo-variants made of runs of one prompt: H0 holds exactly, so both tests must reject at
+    most alpha of items (both reject none here - temperature-0 runs rarely disagree)."""
+    # no variant "" here: the matrices (not used by this analysis) need one named
+    m = _matrices(store, benchmark, "runs_mod3_0")
+    out = analyze(m, AuditConfig(alpha=ALPHA))
+    v = out.tables["perturbation_variants"]
+    tested, comp = int(v["n_tested"].sum()), int(v["composite_rejections"].sum())
+    ctested, clas = int(v["classical_tested"].sum()), int(v["classical_rejections"].sum())
+    assert tested > 100 and comp <= ALPHA * tested and clas <= ALPHA * ctested
+    statuses = set(out.tables["perturbation_items"]["status"])
+    assert "identical_null_rates" in statuses
+    if benchmark.endswith("navigate"):
+        assert "one_null_variant" in statuses     # items with two runs: one null pseudo-variant
+
+
+def test_pure_noise_null_with_stochastic_rates():
+    """The same property where rates are not degenerate: synthetic pure-noise variants of items with
+    p in (0.2, 0.8), 8 variants x 20 runs, leave-one-out design: composite and classical shares
+    both stay at or below alpha (99% binomial interval)."""
+    from scipy.stats import binomtest
+
+    rng = np.random.default_rng(4)
+    n_items, n_var, r = 80, 8, 20
+    p = rng.uniform(0.2, 0.8, n_items)
+    k = rng.binomial(r, np.repeat(p, n_var))
+    counts = pl.DataFrame({"model": "m", "item_id": np.repeat(np.arange(n_items), n_var).astype(str),
+                           "variant": np.tile([f"v{j:02d}" for j in range(n_var)], n_items), "k": k, "r": r,
+                           "binary": True})
+    audit = run_design(counts, default_design(counts["variant"].unique().to_list()), alpha=ALPHA)
+    items = audit.items
+    for col in ("reject", "classical_reject"):
+        x = int(items[col].sum())
+        assert binomtest(x, items.height).proportion_ci(0.99).low <= ALPHA
+
+
+def test_user_design_and_config(store):
+    m = _matrices(store, GRICE, "0")
+    spec = {"base": "0", "null": ["schema", "answ_schema", "grice"], "test": ["chomsky"]}
+    out = analyze(m, SimpleNamespace(alpha=ALPHA, perturbation=spec))
+    v = out.tables["perturbation_variants"]
+    assert v["variant"].to_list() == ["chomsky"] and v["base"].to_list() == ["0"]
+    assert (out.tables["perturbation_items"]["m"] <= 4).all()
+    bad = analyze(m, SimpleNamespace(alpha=ALPHA, perturbation={"base": "nope"}))
+    assert not bad.tables and "not in the benchmark" in bad.warnings[0]
+    d = make_design(["0", "a", "b"], base="0", null=["a", "b"], test=["a"])
+    assert d.null_for("a") == ("0", "b")
+
+
+def test_no_variants_returns_empty_quickly(tmp_path, small_mapping):
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, SMALL_CSV, benchmark="small", mapping=small_mapping).status == "ingested"
+    start = time.perf_counter()
+    m = _matrices(db, "small")
+    out = analyze(m, AuditConfig())
+    assert time.perf_counter() - start < 1.0
+    assert not isinstance(m, VariantMatrices) and out == AnalysisOutput(name="perturbation")
+
+
+def test_two_variants_and_non_binary_scores(tmp_path):
+    p = tmp_path / "v.csv"
+    p.write_text("model,item_id,variant,replicate,score\n"
+                 "a,1,,0,1\na,1,,1,0\na,1,x,0,1\na,1,x,1,1\n")
+    db = tmp_path / "v.duckdb"
+    assert ingest_file(db, p, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    assert analyze(_matrices(db, "b", ""), AuditConfig()) == AnalysisOutput(name="perturbation")
+    q = tmp_path / "w.csv"
+    q.write_text("model,item_id,variant,replicate,score\n"
+                 "a,1,y,0,0.5\na,1,y,1,1\na,1,z,0,1\na,1,z,1,0\n")
+    assert ingest_file(db, q, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    items = analyze(_matrices(db, "b", ""), AuditConfig()).tables["perturbation_items"]
+    assert set(items.filter(pl.col("variant") == "y")["status"]) == {"non_binary_scores"}
+
+
+def test_hostile_variant_names_are_escaped(tmp_path):
+    p = tmp_path / "h.csv"
+    rows = ["model,item_id,variant,replicate,score"]
+    for item in range(4):
+        for j, v in enumerate(["", "<script>alert(1)</script>", "a&b", 'q"t']):
+            for rep in range(5):
+                rows.append(f"<img src=x>,{item},\"{v.replace(chr(34), chr(34) * 2)}\",{rep},{(item + j + rep) % 2}")
+    p.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "h.duckdb"
+    assert ingest_file(db, p, benchmark="h", mapping=parse_mapping()).status == "ingested"
+    out = analyze(_matrices(db, "h", ""), AuditConfig())
+    html = render_report(title="t", meta={}, sections=out.sections, generated_at="now")
+    assert "<script>alert" not in html and "<img src=x>" not in html and "&lt;script&gt;" in html

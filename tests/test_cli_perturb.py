@@ -1,0 +1,95 @@
+"""`benchcert perturb` and `benchcert plan perturbation`: outputs, exit codes, --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from benchcert.flows.cli import main
+from benchcert.tasks.ingest import ingest_file
+from benchcert.tasks.mapping import parse_mapping
+
+from conftest import DATA
+
+GRICE = "llm_stability_grice_college_mathematics"
+
+
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli_perturb") / "s.duckdb"
+    report = ingest_file(path, DATA / "llm_stability" / "grice_college_mathematics.csv.gz", benchmark=None,
+                         mapping=parse_mapping())
+    assert report.status == "ingested", report.message
+    return path
+
+
+def test_plan_perturbation_json_matches_the_issue_example(capsys):
+    code, out, _ = cli(capsys, "plan", "perturbation", "--a-hat", "0.4", "--b-hat", "0.6", "--budget", "10000000",
+                       "--alpha", "0.1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["valid"]
+    # Algorithm C with Theorems 2 and 4 (eps grid step 0.001; test_stats_perturbation checks the argmax)
+    assert (d["eps"], d["m"], d["r"]) == (pytest.approx(0.062), 7, 1428571)
+    assert d["size_bound"] <= 0.1 and d["power_bound"] == pytest.approx(0.8357, abs=1e-4)
+    assert "Algorithm C, line 3" in d["eps_max_rule"]
+
+
+def test_plan_perturbation_without_valid_design_names_the_budget(capsys):
+    code, out, _ = cli(capsys, "plan", "perturbation", "--a-hat", "0.4", "--b-hat", "0.6", "--budget", "1e4",
+                       "--alpha", "0.1")
+    assert code == 1 and "smallest budget that gives one is 22,370" in out
+    code, out, _ = cli(capsys, "plan", "perturbation", "--pilot-rates", "0.9,0.95,1,0.92", "--pilot-r", "50",
+                       "--budget", "5e6", "--alpha", "0.1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["pilot_m"] == 4 and d["pilot_range"]["method"] == "unbiased_uniform_endpoints"
+    assert "b_hat = 1" in d["eps_max_rule"]
+
+
+def test_plan_perturbation_usage_errors(capsys):
+    code, _, err = cli(capsys, "plan", "perturbation", "--budget", "100", "--alpha", "0.1")
+    assert code == 2 and "--a-hat" in err
+    code, _, err = cli(capsys, "plan", "perturbation", "--a-hat", "0.6", "--b-hat", "0.4", "--budget", "100")
+    assert code == 2 and "b_hat" in err
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "perturbation", "--a-hat", "0.4", "--b-hat", "0.6", "--budget", "-3"])
+    assert e.value.code == 2
+
+
+def test_perturb_user_design_text_and_json(capsys, db):
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
+                       "--null", "schema,answ_schema,grice", "--test", "chomsky,str_chomsky", "--items", "3")
+    assert code == 0 and "'chomsky'" in out and "Benjamini-Hochberg" in out and "identical_null_rates" in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
+                       "--null", "schema,answ_schema,grice", "--test", "str_chomsky", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["design"]["test"] == ["str_chomsky"] and len(d["items"]) == 100
+    (v,) = d["variants"]
+    assert v["classical_rejections"] == 9 and v["n_tested"] == 100
+    assert {i["status"] for i in d["items"]} <= {"ok", "identical_null_rates"}
+
+
+def test_perturb_exit_codes(capsys, db, tmp_path):
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--test", "nope")
+    assert code == 1 and "not in the benchmark" in err
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", "unknown")
+    assert code == 1 and "no responses" in err
+    code, _, err = cli(capsys, "perturb", "--db", tmp_path / "none.duckdb", "--benchmark", GRICE)
+    assert code == 3 and "no such store" in err
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--alpha", "1.5")
+    assert code == 2 and "--alpha" in err
+
+
+@pytest.mark.parametrize("argv", [["perturb", "--help"], ["plan", "perturbation", "--help"]])
+def test_help(argv):
+    r = subprocess.run([sys.executable, "-m", "benchcert.flows.cli", *argv], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "usage: benchcert" in r.stdout
