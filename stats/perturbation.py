@@ -1780,6 +1780,8 @@ def benjamini_hochberg(p_values, *, alpha=0.05) -> MultipleTestResult:
     for independent or positively dependent (PRDS) p-values (Benjamini & Hochberg 1995;
     Benjamini & Yekutieli 2001).  NaN p-values (untested items) are left out and never rejected.
     """
+    from benchcert.stats.comparisons import adjust_pvalues  # one BH implementation for the project
+
     p = np.asarray(p_values, dtype=float)
     alpha = check_alpha(alpha)
     if p.ndim != 1:
@@ -1787,22 +1789,13 @@ def benjamini_hochberg(p_values, *, alpha=0.05) -> MultipleTestResult:
     ok = ~np.isnan(p)
     if np.any((p[ok] < 0) | (p[ok] > 1)):
         raise ValueError(f"p_values must lie in [0, 1]; got {p[ok][(p[ok] < 0) | (p[ok] > 1)][0]!r}")
-    q = p[ok]
-    n = q.size
+    n = int(ok.sum())
     adjusted = np.full(p.shape, np.nan)
     reject = np.zeros(p.shape, dtype=bool)
     if n:
-        order = np.argsort(q, kind="stable")
-        scaled = q[order] * n / np.arange(1, n + 1)
-        adj_sorted = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
-        adj = np.empty(n)
-        adj[order] = adj_sorted
-        adjusted[ok] = adj
-        passed = np.flatnonzero(q[order] <= alpha * np.arange(1, n + 1) / n)
-        rej = np.zeros(n, dtype=bool)
-        if passed.size:
-            rej[order[: passed[-1] + 1]] = True
-        reject[ok] = rej
+        bh = adjust_pvalues(p[ok], alpha=alpha, method="bh")
+        adjusted[ok] = bh.p_adjusted
+        reject[ok] = bh.rejected
     return MultipleTestResult(reject=reject, adjusted=adjusted, n_reject=int(reject.sum()), alpha=alpha, n=int(n),
                               method="benjamini_hochberg",
                               assumptions=("p-values independent or PRDS (positive regression dependence)",

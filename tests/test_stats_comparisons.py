@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from simcheck import rate_ci
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.comparisons import (
     AdjustedPValues,
@@ -45,10 +46,6 @@ def no_warnings():
         yield
 
 
-def rate_ci(hits, reps, level=0.99):
-    hits = int(np.sum(hits))
-    ci = stats.binomtest(hits, reps).proportion_ci(confidence_level=level, method="exact")
-    return hits / reps, ci.low, ci.high
 
 
 def mean_ci(x, level=0.99):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from simcheck import rate_ci
 from benchcert.stats.planning import (
     Plan,
     PlanAnswer,
@@ -35,10 +36,6 @@ def no_warnings():
         yield
 
 
-def rate_ci(hits, reps, level=0.99):
-    hits = int(np.sum(hits))
-    ci = stats.binomtest(hits, reps).proportion_ci(confidence_level=level, method="exact")
-    return hits / reps, ci.low, ci.high
 
 
 def test_one_model_hand_values(no_warnings):

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from simcheck import rate_ci
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.comparisons import paired_comparison_counts
 from benchcert.stats.sequential import (
@@ -38,10 +39,6 @@ def no_warnings():
         yield
 
 
-def rate_ci(hits, reps, level=0.99):
-    hits = int(np.sum(hits))
-    ci = stats.binomtest(hits, reps).proportion_ci(confidence_level=level, method="exact")
-    return hits / reps, ci.low, ci.high
 
 
 def nightly_counts(rng, reps, nights, per_night, p_b, p_a):

@@ -25,6 +25,7 @@ import pytest
 from scipy import stats
 from scipy.special import comb
 
+from simcheck import rate_ci
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.subsample import (
     SubsampleBound,
@@ -55,10 +56,6 @@ def no_warnings():
         yield
 
 
-def rate_ci(hits, reps, level=0.99):
-    hits = int(np.sum(hits))
-    ci = stats.binomtest(hits, reps).proportion_ci(confidence_level=level, method="exact")
-    return hits / reps, ci.low, ci.high
 
 
 @pytest.fixture(scope="module")
