@@ -438,7 +438,10 @@ def plan_two_models(eps, *, alpha=0.05, power=0.8, var_d=None, N=None) -> Plan:
     """
     eps, alpha, power, var_d, N = _plan_two_models_iv(eps, alpha, power, var_d, N)
     answers = []
-    n_nec = math.floor(1.0 / (8.0 * eps * eps)) + 1
+    # Exact rational arithmetic: in floats 1/(8 * 0.05**2) is 49.999..., which would give 50, not 51.
+    from fractions import Fraction
+
+    n_nec = math.floor(1 / (8 * Fraction(eps).limit_denominator(10**12) ** 2)) + 1
     answers.append(_answer("hellinger_lower_bound", "necessary", n_nec, N, eps, alpha, None,
                            "n > 1/(8 eps^2): with fewer items TV(P^n, Q^n) <= 1/2 for accuracies 1/2 vs 1/2 + eps",
                            ("iid items; no test of any kind can do better (Le Cam; Hardt ch. 3.4 Claim 1, with "

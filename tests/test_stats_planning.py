@@ -179,3 +179,14 @@ def test_budget_reproduces_table4(no_warnings):
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_hellinger_bound_is_exact_at_round_gaps():
+    # n > 1/(8 eps^2) (stats/planning.py): at eps = 0.05 that is n > 50 exactly, so 51 items; float
+    # arithmetic alone gives 1/(8 * 0.05**2) = 49.999... and would answer 50.
+    from benchcert.stats.planning import plan_two_models
+
+    answers = {a.method: a.n for a in plan_two_models(0.05).answers}
+    assert answers["hellinger_lower_bound"] == 51
+    answers = {a.method: a.n for a in plan_two_models(0.1).answers}
+    assert answers["hellinger_lower_bound"] == 13  # 1/(8 * 0.01) = 12.5
