@@ -18,7 +18,6 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
                    "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy")
-LOG_EXTENSIONS = (".csv", ".jsonl", ".ndjson", ".parquet", ".pq")
 
 
 def _prefect_env() -> None:

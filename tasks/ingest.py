@@ -206,9 +206,6 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
         con.execute("CREATE OR REPLACE TEMP TABLE _keys (key_hash UBIGINT, line BIGINT)")
         con.execute("CREATE OR REPLACE TEMP TABLE _stage_items (benchmark VARCHAR, item_id VARCHAR, "
                     "subject VARCHAR, domain VARCHAR, line BIGINT)")
-        # An empty table of the rows' shape, for checks that have nothing to look at.
-        con.execute("CREATE OR REPLACE TEMP TABLE _stage_items_none (benchmark VARCHAR, model VARCHAR, "
-                    "item_id VARCHAR, variant VARCHAR, replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
         _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
                     col_labels, rows_sql, rows_params, sha, config, report)
         if report.status == "ingested":
@@ -219,7 +216,7 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
         con.execute("ROLLBACK")
         raise
     finally:
-        for t in ("_stage", "_stage_items", "_stage_items_none", "_keys", "_dup_lines", "_dups", "_stage_probs"):
+        for t in ("_stage", "_stage_items", "_keys", "_dup_lines", "_dups", "_stage_probs"):
             con.execute(f"DROP TABLE IF EXISTS {t}")  # fixed names, not values
 
 
@@ -259,12 +256,16 @@ def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rej
     con.execute("CREATE OR REPLACE TEMP TABLE _dup_lines AS SELECT line FROM _keys WHERE key_hash IN "
                 "(SELECT key_hash FROM _keys GROUP BY key_hash HAVING count(*) > 1)")
     has_candidates = con.execute("SELECT count(*) FROM _dup_lines").fetchall()[0][0] > 0
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE _dups AS
-        SELECT benchmark, model, item_id, variant, replicate, count(*) AS n, min(score) <> max(score) AS conflicting
-        FROM {rows_sql if has_candidates else "_stage_items_none"}
-        WHERE line IN (SELECT line FROM _dup_lines)
-        GROUP BY benchmark, model, item_id, variant, replicate HAVING count(*) > 1""",
-                rows_params if has_candidates else [])
+    if has_candidates:
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE _dups AS
+            SELECT benchmark, model, item_id, variant, replicate, count(*) AS n,
+                   min(score) <> max(score) AS conflicting
+            FROM {rows_sql}
+            WHERE line IN (SELECT line FROM _dup_lines)
+            GROUP BY benchmark, model, item_id, variant, replicate HAVING count(*) > 1""", rows_params)
+    else:  # no two rows share a key hash: skip the scan of every row
+        con.execute("CREATE OR REPLACE TEMP TABLE _dups (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
+                    "variant VARCHAR, replicate BIGINT, n BIGINT, conflicting BOOLEAN)")
     n_dup_keys = con.execute("SELECT count(*) FROM _dups").fetchall()[0][0]
     dup_conflicts = con.execute(f"""
         SELECT s.line, 'score' AS field,

@@ -125,24 +125,31 @@ def choose_variant(con, benchmark: str, variant: str | None) -> str:
     raise MatrixError(f"benchmark {benchmark!r} has several variants and no base (''); choose one with --variant: {variants}")
 
 
-def load_matrices(con, benchmark: str, variant: str | None = None) -> BenchmarkMatrices:
-    """Read one benchmark's responses (one variant, replicates averaged) into matrices."""
+def load_matrices(con, benchmark: str, variant: str | None = None,
+                  models: list[str] | None = None) -> BenchmarkMatrices:
+    """Read one benchmark's responses (one variant, replicates averaged) into matrices.
+
+    ``models`` restricts the read to those model ids (comparisons of a few models).
+    """
     chosen = choose_variant(con, benchmark, variant)
-    max_rep = con.execute("SELECT max(replicate) FROM responses WHERE benchmark = ? AND variant = ?",
-                          [benchmark, chosen]).fetchall()[0][0]
+    # The model filter is a list of bound parameters; with no filter the clause is always true.
+    model_sql = f" AND r.model IN ({', '.join('?' for _ in models)})" if models else ""
+    params = [benchmark, chosen, *(models or [])]
+    max_rep = con.execute(f"SELECT max(replicate) FROM responses r WHERE r.benchmark = ? AND r.variant = ?{model_sql}",
+                          params).fetchall()[0][0]
     if max_rep == 0:
         # One response per (model, item): skip the aggregation, by far the costliest step.
         long = query_pl(con, """
             SELECT r.model, r.item_id, i.subject, i.domain, r.score, 1::UINTEGER AS n_replicates
             FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
-            WHERE r.benchmark = ? AND r.variant = ?""", [benchmark, chosen])
+            WHERE r.benchmark = ? AND r.variant = ?""" + model_sql, params)
     else:
         long = query_pl(con, """
             SELECT r.model, r.item_id, i.subject, i.domain, avg(r.score) AS score,
                    count(*)::UINTEGER AS n_replicates
             FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
-            WHERE r.benchmark = ? AND r.variant = ?
-            GROUP BY r.model, r.item_id, i.subject, i.domain""", [benchmark, chosen])
+            WHERE r.benchmark = ? AND r.variant = ?""" + model_sql + """
+            GROUP BY r.model, r.item_id, i.subject, i.domain""", params)
     long = long.cast(LONG_SCHEMA)  # row order is not part of the contract; derived frames sort
     return BenchmarkMatrices(benchmark=benchmark, variant=chosen, long=long)
 

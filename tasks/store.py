@@ -170,16 +170,6 @@ def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
     return frame
 
 
-def benchmarks(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM items ORDER BY 1").fetchall()]
-
-
-def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Row counts of every store table (what tests compare to prove 'nothing changed')."""
-    return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]  # table names are constants
-            for t in ("responses", "items", "sources", "rejects", "runs", "run_results")}
-
-
 def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, status: str, started_at,
                finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
                n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:

@@ -39,7 +39,7 @@ import polars as pl
 
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts
-from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices, choose_variant
+from benchcert.tasks.matrices import BenchmarkMatrices, choose_variant, load_matrices
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
 __all__ = ["CheckpointVerdict", "VerdictError", "checkpoint_verdict", "verdict_history", "load_models",
@@ -165,14 +165,7 @@ def load_models(con, benchmark: str, models: list[str], variant: str | None = No
     if missing:
         raise VerdictError(f"benchmark {benchmark!r} (variant {chosen!r}) has no model(s) {missing}; "
                            f"models: {known}")
-    placeholders = ", ".join("?" for _ in models)
-    long = query_pl(con, f"""
-        SELECT r.model, r.item_id, i.subject, i.domain, avg(r.score) AS score, count(*)::UINTEGER AS n_replicates
-        FROM responses r JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
-        WHERE r.benchmark = ? AND r.variant = ? AND r.model IN ({placeholders})
-        GROUP BY r.model, r.item_id, i.subject, i.domain
-        ORDER BY i.domain, i.subject, r.item_id, r.model""", [benchmark, chosen, *models])
-    return BenchmarkMatrices(benchmark=benchmark, variant=chosen, long=long.cast(LONG_SCHEMA))
+    return load_matrices(con, benchmark, chosen, models=list(models))
 
 
 def _has_tables(con) -> bool:
