@@ -17,12 +17,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from benchcert.tasks.adapters import detect, generic, native
+from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook, CodeCollisionError
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.schemas import CANONICAL_FIELDS
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
 from benchcert.tasks.validate import REJECT_SCHEMA, validate_batch
 
 KEY = ("benchmark", "model", "item_id", "variant", "replicate")
@@ -181,12 +183,13 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
                       allow_rejects: bool, batch_rows: int, report: FileReport) -> None:
     """Read, check and store one file in a single transaction: any failure leaves the store as it was.
 
-    Rows of a benchmark that has nothing stored yet (the common first ingest) go straight into
-    ``responses`` inside the transaction, since nothing stored can conflict with them; otherwise
-    they are staged in a temporary table and anti-joined against the store.  Either way only
-    a 64-bit hash of each key is kept aside for the within-file duplicate check (exact keys are
-    compared for the rare hash groups with more than one row), and items, which are few, are
-    staged apart so every item check runs on a small table.
+Rows are turned into integer codes as they are read (:class:`CodeBook`).  Rows of a
+    benchmark that has nothing stored yet (the common first ingest) go straight into
+    ``response_codes`` inside the transaction, since nothing stored can conflict with them;
+    otherwise they are staged in a temporary table and anti-joined against the store.  Either
+    way only a 64-bit hash of each key is kept aside for the within-file duplicate check (exact
+    keys are compared for the rare hash groups with more than one row), and items, which are
+    few, are staged apart so every item check runs on a small table.
     """
     fmt = reader.format
     labels = {f: _field_label(f, c) for f, c in cols.items()}
@@ -195,18 +198,18 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
     try:
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
         direct = benchmark is not None and not con.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM responses WHERE benchmark = ? LIMIT 1)", [benchmark]).fetchall()[0][0]
+            "SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark = ? LIMIT 1)", [benchmark]).fetchall()[0][0]
         # The file's rows, wherever they are kept while checking: one SQL fragment, one parameter list.
         if direct:
-            rows_sql, rows_params = "(SELECT * FROM responses WHERE source_id = ?)", [source_id]
+            rows_sql, rows_params = "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id]
         else:
-            con.execute("CREATE OR REPLACE TEMP TABLE _stage (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
-                        "variant VARCHAR, replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
+            con.execute("CREATE OR REPLACE TEMP TABLE _stage (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
+                        "replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
             rows_sql, rows_params = "_stage", []
-        con.execute("CREATE OR REPLACE TEMP TABLE _keys (key_hash UBIGINT, line BIGINT)")
-        con.execute("CREATE OR REPLACE TEMP TABLE _stage_items (benchmark VARCHAR, item_id VARCHAR, "
+        con.execute("CREATE OR REPLACE TEMP TABLE _stage_items (benchmark VARCHAR, item_id VARCHAR, item_key INTEGER, "
                     "subject VARCHAR, domain VARCHAR, line BIGINT)")
-        _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
+        book = CodeBook(con)
+        _store_file(con, path, reader, book, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
                     col_labels, rows_sql, rows_params, sha, config, report)
         if report.status == "ingested":
             con.execute("COMMIT")
@@ -216,16 +219,18 @@ def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None
         con.execute("ROLLBACK")
         raise
     finally:
-        for t in ("_stage", "_stage_items", "_keys", "_dup_lines", "_dups", "_stage_probs"):
+        for t in ("_stage", "_stage_items", "_dup_lines", "_dups", "_stage_probs"):
             con.execute(f"DROP TABLE IF EXISTS {t}")  # fixed names, not values
 
 
-def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
+def _store_file(con, path, reader, book, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
                 col_labels, rows_sql, rows_params, sha, config, report) -> None:
     fmt = reader.format
     reject_frames: list[pl.DataFrame] = []
     rows_read = 0
     staged_probs = False
+    key_hashes: list[pl.DataFrame] = []
+    staged_items: dict[str, pl.DataFrame] = {}
     try:
         for raw in reader.batches(batch_rows):
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
@@ -243,7 +248,10 @@ def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rej
                 reject_frames.append(bad.with_columns(
                     pl.col("field").replace_strict({c: labels[f] for f, c in cols.items() if c}, default=pl.col("field"))))
             if good.height:
-                _store_batch(con, good, source_id, "responses" if direct else "_stage")
+                key_hashes.append(_store_batch(con, book, good, source_id, "response_codes" if direct else "_stage",
+                                               staged_items))
+    except CodeCollisionError as exc:
+        raise IngestError(f"{path}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise IngestError(f"{path}: not UTF-8 text: {exc}") from None
     except Exception as exc:  # pyarrow parse errors that the invalid-row handler cannot absorb
@@ -253,33 +261,32 @@ def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rej
 
     # Within the file: a key given twice with different scores, or an item given two subjects.
     # Exact keys are compared only for hash groups with more than one row (none, usually).
-    con.execute("CREATE OR REPLACE TEMP TABLE _dup_lines AS SELECT line FROM _keys WHERE key_hash IN "
-                "(SELECT key_hash FROM _keys GROUP BY key_hash HAVING count(*) > 1)")
-    has_candidates = con.execute("SELECT count(*) FROM _dup_lines").fetchall()[0][0] > 0
-    if has_candidates:
+    dup_lines = _repeated_key_lines(key_hashes)
+    del key_hashes
+    if dup_lines.height:
+        con.register("_dup_lines_view", dup_lines.to_arrow())
+        con.execute("CREATE OR REPLACE TEMP TABLE _dup_lines AS SELECT line FROM _dup_lines_view")
+        con.unregister("_dup_lines_view")
         con.execute(f"""CREATE OR REPLACE TEMP TABLE _dups AS
-            SELECT benchmark, model, item_id, variant, replicate, count(*) AS n,
+            SELECT model_id, item_key, variant_id, replicate, count(*) AS n,
                    min(score) <> max(score) AS conflicting
             FROM {rows_sql}
             WHERE line IN (SELECT line FROM _dup_lines)
-            GROUP BY benchmark, model, item_id, variant, replicate HAVING count(*) > 1""", rows_params)
+            GROUP BY model_id, item_key, variant_id, replicate HAVING count(*) > 1""", rows_params)
     else:  # no two rows share a key hash: skip the scan of every row
-        con.execute("CREATE OR REPLACE TEMP TABLE _dups (benchmark VARCHAR, model VARCHAR, item_id VARCHAR, "
-                    "variant VARCHAR, replicate BIGINT, n BIGINT, conflicting BOOLEAN)")
+        con.execute("CREATE OR REPLACE TEMP TABLE _dups (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
+                    "replicate BIGINT, n BIGINT, conflicting BOOLEAN)")
     n_dup_keys = con.execute("SELECT count(*) FROM _dups").fetchall()[0][0]
-    dup_conflicts = con.execute(f"""
-        SELECT s.line, 'score' AS field,
-               'key (model=' || s.model || ', item_id=' || s.item_id || ', variant=' || s.variant
-               || ', replicate=' || s.replicate || ') is given again with a different score' AS reason
-        FROM {rows_sql} s SEMI JOIN (SELECT * FROM _dups WHERE conflicting) d
-        USING (benchmark, model, item_id, variant, replicate)""", rows_params).fetchall()
-    item_conflicts = con.execute(f"""
+    dup_conflicts = _dup_conflicts(con, book, rows_sql, rows_params) if n_dup_keys else []
+    split_items = con.execute("""SELECT count(*) FROM (SELECT item_key FROM _stage_items GROUP BY item_key
+                                 HAVING count(DISTINCT (subject, domain)) > 1)""").fetchall()[0][0]
+    item_conflicts = [] if not split_items else con.execute(f"""
         SELECT s.line, 'subject/domain' AS field,
-               'item ' || s.item_id || ' is given ' || c.n || ' different subject/domain pairs in this file' AS reason
+               'item ' || c.item_id || ' is given ' || c.n || ' different subject/domain pairs in this file' AS reason
         FROM {rows_sql} s JOIN (
-            SELECT benchmark, item_id, count(DISTINCT (subject, domain)) AS n
-            FROM _stage_items GROUP BY benchmark, item_id HAVING count(DISTINCT (subject, domain)) > 1) c
-        USING (benchmark, item_id)""", rows_params).fetchall()
+            SELECT item_key, any_value(item_id) AS item_id, count(DISTINCT (subject, domain)) AS n
+            FROM _stage_items GROUP BY item_key HAVING count(DISTINCT (subject, domain)) > 1) c
+        USING (item_key)""", rows_params).fetchall()
     for rows in (dup_conflicts, item_conflicts):
         if rows:
             f = pl.DataFrame(rows, schema=REJECT_SCHEMA, orient="row")
@@ -304,45 +311,47 @@ def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rej
                               "and quarantine the bad ones.")
             return
         con.register("_bad_lines", rejects.select("line").unique().to_arrow())
-        target = "responses" if direct else "_stage"
+        target = "response_codes" if direct else "_stage"
         con.execute(f"DELETE FROM {target} WHERE source_id = ? AND line IN (SELECT line FROM _bad_lines)",
                     [source_id])
         con.unregister("_bad_lines")
         # An item all of whose rows were rejected is not stored either.
-        con.execute(f"DELETE FROM _stage_items WHERE (benchmark, item_id) NOT IN "
-                    f"(SELECT DISTINCT benchmark, item_id FROM {rows_sql})", rows_params)
+        con.execute(f"DELETE FROM _stage_items WHERE item_key NOT IN (SELECT DISTINCT item_key FROM {rows_sql})",
+                    rows_params)
 
     # Identical duplicates inside the file count once: keep the first line of each key.
     staged = con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
     if n_dup_keys:
-        target = "responses" if direct else "_stage"
+        target = "response_codes" if direct else "_stage"
         con.execute(f"""DELETE FROM {target} WHERE source_id = ? AND line IN (
-            SELECT line FROM {rows_sql} s SEMI JOIN _dups USING (benchmark, model, item_id, variant, replicate)
-            QUALIFY row_number() OVER (PARTITION BY benchmark, model, item_id, variant, replicate ORDER BY line) > 1)""",
+            SELECT line FROM {rows_sql} s SEMI JOIN _dups USING (model_id, item_key, variant_id, replicate)
+            QUALIFY row_number() OVER (PARTITION BY model_id, item_key, variant_id, replicate ORDER BY line) > 1)""",
                     [source_id] + rows_params)
     distinct_rows = con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
     report.duplicate_rows_in_file = staged - distinct_rows
     report.rows_accepted = staged
 
+    # Only a model already stored can have stored responses (new codes are not in `models` yet).
     overlap = not direct and con.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM responses WHERE benchmark IN "
-        "(SELECT DISTINCT benchmark FROM _stage_items) LIMIT 1)").fetchall()[0][0] > 0
+        "SELECT count(*) FROM (SELECT 1 FROM models WHERE model_id IN (SELECT DISTINCT model_id FROM _stage) "
+        "LIMIT 1)").fetchall()[0][0] > 0
     _check_against_store(con, path, overlap)
 
     if direct:
         added = distinct_rows
     elif overlap:
         added = con.execute("""
-            INSERT INTO responses
-            SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, s.score, s.source_id, s.line
-            FROM _stage s ANTI JOIN responses r USING (benchmark, model, item_id, variant, replicate)""").fetchall()[0][0]
+            INSERT INTO response_codes
+            SELECT * FROM _stage s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+            """).fetchall()[0][0]
     else:
-        added = con.execute("INSERT INTO responses SELECT * FROM _stage").fetchall()[0][0]
+        added = con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
+    _store_new_codes(con, book, rows_sql, rows_params, source_id)
     con.execute("""
         INSERT INTO items
-        SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line)
-        FROM _stage_items s ANTI JOIN items i USING (benchmark, item_id)
-        GROUP BY s.benchmark, s.item_id""", [source_id])
+        SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line), s.item_key
+        FROM _stage_items s ANTI JOIN items i USING (item_key)
+        GROUP BY s.benchmark, s.item_id, s.item_key""", [source_id])
     if staged_probs:
         native.insert_option_probs(con, source_id)
     if rejects.height:
@@ -362,39 +371,146 @@ def _store_file(con, path, reader, cols, benchmark, source_id, direct, allow_rej
                       + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else ""))
 
 
-def _store_batch(con, good: pl.DataFrame, source_id: int, table: str) -> None:
-    """Append a validated batch: rows to ``table``, key hashes to _keys, distinct items to _stage_items."""
-    con.register("_batch", good.to_arrow())
+def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table: str,
+                 staged: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Append a validated batch: coded rows to ``table``, items not staged before to _stage_items.
+
+    ``staged["pairs"]`` (item_key, pair hash) grows with what earlier batches staged.
+    Returns each row's key hash and line, for the within-file duplicate check.
+    """
+    bench = good["benchmark"]
+    if not (bench == bench[0]).all():  # a benchmark column naming several benchmarks
+        return pl.concat([_store_batch(con, book, part, source_id, table, staged)
+                          for part in good.partition_by("benchmark", maintain_order=True)])
+    benchmark = bench[0]
+    item_key = book.codes(ITEM, benchmark, good["item_id"])
+    rows = pl.DataFrame([
+        book.codes(MODEL, benchmark, good["model"]),
+        item_key,
+        book.codes(VARIANT, benchmark, good["variant"]),
+        good["replicate"], good["score"],
+        pl.repeat(source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
+        good["line"]])
+    items = _batch_items(good.select("benchmark", "item_id", "subject", "domain", "line").with_columns(item_key))
+    if "pairs" in staged:
+        items = items.join(staged["pairs"], on=["item_key", "pair"], how="anti")
+        staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair")])
+    else:
+        staged["pairs"] = items.select("item_key", "pair")
+    con.register("_batch", rows.to_arrow())
+    con.register("_batch_items", items.to_arrow())
     try:
         # Table names are fixed by the caller, never values from a log.
-        con.execute(f"INSERT INTO {table} SELECT benchmark, model, item_id, variant, replicate, score, ?, line "
-                    "FROM _batch", [source_id])
-        con.execute("INSERT INTO _keys SELECT hash(benchmark, model, item_id, variant, replicate), line FROM _batch")
-        con.execute("INSERT INTO _stage_items SELECT benchmark, item_id, subject, domain, min(line) FROM _batch "
-                    "GROUP BY benchmark, item_id, subject, domain")
+        con.execute(f"INSERT INTO {table} SELECT * FROM _batch")
+        con.execute("INSERT INTO _stage_items SELECT benchmark, item_id, item_key, subject, domain, line FROM _batch_items")
     finally:
         con.unregister("_batch")
+        con.unregister("_batch_items")
+    return pl.DataFrame([rows.select("model_id", "item_key", "variant_id", "replicate").hash_rows(0x3C6EF372)
+                         .alias("key_hash"), rows["line"]])
+
+
+def _repeated_key_lines(key_hashes: list[pl.DataFrame]) -> pl.DataFrame:
+    """Lines whose key hash occurs more than once in the file (candidates for an exact check).
+
+    Sorting the 64-bit hashes finds repeats in a fraction of the time of a hash table over
+    10 million keys; a repeat is only a candidate, the caller compares the keys themselves.
+    """
+    if not key_hashes:
+        return pl.DataFrame(schema={"line": pl.Int64})
+    keys = pl.concat(key_hashes)
+    ordered = keys["key_hash"].sort()
+    repeated = ordered.filter(ordered == ordered.shift(1)).unique()
+    if not repeated.len():
+        return pl.DataFrame(schema={"line": pl.Int64})
+    return keys.filter(pl.col("key_hash").is_in(repeated.implode())).select(pl.col("line").cast(pl.Int64))
+
+
+def _batch_items(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each distinct (item, subject, domain) of a batch with its first line.
+
+    Also returns ``pair``, a hash of (subject, domain), so pairs staged by earlier batches can
+    be skipped.  Item codes are small dense integers, so the first row of each item is found by array
+    indexing rather than by grouping on text; every row's (subject, domain) hash must then
+    equal that of its item's first row, for two independently seeded hashes.  When some row
+    disagrees (an item given two subjects, which the ingest reports) the batch is grouped by
+    the text itself.
+    """
+    key = frame["item_key"].to_numpy()
+    pair = frame.select("subject", "domain")
+    hashes = [pair.hash_rows(seed) for seed in (0x243F6A88, 0xA4093822)]
+    out_cols = ["benchmark", "item_id", "item_key", "subject", "domain", "line", "pair"]
+    frame = frame.with_columns(hashes[0].alias("pair"))
+    if key.size == 0:
+        return frame.select(out_cols)
+    base = int(key.min())
+    slot = key - base
+    rows = np.arange(key.size, dtype=np.int64)
+    first = np.full(int(slot.max()) + 1, -1, dtype=np.int64)
+    first[slot[::-1]] = rows[::-1]  # the last write wins, so each slot keeps its first row
+    # Two independent hashes: a missed conflict needs both to collide.
+    if all(np.array_equal(h[first[slot]], h) for h in (x.to_numpy() for x in hashes)):
+        return frame.select(out_cols).gather(np.sort(first[first >= 0]))
+    return (frame.group_by("item_key", "subject", "domain", maintain_order=True)
+            .agg(pl.col("benchmark").first(), pl.col("item_id").first(), pl.col("line").min(), pl.col("pair").first())
+            .select(out_cols))
+
+
+def _dup_conflicts(con, book: CodeBook, rows_sql: str, rows_params: list) -> list[tuple]:
+    """(line, field, reason) of every row whose key the file gives again with another score."""
+    found = query_pl(con, f"""
+        SELECT s.line, s.model_id, s.item_key, s.variant_id, s.replicate
+        FROM {rows_sql} s SEMI JOIN (SELECT * FROM _dups WHERE conflicting) d
+        USING (model_id, item_key, variant_id, replicate) ORDER BY s.line""", rows_params)
+    if not found.height:
+        return []
+    for kind in (MODEL, ITEM, VARIANT):
+        names = book.text_of(kind).select(pl.col("code").alias(kind.code), pl.col("text").alias(kind.text))
+        found = found.join(names, on=kind.code, how="left")
+    found = found.sort("line")
+    return [(line, "score", f"key (model={m}, item_id={i}, variant={v}, replicate={r}) is given again with a "
+                            "different score")
+            for line, m, i, v, r in found.select("line", "model", "item_id", "variant", "replicate").iter_rows()]
+
+
+def _store_new_codes(con, book: CodeBook, rows_sql: str, rows_params: list, source_id: int) -> None:
+    """The models and variants this file named first, if any of its rows that use them was stored."""
+    for kind in (MODEL, VARIANT):
+        new = book.new_entries(kind)
+        if not new.height:
+            continue
+        con.register("_new_codes", new.to_arrow())
+        try:
+            # Table and column names come from the fixed Kind constants.
+            con.execute(f"""INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id)
+                SELECT code, benchmark, text, ? FROM _new_codes
+                WHERE code IN (SELECT DISTINCT {kind.code} FROM {rows_sql})""", [source_id] + rows_params)
+        finally:
+            con.unregister("_new_codes")
 
 
 def _check_against_store(con, path: Path, overlap: bool) -> None:
     conflicts = [] if not overlap else con.execute("""
-        SELECT s.model, s.item_id, s.variant, s.replicate, s.score, s.line, r.score, src.path, r.line
-        FROM _stage s JOIN responses r USING (benchmark, model, item_id, variant, replicate)
+        SELECT m.model, i.item_id, v.variant, s.replicate, s.score, s.line, r.score, src.path, r.line
+        FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        JOIN models m ON m.model_id = s.model_id
+        JOIN items i ON i.item_key = s.item_key
+        JOIN variants v ON v.variant_id = s.variant_id
         JOIN sources src ON src.source_id = r.source_id
         WHERE r.score <> s.score ORDER BY s.line LIMIT 5""").fetchall()
     if conflicts:
-        n = con.execute("""SELECT count(*) FROM _stage s JOIN responses r
-                           USING (benchmark, model, item_id, variant, replicate) WHERE r.score <> s.score""").fetchall()[0][0]
+        n = con.execute("""SELECT count(*) FROM _stage s JOIN response_codes r
+                           USING (model_id, item_key, variant_id, replicate) WHERE r.score <> s.score""").fetchall()[0][0]
         m, item, var, rep, score, line, old, old_path, old_line = conflicts[0]
         raise ConflictError(
             f"{path}: {n} row(s) contradict stored scores; nothing ingested. First: model {m!r}, item {item!r}, "
             f"variant {var!r}, replicate {rep}: score {score:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
     items = con.execute("""
         SELECT n.item_id, n.subject, n.domain, n.line, i.subject, i.domain, src.path, i.line
-        FROM (SELECT benchmark, item_id, arg_min(subject, line) AS subject, arg_min(domain, line) AS domain,
-                     min(line) AS line
-              FROM _stage_items GROUP BY benchmark, item_id) n
-        JOIN items i USING (benchmark, item_id)
+        FROM (SELECT item_key, arg_min(item_id, line) AS item_id, arg_min(subject, line) AS subject,
+                     arg_min(domain, line) AS domain, min(line) AS line
+              FROM _stage_items GROUP BY item_key) n
+        JOIN items i USING (item_key)
         JOIN sources src ON src.source_id = i.source_id
         WHERE i.subject <> n.subject OR i.domain <> n.domain ORDER BY n.line LIMIT 5""").fetchall()
     if items:

@@ -6,10 +6,19 @@ the file fails at once.  Every benchcert process therefore takes an exclusive fi
 ingests (or an ingest and an audit) wait for each other instead of failing; after
 ``lock_timeout`` seconds the waiter gives up with :class:`StoreLockedError`.
 
-The responses table has no declared primary key: a DuckDB index over five text columns
-costs more memory than the 10-million-row target allows.  Uniqueness of
-(benchmark, model, item_id, variant, replicate) is enforced by the ingest path instead,
-which only ever inserts keys it has anti-joined against the table while holding the lock.
+Responses are stored as integer codes (``response_codes``: model_id, item_key, variant_id,
+replicate, score, source_id, line) with three small dictionaries (``models``, ``items``,
+``variants``) holding the text; the ``responses`` view joins them back to the canonical
+columns (benchmark, model, item_id, variant, replicate, score, source_id, line), so readers
+query text while a 10-million-row ingest appends only numbers.  Appending text costs DuckDB
+about 4x the time of integers (string compression analysis on every row group), and an audit
+reading codes holds a fraction of the memory.  A code belongs to one benchmark: the
+dictionaries carry the benchmark, and the key (benchmark, model, item_id, variant,
+replicate) maps one-to-one onto (model_id, item_key, variant_id, replicate).
+
+There is no declared primary key: a DuckDB index over 10 million rows costs more memory
+than the target allows.  Uniqueness is enforced by the ingest path, which only ever
+inserts keys it has anti-joined against the table while holding the lock.
 """
 
 from __future__ import annotations
@@ -24,11 +33,19 @@ import duckdb
 import polars as pl
 from filelock import FileLock, Timeout
 
-STORE_VERSION = "1"
+STORE_VERSION = "2"
 #: DuckDB's buffer pool per process: big scans and joins spill to disk beyond this, which keeps
 #: a 10-million-row ingest's peak memory down at little cost (measured in benchmarks/).
 DUCKDB_MEMORY_LIMIT = "1GB"
 DEFAULT_LOCK_TIMEOUT = 600.0
+
+#: The canonical responses, as every reader sees them.
+RESPONSES_VIEW = """CREATE OR REPLACE VIEW responses AS
+    SELECT m.benchmark, m.model, i.item_id, v.variant, r.replicate, r.score, r.source_id, r.line
+    FROM response_codes r
+    JOIN models m ON m.model_id = r.model_id
+    JOIN items i ON i.item_key = r.item_key
+    JOIN variants v ON v.variant_id = r.variant_id"""
 
 DDL = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
@@ -46,11 +63,20 @@ DDL = [
         rows_rejected BIGINT NOT NULL,
         status VARCHAR NOT NULL,
         ingested_at TIMESTAMP NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS responses (
+    """CREATE TABLE IF NOT EXISTS models (
+        model_id INTEGER NOT NULL,
         benchmark VARCHAR NOT NULL,
         model VARCHAR NOT NULL,
-        item_id VARCHAR NOT NULL,
+        source_id BIGINT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS variants (
+        variant_id INTEGER NOT NULL,
+        benchmark VARCHAR NOT NULL,
         variant VARCHAR NOT NULL,
+        source_id BIGINT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS response_codes (
+        model_id INTEGER NOT NULL,
+        item_key INTEGER NOT NULL,
+        variant_id INTEGER NOT NULL,
         replicate BIGINT NOT NULL,
         score DOUBLE NOT NULL,
         source_id BIGINT NOT NULL,
@@ -61,7 +87,9 @@ DDL = [
         subject VARCHAR NOT NULL,
         domain VARCHAR NOT NULL,
         source_id BIGINT NOT NULL,
-        line BIGINT NOT NULL)""",
+        line BIGINT NOT NULL,
+        item_key INTEGER NOT NULL)""",
+    RESPONSES_VIEW,
     """CREATE TABLE IF NOT EXISTS rejects (
         source_id BIGINT NOT NULL,
         path VARCHAR NOT NULL,
@@ -141,25 +169,74 @@ def open_store(db: str | os.PathLike, *, write: bool,
         lock.release()
 
 
+def _stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    try:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return rows[0][0] if rows else None
+
+
 def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
+    version = _stored_version(con)
+    if version == "1":
+        _migrate_v1(con, db)
+        return
+    if version not in (None, STORE_VERSION):
+        raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
+                         "it was written by a newer benchcert")
     for stmt in DDL:
         con.execute(stmt)
-    rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
-    row = rows[0] if rows else None
-    if row is None:
+    if version is None:
         con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
-    elif row[0] != STORE_VERSION:
-        raise StoreError(f"{db}: store version {row[0]} is not supported (expected {STORE_VERSION})")
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
+    version = _stored_version(con)
+    if version is None:
+        raise StoreError(f"{db}: not a benchcert store (no store version in a meta table)")
+    if version == "1":
+        # Readers hold the same exclusive lock as writers, so upgrading here is safe.
+        _migrate_v1(con, db)
+    elif version != STORE_VERSION:
+        raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
+                         "it was written by a newer benchcert")
+
+
+def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:
+    """Version 1 kept responses as text; move them to codes in one transaction, losing nothing."""
+    con.execute("BEGIN TRANSACTION")
     try:
-        rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
-        row = rows[0] if rows else None
-    except duckdb.CatalogException:
-        raise StoreError(f"{db}: not a benchcert store (no meta table)") from None
-    if row is None or row[0] != STORE_VERSION:
-        raise StoreError(f"{db}: store version {row and row[0]} is not supported (expected {STORE_VERSION})")
+        n_before = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
+        con.execute("ALTER TABLE responses RENAME TO responses_v1")
+        con.execute("ALTER TABLE items RENAME TO items_v1")
+        for stmt in DDL:
+            if stmt is not RESPONSES_VIEW:
+                con.execute(stmt)
+        con.execute("""INSERT INTO items SELECT benchmark, item_id, subject, domain, source_id, line,
+                       row_number() OVER (ORDER BY benchmark, item_id)::INTEGER FROM items_v1""")
+        con.execute("""INSERT INTO models SELECT row_number() OVER (ORDER BY benchmark, model)::INTEGER, benchmark, model,
+                       min(source_id) FROM responses_v1 GROUP BY benchmark, model""")
+        con.execute("""INSERT INTO variants SELECT row_number() OVER (ORDER BY benchmark, variant)::INTEGER, benchmark,
+                       variant, min(source_id) FROM responses_v1 GROUP BY benchmark, variant""")
+        con.execute("""INSERT INTO response_codes
+                       SELECT m.model_id, i.item_key, v.variant_id, r.replicate, r.score, r.source_id, r.line
+                       FROM responses_v1 r
+                       JOIN models m ON m.benchmark = r.benchmark AND m.model = r.model
+                       JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
+                       JOIN variants v ON v.benchmark = r.benchmark AND v.variant = r.variant""")
+        n_after = con.execute("SELECT count(*) FROM response_codes").fetchall()[0][0]
+        if n_after != n_before:
+            raise StoreError(f"{db}: cannot upgrade the store from version 1: {n_before - n_after} response(s) "
+                             "have no item row; the store is left as it was")
+        con.execute("DROP TABLE responses_v1")
+        con.execute("DROP TABLE items_v1")
+        con.execute(RESPONSES_VIEW)
+        con.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", [STORE_VERSION])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:

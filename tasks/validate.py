@@ -29,8 +29,8 @@ _DEFAULTS = {"subject": DEFAULT_SUBJECT, "domain": DEFAULT_DOMAIN, "variant": ""
 _NUMERIC = (pl.Float32, pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
 
 
-def _string_field(name: str, col: str | None, dtype, constant: str | None, required: bool):
-    """(value expr, error expr) for a string field."""
+def _string_field(name: str, col: str | None, constant: str | None):
+    """(value expr, error expr) for a string field; a row is bad exactly when the value is null or ''."""
     if col is None:
         value = constant if constant is not None else _DEFAULTS.get(name)
         return pl.lit(value, dtype=pl.String), pl.lit(None, dtype=pl.String)
@@ -41,19 +41,16 @@ def _string_field(name: str, col: str | None, dtype, constant: str | None, requi
 
 
 def _score_field(col: str, dtype):
-    if dtype == pl.Boolean:
+    """(value expr, error expr); a row is bad exactly when the value is null, NaN or outside [0, 1]."""
+    if dtype == pl.Boolean or dtype in _NUMERIC:
         x = pl.col(col).cast(pl.Float64)
-        shown = pl.col(col).cast(pl.String)
-    elif dtype in _NUMERIC:
-        x = pl.col(col).cast(pl.Float64)
-        shown = pl.col(col).cast(pl.String)
     else:
         s = pl.col(col).cast(pl.String).str.strip_chars()
         low = s.str.to_lowercase()
         x = (pl.when(low == "true").then(pl.lit(1.0))
              .when(low == "false").then(pl.lit(0.0))
              .otherwise(s.cast(pl.Float64, strict=False)))
-        shown = s
+    shown = pl.col(col).cast(pl.String).str.strip_chars() if dtype == pl.String else pl.col(col).cast(pl.String)
     missing = pl.col(col).is_null() | (pl.col(col).cast(pl.String).str.strip_chars() == "")
     err = (pl.when(missing).then(pl.lit("missing value"))
            .when(x.is_null()).then(pl.format("not a number: '{}'", shown))
@@ -64,20 +61,34 @@ def _score_field(col: str, dtype):
 
 
 def _replicate_field(col: str | None, dtype):
+    """(value expr, error expr); the value is null exactly when the row is bad."""
     if col is None:
         return pl.lit(0, dtype=pl.Int64), pl.lit(None, dtype=pl.String)
     if dtype in _NUMERIC:
         f = pl.col(col).cast(pl.Float64)
     else:
         f = pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    whole = f.is_not_null() & f.is_finite() & (f == f.floor())
+    value = pl.when(whole & (f >= 0)).then(f).otherwise(pl.lit(None, dtype=pl.Float64)).cast(pl.Int64)
     shown = pl.col(col).cast(pl.String)
     missing = pl.col(col).is_null() | (shown.str.strip_chars() == "")
     err = (pl.when(missing).then(pl.lit("missing value"))
-           .when(f.is_null() | f.is_nan() | (f != f.floor())).then(pl.format("not an integer: '{}'", shown))
+           .when(~whole).then(pl.format("not an integer: '{}'", shown))
            .when(f < 0).then(pl.format("replicate {} is negative", shown))
            .otherwise(pl.lit(None, dtype=pl.String)))
-    value = pl.when(err.is_null()).then(f).otherwise(pl.lit(None)).cast(pl.Int64)
     return value, err
+
+
+def _is_bad(name: str, col: str | None) -> pl.Expr | None:
+    """Whether a row's canonical value is invalid, from the value alone (cheap: no message text)."""
+    if col is None or name == "variant":
+        return None
+    v = pl.col(name)
+    if name == "score":
+        return v.is_null() | v.is_nan() | (v < 0) | (v > 1)
+    if name == "replicate":
+        return v.is_null()
+    return v.is_null() | (v == "")
 
 
 def validate_batch(frame: pl.DataFrame, columns: dict[str, str | None], *,
@@ -85,35 +96,32 @@ def validate_batch(frame: pl.DataFrame, columns: dict[str, str | None], *,
     """Split a raw batch into canonical rows and (line, field, reason) rejects.
 
     ``columns`` maps each canonical field to its file column (None = not in the file).
-    ``benchmark`` is the constant benchmark name when no column carries it.
+    ``benchmark`` is the constant benchmark name when no column carries it.  The values are
+    computed for every row and judged from the values alone; the messages, which cost a
+    string per row, are built only for the rows that fail.
     """
     schema = frame.schema
     exprs: dict[str, tuple[pl.Expr, pl.Expr]] = {}
     for name in ("benchmark", "model", "item_id", "subject", "domain", "variant"):
         col = columns.get(name)
-        exprs[name] = _string_field(name, col, schema.get(col) if col else None,
-                                    benchmark if name == "benchmark" else None,
-                                    required=name in ("benchmark", "model", "item_id"))
+        exprs[name] = _string_field(name, col, benchmark if name == "benchmark" else None)
     exprs["score"] = _score_field(columns["score"], schema[columns["score"]])
     rep_col = columns.get("replicate")
     exprs["replicate"] = _replicate_field(rep_col, schema.get(rep_col) if rep_col else None)
 
-    checked = frame.select(
-        [v.alias(name) for name, (v, _) in exprs.items()]
-        + [e.alias(f"__err_{name}") for name, (_, e) in exprs.items()]
-        + [pl.col(LINE).alias("line")]
-    )
-    err_cols = [f"__err_{name}" for name in exprs]
-    ok = pl.all_horizontal([pl.col(c).is_null() for c in err_cols])
-    good = checked.filter(ok).select(list(CANONICAL_SCHEMA)).cast(CANONICAL_SCHEMA)
-    bad = checked.filter(~ok)
-    if bad.height:
-        rejects = pl.concat([
-            bad.filter(pl.col(f"__err_{name}").is_not_null()).select(
-                pl.col("line"), pl.lit(columns.get(name) or name).alias("field"),
-                pl.col(f"__err_{name}").alias("reason"))
-            for name in exprs
-        ]).sort("line").cast(REJECT_SCHEMA)
-    else:
-        rejects = pl.DataFrame(schema=REJECT_SCHEMA)
+    values = frame.select([v.alias(name) for name, (v, _) in exprs.items()] + [pl.col(LINE).alias("line")])
+    flags = [f for name in exprs if (f := _is_bad(name, columns.get(name) if name != "benchmark" or benchmark is None
+                                                    else None)) is not None]
+    bad_mask = values.select(pl.any_horizontal(flags).alias("bad")).to_series() if flags else None
+    if bad_mask is None or not bad_mask.any():
+        return values.select(list(CANONICAL_SCHEMA)).cast(CANONICAL_SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA)
+    good = values.filter(~bad_mask).select(list(CANONICAL_SCHEMA)).cast(CANONICAL_SCHEMA)
+    checked = frame.filter(bad_mask).select([e.alias(f"__err_{name}") for name, (_, e) in exprs.items()]
+                                            + [pl.col(LINE).alias("line")])
+    rejects = pl.concat([
+        checked.filter(pl.col(f"__err_{name}").is_not_null()).select(
+            pl.col("line"), pl.lit(columns.get(name) or name).alias("field"),
+            pl.col(f"__err_{name}").alias("reason"))
+        for name in exprs
+    ]).sort("line").cast(REJECT_SCHEMA)
     return good, rejects

@@ -18,7 +18,7 @@ from benchcert.tasks.store import open_store, query_pl
 
 from conftest import SMALL_CSV, SMALL_MAP
 
-TABLES = ("responses", "items", "sources", "rejects", "runs", "run_results")
+TABLES = ("responses", "response_codes", "models", "variants", "items", "sources", "rejects", "runs", "run_results")
 
 
 def snapshot(db: Path) -> dict[str, pl.DataFrame]:

@@ -1,0 +1,146 @@
+"""The coded store: codes agree with a plain dictionary, version-1 stores upgrade losslessly,
+several benchmarks in one file keep their own codes, and a hash collision is refused."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from benchcert.tasks.codes import ITEM, MODEL, CodeBook, CodeCollisionError
+from benchcert.tasks.ingest import ingest_file
+from benchcert.tasks.mapping import parse_mapping
+from benchcert.tasks.store import STORE_VERSION, open_store, query_pl
+
+from conftest import SMALL_CSV
+
+RESPONSES = "SELECT benchmark, model, item_id, variant, replicate, score, source_id, line FROM responses"
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.sort(pl.all())
+
+
+def test_codes_agree_with_a_plain_dictionary_sorted_or_not(tmp_path):
+    """Oracle: the run-based hash lookup gives the same partition as a Python dict, in any row order."""
+    rng = np.random.default_rng(7)
+    texts = [f"item-{i}" for i in range(500)] + ["", " x ", "ünï", "a" * 40]
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        book = CodeBook(con)
+        for order in ("sorted", "shuffled", "runs"):
+            idx = rng.integers(0, len(texts), 20_000)
+            if order == "sorted":
+                idx = np.sort(idx)
+            elif order == "runs":
+                idx = np.repeat(idx[:200], 100)
+            col = pl.Series([texts[i] for i in idx], dtype=pl.String)
+            codes = book.codes(ITEM, "b", col).to_list()
+            first: dict[str, int] = {}
+            for t, c in zip(col.to_list(), codes):
+                assert first.setdefault(t, c) == c  # one text, one code
+            assert len(set(first.values())) == len(first)  # different texts, different codes
+        # Codes persist across calls within the book: the same text keeps its code.
+        again = book.codes(ITEM, "b", pl.Series(["item-3", "item-3", "item-4"]))
+        assert again[0] == again[1] != again[2]
+        # Another benchmark gives the same text its own code.
+        other = book.codes(ITEM, "other", pl.Series(["item-3"]))
+        assert other[0] != again[0]
+
+
+def test_a_first_hash_collision_is_refused_not_merged(tmp_path):
+    """Plant a dictionary entry whose first hash is another text's: the second hash must catch it."""
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        book = CodeBook(con)
+        book.codes(MODEL, "b", pl.Series(["model-a"]))
+        key = (MODEL.name, "b")
+        planted = book._dicts[key].with_columns(pl.Series("h", pl.Series(["model-b"]).hash(0x6A09E667)))
+        book._dicts[key] = planted  # "model-a" now sits where "model-b" hashes to
+        with pytest.raises(CodeCollisionError, match="model-b"):
+            book.codes(MODEL, "b", pl.Series(["model-b", "model-b"]))
+
+
+def test_constant_and_varying_columns_share_codes(tmp_path):
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        book = CodeBook(con)
+        const = book.codes(MODEL, "b", pl.Series(["m"] * 5))
+        mixed = book.codes(MODEL, "b", pl.Series(["n", "m", "n"]))
+        assert const.to_list() == [const[0]] * 5 and mixed[1] == const[0] != mixed[0]
+
+
+def test_one_file_naming_several_benchmarks(tmp_path):
+    p = tmp_path / "multi.csv"
+    p.write_text("bench,model,item,correct\n"
+                 "x,m1,q1,1\ny,m1,q1,0\nx,m2,q1,0\ny,m2,q2,1\nx,m1,q2,1\n", encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    r = ingest_file(db, p, benchmark=None,
+                    mapping=parse_mapping(["benchmark=bench", "model=model", "item_id=item", "score=correct"]))
+    assert r.status == "ingested" and r.rows_added == 5, r.message
+    with open_store(db, write=False) as con:
+        got = query_pl(con, RESPONSES + " ORDER BY line").select("benchmark", "model", "item_id", "score", "line")
+        n_models = con.execute("SELECT count(*) FROM models").fetchall()[0][0]
+        n_items = con.execute("SELECT count(*) FROM items").fetchall()[0][0]
+    expected = pl.DataFrame({"benchmark": ["x", "y", "x", "y", "x"], "model": ["m1", "m1", "m2", "m2", "m1"],
+                             "item_id": ["q1", "q1", "q1", "q2", "q2"], "score": [1.0, 0.0, 0.0, 1.0, 1.0],
+                             "line": [2, 3, 4, 5, 6]})
+    assert_frame_equal(got, expected)
+    assert (n_models, n_items) == (4, 4)  # (x, m1), (x, m2), (y, m1), (y, m2); (x|y, q1|q2)
+
+
+def _make_v1_store(db, small_rows: pl.DataFrame) -> None:
+    """A store as benchcert wrote it before responses were coded (store version 1)."""
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('store_version', '1')")
+    con.execute("CREATE SEQUENCE source_ids START 1")
+    con.execute("""CREATE TABLE sources (source_id BIGINT PRIMARY KEY, benchmark VARCHAR, path VARCHAR NOT NULL,
+        sha256 VARCHAR NOT NULL, format VARCHAR NOT NULL, config VARCHAR NOT NULL, rows_read BIGINT NOT NULL,
+        rows_accepted BIGINT NOT NULL, rows_added BIGINT NOT NULL, rows_rejected BIGINT NOT NULL,
+        status VARCHAR NOT NULL, ingested_at TIMESTAMP NOT NULL)""")
+    con.execute("""CREATE TABLE responses (benchmark VARCHAR NOT NULL, model VARCHAR NOT NULL,
+        item_id VARCHAR NOT NULL, variant VARCHAR NOT NULL, replicate BIGINT NOT NULL, score DOUBLE NOT NULL,
+        source_id BIGINT NOT NULL, line BIGINT NOT NULL)""")
+    con.execute("""CREATE TABLE items (benchmark VARCHAR NOT NULL, item_id VARCHAR NOT NULL, subject VARCHAR NOT NULL,
+        domain VARCHAR NOT NULL, source_id BIGINT NOT NULL, line BIGINT NOT NULL)""")
+    con.execute("""CREATE TABLE rejects (source_id BIGINT NOT NULL, path VARCHAR NOT NULL, line BIGINT,
+        field VARCHAR NOT NULL, reason VARCHAR NOT NULL, raw VARCHAR)""")
+    con.execute("""CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, benchmark VARCHAR NOT NULL, flow_run_id VARCHAR,
+        status VARCHAR NOT NULL, started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, run_dir VARCHAR,
+        n_models BIGINT, n_items BIGINT, config VARCHAR, error VARCHAR)""")
+    con.execute("""CREATE TABLE run_results (run_id VARCHAR NOT NULL, benchmark VARCHAR NOT NULL, model VARCHAR NOT NULL,
+        metric VARCHAR NOT NULL, method VARCHAR NOT NULL, estimate DOUBLE, lower DOUBLE, upper DOUBLE,
+        half_width DOUBLE, alpha DOUBLE)""")
+    con.execute("SELECT nextval('source_ids')")
+    con.execute("INSERT INTO sources VALUES (1, 'small', ?, 'abc', 'csv', '{}', 22, 22, 22, 0, 'ingested', now())",
+                [str(SMALL_CSV)])
+    con.register("_rows", small_rows.to_arrow())
+    con.execute("INSERT INTO responses SELECT benchmark, model, item_id, variant, replicate, score, source_id, line "
+                "FROM _rows")
+    con.execute("INSERT INTO items SELECT benchmark, item_id, any_value(subject), any_value(domain), 1, min(line) "
+                "FROM _rows GROUP BY benchmark, item_id")
+    con.close()
+
+
+@pytest.mark.parametrize("write", [True, False])
+def test_a_version_1_store_is_upgraded_losslessly(tmp_path, small_mapping, write):
+    # The reference rows: what version 2 stores for the same file.
+    ref_db = tmp_path / "ref.duckdb"
+    assert ingest_file(ref_db, SMALL_CSV, benchmark="small", mapping=small_mapping).status == "ingested"
+    with open_store(ref_db, write=False) as con:
+        ref = query_pl(con, RESPONSES)
+        ref_items = query_pl(con, "SELECT benchmark, item_id, subject, domain FROM items")
+    old = tmp_path / "old.duckdb"
+    _make_v1_store(old, ref.join(ref_items, on=["benchmark", "item_id"]))
+    with open_store(old, write=write) as con:  # readers upgrade too: they hold the same lock
+        assert con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()[0][0] == STORE_VERSION
+        assert_frame_equal(_sorted(query_pl(con, RESPONSES)), _sorted(ref))
+        assert_frame_equal(_sorted(query_pl(con, "SELECT benchmark, item_id, subject, domain FROM items")),
+                           _sorted(ref_items))
+    # The upgraded store keeps working: the same rows again add nothing, a new model adds its rows.
+    again = ingest_file(old, SMALL_CSV, benchmark="small", mapping=small_mapping)
+    assert again.status == "ingested" and again.rows_added == 0 and again.rows_already_stored == 22
+    extra = tmp_path / "extra.csv"
+    extra.write_text("model,question,topic,area,correct\nm9,q1,algebra,stem,1\n", encoding="utf-8")
+    more = ingest_file(old, extra, benchmark="small", mapping=small_mapping)
+    assert more.status == "ingested" and more.rows_added == 1, more.message
