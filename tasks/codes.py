@@ -85,6 +85,14 @@ class CodeBook:
         code = self.codes(kind, benchmark, pl.Series([text], dtype=pl.String))[0]
         return pl.repeat(code, n, dtype=pl.Int32, eager=True).alias(kind.code)
 
+    @staticmethod
+    def _positions(known: pl.DataFrame, h: pl.Series, *, strict: bool) -> pl.Series:
+        """Row position in ``known`` of each hash (null where unknown, unless ``strict``)."""
+        rows = pl.int_range(known.height, dtype=pl.UInt32, eager=True)
+        if strict:
+            return h.replace_strict(known["h"], rows, return_dtype=pl.UInt32)
+        return h.replace_strict(known["h"], rows, default=None, return_dtype=pl.UInt32)
+
     def codes(self, kind: Kind, benchmark: str, text: pl.Series) -> pl.Series:
         """Code of each row's text (of one benchmark), new codes given as needed.
 
@@ -97,15 +105,21 @@ class CodeBook:
             return self.constant(kind, benchmark, text[0], text.len())
         h, check = text.hash(_SEED), text.hash(_CHECK_SEED)
         starts = (h != h.shift(1)).fill_null(True)
-        run = starts.cast(pl.UInt32).cum_sum() - 1
-        runs = pl.DataFrame({"h": h.filter(starts), "check": check.filter(starts), "text": text.filter(starts)})
+        run = None
+        if 2 * int(starts.sum()) < text.len():  # long runs: look up one row per run
+            run = starts.cast(pl.UInt32).cum_sum() - 1
+            h_run, check_run, text_run = h.filter(starts), check.filter(starts), text.filter(starts)
+        else:
+            h_run, check_run, text_run = h, check, text
         known = self._known(kind, benchmark)
-        new = runs.filter(runs["h"].is_first_distinct()).join(known, on="h", how="anti")
-        if new.height:
-            known = self._add(kind, benchmark, new)
-        position = runs["h"].replace_strict(known["h"], pl.int_range(known.height, dtype=pl.UInt32, eager=True),
-                                            return_dtype=pl.UInt32)
-        if runs.height < text.len():
+        position = self._positions(known, h_run, strict=False)
+        unknown = position.is_null()
+        if unknown.any():
+            fresh = pl.DataFrame({"h": h_run.filter(unknown), "check": check_run.filter(unknown),
+                                  "text": text_run.filter(unknown)})
+            known = self._add(kind, benchmark, fresh.filter(fresh["h"].is_first_distinct()))
+            position = self._positions(known, h_run, strict=True)
+        if run is not None:
             position = position.gather(run)
         same = known["check"].gather(position) == check
         if not same.all():

@@ -185,10 +185,11 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     if version not in (None, STORE_VERSION):
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
                          "it was written by a newer benchcert")
+    if version == STORE_VERSION:
+        return  # the schema is complete; re-running the DDL would rewrite the view on every open
     for stmt in DDL:
         con.execute(stmt)
-    if version is None:
-        con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
+    con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:

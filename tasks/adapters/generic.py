@@ -252,14 +252,24 @@ def _parquet_file(path: Path) -> pq.ParquetFile:
 
 
 def _parquet_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
-    pf = _parquet_file(path)
-    start = 1
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
-        n = frame.height
-        yield RawBatch(frame=frame.with_columns(pl.Series(LINE, np.arange(start, start + n, dtype=np.int64))))
-        start += n
+    if is_gzip(path):  # Polars cannot scan a compressed stream; Arrow reads it from memory
+        pf = _parquet_file(path)
+        start = 1
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            n = frame.height
+            yield RawBatch(frame=frame.with_columns(pl.Series(LINE, np.arange(start, start + n, dtype=np.int64))))
+            start += n
+        return
+    # Polars' own reader decodes straight into its memory layout: ~5x faster than going
+    # through Arrow record batches (measured in benchmarks/ingest_audit.py), in bounded batches.
+    scan = pl.scan_parquet(path).select(columns).with_row_index(LINE, offset=1)
+    try:
+        for frame in scan.collect_batches(chunk_size=batch_rows):
+            yield RawBatch(frame=frame.with_columns(pl.col(LINE).cast(pl.Int64)).select(*columns, LINE))
+    except pl.exceptions.PolarsError as exc:
+        raise AdapterError(f"{path}: cannot read as Parquet: {exc}") from None
 
 
 def raw_text(path: Path, fmt: str, lines: set[int], limit_chars: int = 2000) -> dict[int, str]:
