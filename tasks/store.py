@@ -187,9 +187,15 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
                          "it was written by a newer benchcert")
     if version == STORE_VERSION:
         return  # the schema is complete; re-running the DDL would rewrite the view on every open
-    for stmt in DDL:
-        con.execute(stmt)
-    con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
+    con.execute("BEGIN TRANSACTION")  # one commit for the whole schema, not one per statement
+    try:
+        for stmt in DDL:
+            con.execute(stmt)
+        con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
