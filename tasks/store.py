@@ -169,6 +169,18 @@ def open_store(db: str | os.PathLike, *, write: bool,
         lock.release()
 
 
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Commit what the block did, or roll all of it back if it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
 def _stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
     try:
         rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
@@ -187,15 +199,10 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
                          "it was written by a newer benchcert")
     if version == STORE_VERSION:
         return  # the schema is complete; re-running the DDL would rewrite the view on every open
-    con.execute("BEGIN TRANSACTION")  # one commit for the whole schema, not one per statement
-    try:
+    with transaction(con):  # one commit for the whole schema, not one per statement
         for stmt in DDL:
             con.execute(stmt)
         con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
@@ -212,8 +219,7 @@ def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     """Version 1 kept responses as text; move them to codes in one transaction, losing nothing."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         n_before = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
         con.execute("ALTER TABLE responses RENAME TO responses_v1")
         con.execute("ALTER TABLE items RENAME TO items_v1")
@@ -240,10 +246,6 @@ def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:
         con.execute("DROP TABLE items_v1")
         con.execute(RESPONSES_VIEW)
         con.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", [STORE_VERSION])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
@@ -258,8 +260,7 @@ def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, sta
                finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
                n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:
     """Record one audit run (and its per-model intervals) in a single transaction."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [run_id, benchmark, flow_run_id, status, started_at, finished_at, run_dir, n_models, n_items,
                      json.dumps(config, sort_keys=True), error])
@@ -269,10 +270,6 @@ def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, sta
                 "INSERT INTO run_results SELECT run_id, benchmark, model, metric, method, estimate, lower, upper, "
                 "half_width, alpha FROM _results")
             con.unregister("_results")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
 
 
 def list_runs(con, benchmark: str | None = None) -> pl.DataFrame:
