@@ -104,11 +104,12 @@ class PerturbationAudit:
         return {v: k / r for v, k, r in part.select("variant", "k", "r").iter_rows()}
 
 
-@dataclass(frozen=True)
 class VariantMatrices(BenchmarkMatrices):
     """Benchmark matrices that also carry per (model, item, variant) replicate counts."""
 
-    variant_counts: pl.DataFrame | None = None
+    def __init__(self, *args, variant_counts: pl.DataFrame | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.variant_counts = variant_counts
 
 
 # --------------------------------------------------------------------------------------
@@ -139,7 +140,9 @@ def with_variant_counts(con, matrices: BenchmarkMatrices) -> BenchmarkMatrices:
     """
     if len(available_variants(con, matrices.benchmark)) < 3:
         return matrices
-    return VariantMatrices(benchmark=matrices.benchmark, variant=matrices.variant, long=matrices.long,
+    # The matrices' arrays and frames are shared, not copied.
+    return VariantMatrices(matrices.benchmark, matrices.variant, items=matrices.items, models=matrices.models,
+                           scores=matrices.scores, n_replicates=matrices.n_replicates,
                            variant_counts=load_variant_counts(con, matrices.benchmark))
 
 

@@ -69,8 +69,10 @@ def result_rows(run_id: str, benchmark: str, outputs: list[AnalysisOutput]) -> p
 
 def interval_plot(intervals: pl.DataFrame, metric: str, *, title: str) -> str:
     rows = intervals.filter(pl.col("metric") == metric)
-    order = (rows.group_by("model").agg(pl.col("estimate").first()).sort("estimate")["model"].to_list())
-    methods = sorted(rows["method"].unique().to_list(), key=_method_rank)
+    # Ties (equal estimates, methods outside METHOD_ORDER) are broken by name so the same run
+    # always draws the same plot.
+    order = (rows.group_by("model").agg(pl.col("estimate").first()).sort("estimate", "model")["model"].to_list())
+    methods = sorted(rows["method"].unique().to_list(), key=lambda m: (_method_rank(m), m))
     series = []
     for method in methods:
         r = (pl.DataFrame({"model": order}).join(rows.filter(pl.col("method") == method), on="model", how="left",

@@ -29,6 +29,7 @@ from benchcert.stats.subsample import (
     stratified_halfwidth,
     theorem_5_2_halfwidth,
 )
+from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
 __all__ = ["SubsetManifest", "SubsetError", "ensure_tables", "benchmark_items", "draw_subset", "create_subset",
@@ -258,26 +259,30 @@ def _estimate_rows(model: str, man: SubsetManifest, scores: pl.DataFrame, alpha:
     return rows
 
 
-def subset_estimates(long: pl.DataFrame, subsets: list[SubsetManifest], *, alpha: float) -> pl.DataFrame:
+def subset_estimates(matrices: BenchmarkMatrices | pl.DataFrame, subsets: list[SubsetManifest], *,
+                     alpha: float) -> pl.DataFrame:
     """Models whose answered items are exactly a recorded subset, with estimate and intervals.
 
-    ``long`` is the audit's long frame (model, item_id, subject, score, ...). A model that
-    answered exactly the items of a manifest gets rows ``subsample_theorem_5_2`` and
+    ``matrices`` is the audit's :class:`~benchcert.tasks.matrices.BenchmarkMatrices` (a long
+    frame model, item_id, subject, domain, score is accepted too). A model that answered
+    exactly the items of a manifest gets rows ``subsample_theorem_5_2`` and
     ``subsample_exact`` (or ``subsample_stratified``); the intervals are about its score on
     the full benchmark as it was when the subset was drawn (N items).
     """
+    m = matrices if isinstance(matrices, BenchmarkMatrices) else BenchmarkMatrices("", "", matrices)
     rows: list[dict] = []
-    if not subsets or long.height == 0:
+    if not subsets or m.n_items == 0 or not m.models:
         return pl.DataFrame(schema=ESTIMATE_SCHEMA)
-    answered = long.group_by("model").agg(pl.len().alias("answered"))
+    # Work on the score matrix: no per-model filtering of a long frame, no joins on strings.
+    answered = ~np.isnan(m.scores)
+    n_answered = answered.sum(axis=0)
+    items = m.items.with_row_index("row")
     for man in subsets:
-        ids = man.items["item_id"]
-        hits = (long.with_columns(pl.col("item_id").is_in(ids.implode()).alias("in_subset"))
-                .group_by("model").agg(pl.col("in_subset").sum().alias("hits"))
-                .join(answered, on="model")
-                .filter((pl.col("hits") == man.n) & (pl.col("answered") == man.n))
-                .sort("model"))
-        for model in hits["model"].to_list():
-            scores = long.filter(pl.col("model") == model).select("item_id", "subject", "score")
-            rows.extend(_estimate_rows(model, man, scores, alpha))
+        picked = items.join(man.items.select("item_id").unique(), on="item_id", how="semi", maintain_order="left")
+        idx = picked["row"].to_numpy()
+        hits = answered[idx].sum(axis=0)
+        for j in np.flatnonzero((hits == man.n) & (n_answered == man.n)):  # models in sorted order
+            scores = pl.DataFrame({"item_id": picked["item_id"], "subject": picked["subject"],
+                                   "score": m.scores[idx, j]})
+            rows.extend(_estimate_rows(m.models[j], man, scores, alpha))
     return pl.DataFrame(rows, schema=ESTIMATE_SCHEMA) if rows else pl.DataFrame(schema=ESTIMATE_SCHEMA)

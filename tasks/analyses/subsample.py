@@ -126,7 +126,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     notes: list[str] = []
     manifests, read_notes = _subsets_for(m, config, subsets)
     notes += read_notes
-    estimates = subset_estimates(m.long, manifests, alpha=alpha)
+    estimates = subset_estimates(m, manifests, alpha=alpha)
     # Subset-evaluated checkpoints are not full response vectors: keep them out of the curve.
     subset_models = set(estimates["model"].to_list())
 
