@@ -19,6 +19,8 @@ Tables:
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from html import escape
 
@@ -89,6 +91,21 @@ def _worst_case(n: int, N: int, alpha: float) -> tuple[float, int]:
     return float(w.half_width), int(w.worst_K)
 
 
+def _worst_cases(grid: list[int], N: int, alpha: float) -> dict[int, tuple[float, int]]:
+    """h* for every subset size of the grid, the sizes spread over the machine's cores.
+
+    The exact computation is numpy work on large arrays, which releases the GIL, so threads
+    run it in parallel (about 2x on two cores; benchmarks/subsample.py measures it).
+    """
+    workers = min(len(grid), os.cpu_count() or 1)
+    if workers <= 1:
+        return {n: _worst_case(n, N, alpha) for n in grid}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # Largest first: they take longest, so the pool finishes at about the same time.
+        sizes = sorted(grid, reverse=True)
+        return dict(zip(sizes, pool.map(lambda n: _worst_case(n, N, alpha), sizes)))
+
+
 def _pairs(models: list[str], pooled: np.ndarray, baseline: str | None) -> list[tuple[int, int]]:
     """Which pairs to tabulate: baseline vs every model, else neighbours in the ranking."""
     if baseline is not None and baseline in models:
@@ -156,9 +173,10 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     if not grid:
         notes.append(f"subsample: the benchmark has {N} item(s); no proper subset size to tabulate")
     pair_idx = _pairs(models, K / N if N else K.astype(float), config.baseline) if len(models) >= 2 else []
+    worst = _worst_cases(grid, N, alpha)
     for n in grid:
         thm = float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width)
-        hstar, worst_K = _worst_case(n, N, alpha)
+        hstar, worst_K = worst[n]
         strat = strat_sd = None
         if n >= sizes.size:
             alloc = proportional_allocation(sizes, n)
