@@ -449,7 +449,8 @@ def _batch_items(frame: pl.DataFrame) -> pl.DataFrame:
     first = np.full(int(slot.max()) + 1, -1, dtype=np.int64)
     first[slot[::-1]] = rows[::-1]  # the last write wins, so each slot keeps its first row
     # Two independent hashes: a missed conflict needs both to collide.
-    if all(np.array_equal(h[first[slot]], h) for h in (x.to_numpy() for x in hashes)):
+    rep = first[slot]  # each row's item's first row
+    if all(np.array_equal(h[rep], h) for h in (x.to_numpy() for x in hashes)):
         return frame.select(out_cols).gather(np.sort(first[first >= 0]))
     return (frame.group_by("item_key", "subject", "domain", maintain_order=True)
             .agg(pl.col("benchmark").first(), pl.col("item_id").first(), pl.col("line").min(), pl.col("pair").first())

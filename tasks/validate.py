@@ -29,12 +29,13 @@ _DEFAULTS = {"subject": DEFAULT_SUBJECT, "domain": DEFAULT_DOMAIN, "variant": ""
 _NUMERIC = (pl.Float32, pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
 
 
-def _string_field(name: str, col: str | None, constant: str | None):
+def _string_field(name: str, col: str | None, dtype, constant: str | None):
     """(value expr, error expr) for a string field; a row is bad exactly when the value is null or ''."""
     if col is None:
         value = constant if constant is not None else _DEFAULTS.get(name)
         return pl.lit(value, dtype=pl.String), pl.lit(None, dtype=pl.String)
-    v = pl.col(col).cast(pl.String).str.strip_chars()
+    # A number's text has no surrounding blanks: only text columns need stripping.
+    v = pl.col(col).cast(pl.String) if dtype in _NUMERIC else pl.col(col).cast(pl.String).str.strip_chars()
     if name == "variant":
         return v.fill_null(""), pl.lit(None, dtype=pl.String)
     return v, pl.when(v.is_null() | (v == "")).then(pl.lit("missing value")).otherwise(pl.lit(None, dtype=pl.String))
@@ -104,7 +105,8 @@ def validate_batch(frame: pl.DataFrame, columns: dict[str, str | None], *,
     exprs: dict[str, tuple[pl.Expr, pl.Expr]] = {}
     for name in ("benchmark", "model", "item_id", "subject", "domain", "variant"):
         col = columns.get(name)
-        exprs[name] = _string_field(name, col, benchmark if name == "benchmark" else None)
+        exprs[name] = _string_field(name, col, schema.get(col) if col else None,
+                                    benchmark if name == "benchmark" else None)
     exprs["score"] = _score_field(columns["score"], schema[columns["score"]])
     rep_col = columns.get("replicate")
     exprs["replicate"] = _replicate_field(rep_col, schema.get(rep_col) if rep_col else None)

@@ -157,8 +157,6 @@ def _classify_prefix(text: str) -> str | None:
 
 def open_native(path: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource | None:
     """Open ``path`` with its native adapter, or return None when the generic adapter should read it."""
-    from benchcert.tasks.adapters import helm, inspect_ai, lm_eval, mmlu_pro_raw
-
     path = Path(path)
     fmt = mapping.format
     if fmt in GENERIC_FORMATS:
@@ -177,6 +175,9 @@ def open_native(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
             problem = str(exc)
         raise NativeError(f"{path}: not a readable zip archive ({problem}); the file is truncated or corrupt")
     chosen = fmt or kind
+    # Imported only for a native log: a plain table does not pay for the harness adapters.
+    from benchcert.tasks.adapters import helm, inspect_ai, lm_eval, mmlu_pro_raw
+
     if chosen == "helm_part":
         raise NativeError(f"{path}: a file of a HELM run directory without per_instance_stats.json and run_spec.json "
                           "beside it; ingest the run directory (both files are needed)")
