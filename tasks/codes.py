@@ -59,6 +59,11 @@ class CodeBook:
         self._next = {k.name: con.execute(f"SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table}").fetchall()[0][0]
                       for k in KINDS}
 
+    def load(self, benchmark: str) -> None:
+        """Read the benchmark's stored codes now (coding a batch afterwards does not use the store)."""
+        for kind in KINDS:
+            self._known(kind, benchmark)
+
     def _known(self, kind: Kind, benchmark: str) -> pl.DataFrame:
         key = (kind.name, benchmark)
         if key not in self._dicts:

@@ -12,6 +12,7 @@ wrong and benchcert cannot tell which.
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -383,15 +384,22 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
         return pl.concat([_store_batch(con, book, part, source_id, table, staged)
                           for part in good.partition_by("benchmark", maintain_order=True)])
     benchmark = bench[0]
-    item_key = book.codes(ITEM, benchmark, good["item_id"])
+    book.load(benchmark)  # the only step that reads the store; the threads below do not touch it
+
+    def items_side():
+        key = book.codes(ITEM, benchmark, good["item_id"])
+        return key, _batch_items(good.select("benchmark", "item_id", "subject", "domain", "line").with_columns(key))
+
+    # Items and models are coded independently; Polars releases the GIL, so both cores work.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        item_side = pool.submit(items_side)
+        model_id = book.codes(MODEL, benchmark, good["model"])
+        variant_id = book.codes(VARIANT, benchmark, good["variant"])
+        item_key, items = item_side.result()
     rows = pl.DataFrame([
-        book.codes(MODEL, benchmark, good["model"]),
-        item_key,
-        book.codes(VARIANT, benchmark, good["variant"]),
-        good["replicate"], good["score"],
+        model_id, item_key, variant_id, good["replicate"], good["score"],
         pl.repeat(source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
         good["line"]])
-    items = _batch_items(good.select("benchmark", "item_id", "subject", "domain", "line").with_columns(item_key))
     if "pairs" in staged:
         items = items.join(staged["pairs"], on=["item_key", "pair"], how="anti")
         staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair")])
