@@ -24,9 +24,10 @@ import polars as pl
 from benchcert.tasks.adapters import detect, generic, native
 from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook, CodeCollisionError
 from benchcert.tasks.mapping import ColumnMapping
+from benchcert.tasks.prefetch import ValidatedBatches
 from benchcert.tasks.schemas import CANONICAL_FIELDS
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
-from benchcert.tasks.validate import REJECT_SCHEMA, validate_batch
+from benchcert.tasks.validate import REJECT_SCHEMA
 
 KEY = ("benchmark", "model", "item_id", "variant", "replicate")
 #: Outcomes that are not failures; ``metadata`` = a file with no item rows that other files read
@@ -121,17 +122,22 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
         cols = resolve_columns(path, fmt, mapping, benchmark)
         config = json.dumps({"benchmark": benchmark, "columns": cols, "format": fmt,
                              "allow_rejects": allow_rejects}, sort_keys=True)
-        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
-            done = con.execute(
-                "SELECT source_id, rows_accepted FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
-                [sha, config]).fetchall()
-            done = done[0] if done else None
-            if done is not None:
-                report.status, report.source_id = "unchanged", done[0]
-                report.message = f"{path}: already ingested as source {done[0]} (same content and settings); nothing added"
-                return report
-            _stage_and_insert(con, path, _GenericReader(path, fmt, cols), cols, benchmark, sha, config,
-                              allow_rejects, batch_rows, report)
+        reader = _GenericReader(path, fmt, cols)
+        batches = ValidatedBatches(reader.batches(batch_rows), cols, benchmark)  # starts reading now
+        try:
+            with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+                done = con.execute(
+                    "SELECT source_id, rows_accepted FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
+                    [sha, config]).fetchall()
+                done = done[0] if done else None
+                if done is not None:
+                    report.status, report.source_id = "unchanged", done[0]
+                    report.message = (f"{path}: already ingested as source {done[0]} (same content and settings); "
+                                      "nothing added")
+                    return report
+                _stage_and_insert(con, path, reader, batches, cols, benchmark, sha, config, allow_rejects, report)
+        finally:
+            batches.close()
     except ConflictError as exc:
         report.status, report.message = "conflict", str(exc)
     except StoreLockedError as exc:
@@ -167,21 +173,25 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
     cols = {f: (None if f == "benchmark" else f) for f in CANONICAL_FIELDS}
     config = json.dumps({"benchmark": benchmark, "format": source.format, "settings": source.settings,
                          "allow_rejects": allow_rejects}, sort_keys=True, default=str)
-    with open_store(db, write=True, lock_timeout=lock_timeout) as con:
-        done = con.execute(
-            "SELECT source_id FROM sources WHERE sha256 = ? AND config = ? LIMIT 1", [source.sha256, config]).fetchall()
-        if done:
-            report.status, report.source_id = "unchanged", done[0][0]
-            report.message = (f"{source.path}: already ingested as source {done[0][0]} (same content and settings); "
-                              f"nothing added [{source.summary()}]")
-            return
-        _stage_and_insert(con, source.path, source, cols, source.benchmark, source.sha256, config, allow_rejects,
-                          batch_rows, report)
+    batches = ValidatedBatches(source.batches(batch_rows), cols, source.benchmark)
+    try:
+        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+            done = con.execute("SELECT source_id FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
+                               [source.sha256, config]).fetchall()
+            if done:
+                report.status, report.source_id = "unchanged", done[0][0]
+                report.message = (f"{source.path}: already ingested as source {done[0][0]} (same content and "
+                                  f"settings); nothing added [{source.summary()}]")
+                return
+            _stage_and_insert(con, source.path, source, batches, cols, source.benchmark, source.sha256, config,
+                              allow_rejects, report)
+    finally:
+        batches.close()
     report.message += f" [{source.summary()}]"
 
 
-def _stage_and_insert(con, path: Path, reader, cols: dict, benchmark: str | None, sha: str, config: str,
-                      allow_rejects: bool, batch_rows: int, report: FileReport) -> None:
+def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: dict, benchmark: str | None,
+                      sha: str, config: str, allow_rejects: bool, report: FileReport) -> None:
     """Read, check and store one file in a single transaction: any failure leaves the store as it was.
 
 Rows are turned into integer codes as they are read (:class:`CodeBook`).  Rows of a
@@ -210,7 +220,7 @@ Rows are turned into integer codes as they are read (:class:`CodeBook`).  Rows o
         con.execute("CREATE OR REPLACE TEMP TABLE _stage_items (benchmark VARCHAR, item_id VARCHAR, item_key INTEGER, "
                     "subject VARCHAR, domain VARCHAR, line BIGINT)")
         book = CodeBook(con)
-        _store_file(con, path, reader, book, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
+        _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
                     col_labels, rows_sql, rows_params, sha, config, report)
         if report.status == "ingested":
             con.execute("COMMIT")
@@ -224,7 +234,7 @@ Rows are turned into integer codes as they are read (:class:`CodeBook`).  Rows o
             con.execute(f"DROP TABLE IF EXISTS {t}")  # fixed names, not values
 
 
-def _store_file(con, path, reader, book, cols, benchmark, source_id, direct, allow_rejects, batch_rows, labels,
+def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
                 col_labels, rows_sql, rows_params, sha, config, report) -> None:
     fmt = reader.format
     reject_frames: list[pl.DataFrame] = []
@@ -233,7 +243,7 @@ def _store_file(con, path, reader, book, cols, benchmark, source_id, direct, all
     key_hashes: list[pl.DataFrame] = []
     staged_items: dict[str, pl.DataFrame] = {}
     try:
-        for raw in reader.batches(batch_rows):
+        for raw, good, bad in batches:
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
             if raw.extras is not None and raw.extras.height:
                 native.stage_option_probs(con, raw.extras, first=not staged_probs)
@@ -244,7 +254,6 @@ def _store_file(con, path, reader, book, cols, benchmark, source_id, direct, all
                       "reason": r.reason} for r in raw.rejects], schema=REJECT_SCHEMA))
             if raw.frame.height == 0:
                 continue
-            good, bad = validate_batch(raw.frame, cols, benchmark=benchmark)
             if bad.height:
                 reject_frames.append(bad.with_columns(
                     pl.col("field").replace_strict({c: labels[f] for f, c in cols.items() if c}, default=pl.col("field"))))

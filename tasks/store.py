@@ -182,10 +182,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def _stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
-    try:
-        rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
-    except duckdb.CatalogException:
+    # Looked up in the catalog: a failing SELECT on a new file costs more than the whole query.
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'meta'"
+                       ).fetchall()[0][0]:
         return None
+    rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
     return rows[0][0] if rows else None
 
 
