@@ -345,7 +345,8 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
     overlap = not direct and con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM models WHERE model_id IN (SELECT DISTINCT model_id FROM _stage) "
         "LIMIT 1)").fetchall()[0][0] > 0
-    _check_against_store(con, path, overlap)
+    if not direct:  # a benchmark with nothing stored has no stored scores or items to contradict
+        _check_against_store(con, path, overlap)
 
     if direct:
         added = distinct_rows
