@@ -194,13 +194,14 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
                       sha: str, config: str, allow_rejects: bool, report: FileReport) -> None:
     """Read, check and store one file in a single transaction: any failure leaves the store as it was.
 
-Rows are turned into integer codes as they are read (:class:`CodeBook`).  Rows of a
-    benchmark that has nothing stored yet (the common first ingest) go straight into
-    ``response_codes`` inside the transaction, since nothing stored can conflict with them;
-    otherwise they are staged in a temporary table and anti-joined against the store.  Either
-    way only a 64-bit hash of each key is kept aside for the within-file duplicate check (exact
-    keys are compared for the rare hash groups with more than one row), and items, which are
-    few, are staged apart so every item check runs on a small table.
+    ``batches`` yields the file's validated batches (read one ahead on a worker thread).  Rows
+    are turned into integer codes as they arrive (:class:`CodeBook`).  Rows of a benchmark
+    that has nothing stored yet (the common first ingest) go straight into ``response_codes``
+    inside the transaction, since nothing stored can conflict with them; otherwise they are
+    staged in a temporary table and anti-joined against the store.  Either way only a 64-bit
+    hash of each key is kept aside, in memory, for the within-file duplicate check (sorted to
+    find repeats; exact keys are compared for the rare repeated hashes), and each distinct
+    (item, subject, domain) is staged once, so every item check runs on a small table.
     """
     fmt = reader.format
     labels = {f: _field_label(f, c) for f, c in cols.items()}
