@@ -338,7 +338,8 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             SELECT line FROM {rows_sql} s SEMI JOIN _dups USING (model_id, item_key, variant_id, replicate)
             QUALIFY row_number() OVER (PARTITION BY model_id, item_key, variant_id, replicate ORDER BY line) > 1)""",
                     [source_id] + rows_params)
-    distinct_rows = con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
+    distinct_rows = (con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
+                     if n_dup_keys else staged)
     report.duplicate_rows_in_file = staged - distinct_rows
     report.rows_accepted = staged
 
@@ -358,7 +359,8 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             """).fetchall()[0][0]
     else:
         added = con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
-    _store_new_codes(con, book, rows_sql, rows_params, source_id)
+    # Every new code is used unless rows were taken out (bad rows, repeated keys).
+    _store_new_codes(con, book, rows_sql, rows_params, source_id, pruned=bool(rejects.height or n_dup_keys))
     con.execute("""
         INSERT INTO items
         SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line), s.item_key
@@ -493,8 +495,13 @@ def _dup_conflicts(con, book: CodeBook, rows_sql: str, rows_params: list) -> lis
             for line, m, i, v, r in found.select("line", "model", "item_id", "variant", "replicate").iter_rows()]
 
 
-def _store_new_codes(con, book: CodeBook, rows_sql: str, rows_params: list, source_id: int) -> None:
-    """The models and variants this file named first, if any of its rows that use them was stored."""
+def _store_new_codes(con, book: CodeBook, rows_sql: str, rows_params: list, source_id: int, *,
+                     pruned: bool) -> None:
+    """The models and variants this file named first, if any of its rows that use them was stored.
+
+    Codes are given only to text of validated rows, so unless rows were ``pruned`` afterwards
+    every new code is used and the check against the rows is skipped.
+    """
     for kind in (MODEL, VARIANT):
         new = book.new_entries(kind)
         if not new.height:
@@ -502,9 +509,10 @@ def _store_new_codes(con, book: CodeBook, rows_sql: str, rows_params: list, sour
         con.register("_new_codes", new.to_arrow())
         try:
             # Table and column names come from the fixed Kind constants.
+            used = f" WHERE code IN (SELECT DISTINCT {kind.code} FROM {rows_sql})" if pruned else ""
             con.execute(f"""INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id)
-                SELECT code, benchmark, text, ? FROM _new_codes
-                WHERE code IN (SELECT DISTINCT {kind.code} FROM {rows_sql})""", [source_id] + rows_params)
+                SELECT code, benchmark, text, ? FROM _new_codes{used}""",
+                        [source_id] + (rows_params if pruned else []))
         finally:
             con.unregister("_new_codes")
 

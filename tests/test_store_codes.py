@@ -144,3 +144,15 @@ def test_a_version_1_store_is_upgraded_losslessly(tmp_path, small_mapping, write
     extra.write_text("model,question,topic,area,correct\nm9,q1,algebra,stem,1\n", encoding="utf-8")
     more = ingest_file(old, extra, benchmark="small", mapping=small_mapping)
     assert more.status == "ingested" and more.rows_added == 1, more.message
+
+
+def test_a_model_whose_rows_are_all_quarantined_is_not_listed(tmp_path):
+    p = tmp_path / "bad_model.csv"
+    p.write_text("model,item,correct\nm1,q1,1\nm2,q1,7\nm1,q2,0\nm2,q2,9\n", encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    r = ingest_file(db, p, benchmark="b", mapping=parse_mapping(["item_id=item", "score=correct"]),
+                    allow_rejects=True)
+    assert r.status == "ingested" and r.rows_added == 2 and r.rows_rejected == 2, r.message
+    with open_store(db, write=False) as con:
+        assert con.execute("SELECT model FROM models").fetchall() == [("m1",)]
+        assert con.execute("SELECT count(*) FROM variants").fetchall()[0][0] == 1
