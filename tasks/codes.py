@@ -117,13 +117,18 @@ class CodeBook:
         else:
             h_run, check_run, text_run = h, check, text
         known = self._known(kind, benchmark)
-        position = self._positions(known, h_run, strict=False)
-        unknown = position.is_null()
-        if unknown.any():
-            fresh = pl.DataFrame({"h": h_run.filter(unknown), "check": check_run.filter(unknown),
-                                  "text": text_run.filter(unknown)})
+        if known.height == 0:  # nothing known yet (a new benchmark): every text is new
+            fresh = pl.DataFrame({"h": h_run, "check": check_run, "text": text_run})
             known = self._add(kind, benchmark, fresh.filter(fresh["h"].is_first_distinct()))
             position = self._positions(known, h_run, strict=True)
+        else:
+            position = self._positions(known, h_run, strict=False)
+            unknown = position.is_null()
+            if unknown.any():
+                fresh = pl.DataFrame({"h": h_run.filter(unknown), "check": check_run.filter(unknown),
+                                      "text": text_run.filter(unknown)})
+                known = self._add(kind, benchmark, fresh.filter(fresh["h"].is_first_distinct()))
+                position = self._positions(known, h_run, strict=True)
         if run is not None:
             position = position.gather(run)
         same = known["check"].gather(position) == check

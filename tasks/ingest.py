@@ -397,38 +397,40 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
         return pl.concat([_store_batch(con, book, part, source_id, table, staged)
                           for part in good.partition_by("benchmark", maintain_order=True)])
     benchmark = bench[0]
-    book.load(benchmark)  # the only step that reads the store; the threads below do not touch it
-
-    def items_side():
-        key = book.codes(ITEM, benchmark, good["item_id"])
-        return key, _batch_items(good.select("benchmark", "item_id", "subject", "domain", "line").with_columns(key))
-
-    # Items and models are coded independently; Polars releases the GIL, so both cores work.
+    book.load(benchmark)  # the only step that reads the store before the insert below
+    # Polars, numpy and DuckDB release the GIL, so the two threads keep both cores busy:
+    # items are coded beside models, and the batch is inserted while its items are staged.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        item_side = pool.submit(items_side)
+        coding = pool.submit(book.codes, ITEM, benchmark, good["item_id"])
         model_id = book.codes(MODEL, benchmark, good["model"])
         variant_id = book.codes(VARIANT, benchmark, good["variant"])
-        item_key, items = item_side.result()
-    rows = pl.DataFrame([
-        model_id, item_key, variant_id, good["replicate"], good["score"],
-        pl.repeat(source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
-        good["line"]])
-    if "pairs" in staged:
-        items = items.join(staged["pairs"], on=["item_key", "pair"], how="anti")
-        staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair")])
-    else:
-        staged["pairs"] = items.select("item_key", "pair")
-    con.register("_batch", rows.to_arrow())
+        item_key = coding.result()
+        rows = pl.DataFrame([
+            model_id, item_key, variant_id, good["replicate"], good["score"],
+            pl.repeat(source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
+            good["line"]])
+        con.register("_batch", rows.to_arrow())
+        # Table names are fixed by the caller, never values from a log.  While this runs,
+        # nothing else touches the connection.
+        inserting = pool.submit(con.execute, f"INSERT INTO {table} SELECT * FROM _batch")
+        try:
+            items = _batch_items(good.select("benchmark", "item_id", "subject", "domain", "line")
+                                 .with_columns(item_key))
+            if "pairs" in staged:
+                items = items.join(staged["pairs"], on=["item_key", "pair"], how="anti")
+                staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair")])
+            else:
+                staged["pairs"] = items.select("item_key", "pair")
+            key_hash = rows.select("model_id", "item_key", "variant_id", "replicate").hash_rows(0x3C6EF372)
+        finally:
+            inserting.result()
+            con.unregister("_batch")
     con.register("_batch_items", items.to_arrow())
     try:
-        # Table names are fixed by the caller, never values from a log.
-        con.execute(f"INSERT INTO {table} SELECT * FROM _batch")
         con.execute("INSERT INTO _stage_items SELECT benchmark, item_id, item_key, subject, domain, line FROM _batch_items")
     finally:
-        con.unregister("_batch")
         con.unregister("_batch_items")
-    return pl.DataFrame([rows.select("model_id", "item_key", "variant_id", "replicate").hash_rows(0x3C6EF372)
-                         .alias("key_hash"), rows["line"]])
+    return pl.DataFrame([key_hash.alias("key_hash"), rows["line"]])
 
 
 def _repeated_key_lines(key_hashes: list[pl.DataFrame]) -> pl.DataFrame:
