@@ -20,7 +20,8 @@ CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
 
 def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        return con.execute("SELECT count(*) FROM responses WHERE benchmark = ? AND model = ?",
+        return con.execute("SELECT count(*) FROM response_codes WHERE model_id IN "
+                           "(SELECT model_id FROM models WHERE benchmark = ? AND model = ?)",
                            [benchmark, model]).fetchall()[0][0]
 
 

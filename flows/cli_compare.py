@@ -115,6 +115,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     import numpy as np
 
     from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
+    from benchcert.tasks.matrices import models_with_responses
     from benchcert.tasks.store import open_store
     from benchcert.tasks.verdicts import VerdictError, load_models
 
@@ -123,9 +124,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
             m = load_models(con, args.benchmark, [baseline, *candidates], args.variant)
         else:
             m0 = load_models(con, args.benchmark, [baseline], args.variant)
-            known = [r[0] for r in con.execute(
-                "SELECT DISTINCT model FROM responses WHERE benchmark = ? AND variant = ? ORDER BY 1",
-                [args.benchmark, m0.variant]).fetchall()]
+            known = models_with_responses(con, args.benchmark, m0.variant)
             candidates = [x for x in known if x != baseline]
             if not candidates:
                 raise VerdictError(f"benchmark {args.benchmark!r} has no model besides {baseline!r}")

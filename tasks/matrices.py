@@ -257,6 +257,17 @@ def matrices_from_raw(benchmark: str, variant: str, raw: RawResponses) -> Benchm
                              scores=scores, n_replicates=n_replicates)
 
 
+def models_with_responses(con, benchmark: str, variant: str) -> list[str]:
+    """Names of the benchmark's models that have responses in ``variant``, sorted."""
+    rows = con.execute("""
+        SELECT m.model FROM models m
+        WHERE m.benchmark = ? AND EXISTS (
+            SELECT 1 FROM response_codes r JOIN variants v ON v.variant_id = r.variant_id
+            WHERE r.model_id = m.model_id AND v.variant = ?)
+        ORDER BY 1""", [benchmark, variant]).fetchall()
+    return [r[0] for r in rows]
+
+
 def available_variants(con, benchmark: str) -> list[str]:
     # A variant is in the dictionary only while some stored response uses it.
     rows = con.execute("SELECT variant FROM variants WHERE benchmark = ? ORDER BY 1", [benchmark]).fetchall()

@@ -119,12 +119,16 @@ class VariantMatrices(BenchmarkMatrices):
 def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None) -> pl.DataFrame:
     """K (sum of scores), r (replicates) and whether all scores are 0/1, per model x item x variant."""
     frame = query_pl(con, """
-        SELECT model, item_id, variant, count(*)::BIGINT AS r, sum(score) AS k,
-               bool_and(score = 0 OR score = 1) AS binary
-        FROM responses
-        WHERE benchmark = ?
-        GROUP BY model, item_id, variant
-        ORDER BY model, item_id, variant""", [benchmark])
+        SELECT m.model, i.item_id, v.variant, c.r, c.k, c.binary
+        FROM (SELECT model_id, item_key, variant_id, count(*)::BIGINT AS r, sum(score) AS k,
+                     bool_and(score = 0 OR score = 1) AS binary
+              FROM response_codes
+              WHERE model_id IN (SELECT model_id FROM models WHERE benchmark = ?)
+              GROUP BY model_id, item_key, variant_id) c
+        JOIN models m ON m.model_id = c.model_id
+        JOIN items i ON i.item_key = c.item_key
+        JOIN variants v ON v.variant_id = c.variant_id
+        ORDER BY m.model, i.item_id, v.variant""", [benchmark])
     if frame.height == 0:
         raise MatrixError(f"benchmark {benchmark!r} has no responses in the store")
     frame = frame.with_columns(pl.col("k").round(0).cast(pl.Int64)).cast(COUNTS_SCHEMA).select(list(COUNTS_SCHEMA))

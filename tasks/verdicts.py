@@ -39,7 +39,7 @@ import polars as pl
 
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts
-from benchcert.tasks.matrices import BenchmarkMatrices, choose_variant, load_matrices
+from benchcert.tasks.matrices import BenchmarkMatrices, choose_variant, load_matrices, models_with_responses
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
 __all__ = ["CheckpointVerdict", "VerdictError", "checkpoint_verdict", "verdict_history", "load_models",
@@ -158,9 +158,7 @@ def load_models(con, benchmark: str, models: list[str], variant: str | None = No
     Raises :class:`VerdictError` naming the models the benchmark has when one is unknown.
     """
     chosen = choose_variant(con, benchmark, variant)
-    known = [r[0] for r in con.execute(
-        "SELECT DISTINCT model FROM responses WHERE benchmark = ? AND variant = ? ORDER BY 1",
-        [benchmark, chosen]).fetchall()]
+    known = models_with_responses(con, benchmark, chosen)
     missing = [x for x in models if x not in known]
     if missing:
         raise VerdictError(f"benchmark {benchmark!r} (variant {chosen!r}) has no model(s) {missing}; "
