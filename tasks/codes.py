@@ -51,13 +51,16 @@ _SEED, _CHECK_SEED = 0x6A09E667, 0x510E527F
 class CodeBook:
     """The codes of models, items and variants for the benchmarks one ingest touches."""
 
-    def __init__(self, con) -> None:
+    def __init__(self, con, *, new_benchmarks: tuple[str, ...] = ()) -> None:
+        """``new_benchmarks``: benchmarks the caller knows have nothing stored (no lookup needed)."""
         self._con = con
         # One dictionary frame per (kind, benchmark): row position is what rows are matched to.
-        self._dicts: dict[tuple[str, str], pl.DataFrame] = {}
-        # Table names below come from the fixed Kind constants, never from a log.
-        self._next = {k.name: con.execute(f"SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table}").fetchall()[0][0]
-                      for k in KINDS}
+        self._dicts: dict[tuple[str, str], pl.DataFrame] = {
+            (k.name, b): pl.DataFrame(schema=_DICT_SCHEMA) for k in KINDS for b in new_benchmarks}
+        # Table and column names come from the fixed Kind constants, never from a log.
+        firsts = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
+                                                   for k in KINDS)).fetchall()[0]
+        self._next = {k.name: first for k, first in zip(KINDS, firsts)}
 
     def load(self, benchmark: str) -> None:
         """Read the benchmark's stored codes now (coding a batch afterwards does not use the store)."""
@@ -87,7 +90,9 @@ class CodeBook:
 
     def constant(self, kind: Kind, benchmark: str, text: str, n: int) -> pl.Series:
         """The code of one text, repeated for ``n`` rows (a field the file does not carry)."""
-        code = self.codes(kind, benchmark, pl.Series([text], dtype=pl.String))[0]
+        known = self._known(kind, benchmark)
+        hit = known.filter(pl.col("text") == text)["code"]
+        code = hit[0] if hit.len() else self.codes(kind, benchmark, pl.Series([text], dtype=pl.String))[0]
         return pl.repeat(code, n, dtype=pl.Int32, eager=True).alias(kind.code)
 
     @staticmethod

@@ -220,7 +220,8 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
             rows_sql, rows_params = "_stage", []
         con.execute("CREATE OR REPLACE TEMP TABLE _stage_items (benchmark VARCHAR, item_id VARCHAR, item_key INTEGER, "
                     "subject VARCHAR, domain VARCHAR, line BIGINT)")
-        book = CodeBook(con)
+        # A benchmark with no stored model has no stored responses, items or variants either.
+        book = CodeBook(con, new_benchmarks=(benchmark,) if direct else ())
         _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
                     col_labels, rows_sql, rows_params, sha, config, report)
         if report.status == "ingested":

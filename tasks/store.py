@@ -151,6 +151,7 @@ def open_store(db: str | os.PathLike, *, write: bool,
             f"{db}: another benchcert process has held the store for more than {lock_timeout:g} s "
             f"(lock file {lock_path(db)}); try again later or raise --lock-timeout") from None
     try:
+        new_file = not db.exists()  # under the lock: nobody else can be creating it
         try:
             con = duckdb.connect(str(db), read_only=False)
         except duckdb.IOException as exc:
@@ -159,7 +160,7 @@ def open_store(db: str | os.PathLike, *, write: bool,
             con.execute("SET preserve_insertion_order = false")
             con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT])
             if write:
-                _ensure_schema(con, db)
+                _ensure_schema(con, db, new_file=new_file)
             else:
                 _check_version(con, db)
             yield con
@@ -190,8 +191,8 @@ def _stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
     return rows[0][0] if rows else None
 
 
-def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
-    version = _stored_version(con)
+def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path, *, new_file: bool = False) -> None:
+    version = None if new_file else _stored_version(con)
     if version == "1":
         _migrate_v1(con, db)
         return
