@@ -285,13 +285,12 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             FROM {rows_sql}
             WHERE line IN (SELECT line FROM _dup_lines)
             GROUP BY model_id, item_key, variant_id, replicate HAVING count(*) > 1""", rows_params)
-    else:  # no two rows share a key hash: skip the scan of every row
-        con.execute("CREATE OR REPLACE TEMP TABLE _dups (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
-                    "replicate BIGINT, n BIGINT, conflicting BOOLEAN)")
-    n_dup_keys = con.execute("SELECT count(*) FROM _dups").fetchall()[0][0]
+        n_dup_keys = con.execute("SELECT count(*) FROM _dups").fetchall()[0][0]
+    else:  # no two rows share a key hash: no key is repeated, nothing to scan
+        n_dup_keys = 0
     dup_conflicts = _dup_conflicts(con, book, rows_sql, rows_params) if n_dup_keys else []
-    split_items = con.execute("""SELECT count(*) FROM (SELECT item_key FROM _stage_items GROUP BY item_key
-                                 HAVING count(DISTINCT (subject, domain)) > 1)""").fetchall()[0][0]
+    # Staged pairs are distinct per item, so an item staged twice was given two subject/domain pairs.
+    split_items = "pairs" in staged_items and staged_items["pairs"]["item_key"].is_duplicated().any()
     item_conflicts = [] if not split_items else con.execute(f"""
         SELECT s.line, 'subject/domain' AS field,
                'item ' || c.item_id || ' is given ' || c.n || ' different subject/domain pairs in this file' AS reason
@@ -390,7 +389,7 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
                  staged: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Append a validated batch: coded rows to ``table``, items not staged before to _stage_items.
 
-    ``staged["pairs"]`` (item_key, pair hash) grows with what earlier batches staged.
+    ``staged["pairs"]`` (item_key and two hashes of the pair) grows with what earlier batches staged.
     Returns each row's key hash and line, for the within-file duplicate check.
     """
     bench = good["benchmark"]
@@ -418,10 +417,10 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
             items = _batch_items(good.select("benchmark", "item_id", "subject", "domain", "line")
                                  .with_columns(item_key))
             if "pairs" in staged:
-                items = items.join(staged["pairs"], on=["item_key", "pair"], how="anti")
-                staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair")])
+                items = items.join(staged["pairs"], on=["item_key", "pair", "pair2"], how="anti")
+                staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair", "pair2")])
             else:
-                staged["pairs"] = items.select("item_key", "pair")
+                staged["pairs"] = items.select("item_key", "pair", "pair2")
             key_hash = rows.select("model_id", "item_key", "variant_id", "replicate").hash_rows(0x3C6EF372)
         finally:
             inserting.result()
@@ -453,8 +452,8 @@ def _repeated_key_lines(key_hashes: list[pl.DataFrame]) -> pl.DataFrame:
 def _batch_items(frame: pl.DataFrame) -> pl.DataFrame:
     """Each distinct (item, subject, domain) of a batch with its first line.
 
-    Also returns ``pair``, a hash of (subject, domain), so pairs staged by earlier batches can
-    be skipped.  Item codes are small dense integers, so the first row of each item is found by array
+    Also returns ``pair`` and ``pair2``, two independent hashes of (subject, domain), so pairs
+    staged by earlier batches can be skipped.  Item codes are small dense integers, so the first row of each item is found by array
     indexing rather than by grouping on text; every row's (subject, domain) hash must then
     equal that of its item's first row, for two independently seeded hashes.  When some row
     disagrees (an item given two subjects, which the ingest reports) the batch is grouped by
@@ -463,8 +462,8 @@ def _batch_items(frame: pl.DataFrame) -> pl.DataFrame:
     key = frame["item_key"].to_numpy()
     pair = frame.select("subject", "domain")
     hashes = [pair.hash_rows(seed) for seed in (0x243F6A88, 0xA4093822)]
-    out_cols = ["benchmark", "item_id", "item_key", "subject", "domain", "line", "pair"]
-    frame = frame.with_columns(hashes[0].alias("pair"))
+    out_cols = ["benchmark", "item_id", "item_key", "subject", "domain", "line", "pair", "pair2"]
+    frame = frame.with_columns(hashes[0].alias("pair"), hashes[1].alias("pair2"))
     if key.size == 0:
         return frame.select(out_cols)
     base = int(key.min())
@@ -477,7 +476,8 @@ def _batch_items(frame: pl.DataFrame) -> pl.DataFrame:
     if all(np.array_equal(h[rep], h) for h in (x.to_numpy() for x in hashes)):
         return frame.select(out_cols).gather(np.sort(first[first >= 0]))
     return (frame.group_by("item_key", "subject", "domain", maintain_order=True)
-            .agg(pl.col("benchmark").first(), pl.col("item_id").first(), pl.col("line").min(), pl.col("pair").first())
+            .agg(pl.col("benchmark").first(), pl.col("item_id").first(), pl.col("line").min(), pl.col("pair").first(),
+                 pl.col("pair2").first())
             .select(out_cols))
 
 

@@ -156,3 +156,15 @@ def test_a_model_whose_rows_are_all_quarantined_is_not_listed(tmp_path):
     with open_store(db, write=False) as con:
         assert con.execute("SELECT model FROM models").fetchall() == [("m1",)]
         assert con.execute("SELECT count(*) FROM variants").fetchall()[0][0] == 1
+
+
+@pytest.mark.parametrize("batch_rows", [2, 1000])
+def test_an_item_given_two_subjects_is_caught_within_and_across_batches(tmp_path, batch_rows):
+    p = tmp_path / "split.csv"
+    p.write_text("model,item,topic,correct\nm1,q1,algebra,1\nm1,q2,algebra,0\nm2,q1,physics,1\nm2,q2,algebra,1\n",
+                 encoding="utf-8")
+    r = ingest_file(tmp_path / "s.duckdb", p, benchmark="b", batch_rows=batch_rows,
+                    mapping=parse_mapping(["item_id=item", "subject=topic", "score=correct"]))
+    assert r.status == "rejected", r.message
+    assert sorted({x["line"] for x in r.rejects}) == [2, 4]  # every row of q1
+    assert all("2 different subject/domain pairs" in x["reason"] for x in r.rejects)
