@@ -390,7 +390,7 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
     """Append a validated batch: coded rows to ``table``, items not staged before to _stage_items.
 
     ``staged["pairs"]`` (item_key and two hashes of the pair) grows with what earlier batches staged.
-    Returns each row's key hash and line, for the within-file duplicate check.
+    Returns each row's key hash and line, sorted by hash, for the within-file duplicate check.
     """
     bench = good["benchmark"]
     if not (bench == bench[0]).all():  # a benchmark column naming several benchmarks
@@ -421,7 +421,9 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
                 staged["pairs"] = pl.concat([staged["pairs"], items.select("item_key", "pair", "pair2")])
             else:
                 staged["pairs"] = items.select("item_key", "pair", "pair2")
-            key_hash = rows.select("model_id", "item_key", "variant_id", "replicate").hash_rows(0x3C6EF372)
+            # Sorted here, while the insert runs, for the duplicate check after the last batch.
+            keys = pl.DataFrame([rows.select("model_id", "item_key", "variant_id", "replicate")
+                                 .hash_rows(0x3C6EF372).alias("key_hash"), rows["line"]]).sort("key_hash")
         finally:
             inserting.result()
             con.unregister("_batch")
@@ -430,7 +432,7 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
         con.execute("INSERT INTO _stage_items SELECT benchmark, item_id, item_key, subject, domain, line FROM _batch_items")
     finally:
         con.unregister("_batch_items")
-    return pl.DataFrame([key_hash.alias("key_hash"), rows["line"]])
+    return keys
 
 
 def _repeated_key_lines(key_hashes: list[pl.DataFrame]) -> pl.DataFrame:
@@ -442,7 +444,7 @@ def _repeated_key_lines(key_hashes: list[pl.DataFrame]) -> pl.DataFrame:
     if not key_hashes:
         return pl.DataFrame(schema={"line": pl.Int64})
     keys = pl.concat(key_hashes)
-    ordered = keys["key_hash"].sort()
+    ordered = keys["key_hash"] if len(key_hashes) == 1 else keys["key_hash"].sort()  # each part is sorted
     repeated = ordered.filter(ordered == ordered.shift(1)).unique()
     if not repeated.len():
         return pl.DataFrame(schema={"line": pl.Int64})
