@@ -395,7 +395,7 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
     bench = good["benchmark"]
     if not (bench == bench[0]).all():  # a benchmark column naming several benchmarks
         return pl.concat([_store_batch(con, book, part, source_id, table, staged)
-                          for part in good.partition_by("benchmark", maintain_order=True)])
+                          for part in good.partition_by("benchmark", maintain_order=True)]).sort("key_hash")
     benchmark = bench[0]
     book.load(benchmark)  # the only step that reads the store before the insert below
     # Polars, numpy and DuckDB release the GIL, so the two threads keep both cores busy:
