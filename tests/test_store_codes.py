@@ -168,3 +168,12 @@ def test_an_item_given_two_subjects_is_caught_within_and_across_batches(tmp_path
     assert r.status == "rejected", r.message
     assert sorted({x["line"] for x in r.rejects}) == [2, 4]  # every row of q1
     assert all("2 different subject/domain pairs" in x["reason"] for x in r.rejects)
+
+
+def test_a_repeated_key_is_found_in_a_file_naming_several_benchmarks(tmp_path):
+    p = tmp_path / "multi_dup.csv"
+    p.write_text("bench,model,item,correct\nx,m1,q1,1\ny,m1,q1,0\nx,m1,q1,0\n", encoding="utf-8")
+    r = ingest_file(tmp_path / "s.duckdb", p, benchmark=None,
+                    mapping=parse_mapping(["benchmark=bench", "model=model", "item_id=item", "score=correct"]))
+    assert r.status == "rejected", r.message  # x/m1/q1 is given twice with different scores; y/m1/q1 is another key
+    assert sorted({x["line"] for x in r.rejects}) == [2, 4]
