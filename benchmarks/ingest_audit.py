@@ -633,7 +633,7 @@ def render(res: dict) -> str:
     L.append(f"   {'audit (work)':<26} {'':>9} {_s(a['work_s'])} {_s(a.get('call_cpu_s'), 7)} {'':>11} "
              f"{_mb(sr['audit']['peak_rss_bytes']):>10} "
              f"{_mb(sr['audit'].get('rss_before_bytes')):>17}")
-    L.append(f"   audit steps: " + ", ".join(f"{k} {v:.2f}" for k, v in a["timings_s"].items()
+    L.append("   audit steps: " + ", ".join(f"{k} {v:.2f}" for k, v in a["timings_s"].items()
                                                if k not in ("flow_wall", "prefect_overhead")))
     L.append(f"   audit flow_wall {a['flow_wall_s']:.2f} s, call wall {a['call_wall_s']:.2f} s "
              f"(Prefect total {a['call_wall_s'] - a['work_s']:.2f} s, incl. server start "

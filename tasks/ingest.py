@@ -203,7 +203,6 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
     find repeats; exact keys are compared for the rare repeated hashes), and each distinct
     (item, subject, domain) is staged once, so every item check runs on a small table.
     """
-    fmt = reader.format
     labels = {f: _field_label(f, c) for f, c in cols.items()}
     col_labels = {c: labels[f] for f, c in cols.items() if c is not None}
     con.execute("BEGIN TRANSACTION")

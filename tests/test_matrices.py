@@ -8,7 +8,6 @@ matrix, n = 2 for algebra and 1 for physics).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import polars as pl
