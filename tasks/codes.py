@@ -6,27 +6,21 @@ text in three dictionaries (``models``, ``items``, ``variants``; see tasks/store
 the file names, gives new text a new code, and remembers the new entries so the ingest can
 store the ones that end up used, inside the same transaction.
 
-Matching text to codes row by row is the costly part at 10 million rows, so rows are matched
-by a 64-bit hash of the text (within one benchmark) rather than by the text: hashing is a
-cheap pass over the column, and the lookups then run on integers.  Hashes never reach the
-store (they are recomputed from the stored text when a dictionary is loaded), so a change of
-hash function between library versions cannot corrupt codes.  Two texts with the same hash
-would merge, so each row also carries a second, independently seeded hash that must equal
-the second hash of the entry it matched: texts merge only if both hashes collide (odds
-about n^2 / 2^129 for n distinct texts); a first-hash collision raises
-:class:`CodeCollisionError` instead of giving a wrong code.
+Matching text to codes row by row is the costly part of an ingest, so each column is cast
+once to a Polars Categorical whose mapping is private to the book (one per kind and
+benchmark, freed with the book).  The cast compares the text itself, so two texts never
+share a code (there is no hash that could collide), and it gives each row a small dense
+physical id.  Everything after that is integer work: only the distinct texts (thousands,
+against up to a million rows per batch) are looked up in the stored dictionary or given new
+codes, and each row's code is one gather through a table of physical id -> code.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
-
-
-
-class CodeCollisionError(RuntimeError):
-    """Two different texts share a 64-bit hash (never expected; refuse rather than merge them)."""
 
 
 @dataclass(frozen=True)
@@ -42,10 +36,19 @@ ITEM = Kind("item", "items", "item_id", "item_key")
 VARIANT = Kind("variant", "variants", "variant", "variant_id")
 KINDS = (MODEL, ITEM, VARIANT)
 
-_DICT_SCHEMA = {"h": pl.UInt64, "check": pl.UInt64, "benchmark": pl.String, "text": pl.String, "code": pl.Int32,
-                "new": pl.Boolean}
-#: Seeds of the matching hash and of the independent check hash.
-_SEED, _CHECK_SEED = 0x6A09E667, 0x510E527F
+_ENTRY_SCHEMA = {"code": pl.Int32, "benchmark": pl.String, "text": pl.String}
+
+
+class _Column:
+    """One (kind, benchmark): its private text -> physical id mapping and physical id -> code."""
+
+    def __init__(self, stored: pl.DataFrame) -> None:
+        self.stored = stored  # text, code: what the store held when the ingest began
+        self.categories = pl.Categories.random()
+        # The mapping lives only while a Series uses it; this empty one keeps it for the book's life.
+        self.keepalive = pl.Series([], dtype=pl.Categorical(self.categories))
+        self.lut = np.empty(0, dtype=np.int32)  # code of each physical id (-1: not a text of ours)
+        self.new = pl.DataFrame(schema={"code": pl.Int32, "text": pl.String})
 
 
 class CodeBook:
@@ -54,9 +57,9 @@ class CodeBook:
     def __init__(self, con, *, new_benchmarks: tuple[str, ...] = ()) -> None:
         """``new_benchmarks``: benchmarks the caller knows have nothing stored (no lookup needed)."""
         self._con = con
-        # One dictionary frame per (kind, benchmark): row position is what rows are matched to.
-        self._dicts: dict[tuple[str, str], pl.DataFrame] = {
-            (k.name, b): pl.DataFrame(schema=_DICT_SCHEMA) for k in KINDS for b in new_benchmarks}
+        empty = pl.DataFrame(schema={"text": pl.String, "code": pl.Int32})
+        self._columns: dict[tuple[str, str], _Column] = {
+            (k.name, b): _Column(empty) for k in KINDS for b in new_benchmarks}
         # Table and column names come from the fixed Kind constants, never from a log.
         firsts = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
                                                    for k in KINDS)).fetchall()[0]
@@ -65,95 +68,119 @@ class CodeBook:
     def load(self, benchmark: str) -> None:
         """Read the benchmark's stored codes now (coding a batch afterwards does not use the store)."""
         for kind in KINDS:
-            self._known(kind, benchmark)
+            self._column(kind, benchmark)
 
-    def _known(self, kind: Kind, benchmark: str) -> pl.DataFrame:
+    def _column(self, kind: Kind, benchmark: str) -> _Column:
         key = (kind.name, benchmark)
-        if key not in self._dicts:
+        if key not in self._columns:
             stored = pl.from_arrow(self._con.sql(
                 f"SELECT {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} WHERE benchmark = ?",
                 params=[benchmark]).to_arrow_table())
             assert isinstance(stored, pl.DataFrame)
-            self._dicts[key] = stored.select(
-                stored["text"].hash(_SEED).alias("h"), stored["text"].hash(_CHECK_SEED).alias("check"),
-                pl.lit(benchmark).alias("benchmark"), "text", "code", pl.lit(False).alias("new"))
-        return self._dicts[key]
-
-    def _add(self, kind: Kind, benchmark: str, new: pl.DataFrame) -> pl.DataFrame:
-        start = self._next[kind.name]
-        self._next[kind.name] = start + new.height
-        new = new.sort("text").select(
-            "h", "check", pl.lit(benchmark).alias("benchmark"), "text",
-            pl.int_range(start, start + new.height, dtype=pl.Int32).alias("code"), pl.lit(True).alias("new"))
-        known = self._dicts[(kind.name, benchmark)] = pl.concat([self._known(kind, benchmark), new])
-        return known
+            self._columns[key] = _Column(stored)
+        return self._columns[key]
 
     def constant(self, kind: Kind, benchmark: str, text: str, n: int) -> pl.Series:
         """The code of one text, repeated for ``n`` rows (a field the file does not carry)."""
-        known = self._known(kind, benchmark)
-        hit = known.filter(pl.col("text") == text)["code"]
-        code = hit[0] if hit.len() else self.codes(kind, benchmark, pl.Series([text], dtype=pl.String))[0]
+        code = self.codes(kind, benchmark, pl.Series([text], dtype=pl.String))[0]
         return pl.repeat(code, n, dtype=pl.Int32, eager=True).alias(kind.code)
-
-    @staticmethod
-    def _positions(known: pl.DataFrame, h: pl.Series, *, strict: bool) -> pl.Series:
-        """Row position in ``known`` of each hash (null where unknown, unless ``strict``)."""
-        rows = pl.int_range(known.height, dtype=pl.UInt32, eager=True)
-        if strict:
-            return h.replace_strict(known["h"], rows, return_dtype=pl.UInt32)
-        return h.replace_strict(known["h"], rows, default=None, return_dtype=pl.UInt32)
 
     def codes(self, kind: Kind, benchmark: str, text: pl.Series) -> pl.Series:
         """Code of each row's text (of one benchmark), new codes given as needed.
 
-        Logs are usually sorted by model (or item), so the lookup is done once per run of
-        equal texts rather than once per row.  Every row's second hash is then compared with
-        the second hash of the entry it was matched to, so two texts merge only if both
-        64-bit hashes collide (odds about n^2 / 2^129); a first-hash collision is an error.
+        A text keeps the code the store gave it; texts the store does not hold get the next
+        free codes, in sorted text order within each call (so a file is coded the same way
+        on every run, whatever the threads do).  A Categorical ``text`` (as the validator
+        gives) is coded through its categories: the texts its rows use are coded once each,
+        and each row's code is a gather by physical id.  Integer ids are coded as their
+        decimal text.
         """
-        if text.len() > 1 and text.null_count() == 0 and (text == text[0]).all():
-            return self.constant(kind, benchmark, text[0], text.len())
-        h, check = text.hash(_SEED), text.hash(_CHECK_SEED)
-        starts = (h != h.shift(1)).fill_null(True)
-        run = None
-        if 2 * int(starts.sum()) < text.len():  # long runs: look up one row per run
-            run = starts.cast(pl.UInt32).cum_sum() - 1
-            h_run, check_run, text_run = h.filter(starts), check.filter(starts), text.filter(starts)
-        else:
-            h_run, check_run, text_run = h, check, text
-        known = self._known(kind, benchmark)
-        if known.height == 0:  # nothing known yet (a new benchmark): every text is new
-            fresh = pl.DataFrame({"h": h_run, "check": check_run, "text": text_run})
-            known = self._add(kind, benchmark, fresh.filter(fresh["h"].is_first_distinct()))
-            position = self._positions(known, h_run, strict=True)
-        else:
-            position = self._positions(known, h_run, strict=False)
-            unknown = position.is_null()
-            if unknown.any():
-                fresh = pl.DataFrame({"h": h_run.filter(unknown), "check": check_run.filter(unknown),
-                                      "text": text_run.filter(unknown)})
-                known = self._add(kind, benchmark, fresh.filter(fresh["h"].is_first_distinct()))
-                position = self._positions(known, h_run, strict=True)
-        if run is not None:
-            position = position.gather(run)
-        same = known["check"].gather(position) == check
-        if not same.all():
-            i = int(same.arg_min())
-            raise CodeCollisionError(
-                f"{kind.name} {text[i]!r} shares a 64-bit hash with {known['text'][int(position[i])]!r}; "
-                "refusing to merge them (report this, with the file)")
-        return known["code"].gather(position).alias(kind.code)
+        if text.null_count():
+            raise ValueError(f"codes: {kind.name} text has {text.null_count()} null value(s); validate rows first")
+        if isinstance(text.dtype, pl.Categorical):  # distinct texts known already: code those, then gather
+            names = text.dtype.categories.to_series()  # by physical id
+            physical = text.to_physical().to_numpy()
+            # Only the texts these rows use (the mapping may also hold texts of rows left out).
+            used = np.bincount(physical, minlength=names.len()) > 0
+            local = np.full(names.len(), -1, dtype=np.int32)
+            local[used] = self.codes(kind, benchmark, names.filter(pl.Series(used))).to_numpy()
+            return pl.Series(kind.code, local[physical], dtype=pl.Int32)
+        if text.dtype.is_integer():  # integer ids: their text is their decimal form
+            return self._integer_codes(kind, benchmark, text)
+        if text.len() > 1 and (text == text[0]).all():  # a constant column: code one row
+            return pl.repeat(self.codes(kind, benchmark, text.head(1))[0], text.len(), dtype=pl.Int32,
+                             eager=True).alias(kind.code)
+        col = self._column(kind, benchmark)
+        physical = text.cast(pl.Categorical(col.categories)).to_physical()
+        seen = int(physical.max()) + 1 if physical.len() else 0  # type: ignore[arg-type]
+        if seen > col.lut.size:
+            self._extend(kind, benchmark, col)
+        return pl.Series(kind.code, col.lut[physical.to_numpy()], dtype=pl.Int32)
+
+    def _integer_codes(self, kind: Kind, benchmark: str, ids: pl.Series) -> pl.Series:
+        """Codes of integer ids: the distinct values are formatted and coded, rows gathered.
+
+        Ids in a range a few times the row count (the usual question numbers) are looked up by
+        offset into a table; others through their sorted distinct values.
+        """
+        values = ids.to_numpy()
+        if values.size == 0:
+            return pl.Series(kind.code, [], dtype=pl.Int32)
+        low, high = int(values.min()), int(values.max())
+        if values.dtype != np.uint64 and high - low < 4 * values.size + 1024:
+            offset = values.astype(np.int64) - low
+            used = np.bincount(offset, minlength=high - low + 1) > 0
+            table = np.full(used.size, -1, dtype=np.int32)
+            distinct = pl.Series(np.flatnonzero(used) + low).cast(ids.dtype)
+            table[used] = self.codes(kind, benchmark, distinct.cast(pl.String)).to_numpy()
+            return pl.Series(kind.code, table[offset], dtype=pl.Int32)
+        distinct, inverse = np.unique(values, return_inverse=True)
+        codes = self.codes(kind, benchmark, pl.Series(distinct).cast(ids.dtype).cast(pl.String)).to_numpy()
+        return pl.Series(kind.code, codes[inverse], dtype=pl.Int32)
+
+    def _extend(self, kind: Kind, benchmark: str, col: _Column) -> None:
+        """Give the texts the mapping learnt since the last call their stored or new codes."""
+        names = col.categories.to_series()  # every text of the mapping, by physical id
+        start = col.lut.size
+        texts = names.slice(start)
+        lut = np.full(names.len(), -1, dtype=np.int32)
+        lut[:start] = col.lut
+        if col.stored.height:
+            stored = texts.replace_strict(col.stored["text"], col.stored["code"], default=None,
+                                          return_dtype=pl.Int32)
+            known = stored.is_not_null().to_numpy()
+            lut[start:][known] = stored.to_numpy()[known]
+            unknown = texts.filter(~stored.is_not_null() & texts.is_not_null())
+            physical = np.flatnonzero(~known & texts.is_not_null().to_numpy()) + start
+        else:  # nothing stored: every text is new (an id reserved but never given a text is skipped)
+            has_text = texts.is_not_null()
+            unknown = texts.filter(has_text) if texts.null_count() else texts
+            physical = np.arange(start, names.len())[has_text.to_numpy()] if texts.null_count() \
+                else np.arange(start, names.len())
+        order = unknown.arg_sort().to_numpy()
+        first = self._next[kind.name]
+        self._next[kind.name] = first + order.size
+        codes = np.empty(order.size, dtype=np.int32)
+        codes[order] = np.arange(first, first + order.size, dtype=np.int32)  # in sorted text order
+        lut[physical] = codes
+        col.new = pl.concat([col.new, pl.DataFrame({"code": codes, "text": unknown})])
+        col.lut = lut
 
     # --- what the ingest stores ------------------------------------------------------------
 
-    def _all(self, kind: Kind) -> pl.DataFrame:
-        frames = [d for (name, _), d in self._dicts.items() if name == kind.name]
-        return pl.concat(frames) if frames else pl.DataFrame(schema=_DICT_SCHEMA)
+    def _entries(self, kind: Kind, *, stored: bool) -> pl.DataFrame:
+        frames = []
+        for (name, benchmark), col in self._columns.items():
+            if name != kind.name:
+                continue
+            parts = [col.stored.select("code", "text"), col.new] if stored else [col.new]
+            frames += [p.select("code", pl.lit(benchmark).alias("benchmark"), "text") for p in parts]
+        return pl.concat(frames) if frames else pl.DataFrame(schema=_ENTRY_SCHEMA)
 
     def new_entries(self, kind: Kind) -> pl.DataFrame:
         """code, benchmark, text of the entries this ingest created (stored only if used)."""
-        return self._all(kind).filter(pl.col("new")).select("code", "benchmark", "text")
+        return self._entries(kind, stored=False)
 
     def text_of(self, kind: Kind) -> pl.DataFrame:
         """code, benchmark, text of every entry known to this ingest (for messages)."""
-        return self._all(kind).select("code", "benchmark", "text")
+        return self._entries(kind, stored=True)

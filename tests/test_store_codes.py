@@ -1,5 +1,5 @@
 """The coded store: codes agree with a plain dictionary, version-1 stores upgrade losslessly,
-several benchmarks in one file keep their own codes, and a hash collision is refused."""
+several benchmarks in one file keep their own codes, and texts are matched exactly."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from benchcert.tasks.codes import ITEM, MODEL, CodeBook, CodeCollisionError
+from benchcert.tasks.codes import ITEM, MODEL, CodeBook
 from benchcert.tasks.ingest import ingest_file
 from benchcert.tasks.mapping import parse_mapping
 from benchcert.tasks.store import STORE_VERSION, open_store, query_pl
@@ -24,7 +24,7 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def test_codes_agree_with_a_plain_dictionary_sorted_or_not(tmp_path):
-    """Oracle: the run-based hash lookup gives the same partition as a Python dict, in any row order."""
+    """Oracle: the codes give the same partition as a Python dict, in any row order."""
     rng = np.random.default_rng(7)
     texts = [f"item-{i}" for i in range(500)] + ["", " x ", "ünï", "a" * 40]
     with open_store(tmp_path / "s.duckdb", write=True) as con:
@@ -49,16 +49,42 @@ def test_codes_agree_with_a_plain_dictionary_sorted_or_not(tmp_path):
         assert other[0] != again[0]
 
 
-def test_a_first_hash_collision_is_refused_not_merged(tmp_path):
-    """Plant a dictionary entry whose first hash is another text's: the second hash must catch it."""
-    with open_store(tmp_path / "s.duckdb", write=True) as con:
+def test_texts_are_matched_exactly_and_keep_their_stored_codes(tmp_path):
+    """Texts that differ in one byte, case, blanks or normal form get different codes, and a
+    second book over the same store gives each stored text the code the first book stored."""
+    texts = ["model-a", "model-b", "Model-a", "model-a ", "caf\u00e9", "cafe\u0301", "x" * 300, "x" * 299 + "y"]
+    db = tmp_path / "s.duckdb"
+    with open_store(db, write=True) as con:
+        book = CodeBook(con, new_benchmarks=("b",))
+        codes = book.codes(MODEL, "b", pl.Series(texts * 3)).to_list()
+        assert codes[:8] == codes[8:16] == codes[16:] and len(set(codes[:8])) == 8
+        new = book.new_entries(MODEL)
+        con.execute("INSERT INTO models SELECT code, benchmark, text, 1 FROM new")
+    with open_store(db, write=True) as con:
         book = CodeBook(con)
-        book.codes(MODEL, "b", pl.Series(["model-a"]))
-        key = (MODEL.name, "b")
-        planted = book._dicts[key].with_columns(pl.Series("h", pl.Series(["model-b"]).hash(0x6A09E667)))
-        book._dicts[key] = planted  # "model-a" now sits where "model-b" hashes to
-        with pytest.raises(CodeCollisionError, match="model-b"):
-            book.codes(MODEL, "b", pl.Series(["model-b", "model-b"]))
+        again = book.codes(MODEL, "b", pl.Series(texts[::-1] + ["model-c"])).to_list()
+        assert again[:8] == codes[:8][::-1] and again[8] not in codes  # stored codes kept, a new one added
+        assert book.new_entries(MODEL)["text"].to_list() == ["model-c"]
+        with pytest.raises(ValueError, match="null"):
+            book.codes(MODEL, "b", pl.Series(["m", None]))
+
+
+@pytest.mark.parametrize("ids", [
+    [7, 3, 7, 5, 3, 3],                      # dense: looked up by offset
+    [-2, 10**12, -2, 0, 10**12],             # sparse, negative: through the sorted distinct values
+])
+@pytest.mark.parametrize("dtype", [pl.Int64, pl.Int32])
+def test_integer_ids_get_the_codes_of_their_decimal_text(tmp_path, ids, dtype):
+    if dtype == pl.Int32:
+        ids = [i for i in ids if abs(i) < 2**31]
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        book = CodeBook(con, new_benchmarks=("b",))
+        as_int = book.codes(ITEM, "b", pl.Series(ids, dtype=dtype)).to_list()
+        as_text = book.codes(ITEM, "b", pl.Series([str(i) for i in ids])).to_list()
+        assert as_int == as_text and len(set(as_int)) == len(set(ids))
+        big = [2**64 - 1, 5, 2**64 - 1]  # UInt64 beyond Int64
+        assert (book.codes(ITEM, "b", pl.Series(big, dtype=pl.UInt64)).to_list()
+                == book.codes(ITEM, "b", pl.Series([str(i) for i in big])).to_list())
 
 
 def test_constant_and_varying_columns_share_codes(tmp_path):

@@ -66,5 +66,6 @@ def test_numeric_and_boolean_columns_are_validated_natively():
     cols = {"benchmark": None, "model": "m", "item_id": "i", "subject": None, "domain": None,
             "score": "s", "variant": None, "replicate": None}
     good, bad = validate_batch(frame, cols, benchmark="b")
-    assert good["score"].to_list() == [1.0, 0.0] and good["item_id"].to_list() == ["1", "2"]
+    # An integer id stays an integer; its canonical text is the decimal form.
+    assert good["score"].to_list() == [1.0, 0.0] and good["item_id"].cast(pl.String).to_list() == ["1", "2"]
     assert bad.row(0, named=True) == {"line": 3, "field": "s", "reason": "missing value"}
