@@ -6,13 +6,14 @@ text in three dictionaries (``models``, ``items``, ``variants``; see tasks/store
 the file names, gives new text a new code, and remembers the new entries so the ingest can
 store the ones that end up used, inside the same transaction.
 
-Matching text to codes row by row is the costly part of an ingest, so each column is cast
-once to a Polars Categorical whose mapping is private to the book (one per kind and
-benchmark, freed with the book).  The cast compares the text itself, so two texts never
-share a code (there is no hash that could collide), and it gives each row a small dense
-physical id.  Everything after that is integer work: only the distinct texts (thousands,
-against up to a million rows per batch) are looked up in the stored dictionary or given new
-codes, and each row's code is one gather through a table of physical id -> code.
+Matching text to codes row by row is the costly part of an ingest, so rows are matched
+through Polars Categoricals: a cast compares the text itself, so two texts never share a
+code (there is no hash that could collide), and gives each row a small dense physical id.
+The validator already hands over model, item_id, subject and domain as Categoricals (each
+column cast once, see tasks/validate.py), and integer ids as integers; the book then codes
+only the distinct texts a batch uses (thousands, against up to a million rows), in a
+mapping private to the book (one per kind and benchmark, freed with it), and each row's
+code is one gather through a table of physical id -> code.
 """
 
 from __future__ import annotations
@@ -97,25 +98,29 @@ class CodeBook:
         """
         if text.null_count():
             raise ValueError(f"codes: {kind.name} text has {text.null_count()} null value(s); validate rows first")
-        if isinstance(text.dtype, pl.Categorical):  # distinct texts known already: code those, then gather
-            names = text.dtype.categories.to_series()  # by physical id
-            physical = text.to_physical().to_numpy()
-            # Only the texts these rows use (the mapping may also hold texts of rows left out).
-            used = np.bincount(physical, minlength=names.len()) > 0
-            local = np.full(names.len(), -1, dtype=np.int32)
-            local[used] = self.codes(kind, benchmark, names.filter(pl.Series(used))).to_numpy()
-            return pl.Series(kind.code, local[physical], dtype=pl.Int32)
+        if text.len() == 0:
+            return pl.Series(kind.code, [], dtype=pl.Int32)
+        if isinstance(text.dtype, pl.Categorical):  # code the distinct texts its rows use, then gather
+            distinct = text.unique()
+            ids = distinct.to_physical().to_numpy()
+            table = np.full(int(ids.max()) + 1, -1, dtype=np.int32)
+            table[ids] = self.codes(kind, benchmark, distinct.cast(pl.String)).to_numpy()
+            return pl.Series(kind.code, table[text.to_physical().to_numpy()], dtype=pl.Int32)
         if text.dtype.is_integer():  # integer ids: their text is their decimal form
             return self._integer_codes(kind, benchmark, text)
         if text.len() > 1 and (text == text[0]).all():  # a constant column: code one row
             return pl.repeat(self.codes(kind, benchmark, text.head(1))[0], text.len(), dtype=pl.Int32,
                              eager=True).alias(kind.code)
         col = self._column(kind, benchmark)
-        physical = text.cast(pl.Categorical(col.categories)).to_physical()
-        seen = int(physical.max()) + 1 if physical.len() else 0  # type: ignore[arg-type]
-        if seen > col.lut.size:
-            self._extend(kind, benchmark, col)
-        return pl.Series(kind.code, col.lut[physical.to_numpy()], dtype=pl.Int32)
+        coded = text.cast(pl.Categorical(col.categories))
+        distinct = coded.unique()
+        ids = distinct.to_physical().to_numpy()
+        # A text first met now has an id past the table (or, if the mapping reserved it earlier, no code yet).
+        new = ids >= col.lut.size
+        new[~new] = col.lut[ids[~new]] < 0
+        if new.any():
+            self._extend(kind, col, ids[new], distinct.filter(pl.Series(new)).cast(pl.String))
+        return pl.Series(kind.code, col.lut[coded.to_physical().to_numpy()], dtype=pl.Int32)
 
     def _integer_codes(self, kind: Kind, benchmark: str, ids: pl.Series) -> pl.Series:
         """Codes of integer ids: the distinct values are formatted and coded, rows gathered.
@@ -124,8 +129,6 @@ class CodeBook:
         offset into a table; others through their sorted distinct values.
         """
         values = ids.to_numpy()
-        if values.size == 0:
-            return pl.Series(kind.code, [], dtype=pl.Int32)
         low, high = int(values.min()), int(values.max())
         if values.dtype != np.uint64 and high - low < 4 * values.size + 1024:
             offset = values.astype(np.int64) - low
@@ -138,33 +141,24 @@ class CodeBook:
         codes = self.codes(kind, benchmark, pl.Series(distinct).cast(ids.dtype).cast(pl.String)).to_numpy()
         return pl.Series(kind.code, codes[inverse], dtype=pl.Int32)
 
-    def _extend(self, kind: Kind, benchmark: str, col: _Column) -> None:
-        """Give the texts the mapping learnt since the last call their stored or new codes."""
-        names = col.categories.to_series()  # every text of the mapping, by physical id
-        start = col.lut.size
-        texts = names.slice(start)
-        lut = np.full(names.len(), -1, dtype=np.int32)
-        lut[:start] = col.lut
+    def _extend(self, kind: Kind, col: _Column, ids: np.ndarray, texts: pl.Series) -> None:
+        """Give texts met for the first time (``ids`` in the mapping) their stored or new codes."""
+        top = int(ids.max()) + 1
+        if top > col.lut.size:
+            col.lut = np.concatenate([col.lut, np.full(top - col.lut.size, -1, dtype=np.int32)])
         if col.stored.height:
             stored = texts.replace_strict(col.stored["text"], col.stored["code"], default=None,
                                           return_dtype=pl.Int32)
             known = stored.is_not_null().to_numpy()
-            lut[start:][known] = stored.to_numpy()[known]
-            unknown = texts.filter(~stored.is_not_null() & texts.is_not_null())
-            physical = np.flatnonzero(~known & texts.is_not_null().to_numpy()) + start
-        else:  # nothing stored: every text is new (an id reserved but never given a text is skipped)
-            has_text = texts.is_not_null()
-            unknown = texts.filter(has_text) if texts.null_count() else texts
-            physical = np.arange(start, names.len())[has_text.to_numpy()] if texts.null_count() \
-                else np.arange(start, names.len())
-        order = unknown.arg_sort().to_numpy()
+            col.lut[ids[known]] = stored.to_numpy()[known]
+            ids, texts = ids[~known], texts.filter(pl.Series(~known))
+        order = texts.arg_sort().to_numpy()
         first = self._next[kind.name]
         self._next[kind.name] = first + order.size
         codes = np.empty(order.size, dtype=np.int32)
         codes[order] = np.arange(first, first + order.size, dtype=np.int32)  # in sorted text order
-        lut[physical] = codes
-        col.new = pl.concat([col.new, pl.DataFrame({"code": codes, "text": unknown})])
-        col.lut = lut
+        col.lut[ids] = codes
+        col.new = pl.concat([col.new, pl.DataFrame({"code": codes, "text": texts})])
 
     # --- what the ingest stores ------------------------------------------------------------
 

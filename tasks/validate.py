@@ -42,17 +42,16 @@ def _text_columns(frame: pl.DataFrame, columns: list[str]) -> dict[str, pl.Serie
     values (the Categorical's categories) instead of on every row, and the Categorical's
     physical ids let the ingest code rows with integer work (:meth:`CodeBook.codes`).  Each
     mapping is private to its column and is freed with it.  When some distinct value does
-    change under the strip, the stripped text is returned as a String column instead.
+    change under the strip, the column is stripped row by row and returned as text.
     """
     categories = {c: pl.Categories.random() for c in columns}
     # One select: Polars casts the columns side by side on its threads.
     coded = frame.select(pl.col(c).cast(pl.Categorical(categories[c])) for c in columns)
     out = {}
     for c in columns:
-        names = categories[c].to_series()
-        stripped = names.str.strip_chars()
-        out[c] = (coded[c] if stripped.equals(names, check_names=False)
-                  else stripped.gather(coded[c].to_physical()).alias(c))
+        names = coded[c].unique().cast(pl.String)
+        out[c] = (coded[c] if names.str.strip_chars().equals(names, check_names=False)
+                  else frame[c].str.strip_chars())  # rare: strip every row
     return out
 
 
