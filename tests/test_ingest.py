@@ -126,6 +126,38 @@ def test_same_rows_in_another_file_add_nothing_but_are_recorded(tmp_path, base_d
     assert snap["responses"].height == 22 and snap["sources"].height == 2
 
 
+def test_blanks_around_text_and_integer_ids_give_the_same_rows(tmp_path, small_mapping):
+    """Values are stripped whether a column needs it or not, and an integer id column codes as
+    its decimal text: a padded CSV, a clean CSV and a Parquet of integer ids hold the same rows,
+    and re-ingesting one after another adds nothing."""
+    src = pl.read_csv(SMALL_CSV, infer_schema=False)
+    numbered = src.with_columns(pl.col("question").str.strip_prefix("q").cast(pl.Int64).alias("question"))
+    clean = tmp_path / "clean.csv"
+    numbered.write_csv(clean)
+    padded = tmp_path / "padded.csv"
+    # Some values padded, some not: each column then holds both forms of a text.
+    numbered.with_columns(pl.when(pl.int_range(pl.len()) % 2 == 0).then("  " + pl.col(c) + "\t")
+                          .otherwise(pl.col(c)).alias(c) for c in ("model", "topic", "area")
+                          ).with_columns((" " + pl.col("question").cast(pl.String)).alias("question")).write_csv(padded)
+    ints = tmp_path / "ints.parquet"
+    numbered.with_columns(pl.col("correct").cast(pl.Int8)).write_parquet(ints)
+    frames = []
+    for path in (clean, padded, ints):
+        db = tmp_path / f"{path.name}.duckdb"
+        r = ingest_file(db, path, benchmark="small", mapping=small_mapping)
+        assert r.status == "ingested" and r.rows_added == 22, (path.name, r.message)
+        snap = snapshot(db)
+        frames.append((snap["responses"].drop("source_id", "line"), snap["items"].drop("source_id", "line")))
+        assert snap["models"].height == src["model"].n_unique()
+    for responses, items in frames[1:]:
+        assert_frame_equal(frames[0][0], responses)
+        assert_frame_equal(frames[0][1].drop("item_key"), items.drop("item_key"))
+    assert sorted(frames[0][1]["item_id"].unique()) == sorted(numbered["question"].cast(pl.String).unique())
+    db = tmp_path / "all.duckdb"
+    added = [ingest_file(db, p, benchmark="small", mapping=small_mapping).rows_added for p in (padded, ints, clean)]
+    assert added == [22, 0, 0]
+
+
 def test_identical_duplicate_rows_in_a_file_count_once(tmp_path, small_mapping):
     p = write(tmp_path, "d.csv", HEADER + "m1,q1,algebra,stem,1\nm1,q1,algebra,stem,1\nm1,q2,algebra,stem,0\n")
     r = ingest_file(tmp_path / "s.duckdb", p, benchmark="b", mapping=small_mapping)
