@@ -91,19 +91,25 @@ def _worst_case(n: int, N: int, alpha: float) -> tuple[float, int]:
     return float(w.half_width), int(w.worst_K)
 
 
-def _worst_cases(grid: list[int], N: int, alpha: float) -> dict[int, tuple[float, int]]:
-    """h* for every subset size of the grid, the sizes spread over the machine's cores.
+def _per_size(fn, grid: list[int]) -> dict:
+    """``fn(n)`` for every subset size of the grid, the sizes spread over the machine's cores.
 
-    The exact computation is numpy work on large arrays, which releases the GIL, so threads
-    run it in parallel (about 2x on two cores; benchmarks/subsample.py measures it).
+    The exact computations are numpy work on large arrays, which releases the GIL, so threads
+    run them in parallel (about 2x on two cores; benchmarks/subsample.py measures it).  They
+    are deterministic, so the results do not depend on the threads.
     """
     workers = min(len(grid), os.cpu_count() or 1)
     if workers <= 1:
-        return {n: _worst_case(n, N, alpha) for n in grid}
+        return {n: fn(n) for n in grid}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         # Largest first: they take longest, so the pool finishes at about the same time.
         sizes = sorted(grid, reverse=True)
-        return dict(zip(sizes, pool.map(lambda n: _worst_case(n, N, alpha), sizes)))
+        return dict(zip(sizes, pool.map(fn, sizes)))
+
+
+def _worst_cases(grid: list[int], N: int, alpha: float) -> dict[int, tuple[float, int]]:
+    """h* for every subset size of the grid (in parallel, :func:`_per_size`)."""
+    return _per_size(lambda n: _worst_case(n, N, alpha), grid)
 
 
 def _pairs(models: list[str], pooled: np.ndarray, baseline: str | None) -> list[tuple[int, int]]:
@@ -174,9 +180,27 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
         notes.append(f"subsample: the benchmark has {N} item(s); no proper subset size to tabulate")
     pair_idx = _pairs(models, K / N if N else K.astype(float), config.baseline) if len(models) >= 2 else []
     worst = _worst_cases(grid, N, alpha)
+    thms = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width) for n in grid}
+    thm2s = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width) for n in grid}
+    if pair_idx:
+        A = np.stack([X[:, i] for i, _ in pair_idx], axis=1)
+        B = np.stack([X[:, j] for _, j in pair_idx], axis=1)
+        b_better = ((B == 1) & (A == 0)).sum(axis=0)
+        a_better = ((A == 1) & (B == 0)).sum(axis=0)
+
+    def exact(n: int):
+        """The exact per-model and per-pair error distributions at subset size n."""
+        d = (subsample_error_distribution(K, n, N, alpha=alpha, half_widths=[thms[n], worst[n][0]])
+             if models else None)
+        pe = (paired_error_distribution(b_better, a_better, n, N, alpha=alpha, half_widths=[thm2s[n]])
+              if pair_idx else None)
+        return d, pe
+
+    distributions = _per_size(exact, grid)
     for n in grid:
-        thm = float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width)
+        thm = thms[n]
         hstar, worst_K = worst[n]
+        d, pe = distributions[n]
         strat = strat_sd = None
         if n >= sizes.size:
             alloc = proportional_allocation(sizes, n)
@@ -188,12 +212,11 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
                "barber_signed": float(barber_halfwidth(n, N, alpha=alpha, signed=True).half_width),
                "serfling": float(serfling_halfwidth(n, N, alpha=alpha).half_width), "stratified_proxy": strat,
                "exact_worst_case": hstar, "worst_case_K": worst_K, "n_models": len(models),
-               "theorem_5_2_paired": float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width),
+               "theorem_5_2_paired": thm2s[n],
                "mean_model_error95": None, "worst_model_error95": None, "max_violation_theorem": None,
                "max_violation_exact_worst_case": None, "n_pairs": len(pair_idx), "mean_pair_error95": None,
                "worst_pair_error95": None, "max_violation_paired_theorem": None}
-        if models:
-            d = subsample_error_distribution(K, n, N, alpha=alpha, half_widths=[thm, hstar])
+        if d is not None:
             q = np.atleast_1d(d.error_quantile)
             row.update(mean_model_error95=float(q.mean()), worst_model_error95=float(q.max()),
                        max_violation_theorem=float(d.violation[:, 0].max()),
@@ -206,13 +229,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
                                    "uniform_sd": float(sd[j]),
                                    "stratified_sd": None if strat_sd is None else float(strat_sd[j]),
                                    "alpha": alpha})
-        if pair_idx:
-            A = np.stack([X[:, i] for i, _ in pair_idx], axis=1)
-            B = np.stack([X[:, j] for _, j in pair_idx], axis=1)
-            b_better = ((B == 1) & (A == 0)).sum(axis=0)
-            a_better = ((A == 1) & (B == 0)).sum(axis=0)
+        if pe is not None:
             thm2 = row["theorem_5_2_paired"]
-            pe = paired_error_distribution(b_better, a_better, n, N, alpha=alpha, half_widths=[thm2])
             q2, sd2, gap = (np.atleast_1d(pe.error_quantile), np.atleast_1d(pe.sd), np.atleast_1d(pe.full_gap))
             row.update(mean_pair_error95=float(q2.mean()), worst_pair_error95=float(q2.max()),
                        max_violation_paired_theorem=float(pe.violation[:, 0].max()))
