@@ -673,8 +673,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   "synthetic files found there)")
     ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON to FILE")
     ap.add_argument("--seed", type=int, default=20240601, help="seed of the synthetic log")
-    ap.add_argument("--small-repeats", type=int, default=3, metavar="N",
-                    help="fresh-process runs of each MMLU-Pro ingest; the median is reported (default 3)")
+    ap.add_argument("--small-repeats", type=int, default=5, metavar="N",
+                    help="fresh-process runs of each MMLU-Pro ingest; the median is reported (default 5)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per measured step")
     ap.add_argument("--silent", action="store_true", help="no progress lines on stderr")
     # `make bench` hands the same BENCH_ARGS to every benchmarks/*.py: warn about the others' options.
