@@ -58,8 +58,8 @@ def test_texts_are_matched_exactly_and_keep_their_stored_codes(tmp_path):
         book = CodeBook(con, new_benchmarks=("b",))
         codes = book.codes(MODEL, "b", pl.Series(texts * 3)).to_list()
         assert codes[:8] == codes[8:16] == codes[16:] and len(set(codes[:8])) == 8
-        new = book.new_entries(MODEL)
-        con.execute("INSERT INTO models SELECT code, benchmark, text, 1 FROM new")
+        con.register("_new", book.new_entries(MODEL).to_arrow())
+        con.execute("INSERT INTO models SELECT code, benchmark, text, 1 FROM _new")
     with open_store(db, write=True) as con:
         book = CodeBook(con)
         again = book.codes(MODEL, "b", pl.Series(texts[::-1] + ["model-c"])).to_list()
