@@ -81,11 +81,6 @@ class CodeBook:
             self._columns[key] = _Column(stored)
         return self._columns[key]
 
-    def constant(self, kind: Kind, benchmark: str, text: str, n: int) -> pl.Series:
-        """The code of one text, repeated for ``n`` rows (a field the file does not carry)."""
-        code = self.codes(kind, benchmark, pl.Series([text], dtype=pl.String))[0]
-        return pl.repeat(code, n, dtype=pl.Int32, eager=True).alias(kind.code)
-
     def codes(self, kind: Kind, benchmark: str, text: pl.Series) -> pl.Series:
         """Code of each row's text (of one benchmark), new codes given as needed.
 
