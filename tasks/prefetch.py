@@ -38,10 +38,6 @@ class ValidatedBatches:
                     return
                 if raw.frame.height:
                     good, bad = validate_batch(raw.frame, columns, benchmark=benchmark)
-                    # One contiguous chunk per column, made here off the critical path: the
-                    # hashes and gathers that code the batch run several times faster on it.
-                    if max(good.n_chunks("all"), default=1) > 1:
-                        good = good.rechunk()
                 else:
                     good = bad = pl.DataFrame()
                 if not self._put((raw, good, bad)):

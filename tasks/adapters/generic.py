@@ -264,18 +264,10 @@ def _parquet_batches(path: Path, columns: list[str], batch_rows: int) -> Iterato
         return
     # Polars' own reader decodes straight into its memory layout: ~5x faster than going
     # through Arrow record batches (measured in benchmarks/ingest_audit.py), in bounded batches.
+    scan = pl.scan_parquet(path).select(columns).with_row_index(LINE, offset=1)
     try:
-        if pq.read_metadata(path).num_rows <= batch_rows:
-            # One batch: read whole, which gives one chunk per column (the streaming reader
-            # gives several, and every later pass over the batch runs faster on one).
-            frame = pl.read_parquet(path, columns=columns).with_row_index(LINE, offset=1)
-            yield RawBatch(frame=frame.with_columns(pl.col(LINE).cast(pl.Int64)).select(*columns, LINE))
-            return
-        scan = pl.scan_parquet(path).select(columns).with_row_index(LINE, offset=1)
         for frame in scan.collect_batches(chunk_size=batch_rows):
             yield RawBatch(frame=frame.with_columns(pl.col(LINE).cast(pl.Int64)).select(*columns, LINE))
-    except pa.ArrowInvalid as exc:
-        raise AdapterError(f"{path}: cannot read as Parquet: {exc}") from None
     except pl.exceptions.PolarsError as exc:
         raise AdapterError(f"{path}: cannot read as Parquet: {exc}") from None
 
