@@ -400,26 +400,23 @@ class _StagedItems:
               "domain": pl.String, "line": pl.Int64}
 
     def __init__(self) -> None:
-        self._parts: list[pl.DataFrame] = []
+        self._frame = pl.DataFrame(schema=self.SCHEMA)
 
     def add(self, items: pl.DataFrame) -> None:
         """Stage the batch's triples that no earlier batch staged."""
         items = items.cast(self.SCHEMA)  # text out of the batch's Categoricals (few rows)
-        if self._parts:
-            items = items.join(self.frame(), on=["item_key", "subject", "domain"], how="anti")
-        self._parts = [self.frame(), items] if self._parts else [items]
+        if self._frame.height:
+            items = items.join(self._frame, on=["item_key", "subject", "domain"], how="anti")
+            items = pl.concat([self._frame, items])
+        self._frame = items
 
     def frame(self) -> pl.DataFrame:
         """benchmark, item_id, item_key, subject, domain, line of every staged triple."""
-        if not self._parts:
-            return pl.DataFrame(schema=self.SCHEMA)
-        if len(self._parts) > 1:
-            self._parts = [pl.concat(self._parts)]
-        return self._parts[0]
+        return self._frame
 
     def split_items(self) -> bool:
         """Whether some item was staged with two different (subject, domain) pairs."""
-        return bool(self._parts) and bool(self.frame()["item_key"].is_duplicated().any())
+        return bool(self._frame["item_key"].is_duplicated().any())
 
 
 def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table: str,
