@@ -49,6 +49,8 @@ __all__ = [
     "per_environment_means",
     "stratified_means",
     "failure_rate_upper",
+    "draw_from_atoms",
+    "draw_stratified",
 ]
 
 BLACK_BOX_SENTENCE = ("A claim that the model is correct on every instance cannot be certified by black-box "
@@ -450,9 +452,9 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
             lo[a], hi[a] = mu - h, mu + h
             methods.append("exact" if h == 0 else "serfling")
         elif np.all((arr == 0) | (arr == 1)):
-            k = int(arr.sum())
-            ci = stats.binomtest(k, arr.size).proportion_ci(confidence_level=1 - alpha_a, method="exact")
-            lo[a], hi[a] = ci.low, ci.high
+            k, n = int(arr.sum()), arr.size   # exact two-sided Clopper-Pearson at alpha_a
+            lo[a] = 0.0 if k == 0 else float(stats.beta.ppf(alpha_a / 2, k, n - k + 1))
+            hi[a] = 1.0 if k == n else float(stats.beta.ppf(1 - alpha_a / 2, k + 1, n - k))
             methods.append("clopper_pearson")
         else:
             h = math.sqrt(math.log(2.0 / alpha_a) / (2.0 * arr.size))
@@ -473,6 +475,52 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
         details={"atom_lower": np.clip(lo, 0, 1).tolist(), "atom_upper": np.clip(hi, 0, 1).tolist(),
                  "atom_mean": mean.tolist(), "atom_methods": methods, "atoms_used": Kused})
     return res
+
+
+# --------------------------------------------------------------------------------------
+# drawing items
+
+
+def _atom_index(item_atoms, K: int):
+    a = np.asarray(item_atoms)
+    if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= K:
+        raise ValueError(f"item_atoms must be a non-empty 1-D array of atom codes in [0, {K})")
+    order = np.argsort(a, kind="stable")
+    counts = np.bincount(a, minlength=K)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return order, counts, starts
+
+
+def draw_from_atoms(item_atoms, probs, n: int, *, rng: np.random.Generator) -> np.ndarray:
+    """n i.i.d. item indices: an atom from ``probs``, then an item uniformly inside it.
+
+    This is a draw from :math:`q(z) = Q_a/N_a` (Theorem 3.4's proposal) or from an
+    environment :math:`p_i(z) = w_{ia}/N_a` (Remark 3.2), with replacement.
+    """
+    probs = np.asarray(probs, dtype=float)
+    K = probs.size
+    order, counts, starts = _atom_index(item_atoms, K)
+    if np.any(probs < 0) or abs(probs.sum() - 1) > 1e-9:
+        raise ValueError(f"probs must be a probability vector over the {K} atoms")
+    if np.any((probs > 0) & (counts == 0)):
+        raise ValueError("probs puts mass on an atom with no items")
+    n = _pos_int(n, "n")
+    atoms = rng.choice(K, size=n, p=probs / probs.sum())
+    offset = np.floor(rng.random(n) * counts[atoms]).astype(np.int64)
+    return order[starts[atoms] + offset]
+
+
+def draw_stratified(item_atoms, allocation, *, rng: np.random.Generator) -> np.ndarray:
+    """Item indices drawn uniformly without replacement, ``allocation[a]`` from atom a (sorted)."""
+    alloc = np.asarray(allocation)
+    K = alloc.size
+    order, counts, starts = _atom_index(item_atoms, K)
+    if not np.issubdtype(alloc.dtype, np.integer) or np.any(alloc < 0) or np.any(alloc > counts):
+        raise ValueError(f"allocation must be integers in [0, atom size]; got {alloc.tolist()} for sizes "
+                         f"{counts.tolist()}")
+    picked = [order[starts[a] + rng.choice(counts[a], size=int(alloc[a]), replace=False)]
+              for a in range(K) if alloc[a] > 0]
+    return np.sort(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------

@@ -112,3 +112,13 @@ def test_stratified_means_cover_every_mix_and_are_exact_on_whole_atoms():
         stratified_means([pop[0], np.array([])], sizes, P, delta=0.05)
     b = per_environment_means([np.ones(10), np.zeros(40)], delta=0.1)
     assert b.half_width[0] == pytest.approx(math.sqrt(math.log(40) / 20))
+
+
+def test_superpopulation_atom_intervals_are_scipy_exact_clopper_pearson():
+    x = np.array([1.0] * 7 + [0.0] * 13)
+    P = np.array([[1.0, 0.0], [0.0, 1.0]])
+    r = stratified_means([x, np.ones(5)], [20, 5], P, delta=0.1, finite_population=False)
+    ci = stats.binomtest(7, 20).proportion_ci(confidence_level=1 - 0.05, method="exact")   # delta / K, K = 2
+    assert r.lower[0] == pytest.approx(ci.low, rel=1e-9) and r.upper[0] == pytest.approx(ci.high, rel=1e-9)
+    assert r.upper[1] == 1.0
+    assert r.lower[1] == pytest.approx(stats.binomtest(5, 5).proportion_ci(0.95).low, rel=1e-9)
