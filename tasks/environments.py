@@ -158,7 +158,7 @@ def _weights(source: str, where: str, w) -> dict[str, float]:
     total = sum(out.values())
     if abs(total - 1.0) > WEIGHT_TOL:
         raise _err(source, where, f"weights must sum to 1; they sum to {total:.6g}")
-    return {k: v / total for k, v in out.items()}
+    return out if total == 1.0 else {k: v / total for k, v in out.items()}
 
 
 def parse_environments(data: dict, source: str = "<environments>") -> EnvironmentSpec:
