@@ -128,13 +128,25 @@ def cmd_audit(args) -> int:
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE
+    environments = None
+    if args.environments is not None:
+        from benchcert.tasks.environments import EnvironmentsError, spec_for_audit
+
+        try:
+            environments = spec_for_audit(args.environments, args.db, args.benchmark, args.lock_timeout)
+        except EnvironmentsError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except StoreError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_STORE
     _prefect_env()
     from benchcert.flows.audit import audit_flow
 
     try:
         out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
                          args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                         baseline=args.baseline, webhook_url=args.webhook)
+                         baseline=args.baseline, webhook_url=args.webhook, environments=environments)
     except StoreLockedError as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_STORE
@@ -292,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--weights", type=Path, metavar="FILE",
                     help="subject weights (TOML [subject_weights] table, JSON object or CSV subject,weight): "
                          "adds a 'weighted' score beside pooled and macro")
+    sp.add_argument("--environments", type=Path, metavar="FILE",
+                    help="deployment environments TOML (see benchcert plan environments): adds table "
+                         "environment_risks and a report section with each model's score per environment")
     sp.set_defaults(func=cmd_audit)
 
     sp = sub.add_parser("runs", help="list recorded audit runs")

@@ -563,3 +563,15 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
         notes.append(f"{len(skipped)} model(s) did not answer every item of plan {plan.plan_id} and get no "
                      f"certificate from it: {', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}")
     return rows, failure, notes
+
+
+def spec_for_audit(path, db, benchmark: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+    """Read an environments file and check its names against the benchmark's items (for ``audit``)."""
+    from benchcert.tasks.subsets import benchmark_items
+
+    spec = read_environments(path)
+    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        items = benchmark_items(con, benchmark)
+    if items.height:  # an unknown benchmark is the audit's own error to report
+        resolve(spec, atom_sizes(items, spec.level)[0])
+    return spec.to_dict()

@@ -51,6 +51,7 @@ class AuditConfig:
     subject_weights: dict[str, float] | None = None
     baseline: str | None = None
     db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
+    environments: dict | None = None  # parsed environments file (tasks/environments.py), for audit --environments
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:
@@ -90,10 +91,11 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 def _registry() -> dict[str, Analysis]:
     from benchcert.tasks.analyses import comparisons, hierarchical, intervals, perturbation, scores, subsample
+    from benchcert.tasks.analyses import environments
 
     return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
             "comparisons": comparisons.analyze, "subsample": subsample.analyze,
-            "perturbation": perturbation.analyze}
+            "perturbation": perturbation.analyze, "environments": environments.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()
