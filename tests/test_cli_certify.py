@@ -4,10 +4,12 @@ environments file's usage errors (certifying-capabilities paper, section 3)."""
 from __future__ import annotations
 
 import csv
+import pathlib
 import json
 import shutil
 
 import numpy as np
+import polars as pl
 import pytest
 
 from benchcert.flows.cli import main
@@ -155,3 +157,26 @@ def test_parse_environments_normalises_and_builds_simplex_vertices():
                            "t.toml")
     with pytest.raises(EnvironmentsError, match="exactly one key"):
         parse_environments({"environments": {"a": {"weight": {"x": 1}}}}, "t.toml")
+
+
+def test_end_to_end_plan_certify_audit(capsys, db, tmp_path, prefect_harness):
+    # The whole path on the bundled MMLU-Pro data: plan -> certify on the drawn subset -> audit --environments.
+    p = plan(capsys, db, "--epsilon", "0.05", "--delta", "0.05", "--seed", "11", "--protocol", "stratified")
+    code, out, err = cli(capsys, "certify", "--envs", ENVS, "--db", db, "--benchmark", "mmlu_pro",
+                         "--subset", p["plan_id"], "--json")
+    assert code == 0, err
+    assert json.loads(out)["environments"]
+    arts = tmp_path / "artifacts"
+    code, out, err = cli(capsys, "audit", "--db", db, "--benchmark", "mmlu_pro", "--artifacts", arts,
+                         "--environments", ENVS, "--json")
+    assert code == 0, err
+    run_dir = pathlib.Path(json.loads(out)["run_dir"])
+    risks = pl.read_parquet(run_dir / "tables" / "environment_risks.parquet")
+    assert risks["model"].n_unique() == 29 and risks["environment"].n_unique() == 9
+    html = (run_dir / "report.html").read_text()
+    assert 'id="environments"' in html and "cannot be certified by black-box testing" in html
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[environments.x]\nweights = { lawyers = 1.0 }\n')
+    code, _, err = cli(capsys, "audit", "--db", db, "--benchmark", "mmlu_pro", "--artifacts", arts,
+                       "--environments", bad)
+    assert code == 2 and "[environments.x] weights.lawyers: unknown domain" in err
