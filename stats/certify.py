@@ -142,8 +142,7 @@ def mom_block_failure(blocks: int, m: int, delta: float) -> float:
     increases in :math:`\pi`). Used after the fact: a realised block size s then gives the
     half-width :math:`\sqrt{(1+\chi^2_i)/(s\pi)}` by Chebyshev. With B from
     :func:`mom_blocks` it is >= 1/8, so the post-hoc half-width never exceeds the planned one.
-    Returns 0.0 when even :math:`\pi \to 0` fails (B too small for delta/m: impossible, since
-    B >= 1 and the tail is 0 at pi = 0) -- kept for safety.
+    Capped at 1/2 (beyond it the median bound is not useful anyway).
     """
     B = _pos_int(blocks, "blocks")
     m = _pos_int(m, "m")

@@ -180,3 +180,19 @@ def test_end_to_end_plan_certify_audit(capsys, db, tmp_path, prefect_harness):
     code, _, err = cli(capsys, "audit", "--db", db, "--benchmark", "mmlu_pro", "--artifacts", arts,
                        "--environments", bad)
     assert code == 2 and "[environments.x] weights.lawyers: unknown domain" in err
+
+
+def test_subject_level_environments(capsys, db, tmp_path):
+    f = tmp_path / "subjects.toml"
+    f.write_text('level = "subject"\n[environments.ethics]\n'
+                 'weights = { "ori_mmlu-business_ethics" = 0.5, "ori_mmlu-moral_disputes" = 0.5 }\n')
+    a = plan(capsys, db, "--envs", f, "--epsilon", "0.1", "--delta", "0.1", "--seed", "2")
+    assert set(a["sampling_distribution"]) == {"ori_mmlu-business_ethics", "ori_mmlu-moral_disputes"}
+    assert a["chi2_radius"] == pytest.approx(0, abs=1e-9) and a["level"] == "subject"
+    code, out, err = cli(capsys, "certify", "--envs", f, "--db", db, "--benchmark", "mmlu_pro", "--subset",
+                         a["plan_id"], "--json")
+    assert code == 0, err
+    assert {r["environment"] for r in json.loads(out)["environments"]} == {"ethics"}
+    f.write_text('level = "subject"\n[environments.ethics]\nweights = { business = 1.0 }\n')
+    code, _, err = cli(capsys, "certify", "--envs", f, "--db", db, "--benchmark", "mmlu_pro")
+    assert code == 2 and "unknown subject 'business'" in err
