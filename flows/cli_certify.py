@@ -94,9 +94,8 @@ def _spec(path, prog: str):
 
 
 def _store_items(db, benchmark: str, lock_timeout: float, prog: str):
-    from benchcert.tasks.store import StoreError
+    from benchcert.tasks.store import StoreError, open_store
     from benchcert.tasks.subsets import benchmark_items
-    from benchcert.tasks.store import open_store
 
     if not Path(db).is_file():
         raise _Problem(f"{prog}: {db}: no such store; ingest something first", EXIT_STORE)

@@ -48,3 +48,14 @@ def test_environment_risks_are_linear_in_the_mix_and_bands_hold_the_worst_mix():
         assert b[(model, "mostly_stem")]["lower"] == pytest.approx(mix)
     assert (r["lower"] <= r["score"]).all() and (r["score"] <= r["upper"]).all()
     assert 'class="environment-profiles"' in out.sections[0].html
+
+
+def test_hull_family_worst_mix_is_one_of_its_environments():
+    spec = parse_environments({"environments": {"s": {"weights": {"stem": 1.0}}, "m": {"weights": {"stem": 0.5,
+                                                                                                   "arts": 0.5}}},
+                               "family": {"name": "between", "hull": ["s", "m"]}}, "h.toml")
+    assert [r[0] for r in spec.rows()] == ["s", "m"]          # the hull adds no new environment
+    r = analyze(_matrices(), AuditConfig(environments=spec.to_dict())).tables["environment_risks"]
+    for model in ("a", "b"):
+        sub = {x["environment"]: x for x in r.filter(pl.col("model") == model).iter_rows(named=True)}
+        assert sub["between (worst mix)"]["lower"] == min(sub["s"]["lower"], sub["m"]["lower"])

@@ -162,3 +162,35 @@ def test_superpopulation_band_of_the_full_benchmark_covers(population, setting):
         hits.append(bool(np.all((b.lower <= truth + 1e-12) & (truth <= b.upper + 1e-12))))
     _, lo, _ = rate_ci(np.array(hits), reps, level=0.95)
     assert lo >= 1 - delta
+
+
+@pytest.fixture(scope="module")
+def subject_population():
+    """MMLU-Pro at the subject level (91 subjects of 1 to 1,000+ items) with fractional scores
+    (the mean of two models' correctness, in {0, 0.5, 1})."""
+    long = pl.read_csv(DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz",
+                       columns=["model", "question_id", "src", "correct"])
+    wide = long.pivot(on="model", index=["question_id", "src"], values="correct").sort("question_id")
+    subjects = sorted(wide["src"].unique().to_list())
+    codes = np.array([subjects.index(c) for c in wide["src"].to_list()], dtype=np.int64)
+    X = wide.drop("question_id", "src").to_numpy().astype(float)
+    X = X[:, ~np.isnan(X).any(axis=0)]
+    return subjects, codes, 0.5 * (X[:, :-1] + X[:, 1:])
+
+
+@pytest.mark.parametrize("protocol,epsilon", [("theorem_3_4", 0.3), ("per_environment", 0.1), ("stratified", 0.1)])
+def test_subject_level_unequal_sizes_fractional_scores(subject_population, protocol, epsilon):
+    subjects, codes, X = subject_population
+    sizes = np.bincount(codes, minlength=len(subjects))
+    rng = np.random.default_rng(91)
+    small = np.flatnonzero(sizes < 60)           # include the smallest subjects (whole-subject evaluation)
+    P = np.zeros((5, len(subjects)))
+    for i in range(5):
+        pick = np.concatenate([rng.choice(small, 1), rng.choice(len(subjects), 3, replace=False)])
+        P[i, pick] += rng.dirichlet(np.ones(4))
+    P /= P.sum(axis=1, keepdims=True)
+    delta = 0.1
+    hits = _run_coverage(protocol, P, np.zeros(5, dtype=bool), codes, X, epsilon=epsilon, delta=delta, reps=150,
+                         seed=7)
+    _, lo, _ = rate_ci(hits, hits.size, level=0.95)
+    assert lo >= 1 - delta
