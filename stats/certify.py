@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from benchcert.stats._common import check_alpha
+from benchcert.stats._common import check_alpha, warn_degenerate
 from benchcert.stats.subsample import serfling_halfwidth
 
 __all__ = [
@@ -347,6 +347,8 @@ def importance_mom(scores, atoms, P, q, *, blocks: int, delta: float) -> Environ
     if s < 1:
         raise ValueError(f"need at least blocks = {B} draws; got {x.size}")
     n = B * s
+    if n < x.size:
+        warn_degenerate(f"importance_mom: {x.size - n} draw(s) beyond {B} blocks of {s} are not used")
     ratio = np.zeros((m, K))
     pos = q > 0
     ratio[:, pos] = P[:, pos] / q[pos]

@@ -29,6 +29,8 @@ import numpy as np
 from scipy import optimize
 from scipy.special import gammaln
 
+from benchcert.stats._common import warn_degenerate
+
 __all__ = [
     "Chi2Radius",
     "Chi2RadiusBounds",
@@ -250,6 +252,9 @@ def chi2_radius(P, *, tol: float = 1e-7, max_iter: int = 20_000) -> Chi2Radius:
     div = np.maximum(grad - 1.0, 0.0)
     value = float(div.max())
     lower = max(g - 1.0, 0.0)
+    if not converged:
+        warn_degenerate(f"chi2_radius: duality gap {value - lower:.3g} above tol * (1 + V) after {it} iterations; "
+                        "value is still a valid upper bound on V (and lower a lower bound)")
     return Chi2Radius(
         value=value, lower=float(lower), gap=float(max(value - lower, 0.0)), proposal=q, weights=lam,
         divergences=div, tol=float(tol), iterations=it, converged=converged,

@@ -158,3 +158,14 @@ def test_tv_cover_radius_and_size(k, eps):
         assert np.all(np.isclose(g * r, np.round(g * r))) and g.sum() == pytest.approx(1)
         worst = max(worst, 0.5 * np.abs(g - theta).sum())
     assert worst <= cov.radius + 1e-12
+
+
+def test_an_unconverged_solve_warns_and_still_brackets_the_radius():
+    from benchcert.stats._common import DegenerateDataWarning
+
+    rng = np.random.default_rng(5)
+    P = rng.dirichlet(np.full(8, 0.3), size=6)
+    with pytest.warns(DegenerateDataWarning, match="duality gap"):
+        r = chi2_radius(P, tol=1e-15, max_iter=1)
+    exact = chi2_radius(P)
+    assert not r.converged and r.lower <= exact.value + 1e-9 and exact.lower <= r.value + 1e-9
