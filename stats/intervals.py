@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
+from scipy.stats import t as _st_t
+
+from .comparisons import cr2_mean
 
 from ._common import (
     Grouping,
@@ -109,10 +112,12 @@ _CLUSTERED_ASSUMPTIONS = (
     "may be arbitrarily dependent",
     "target is the population mean E[score] over fresh subjects and items, not the mean of "
     "the realised subjects",
-    "normal approximation across clusters: needs many subjects (roughly 30 or more); "
-    "undercovers with few",
-    "CR1 small-sample factor C/(C-1) and a normal critical value, as in Miller (2024) and "
-    "inspect_ai stderr(cluster=)",
+    "approximation across clusters: with fewer than about 30 subjects the SE is noisy and the "
+    "interval wide",
+    "departure from Miller (2024) and inspect_ai stderr(cluster=) (CR1, normal critical value, "
+    "about half a point under nominal): pooled weights use the CR2 small-sample correction with "
+    "Bell-McCaffrey degrees of freedom, macro weights CR1 (= CR2 there) with C - 1 df, and a Student "
+    "t critical value - the same reference as the clustered comparisons",
 )
 
 _CLUSTERED_WEIGHTING = {
@@ -144,6 +149,12 @@ _MACRO_N_NOTE = (
 
 def _z(alpha: float) -> float:
     return float(ndtri(1.0 - alpha / 2.0))
+
+
+def _t_crit(alpha: float, df):
+    """Student t critical value: the clustered intervals' small-sample reference, the same as
+    the clustered comparisons' (stats/comparisons.py)."""
+    return _st_t.ppf(1.0 - alpha / 2.0, df)
 
 
 def _where(mask: np.ndarray, label: str) -> str:
@@ -452,12 +463,17 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
         means = np.bincount(inv, weights=s, minlength=c) / m
         theta = float(means.mean())
         resid = (means - theta) / c
-    se = np.sqrt(c / (c - 1) * np.dot(resid, resid)) if c >= 2 else np.nan
+    if weights == "pooled" and c >= 2:
+        var, df = cr2_mean(m[:, None].astype(float), (resid * n)[:, None])
+        se, crit = float(np.sqrt(var[0])), float(_t_crit(alpha, df[0]))
+    else:
+        se = np.sqrt(c / (c - 1) * np.dot(resid, resid)) if c >= 2 else np.nan
+        crit = float(_t_crit(alpha, c - 1.0)) if c >= 2 else _z(alpha)
     est, lower, upper, hw, se = _clt(
         theta,
         se,
         c >= 2,
-        _z(alpha),
+        crit,
         label="",
         method="clustered_subject",
         reason="fewer than 2 clusters, so the between-cluster variance cannot be estimated",
@@ -665,9 +681,15 @@ def comparator_intervals(
         resid = np.where(answered, (mean_km - theta) / c, 0.0)
     ok = c >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        se_cl = np.sqrt(c / (c - 1.0) * np.sum(resid**2, axis=0))
+        if weighting == "pooled":
+            var_cl, df_cl = cr2_mean(n_km, resid * n_items)
+            se_cl = np.sqrt(var_cl)
+        else:
+            se_cl = np.sqrt(c / (c - 1.0) * np.sum(resid**2, axis=0))
+            df_cl = c - 1.0
+    crit_cl = np.where(ok, _t_crit(alpha, np.where(ok, df_cl, 1.0)), z)
     est, lower, upper, hw, se = _clt(
-        theta, se_cl, ok, z, label=label, method="clustered_subject",
+        theta, se_cl, ok, crit_cl, label=label, method="clustered_subject",
         reason="fewer than 2 answered subjects, so the between-subject variance cannot be "
         "estimated",
         zero_reason=_CLUSTERED_ZERO,

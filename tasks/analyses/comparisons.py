@@ -124,7 +124,9 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
-        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha)
+        # The same reference distribution as the p-values (t with the clustered test's df), so an
+        # interval excluding 0 means a Bonferroni rejection, which implies Holm's.
+        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
         exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
         verdict = np.where(holm.rejected & (r.estimate > 0), "improved",
                            np.where(holm.rejected & (r.estimate < 0), "regressed", "inconclusive"))
