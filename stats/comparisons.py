@@ -66,6 +66,9 @@ __all__ = [
     "paired_comparison",
     "paired_comparison_counts",
     "cr2_mean",
+    "default_primary",
+    "MIN_SUBJECTS_CLUSTERED",
+    "QUESTIONS",
     "pairwise_comparisons",
     "unpaired_z_test",
     "adjust_pvalues",
@@ -79,7 +82,17 @@ __all__ = [
 #: Verdict vocabulary: B (the candidate) against A (the baseline).
 VERDICTS = ("improved", "regressed", "inconclusive")
 
-_PRIMARY = ("paired_clt", "clustered_subject")
+_PRIMARY = ("paired_clt", "clustered_subject", "stratified_items")
+#: Fewer subjects than this and the default question is "is B better than A on this
+#: benchmark's items" (subjects as fixed strata), not "does it generalise to new subjects".
+MIN_SUBJECTS_CLUSTERED = 30
+#: The question each primary method answers (reported with every verdict).
+QUESTIONS = {
+    "clustered_subject": "subjects: does the gap generalise to new subjects like these (subjects are a sample)",
+    "stratified_items": "items: is B better than A on this benchmark's items (subjects are fixed strata, items a "
+                        "sample of each subject's items)",
+    "paired_clt": "items: is B better than A on items like these (items independent, no subject structure)",
+}
 _ADJUST = ("bonferroni", "holm", "bh", "by")
 
 
@@ -152,7 +165,7 @@ class PairedComparison:
     mde : minimum detectable effect of the primary test at this n (see
         :func:`minimum_detectable_effect`), at ``power``.
     power : float
-    method : the primary method (``"clustered_subject"`` or ``"paired_clt"``).
+    method : the primary method (``"clustered_subject"``, ``"stratified_items"`` or ``"paired_clt"``).
     assumptions : the primary method's assumptions.
     tests : dict of method name -> :class:`ComparisonTest` (every method computed). The exact
         test is keyed ``"mcnemar_exact"`` when every pair is binary, else ``"sign_test"``
@@ -160,6 +173,8 @@ class PairedComparison:
         From item-level scores it also holds ``"unpaired_z"``, the contrast peers report
         (:func:`unpaired_z_test` on each model's own answered items).
     pair_a, pair_b : column indices of A and B (only from :func:`pairwise_comparisons`).
+    question : which question the verdict answers (:data:`QUESTIONS`): "subjects" (clustered:
+        does the gap generalise to new subjects) or "items" (this benchmark's items).
     """
 
     estimate: np.ndarray | float
@@ -186,6 +201,7 @@ class PairedComparison:
     tests: dict[str, ComparisonTest] = field(default_factory=dict)
     pair_a: np.ndarray | None = None
     pair_b: np.ndarray | None = None
+    question: str = ""
 
 
 @dataclass(frozen=True)
@@ -291,6 +307,16 @@ _PAIRED_CLT_ASSUMPTIONS = (
     "independent across items given the items); the target is E[B - A] per item",
     "normal (CLT) approximation to mean(D) with the paired SE sd(D, ddof=1)/sqrt(n); needs "
     "enough discordant items (roughly 10 or more of each kind)",
+    "only items answered by both models enter; the gap is about those shared items",
+)
+
+_STRATIFIED_ASSUMPTIONS = (
+    "subjects are fixed strata (the benchmark's own subjects, not a sample of subjects); inside a "
+    "subject the items are independent draws from that subject's items, paired between the models",
+    "target is the item-weighted gap over this benchmark's subjects: E[B - A] with each subject "
+    "weighted by its share of the shared items",
+    "SE from the pooled within-subject variance of D, sqrt(SSW / (N - C) / N), with a Student t "
+    "reference on N - C df; the exact McNemar / sign test beside it needs no variance estimate",
     "only items answered by both models enter; the gap is about those shared items",
 )
 
@@ -427,13 +453,23 @@ def _check_power(power) -> float:
     return float(power)
 
 
-def _check_primary(primary, have_subjects: bool) -> str:
+def default_primary(n_subjects: int | None) -> str:
+    """The default primary method for a benchmark with ``n_subjects`` subjects (None: no
+    subject structure): clustered by subject from :data:`MIN_SUBJECTS_CLUSTERED` subjects on,
+    else the fixed-strata items question (the clustered one has little power and a noisy SE
+    with few subjects: 5 subjects leave it 4 df at most)."""
+    if n_subjects is None:
+        return "paired_clt"
+    return "clustered_subject" if n_subjects >= MIN_SUBJECTS_CLUSTERED else "stratified_items"
+
+
+def _check_primary(primary, have_subjects: bool, n_subjects: int | None = None) -> str:
     if primary is None:
-        return "clustered_subject" if have_subjects else "paired_clt"
+        return default_primary(n_subjects) if have_subjects else "paired_clt"
     if primary not in _PRIMARY:
         raise ValueError(f"primary must be one of {_PRIMARY}; got {primary!r}")
-    if primary == "clustered_subject" and not have_subjects:
-        raise ValueError("primary='clustered_subject' needs subjects; got subjects=None")
+    if primary in ("clustered_subject", "stratified_items") and not have_subjects:
+        raise ValueError(f"primary={primary!r} needs subjects; got subjects=None")
     return primary
 
 
@@ -559,6 +595,21 @@ def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustere
         tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
                                                     alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
                                                     df=_out(df))
+        # Subjects as fixed strata: pooled within-subject variance of D, t on N - C df.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            between = np.where(n_c > 0, s_c * s_c / np.where(n_c > 0, n_c, 1.0), 0.0).sum(axis=0)
+            ssw = np.maximum(q - between, 0.0)
+            df_w = nf - c
+            oks = df_w >= 1
+            se_st = np.sqrt(ssw / np.where(oks, df_w, 1.0) / nf)
+        df_s = np.where(oks, df_w, np.inf)
+        est, lo, hi, se_s, zs, p = _normal_test(
+            gap, se_st, oks, n, _st.t.ppf(1.0 - alpha / 2.0, df_s), method="stratified_items",
+            worst_se=1.0 / np.sqrt(nf), df=df_s,
+            reason="no subject has two shared items, so the within-subject variance cannot be estimated")
+        tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
+                                                   alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
+                                                   df=_out(df_s))
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -589,7 +640,7 @@ def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustere
         n_only_a=_out(n_only_a), n_only_b=_out(n_only_b), n_excluded=_out(np.asarray(n_only_a) + np.asarray(n_only_b)),
         n_clusters=None if n_clusters is None else _out(n_clusters),
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
-        method=primary, assumptions=prim.assumptions, tests=tests,
+        method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
 
 
@@ -605,7 +656,7 @@ def _paired_comparison_iv(a, b, subjects, alpha, power, primary):
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape (items x pairs); got {a.shape} and {b.shape}")
     codes = None if subjects is None else check_codes(subjects, "subjects", length=a.shape[0])
-    primary = _check_primary(primary, codes is not None)
+    primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     shared = ~np.isnan(a) & ~np.isnan(b)
     n = shared.sum(axis=0)
     if np.any(n == 0):
@@ -624,14 +675,18 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
         Scores in [0, 1] of the baseline A and the candidate B; NaN = not answered. With
         2-D input every column is a separate pair (vectorised).
     subjects : array_like of int, shape (n_items,), optional
-        Subject code per item; enables the clustered SE (and makes it the primary method).
+        Subject code per item; enables the clustered and the fixed-strata tests (one of which
+        is then the primary method, see ``primary``).
     alpha : float, keyword-only
         Two-sided level in (0, 1).
     power : float, keyword-only
         Power at which the minimum detectable effect is reported (default 0.8).
-    primary : {"clustered_subject", "paired_clt"}, optional, keyword-only
-        Method behind ``lower``/``upper``/``p_value``/``verdict``; default clustered when
-        subjects are given, else paired CLT.
+    primary : {"clustered_subject", "stratified_items", "paired_clt"}, optional, keyword-only
+        Method behind ``lower``/``upper``/``p_value``/``verdict``, i.e. the question the verdict
+        answers (``PairedComparison.question``). Default (:func:`default_primary`): with
+        subjects, clustered from 30 subjects on ("does the gap generalise to new subjects"),
+        the fixed-strata items test below that ("is B better on this benchmark's items");
+        without subjects, paired CLT. Every method is computed and kept in ``tests``.
 
     Returns
     -------
@@ -646,12 +701,17 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
       interval :math:`\bar D \pm z_{1-\alpha/2} SE`, p-value :math:`2\Phi(-|\bar D|/SE)`.
       Because :math:`\mathrm{Var}(D) = \mathrm{Var}(A) + \mathrm{Var}(B) - 2\mathrm{Cov}(A, B)`,
       the paired SE is far below the unpaired one when the models are positively correlated.
-    * clustered by subject (CR1, Miller 2024, as :func:`benchcert.stats.intervals.clustered_interval`
-      but on D): :math:`SE_{cl} = \sqrt{\frac{C}{C-1}\sum_c \big(\sum_{i\in c}(D_i - \bar D)\big)^2}/n`,
-      interval :math:`\bar D \pm t_{C-1, 1-\alpha/2} SE_{cl}`. Departure from Miller (2024) and
-      inspect_ai, which use the normal critical value: with C around 90 subjects the normal
-      version rejected a true null 5.7% of the time at alpha = 5% in our simulation; the t
-      reference (Cameron & Miller 2015, sec. VI.C) is the standard small-cluster correction.
+    * clustered by subject ("does the gap generalise to new subjects"; CR2, as
+      :func:`benchcert.stats.intervals.clustered_interval` but on D):
+      :math:`SE_{cl} = \sqrt{\sum_c r_c^2/(1 - n_c/n)}/n`, :math:`r_c = \sum_{i\in c}(D_i - \bar D)`,
+      interval :math:`\bar D \pm t_{df, 1-\alpha/2} SE_{cl}` with the Bell-McCaffrey df
+      (:func:`cr2_mean`). Departure from Miller (2024) and inspect_ai (CR1, normal critical
+      value): that rejected a true null 5.7% of the time at alpha = 5% with 90 subjects, and CR1
+      with t on C - 1 df still 6.3% with MMLU-Pro's unequal subject sizes; CR2-BM 5.0-5.7%.
+    * subjects as fixed strata ("is B better than A on this benchmark's items"):
+      :math:`SE = \sqrt{SSW/((n - C) n)}`, SSW the within-subject sum of squares of D,
+      interval and p-value on Student t with n - C df. With few subjects this is the question
+      that can be answered with power; it does not claim the gap generalises to new subjects.
     * exact McNemar: for binary scores, with :math:`n_{B}` items only B got right and
       :math:`n_{A}` only A got right, under H0 :math:`n_B \sim \mathrm{Bin}(n_A + n_B, 1/2)`;
       p = min(1, 2 P(Bin <= min(n_A, n_B))). For non-binary scores the same binomial on the
@@ -740,7 +800,7 @@ def _paired_comparison_counts_iv(n_b_wins, n_a_wins, n, alpha, power, primary, b
     total = nn.sum(axis=-1) if by_subject else nn
     if np.any(total == 0):
         raise ValueError(f"n must be positive (no shared item means nothing to compare); got {int(total.min())}")
-    primary = _check_primary(primary, by_subject)
+    primary = _check_primary(primary, by_subject, int(nn.shape[-1]) if by_subject else None)
     return nb, na, nn, alpha, power, primary
 
 
@@ -809,7 +869,7 @@ def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, pr
     if k < 2:
         raise ValueError(f"scores must have at least 2 model columns to compare; got {k}")
     codes = None if subjects is None else check_codes(subjects, "subjects", length=s.shape[0])
-    primary = _check_primary(primary, codes is not None)
+    primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     if pairs is not None and baseline is not None:
         raise ValueError(f"give pairs or baseline, not both; got pairs and baseline={baseline!r}")
     if baseline is not None:
@@ -841,7 +901,7 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     scores : array_like, shape (n_items, K)
         Scores in [0, 1]; NaN = not answered.
     subjects : array_like of int, shape (n_items,), optional
-        Subject codes (clustered SE; primary method by default when given).
+        Subject codes (clustered and fixed-strata tests; see :func:`paired_comparison`).
     pairs : array_like of int, shape (P, 2), optional, keyword-only
         Column pairs (A, B) to compare (gap = B - A). Default: every pair i < j.
     baseline : int, optional, keyword-only

@@ -271,3 +271,27 @@ def test_plugs_into_the_audit_report_and_tables(tmp_path):
     html = results.build_report(summary, outs, sources=pl.DataFrame({"path": ["log.csv"]}))
     assert "Model comparisons" in html and "rank interval" in html
     render_report(title="t", meta={}, sections=outs[-1].sections, generated_at="2026-01-01T00:00:00Z")
+
+
+def test_five_subject_benchmark_all_pairs_verdict_is_significant():
+    # Acceptance (issue 18): a synthetic benchmark with 5 subjects, 805 items and two models 50 pp
+    # apart. The audit's all-pairs verdict is a significant difference (fixed-strata items
+    # question, named in the table), and the run says why it is not the clustered question.
+    from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
+
+    rng = np.random.default_rng(805)
+    sizes = [300, 250, 150, 60, 45]
+    subj = np.repeat(np.arange(5), sizes)
+    base = rng.uniform(0.2, 0.45, 5)[subj]
+    scores = {"weak": (rng.random(805) < base).astype(float), "strong": (rng.random(805) < base + 0.5).astype(float)}
+    long = pl.DataFrame({
+        "model": np.repeat(list(scores), 805), "item_id": np.tile([f"q{i:04d}" for i in range(805)], 2),
+        "subject": np.tile([f"s{k}" for k in subj], 2), "domain": "all",
+        "score": np.concatenate(list(scores.values())), "n_replicates": 1}).sort("subject", "item_id", "model")
+    m = BenchmarkMatrices(benchmark="five", variant="", long=long.cast(LONG_SCHEMA))
+    out = analyze(m, AuditConfig())
+    row = out.tables["comparisons"].row(0, named=True)
+    assert row["model"] == "strong" and row["verdict"] == "improved" and row["p_holm"] < 1e-10
+    assert row["method"] == "stratified_items" and row["question"].startswith("items")
+    assert row["simultaneous_lower"] > 0.3 and row["p_clustered"] is not None
+    assert any("fewer than 30" in w for w in out.warnings)

@@ -113,8 +113,10 @@ def test_cr2_closed_form_matches_explicit_matrices():
 
 
 def test_hand_example(no_warnings):
-    r = paired_comparison(HAND_A, HAND_B, HAND_SUBJ)
-    assert isinstance(r, PairedComparison) and r.method == "clustered_subject"
+    # 3 subjects: the default question is the fixed-strata items one; the clustered test is beside it
+    assert paired_comparison(HAND_A, HAND_B, HAND_SUBJ).method == "stratified_items"
+    r = paired_comparison(HAND_A, HAND_B, HAND_SUBJ, primary="clustered_subject")
+    assert isinstance(r, PairedComparison) and r.method == "clustered_subject" and r.question.startswith("subjects")
     # D on the 8 shared items: 0, 1, -1, 1, 1, 0, 0, 1 -> sum 3, sum of squares 5
     assert (r.n, r.n_only_a, r.n_only_b, r.n_excluded) == (8, 1, 1, 2)
     assert r.estimate == pytest.approx(3 / 8)
@@ -627,7 +629,8 @@ def test_one_shared_item_and_one_subject_use_worst_cases():
     assert any("single answered item" in str(w.message) for w in rec)  # the unpaired contrast, model A
     assert r.n == 1 and r.n_only_b == 1 and r.se == pytest.approx(1.0)
     with pytest.warns(DegenerateDataWarning, match="fewer than 2 subjects"):
-        r = paired_comparison(np.array([1.0, 0, 0, 1]), np.array([1.0, 1, 1, 0]), np.zeros(4, int))
+        r = paired_comparison(np.array([1.0, 0, 0, 1]), np.array([1.0, 1, 1, 0]), np.zeros(4, int),
+                              primary="clustered_subject")
     assert r.se == 1.0 and (r.lower, r.upper) == (-1.0, 1.0)
 
 
@@ -722,7 +725,7 @@ def test_simultaneous_intervals_agree_with_adjusted_p_values_over_random_familie
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = pairwise_comparisons(scores, subj)
-        sim = simultaneous_intervals(r.estimate, r.se, df=r.tests["clustered_subject"].df)
+        sim = simultaneous_intervals(r.estimate, r.se, df=r.tests[r.method].df)
         bonf = adjust_pvalues(r.p_value, method="bonferroni")
         holm = adjust_pvalues(r.p_value, method="holm")
         excl = (sim.lower > 0) | (sim.upper < 0)
@@ -732,3 +735,31 @@ def test_simultaneous_intervals_agree_with_adjusted_p_values_over_random_familie
         checked += excl.size
         excluded += int(excl.sum())
     assert contradictions == 0 and excluded > 100, (contradictions, excluded, checked)
+
+
+def test_stratified_items_test_hand_example_and_few_subject_default():
+    # Hand data: D = 0, 1, -1 | 1, 1, 0 | 0, 1 (subjects of 3, 3, 2; N = 8, C = 3).
+    # Subject means 0, 2/3, 1/2; SSW = (0+1+1) + (1/9+1/9+4/9) + (1/4+1/4) = 2 + 2/3 + 1/2 = 19/6.
+    r = paired_comparison(HAND_A, HAND_B, HAND_SUBJ)
+    st = r.tests["stratified_items"]
+    se = math.sqrt(19 / 6 / (8 - 3) / 8)
+    assert st.se == pytest.approx(se) and st.df == 5 and r.se == pytest.approx(se)
+    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se, 5))
+    assert r.question.startswith("items") and "clustered_subject" in r.tests
+    # MDE on the same t reference: (t_{0.975, 5} + t_{0.8, 5}) SE
+    assert r.mde == pytest.approx((stats.t.ppf(0.975, 5) + stats.t.ppf(0.8, 5)) * se)
+
+
+def test_five_subjects_two_models_fifty_points_apart_is_significant():
+    # Acceptance (issue 18): 5 subjects, 805 items, models 50 pp apart. The clustered test has at
+    # most 4 df and was inconclusive at this size after Holm (p_holm 0.32 on a real benchmark); the
+    # default fixed-strata items question finds it.
+    rng = np.random.default_rng(1805)
+    subj = np.repeat(np.arange(5), [300, 250, 150, 60, 45])
+    base = rng.uniform(0.2, 0.5, 5)[subj]
+    a = (rng.random(805) < base).astype(float)
+    b = (rng.random(805) < base + 0.5).astype(float)
+    r = pairwise_comparisons(np.column_stack([a, b]), subj)
+    holm = adjust_pvalues(r.p_value, method="holm")
+    assert r.method == "stratified_items" and holm.rejected.all() and r.estimate[0] > 0.4
+    assert r.tests["clustered_subject"].df[0] <= 4

@@ -1,4 +1,4 @@
-"""Model comparisons for the audit (STATS.md D1, D2): which models are really different?
+"""Model comparisons for the audit (the Hardt chapter's paired tests): which models are really different?
 
 Every pair of models (or every model against ``AuditConfig.baseline``) is compared on the
 items both answered - paired, because two models' scores on the same items are strongly
@@ -8,8 +8,10 @@ of a pair answered are excluded from that pair and counted in the table.
 Tables:
 
 * ``comparisons`` - one row per pair: gap (model - versus) on shared items, the primary
-  interval (clustered by subject when the hierarchy has subjects, else paired CLT) and its
-  Bonferroni-simultaneous version, p-values of every method (paired CLT, clustered, exact
+  interval and the question it answers (``question``: clustered by subject - "does the gap
+  generalise to new subjects" - when the hierarchy has 30 or more subjects; subjects as fixed
+  strata - "is the model better on this benchmark's items" - with fewer, with a note; paired
+  CLT without subjects) and its Bonferroni-simultaneous version on the same t reference, p-values of every method (paired CLT, clustered, exact
   McNemar / sign test, Hoeffding, and the unpaired z-test peers use), Holm and
   Benjamini-Hochberg adjusted p-values, the minimum detectable effect and the verdict
   (Holm at alpha: ``improved`` = model significantly better than versus);
@@ -28,6 +30,8 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats.comparisons import (
+    MIN_SUBJECTS_CLUSTERED,
+    QUESTIONS,
     adjust_pvalues,
     pairwise_comparisons,
     rank_confidence,
@@ -43,7 +47,7 @@ COMPARISON_SCHEMA = {
     "model": pl.String, "versus": pl.String, "family": pl.String,
     "n_shared": pl.Int64, "n_only_model": pl.Int64, "n_only_versus": pl.Int64, "n_excluded": pl.Int64,
     "score_model": pl.Float64, "score_versus": pl.Float64, "gap": pl.Float64,
-    "method": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
+    "method": pl.String, "question": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
     "simultaneous_lower": pl.Float64, "simultaneous_upper": pl.Float64,
     "p_value": pl.Float64, "p_holm": pl.Float64, "p_bh": pl.Float64,
     "p_paired_clt": pl.Float64, "p_clustered": pl.Float64, "p_exact": pl.Float64, "exact_test": pl.String,
@@ -94,6 +98,11 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         # One subject leaves nothing to cluster over; the clustered SE would be the worst case.
         subjects = None
         notes.append("comparisons: the benchmark has a single subject, so intervals are paired CLT, not clustered")
+    if subjects is not None and np.unique(subjects).size < MIN_SUBJECTS_CLUSTERED:
+        notes.append(f"comparisons: {np.unique(subjects).size} subjects (fewer than {MIN_SUBJECTS_CLUSTERED}): verdicts, "
+                     "intervals and ranks answer 'is the model better on this benchmark's items' (subjects as fixed "
+                     "strata). Whether a gap generalises to new subjects (p_clustered) cannot be answered reliably "
+                     "with so few subjects: that test has little power and a noisy standard error")
     pooled = np.nanmean(scores, axis=0)
     baseline = None
     if config.baseline is not None:
@@ -135,7 +144,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,
             "n_shared": r.n, "n_only_model": r.n_only_b, "n_only_versus": r.n_only_a, "n_excluded": r.n_excluded,
             "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
-            "method": r.method, "se": r.se, "lower": r.lower, "upper": r.upper,
+            "method": r.method, "question": r.question, "se": r.se, "lower": r.lower, "upper": r.upper,
             "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
             "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bh": bh.p_adjusted,
             "p_paired_clt": r.tests["paired_clt"].p_value,
@@ -165,7 +174,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     return AnalysisOutput(
         name="comparisons",
         tables={"comparisons": frame, "tied_groups": tied, "comparison_ranks": ranks},
-        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha, subjects is not None)],
+        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha,
+                           r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"))],
         warnings=notes,
     )
 
@@ -213,7 +223,7 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
     return ranks, tied, groups
 
 
-def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Section:
+def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
     level = f"{100 * (1 - alpha):g}%"
     k = len(models)
     plot = interval_plot_svg(
@@ -226,7 +236,10 @@ def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Sectio
     group_items = "".join(
         f"<li>group {gid}: {escape(', '.join(models[i] for i in g))}</li>"
         for gid, g in enumerate(groups, start=1) if len(g) > 1)
-    method = "clustered by subject (t with C - 1 df)" if clustered else "paired CLT"
+    method = {"clustered_subject": "clustered by subject (CR2, t with Bell-McCaffrey df)",
+              "stratified_items": "paired within subjects as fixed strata (t with N - C df)",
+              "paired_clt": "paired CLT"}[primary]
+    question = QUESTIONS[primary]
     if baseline is not None:
         fam = f"every model against the baseline {escape(models[baseline])!s}"
     else:
@@ -235,8 +248,10 @@ def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Sectio
              f"excluded and counted in <code>n_excluded</code>). Gap = model &minus; versus; {level} interval "
              f"{method}; verdict by Holm at &alpha; = {alpha:g} over the {frame.filter(pl.col('n_shared') > 0).height} "
              "comparisons (<code>improved</code> = model significantly ahead). Benjamini-Hochberg adjusted "
-             "p-values (FDR) and Bonferroni-simultaneous intervals are in the table; so is the unpaired z-test "
-             "peers report, which ignores that both models answered the same items.</p>")
+             "p-values (FDR) and Bonferroni-simultaneous intervals (same t reference as the p-values: an interval "
+             "that excludes 0 is always a Holm rejection) are in the table; so is the unpaired z-test "
+             f"peers report, which ignores that both models answered the same items.</p><p>The question answered: "
+             f"<b>{escape(question)}</b>.</p>")
     ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
             "level (Holm over all pairs) - a tie here means <em>not distinguished</em>, not proven equal. "
             "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
