@@ -432,11 +432,32 @@ def test_proportional_allocation_by_hand(no_warnings):
         proportional_allocation([5, 5, 5], 2)
 
 
-def test_stratified_proxy_equals_theorem_under_exact_proportions(no_warnings):
-    # Hand: with n_k/m_k = n/N, sum (m_k/N)^2 (1 - n/N)/(4 n_k) = (N - n)/(4 n N) (Theorem 5.2's proxy).
+def test_stratified_proxy_with_finite_population_factor(no_warnings):
+    # Hand: proxy sum (m_k/N)^2 (m_k - n_k)/(m_k - 1) / (4 n_k); with n_k/m_k = n/N it is within a
+    # factor m_k/(m_k - 1) of Theorem 5.2's (N - n)/(4 n N).
     m, nk = np.array([50, 150, 300]), np.array([10, 30, 60])
-    assert stratified_halfwidth(m, nk).half_width == pytest.approx(theorem_5_2_halfwidth(100, 500).half_width,
-                                                                   rel=1e-12)
+    want = sum((mk / 500) ** 2 * (mk - n) / (mk - 1) / (4 * n) for mk, n in zip(m, nk))
+    r = stratified_halfwidth(m, nk)
+    assert r.variance_proxy == pytest.approx(want, rel=1e-12)
+    assert 1 < r.half_width / theorem_5_2_halfwidth(100, 500).half_width < math.sqrt(50 / 49)
+    # a stratum drawn whole contributes nothing
+    assert stratified_halfwidth([1, 4], [1, 2]).variance_proxy == pytest.approx((4 / 5) ** 2 * 2 / 3 / 8)
+
+
+def test_stratified_exact_violation_with_tiny_strata(no_warnings):
+    # Acceptance (issue 18): 50 strata of 2 items, one drawn from each. The worst response vectors
+    # make j strata discordant (0, 1); the error is then (1/100) times a sum of j Rademacher signs,
+    # so P(|error| > h) = P(|2 Bin(j, 1/2) - j| > 100 h), maximised over j exactly. With the factor
+    # 1 - n_k/m_k it was 6.49% > 5%; with (m_k - n_k)/(m_k - 1) it is 0.66%.
+    h = stratified_halfwidth(np.full(50, 2), np.ones(50, int), alpha=0.05).half_width
+    worst = 0.0
+    for j in range(1, 51):
+        b = np.arange(j + 1)
+        worst = max(worst, float(stats.binom.pmf(b, j, 0.5)[np.abs(2 * b - j) > 100 * h + 1e-12].sum()))
+    assert worst <= 0.05 and worst == pytest.approx(0.0066, abs=5e-4), worst
+    old = math.sqrt(2 * 50 * (1 / 50) ** 2 * 0.5 / 4 * math.log(40))  # the 1 - n/m factor
+    b = np.arange(51)
+    assert stats.binom.pmf(b, 50, 0.5)[np.abs(2 * b - 50) > 100 * old].sum() == pytest.approx(0.0649, abs=5e-4)
 
 
 def test_stratified_sd_and_coverage_on_real_subjects(mmlu, no_warnings):
