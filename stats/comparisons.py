@@ -74,6 +74,7 @@ __all__ = [
     "adjust_pvalues",
     "simultaneous_intervals",
     "rank_confidence",
+    "shared_gap_scores",
     "minimum_detectable_effect",
     "paired_sample_size",
     "hellinger_min_items",
@@ -242,9 +243,12 @@ class RankConfidence:
     Attributes
     ----------
     estimate : ndarray (K,)
-        The scores the ranking is by (higher is better).
+        The model scores given (for display).
+    order_score : ndarray (K,)
+        What the point rank and the group order are by: each model's mean gap against the
+        others on the items each pair shares (``order="gaps"``, the default), or ``estimate``.
     rank : ndarray (K,), int
-        Point rank (1 = best; ties in the estimate share the better rank).
+        Point rank (1 = best; ties share the better rank).
     lower, upper : ndarray (K,), int
         Rank bounds: ``lower = 1 + #models significantly better``,
         ``upper = K - #models significantly worse``.
@@ -266,6 +270,7 @@ class RankConfidence:
     n: int
     method: str
     assumptions: tuple[str, ...]
+    order_score: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -1223,8 +1228,10 @@ def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
 # ranks and tied groups
 
 
-def _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method):
+def _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method, order="gaps"):
     alpha = check_alpha(alpha)
+    if order not in ("gaps", "estimate"):
+        raise ValueError(f"order must be 'gaps' or 'estimate'; got {order!r}")
     if method not in ("holm", "bonferroni"):
         raise ValueError(f"method must be 'holm' or 'bonferroni'; got {method!r}")
     est = np.asarray(estimate, dtype=float)
@@ -1245,7 +1252,19 @@ def _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method):
     return est, pa, pb, g, p, alpha, method
 
 
-def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, method="holm") -> RankConfidence:
+def shared_gap_scores(k, pair_a, pair_b, gap) -> np.ndarray:
+    """Each model's mean gap against the models it was compared with, on the items each pair
+    shares: sum over its pairs of (its score - the other's) / number of its pairs; 0 for a model
+    in no pair. With complete data this is K/(K - 1) (p_i - mean p), so it orders models like
+    their pooled scores; with missing items it orders them on what the tests compare."""
+    pa, pb, g = np.asarray(pair_a), np.asarray(pair_b), np.asarray(gap, dtype=float)
+    tot = np.bincount(pb, weights=g, minlength=k) - np.bincount(pa, weights=g, minlength=k)
+    cnt = np.bincount(pb, minlength=k) + np.bincount(pa, minlength=k)
+    return np.where(cnt > 0, tot / np.maximum(cnt, 1), 0.0)
+
+
+def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, method="holm",
+                    order="gaps") -> RankConfidence:
     r"""Simultaneous rank intervals and tied groups from pairwise tests.
 
     Parameters
@@ -1258,6 +1277,12 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     alpha : float, keyword-only
     method : {"holm", "bonferroni"}, keyword-only
         FWER control over the P pairwise tests.
+    order : {"gaps", "estimate"}, keyword-only
+        What the point rank and the tied groups' order are by: ``"gaps"`` (default) each
+        model's mean gap on shared items (:func:`shared_gap_scores`), the same items the tests
+        use; ``"estimate"`` the scores given. With missing items the two differ: a model that
+        skipped hard items can have the higher own-items score and still lose on the items
+        both answered.
 
     Returns
     -------
@@ -1284,8 +1309,10 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     other forms a group of one. Being in a group means *not shown different* at this
     level - the data are compatible with a tie, not proof of one.
     """
-    est, pa, pb, g, p, alpha, method = _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method)
+    est, pa, pb, g, p, alpha, method = _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method,
+                                                           order)
     k = est.size
+    score = shared_gap_scores(k, pa, pb, g) if order == "gaps" else est
     rej = adjust_pvalues(p, alpha=alpha, method=method).rejected
     better = np.zeros((k, k), dtype=bool)
     sig_b = rej & (g > 0)
@@ -1294,19 +1321,21 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     better[pa[sig_a], pb[sig_a]] = True
     n_better = better.sum(axis=0)  # models better than i
     n_worse = better.sum(axis=1)
-    rank = 1 + (est[None, :] > est[:, None]).sum(axis=1)
+    # Scores within float noise of each other are ties (the mean gaps are sums of differences).
+    tol = 1e-12 * max(1.0, float(np.max(np.abs(score))))
+    rank = 1 + (score[None, :] > score[:, None] + tol).sum(axis=1)
     lower = 1 + n_better
     upper = k - n_worse
     distinct = better | better.T
-    order = np.argsort(-est, kind="stable")
+    by_score = np.lexsort((np.arange(k), -np.round(score / tol)))
     groups: list[tuple[int, ...]] = []
     prev_end = -1
     for start in range(k):
         end = start
-        while end + 1 < k and not distinct[order[end + 1], order[start:end + 1]].any():
+        while end + 1 < k and not distinct[by_score[end + 1], by_score[start:end + 1]].any():
             end += 1
         if end > prev_end:  # not contained in the previous maximal run
-            groups.append(tuple(int(i) for i in order[start:end + 1]))
+            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
             prev_end = end
     return RankConfidence(est, rank.astype(np.int64), lower.astype(np.int64), upper.astype(np.int64), better,
                           tuple(groups), alpha, k, method,
@@ -1315,7 +1344,10 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
                            "rank intervals [1 + #significantly better, K - #significantly worse] hold for all "
                            "models simultaneously when no directional claim is false",
                            "tied groups: maximal runs, in score order, with no pair shown different; "
-                           "'tied' means not distinguished at this level, not shown equal"))
+                           "'tied' means not distinguished at this level, not shown equal",
+                           "point rank and order by " + ("each model's mean gap on the items each pair shares"
+                                                         if order == "gaps" else "the scores given")),
+                          order_score=score)
 
 
 # --------------------------------------------------------------------------------------

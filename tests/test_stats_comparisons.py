@@ -763,3 +763,29 @@ def test_five_subjects_two_models_fifty_points_apart_is_significant():
     holm = adjust_pvalues(r.p_value, method="holm")
     assert r.method == "stratified_items" and holm.rejected.all() and r.estimate[0] > 0.4
     assert r.tests["clustered_subject"].df[0] <= 4
+
+
+def test_rank_order_uses_shared_items_not_own_items():
+    # Model 1 skipped the 200 hardest items: on its own items it scores 0.90 against model 0's
+    # 0.75, but on the 600 items both answered it is behind (0.85 vs 0.90). The rank and the
+    # tied groups follow the shared items, as the tests do.
+    easy = np.r_[np.ones(540), np.zeros(60)]  # model 0 on the easy items: 0.90
+    hard = np.r_[np.ones(60), np.zeros(140)]  # model 0 on the hard items
+    m0 = np.r_[easy, hard]
+    m1 = np.r_[np.r_[np.ones(510), np.zeros(90)], np.full(200, np.nan)]  # 0.85 on the easy items
+    m2 = np.r_[np.ones(300), np.zeros(500)]
+    scores = np.column_stack([m0, m1, m2])
+    own = np.nanmean(scores, axis=0)
+    assert own[1] > own[0]
+    r = pairwise_comparisons(scores)
+    rc = rank_confidence(own, r.pair_a, r.pair_b, r.estimate, r.p_value)
+    assert rc.rank[0] < rc.rank[1] and rc.order_score[0] > rc.order_score[1]
+    assert rc.groups[0][0] == 0
+    old = rank_confidence(own, r.pair_a, r.pair_b, r.estimate, r.p_value, order="estimate")
+    assert old.rank[1] < old.rank[0]
+    # complete data: the shared-gap order is the score order
+    full = np.column_stack([m0, np.r_[m1[:600], np.zeros(200)], m2])
+    rf = pairwise_comparisons(full)
+    a = rank_confidence(full.mean(axis=0), rf.pair_a, rf.pair_b, rf.estimate, rf.p_value)
+    b = rank_confidence(full.mean(axis=0), rf.pair_a, rf.pair_b, rf.estimate, rf.p_value, order="estimate")
+    assert a.rank.tolist() == b.rank.tolist() and a.groups == b.groups

@@ -17,7 +17,10 @@ Tables:
   (Holm at alpha: ``improved`` = model significantly better than versus);
 * ``tied_groups`` - one row per (group, model): maximal runs of models, in score order,
   within which no pair differs after Holm over all pairs; a model may sit in several;
-* ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval.
+* ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval. The
+  rank order (and the order of tied groups) is by ``shared_gap``, the model's mean gap against
+  every other on the items each pair shares - what the tests compare - not by its score on
+  its own answered items (``score``), which differ when models skipped items.
 
 The report gets a rank plot (rank intervals), the tied groups and the table.
 """
@@ -57,7 +60,7 @@ COMPARISON_SCHEMA = {
 }
 TIED_SCHEMA = {"group": pl.Int64, "model": pl.String, "score": pl.Float64, "rank": pl.Int64,
                "rank_lower": pl.Int64, "rank_upper": pl.Int64, "group_size": pl.Int64}
-RANK_SCHEMA = {"model": pl.String, "score": pl.Float64, "rank": pl.Int64, "rank_lower": pl.Int64,
+RANK_SCHEMA = {"model": pl.String, "score": pl.Float64, "shared_gap": pl.Float64, "rank": pl.Int64, "rank_lower": pl.Int64,
                "rank_upper": pl.Int64, "n_significantly_better": pl.Int64, "n_significantly_worse": pl.Int64,
                "groups": pl.String}
 
@@ -199,12 +202,13 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
             gap, p = r.estimate, r.p_value
     if pairs.shape[0]:
         rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm")
-        rank, lo, hi, groups = rc.rank, rc.lower, rc.upper, rc.groups
+        rank, lo, hi, groups, order_score = rc.rank, rc.lower, rc.upper, rc.groups, rc.order_score
         n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
     else:
         rank = 1 + (pooled[None, :] > pooled[:, None]).sum(axis=1)
         lo, hi = np.ones(k, np.int64), np.full(k, k, np.int64)
         groups = (tuple(int(x) for x in np.argsort(-pooled, kind="stable")),)
+        order_score = np.full(k, np.nan)
         n_better = n_worse = np.zeros(k, np.int64)
     member = {g: [] for g in range(k)}
     rows = []
@@ -215,7 +219,7 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
                          "rank_lower": int(lo[idx]), "rank_upper": int(hi[idx]), "group_size": len(grp)})
     tied = pl.DataFrame(rows, schema=TIED_SCHEMA)
     ranks = pl.DataFrame({
-        "model": models, "score": pooled, "rank": rank.astype(np.int64), "rank_lower": np.asarray(lo, np.int64),
+        "model": models, "score": pooled, "shared_gap": order_score, "rank": rank.astype(np.int64), "rank_lower": np.asarray(lo, np.int64),
         "rank_upper": np.asarray(hi, np.int64), "n_significantly_better": np.asarray(n_better, np.int64),
         "n_significantly_worse": np.asarray(n_worse, np.int64),
         "groups": [",".join(str(g) for g in member[x]) for x in range(k)],
