@@ -295,3 +295,23 @@ def test_five_subject_benchmark_all_pairs_verdict_is_significant():
     assert row["method"] == "stratified_items" and row["question"].startswith("items")
     assert row["simultaneous_lower"] > 0.3 and row["p_clustered"] is not None
     assert any("fewer than 30" in w for w in out.warnings)
+
+
+def test_degenerate_pairs_are_named_not_numbered():
+    from benchcert.tasks.analyses import run_analysis
+    from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
+
+    rng = np.random.default_rng(9)
+    subj = np.repeat(np.arange(4), 30)
+    x = (rng.random(120) < 0.6).astype(float)
+    scores = {"twin-a": x, "twin-b": x.copy(), "other": (rng.random(120) < 0.5).astype(float)}
+    long = pl.DataFrame({
+        "model": np.repeat(list(scores), 120), "item_id": np.tile([f"q{i:03d}" for i in range(120)], 3),
+        "subject": np.tile([f"s{k}" for k in subj], 3), "domain": "all",
+        "score": np.concatenate(list(scores.values())), "n_replicates": 1}).sort("subject", "item_id", "model")
+    m = BenchmarkMatrices(benchmark="twins", variant="", long=long.cast(LONG_SCHEMA))
+    out = run_analysis("comparisons", analyze, m, AuditConfig())
+    zero = [w for w in out.warnings if "zero standard error" in w]
+    assert zero and all(("twin-a vs twin-b" in w or "twin-b vs twin-a" in w) for w in zero)
+    assert any("no discordant item" in w for w in out.warnings)
+    assert not any("comparison(s)" in w or "column(s)" in w for w in out.warnings)

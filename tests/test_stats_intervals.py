@@ -333,6 +333,7 @@ def test_comparator_equals_per_model_calls(weighting, no_warnings):
                       rng.random((n_items, n_models)))
     scores[rng.random((n_items, n_models)) < 0.15] = np.nan
     scores[subjects == 9, 3] = np.nan  # model 3 skipped a whole subject
+    scores[:, 6] = np.where(np.isnan(scores[:, 6]), np.nan, np.round(np.nan_to_num(scores[:, 6])))  # binary
     res = comparator_intervals(scores, subjects, weighting=weighting, alpha=0.1)
     expected_keys = {"iid_clt", "wilson", "clustered_subject"} | (
         {"lm_eval_group"} if weighting == "pooled" else set()
@@ -345,8 +346,19 @@ def test_comparator_equals_per_model_calls(weighting, no_warnings):
             "clustered_subject": clustered_interval(s, c, weights=weighting, alpha=0.1),
         }
         est = per_model["clustered_subject"].estimate
+        binary = bool(np.all((s == 0) | (s == 1)))
         per_model["iid_clt"] = iid_interval(est, ok.sum(), alpha=0.1)
         per_model["wilson"] = wilson_interval(est, ok.sum(), alpha=0.1)
+        if not binary:
+            # fractional scores: the sample variance (ddof = 1), and no Wilson interval
+            se = np.std(s, ddof=1) / math.sqrt(s.size)
+            z = stats.norm.ppf(0.95)
+            per_model["iid_clt"] = dataclasses.replace(
+                per_model["iid_clt"], lower=max(0.0, est - z * se), upper=min(1.0, est + z * se), half_width=z * se,
+                se=se)
+            w = res["wilson"]
+            assert np.isnan(w.lower[m]) and np.isnan(w.upper[m]) and np.isnan(w.half_width[m])
+            del per_model["wilson"]
         if weighting == "pooled":
             per_model["lm_eval_group"] = lm_eval_group_interval(s, c, alpha=0.1)
         for key, one in per_model.items():

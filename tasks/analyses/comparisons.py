@@ -27,11 +27,13 @@ The report gets a rank plot (rank intervals), the tied groups and the table.
 
 from __future__ import annotations
 
+import warnings
 from html import escape
 
 import numpy as np
 import polars as pl
 
+from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.comparisons import (
     MIN_SUBJECTS_CLUSTERED,
     QUESTIONS,
@@ -133,7 +135,10 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     frame = pl.DataFrame(schema=COMPARISON_SCHEMA)
     r = None
     if pv.size:
-        r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+        notes += _named_pair_warnings(caught, r, models)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
         # The same reference distribution as the p-values (t with the clustered test's df), so an
@@ -183,6 +188,38 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     )
 
 
+def _named_pair_warnings(caught, r, models: list[str]) -> list[str]:
+    """The stats layer's degenerate-data warnings name pairs by index; restate them by model names,
+    one line per condition."""
+    def names(mask) -> str:
+        idx = np.flatnonzero(mask)
+        pairs = [f"{models[r.pair_b[j]]} vs {models[r.pair_a[j]]}" for j in idx]
+        return ", ".join(pairs[:8]) + (f" ... ({len(pairs)} in all)" if len(pairs) > 8 else "")
+
+    conditions = []
+    for name, t in r.tests.items():
+        if t.se is not None:
+            se = np.asarray(t.se, dtype=float)
+            if (se == 0).any():
+                conditions.append((f"{name}: zero standard error (every shared item has the same difference)", se == 0))
+    disc = (np.asarray(r.n_b_wins) + np.asarray(r.n_a_wins)) == 0
+    if disc.any():
+        conditions.append(("no discordant item, so the exact test has no information (p = 1)", disc))
+    if (np.asarray(r.n) < 2).any():
+        conditions.append(("a single shared item: worst-case standard errors", np.asarray(r.n) < 2))
+    if r.n_clusters is not None and (np.asarray(r.n_clusters) < 2).any():
+        conditions.append(("fewer than 2 subjects with shared items: the clustered test uses the worst-case SE",
+                           np.asarray(r.n_clusters) < 2))
+    out = [f"comparisons: {text} for {names(mask)}" for text, mask in conditions]
+    for w in caught:
+        msg = str(w.message)
+        if issubclass(w.category, DegenerateDataWarning) and ("comparison(s)" in msg or msg.startswith(
+                ("mcnemar_exact", "paired_clt", "clustered_subject", "stratified_items"))):
+            continue  # restated above by name
+        out.append(f"comparisons: {w.category.__name__}: {msg}")
+    return list(dict.fromkeys(out))
+
+
 def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
     """Rank intervals and tied groups from every comparable pair (Holm over all pairs)."""
     k = len(models)
@@ -198,7 +235,10 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
         pairs = np.column_stack([i[ok], j[ok]])
         gap = p = np.zeros(0)
         if pairs.shape[0]:
-            r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+            with warnings.catch_warnings():
+                # the same conditions are reported, by name, for the table's own family
+                warnings.simplefilter("ignore", DegenerateDataWarning)
+                r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
             gap, p = r.estimate, r.p_value
     if pairs.shape[0]:
         rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm")
