@@ -1,4 +1,4 @@
-"""``benchcert compare``: is one model better than another on a benchmark? (STATS.md D)
+"""``benchcert compare``: is one model better than another on a benchmark?
 
     benchcert compare A B --db FILE --benchmark NAME [--json]          # B against A
     benchcert compare --baseline M --db FILE --benchmark NAME [--json] # every model against M

@@ -1,4 +1,4 @@
-r"""Model comparisons on shared items (STATS.md D1, D2, D3 and B8).
+r"""Model comparisons on shared items (Hardt, "Detecting differences", ch. 3; paired power analysis).
 
 The question eval users ask is comparative: is model B better than model A on this
 benchmark, and which models on a leaderboard are really different? Scores of two
@@ -1391,7 +1391,7 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8) -> DetectableEffe
     Notes
     -----
     :math:`\mathrm{MDE} = (z_{1-\alpha/2} + z_{\mathrm{power}})\,SE` - the inverse of
-    STATS.md B8's paired power analysis :math:`n = (z_{1-\alpha/2} + z_\beta)^2
+    the paired power analysis :math:`n = (z_{1-\alpha/2} + z_\beta)^2
     \mathrm{Var}(D)/\delta^2` (see :func:`paired_sample_size`). The far tail
     (rejecting in the wrong direction) is ignored, as is usual.
 
@@ -1427,7 +1427,7 @@ def _paired_sample_size_iv(delta, var_d, alpha, power):
 
 
 def paired_sample_size(delta, var_d, *, alpha=0.05, power=0.8) -> SampleSize:
-    r"""Shared items a paired z-test needs to detect a gap ``delta`` (STATS.md B8).
+    r"""Shared items a paired z-test needs to detect a gap ``delta`` (paired power analysis).
 
     Parameters
     ----------
@@ -1482,7 +1482,7 @@ def hellinger_min_items(delta) -> SampleSize:
 
     Erratum (units): in that parameterisation the accuracy gap is :math:`\delta = \epsilon/2`,
     so in accuracy units the bound is :math:`n \le 1/(8\delta^2)`, not the
-    :math:`1/(2\epsilon^2)` that STATS.md B8 quotes for "accuracies differ by eps" and that
+    :math:`1/(2\epsilon^2)` that is often quoted for "accuracies differ by eps" and that
     sec. 3.5 restates as "eps better than random guessing". Read in accuracy units,
     :math:`1/(2\delta^2)` items already give a total variation distance above 1/2 (exact
     binomial TV 0.52 at delta = 0.01, n = 5000; tested).

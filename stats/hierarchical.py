@@ -1,4 +1,4 @@
-"""Hierarchical exchangeable uncertainty for benchmark scores (STATS.md A3-A5).
+"""Hierarchical exchangeable uncertainty for benchmark scores (exchangeable-bounds paper, sections 4 and 6).
 
 The exchangeable bounded-difference paper (sections 4 and 6) bounds the deviation of a
 benchmark score from its mean when items are exchangeable within subjects and subjects
@@ -273,7 +273,7 @@ _BB_ASSUMPTIONS = (
 
 _BETA_MEANS_ASSUMPTIONS = (
     "scores are not binary, so a Beta(a, b) is fitted by maximum likelihood to the subject "
-    "mean scores themselves (STATS.md A4): the item noise inside each mean inflates their "
+    "mean scores themselves (paper section 6.2, for non-binary scores): the item noise inside each mean inflates their "
     "spread, so the fitted a + b is too small and the proxy errs conservative",
     "subject means at exactly 0 or 1 are squeezed to (x (K - 1) + 1/2) / K (Smithson and "
     "Verkuilen 2006) so that the Beta likelihood is finite",
@@ -754,7 +754,7 @@ def fit_beta_binomial(successes, trials, *, upper_alpha=None) -> BetaFit:
 
     Notes
     -----
-    Maximises (section 6.2; STATS.md A4)
+    Maximises (section 6.2)
 
     .. math::
 
@@ -768,7 +768,7 @@ def fit_beta_binomial(successes, trials, *, upper_alpha=None) -> BetaFit:
     (Eq. 4) and the ICC :math:`1/(a+b+1)`.
 
     Degenerate cases are explicit and warned (:class:`DegenerateDataWarning`), never
-    silent (STATS.md A4):
+    silent:
 
     * one subject, every subject at 0 or at m_k, or no subject with two items: a + b is
       not identifiable, so the worst-case proxy 1/4 is used (a = b = 0 reported);
@@ -864,7 +864,7 @@ def fit_beta_means(means, *, mask=None) -> BetaFit:
 
     Notes
     -----
-    For scores that are not 0/1 the beta-binomial likelihood does not apply; STATS.md A4
+    For scores that are not 0/1 the beta-binomial likelihood does not apply; this
     fits a Beta to the subject means :math:`x_k` instead, maximising
     :math:`\sum_k[(a-1)\log x_k + (b-1)\log(1-x_k)] - K\log B(a, b)` (concave in (a, b)).
     Since :math:`\mathrm{Var}(x_k) = \mathrm{Var}(p_k) + E[\text{item noise}]`, the fitted
@@ -1045,7 +1045,7 @@ def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None) -> 
     -----
     For a model whose observed scores are all 0/1 each domain gets
     :func:`fit_beta_binomial` on its subjects' (correct, answered) counts; otherwise
-    :func:`fit_beta_means` on the subject means (STATS.md A4). A subject a model never
+    :func:`fit_beta_means` on the subject means (section 6.2). A subject a model never
     answered is left out of that model's fit. All fits run as one batch. Subjects with a
     single answered item are kept (they inform the mean only) and warned about.
     """
@@ -1324,7 +1324,7 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
 
     (the item term is the paper's :math:`\frac14\sum_{d,k,j}(a_{d,k}/m_{d,k})^2`), and the
     1 - alpha half-width is :math:`h = \sqrt{2\sigma^2_{hier}\log(2/\alpha)}` (section 7.4),
-    the interval :math:`Z_a \pm h` clipped to [0, 1] (STATS.md A3). Macro:
+    the interval :math:`Z_a \pm h` clipped to [0, 1]. Macro:
     :math:`a_k = 1/K`; pooled: :math:`a_k = m_k/N`. It is Theorem 4.2 with item constants
     :math:`c = a_k/m_k` and :math:`\sigma^2_{mix} = \sigma^2_{subj} + \sigma^2_{dom}`
     (the tests check this identity against :func:`exchangeable_bound`).

@@ -1,4 +1,4 @@
-"""Comparator intervals that eval users already know (STATS.md A2).
+"""Comparator intervals that eval users already know (the exchangeable-bounds paper's Table 3 comparators).
 
 These are reported beside benchcert's exchangeable bounds so that users can see
 what each familiar interval assumes and where it goes wrong:
@@ -443,7 +443,7 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
             \Big(\sum_{i\in c} w_i (s_i - \hat\theta)\Big)^2,\qquad
         \hat\theta \pm z_{1-\alpha/2}\sqrt{\widehat V},
 
-    clipped to [0, 1]. For pooled weights this is STATS.md A2's
+    clipped to [0, 1]. For pooled weights the CR1 form is Miller's
     :math:`SE_{cl} = \sqrt{C/(C-1)\sum_c(\sum_{i\in c}(s_i-\bar s))^2}/n`
     (Miller 2024, "Adding error bars to evals", Eq. for clustered SE;
     inspect_ai ``stderr(cluster=)``). For macro weights it reduces to

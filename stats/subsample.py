@@ -1,5 +1,5 @@
 """Subsample guarantees: how far a random n-item subset's score can be from the full score
-(STATS.md section B, B1-B7; exchangeable-bounds paper sections 5 and 7.5).
+(exchangeable-bounds paper sections 5 and 7.5).
 
 Closed-form half-widths (any scores in an interval of length R):
 
@@ -700,7 +700,7 @@ def subsample_error_distribution(K, n, N, *, alpha=0.05, half_widths=()) -> Subs
         P(E > h) = \sum_{j:\,|jN - Kn| > hnN} \binom{K}{j}\binom{N-K}{n-j}\Big/\binom{N}{n},
         \qquad q_{1-\alpha} = \min\{h : P(E > h) \le \alpha\}.
 
-    STATS.md B3: with K = round(pooled accuracy x 14,042) for the six models of the paper's
+    Paper Table 4: with K = round(pooled accuracy x 14,042) for the six models of the paper's
     Table 1, the mean and worst q_0.95 and the largest violation rate at the Theorem 5.2
     half-width reproduce the empirical columns of Table 4 (e.g. n = 250: 5.85, 6.17 pp,
     0.65%). The pmf is built per K by the ratio recursion on a window that Serfling's
@@ -760,7 +760,7 @@ def _worst_case_one(n: int, N: int, alpha: float, k_from: int = 0) -> tuple[int,
 
 
 def worst_case_halfwidth(n, N, *, alpha=0.05) -> WorstCaseBound:
-    r"""Exact worst-case planning half-width h*(n, N, alpha) for binary scores (STATS.md B4).
+    r"""Exact worst-case planning half-width h*(n, N, alpha) for binary scores (paper section 7.5).
 
     Parameters
     ----------
@@ -845,7 +845,7 @@ def _bisect_K(pred, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def posthoc_interval(k, n, N, *, alpha=0.05) -> PosthocInterval:
-    r"""Exact finite-population 1 - alpha interval for the full-benchmark score (STATS.md B5).
+    r"""Exact finite-population 1 - alpha interval for the full-benchmark score.
 
     Parameters
     ----------
@@ -973,7 +973,7 @@ def _abs_quantile(E: np.ndarray, p: np.ndarray, alpha: float) -> int:
 
 
 def paired_error_distribution(a, b, n, N, *, alpha=0.05, half_widths=()) -> PairedErrorDistribution:
-    r"""Exact distribution of a random subset's paired-gap error (Remark 7.2, STATS.md B6).
+    r"""Exact distribution of a random subset's paired-gap error (paper Remark 7.2).
 
     Parameters
     ----------

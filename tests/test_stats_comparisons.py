@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.comparisons (STATS.md D1, D2, D3 and B8).
+"""Tests for benchcert.stats.comparisons (Hardt ch. 3; paired power analysis).
 
 Every validity claim is checked by a seeded simulation whose rate gets a 99% Clopper-Pearson
 interval (scipy.stats.binomtest(...).proportion_ci); FDR (a mean, not a rate) gets a 99%

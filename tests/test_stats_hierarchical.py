@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.hierarchical (STATS.md A3-A5; exchangeable-bounds paper sec. 4, 6, 7.4).
+"""Tests for benchcert.stats.hierarchical (exchangeable-bounds paper sec. 4, 6, 7.4).
 
 Coverage claims are checked by seeded Monte Carlo: every simulated rate gets a 99%
 Clopper-Pearson interval (scipy binomtest) and the claim must be compatible with it. The
@@ -102,7 +102,7 @@ def test_theorem42_validation(kwargs, match):
 
 
 def test_figure1_naive_bound_undercovers_theorem42_covers():
-    # Paper Figure 1 / STATS.md A7(i): Theta ~ Beta(50, 50), X_i | Theta ~ Bernoulli(Theta),
+    # Paper Figure 1: Theta ~ Beta(50, 50), X_i | Theta ~ Bernoulli(Theta),
     # n = 2000, f = sample mean, E f = 1/2. 20,000 replications (sum drawn as Binomial(n, Theta)).
     # The naive independence bound (McDiarmid, sigma2_mix = 0) covers 0.4492
     # (99% CI 0.440-0.458); Theorem 4.2 with the Marchal-Arbel proxy 1/(4 * 101) covers
@@ -136,7 +136,7 @@ def test_figure1_naive_bound_undercovers_theorem42_covers():
 
 
 def test_example43_gaussian_scale_is_right_and_dropping_the_mixture_undercovers():
-    # Paper Example 4.3 / STATS.md A5: P_n = 1/2 + (1/4n) sum R_j (R_j Rademacher),
+    # Paper Example 4.3: P_n = 1/2 + (1/4n) sum R_j (R_j Rademacher),
     # X_i | P_n ~ Bernoulli(P_n), f = mean. Theorem 4.2 uses sigma2_eff = 1/(4n) + 1/(16n)
     # = 5/(16n), and sqrt(n)(Xbar - 1/2) => N(0, 5/16). n = 2000, 400,000 replications
     # (sum R = 2 Binomial(n, 1/2) - n; the X sum = Binomial(n, P_n)).
@@ -367,7 +367,7 @@ def test_corollary61_components_weights_and_theorem42_identity():
 
 
 def test_paper_table3_anchor_implies_precision_of_about_34():
-    # STATS.md A4 sanity anchor: the paper's Qwen3 0.6B row (Table 3: macro 46.53%, K = 57,
+    # Sanity anchor (paper section 7.4): the paper's Qwen3 0.6B row (Table 3: macro 46.53%, K = 57,
     # N = 14,042, exchangeable half-width 3.29%) with the MMLU subject sizes and one common
     # proxy s^2 implies a + b = 35.4 - "roughly 34"; the other five rows imply 11.6-21.9,
     # all positive, i.e. every exchangeable half-width exceeds the item-only one (1.39%).
@@ -423,7 +423,7 @@ def _three_level(rng, k_d, ab, reps, alphas=(0.05,)):
 
 
 def test_three_level_hierarchy_plugin_interval_covers_and_plugin_error_is_quantified():
-    # STATS.md A7(ii). MMLU-like hierarchy: 4 domains of 19/13/12/13 subjects with MMLU subject
+    # Paper section 7 (known-truth check). MMLU-like hierarchy: 4 domains of 19/13/12/13 subjects with MMLU subject
     # sizes, p ~ Beta(6,4), Beta(8,8), Beta(10,6), Beta(5,5); 1,200 replications, macro score,
     # target E[Z | domain factors]. Measured (alpha = 0.05):
     #   plug-in coverage 0.9833 (99% CI 0.971-0.991), oracle (true proxies) 0.9933

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.intervals (STATS.md A2 comparators).
+"""Tests for benchcert.stats.intervals (the paper's Table 3 comparators).
 
 Coverage claims are checked by seeded Monte Carlo: the simulated coverage rate gets a
 99% Clopper-Pearson interval (scipy binomtest), and the claim must be compatible with it.

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.sequential: the anytime-valid nightly comparison (STATS.md D3).
+"""Tests for benchcert.stats.sequential: the anytime-valid nightly comparison.
 
 The claim: asked every night on accumulating items, the betting test's false-alarm rate stays
 <= alpha however many nights, while the fixed-sample paired test repeated nightly does not.

@@ -1,10 +1,10 @@
-"""Tests for benchcert.stats.subsample (STATS.md B1-B7).
+"""Tests for benchcert.stats.subsample (exchangeable-bounds paper sec. 5, 7.5).
 
 Reference values:
 * Theorem 5.2 column and empirical columns of Table 4 of the exchangeable-bounds paper
   (../shared/papers/exchangeable-bounded-difference-benchmarks.txt, section 7.5, Table 4:
   N = 14,042, alpha = 0.05), with the pooled accuracies of its Table 1;
-* h*(250, 14042, 0.05) ~ 6.2 pp (STATS.md B4);
+* h*(250, 14042, 0.05) ~ 6.2 pp (paper sec. 7.5);
 * closed forms re-derived by hand in each test from the formulas cited there.
 
 Claims of validity are checked by seeded Monte Carlo; a simulated rate gets a 99%
@@ -146,7 +146,7 @@ def _brute(K, n, N, alpha, hs=()):
 
 
 def test_exact_reproduces_paper_table4_empirical_columns(no_warnings):
-    # STATS.md B3 / Table 4: K = round(pooled x 14,042) for the six Table 1 models; columns
+    # Paper Table 4: K = round(pooled x 14,042) for the six Table 1 models; columns
     # "mean empirical 95% error", "worst empirical 95% error" (pp) and "max violation rate" (%),
     # the latter = P(|H/n - K/N| > Theorem 5.2 half-width).
     table4 = {250: (5.85, 6.17, 0.65), 500: (4.10, 4.29, 0.70), 1000: (2.86, 2.99, 0.63),
@@ -205,7 +205,7 @@ def test_worst_case_matches_bruteforce_scan_over_every_K(no_warnings):
 def test_worst_case_reproduces_stats_b4_and_beats_theorem_5_2(paper_worst, no_warnings):
     w = paper_worst
     thm = theorem_5_2_halfwidth(PAPER_N, N_PAPER).half_width
-    # STATS.md B4: "about 6.2 pp instead of 8.51 pp at n = 250", ~27% narrower. Measured:
+    # Paper sec. 7.5: "about 6.2 pp instead of 8.51 pp at n = 250", ~27% narrower. Measured:
     # 6.20, 4.40, 3.00, 2.05, 1.12, 0.53 pp; the worst K at n = 250 is 5,701, not N/2 = 7,021.
     np.testing.assert_allclose(100 * w.half_width, [6.20, 4.40, 3.00, 2.05, 1.12, 0.53], atol=0.005)
     assert w.worst_K[0] == 5701

@@ -1,4 +1,4 @@
-"""Hierarchical exchangeable intervals and the diagnostics behind them (STATS.md A3-A6).
+"""Hierarchical exchangeable intervals and the diagnostics behind them (exchangeable-bounds paper, sections 6-7).
 
 Per model: macro and pooled (and user-weighted) intervals from Corollary 6.1 with
 beta-binomial proxies per domain, reported as method ``"hierarchical"`` beside the
