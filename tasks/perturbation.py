@@ -21,7 +21,8 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats._common import DegenerateDataWarning
-from benchcert.stats.perturbation import benjamini_hochberg, composite_test, fisher_contrast
+from benchcert.stats.perturbation import benjamini_hochberg, composite_test
+from benchcert.stats.two_sample import fisher_contrast
 from benchcert.tasks.matrices import BenchmarkMatrices, MatrixError, available_variants
 from benchcert.tasks.store import query_pl
 

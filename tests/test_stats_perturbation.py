@@ -21,6 +21,9 @@ import pytest
 from scipy.stats import binomtest, energy_distance
 
 import benchcert.stats.perturbation as P
+import benchcert.stats.perturbation.plugin as PLUGIN
+from benchcert.stats.two_sample import energy_test, fisher_contrast
+from perturbation_sim import simulate_rejection
 from benchcert.stats._common import DegenerateDataWarning
 
 A, B, ALPHA = 0.4, 0.6, 0.1          # paper section 5.1 / Figure 3
@@ -33,7 +36,7 @@ def ci(k, n, level=0.99):
 
 
 def sim(eps, m, r, p_prime, n_sim, seed, a=A, b=B):
-    return P.simulate_rejection(eps, m=m, r=r, a=a, b=b, p_prime=p_prime, n_sim=n_sim,
+    return simulate_rejection(eps, m=m, r=r, a=a, b=b, p_prime=p_prime, n_sim=n_sim,
                                 rng=np.random.default_rng(seed))
 
 
@@ -348,7 +351,7 @@ def test_grid_curve_and_bisection_paths_agree(monkeypatch):
         rt = int(rng.integers(3, 20))
         cases.append((k, rr, int(rng.binomial(rt, 0.5)), rt))
     listed = [P.composite_test(*c, alpha=ALPHA) for c in cases]
-    monkeypatch.setattr(P, "_MAX_CANDIDATES", 0)      # force the real-valued bisection
+    monkeypatch.setattr(PLUGIN, "_MAX_CANDIDATES", 0)      # force the real-valued bisection
     bisected = [P.composite_test(*c, alpha=ALPHA) for c in cases]
     for f, s in zip(listed, bisected):
         assert s.eps_exact == pytest.approx(f.eps_exact, abs=1e-12) and f.reject == s.reject
@@ -376,7 +379,7 @@ def test_degenerate_null_sets_are_explicit():
     with pytest.warns(DegenerateDataWarning, match="identical|point"):
         same = P.composite_test([5, 5, 5], 10, 0, 10, alpha=0.05)
     assert same.status == "identical_null_rates" and same.method == "fisher_fallback"
-    assert same.p_value == pytest.approx(P.fisher_contrast(0, 10, 15, 30).p_value) and same.reject
+    assert same.p_value == pytest.approx(fisher_contrast(0, 10, 15, 30).p_value) and same.reject
     with pytest.warns(DegenerateDataWarning, match="one null variant"):
         one = P.composite_test([5], 10, 5, 10, alpha=0.05)
     assert one.status == "one_null_variant" and not one.reject
@@ -400,7 +403,7 @@ def test_input_validation_names_the_parameter():
     with pytest.raises(ValueError, match="method"):
         P.composite_test([1, 2], 10, 1, 10, method="bootstrap")
     with pytest.raises(ValueError, match="rng"):
-        P.simulate_rejection(0.1, m=2, r=10, a=A, b=B, p_prime="null", n_sim=10, rng=1)
+        simulate_rejection(0.1, m=2, r=10, a=A, b=B, p_prime="null", n_sim=10, rng=1)
 
 
 # --------------------------------------------------------------------------------------
@@ -410,14 +413,14 @@ def test_input_validation_names_the_parameter():
 def test_fisher_reproduces_figure1_and_is_valid():
     """Figure 1 caption: r = 168,700 per query, p_hat 0.870 vs 0.948 -> p-value ~ 0."""
     r = 168_700
-    f = P.fisher_contrast(round(0.870 * r), r, round(0.948 * r), r, alpha=0.05)
+    f = fisher_contrast(round(0.870 * r), r, round(0.948 * r), r, alpha=0.05)
     assert f.p_value < 1e-300 and f.reject
     rng = np.random.default_rng(14)
     k1, k2 = rng.binomial(200, 0.87, 500), rng.binomial(200, 0.87, 500)
-    rej = int(np.sum(P.fisher_contrast(k1, 200, k2, 200, alpha=0.05).reject))
+    rej = int(np.sum(fisher_contrast(k1, 200, k2, 200, alpha=0.05).reject))
     assert ci(rej, 500)[0] <= 0.05                          # valid under the simple null
     k3 = rng.binomial(2000, 0.948, 200)
-    power = np.mean(P.fisher_contrast(rng.binomial(2000, 0.87, 200), 2000, k3, 2000).reject)
+    power = np.mean(fisher_contrast(rng.binomial(2000, 0.87, 200), 2000, k3, 2000).reject)
     assert power > 0.99
 
 
@@ -432,7 +435,7 @@ def test_composite_ignores_what_the_classical_test_flags(method, r, n):
         k = rng.binomial(r, rng.uniform(0.85, 0.96, 10))
         kt = rng.binomial(r, 0.948)
         comp += P.composite_test(k, r, kt, r, alpha=0.1, method=method).reject
-        clas += bool(P.fisher_contrast(kt, r, k[0], r, alpha=0.1).reject)
+        clas += bool(fisher_contrast(kt, r, k[0], r, alpha=0.1).reject)
     assert ci(comp, n)[0] <= 0.1 and clas / n > (0.8 if r > 1000 else 0.3)
 
 
@@ -461,14 +464,14 @@ def test_benjamini_hochberg_matches_definition_and_controls_fdr():
 def test_energy_test_oracle_size_and_power():
     rng = np.random.default_rng(17)
     x, y = rng.normal(size=30), rng.normal(size=25) + 0.3
-    res = P.energy_test(x, y, n_permutations=199, rng=np.random.default_rng(1))
+    res = energy_test(x, y, n_permutations=199, rng=np.random.default_rng(1))
     assert res.energy_distance == pytest.approx(energy_distance(x, y) ** 2)   # scipy: sqrt of the V-statistic
     assert res.statistic == pytest.approx(30 * 25 / 55 * res.energy_distance)
     n, rej = 300, 0
     for i in range(n):
         a, b = rng.normal(size=(15, 3)), rng.normal(size=(15, 3))
-        rej += P.energy_test(a, b, n_permutations=99, alpha=0.1, rng=np.random.default_rng(i)).reject
+        rej += energy_test(a, b, n_permutations=99, alpha=0.1, rng=np.random.default_rng(i)).reject
     assert ci(rej, n)[0] <= 0.1
-    pw = [P.energy_test(rng.normal(size=(20, 3)), rng.normal(size=(20, 3)) + 1.0, n_permutations=99,
+    pw = [energy_test(rng.normal(size=(20, 3)), rng.normal(size=(20, 3)) + 1.0, n_permutations=99,
                         alpha=0.05, rng=np.random.default_rng(i)).reject for i in range(40)]
     assert np.mean(pw) > 0.9
