@@ -82,3 +82,29 @@ def simulate_rejection(eps, *, m, r, a, b, p_prime, n_sim, rng, chunk=None) -> S
     return SimulationResult(rate=rejections / n_sim, rejections=rejections, n_sim=n_sim, eps=eps, m=m, r=r, a=a,
                             b=b, p_prime=label, method="monte_carlo_binomial_counts",
                             assumptions=(_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES))
+
+
+def simulate_item_tests(*, m, r, a, b, p_prime, n_sim, rng, alpha=0.05, method="interval", r_test=None,
+                        null_probs=None):
+    """Rejection count of the per-item test under p_j ~ Unif[a, b] (or fixed ``null_probs``) and a fixed p'.
+
+    Counts are binomial draws; ``"interval"`` uses the vectorised decision of the real test
+    (:func:`reject_many`), the plug-in methods loop over :func:`composite_test`.
+    """
+    import warnings
+
+    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.perturbation import composite_test
+    from benchcert.stats.perturbation.item_test import reject_many
+
+    r_test = r if r_test is None else r_test
+    probs = (rng.uniform(a, b, (n_sim, m)) if null_probs is None
+             else np.broadcast_to(np.asarray(null_probs, dtype=float), (n_sim, m)))
+    k = rng.binomial(r, probs)
+    kt = rng.binomial(r_test, p_prime, n_sim)
+    if method == "interval":
+        return int(np.sum(reject_many(k, r, kt, r_test, alpha=alpha)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return int(sum(composite_test(k[i], r, int(kt[i]), r_test, alpha=alpha, method=method).reject
+                       for i in range(n_sim)))

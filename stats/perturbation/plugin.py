@@ -155,9 +155,9 @@ def _exact_fixed_large(r, rt, a, b, alpha, t_obs, groups):
     return hi, p_exact
 
 
-def composite_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05,
-                   method="exact", bias_correction=True) -> CompositeTestResult:
-    r"""Fixed-design composite test for logs already collected.
+def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05,
+                method="exact", bias_correction=True) -> CompositeTestResult:
+    r"""Plug-in fixed-design composite test (assumption-dependent; see the warning below).
 
     Given m null variants with :math:`K_j` successes in :math:`r_j` replicates and a test
     variant with :math:`K'` in :math:`r'`: estimate the null range from the null rates
@@ -208,9 +208,13 @@ def composite_test(null_counts, null_replicates, test_count, test_replicates, *,
     * one null variant - no range can be estimated; Fisher's exact test against it
       (``status="one_null_variant"``).
 
-    The plug-in range comes from the same null variants the statistic uses, as in the paper's
-    Algorithm C with the pilot reused; with few replicates their binomial noise widens the
-    estimate, which errs conservative (checked by simulation in the tests).
+    ASSUMPTION-DEPENDENT, NOT THE DEFAULT.  The plug-in range comes from the same null variants
+    the statistic uses and is then treated as the true range (the paper's Corollary 2 makes
+    validity only approximate).  It does not hold its level: with p_j ~ Unif[0.4, 0.6] and the
+    tested rate at the range's edge the rejection rate at alpha = 0.05 is about 18% for m = 2,
+    r = 200, and it rejects where the plug-in range is [0, 1] (no alternative left).  Kept for
+    comparison (``method="plugin_exact"`` / ``"plugin_union"`` of :func:`composite_test`); the
+    valid per-item test is :func:`~benchcert.stats.perturbation.item_test.widened_range_test`.
     """
     k, r, kt, rt, alpha, method, bias_correction = _composite_test_iv(
         null_counts, null_replicates, test_count, test_replicates, alpha, method, bias_correction)
@@ -229,7 +233,7 @@ def composite_test(null_counts, null_replicates, test_count, test_replicates, *,
         status = "one_null_variant" if m == 1 else "identical_null_rates"
         why = ("one null variant cannot span a range" if m == 1 else
                f"all {m} null variants have rate {rates[0]:g}, so the range estimate is a point")
-        warn_degenerate(f"composite_test: {why}; the composite null collapses to a simple null, decided by "
+        warn_degenerate(f"plugin_test: {why}; the composite null collapses to a simple null, decided by "
                         "Fisher's exact test against the pooled null variants")
         p = _fisher_p(kt, rt, int(k.sum()), int(r.sum()))
         return CompositeTestResult(eps=None, reject=bool(p <= alpha), p_value=p, eps_union=None, eps_exact=None,
@@ -255,5 +259,5 @@ def composite_test(null_counts, null_replicates, test_count, test_replicates, *,
     status = "ok" if eps is not None else "no_valid_eps"
     reject = bool(eps is not None and stat.statistic > eps)
     return CompositeTestResult(eps=eps, reject=reject, p_value=float(p), eps_union=eps_u, eps_exact=eps_e,
-                               p_union=p_u, p_exact=p_e, a_hat=a, b_hat=b, status=status, method=method,
+                               p_union=p_u, p_exact=p_e, a_hat=a, b_hat=b, status=status, method=f"plugin_{method}",
                                assumptions=assumptions, notes=tuple(notes), **base)

@@ -261,8 +261,9 @@ class CompositeTestResult:
     reject : bool
         Whether the change matters beyond the null rewordings at level alpha.
     p_value : float
-        Valid p-value of the decision rule (exact: sup over p' of P(T >= t_obs); union:
-        Theorem 2's bound at t_obs; fallbacks: Fisher's).
+        p-value of the decision rule: for ``"widened"`` the smallest level at which the test
+        rejects (NaN when the item was not tested); for the plug-in methods sup over p' of
+        P(T >= t_obs) (exact) or Theorem 2's bound at t_obs (union), Fisher's for their fallbacks.
     eps_union, eps_exact : float or None
         Smallest threshold keeping Theorem 2's bound, respectively the exact size, at alpha
         (``eps_exact`` only computed for ``method="exact"``).
@@ -275,10 +276,23 @@ class CompositeTestResult:
         Plug-in range (Algorithm B); None for the fallbacks.
     alpha : float
     status : str
-        ``"ok"``, ``"identical_null_rates"``, ``"one_null_variant"`` or ``"no_valid_eps"``.
+        ``"ok"``; ``"no_alternative"`` (the null range leaves nothing outside it to detect);
+        ``"no_power"`` (no outcome at these replicate counts could reject); ``"one_null_variant"``;
+        for the plug-in methods also ``"identical_null_rates"`` and ``"no_valid_eps"``.
     method : str
-        ``"exact"``, ``"union"`` or ``"fisher_fallback"``.
+        ``"widened"`` (the default, valid test), ``"plugin_exact"``, ``"plugin_union"`` or
+        ``"fisher_fallback"``.
     assumptions, notes : tuple of str
+    range_low, range_high : float or None
+        ``"widened"`` only: the test rejects iff the tested variant's rate lies outside
+        [range_low, range_high], the null variants' range widened by the margin and by
+        Hoeffding bounds (see :func:`~benchcert.stats.perturbation.item_test.widened_range_test`).
+    widening : float or None
+        The margin factor c (``(1 + c)^-(m-1) = ideal_alpha``).
+    ideal_alpha, coverage_alpha : float or None
+        The split of alpha: ``ideal_alpha`` for the chance that the tested probability lies beyond
+        the null variants' widened true range, ``coverage_alpha`` (two one-sided bounds) for the
+        binomial noise.
     """
 
     statistic: float
@@ -303,6 +317,11 @@ class CompositeTestResult:
     method: str
     assumptions: tuple[str, ...]
     notes: tuple[str, ...]
+    range_low: float | None = None
+    range_high: float | None = None
+    widening: float | None = None
+    ideal_alpha: float | None = None
+    coverage_alpha: float | None = None
 
 
 @dataclass(frozen=True)
