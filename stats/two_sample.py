@@ -69,7 +69,7 @@ def _fisher_iv(count_a, reps_a, count_b, reps_b, alpha):
 def fisher_contrast(count_a, reps_a, count_b, reps_b, *, alpha=0.05) -> FisherResult:
     r"""Classical simple-null test :math:`H_0: p_a = p_b` (Fisher's exact test, two-sided).
 
-    This is the test of the paper's Figure 1 (STATS.md C6): it treats the base prompt as the
+    This is the test of the paper's Figure 1 (section 1): it treats the base prompt as the
     whole null, so any semantically irrelevant rewording whose response probability differs at
     all is rejected once r is large.  Reported beside the composite decision.  Vectorised over
     broadcast arrays of counts; the p-value conditions on the margins (hypergeometric), so it
@@ -107,7 +107,7 @@ def _energy_iv(x, y, n_permutations, alpha, rng):
 
 
 def energy_test(x, y, *, n_permutations=999, alpha=None, rng) -> EnergyTestResult:
-    r"""Two-sample energy test of :math:`F_x = F_y` on embedded responses (STATS.md C7).
+    r"""Two-sample energy test of :math:`F_x = F_y` on embedded responses (section 6).
 
     Parameters
     ----------

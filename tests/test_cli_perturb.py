@@ -65,16 +65,50 @@ def test_plan_perturbation_usage_errors(capsys):
 
 
 def test_perturb_user_design_text_and_json(capsys, db):
+    """Three null variants and 1-28 replicates: the widened-range test can test nothing here, and
+    says so instead of printing 0%; the assumptions come with the table."""
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
                        "--null", "schema,answ_schema,grice", "--test", "chomsky,str_chomsky", "--items", "3")
-    assert code == 0 and "'chomsky'" in out and "Benjamini-Hochberg" in out and "identical_null_rates" in out
+    assert code == 0 and "'chomsky'" in out and "Benjamini-Hochberg" in out
+    assert "no power" in out and " 0.0%" not in out.split("classical =")[0].split("---")[-1]
+    assert "this says nothing about whether the prompt matters" in out
+    assert "the composite test assumes:" in out and "Assumption 2" in out and "widened-range test" in out
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
                        "--null", "schema,answ_schema,grice", "--test", "str_chomsky", "--json")
     d = json.loads(out)
     assert code == 0 and d["design"]["test"] == ["str_chomsky"] and len(d["items"]) == 100
     (v,) = d["variants"]
-    assert v["classical_rejections"] == 9 and v["n_tested"] == 100
-    assert {i["status"] for i in d["items"]} <= {"ok", "identical_null_rates"}
+    assert v["classical_rejections"] == 9 and v["n_tested"] == 0 and v["composite_share"] is None
+    assert v["n_no_power"] + v["n_no_alternative"] == 100 and "no test can reject" in v["no_power"]
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
+    assert any("Assumption 2" in a for a in d["assumptions"])
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0", "--null",
+                       "schema,answ_schema,grice", "--test", "str_chomsky", "--method", "plugin_exact")
+    assert code == 0 and "assumption-dependent" in out.splitlines()[0] and "ASSUMPTION-DEPENDENT" in out
+
+
+def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
+    """Issue #13: with one replicate per variant the output was 0.0% for every variant."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(1)
+    for item in range(30):
+        for variant in ("a", "b", "c", "d"):
+            rows.append(f"r1,m,{item},s,d,{variant},0,{int(rng.random() < 0.9)}")
+    path = tmp_path / "r1.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "r1.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1")
+    assert code == 0
+    table = out.split("---")[-1].split("items = items tested")[0]
+    assert "%" not in table.replace("classical", "").split("no power")[0]   # no composite share printed
+    assert ("with r = 1 replicate per variant no test can reject at alpha = 0.05: this says nothing about "
+            "whether the prompt matters") in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--json")
+    d = json.loads(out)
+    assert all(v["composite_share"] is None and v["no_power"].startswith("with r = 1 replicate")
+               for v in d["variants"])
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
 
 
 def test_perturb_exit_codes(capsys, db, tmp_path):

@@ -1,6 +1,6 @@
-"""Prompt-perturbation tests (STATS.md C; composite-null paper = Acharyya, Priebe & Helm,
+"""Prompt-perturbation tests (composite-null paper = Acharyya, Priebe & Helm,
 "Testing for LLM response differences: the case of a composite null consisting of semantically
-irrelevant query perturbations", ../shared/papers/perturbation-composite-null-test.txt).
+irrelevant query perturbations").
 
 Every claim is checked by a seeded Monte Carlo that simulates each variant's r replicates as
 one Binomial(r, p) count, judged with a 99% Clopper-Pearson interval on the simulated rate:
@@ -157,7 +157,7 @@ def test_figure3_reduced_bounds_hold(nu):
 
 def test_figure3_simulation_matches_exact_calibration():
     """Oracle: the exact uniform-binomial-mixture size (sup and average over p') and average power
-    (STATS.md C5) agree with the simulation - sharp checks that fail if either is off by a point."""
+    (beyond the paper) agree with the simulation - sharp checks that fail if either is off by a point."""
     for i, eps in enumerate((0.01, 0.03, 0.06, 0.1)):
         c = _figure3_case(eps, 10**6, seed=7 + i, n_sim=20_000, exact=True)
         e = c["exact_size"]
@@ -241,7 +241,7 @@ def test_algorithm_c_choice_is_the_valid_argmax():
 def test_paper_worked_example_is_not_reproduced():
     """Section 5.2: (a_hat, b_hat) = (0.898, 1), nu = 5e6, alpha = 0.1 -> (26, 192307, 0.085) in the
     paper. Theorem 2 rejects that triple (2m/sqrt(r) = 0.119 > alpha); only the misprinted 2m/r of
-    Algorithm C line 8 accepts it (STATS.md C3 erratum)."""
+    Algorithm C line 8 accepts it (an erratum)."""
     tb = P.theory_bounds(0.085, m=26, r=192307, a=0.898, b=1.0, alpha=0.1)
     assert 2 * 26 / math.sqrt(192307) == pytest.approx(0.1186, abs=1e-4)
     assert tb.size_bound > 0.1 and tb.valid is False
@@ -264,7 +264,7 @@ def test_no_valid_design_reports_the_smallest_budget():
 
 
 # --------------------------------------------------------------------------------------
-# exact calibration (STATS.md C5)
+# exact calibration (beyond the paper)
 
 
 @pytest.mark.parametrize("eps,m,r,a,b", [(0.05, 9, 200, 0.4, 0.6), (0.1, 4, 50, 0.2, 0.5),

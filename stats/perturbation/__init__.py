@@ -1,4 +1,4 @@
-r"""Prompt-perturbation tests with a composite null (STATS.md section C).
+r"""Prompt-perturbation tests with a composite null (the composite-null paper).
 
 Does a prompt change matter beyond semantically irrelevant rewordings?  Acharyya, Priebe &
 Helm, "Testing for LLM response differences: the case of a composite null consisting of
@@ -31,7 +31,7 @@ What is here (pure numpy/scipy, no I/O):
   :func:`energy_test` - Szekely-Rizzo energy distance with a permutation p-value (C7), and
   :func:`simulate_rejection` - binomial-count Monte Carlo of the test (C4).
 
-Errata of the paper that this module does *not* copy (STATS.md C2, C3):
+Errata of the paper that this module does *not* copy (its Remark 1, Algorithm C and section 5.2):
 
 * Remark 1's bias correction mixes the Unif(a, b) and Unif(0, b) endpoint estimators; the
   unbiased uniform-endpoint estimators are used instead.

@@ -103,7 +103,7 @@ def theory_bounds(eps, *, m, r, a, b, alpha=None) -> TheoryBounds:
 
     The union term :math:`2m/\sqrt r` comes from Lemma 1 (Hoeffding for each of the m
     differences at deviation :math:`s_r`).  Theorem 2 is written with ``2m/sqrt(r)``; Algorithm
-    C's line 8 misprints it as ``2m/r`` (STATS.md C3 erratum) - not copied.
+    C's line 8 misprints it as ``2m/r`` (an erratum) - not copied.
 
     Departures (clarifications, not changes): the base :math:`1 - (\epsilon - s_r)/w` is clipped
     at 0 (for :math:`\epsilon - s_r \ge w` the ideal probability is 0, and a negative base

@@ -103,7 +103,7 @@ def design_search(a_hat, b_hat, budget, *, alpha, pilot_m=0, pilot_r=0, eps_step
     valid iff :math:`(1 - (\epsilon - s_r)/w)^m + 2m/\sqrt r \le \alpha` (Theorem 2), and the
     valid triple maximising
     :math:`H = \frac{2}{1-w}\{(1 - (\epsilon + s_r)/w)^m - 1\}(\epsilon + s_r) + 1 - 2m/\sqrt r`
-    (Theorem 4) is chosen.  Errata (STATS.md C3): Algorithm C line 8 prints 2m/r, section 3.1
+    (Theorem 4) is chosen.  Errata: Algorithm C line 8 prints 2m/r, section 3.1
     misplaces a parenthesis in the constraint, and line 10 / section 3.1 disagree on the factor
     2/(1 - w) vs 2/(b - a); Theorems 2 and 4 are what is proven and are implemented.  The
     paper's worked example (0.898, 1), nu = 5e6, alpha = 0.1 -> (26, 192307, 0.085) violates
@@ -120,7 +120,7 @@ def design_search(a_hat, b_hat, budget, *, alpha, pilot_m=0, pilot_r=0, eps_step
     notes = list(_DESIGN_NOTES[method])
     common = dict(alpha=alpha, budget=budget, pilot_m=pilot_m, pilot_r=pilot_r, pilot_cost=pilot_cost,
                   a_hat=a, b_hat=b, width=w, eps_max=eps_max, eps_max_rule=rule, eps_step=eps_step,
-                  method="union_bound (Theorems 2 and 4)" if method == "union" else "exact_mixture (STATS.md C5)",
+                  method="union_bound (Theorems 2 and 4)" if method == "union" else "exact_mixture (beyond the paper)",
                   assumptions=assumptions)
     if w <= 0 or w >= 1:
         warn_degenerate(f"design_search: the null range has width {w:g}; "
@@ -275,7 +275,7 @@ def minimal_budget(a_hat, b_hat, *, alpha, power=None, eps=None, pilot_m=0, pilo
             raise ValueError(f"eps must be < b_hat - a_hat = {w:g}; got {eps!r}")
     pilot_cost = pilot_m * pilot_r
     assumptions = (_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES) + ((_ASSUMPTION_3,) if power else ())
-    name = "union_bound (Theorems 2 and 4)" if method == "union" else "exact_mixture (STATS.md C5)"
+    name = "union_bound (Theorems 2 and 4)" if method == "union" else "exact_mixture (beyond the paper)"
     target = () if power is None else (f"guaranteed average power >= {power:g}",)
     if w <= 0 or w >= 1:
         warn_degenerate(f"minimal_budget: the null range has width {w:g}; no design exists")

@@ -190,7 +190,7 @@ def _exact_iv(eps, m, r, a, b, alpha):
 
 
 def exact_size(eps, *, m, r, a, b, alpha=None) -> ExactSize:
-    r"""Exact size of the realistic test under Assumption 2 (beyond the paper, STATS.md C5).
+    r"""Exact size of the realistic test under Assumption 2 (beyond the paper).
 
     Parameters
     ----------
@@ -239,7 +239,7 @@ def exact_size(eps, *, m, r, a, b, alpha=None) -> ExactSize:
     return ExactSize(
         size=size, worst_p=worst, average_size=average, eps=eps, m=m, r=r, a=a, b=b, alpha=alpha,
         valid=None if alpha is None else bool(size <= alpha),
-        method="exact_uniform_binomial_mixture (STATS.md C5)",
+        method="exact_uniform_binomial_mixture (beyond the paper)",
         assumptions=(_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES,
                      "supremum over p' found numerically (grid plus bounded refinement)"),
     )
@@ -282,6 +282,6 @@ def exact_power(eps, *, m, r, a, b) -> ExactPower:
         raise ValueError(f"b - a must be < 1 for an average power (P_1 is empty otherwise); got a={a!r}, b={b!r}")
     return ExactPower(
         power=_exact_power_core(eps, m, r, a, b), eps=eps, m=m, r=r, a=a, b=b,
-        method="exact_average_power (uniform-binomial mixture, STATS.md C5)",
+        method="exact_average_power (uniform-binomial mixture, beyond the paper)",
         assumptions=(_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _REPLICATES),
     )

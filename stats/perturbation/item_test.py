@@ -118,12 +118,21 @@ def possible_rejection(null_replicates, test_replicates, *, alpha=0.05, ideal_sh
     return bool(res.status == 0 and -res.fun > 1e-12)
 
 
-def no_power_sentence(r_min: int, r_max: int, alpha: float) -> str:
-    """The words shown wherever an item (or a whole variant) has no power."""
+def no_power_sentence(r_min: int, r_max: int, alpha: float, m_min: int | None = None,
+                      m_max: int | None = None) -> str:
+    """The words shown wherever an item (or a whole variant) has no power.
+
+    With one replicate nothing else matters; otherwise the number of null variants is named too
+    (few null variants need a wide margin).
+    """
     if r_min == r_max:
         reps = f"r = {r_min} replicate{'s' if r_min != 1 else ''} per variant"
     else:
         reps = f"r = {r_min} to {r_max} replicates per variant"
+    if r_max > 1 and m_min is not None:
+        m_max = m_min if m_max is None else m_max
+        reps = (f"m = {m_min} null variant{'s' if m_min != 1 else ''}" if m_min == m_max else
+                f"m = {m_min} to {m_max} null variants") + f" and {reps}"
     return (f"with {reps} no test can reject at alpha = {alpha:g}: this says nothing about whether the prompt "
             "matters")
 
@@ -266,7 +275,7 @@ def widened_range_test(null_counts, null_replicates, test_count, test_replicates
                                           "range",), **base, **extra)
     if not possible_rejection(r, rt, alpha=alpha, ideal_share=ideal_share):
         return CompositeTestResult(reject=False, p_value=math.nan, status="no_power",
-                                   notes=(no_power_sentence(r_min, r_max, alpha),), **base, **extra)
+                                   notes=(no_power_sentence(r_min, r_max, alpha, m),), **base, **extra)
     if low <= 0.0 and high >= 1.0:
         return CompositeTestResult(reject=False, p_value=math.nan, status="no_alternative",
                                    notes=(f"the widened null range [{low:.3g}, {high:.3g}] covers every rate the "

@@ -120,7 +120,7 @@ class PowerCurve:
 
 @dataclass(frozen=True)
 class ExactSize:
-    """Exact size of the realistic test under Assumption 2 (beyond the paper, STATS.md C5).
+    """Exact size of the realistic test under Assumption 2 (beyond the paper).
 
     ``size`` is :math:`\\sup_{p' \\in [a, b]} P(T > \\epsilon \\mid p')`, attained at ``worst_p``;
     ``average_size`` is the same probability averaged over :math:`p' \\sim \\mathrm{Unif}[a, b]`
@@ -143,7 +143,7 @@ class ExactSize:
 
 @dataclass(frozen=True)
 class ExactPower:
-    """Exact average power of the realistic test under Assumptions 2 and 3 (STATS.md C5)."""
+    """Exact average power of the realistic test under Assumptions 2 and 3 (beyond the paper)."""
 
     power: float
     eps: float

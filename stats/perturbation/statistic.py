@@ -104,7 +104,7 @@ def estimate_range(null_rates, *, bias_correction=True) -> RangeEstimate:
         \hat a = p_{(1)} - \frac{p_{(m)} - p_{(1)}}{m - 1},\qquad
         \hat b = p_{(m)} + \frac{p_{(m)} - p_{(1)}}{m - 1}
 
-    are unbiased (STATS.md C2), then clipped to [0, 1].  Erratum: the paper's Remark 1 gives
+    are unbiased (Remark 1's erratum), then clipped to [0, 1].  Erratum: the paper's Remark 1 gives
     :math:`\hat a = p_{(1)} - (p_{(m)} - p_{(1)})/(m+1)` and
     :math:`\hat b = \frac{m+1}{m} p_{(m)}`, mixing the Unif(a, b) estimator with the Unif(0, b)
     one; it is not used.  Binomial noise in each :math:`\hat p_j` widens the observed range,
