@@ -8,7 +8,7 @@ import numpy as np
 
 from benchcert.stats.perturbation._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES, _choice, _int,
                                                    _range_iv, _real)
-from benchcert.stats.perturbation.statistic import _distance
+from benchcert.stats.perturbation.statistic import _close_limit
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,9 @@ def simulate_rejection(eps, *, m, r, a, b, p_prime, n_sim, rng, chunk=None) -> S
             pp = np.full(n, float(p_prime))
         kt = rng.binomial(r, pp)
         k = rng.binomial(r, rng.uniform(a, b, (n, m)))
-        t = np.min(_distance(k, r, kt[:, None], r), axis=1)
-        rejections += int(np.sum(t > eps))
+        # T > eps iff every |K_j - K'| r > floor(eps r r) (integers, as the exact calibration decides)
+        limit = _close_limit(eps, r, r)
+        rejections += int(np.sum(np.min(np.abs(k - kt[:, None]) * r, axis=1) > limit))
         done += n
     return SimulationResult(rate=rejections / n_sim, rejections=rejections, n_sim=n_sim, eps=eps, m=m, r=r, a=a,
                             b=b, p_prime=label, method="monte_carlo_binomial_counts",

@@ -283,6 +283,32 @@ def test_exact_size_and_power_match_simulation(eps, m, r, a, b):
     assert lo <= pw <= hi
 
 
+def test_ties_are_exact_and_mirror_images_agree():
+    """Issue #13: at eps = 0.05, m = 9, r = 40, [0.4, 0.6] the distance 2/40 = eps is a tie (not a
+    rejection); the exact size is 0.1439 in rational arithmetic (the float comparison gave 0.2095).
+    A problem and its mirror image (p -> 1 - p) give the same exact size, size curve and power."""
+    assert P.exact_size(0.05, m=9, r=40, a=0.4, b=0.6).size == pytest.approx(0.1439, abs=5e-5)
+    for eps, m, r, a, b in [(0.05, 9, 40, 0.3, 0.6), (0.1, 4, 30, 0.05, 0.5), (0.02, 6, 250, 0.62, 0.9),
+                            (0.3 - 0.1, 3, 10, 0.1, 0.4)]:
+        e, f = P.exact_size(eps, m=m, r=r, a=a, b=b), P.exact_size(eps, m=m, r=r, a=1 - b, b=1 - a)
+        assert e.size == pytest.approx(f.size, rel=1e-9, abs=1e-13)
+        assert e.average_size == pytest.approx(f.average_size, rel=1e-9, abs=1e-13)
+        assert e.worst_p == pytest.approx(1 - f.worst_p, abs=1e-6) or e.size == pytest.approx(
+            P.exact_size(eps, m=m, r=r, a=a, b=b).size)
+        assert P.exact_power(eps, m=m, r=r, a=a, b=b).power == pytest.approx(
+            P.exact_power(eps, m=m, r=r, a=1 - b, b=1 - a).power, rel=1e-9)
+    # the plug-in decision compares T and eps as fractions too: 0.3 - 0.1 and 0.2 are one threshold
+    rng = np.random.default_rng(23)
+    for _ in range(20):
+        k = rng.binomial(12, rng.uniform(0.2, 0.7, 5))
+        kt = int(rng.integers(0, 13))
+        if np.all(k == k[0]):
+            continue
+        x = P.composite_test(k, 12, kt, 12, method="plugin_exact")
+        y = P.composite_test(12 - k, 12, 12 - kt, 12, method="plugin_exact")
+        assert x.reject == y.reject and x.eps_exact == pytest.approx(y.eps_exact, abs=1e-12)
+
+
 def test_exact_calibration_needs_a_far_smaller_budget():
     """Same (a, b, alpha) = (0.4, 0.6, 0.1), same eps = 0.05 and the same guarantee (size <= alpha,
     average power >= 0.7 under Assumptions 2-3): the union bound (Theorems 2/4) needs

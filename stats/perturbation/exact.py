@@ -11,7 +11,7 @@ from .._common import check_alpha
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _MAX_EXACT_R, _REPLICATES, _WINDOW_SD, _int,
                       _range_iv, _real)
 from .results import ExactPower, ExactSize
-from .statistic import _distance
+from .statistic import _close_limit
 
 
 def _window(r: int, a: float, b: float) -> tuple[int, int]:
@@ -67,21 +67,18 @@ class _NullGroup:
         return self.cdf[idx]
 
     def close_prob(self, kt: np.ndarray, rt: int, eps: float) -> np.ndarray:
-        """P(|K/r - kt/rt| <= eps) for every test count kt."""
+        r"""P(|K/r - kt/rt| <= eps) for every test count kt, decided in integers.
+
+        :math:`|K/r - k'/r'| \le \epsilon` iff :math:`|K r' - k' r| \le E = \lfloor \epsilon r r'
+        \rfloor` with eps read as the fraction it stands for (:func:`_rational`), so ties at eps
+        are ties whatever floating-point rounding would have said, and a problem and its mirror
+        image (p -> 1 - p, K -> r - K) count exactly the same outcomes.
+        """
         r = self.r
-        x = kt / rt
-        lo = np.ceil((x - eps) * r).astype(np.int64)
-        hi = np.floor((x + eps) * r).astype(np.int64)
-
-        def ok(k):
-            return _distance(k, r, kt, rt) <= eps
-
-        # The float products above can be one off at ties; settle each end with the exact predicate.
-        for _ in range(2):
-            lo = np.where(ok(lo - 1) & (lo - 1 >= 0), lo - 1, lo)
-            lo = np.where(~ok(lo) & (lo <= hi), lo + 1, lo)
-            hi = np.where(ok(hi + 1) & (hi + 1 <= r), hi + 1, hi)
-            hi = np.where(~ok(hi) & (hi >= lo), hi - 1, hi)
+        e = np.int64(_close_limit(eps, r, rt))
+        c = np.asarray(kt, dtype=np.int64) * np.int64(r)
+        lo = -((e - c) // rt)                          # ceil((c - E) / r')
+        hi = (c + e) // rt
         lo, hi = np.clip(lo, 0, r), np.clip(hi, 0, r)
         return np.where(hi >= lo, self.cdf_at(hi) - self.cdf_at(lo - 1), 0.0)
 
@@ -229,8 +226,10 @@ def exact_size(eps, *, m, r, a, b, alpha=None) -> ExactSize:
     :math:`p' \sim \mathrm{Unif}[a, b]` is :math:`\sum_{k'} P(K_j = k') g(k')` exactly.  This
     replaces the union bound :math:`2m/\sqrt r` of Theorem 2 by the exact probability, so the
     same level needs far fewer replicates.  Sums run over windows of +/-12 sqrt(r) counts around
-    [a r, b r]; the mass left out is below 1e-100.  Distances use the statistic's own float
-    expression, so ties at eps are classified exactly as :func:`composite_statistic` would.
+    [a r, b r]; the mass left out is below 1e-100.  Distances are compared
+    in integers (:math:`|K r' - K' r| \le \lfloor \epsilon r r' \rfloor`, eps as the
+    fraction it stands for), so ties at eps are exact and mirror images (p -> 1 - p) give the
+    same size.
 
     With b = a (a point null) the mixture is Binomial(r, a).
     """

@@ -13,7 +13,7 @@ from .bounds import _s, _size_bound
 from .exact import (_exact_size_core, _flush, _groups, _log_binom_pmf, _p_grid, _pow, _sup_over_p,
                     _window)
 from .results import CompositeTestResult
-from .statistic import _composite_statistic_iv, _distance, composite_statistic, estimate_range
+from .statistic import _composite_statistic_iv, _distance, _exceeds, composite_statistic, estimate_range
 
 
 def _composite_test_iv(null_counts, null_replicates, test_count, test_replicates, alpha, method, bias_correction):
@@ -71,15 +71,18 @@ def _exact_curve(cands, groups, rt, a, b):
     g = np.ones((kt.size, cands.size))
     for grp in groups:
         i = np.arange(grp.lo, grp.hi + 1)
-        d = _distance(i[None, :], grp.r, kt[:, None], rt)                   # (K', I)
-        # Every comparison is between the very floats the statistic produces (no offsets or rounding).
+        # |i/r - k'/r'| <= cand  iff  |i r' - k' r| <= floor(cand r r'), in integers: candidates are
+        # fractions with denominators <= r_j r' (< 4e6 here), so 1e-8 absorbs the float error of
+        # cand r r' without reaching the next attainable value.
+        d = np.abs(i[None, :].astype(np.int64) * rt - kt[:, None].astype(np.int64) * grp.r)   # (K', I)
+        limit = np.floor(cands * (float(grp.r) * rt) + 1e-8).astype(np.int64)
         if d.size * cands.size <= 2_000_000:
-            pc = np.einsum("kic,i->kc", (d[:, :, None] <= cands[None, None, :]).astype(float), grp.pmf)
+            pc = np.einsum("kic,i->kc", (d[:, :, None] <= limit[None, None, :]).astype(float), grp.pmf)
         else:
             order = np.argsort(d, axis=1, kind="stable")
             d_sorted = np.take_along_axis(d, order, axis=1)
             cum = np.concatenate([np.zeros((kt.size, 1)), np.cumsum(grp.pmf[order], axis=1)], axis=1)
-            pc = np.stack([cum[row, np.searchsorted(d_sorted[row], cands, side="right")]
+            pc = np.stack([cum[row, np.searchsorted(d_sorted[row], limit, side="right")]
                            for row in range(kt.size)])
         g *= _pow(1.0 - pc, grp.n)
         _flush(g)
@@ -257,7 +260,7 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
             notes.append(f"2m/sqrt(r_min) = {2 * m / math.sqrt(r_min):.3g} >= alpha: Theorem 2 admits no threshold "
                          "at these replicate counts (use the exact calibration)")
     status = "ok" if eps is not None else "no_valid_eps"
-    reject = bool(eps is not None and stat.statistic > eps)
+    reject = bool(eps is not None and _exceeds(k, r, kt, rt, eps))
     return CompositeTestResult(eps=eps, reject=reject, p_value=float(p), eps_union=eps_u, eps_exact=eps_e,
                                p_union=p_u, p_exact=p_e, a_hat=a, b_hat=b, status=status, method=f"plugin_{method}",
                                assumptions=assumptions, notes=tuple(notes), **base)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from .._common import warn_degenerate
@@ -28,10 +31,29 @@ def _composite_statistic_iv(null_counts, null_replicates, test_count, test_repli
     return k, r, kt, rt
 
 
+def _rational(eps) -> Fraction:
+    """A threshold as the fraction it stands for: the nearest with denominator <= 1e12 (0.05 -> 1/20).
+
+    Attainable distances are fractions with denominator r_j r'; reading eps this way makes
+    "distance <= eps" an exact integer comparison, so a tie is a tie in every mirror image.
+    """
+    return Fraction(float(eps)).limit_denominator(10**12)
+
+
+def _close_limit(eps, r: int, rt: int) -> int:
+    """E = floor(eps r r'): |K/r - K'/r'| <= eps  iff  |K r' - K' r| <= E (integers, exact)."""
+    return math.floor(_rational(eps) * int(r) * int(rt))
+
+
 def _distance(k, r, kt, rt):
-    # One expression for every distance, so the exact calibration classifies each attainable
-    # value exactly as the statistic computes it (no float disagreement at ties).
+    # The statistic as a float, for display; decisions compare integers (_close_limit, _exceeds).
     return np.abs(np.asarray(k) / np.asarray(r) - kt / rt)
+
+
+def _exceeds(k, r, kt, rt, eps) -> bool:
+    """T > eps decided exactly: min_j |K_j r' - K' r_j| / (r_j r') against eps read as a fraction."""
+    t = min(Fraction(abs(int(kj) * int(rt) - int(kt) * int(rj)), int(rj) * int(rt)) for kj, rj in zip(k, r))
+    return t > _rational(eps)
 
 
 def composite_statistic(null_counts, null_replicates, test_count, test_replicates) -> CompositeStatistic:
