@@ -109,7 +109,8 @@ def cmd_perturb(args) -> int:
         print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} "
               f"{pct(r['classical_share']):>9} {pct(r['classical_share_bh']):>9}")
     print("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
-          "classical = Fisher's exact test against the base alone; BH = Benjamini-Hochberg across items; "
+          "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
+          "fractional scores); BH = Benjamini-Hochberg across items; "
           "no alt. = every item's null range covers every rate (no alternative left to detect)")
     for line in no_power:
         print(f"no power: {line}")

@@ -8,9 +8,34 @@ import numpy as np
 from scipy.stats import fisher_exact
 
 from ._common import check_alpha
-from .perturbation._checks import _REPLICATES, _int, _int_array, _out
 
 __all__ = ["FisherResult", "EnergyTestResult", "fisher_contrast", "energy_test"]
+
+
+_REPLICATES = "replicates of one variant are i.i.d. Bernoulli(p) (binary scores, independent runs)"
+
+
+def _int_array(x, name: str, *, lo: int) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must hold integers; got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise ValueError(f"{name} must hold integers; got {x!r}")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < lo:
+        raise ValueError(f"{name} must be >= {lo}; got {int(arr.min())}")
+    return arr
+
+
+def _positive_int(x, name: str) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {x!r}")
+    return int(x)
+
+
+def _out(x):
+    x = np.asarray(x)
+    return x.item() if x.ndim == 0 else x
 
 
 @dataclass(frozen=True)
@@ -99,7 +124,7 @@ def _energy_iv(x, y, n_permutations, alpha, rng):
     xa, ya = arr(x, "x"), arr(y, "y")
     if xa.shape[1] != ya.shape[1]:
         raise ValueError(f"x and y must have the same dimension; got {xa.shape[1]} and {ya.shape[1]}")
-    n_permutations = _int(n_permutations, "n_permutations", lo=1)
+    n_permutations = _positive_int(n_permutations, "n_permutations")
     alpha = None if alpha is None else check_alpha(alpha)
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")

@@ -9,26 +9,32 @@ from the base alone.  Per tested variant the share of items where the change mat
 reported with Benjamini-Hochberg across items, beside the classical test's share.
 
 Replicate counts come straight from the store (one SQL query with bound parameters); each
-(item, variant) cell is K successes out of r replicates.  Scores must be binary.
+(item, variant) cell is K successes out of r replicates.  Fractional scores (in [0, 1]) get the
+widened-range test on mean scores and, as the classical contrast, the energy-distance test of the
+tested variant's scores against the base's.
 """
 
 from __future__ import annotations
 
 import warnings
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from benchcert.stats._common import DegenerateDataWarning
-from benchcert.stats.perturbation import TEST_METHODS, benjamini_hochberg, composite_test, no_power_sentence
+from benchcert.stats.perturbation import (TEST_METHODS, benjamini_hochberg, composite_test, no_power_sentence,
+                                          widened_range_test_scores)
 from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
-from benchcert.stats.two_sample import fisher_contrast
+from benchcert.stats.two_sample import energy_test, fisher_contrast
 from benchcert.tasks.matrices import BenchmarkMatrices, MatrixError, available_variants
 from benchcert.tasks.store import query_pl
 
 COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String, "k": pl.Int64, "r": pl.Int64,
-                 "binary": pl.Boolean}
+                 "binary": pl.Boolean, "s": pl.Float64, "scores": pl.List(pl.Float64)}
+# k: successes (binary scores); s: sum of scores; scores: the replicates' scores, kept only for cells with a
+# score outside {0, 1} (the energy test needs them).
 
 ITEMS_SCHEMA = {
     "model": pl.String, "item_id": pl.String, "variant": pl.String, "base": pl.String,
@@ -38,6 +44,7 @@ ITEMS_SCHEMA = {
     "statistic": pl.Float64, "eps": pl.Float64,
     "eps_union": pl.Float64, "p_value": pl.Float64, "reject": pl.Boolean, "reject_bh": pl.Boolean,
     "classical_p": pl.Float64, "classical_reject": pl.Boolean, "classical_reject_bh": pl.Boolean,
+    "classical_method": pl.String, "scores": pl.String,
     "unequal_replicates": pl.Boolean, "status": pl.String, "method": pl.String,
 }
 
@@ -66,7 +73,7 @@ STATUS_TEXT = {
                         "(plug-in methods: Fisher's exact test against it)",
     "no_null_variants": "no null variant answered this item: not tested",
     "no_valid_eps": "(plug-in union method) no threshold keeps Theorem 2's bound at alpha with these replicate counts: never rejects",
-    "non_binary_scores": "a score outside {0, 1}: the composite test needs binary responses; not tested",
+
 }
 
 
@@ -128,9 +135,11 @@ class VariantMatrices(BenchmarkMatrices):
 def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None) -> pl.DataFrame:
     """K (sum of scores), r (replicates) and whether all scores are 0/1, per model x item x variant."""
     frame = query_pl(con, """
-        SELECT m.model, i.item_id, v.variant, c.r, c.k, c.binary
+        SELECT m.model, i.item_id, v.variant, c.r, c.k, c.binary, c.k AS s, c.scores
         FROM (SELECT model_id, item_key, variant_id, count(*)::BIGINT AS r, sum(score) AS k,
-                     bool_and(score = 0 OR score = 1) AS binary
+                     bool_and(score = 0 OR score = 1) AS binary,
+                     CASE WHEN bool_and(score = 0 OR score = 1) THEN NULL
+                          ELSE list(score ORDER BY replicate) END AS scores
               FROM response_codes
               WHERE model_id IN (SELECT model_id FROM models WHERE benchmark = ?)
               GROUP BY model_id, item_key, variant_id) c
@@ -140,7 +149,8 @@ def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None)
         ORDER BY m.model, i.item_id, v.variant""", [benchmark])
     if frame.height == 0:
         raise MatrixError(f"benchmark {benchmark!r} has no responses in the store")
-    frame = frame.with_columns(pl.col("k").round(0).cast(pl.Int64)).cast(COUNTS_SCHEMA).select(list(COUNTS_SCHEMA))
+    frame = (frame.with_columns(pl.col("k").round(0).cast(pl.Int64), pl.col("s").cast(pl.Float64))
+             .cast(COUNTS_SCHEMA).select(list(COUNTS_SCHEMA)))
     if models:
         frame = frame.filter(pl.col("model").is_in(models))
     return frame
@@ -208,44 +218,75 @@ def make_design(variants: list[str], *, base: str | None, null: list[str] | None
 # running a design
 
 
-def _cells(counts: pl.DataFrame) -> dict[tuple[str, str], dict[str, tuple[int, int, bool]]]:
-    out: dict[tuple[str, str], dict[str, tuple[int, int, bool]]] = {}
-    for model, item, variant, k, r, binary in counts.select(list(COUNTS_SCHEMA)).iter_rows():
-        out.setdefault((model, item), {})[variant] = (int(k), int(r), bool(binary))
+def _cells(counts: pl.DataFrame) -> dict[tuple[str, str], dict[str, tuple]]:
+    """(k, r, binary, sum of scores, scores or None) per model, item and variant."""
+    if "s" not in counts.columns:           # frames built by hand: binary counts only
+        counts = counts.with_columns(pl.col("k").cast(pl.Float64).alias("s"),
+                                     pl.lit(None, pl.List(pl.Float64)).alias("scores"))
+    out: dict[tuple[str, str], dict[str, tuple]] = {}
+    for model, item, variant, k, r, binary, ssum, scores in counts.select(list(COUNTS_SCHEMA)).iter_rows():
+        out.setdefault((model, item), {})[variant] = (int(k), int(r), bool(binary), float(ssum), scores)
     return out
 
 
+def _scores(k: int, r: int, scores) -> np.ndarray:
+    """A cell's replicate scores (a binary cell stores only its count: k ones and r - k zeros)."""
+    return np.asarray(scores, dtype=float) if scores is not None else np.r_[np.ones(k), np.zeros(r - k)]
+
+
+def _energy_rng(model: str, item: str, variant: str) -> np.random.Generator:
+    # One stream per item and variant: results do not depend on the order items are visited.
+    return np.random.default_rng(zlib.crc32(f"{model}\x00{item}\x00{variant}".encode()))
+
+
 def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
-    kt, rt, bt = cells[tested]
+    kt, rt, bt, st, scores_t = cells[tested]
     row = {"model": model, "item_id": item, "variant": tested, "base": base, "test_rate": kt / rt,
            "test_replicates": rt, "base_rate": None, "m": 0, "r_min": None, "r_max": None, "null_min": None,
            "null_max": None, "a_hat": None, "b_hat": None, "range_low": None, "range_high": None,
            "statistic": None, "eps": None, "eps_union": None,
            "p_value": None, "reject": None, "classical_p": None, "classical_reject": None,
-           "unequal_replicates": False, "status": "", "method": None}
+           "unequal_replicates": False, "status": "", "method": None, "classical_method": None, "scores": "binary"}
     present = [v for v in nulls if v in cells]
     row["m"] = len(present)
     binary = bt and all(cells[v][2] for v in present) and (base not in cells or cells[base][2])
+    if not binary:
+        row["scores"] = "fractional"
+        row["test_rate"] = st / rt
     if base in cells and base != tested:
-        kb, rb, _ = cells[base]
-        row["base_rate"] = kb / rb
+        kb, rb, _, sb, scores_b = cells[base]
+        row["base_rate"] = kb / rb if binary else sb / rb
         if binary:
             f = fisher_contrast(kt, rt, kb, rb, alpha=alpha)
+            row["classical_method"] = "fisher_exact"
             row["classical_p"], row["classical_reject"] = float(f.p_value), bool(f.reject)
-    if not binary:
-        row["status"] = "non_binary_scores"
-        return row
+        elif rt >= 2 and rb >= 2:
+            # Fractional scores: the energy test of the tested variant's score distribution against the
+            # base's (simple null, exact permutation p-value), the classical contrast for such scores.
+            xt, xb = _scores(kt, rt, scores_t), _scores(kb, rb, scores_b)
+            e = energy_test(xt, xb, n_permutations=999, alpha=alpha, rng=_energy_rng(model, item, tested))
+            row["classical_method"] = "energy_distance"
+            row["classical_p"], row["classical_reject"] = float(e.p_value), bool(e.reject)
     if not present:
         row["status"] = "no_null_variants"
         return row
     # The test is symmetric in the null variants, and deterministic decoding repeats the same
     # counts on many items: one computation per distinct configuration.
-    key = (tuple(sorted(cells[v][:2] for v in present)), kt, rt, alpha, method)
+    if binary:
+        key = (tuple(sorted(cells[v][:2] for v in present)), kt, rt, alpha, method)
+    else:
+        key = (tuple(sorted((cells[v][3], cells[v][1]) for v in present)), st, rt, alpha, "scores")
     res = cache.get(key)
     if res is None:
         k = np.array([c[0] for c in key[0]])
         r = np.array([c[1] for c in key[0]])
-        res = cache[key] = composite_test(k, r, kt, rt, alpha=alpha, method=method)
+        if binary:
+            res = composite_test(k, r, kt, rt, alpha=alpha, method=method)
+        else:
+            # Fractional scores: the widened-range test on mean scores (Hoeffding holds for any score in
+            # [0, 1]); the plug-in calibrations need binary responses.
+            res = widened_range_test_scores(k, r, st, rt, alpha=alpha)
+        cache[key] = res
     # An untested item (no power, no alternative, one null variant) has no p-value: null, not NaN,
     # so that it counts neither as tested nor in Benjamini-Hochberg.
     p = None if res.p_value is None or np.isnan(res.p_value) else float(res.p_value)
@@ -346,7 +387,7 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         pl.when(pl.col("status") == "no_power").then(pl.col("r_max")).max().alias("_np_hi"),
         pl.when(pl.col("status") == "no_power").then(pl.col("m")).min().alias("_np_mlo"),
         pl.when(pl.col("status") == "no_power").then(pl.col("m")).max().alias("_np_mhi"),
-        (pl.col("status") == "non_binary_scores").sum().cast(pl.Int64).alias("n_non_binary"),
+        (pl.col("scores") == "fractional").sum().cast(pl.Int64).alias("n_non_binary"),
         pl.col("unequal_replicates").sum().cast(pl.Int64).alias("n_unequal_replicates"),
         pl.col("eps").median().alias("median_eps"),
     ).with_columns(

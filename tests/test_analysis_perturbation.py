@@ -188,7 +188,51 @@ def test_two_variants_and_non_binary_scores(tmp_path):
                  "a,1,y,0,0.5\na,1,y,1,1\na,1,z,0,1\na,1,z,1,0\n")
     assert ingest_file(db, q, benchmark="b", mapping=parse_mapping()).status == "ingested"
     items = analyze(_matrices(db, "b", ""), AuditConfig()).tables["perturbation_items"]
-    assert set(items.filter(pl.col("variant") == "y")["status"]) == {"non_binary_scores"}
+    y = items.filter(pl.col("variant") == "y").row(0, named=True)
+    # fractional scores are tested (mean scores; energy test against the base), here without power
+    assert y["scores"] == "fractional" and y["status"] == "no_power" and y["classical_method"] == "energy_distance"
+    assert y["test_rate"] == 0.75
+
+
+def _fractional_counts(rng, n_items, n_var, r, shift=None):
+    """Scores on {0, 0.25, ..., 1}: each item has its own score distribution; ``shift`` moves the
+    tested variant 'v01' (None: every variant draws from the item's distribution - H0 exactly)."""
+    rows = []
+    grid = np.linspace(0, 1, 5)
+    for item in range(n_items):
+        w = rng.dirichlet(np.ones(5))
+        for j in range(n_var):
+            ww = w
+            if shift is not None and j == 1:
+                ww = np.roll(w, shift)
+            x = rng.choice(grid, size=r, p=ww)
+            rows.append({"model": "m", "item_id": str(item), "variant": f"v{j:02d}", "k": int(round(x.sum())),
+                         "r": r, "binary": False, "s": float(x.sum()), "scores": x.tolist()})
+    return pl.DataFrame(rows, schema={"model": pl.String, "item_id": pl.String, "variant": pl.String,
+                                      "k": pl.Int64, "r": pl.Int64, "binary": pl.Boolean, "s": pl.Float64,
+                                      "scores": pl.List(pl.Float64)})
+
+
+def test_fractional_scores_keep_the_level_per_item():
+    """Issue #13 item 6: fractional scores reach the energy test (classical contrast, per item) and the
+    widened-range test on mean scores; under H0 (all variants draw from one item-specific
+    distribution on {0, 0.25, ..., 1}) each rejects at most alpha of items (95% Clopper-Pearson upper
+    bound <= alpha + 0.01 over 600 item tests)."""
+    from scipy.stats import binomtest
+
+    rng = np.random.default_rng(31)
+    counts = _fractional_counts(rng, 200, 4, 12)
+    design = make_design(counts["variant"].unique().to_list(), base="v00", null=None, test=["v01", "v02", "v03"])
+    audit = run_design(counts, design, alpha=ALPHA)
+    items = audit.items
+    assert (items["classical_method"] == "energy_distance").all() and (items["scores"] == "fractional").all()
+    for col in ("classical_reject", "reject"):
+        x, n = int(items[col].fill_null(False).sum()), items.height
+        assert binomtest(x, n).proportion_ci(0.95).high <= ALPHA + 0.01, (col, x, n)
+    # and the energy test does see a change in the tested variant's score distribution
+    shifted = run_design(_fractional_counts(np.random.default_rng(32), 60, 4, 12, shift=2), design, alpha=ALPHA)
+    v01 = shifted.variants.filter(pl.col("variant") == "v01").row(0, named=True)
+    assert v01["classical_share"] > 0.3
 
 
 def test_hostile_variant_names_are_escaped(tmp_path):

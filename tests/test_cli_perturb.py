@@ -127,3 +127,22 @@ def test_help(argv):
     r = subprocess.run([sys.executable, "-m", "benchcert.flows.cli", *argv], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "usage: benchcert" in r.stdout
+
+
+def test_perturb_fractional_scores_reach_the_energy_test(capsys, tmp_path):
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(2)
+    for item in range(5):
+        for variant in ("a", "b", "c", "d", "e"):
+            for rep in range(20):
+                rows.append(f"fr,m,{item},s,d,{variant},{rep},{rng.choice([0, 0.25, 0.5, 0.75, 1])}")
+    path = tmp_path / "fr.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "fr.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr", "--json")
+    d = json.loads(out)
+    assert code == 0 and {i["classical_method"] for i in d["items"]} == {"energy_distance"}
+    assert {i["scores"] for i in d["items"]} == {"fractional"}
+    assert {i["method"] for i in d["items"] if i["method"]} == {"widened_mean_score"}
+    assert all(v["classical_tested"] == 5 for v in d["variants"])

@@ -52,7 +52,8 @@ from .bounds import lemma2_m, power_curve, theory_bounds
 from .design import design_search, minimal_budget
 from .exact import exact_power, exact_size
 from .multiplicity import benjamini_hochberg
-from .item_test import TEST_METHODS, composite_test, no_power_sentence, possible_rejection, widened_range_test
+from .item_test import (TEST_METHODS, composite_test, no_power_sentence, possible_rejection, widened_range_test,
+                        widened_range_test_scores)
 from .plugin import plugin_test
 from .results import (BudgetResult, CompositeStatistic, CompositeTestResult, ExactPower, ExactSize,
                       MultipleTestResult, PerturbationDesign, PowerCurve, RangeEstimate, TheoryBounds)
@@ -80,6 +81,7 @@ __all__ = [
     "minimal_budget",
     "composite_test",
     "widened_range_test",
+    "widened_range_test_scores",
     "plugin_test",
     "possible_rejection",
     "no_power_sentence",

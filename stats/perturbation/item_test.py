@@ -8,18 +8,19 @@ and the audit run per item); the plug-in test of the paper's Algorithm B/C is ke
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import linprog
 
 from .._common import check_alpha
-from ._checks import _ASSUMPTION_1, _choice, _real
+from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
 from .plugin import plugin_test
 from .results import CompositeTestResult
 from .statistic import _composite_statistic_iv, composite_statistic
 
 __all__ = ["TEST_METHODS", "composite_test", "no_power_sentence", "possible_rejection", "reject_many",
-           "widened_range_test"]
+           "widened_range_test", "widened_range_test_scores"]
 
 #: Methods of :func:`composite_test`; the first is the default.
 TEST_METHODS = ("widened", "plugin_exact", "plugin_union")
@@ -30,6 +31,9 @@ ASSUMPTION_RANDOM_NULLS = ("the null variants' response probabilities are an i.i
 ASSUMPTION_REPLICATES = ("replicates of one variant are independent Bernoulli(p) draws (binary scores, "
                          "independent runs), so Hoeffding's bound holds")
 ASSUMPTIONS = (_ASSUMPTION_1, ASSUMPTION_RANDOM_NULLS, ASSUMPTION_REPLICATES)
+ASSUMPTIONS_SCORES = (_ASSUMPTION_1, ASSUMPTION_RANDOM_NULLS.replace("response probabilities", "expected scores"),
+                      "replicates of one variant are independent draws of a score in [0, 1] (independent runs), so "
+                      "Hoeffding's bound holds")
 
 
 def _split(alpha: float, ideal_share: float) -> tuple[float, float]:
@@ -95,11 +99,18 @@ def possible_rejection(null_replicates, test_replicates, *, alpha=0.05, ideal_sh
     the lattice :math:`\{k/r_j\}`, so False is certain (no outcome can reject: the item has no
     power) while True may rarely be optimistic.
     """
-    r = np.atleast_1d(np.asarray(null_replicates, dtype=float))
+    r = np.atleast_1d(np.asarray(null_replicates, dtype=np.int64))
+    # the answer depends on the multiset of counts only: many items share it
+    return _possible(tuple(sorted(int(x) for x in r)), int(test_replicates), check_alpha(alpha), float(ideal_share))
+
+
+@lru_cache(maxsize=4096)
+def _possible(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_share: float) -> bool:
+    r = np.asarray(reps, dtype=float)
     m = int(r.size)
     if m < 2:
         return False
-    ideal, gamma = _split(check_alpha(alpha), ideal_share)
+    ideal, gamma = _split(alpha, ideal_share)
     c = _widening(ideal, m)
     t = _margins(r, int(test_replicates), c, gamma)
     if m * m > 400:      # large m: the common rate 1 is optimal up to the margins' spread
@@ -254,15 +265,17 @@ def widened_range_test(null_counts, null_replicates, test_count, test_replicates
     """
     k, r, kt, rt, alpha, ideal_share = _widened_iv(null_counts, null_replicates, test_count, test_replicates,
                                                    alpha, ideal_share)
-    stat = composite_statistic(k, r, kt, rt)
-    rates = k / r
-    m = int(k.size)
+    stat = composite_statistic(k, r, kt, rt).statistic
+    return _widened(k / r, r, kt / rt, rt, alpha, ideal_share, stat, "widened", ASSUMPTIONS)
+
+
+def _widened(rates, r, pt, rt, alpha, ideal_share, stat, method, assumptions) -> CompositeTestResult:
+    m = int(rates.size)
     r_min, r_max = int(min(r.min(), rt)), int(max(r.max(), rt))
-    pt = kt / rt
-    base = dict(statistic=stat.statistic, m=m, r_min=r_min, r_max=r_max, r_test=rt, test_rate=pt,
+    base = dict(statistic=stat, m=m, r_min=r_min, r_max=r_max, r_test=rt, test_rate=pt,
                 null_min=float(rates.min()), null_max=float(rates.max()), alpha=alpha, eps=None, eps_union=None,
-                eps_exact=None, p_union=None, p_exact=None, a_hat=None, b_hat=None, method="widened",
-                assumptions=ASSUMPTIONS)
+                eps_exact=None, p_union=None, p_exact=None, a_hat=None, b_hat=None, method=method,
+                assumptions=assumptions)
     if m == 1:
         return CompositeTestResult(reject=False, p_value=math.nan, status="one_null_variant",
                                    notes=("one null variant cannot span a range: under Assumption 2 the tested "
@@ -285,6 +298,55 @@ def widened_range_test(null_counts, null_replicates, test_count, test_replicates
     # the bisection's tolerance must never contradict the decision at alpha itself
     p = min(p, alpha) if reject else max(p, math.nextafter(alpha, 1.0))
     return CompositeTestResult(reject=reject, p_value=float(p), status="ok", notes=(), **base, **extra)
+
+
+def _bounded_iv(null_sums, null_replicates, test_sum, test_replicates, alpha, ideal_share):
+    s = np.asarray(null_sums, dtype=float)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"null_sums must be a non-empty 1-D array (one sum per null variant); got shape {s.shape}")
+    r = _int_array(null_replicates, "null_replicates", lo=1)
+    if r.ndim == 0:
+        r = np.full(s.shape, int(r))
+    if r.shape != s.shape:
+        raise ValueError(f"null_replicates must be a scalar or match null_sums' shape {s.shape}; got {r.shape}")
+    if not np.all(np.isfinite(s)) or np.any(s < 0) or np.any(s > r):
+        raise ValueError(f"null_sums must lie in [0, null_replicates] (scores in [0, 1]); got {null_sums!r}")
+    st = _real(test_sum, "test_sum", lo=0.0)
+    rt = _int(test_replicates, "test_replicates", lo=1)
+    if st > rt:
+        raise ValueError(f"test_sum must not exceed test_replicates (scores in [0, 1]); got {st} > {rt}")
+    alpha = check_alpha(alpha)
+    ideal_share = _real(ideal_share, "ideal_share", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    return s, r, st, rt, alpha, ideal_share
+
+
+def widened_range_test_scores(null_sums, null_replicates, test_sum, test_replicates, *, alpha=0.05,
+                              ideal_share=0.8) -> CompositeTestResult:
+    r"""The widened-range test for fractional scores in [0, 1] (mean score instead of a rate).
+
+    Parameters
+    ----------
+    null_sums : array_like of float, shape (m,)
+        Sum of the scores of each null variant's :math:`r_j` replicates.
+    null_replicates : int or array_like of int
+    test_sum : float
+    test_replicates : int
+
+    Notes
+    -----
+    :func:`widened_range_test` with :math:`p_j` the expected score of variant j and
+    :math:`\hat p_j` its mean over replicates.  Its level proof carries over unchanged: step 1
+    is about the :math:`p_j` only, and Hoeffding's inequality (step 2) holds for any independent
+    variables bounded in [0, 1], not only Bernoulli ones.  The question becomes "does the mean
+    score move outside the null variants' widened range?"; a change that keeps the mean but alters
+    the shape of the score distribution is not what it tests (the energy test in
+    :mod:`benchcert.stats.two_sample` compares whole distributions against one reference).
+    """
+    s, r, st, rt, alpha, ideal_share = _bounded_iv(null_sums, null_replicates, test_sum, test_replicates, alpha,
+                                                   ideal_share)
+    rates, pt = s / r, st / rt
+    stat = float(np.min(np.abs(rates - pt)))
+    return _widened(rates, r, pt, rt, alpha, ideal_share, stat, "widened_mean_score", ASSUMPTIONS_SCORES)
 
 
 def composite_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05, method="widened",
