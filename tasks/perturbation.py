@@ -66,14 +66,14 @@ STATUS_TEXT = {
                       "covers every rate the tested variant could show: nothing is left to detect; never rejects",
     "no_power": "no outcome at these replicate counts could reject at alpha: says nothing about whether the prompt "
                 "matters; never rejects",
-    "identical_null_rates": "(plug-in methods) all null variants gave the same rate: the range is a point, so the composite null "
-                            "collapses to a simple one; decided by Fisher's exact test against the pooled null "
-                            "variants",
+    "identical_null_rates": "(plug-in methods) all null variants gave the same rate: the range is a point, so "
+                            "the composite null collapses to a simple one; decided by Fisher's exact test against "
+                            "the pooled null variants",
     "one_null_variant": "only one null variant answered this item: no range can be estimated; not tested "
                         "(plug-in methods: Fisher's exact test against it)",
     "no_null_variants": "no null variant answered this item: not tested",
-    "no_valid_eps": "(plug-in union method) no threshold keeps Theorem 2's bound at alpha with these replicate counts: never rejects",
-
+    "no_valid_eps": "(plug-in union method) no threshold keeps Theorem 2's bound at alpha with these replicate "
+                    "counts: never rejects",
 }
 
 

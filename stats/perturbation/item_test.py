@@ -201,8 +201,8 @@ def widened_range_test(null_counts, null_replicates, test_count, test_replicates
 
     Notes
     -----
-    *Hypothesis* (composite-null paper, section 2, Eq. 1-2): the acceptable rewordings have
-    response probabilities filling :math:`[a, b]`; :math:`H_0: p' \in [a, b]` against
+    *Hypothesis* (composite-null paper, section 3; Assumptions 1-2 of section 4.1): the
+    acceptable rewordings have response probabilities filling :math:`[a, b]`; :math:`H_0: p' \in [a, b]` against
     :math:`H_A: p' \notin [a, b]`, the m null variants' :math:`p_1, \dots, p_m` i.i.d.
     :math:`\mathrm{Unif}[a, b]` (Assumption 2) and independent of :math:`p'` (Assumption 1).
     Nothing is plugged in for a or b.
