@@ -239,8 +239,9 @@ def register(sub) -> None:
         "perturb", help="does a prompt variant matter beyond semantically irrelevant rewordings?",
         description="Per item and tested variant: the composite-null test (does the tested variant's response "
                     "rate lie outside the null variants' range, widened for their sampling and binomial noise? "
-                    "valid at alpha without estimating the null range) beside the classical "
-                    "Fisher test against the base; per tested variant the share of items where the change "
+                    "valid at alpha without estimating the null range; items where no outcome could reject are "
+                    "reported as 'no power', never as 0%) beside the classical Fisher test against the base "
+                    "(energy-distance permutation test for fractional scores); per tested variant the share of items where the change "
                     "matters, raw and after Benjamini-Hochberg across items. Without --base/--null/--test: "
                     "base '' (else the first variant), every other variant tested against all the rest.")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
