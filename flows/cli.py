@@ -20,13 +20,13 @@ COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "b
                    "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy")
 
 
-def _prefect_env() -> None:
-    """Quiet, offline defaults for embedded Prefect; the caller's settings win."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+def _run_mode_options(sp) -> None:
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--prefect", dest="prefect", action="store_true", default=None,
+                   help="run as a Prefect flow run (default when PREFECT_API_URL is set; without it Prefect "
+                        "starts a temporary local API, which takes seconds)")
+    g.add_argument("--in-process", dest="prefect", action="store_false",
+                   help="run in this process even when a Prefect API is configured (default without one)")
 
 
 def _print_json(obj) -> None:
@@ -67,19 +67,19 @@ def cmd_ingest(args) -> int:
     if native_format or args.metric or args.scorer or args.stat:
         mapping = NativeMapping(columns=mapping.columns, format=native_format or mapping.format,
                                 metric=args.metric, scorer=args.scorer, stat=args.stat)
+    from benchcert.flows.runs import choose_mode, run_ingest
+
+    mode = choose_mode(args.prefect)
     files, unknown = _expand(args.paths)
     reports = []
     if files:
-        _prefect_env()
-        from benchcert.flows.ingest import ingest_flow
-
-        reports = [r.as_dict() for r in ingest_flow(files, str(args.db), args.benchmark, mapping,
-                                                    args.allow_rejects, args.lock_timeout)]
+        reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
+                                                   args.allow_rejects, args.lock_timeout)]
     reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] == "locked" for r in reports)
     if args.json:
-        _print_json({"db": str(args.db), "ok": ok, "files": reports})
+        _print_json({"db": str(args.db), "ok": ok, "run_mode": mode, "files": reports})
     else:
         for r in reports:
             stream = sys.stdout if r["status"] in OK_STATUSES else sys.stderr
@@ -128,13 +128,13 @@ def cmd_audit(args) -> int:
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE
-    _prefect_env()
-    from benchcert.flows.audit import audit_flow
+    from benchcert.flows.runs import choose_mode, run_audit
 
+    mode = choose_mode(args.prefect)
     try:
-        out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                         args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                         baseline=args.baseline, webhook_url=args.webhook)
+        out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                        args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                        baseline=args.baseline, webhook_url=args.webhook)
     except StoreLockedError as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_STORE
@@ -270,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
+    _run_mode_options(sp)
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",
@@ -292,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--weights", type=Path, metavar="FILE",
                     help="subject weights (TOML [subject_weights] table, JSON object or CSV subject,weight): "
                          "adds a 'weighted' score beside pooled and macro")
+    _run_mode_options(sp)
     sp.set_defaults(func=cmd_audit)
 
     sp = sub.add_parser("runs", help="list recorded audit runs")
