@@ -1,7 +1,9 @@
 """The ``benchcert`` command line.
 
 Exit codes: 0 success; 1 the data or a run failed (rejected or conflicting file, failed
-audit, unknown run); 2 usage error; 3 the store is locked or unusable.
+audit, unknown benchmark, variant, model or run); 2 usage error; 3 the store is locked or
+unusable; 4 a CI gate failed (``compare --fail-on``).  An error is one line on stderr;
+``--debug`` (or ``BENCHCERT_DEBUG=1``) shows its traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 #: Modules that add sub-commands: each defines ``register(subparsers)`` which adds its parsers
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
-                   "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy")
+                   "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy", "benchcert.flows.cli_config")
 
 
 def _run_mode_options(sp) -> None:
@@ -111,9 +113,6 @@ def _summary_table(summary: dict) -> str:
 
 
 def cmd_audit(args) -> int:
-    from benchcert.tasks.matrices import MatrixError
-    from benchcert.tasks.store import StoreError, StoreLockedError
-
     from benchcert.tasks.analyses.hierarchical import parse_hierarchy, read_subject_weights
 
     if not 0 < args.alpha < 1:
@@ -131,16 +130,11 @@ def cmd_audit(args) -> int:
     from benchcert.flows.runs import choose_mode, run_audit
 
     mode = choose_mode(args.prefect)
-    try:
-        out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                        args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                        baseline=args.baseline, webhook_url=args.webhook)
-    except StoreLockedError as exc:
-        print(f"benchcert audit: {exc}", file=sys.stderr)
-        return EXIT_STORE
-    except (StoreError, MatrixError) as exc:
-        print(f"benchcert audit: {exc}", file=sys.stderr)
-        return EXIT_STORE if isinstance(exc, StoreError) else EXIT_DATA
+    # An unknown benchmark or variant (exit 1) or an unusable store (exit 3) is reported by main()
+    # in one line, with the traceback under --debug.
+    out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                    args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                    baseline=args.baseline, webhook_url=args.webhook)
     if args.json:
         _print_json(out)
         return EXIT_OK
@@ -236,10 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     from benchcert import __version__
     from benchcert.tasks.schemas import SCHEMAS
 
-    p = argparse.ArgumentParser(prog="benchcert", description=(
+    from benchcert.flows.errors import OneLineParser
+
+    p = OneLineParser(prog="benchcert", description=(
         "What your benchmark results actually support: ingest item-level evaluation logs into a DuckDB store, "
         "audit a benchmark (scores with honest intervals), and publish run artifacts."))
     p.add_argument("--version", action="version", version=f"benchcert {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of an error (allowed anywhere on the line; or BENCHCERT_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp, db_required=True):
@@ -283,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="artifacts root (default ./artifacts)")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--variant", default=None,
-                    help="prompt variant to audit (default: the only one, else the base variant '')")
+                    help="prompt variant to audit (default: the benchmark's stored default, else the only one, else "
+                         "the base variant ''; see benchcert default-variant)")
     sp.add_argument("--baseline", metavar="MODEL",
                     help="compare every model against this one (default: all pairs)")
     sp.add_argument("--webhook", metavar="URL", help="POST a JSON notice here when the run finds regressions")
@@ -321,9 +320,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchcert.flows import errors
+
+    debug, argv = errors.debug_requested(list(sys.argv[1:] if argv is None else argv))
+    errors.quiet_prefect_console(debug)
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"benchcert {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        return errors.report(args.command, exc)
 
 
 if __name__ == "__main__":
