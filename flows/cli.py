@@ -55,6 +55,30 @@ def _expand(paths: list[str]) -> tuple[list[str], list[dict]]:
     return files, unknown
 
 
+def _check_expressions(files: list[str], mapping) -> None:
+    """A mapping expression that does not parse, or reads a column a table file lacks, is a usage
+    error before anything is read (MappingError); plain column names are checked per file as before."""
+    from benchcert.tasks.adapters import generic
+    from benchcert.tasks.mapping import _is_identifier
+
+    if all(_is_identifier(v) for v in mapping.columns.values()):
+        return
+    for f in files:
+        path = Path(f)
+        try:
+            fmt = generic.detect_format(path, getattr(mapping, "format", None))
+            if fmt not in ("csv", "jsonl", "parquet") or not path.is_file():
+                continue
+            available = generic.file_columns(path, fmt)
+        except (generic.AdapterError, OSError, UnicodeDecodeError):
+            continue  # the file's own report says what is wrong with it
+        if available:
+            from benchcert.tasks.mapping import ColumnMapping
+
+            odd = ColumnMapping({k: v for k, v in mapping.columns.items() if not _is_identifier(v)})
+            odd.expressions(available, str(path))
+
+
 def cmd_ingest(args) -> int:
     from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeMapping
     from benchcert.tasks.ingest import OK_STATUSES
@@ -73,6 +97,11 @@ def cmd_ingest(args) -> int:
 
     mode = choose_mode(args.prefect)
     files, unknown = _expand(args.paths)
+    try:
+        _check_expressions(files, mapping)
+    except MappingError as exc:
+        print(f"benchcert ingest: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     reports = []
     if files:
         reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
@@ -257,7 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")
     sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
-                    help="canonical field fed by a file column, e.g. --map item_id=question_id (repeatable); "
+                    help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
+                         "expression over the columns, e.g. --map score=\"preference - 1\", "
+                         "--map item_id=\"exam || '/' || id\", --map benchmark=\"'alpaca_eval_2'\" (repeatable); "
                          "fields: benchmark model item_id subject domain score variant replicate")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
     sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
