@@ -90,9 +90,16 @@ def cmd_ingest(args) -> int:
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if native_format or args.metric or args.scorer or args.stat:
+    if args.model is not None:
+        if not args.model.strip():
+            print("benchcert ingest: --model must not be empty", file=sys.stderr)
+            return EXIT_USAGE
+        if "model" in mapping.columns:
+            print("benchcert ingest: give --model NAME or --map model=..., not both", file=sys.stderr)
+            return EXIT_USAGE
+    if native_format or args.metric or args.scorer or args.stat or args.model:
         mapping = NativeMapping(columns=mapping.columns, format=native_format or mapping.format,
-                                metric=args.metric, scorer=args.scorer, stat=args.stat)
+                                model=args.model, metric=args.metric, scorer=args.scorer, stat=args.stat)
     from benchcert.flows.runs import choose_mode, run_ingest
 
     mode = choose_mode(args.prefect)
@@ -284,7 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
                                     "contradicts a stored one is refused.")
     sp.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (walked recursively)")
     common(sp)
-    sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")
+    sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column, or the "
+                                        "harness log's own task)")
+    sp.add_argument("--model", help="model name for every row, for logs whose names or contents do not carry it "
+                                    "(a table without a model column, an MMLU-Pro result file, a harness log); "
+                                    "overrides what the log says")
     sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                     help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
                          "expression over the columns, e.g. --map score=\"preference - 1\", "

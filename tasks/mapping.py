@@ -44,21 +44,28 @@ class MappingError(ValueError):
 class ColumnMapping:
     columns: dict[str, str] = field(default_factory=dict)  # canonical field -> file column
     format: str | None = None
+    model: str | None = None  # --model: every row's model (a table's model column, a native log's own name)
+
+    def _all(self) -> dict[str, str]:
+        if self.model is None:
+            return self.columns
+        return {**self.columns, "model": sql_literal(self.model)}
 
     def column_for(self, canonical: str, available: list[str]) -> str | None:
-        """The file column feeding ``canonical``, or None when the file has none."""
-        if canonical in self.columns:
-            return self.columns[canonical]
+        """The file column (or expression) feeding ``canonical``, or None when the file has none."""
+        cols = self._all()
+        if canonical in cols:
+            return cols[canonical]
         return canonical if canonical in available else None
 
     def as_dict(self) -> dict:
-        return {"map": dict(self.columns), "format": self.format}
+        return {"map": dict(self.columns), "format": self.format, "model": self.model}
 
     def expressions(self, available: list[str], origin: str = "") -> dict[str, str]:
         """Mapped fields whose value is no column of the file: {field: expression}, each checked
         (it parses, and every column it names is in ``available``); MappingError otherwise."""
         out = {}
-        for f, value in self.columns.items():
+        for f, value in self._all().items():
             if value in available:
                 continue
             expr = compile_expression(value, f"--map {f}={value!r}")
@@ -144,6 +151,11 @@ def evaluate(frame, expressions: dict[str, str], origin: str = ""):
             reason = " ".join(str(first_error).split("\n")[0].split())
             raise MappingError(f"{origin}cannot evaluate {name!r}: {reason}") from None
     return frame.with_columns(out)
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string constant."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _check_field(name: str, origin: str) -> None:
