@@ -111,8 +111,11 @@ def cmd_ingest(args) -> int:
         return EXIT_USAGE
     reports = []
     if files:
-        reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
-                                                   args.allow_rejects, args.lock_timeout)]
+        from benchcert.flows.progress import Progress
+
+        with Progress(enabled=not args.json) as progress:
+            reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
+                                                       args.allow_rejects, args.lock_timeout, progress=progress)]
     reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] == "locked" for r in reports)
@@ -168,9 +171,12 @@ def cmd_audit(args) -> int:
     mode = choose_mode(args.prefect)
     # An unknown benchmark or variant (exit 1) or an unusable store (exit 3) is reported by main()
     # in one line, with the traceback under --debug.
-    out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                    args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                    baseline=args.baseline, webhook_url=args.webhook)
+    from benchcert.flows.progress import Progress
+
+    with Progress(enabled=not args.json) as progress:
+        out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                        args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                        baseline=args.baseline, webhook_url=args.webhook, progress=progress)
     if args.json:
         _print_json(out)
         return EXIT_OK

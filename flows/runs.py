@@ -68,6 +68,8 @@ def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapp
     """Ingest ``paths`` in ``mode``; a list of FileReport."""
     if mode == PREFECT:
         prefect_env()
+        if progress is not None:
+            progress.update(f"ingesting {len(paths)} file(s) as a Prefect flow run")
         from benchcert.flows.ingest import ingest_flow
 
         return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout)
@@ -81,6 +83,8 @@ def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifac
     """Audit in ``mode``; summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``."""
     if mode == PREFECT:
         prefect_env()
+        if progress is not None:
+            progress.update(f"auditing {benchmark} as a Prefect flow run")
         from benchcert.flows.audit import audit_flow
 
         return audit_flow(db, benchmark, artifacts_root, alpha, variant, lock_timeout, **kwargs)
