@@ -45,8 +45,9 @@ def register(sub) -> None:
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--power", type=float, default=0.8, help="power for the minimum detectable effect (default 0.8)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
-    sp.add_argument("--hierarchy", choices=list(HIERARCHIES), default="subject,domain",
-                    help="clustering for the primary interval (default subject,domain = cluster by subject)")
+    sp.add_argument("--hierarchy", choices=list(HIERARCHIES), default="subject,domain", metavar="LEVELS",
+                    help="clustering for the primary interval: subject,domain (default; clusters by subject), "
+                         "subject, or none")
     sp.add_argument("--record", action="store_true",
                     help="record a two-model comparison as the next look of its checkpoint-verdict question")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",

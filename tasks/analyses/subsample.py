@@ -1,6 +1,7 @@
-"""Subsample guarantees: what a random n-item subset costs in accuracy (STATS.md B; the
-exchangeable-bounds paper's Table 4 and Figure 4 layout), and the certified full-score
-estimates of checkpoints evaluated on a recorded subset.
+"""Subsample guarantees: what a random n-item subset costs in accuracy (docs/methods.md,
+section 4: the exchangeable-bounds paper, Theorem 5.2 and Remark 7.2, in its Table 4 and
+Figure 4 layout), and the certified full-score estimates of checkpoints evaluated on a
+recorded subset.
 
 Tables:
 
