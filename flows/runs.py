@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -120,27 +121,37 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
     carried into summary.json.
     """
     import benchcert
-    from benchcert.tasks import artifacts, changes, results
-    from benchcert.tasks.analyses import ANALYSES, AuditConfig
+    from benchcert.tasks import artifacts
 
     def say(text: str) -> None:
         if progress is not None:
             progress.update(text)
 
     wall = time.perf_counter()
+    # The analyses (scipy.stats and all) are imported on a second thread while the store is read:
+    # DuckDB releases the GIL, so on two cores the import costs the command little wall time.
+    preload = threading.Thread(target=_import_analyses, name="benchcert-import", daemon=True)
+    preload.start()
     started = dt.datetime.now(dt.timezone.utc)
     run_id = artifacts.new_run_id(started)
-    config = AuditConfig(alpha=alpha, variant=variant,
-                         hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
-                         subject_weights=subject_weights, baseline=baseline, db=str(db))
     flow_run_id = steps.flow_run_id()
     run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
-                  "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES),
-                  "hierarchy": list(config.hierarchy), "subject_weights": subject_weights, "baseline": baseline,
-                  "webhook": bool(webhook_url)}
+                  "artifacts_root": str(artifacts_root), "analyses": None,
+                  "hierarchy": list(hierarchy) if hierarchy is not None else ["subject", "domain"],
+                  "subject_weights": subject_weights, "baseline": baseline, "webhook": bool(webhook_url)}
     try:
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
         say("reading the store")
         matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
+        preload.join()
+        from benchcert.tasks import changes, results
+        from benchcert.tasks.analyses import ANALYSES, AuditConfig
+
+        config = AuditConfig(alpha=alpha, variant=variant,
+                             hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
+                             subject_weights=subject_weights, baseline=baseline, db=str(db))
+        run_config.update(analyses=list(ANALYSES), hierarchy=list(config.hierarchy))
         outputs = []
         for i, name in enumerate(ANALYSES):
             say(f"analysis {i + 1}/{len(ANALYSES)}: {name}")
@@ -188,6 +199,14 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
     timings["prefect_overhead"] = max(timings["flow_wall"] - work, 0.0)
     return {**summary.model_dump(mode="json"), "run_dir": str(run_dir), "timings_s": timings,
             "run_mode": steps.mode}
+
+
+def _import_analyses() -> None:
+    try:
+        import benchcert.tasks.analyses  # noqa: F401
+        import benchcert.tasks.results  # noqa: F401
+    except Exception:  # the main thread imports them again and reports any error itself
+        pass
 
 
 def _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc) -> None:

@@ -25,12 +25,16 @@ def read_benchmark(db: str, benchmark: str, variant: str | None,
                    lock_timeout: float) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
     from benchcert.tasks import store
     from benchcert.tasks.matrices import load_matrices, source_refs
-    from benchcert.tasks.perturbation import with_variant_counts
 
     start = time.perf_counter()
     with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        m = load_matrices(con, benchmark, variant)
+        # Imported after the read (it brings scipy.stats): flows/runs.py imports the analyses on
+        # another thread meanwhile, while DuckDB reads without holding the GIL.
+        from benchcert.tasks.perturbation import with_variant_counts
+
         # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
-        m = with_variant_counts(con, load_matrices(con, benchmark, variant))
+        m = with_variant_counts(con, m)
         sources = source_refs(con, benchmark)
     # Materialise the derived arrays here so their cost is counted as reading, once.
     _ = (m.scores, m.item_subject, m.subject_domain)
