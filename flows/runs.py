@@ -202,9 +202,11 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
 
 
 def _import_analyses() -> None:
+    import importlib
+
     try:
-        import benchcert.tasks.analyses  # noqa: F401
-        import benchcert.tasks.results  # noqa: F401
+        for name in ("benchcert.tasks.analyses", "benchcert.tasks.results"):
+            importlib.import_module(name)
     except Exception:  # the main thread imports them again and reports any error itself
         pass
 
