@@ -101,11 +101,16 @@ def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifac
 def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
                 lock_timeout: float = 600.0, progress=None) -> list:
     """One step per file, files in the order given (they may depend on each other)."""
+    from benchcert.tasks import progress as hook
+
     reports = []
     for i, p in enumerate(paths):
+        prefix = f"ingesting file {i + 1}/{len(paths)}"
         if progress is not None:
-            progress.update(f"ingesting {Path(p).name} ({i + 1}/{len(paths)})")
-        reports.append(steps.ingest_file(db, str(p), benchmark, mapping, allow_rejects, lock_timeout))
+            progress.update(f"{prefix}: {Path(p).name}")
+        with hook.listening((lambda text, prefix=prefix: progress.update(f"{prefix}: {text}"))
+                            if progress is not None else None):
+            reports.append(steps.ingest_file(db, str(p), benchmark, mapping, allow_rejects, lock_timeout))
     return reports
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from benchcert.tasks import progress
 from benchcert.tasks.adapters import detect, generic, native
 from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook
 from benchcert.tasks.mapping import ColumnMapping, MappingError, evaluate
@@ -269,6 +270,7 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
     try:
         for raw, good, bad in batches:
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
+            progress.note(f"{Path(path).name}: {rows_read:,} rows read")
             if raw.extras is not None and raw.extras.height:
                 native.stage_option_probs(con, raw.extras, first=not staged_probs)
                 staged_probs = True

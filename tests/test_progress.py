@@ -75,3 +75,23 @@ def test_cli_on_a_terminal_is_silent_with_json(tmp_path):
     finally:
         os.close(main_fd)
         os.close(child_fd)
+
+
+def test_ingest_reports_rows_read_to_the_progress_line(tmp_path):
+    from benchcert.flows.runs import ingest_body
+    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.steps import plain_steps
+
+    class Seen:
+        def __init__(self):
+            self.texts = []
+
+        def update(self, text):
+            self.texts.append(text)
+
+    seen = Seen()
+    (report,) = ingest_body(plain_steps(), [str(SMALL_CSV)], str(tmp_path / "s.duckdb"), "b",
+                            parse_mapping(SMALL_MAP), progress=seen)
+    assert report.status == "ingested"
+    assert seen.texts[0] == f"ingesting file 1/1: {SMALL_CSV.name}"
+    assert f"ingesting file 1/1: {SMALL_CSV.name}: {report.rows_read:,} rows read" in seen.texts
