@@ -142,3 +142,18 @@ def test_deployment_audit_uses_the_stored_default(variants_db, tmp_path):
         set_default_variant(con, "vb", "c")
     out = audit_body(plain_steps(), str(variants_db), "vb", str(tmp_path / "a"), 0.05, None, 60.0)
     assert out["variant"] == "c"
+
+
+def test_audit_perturbation_base_is_the_audited_variant(variants_db, tmp_path):
+    """With a stored default 'b', the audit reads 'b' and its perturbation analysis uses 'b' as the base."""
+    import polars as pl
+
+    from benchcert.tasks.store import open_store, set_default_variant
+
+    with open_store(variants_db, write=True) as con:
+        set_default_variant(con, "vb", "b")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["audit", "--db", str(variants_db), "--benchmark", "vb", "--artifacts", str(tmp_path / "a")]) == 0
+    (table,) = list((tmp_path / "a").rglob("perturbation_variants.parquet"))
+    frame = pl.read_parquet(table)
+    assert set(frame["base"]) == {"b"} and set(frame["variant"]) == {"a", "c"}
