@@ -53,7 +53,7 @@ _METHOD_NAMES = {"widened": "widened-range test",
 
 
 def cmd_perturb(args) -> int:
-    from benchcert.tasks.matrices import MatrixError
+    from benchcert.tasks.matrices import MatrixError, available_variants, choose_variant
     from benchcert.tasks.perturbation import DesignError, audit_benchmark
     from benchcert.tasks.store import StoreError, StoreLockedError, open_store
 
@@ -65,7 +65,12 @@ def cmd_perturb(args) -> int:
         return EXIT_STORE
     try:
         with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-            audit = audit_benchmark(con, args.benchmark, base=args.base, null=_variants(args.null),
+            # The base follows the rule every command uses for its variant (tasks/matrices.py).
+            base = choose_variant(con, args.benchmark, args.base, flag="--base")
+            present = available_variants(con, args.benchmark)
+            if args.base is None and base == ("" if "" in present else present[0]):
+                base = None  # the built-in design (and its checks) picks this base itself
+            audit = audit_benchmark(con, args.benchmark, base=base, null=_variants(args.null),
                                     test=_variants(args.test), alpha=args.alpha, method=args.method,
                                     models=_variants(args.model))
     except StoreLockedError as exc:
@@ -242,8 +247,9 @@ def register(sub) -> None:
                     "valid at alpha without estimating the null range; items where no outcome could reject are "
                     "reported as 'no power', never as 0%) beside the classical Fisher test against the base "
                     "(energy-distance permutation test for fractional scores); per tested variant the share of items where the change "
-                    "matters, raw and after Benjamini-Hochberg across items. Without --base/--null/--test: "
-                    "base '' (else the first variant), every other variant tested against all the rest.")
+                    "matters, raw and after Benjamini-Hochberg across items. Without --null/--test every other variant is "
+                    "tested against all the rest. The base is --base, else the benchmark's default variant "
+                    "(benchcert default-variant), else the only one, else '', else the command refuses.")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", required=True)
     sp.add_argument("--base", help="base variant (the prompt as written; '' is the unnamed variant)")

@@ -112,8 +112,11 @@ def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
 
 
 def test_perturb_exit_codes(capsys, db, tmp_path):
-    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--test", "nope")
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0", "--test", "nope")
     assert code == 1 and "not in the benchmark" in err
+    # No base given, several variants and no '': the rule every command uses refuses and says how to choose.
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE)
+    assert code == 1 and "--base" in err and "default-variant" in err and len(err.splitlines()) == 1
     code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", "unknown")
     assert code == 1 and "no responses" in err
     code, _, err = cli(capsys, "perturb", "--db", tmp_path / "none.duckdb", "--benchmark", GRICE)

@@ -42,6 +42,9 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     try:
         design = (make_design(variants, base=spec.get("base"), null=spec.get("null"), test=spec.get("test"))
                   if spec else default_design(variants))
+        if not spec and design is not None and m.variant in variants and design.base != m.variant:
+            # The base is the variant the audit reads (one rule for every command: tasks/matrices.py).
+            design = make_design(variants, base=m.variant, null=None, test=None)
     except DesignError as exc:
         return AnalysisOutput(name=NAME, warnings=[f"perturbation design not used: {exc}"])
     if design is None:
