@@ -98,13 +98,13 @@ def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
     path.write_text("\n".join(rows) + "\n")
     db = tmp_path / "r1.duckdb"
     assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
-    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1")
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--base", "a")
     assert code == 0
     table = out.split("---")[-1].split("items = items tested")[0]
     assert "%" not in table.replace("classical", "").split("no power")[0]   # no composite share printed
     assert ("with r = 1 replicate per variant no test can reject at alpha = 0.05: this says nothing about "
             "whether the prompt matters") in out
-    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--json")
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--base", "a", "--json")
     d = json.loads(out)
     assert all(v["composite_share"] is None and v["no_power"].startswith("with r = 1 replicate")
                for v in d["variants"])
@@ -143,7 +143,7 @@ def test_perturb_fractional_scores_reach_the_energy_test(capsys, tmp_path):
     path.write_text("\n".join(rows) + "\n")
     db = tmp_path / "fr.duckdb"
     assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
-    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr", "--json")
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr", "--base", "a", "--json")
     d = json.loads(out)
     assert code == 0 and {i["classical_method"] for i in d["items"]} == {"energy_distance"}
     assert {i["scores"] for i in d["items"]} == {"fractional"}
