@@ -55,7 +55,7 @@ def _expand(paths: list[str]) -> tuple[list[str], list[dict]]:
 
 def cmd_ingest(args) -> int:
     from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeMapping
-    from benchcert.tasks.ingest import OK_STATUSES
+    from benchcert.tasks.ingest import OK_STATUSES, command_summary, summary_text
     from benchcert.tasks.mapping import MappingError, parse_mapping
 
     native_format = args.format if args.format in NATIVE_FORMATS else None
@@ -69,17 +69,24 @@ def cmd_ingest(args) -> int:
                                 metric=args.metric, scorer=args.scorer, stat=args.stat)
     files, unknown = _expand(args.paths)
     reports = []
+    if args.atomic and unknown:  # a file no adapter reads fails the command before anything is stored
+        from benchcert.tasks.ingest import NOT_TRIED
+
+        reports = [{"path": f, "status": NOT_TRIED, "rows_added": 0,
+                    "message": f"{f}: not tried: --atomic, and a file no adapter reads was given"} for f in files]
+        files = []
     if files:
         _prefect_env()
         from benchcert.flows.ingest import ingest_flow
 
         reports = [r.as_dict() for r in ingest_flow(files, str(args.db), args.benchmark, mapping,
-                                                    args.allow_rejects, args.lock_timeout)]
+                                                    args.allow_rejects, args.lock_timeout, atomic=args.atomic)]
     reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] == "locked" for r in reports)
     if args.json:
-        _print_json({"db": str(args.db), "ok": ok, "files": reports})
+        _print_json({"db": str(args.db), "ok": ok, "atomic": args.atomic, "files": reports,
+                     "summary": command_summary(reports)})
     else:
         for r in reports:
             stream = sys.stdout if r["status"] in OK_STATUSES else sys.stderr
@@ -88,8 +95,7 @@ def cmd_ingest(args) -> int:
                 print(f"    line {rej['line']}, field {rej['field']}: {rej['reason']}", file=stream)
             if len(r.get("rejects", [])) > 10 or r.get("rows_rejected", 0) > 10:
                 print(f"    ... ({r.get('rows_rejected')} bad rows in all; --json lists up to 50)", file=stream)
-        added = sum(r.get("rows_added", 0) for r in reports)
-        print(f"{len(reports)} file(s), {added} row(s) added to {args.db}")
+        print(summary_text(command_summary(reports), args.db))
     if locked:
         return EXIT_STORE
     return EXIT_OK if ok else EXIT_DATA
@@ -270,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
+    sp.add_argument("--atomic", action="store_true",
+                    help="all paths in one transaction: every file is stored, or none is (exit 1)")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",

@@ -6,12 +6,18 @@ from prefect import flow
 
 from benchcert.tasks.ingest import FileReport
 from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.prefect_tasks import ingest_file_task
+from benchcert.tasks.prefect_tasks import ingest_file_task, ingest_files_atomic_task
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 
 @flow(name="benchcert-ingest", log_prints=False, validate_parameters=False)
 def ingest_flow(paths: list[str], db: str, benchmark: str | None, mapping: ColumnMapping,
-                allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[FileReport]:
-    """Ingest log files into the store; each file is all-or-nothing unless allow_rejects."""
+                allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                atomic: bool = False) -> list[FileReport]:
+    """Ingest log files into the store; each file is all-or-nothing unless allow_rejects.
+
+    ``atomic``: every file in one transaction, all stored or none (one task).
+    """
+    if atomic:
+        return ingest_files_atomic_task(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout)
     return [ingest_file_task(db, str(p), benchmark, mapping, allow_rejects, lock_timeout) for p in paths]

@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from benchcert.tasks import artifacts, results, store
 from benchcert.tasks.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
-from benchcert.tasks.ingest import FileReport, ingest_file
+from benchcert.tasks.ingest import FileReport, ingest_file, ingest_files_atomic
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.matrices import BenchmarkMatrices, load_matrices, source_refs
 from benchcert.tasks.perturbation import with_variant_counts
@@ -29,6 +29,13 @@ def ingest_file_task(db: str, path: str, benchmark: str | None, mapping: ColumnM
     # No retries: a rejected or conflicting file fails the same way every time.
     return ingest_file(db, path, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
                        lock_timeout=lock_timeout)
+
+
+@task(name="ingest-files-atomic", cache_policy=NO_CACHE)
+def ingest_files_atomic_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
+                             allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
+    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                               lock_timeout=lock_timeout)
 
 
 def read_benchmark(db: str, benchmark: str, variant: str | None,

@@ -23,7 +23,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from benchcert.tasks.adapters import generic
+from benchcert.tasks.adapters import generic, limits
 from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeError, NativeSource
 from benchcert.tasks.mapping import FORMATS as GENERIC_FORMATS
 from benchcert.tasks.mapping import ColumnMapping
@@ -63,6 +63,7 @@ def sniff(path: Path) -> str | None:
 def _sniff_zip(path: Path) -> str | None:
     try:
         with zipfile.ZipFile(path) as z:
+            limits.check_archive(z, path)
             names = z.namelist()
             if any(n == "header.json" or n.startswith(("samples/", "_journal/")) for n in names):
                 return "inspect_ai"
@@ -71,6 +72,8 @@ def _sniff_zip(path: Path) -> str | None:
                 with z.open(jsons[0]) as fh:
                     prefix = fh.read(_PREFIX_BYTES).decode("utf-8", errors="replace")
                 return "mmlu_pro_raw" if _classify_prefix(prefix) == "mmlu_pro_raw" else None
+    except limits.DecompressionLimitError:
+        raise
     except (zipfile.BadZipFile, EOFError, OSError, ValueError):
         return "zip_unreadable"
     return None
@@ -78,7 +81,7 @@ def _sniff_zip(path: Path) -> str | None:
 
 def _sniff_text(path: Path) -> str | None:
     try:
-        with generic._open_text(path) as fh:
+        with generic._open_text(path, strict=False) as fh:
             first = ""
             for _ in range(5):  # tolerate a few blank lines before the first record
                 first = fh.readline(_FIRST_LINE_LIMIT)
@@ -99,7 +102,8 @@ def _sniff_text(path: Path) -> str | None:
                 if kind is not None or isinstance(obj, dict):
                     return kind  # a JSON object per line that no harness wrote: generic JSONL
             prefix = first[:_PREFIX_BYTES] + fh.read(max(0, _PREFIX_BYTES - len(first)))
-    except (OSError, EOFError):
+    except (OSError, EOFError, ValueError):
+        # Unreadable, or past a decompression limit: the reader that takes it reports why.
         return None
     return _classify_prefix(prefix)
 
@@ -209,7 +213,11 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
     for f in files:
         if any(run == f.parent or run in f.parents for run in helm_runs):
             continue  # read as part of its HELM run
-        kind = sniff(f)
+        try:
+            kind = sniff(f)
+        except limits.DecompressionLimitError:
+            sources.append(f)  # ingesting it reports the limit, by name
+            continue
         if kind == "helm_part":
             unknown.append(_unknown(f, "a HELM run file, but its directory lacks per_instance_stats.json or "
                                        "run_spec.json, so the run cannot be read"))
