@@ -63,13 +63,23 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
             "finished_at": artifacts.iso(finished), "config": {**run_config, "variant": matrices.variant},
             "sources": sources.to_dicts(), "timings_s": timings,
         }
-        run_dir, write_s = write_artifacts_task(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        # Record, then publish: the run directory appears (and index.json lists it) only after
+        # the catalog row is committed, so no reader ever sees a run the catalog does not know.
+        staged, write_s = write_artifacts_task(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        run_dir = artifacts.run_dir_of(artifacts_root, benchmark, run_id)
         timings["write_artifacts"] = write_s
-        timings["record_run"] = record_run_task(
-            db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="completed",
-            started_at=started.replace(tzinfo=None), finished_at=finished.replace(tzinfo=None), config=run_config,
-            run_dir=str(run_dir), n_models=summary.n_models, n_items=summary.n_items,
-            results=results.result_rows(run_id, benchmark, outputs))
+        try:
+            timings["record_run"] = record_run_task(
+                db, lock_timeout, artifacts_root=str(artifacts_root), run_id=run_id, benchmark=benchmark,
+                flow_run_id=flow_run_id, status="completed", started_at=started.replace(tzinfo=None),
+                finished_at=finished.replace(tzinfo=None), config=run_config, run_dir=str(run_dir),
+                n_models=summary.n_models, n_items=summary.n_items,
+                results=results.result_rows(run_id, benchmark, outputs))
+            run_dir = artifacts.publish_run(artifacts_root, staged)
+        except BaseException:
+            artifacts.discard_run(staged)  # and a half-published one: the failure is recorded below
+            artifacts.unpublish_run(artifacts_root, run_dir)
+            raise
         publish_task(summary, str(run_dir))
         if webhook_url and summary.changes and summary.changes.regressions:
             state = notify_task(webhook_url, summary, str(run_dir), return_state=True)

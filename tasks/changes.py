@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchcert.tasks.artifacts import inside, load_json, safe_component
+from benchcert.tasks.artifacts import inside, load_json, read_index, safe_component
 from benchcert.tasks.schemas import RunChanges, ScoreMove, Summary
 
 #: Interval used to judge a move, most defensible first (later analyses add "hierarchical").
@@ -21,10 +21,9 @@ MOVE_METHODS = ("hierarchical", "clustered_subject", "wilson", "iid_clt")
 def previous_summary(root: str | Path, benchmark: str) -> dict | None:
     """summary.json of the latest completed run of ``benchmark`` under ``root``, if any."""
     root = Path(root)
-    index_path = root / "index.json"
-    if not index_path.is_file():
+    if not root.is_dir():
         return None
-    index = load_json(index_path)
+    index = read_index(root)  # rebuilt from the run directories when missing or damaged
     for entry in index.get("benchmarks", []):
         if entry.get("benchmark") == benchmark and entry.get("runs"):
             run_dir = inside(root, safe_component(benchmark), safe_component(entry["latest_run_id"]))

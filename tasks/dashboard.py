@@ -306,8 +306,9 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
             benchmark = _need(entry, "benchmark", str, str(index_path))
             folder = _need(entry, "dir", str, str(index_path))
             # index.json is data too: its folder must be a plain child of the root.
-            if folder != safe_component(folder) or folder.startswith("."):
-                raise _Skip(f"{index_path}: benchmark {benchmark!r} has an unsafe folder {folder!r}")
+            if folder != safe_component(benchmark):
+                raise _Skip(f"{index_path}: benchmark {benchmark!r} has an unsafe folder {folder!r} (its own "
+                            f"is {safe_component(benchmark)!r})")
             bench_dir = inside(root, folder)
             run_ids = _need(entry, "runs", list, str(index_path))
         except (_Skip, ValueError) as exc:

@@ -59,20 +59,26 @@ def analysis_task(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -
 
 
 def write_run_artifacts(root: str, summary, manifest_fields: dict, tables: dict, report_html: str) -> tuple[Path, float]:
+    """Stage the run's files (hidden, locked); the flow publishes them once the run is recorded."""
     start = time.perf_counter()
-    run_dir = artifacts.write_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
-                                  report_html=report_html)
-    return run_dir, time.perf_counter() - start
+    staged = artifacts.stage_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
+                                 report_html=report_html)
+    return staged, time.perf_counter() - start
 
 
 write_artifacts_task = task(name="write-artifacts", retries=2, retry_delay_seconds=1,
                             cache_policy=NO_CACHE)(write_run_artifacts)
 
 
-def record_run(db: str, lock_timeout: float, **fields) -> float:
+def record_run(db: str, lock_timeout: float, artifacts_root: str | None = None, **fields) -> float:
+    """Record the run in the catalog; then, under the same lock, finish what a killed audit left
+    under ``artifacts_root`` (a staged run it had recorded is published, others are removed)."""
     start = time.perf_counter()
     with store.open_store(db, write=True, lock_timeout=lock_timeout) as con:
         store.record_run(con, **fields)
+        if artifacts_root is not None:
+            recorded = set(store.list_runs(con).filter(pl.col("status") == "completed")["run_id"].to_list())
+            artifacts.recover_stale(artifacts_root, recorded)
     return time.perf_counter() - start
 
 

@@ -261,8 +261,14 @@ def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
 def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, status: str, started_at,
                finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
                n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:
-    """Record one audit run (and its per-model intervals) in a single transaction."""
+    """Record one audit run (and its per-model intervals) in a single transaction.
+
+    Recording a run id again replaces its row (a retried task, or a completed run whose
+    publication failed afterwards and is recorded as failed).
+    """
     with transaction(con):
+        con.execute("DELETE FROM run_results WHERE run_id = ?", [run_id])
+        con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
         con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [run_id, benchmark, flow_run_id, status, started_at, finished_at, run_dir, n_models, n_items,
                      json.dumps(config, sort_keys=True), error])
