@@ -30,6 +30,8 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
     ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
     carried into summary.json.
     """
+    if webhook_url:
+        changes.check_webhook_url(webhook_url)  # before any work: a URL benchcert will not call
     wall = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
     run_id = artifacts.new_run_id(started)
@@ -81,17 +83,19 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
             artifacts.unpublish_run(artifacts_root, run_dir)
             raise
         publish_task(summary, str(run_dir))
+        webhook = None
         if webhook_url and summary.changes and summary.changes.regressions:
             state = notify_task(webhook_url, summary, str(run_dir), return_state=True)
             if state.is_completed():
                 timings["webhook"] = state.result()
+            webhook = "delivered" if state.is_completed() else f"failed: {state.message}"
     except Exception as exc:
         _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
         raise
     timings["flow_wall"] = time.perf_counter() - wall
     work = sum(v for k, v in timings.items() if k != "flow_wall")
     timings["prefect_overhead"] = max(timings["flow_wall"] - work, 0.0)
-    return {**summary.model_dump(mode="json"), "run_dir": str(run_dir), "timings_s": timings}
+    return {**summary.model_dump(mode="json"), "run_dir": str(run_dir), "timings_s": timings, "webhook": webhook}
 
 
 def _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc) -> None:

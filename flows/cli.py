@@ -131,6 +131,14 @@ def cmd_audit(args) -> int:
     except (ValueError, OSError) as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.webhook:
+        from benchcert.tasks.changes import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(args.webhook)
+        except WebhookError as exc:
+            print(f"benchcert audit: --webhook: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE

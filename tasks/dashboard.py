@@ -84,7 +84,8 @@ MARKER = ".benchcert-dashboard"
 
 METRICS = ("macro", "pooled")
 _COLORS = {"macro": "#0072b2", "pooled": "#d55e00"}
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff"
+                          "\u202a-\u202e\u2066-\u2069]")  # and bidi controls, which could reorder names
 _MINUS = "\u2212"
 _DASH = "\u2014"
 
@@ -889,6 +890,9 @@ class _SiteHandler(SimpleHTTPRequestHandler):
     server_version = "benchcert-dashboard"
     sys_version = ""
     quiet = False
+    #: Seconds a connection may sit idle (nothing sent) before it is closed, so half-open or
+    #: slow clients cannot hold threads forever.
+    timeout = 20.0
 
     def send_head(self):
         rel = unquote(urlsplit(self.path).path)
@@ -923,8 +927,11 @@ class _SiteHandler(SimpleHTTPRequestHandler):
 
 
 def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765, *,
-                quiet: bool = False) -> ThreadingHTTPServer:
+                quiet: bool = False, idle_timeout: float = 20.0) -> ThreadingHTTPServer:
     """An HTTP server for a built site (call ``serve_forever``); port 0 picks a free port.
+
+    A connection idle for ``idle_timeout`` seconds (no request line, or a request sent too
+    slowly) is closed.
 
     Raises
     ------
@@ -935,7 +942,9 @@ def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int
     if not (directory / "index.html").is_file():
         raise DashboardError(f"{directory}: no dashboard here (no index.html); build one with "
                              "`benchcert dashboard build --artifacts DIR --out DIR`")
-    handler = type("Handler", (_SiteHandler,), {"quiet": quiet})
+    if not idle_timeout > 0:
+        raise ValueError(f"idle_timeout must be > 0; got {idle_timeout!r}")
+    handler = type("Handler", (_SiteHandler,), {"quiet": quiet, "timeout": float(idle_timeout)})
     server = ThreadingHTTPServer((host, port), lambda *a, **k: handler(*a, directory=str(directory), **k))
     server.daemon_threads = True
     return server

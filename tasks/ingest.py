@@ -123,7 +123,9 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
     report = FileReport(path=str(path), status="error")
     try:
         if not path.exists():
-            raise IngestError(f"{path}: no such file")
+            raise IngestError(f"{path}: {'a dangling symlink' if path.is_symlink() else 'no such file'}")
+        if not (path.is_file() or path.is_dir()):  # opening a FIFO would wait for a writer forever
+            raise IngestError(f"{path}: not a regular file (a FIFO, socket or device); not read")
         source = detect.open_native(path, mapping, benchmark)
         if source is not None:
             _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report, con)

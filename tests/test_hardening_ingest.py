@@ -305,3 +305,64 @@ def test_atomic_files_see_each_other_and_conflicts_roll_back_all(tmp_path):
     with open_store(db, write=False) as con:
         assert con.execute("SELECT count(*) FROM response_codes").fetchall()[0][0] == 0
         assert con.execute("SELECT count(*) FROM sources").fetchall()[0][0] == 0
+
+
+# --- paths that are not regular files; the directory walk; the store file ---------------------------
+
+def test_a_fifo_given_as_a_path_is_refused_not_waited_on(tmp_path, db):
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    refused(db, fifo, "not a regular file")
+
+
+def test_walk_reports_out_of_tree_symlinks_fifos_and_dangling_links(tmp_path):
+    import os
+
+    from benchcert.tasks.adapters.detect import walk
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.csv").write_text(GOOD_CSV)
+    root = tmp_path / "logs"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.csv").write_text(GOOD_CSV)
+    (root / "sub" / "inner.csv").symlink_to(root / "a.csv")           # inside the tree: read
+    (root / "out.csv").symlink_to(outside / "secret.csv")             # out of the tree: reported
+    (root / "dangling.csv").symlink_to(tmp_path / "nowhere.csv")      # reported
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)  # not descended, reported
+    os.mkfifo(root / "pipe.csv")                                      # reported, never opened
+    files, unknown = walk(root)
+    assert sorted(Path(f).name for f in files) == ["a.csv", "inner.csv"]
+    why = {Path(u["path"]).name: u["message"] for u in unknown}
+    assert set(why) == {"out.csv", "dangling.csv", "linkdir", "pipe.csv"}
+    assert "outside" in why["out.csv"] and "dangling" in why["dangling.csv"] and "FIFO" in why["pipe.csv"]
+    assert all(u["status"] == "error" for u in unknown)
+
+
+@pytest.mark.parametrize("content", [b"this is a text file, not a database\n" * 10, b"\x00" * 4096])
+def test_a_non_duckdb_store_file_is_named_as_such_not_as_locked(tmp_path, content):
+    from benchcert.tasks.store import StoreError, StoreLockedError, open_store
+
+    db = tmp_path / "not.duckdb"
+    db.write_bytes(content)
+    for write in (True, False):
+        with pytest.raises(StoreError) as err:
+            with open_store(db, write=write):
+                pass
+        assert not isinstance(err.value, StoreLockedError) and "not a DuckDB database" in str(err.value)
+    r = ingest_file(db, tmp_path / "x.csv", benchmark="b", mapping=CANON)  # a missing file: reported, store untouched
+    assert r.status == "error"
+    assert db.read_bytes() == content
+
+
+def test_a_truncated_store_file_is_named_as_damaged(tmp_path, db):
+    from benchcert.tasks.store import StoreError, StoreLockedError, open_store
+
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 3])
+    with pytest.raises(StoreError) as err:
+        with open_store(db, write=False):
+            pass
+    assert not isinstance(err.value, StoreLockedError) and "damaged or truncated" in str(err.value)

@@ -19,6 +19,7 @@ full, so a wrong guess ends in an error naming the file, never in wrong rows.
 from __future__ import annotations
 
 import json
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -206,10 +207,9 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
     root = Path(root)
     if is_helm_run(root):
         return [str(root)], []
-    files = sorted(x for x in root.rglob("*") if x.is_file() and not x.name.startswith("."))
+    files, unknown = _walk_files(root)
     helm_runs = sorted({f.parent for f in files if f.name == HELM_FILES[0] and is_helm_run(f.parent)})
     sources: list[Path] = list(helm_runs)
-    unknown: list[dict] = []
     for f in files:
         if any(run == f.parent or run in f.parents for run in helm_runs):
             continue  # read as part of its HELM run
@@ -230,3 +230,39 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
                                        "inspect_ai, HELM or MMLU-Pro log; by name it is not "
                                        f"{', '.join(GENERIC_EXTENSIONS)}, optionally .gz)"))
     return [str(s) for s in sorted(sources, key=str)], unknown
+
+
+def _walk_files(root: Path) -> tuple[list[Path], list[dict]]:
+    """Regular files under ``root`` (hidden names skipped), and a report for every entry that is
+    not read: a symlink leading out of ``root`` or nowhere, a FIFO, socket or device.
+
+    Symlinked folders are not descended (a link could loop or lead out of the tree); a
+    symlinked file is read only when its target lies inside ``root``.
+    """
+    base = root.resolve()
+    files: list[Path] = []
+    unknown: list[dict] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for d in list(dirs):
+            if (here / d).is_symlink():
+                dirs.remove(d)
+                unknown.append(_unknown(here / d, "a symlinked folder; not followed (give its target instead)"))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            f = here / name
+            if f.is_symlink():
+                target = f.resolve()
+                if not f.exists():
+                    unknown.append(_unknown(f, "a dangling symlink"))
+                    continue
+                if target != base and base not in target.parents:
+                    unknown.append(_unknown(f, f"a symlink to {target}, outside {root}; not followed"))
+                    continue
+            if not f.is_file():
+                unknown.append(_unknown(f, "not a regular file (a FIFO, socket or device); not read"))
+                continue
+            files.append(f)
+    return sorted(files), unknown

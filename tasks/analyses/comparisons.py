@@ -22,7 +22,7 @@ The report gets a rank plot (rank intervals), the tied groups and the table.
 
 from __future__ import annotations
 
-from html import escape
+from benchcert.tasks.report import escape  # the shared escaper: NUL, bidi controls
 
 import numpy as np
 import polars as pl
