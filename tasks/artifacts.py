@@ -65,7 +65,7 @@ def safe_component(name: str) -> str:
         raise ValueError(f"name must be a non-empty string; got {name!r}")
     if is_plain_folder(name):
         return name
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[:60] or "x"
+    slug = re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "_", name).strip("._-")[:60] or "x"
     digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
     return f"{slug}-{digest}"
 
