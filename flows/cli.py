@@ -83,7 +83,7 @@ def cmd_ingest(args) -> int:
                                                     args.allow_rejects, args.lock_timeout, atomic=args.atomic)]
     reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
-    locked = any(r["status"] == "locked" for r in reports)
+    locked = any(r["status"] in ("locked", "unusable") for r in reports)  # the store, not the data
     if args.json:
         _print_json({"db": str(args.db), "ok": ok, "atomic": args.atomic, "files": reports,
                      "summary": command_summary(reports)})

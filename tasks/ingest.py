@@ -51,7 +51,8 @@ class ConflictError(IngestError):
 @dataclass
 class FileReport:
     path: str
-    status: str  # ingested | unchanged | metadata | rejected | conflict | error | locked
+    status: str  # ingested | unchanged | metadata | rejected | conflict | error | locked | unusable (the store)
+    #            | rolled-back | not-tried (--atomic)
     format: str | None = None
     sha256: str | None = None
     source_id: int | None = None
@@ -159,7 +160,9 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
         report.status, report.message = "conflict", str(exc)
     except StoreLockedError as exc:
         report.status, report.message = "locked", str(exc)
-    except (IngestError, generic.AdapterError, StoreError) as exc:
+    except StoreError as exc:
+        report.status, report.message = "unusable", str(exc)
+    except (IngestError, generic.AdapterError) as exc:
         report.status, report.message = "error", str(exc)
     except Exception as exc:  # noqa: BLE001 - no input may stop the files after it
         report.status, report.message = "error", describe_failure(path, exc)
@@ -674,7 +677,7 @@ def ingest_files_atomic(db: str | Path, paths: list[str], *, benchmark: str | No
     except StoreLockedError as exc:
         return [FileReport(path=str(p), status="locked", message=str(exc)) for p in paths]
     except StoreError as exc:
-        return [FileReport(path=str(p), status="error", message=str(exc)) for p in paths]
+        return [FileReport(path=str(p), status="unusable", message=str(exc)) for p in paths]
     for r in reports:
         if r.ok:
             r.status, r.source_id, r.rows_added = ROLLED_BACK, None, 0

@@ -366,3 +366,16 @@ def test_a_truncated_store_file_is_named_as_damaged(tmp_path, db):
         with open_store(db, write=False):
             pass
     assert not isinstance(err.value, StoreLockedError) and "damaged or truncated" in str(err.value)
+
+
+def test_ingest_into_a_non_duckdb_file_exits_3_and_leaves_it_alone(capsys, tmp_path):
+    from benchcert.tasks.ingest import ingest_files_atomic
+
+    db = tmp_path / "notes.duckdb"
+    db.write_text("my notes, not a database\n")
+    good = tmp_path / "g.csv"
+    good.write_text(GOOD_CSV)
+    r = ingest_file(db, good, benchmark="b", mapping=CANON)
+    assert r.status == "unusable" and "not a DuckDB database" in r.message
+    assert [r.status for r in ingest_files_atomic(db, [str(good)], benchmark="b", mapping=CANON)] == ["unusable"]
+    assert db.read_text() == "my notes, not a database\n"
