@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,27 @@ def loads_json(text: str | bytes):
         return json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
+
+
+_SPACE_BEFORE_COLON = re.compile(r'"\s+:')
+
+
+def loads_json_line(text: str):
+    """:func:`loads_json` at json.loads' speed for the usual flat object.
+
+    Every key occurrence of an object written without blanks before its colon contains
+    ``":``, so when the text holds exactly as many ``":`` as the parsed object has keys (and
+    no ``"`` followed by blanks and a colon), no key can have occurred twice.  Anything else
+    (nested objects, such text inside values, blanks before colons) is parsed again with the
+    exact duplicate check.
+    """
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+    if isinstance(obj, dict) and (text.count('":') != len(obj) or _SPACE_BEFORE_COLON.search(text)):
+        return loads_json(text)
+    return obj
 
 
 def json_problem(exc: Exception) -> str:
@@ -327,7 +349,7 @@ def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush) -> Itera
             if not text.strip():
                 continue
             try:
-                obj = loads_json(text)
+                obj = loads_json_line(text)
             except ValueError as exc:
                 rejects.append(Reject(number, "<row>", json_problem(exc), text.rstrip("\r\n")[:2000]))
                 continue
