@@ -268,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "logs, HELM run directories, MMLU-Pro model_outputs zips (detected from content). "
                                     "Each file is all-or-nothing: any bad row and nothing from that file is stored "
                                     "(exit 1) unless --allow-rejects. Re-ingesting a file adds nothing; a score that "
-                                    "contradicts a stored one is refused.")
+                                    "contradicts a stored one is refused. A refused file never stops the others; "
+                                    "the command ends with the files stored and refused (--atomic: all or none).")
     sp.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (walked recursively)")
     common(sp)
     sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")

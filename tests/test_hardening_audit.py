@@ -187,3 +187,41 @@ def test_kill_9_during_an_audit_leaves_catalog_and_index_in_agreement(tmp_path):
     assert not list((art / "b").glob(".tmp-*"))
     for run_id in catalog:
         assert (art / "b" / run_id / "summary.json").is_file()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_lock_lost_after_the_analyses_publishes_nothing(tmp_path, monkeypatch):
+    """The issue's failure: the store's lock could not be taken after the analyses, yet the run
+    appeared in index.json as completed with no catalog row."""
+    from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.ingest import ingest_file
+    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.store import StoreLockedError, lock_path
+
+    db, art = tmp_path / "s.duckdb", tmp_path / "artifacts"
+    src = tmp_path / "b.csv"
+    src.write_text("model,item_id,subject,score\n" + "".join(
+        f"m{m},q{i},s{i % 3},{(i * (m + 2)) % 3 == 0}\n" for m in range(3) for i in range(30)))
+    assert ingest_file(db, src, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    holder = []
+    real_stage = artifacts.stage_run
+
+    def stage_then_lose_the_lock(*a, **k):
+        staged = real_stage(*a, **k)
+        p = subprocess.Popen([sys.executable, "-c", "import sys, time; from filelock import FileLock; "
+                              f"lk = FileLock({str(lock_path(db))!r}); lk.acquire(); print('held', flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "held"
+        holder.append(p)
+        return staged
+
+    monkeypatch.setattr(artifacts, "stage_run", stage_then_lose_the_lock)
+    try:
+        with pytest.raises(StoreLockedError):
+            audit_flow(str(db), "b", str(art), 0.05, None, 0.2)
+    finally:
+        for p in holder:
+            p.kill()
+            p.wait()
+    assert read_index(art)["benchmarks"] == []
+    assert not [p for p in (art / "b").iterdir()]  # no run directory, no staging folder
