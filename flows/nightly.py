@@ -50,7 +50,8 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
             changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
             if changed:
                 run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
-                entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"))
+                entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
+                             webhook=run.get("webhook"))
         except Exception as exc:  # noqa: BLE001 - reported below, after every benchmark had its turn
             entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
     if dashboard_dir and any(e["audited"] for e in out["benchmarks"].values()):
