@@ -43,6 +43,7 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                   "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES),
                   "hierarchy": list(config.hierarchy), "subject_weights": subject_weights, "baseline": baseline,
                   "webhook": bool(webhook_url)}
+    published = False
     try:
         matrices, sources, read_s = load_matrices_task(db, benchmark, variant, lock_timeout)
         outputs = [analysis_task(name, matrices, config) for name in ANALYSES]
@@ -78,7 +79,8 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                 n_models=summary.n_models, n_items=summary.n_items,
                 results=results.result_rows(run_id, benchmark, outputs))
             run_dir = artifacts.publish_run(artifacts_root, staged)
-        except BaseException:
+            published = True
+        except Exception:  # (an interrupt leaves the staged run to the next audit's recovery)
             artifacts.discard_run(staged)  # and a half-published one: the failure is recorded below
             artifacts.unpublish_run(artifacts_root, run_dir)
             raise
@@ -90,7 +92,8 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                 timings["webhook"] = state.result()
             webhook = "delivered" if state.is_completed() else f"failed: {state.message}"
     except Exception as exc:
-        _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
+        if not published:  # a published run is recorded as completed and stays so
+            _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
         raise
     timings["flow_wall"] = time.perf_counter() - wall
     work = sum(v for k, v in timings.items() if k != "flow_wall")
