@@ -47,6 +47,28 @@ def seeded(tmp_path_factory) -> Path:
     return db
 
 
+#: Exceptions the ingest's last-resort handler may translate for bad data (damaged compressed
+#: streams); any other type reaching it is a defect the handler would otherwise hide.
+EXPECTED_LAST_RESORT = ("EOFError", "error", "BadGzipFile", "DecompressionLimitError", "UnicodeDecodeError")
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_exception(monkeypatch):
+    import benchcert.tasks.ingest as ingest_module
+
+    real = ingest_module.describe_failure
+    seen: list[BaseException] = []
+
+    def spy(path, exc):
+        seen.append(exc)
+        return real(path, exc)
+
+    monkeypatch.setattr(ingest_module, "describe_failure", spy)
+    yield
+    unexpected = [e for e in seen if type(e).__name__ not in EXPECTED_LAST_RESORT]
+    assert not unexpected, [f"{type(e).__module__}.{type(e).__name__}: {e}" for e in unexpected[:5]]
+
+
 class _Work:
     """A temporary folder with a copy of the seeded store (hypothesis reruns a test body many times)."""
 
