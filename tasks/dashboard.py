@@ -291,14 +291,25 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
     """
     root = Path(artifacts_root).resolve()
     index_path = root / "index.json"
+    # A root that holds run directories gets its index rebuilt from them when the index is
+    # missing or damaged; a folder without any is not an artifacts root.
+    has_runs = root.is_dir() and any(root.glob("*/*/manifest.json"))
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise DashboardError(f"{index_path}: no such file; is {root} an artifacts root "
-                             f"(benchcert audit --artifacts DIR)?") from None
+        if not has_runs:
+            raise DashboardError(f"{index_path}: no such file; is {root} an artifacts root "
+                                 f"(benchcert audit --artifacts DIR)?") from None
+        index = None
     except (OSError, ValueError) as exc:
-        raise DashboardError(f"{index_path}: unreadable ({exc})") from None
+        if not has_runs:
+            raise DashboardError(f"{index_path}: unreadable ({exc})") from None
+        index = None
     entries = index.get("benchmarks") if isinstance(index, dict) else None
+    if not isinstance(entries, list) and has_runs:
+        from benchcert.tasks.artifacts import read_index
+
+        entries = read_index(root)["benchmarks"]
     if not isinstance(entries, list):
         raise DashboardError(f"{index_path}: no 'benchmarks' list; not a benchcert index")
     runs, problems, seen = [], [], set()

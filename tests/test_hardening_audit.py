@@ -224,3 +224,24 @@ def test_lock_lost_after_the_analyses_publishes_nothing(tmp_path, monkeypatch):
             p.wait()
     assert read_index(art)["benchmarks"] == []
     assert not [p for p in (art / "b").iterdir()]  # no run directory, no staging folder
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage"])
+def test_dashboard_build_rebuilds_a_missing_or_damaged_index(tmp_path, damage):
+    from benchcert.tasks.dashboard import DashboardError, build_site
+
+    arts = tmp_path / "arts"
+    write_run(arts, summary=_summary("b", "r1"), manifest_fields=_fields("b", "r1", "2026-11-21T00:00:00.000Z"),
+              tables={}, report_html="<html></html>")
+    index = arts / "index.json"
+    if damage == "missing":
+        index.unlink()
+    else:
+        index.write_text("{broken")
+    report = build_site(arts, tmp_path / "site")
+    assert report.runs == 1 and json.loads(index.read_text())["benchmarks"][0]["runs"] == ["r1"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DashboardError, match="artifacts root"):
+        build_site(empty, tmp_path / "site2")  # no runs: not an artifacts root, nothing written
+    assert not (empty / "index.json").exists()
