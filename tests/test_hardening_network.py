@@ -180,3 +180,13 @@ def test_nul_and_bidi_controls_never_reach_report_html():
     from benchcert.tasks.dashboard import _esc
 
     assert _esc(name) == out
+
+
+def test_serve_refuses_a_bad_webhook_before_serving(capsys, tmp_path, monkeypatch):
+    from benchcert.flows.cli import main
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # never reached
+    code = main(["serve", "--db", str(tmp_path / "s.duckdb"), "--inbox", str(tmp_path / "in"), "--artifacts",
+                 str(tmp_path / "a"), "--webhook", "ftp://example.org/hook"])
+    assert code == 2 and "only http:// and https://" in capsys.readouterr().err
+    assert not (tmp_path / "in").exists()
