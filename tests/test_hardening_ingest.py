@@ -379,3 +379,28 @@ def test_ingest_into_a_non_duckdb_file_exits_3_and_leaves_it_alone(capsys, tmp_p
     assert r.status == "unusable" and "not a DuckDB database" in r.message
     assert [r.status for r in ingest_files_atomic(db, [str(good)], benchmark="b", mapping=CANON)] == ["unusable"]
     assert db.read_text() == "my notes, not a database\n"
+
+
+def _zip_bomb(path: Path, mib: int) -> Path:
+    """The issue's reproduction: a 522 KB zip whose one member decompresses to 512 MiB."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("model_outputs_x_5shots.json", "w", force_zip64=True) as fh:
+            fh.write(b'[{"question_id": 1, "answer": "A", "pred": "A", "src": "s", "category": "c"}')
+            for _ in range(mib):
+                fh.write(b" " * (1 << 20))
+            fh.write(b"]")
+    return path
+
+
+def test_the_issue_zip_bomb_is_refused_with_default_limits(tmp_path, db):
+    p = _zip_bomb(tmp_path / "model_outputs_x_5shots.zip", 512)
+    assert p.stat().st_size < 600_000
+    refused(db, p, "decompresses more than 200 times", "decompression bomb")
+
+
+def test_member_sizes_that_lie_are_caught_while_reading(tmp_path, db, monkeypatch):
+    """A zip directory can declare small sizes; the bytes actually read are what count."""
+    monkeypatch.setattr("benchcert.tasks.adapters.limits.check_archive", lambda z, path: None)
+    monkeypatch.setattr("benchcert.tasks.adapters.limits.RATIO_FLOOR", 1 << 20)
+    p = _zip_bomb(tmp_path / "model_outputs_x_5shots.zip", 8)
+    refused(db, p, "member 'model_outputs_x_5shots.json' decompresses more than")
