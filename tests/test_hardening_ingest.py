@@ -404,3 +404,14 @@ def test_member_sizes_that_lie_are_caught_while_reading(tmp_path, db, monkeypatc
     monkeypatch.setattr("benchcert.tasks.adapters.limits.RATIO_FLOOR", 1 << 20)
     p = _zip_bomb(tmp_path / "model_outputs_x_5shots.zip", 8)
     refused(db, p, "member 'model_outputs_x_5shots.json' decompresses more than")
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_invalid_utf8_far_into_a_csv_is_located(tmp_path, db, gz):
+    """Past the header's first read, the byte is found by pyarrow; the error still names line and offset."""
+    body = b"model,item_id,score\n" + b"".join(b"m8,q%d,1\n" % i for i in range(5000))
+    bad_line = 5002
+    data = body + b"m\xff,qx,1\n"
+    p = tmp_path / ("far.csv.gz" if gz else "far.csv")
+    p.write_bytes(gzip.compress(data) if gz else data)
+    refused(db, p, f"line {bad_line}, byte offset {len(body) + 1}", "not UTF-8")

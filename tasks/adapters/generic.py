@@ -238,13 +238,19 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
     # Compression is decided by content, not by the name pyarrow would go by; a gzip stream
     # is decompressed within the limits.
     source = open_binary(path) if is_gzip(path) else pa.OSFile(str(path))
-    reader = pacsv.open_csv(
-        source,
-        read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
-        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
-                                             strings_can_be_null=False, include_columns=header),
-    )
+    try:  # pyarrow reads (and decodes) the first block here already
+        reader = pacsv.open_csv(
+            source,
+            read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
+                                                 strings_can_be_null=False, include_columns=header),
+        )
+    except BaseException as exc:
+        source.close()
+        if isinstance(exc, pa.ArrowInvalid):
+            raise _csv_error(path, exc) from None
+        raise
     valid_so_far = 0
     newlines_so_far = 0
     reported = 0
@@ -305,9 +311,13 @@ def _csv_record_batches(path: Path, reader) -> Iterator[pa.RecordBatch]:
     try:
         yield from reader
     except pa.ArrowInvalid as exc:
-        if "UTF8" in str(exc) or "UTF-8" in str(exc):
-            raise not_utf8(path, exc) from None
-        raise AdapterError(f"{path}: cannot parse as CSV: {exc}") from None
+        raise _csv_error(path, exc) from None
+
+
+def _csv_error(path: Path, exc: Exception) -> AdapterError:
+    if "UTF8" in str(exc) or "UTF-8" in str(exc):
+        return not_utf8(path, exc)
+    return AdapterError(f"{path}: cannot parse as CSV: {exc}")
 
 
 def _jsonl_scalar(value):
