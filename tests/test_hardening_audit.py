@@ -140,6 +140,8 @@ _KILLER = textwrap.dedent("""
         audit.results.build_summary = die
     elif point == "after-record":
         audit.artifacts.publish_run = die
+    elif point == "after-rename":
+        artifacts.refresh_index = die  # publish_run renames the folder, then re-indexes
     audit.audit_flow(sys.argv[1], "b", sys.argv[2], 0.05, None, 30.0, webhook_url=None)
     print("not killed")
 """)
@@ -147,8 +149,10 @@ _KILLER = textwrap.dedent("""
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_kill_9_during_an_audit_leaves_catalog_and_index_in_agreement(tmp_path):
-    """Kill -9 right after the analyses, and between recording and publishing; a later audit
-    finds catalog and index agreeing (no published run without its record, and the reverse)."""
+    """Kill -9 between renaming a recorded run into place and re-indexing, right after the
+    analyses, and between recording and publishing; catalog and index agree after each kill
+    where they can, and after the next audit always (no published run without its record, and
+    no recorded run left unpublished)."""
     from prefect.settings import PREFECT_API_URL
 
     from benchcert.flows.audit import audit_flow
@@ -172,17 +176,21 @@ def test_kill_9_during_an_audit_leaves_catalog_and_index_in_agreement(tmp_path):
         index = {r for e in read_index(art)["benchmarks"] for r in e["runs"]} if art.is_dir() else set()
         return catalog, index
 
-    for point in ("after-analyses", "after-record"):
+    for point in ("after-rename", "after-analyses", "after-record"):
         p = subprocess.run([sys.executable, str(script), str(db), str(art), "x", point], env=env,
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == -9, (point, p.stdout[-2000:], p.stderr[-3000:])
+        if point == "after-rename":  # no index.json was written; its readers rebuild it from the folders
+            assert not (art / "index.json").exists()
+            catalog, index = agree()
+            assert len(catalog) == 1 and catalog == index
     catalog, index = agree()
-    # killed after recording: the catalog holds the run, its folder is still staged
-    assert len(catalog) == 1 and index == set()
+    # killed after recording: the catalog holds that run, its folder is still staged
+    assert len(catalog) == 2 and len(index) == 1
     assert len(list((art / "b").glob(".tmp-*"))) == 1
     out = audit_flow(str(db), "b", str(art), 0.05, None, 30.0)  # the next audit finishes or removes them
     catalog, index = agree()
-    assert catalog == index and len(catalog) == 2 and out["run_id"] in catalog
+    assert catalog == index and len(catalog) == 3 and out["run_id"] in catalog
     assert not list((art / "b").glob(".tmp-*"))
     for run_id in catalog:
         assert (art / "b" / run_id / "summary.json").is_file()
