@@ -40,6 +40,7 @@ import math
 import os
 import re
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -937,12 +938,41 @@ class _SiteHandler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A threading server that serves at most ``max_connections`` connections at once; a
+    connection beyond that is closed at once instead of costing a thread."""
+
+    daemon_threads = True
+    max_connections = 64
+
+    def server_activate(self):
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+        super().server_activate()
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765, *,
-                quiet: bool = False, idle_timeout: float = 20.0) -> ThreadingHTTPServer:
+                quiet: bool = False, idle_timeout: float = 20.0, max_connections: int = 64) -> ThreadingHTTPServer:
     """An HTTP server for a built site (call ``serve_forever``); port 0 picks a free port.
 
     A connection idle for ``idle_timeout`` seconds (no request line, or a request sent too
-    slowly) is closed.
+    slowly) is closed, and at most ``max_connections`` are served at once (more are closed
+    on arrival), so half-open or slow clients cannot pile up threads.
 
     Raises
     ------
@@ -955,7 +985,8 @@ def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int
                              "`benchcert dashboard build --artifacts DIR --out DIR`")
     if not idle_timeout > 0:
         raise ValueError(f"idle_timeout must be > 0; got {idle_timeout!r}")
+    if not max_connections >= 1:
+        raise ValueError(f"max_connections must be >= 1; got {max_connections!r}")
     handler = type("Handler", (_SiteHandler,), {"quiet": quiet, "timeout": float(idle_timeout)})
-    server = ThreadingHTTPServer((host, port), lambda *a, **k: handler(*a, directory=str(directory), **k))
-    server.daemon_threads = True
-    return server
+    server_cls = type("Server", (_BoundedServer,), {"max_connections": int(max_connections)})
+    return server_cls((host, port), lambda *a, **k: handler(*a, directory=str(directory), **k))

@@ -205,3 +205,28 @@ def test_checkpoint_flow_refuses_logs_outside_the_inbox(tmp_path):
         checkpoint_flow("m", "b", str(secret), str(tmp_path / "s.duckdb"), str(tmp_path / "a"), inbox=str(inbox))
     assert "TOPSECRET" not in str(err.value)
     assert not (tmp_path / "s.duckdb").exists()  # nothing was ingested, no store was even created
+
+
+def test_dashboard_server_caps_concurrent_connections_and_keeps_serving(tmp_path):
+    import urllib.request
+
+    from benchcert.tasks.dashboard import make_server
+
+    (tmp_path / "index.html").write_text("<html>ok</html>")
+    server = make_server(tmp_path, port=0, quiet=True, idle_timeout=30, max_connections=4)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        idle = [socket.create_connection(server.server_address, timeout=5) for _ in range(4)]
+        time.sleep(0.3)
+        extra = socket.create_connection(server.server_address, timeout=5)
+        assert extra.recv(1) == b""  # closed on arrival: every slot is held
+        extra.close()
+        for s in idle:
+            s.close()
+        time.sleep(0.3)
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        with urllib.request.urlopen(url, timeout=5) as resp:  # slots freed: served again
+            assert resp.status == 200 and b"ok" in resp.read()
+    finally:
+        server.shutdown()
+        server.server_close()
