@@ -242,7 +242,10 @@ def _walk_files(root: Path) -> tuple[list[Path], list[dict]]:
     base = root.resolve()
     files: list[Path] = []
     unknown: list[dict] = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
+    def unreadable(err: OSError) -> None:
+        unknown.append(_unknown(Path(err.filename or root), f"an unreadable folder ({err.strerror or err})"))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable, followlinks=False):
         here = Path(folder)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for d in list(dirs):
