@@ -289,11 +289,25 @@ def refresh_index(root: str | os.PathLike) -> Index:
     return index
 
 
+def _run_folders(root: Path) -> set[tuple[str, str]]:
+    """(benchmark folder, run folder) of every published run directory (by name; nothing read)."""
+    out = set()
+    for bench_dir in (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        out |= {(bench_dir.name, r.name) for r in bench_dir.iterdir()
+                if not r.name.startswith(".") and (r / "manifest.json").is_file()}
+    return out
+
+
 def read_index(root: str | os.PathLike) -> dict:
-    """index.json's content; rebuilt from the run directories when it is missing or damaged."""
+    """index.json's content; rebuilt from the run directories when it is missing, damaged, or
+    does not list exactly the run folders on disk (an audit killed between publishing its run
+    and re-indexing)."""
     root = Path(root)
     try:
         index = Index.model_validate_json((root / "index.json").read_text(encoding="utf-8"))
+        listed = {(e.dir, safe_component(r)) for e in index.benchmarks for r in e.runs}
+        if root.is_dir() and listed != _run_folders(root):
+            index = refresh_index(root)
     except (OSError, ValueError):
         index = refresh_index(root)
     return index.model_dump(mode="json")

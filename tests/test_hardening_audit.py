@@ -17,6 +17,7 @@ from benchcert.tasks.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_
 from benchcert.tasks.artifacts import (discard_run, is_plain_folder, publish_run, read_index, recover_stale,
                                        refresh_index, safe_component, stage_run, write_run)
 from benchcert.tasks.matrices import BenchmarkMatrices
+from benchcert.tasks.schemas import Index
 
 from test_artifacts import _fields, _summary
 
@@ -99,7 +100,7 @@ def test_benchmark_named_index_json_does_not_break_the_root(tmp_path):
     assert (tmp_path / "index.json").is_file()
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbage", "wrong shape"])
+@pytest.mark.parametrize("damage", ["missing", "garbage", "wrong shape", "stale"])
 def test_index_is_rebuilt_when_missing_or_damaged(tmp_path, damage):
     from benchcert.tasks.changes import previous_summary
 
@@ -107,7 +108,8 @@ def test_index_is_rebuilt_when_missing_or_damaged(tmp_path, damage):
               tables={}, report_html="")
     index = tmp_path / "index.json"
     {"missing": index.unlink, "garbage": lambda: index.write_text("{not json"),
-     "wrong shape": lambda: index.write_text('{"benchmarks": 3}')}[damage]()
+     "wrong shape": lambda: index.write_text('{"benchmarks": 3}'),
+     "stale": lambda: index.write_text(Index(updated_at="x", benchmarks=[]).model_dump_json())}[damage]()
     assert previous_summary(tmp_path, "b")["run_id"] == "r1"
     assert read_index(tmp_path)["benchmarks"][0]["runs"] == ["r1"]
 
