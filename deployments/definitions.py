@@ -14,12 +14,14 @@ CHECKPOINT = "checkpoint-audit"
 
 def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "0 2 * * *",
                       timezone: str = "UTC", baseline: str | None = None, webhook_url: str | None = None,
-                      alpha: float = 0.05, dashboard_dir: str | None = None) -> list:
+                      alpha: float = 0.05, dashboard_dir: str | None = None,
+                      allowed_logs: list[str] | None = None) -> list:
     """RunnerDeployments for ``prefect.serve``: paths are made absolute so runs find them."""
     from pathlib import Path
 
     db, inbox, artifacts_root = (str(Path(p).resolve()) for p in (db, inbox, artifacts_root))
     dashboard_dir = str(Path(dashboard_dir).resolve()) if dashboard_dir else None
+    allowed_logs = [str(Path(p).resolve()) for p in allowed_logs or ()]
     nightly = nightly_flow.to_deployment(
         name=NIGHTLY,
         schedule=CronSchedule(cron=cron, timezone=timezone),
@@ -35,13 +37,14 @@ def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "
         parameters={"model": "{{ event.resource.id }}", "benchmark": "{{ event.payload.benchmark }}",
                     "logs": "{{ event.payload.logs }}", "db": db, "artifacts_root": artifacts_root,
                     "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox,
-                    "dashboard_dir": dashboard_dir},
+                    "dashboard_dir": dashboard_dir, "allowed_logs": allowed_logs},
     )
     checkpoint = checkpoint_flow.to_deployment(
         name=CHECKPOINT,
         triggers=[trigger],
         parameters={"db": db, "artifacts_root": artifacts_root, "baseline": baseline, "alpha": alpha,
-                    "webhook_url": webhook_url, "inbox": inbox, "dashboard_dir": dashboard_dir},
+                    "webhook_url": webhook_url, "inbox": inbox, "dashboard_dir": dashboard_dir,
+                    "allowed_logs": allowed_logs},
         description=f"Audit a checkpoint when '{CHECKPOINT_EVENT}' arrives; verdict vs baseline {baseline!r}.",
         tags=["benchcert"],
     )

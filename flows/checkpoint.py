@@ -6,6 +6,7 @@ payload = benchmark and log location), which ``benchcert notify-checkpoint`` emi
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from prefect import flow
@@ -25,6 +26,29 @@ def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
                            [benchmark, model]).fetchall()[0][0]
 
 
+class LogsPathRefused(PermissionError):
+    """A checkpoint event named logs outside the inbox and the allowed folders."""
+
+
+def allowed_logs_path(logs: str, inbox: str | None, allowed: list[str] | None) -> Path:
+    """The event's logs path, resolved (symlinks and '..' followed), if it lies inside the inbox or an
+    allowed folder; otherwise :class:`LogsPathRefused`, raised before anything at that path is read.
+
+    The event comes from whoever can reach the Prefect server, so its path is untrusted: without
+    this check a served flow would read, and echo in its errors, any file the server can read.
+    """
+    roots = [Path(r).resolve() for r in ([inbox] if inbox else []) + list(allowed or ())]
+    target = Path(str(logs)).resolve()
+    if not any(target == r or r in target.parents for r in roots):
+        where = ", ".join(str(r) for r in roots) or "none configured"
+        logging.getLogger("benchcert.checkpoint").warning(
+            "checkpoint logs path refused (outside the inbox and the allowed folders): %r", str(logs)[:500])
+        raise LogsPathRefused(f"checkpoint logs path {str(logs)[:500]!r} refused: it is not inside the inbox or an "
+                              f"allowed folder ({where}); nothing was read. Put the logs in the inbox or start "
+                              "`benchcert serve` with --allow-logs DIR")
+    return target
+
+
 def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict:
     """Candidate and baseline scores with their intervals, side by side (the test is the verdict)."""
     by = {m["model"]: m for m in summary["models"]}
@@ -38,7 +62,8 @@ def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict
 def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_root: str,
                     baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
                     webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-                    inbox: str | None = None, dashboard_dir: str | None = None) -> dict:
+                    inbox: str | None = None, dashboard_dir: str | None = None,
+                    allowed_logs: list[str] | None = None) -> dict:
     """Ingest one checkpoint's logs, audit the benchmark, and record the verdict vs ``baseline``.
 
     The column mapping is ``mapping`` when given, else the benchmark's inbox mapping
@@ -47,7 +72,7 @@ def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_ro
     from benchcert.flows.nightly import MAPPING_FILE, inbox_files
     from benchcert.tasks.mapping import parse_mapping
 
-    path = Path(logs)
+    path = allowed_logs_path(logs, inbox, allowed_logs)
     if path.is_dir():
         files, unknown = inbox_files(path)
     elif path.is_file():

@@ -81,7 +81,7 @@ def _check_expressions(files: list[str], mapping) -> None:
 
 def cmd_ingest(args) -> int:
     from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeMapping
-    from benchcert.tasks.ingest import OK_STATUSES
+    from benchcert.tasks.ingest import OK_STATUSES, command_summary, summary_text
     from benchcert.tasks.mapping import MappingError, parse_mapping
 
     native_format = args.format if args.format in NATIVE_FORMATS else None
@@ -110,17 +110,25 @@ def cmd_ingest(args) -> int:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
     reports = []
+    if args.atomic and unknown:  # a file no adapter reads fails the command before anything is stored
+        from benchcert.tasks.ingest import NOT_TRIED
+
+        reports = [{"path": f, "status": NOT_TRIED, "rows_added": 0,
+                    "message": f"{f}: not tried: --atomic, and a file no adapter reads was given"} for f in files]
+        files = []
     if files:
         from benchcert.flows.progress import Progress
 
         with Progress(enabled=not args.json) as progress:
             reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
-                                                       args.allow_rejects, args.lock_timeout, progress=progress)]
+                                                       args.allow_rejects, args.lock_timeout, progress=progress,
+                                                       atomic=args.atomic)]
     reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
-    locked = any(r["status"] == "locked" for r in reports)
+    locked = any(r["status"] in ("locked", "unusable") for r in reports)  # the store, not the data
     if args.json:
-        _print_json({"db": str(args.db), "ok": ok, "run_mode": mode, "files": reports})
+        _print_json({"db": str(args.db), "ok": ok, "run_mode": mode, "atomic": args.atomic, "files": reports,
+                     "summary": command_summary(reports)})
     else:
         for r in reports:
             stream = sys.stdout if r["status"] in OK_STATUSES else sys.stderr
@@ -129,8 +137,7 @@ def cmd_ingest(args) -> int:
                 print(f"    line {rej['line']}, field {rej['field']}: {rej['reason']}", file=stream)
             if len(r.get("rejects", [])) > 10 or r.get("rows_rejected", 0) > 10:
                 print(f"    ... ({r.get('rows_rejected')} bad rows in all; --json lists up to 50)", file=stream)
-        added = sum(r.get("rows_added", 0) for r in reports)
-        print(f"{len(reports)} file(s), {added} row(s) added to {args.db}")
+        print(summary_text(command_summary(reports), args.db))
     if locked:
         return EXIT_STORE
     return EXIT_OK if ok else EXIT_DATA
@@ -169,6 +176,14 @@ def cmd_audit(args) -> int:
     except (ValueError, OSError) as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.webhook:
+        from benchcert.tasks.changes import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(args.webhook)
+        except WebhookError as exc:
+            print(f"benchcert audit: --webhook: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE
@@ -314,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "logs, HELM run directories, MMLU-Pro model_outputs zips (detected from content). "
                                     "Each file is all-or-nothing: any bad row and nothing from that file is stored "
                                     "(exit 1) unless --allow-rejects. Re-ingesting a file adds nothing; a score that "
-                                    "contradicts a stored one is refused.")
+                                    "contradicts a stored one is refused. A refused file never stops the others; "
+                                    "the command ends with the files stored and refused (--atomic: all or none).")
     sp.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (walked recursively)")
     common(sp)
     sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column, or the "
@@ -336,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
+    sp.add_argument("--atomic", action="store_true",
+                    help="all paths in one transaction: every file is stored, or none is (exit 1)")
     _run_mode_options(sp)
     sp.set_defaults(func=cmd_ingest)
 

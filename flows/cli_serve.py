@@ -13,6 +13,14 @@ def cmd_serve(args) -> int:
         print("benchcert serve: set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
               "on 127.0.0.1)", file=sys.stderr)
         return 2
+    if args.webhook:
+        from benchcert.tasks.changes import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(args.webhook)
+        except WebhookError as exc:
+            print(f"benchcert serve: --webhook: {exc}", file=sys.stderr)
+            return 2
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
     from prefect import serve
@@ -24,7 +32,8 @@ def cmd_serve(args) -> int:
     deployments = build_deployments(db=str(args.db), inbox=str(args.inbox), artifacts_root=str(args.artifacts),
                                     cron=args.cron, timezone=args.timezone, baseline=args.baseline,
                                     webhook_url=args.webhook, alpha=args.alpha,
-                                    dashboard_dir=str(args.dashboard) if args.dashboard else None)
+                                    dashboard_dir=str(args.dashboard) if args.dashboard else None,
+                                    allowed_logs=[str(p) for p in args.allow_logs])
     serve(*deployments, print_starting_message=True)
     return 0
 
@@ -44,6 +53,9 @@ def register(sub) -> None:
     sp.add_argument("--alpha", type=float, default=0.05)
     sp.add_argument("--dashboard", type=Path, metavar="DIR",
                     help="rebuild the static dashboard here after every run (serve it with benchcert dashboard serve)")
+    sp.add_argument("--allow-logs", action="append", default=[], type=Path, metavar="DIR",
+                    help="a folder outside the inbox that checkpoint events may name as their logs (repeatable); "
+                         "any other path is refused")
     sp.add_argument("--poll", type=float, default=2.0, help="seconds between polls for due runs (default 2)")
     sp.set_defaults(func=cmd_serve)
 

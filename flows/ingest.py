@@ -16,6 +16,10 @@ from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 @flow(name="benchcert-ingest", log_prints=False, validate_parameters=False)
 def ingest_flow(paths: list[str], db: str, benchmark: str | None, mapping: ColumnMapping,
-                allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[FileReport]:
-    """Ingest log files into the store; each file is all-or-nothing unless allow_rejects."""
-    return ingest_body(prefect_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout)
+                allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                atomic: bool = False) -> list[FileReport]:
+    """Ingest log files into the store; each file is all-or-nothing unless allow_rejects.
+
+    ``atomic``: every file in one transaction, all stored or none (one task).
+    """
+    return ingest_body(prefect_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout, atomic=atomic)

@@ -38,17 +38,42 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     out: dict = {"inbox": str(inbox_path), "benchmarks": {}}
     for folder in sorted(p for p in inbox_path.iterdir() if p.is_dir() and not p.name.startswith(".")):
         benchmark = folder.name
-        mapping_path = folder / MAPPING_FILE
-        mapping = parse_mapping(config=mapping_path) if mapping_path.is_file() else parse_mapping()
-        files, unknown = inbox_files(folder)
-        reports = [ingest_file_task(db, f, benchmark, mapping, False, lock_timeout).as_dict() for f in files]
-        reports += unknown
-        changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
-        entry = {"files": reports, "audited": False}
-        if changed:
-            run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
-            entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"))
+        entry: dict = {"files": [], "audited": False}
         out["benchmarks"][benchmark] = entry
+        # One benchmark's bad mapping, bad file or failed audit never stops the others.
+        try:
+            mapping_path = folder / MAPPING_FILE
+            mapping = parse_mapping(config=mapping_path) if mapping_path.is_file() else parse_mapping()
+            files, unknown = inbox_files(folder)
+            reports = [ingest_file_task(db, f, benchmark, mapping, False, lock_timeout).as_dict() for f in files]
+            entry["files"] = reports + unknown
+            changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
+            if changed:
+                run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
+                entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
+                             webhook=run.get("webhook"))
+        except Exception as exc:  # noqa: BLE001 - reported below, after every benchmark had its turn
+            entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
     if dashboard_dir and any(e["audited"] for e in out["benchmarks"].values()):
         out["dashboard"] = rebuild_dashboard_task(artifacts_root, dashboard_dir)
+    out["problems"] = nightly_problems(out)
+    if out["problems"]:
+        # The run fails (so the operator sees it) only after every benchmark it could handle was handled.
+        raise NightlyProblems(f"{len(out['problems'])} problem(s) in {inbox}: " + "; ".join(out["problems"])[:4000])
     return out
+
+
+class NightlyProblems(RuntimeError):
+    """Some files were refused or some benchmark could not be audited; the others were."""
+
+
+def nightly_problems(out: dict) -> list[str]:
+    """One line per refused file and per benchmark that could not be ingested or audited."""
+    from benchcert.tasks.ingest import OK_STATUSES
+
+    problems = []
+    for bench, entry in out["benchmarks"].items():
+        problems += [f"{bench}: {r['message']}" for r in entry["files"] if r["status"] not in OK_STATUSES]
+        if "error" in entry:
+            problems.append(f"{bench}: {entry['error']}")
+    return problems

@@ -65,7 +65,7 @@ def prefect_env() -> None:
 
 
 def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
-               lock_timeout: float = 600.0, progress=None) -> list:
+               lock_timeout: float = 600.0, progress=None, atomic: bool = False) -> list:
     """Ingest ``paths`` in ``mode``; a list of FileReport."""
     if mode == PREFECT:
         prefect_env()
@@ -73,10 +73,11 @@ def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapp
             progress.update(f"ingesting {len(paths)} file(s) as a Prefect flow run")
         from benchcert.flows.ingest import ingest_flow
 
-        return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout)
+        return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout, atomic=atomic)
     from benchcert.tasks.steps import plain_steps
 
-    return ingest_body(plain_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout, progress=progress)
+    return ingest_body(plain_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout, progress=progress,
+                       atomic=atomic)
 
 
 def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
@@ -99,9 +100,17 @@ def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifac
 
 
 def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
-                lock_timeout: float = 600.0, progress=None) -> list:
-    """One step per file, files in the order given (they may depend on each other)."""
+                lock_timeout: float = 600.0, progress=None, atomic: bool = False) -> list:
+    """One step per file, files in the order given (they may depend on each other).
+
+    ``atomic``: every file in one transaction, all stored or none (one step).
+    """
     from benchcert.tasks import progress as hook
+
+    if atomic:
+        if progress is not None:
+            progress.update(f"ingesting {len(paths)} file(s) in one transaction")
+        return steps.ingest_atomic(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout)
 
     reports = []
     for i, p in enumerate(paths):
@@ -133,6 +142,10 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
         if progress is not None:
             progress.update(text)
 
+    if webhook_url:
+        from benchcert.tasks import changes as _changes
+
+        _changes.check_webhook_url(webhook_url)  # before any work: a URL benchcert will not call
     wall = time.perf_counter()
     # The analyses (scipy.stats and all) are imported on a second thread while the store is read:
     # DuckDB releases the GIL, so on two cores the import costs the command little wall time.
@@ -146,6 +159,8 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
                   "hierarchy": list(hierarchy) if hierarchy is not None else ["subject", "domain"],
                   "subject_weights": subject_weights, "baseline": baseline, "webhook": bool(webhook_url),
                   "environments": environments}
+    published = False
+    webhook = None
     try:
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
@@ -185,28 +200,43 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
             "finished_at": artifacts.iso(finished), "config": {**run_config, "variant": matrices.variant},
             "sources": sources.to_dicts(), "timings_s": timings,
         }
-        run_dir, write_s = steps.write_artifacts(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        # Record, then publish: the run directory appears (and index.json lists it) only after
+        # the catalog row is committed, so no reader ever sees a run the catalog does not know.
+        staged, write_s = steps.write_artifacts(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        run_dir = artifacts.run_dir_of(artifacts_root, benchmark, run_id)
         timings["write_artifacts"] = write_s
-        timings["record_run"] = steps.record_run(
-            db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="completed",
-            started_at=started.replace(tzinfo=None), finished_at=finished.replace(tzinfo=None), config=run_config,
-            run_dir=str(run_dir), n_models=summary.n_models, n_items=summary.n_items,
-            results=results.result_rows(run_id, benchmark, outputs))
+        try:
+            timings["record_run"] = steps.record_run(
+                db, lock_timeout, artifacts_root=str(artifacts_root), run_id=run_id, benchmark=benchmark,
+                flow_run_id=flow_run_id, status="completed", started_at=started.replace(tzinfo=None),
+                finished_at=finished.replace(tzinfo=None), config=run_config, run_dir=str(run_dir),
+                n_models=summary.n_models, n_items=summary.n_items,
+                results=results.result_rows(run_id, benchmark, outputs))
+            run_dir = artifacts.publish_run(artifacts_root, staged)
+            published = True
+        except Exception:  # (an interrupt leaves the staged run to the next audit's recovery)
+            artifacts.discard_run(staged)  # and a half-published one: the failure is recorded below
+            artifacts.unpublish_run(artifacts_root, run_dir)
+            raise
         if steps.publish is not None:
             steps.publish(summary, str(run_dir))
         if webhook_url and summary.changes and summary.changes.regressions:
-            seconds = steps.notify(webhook_url, summary, str(run_dir))
-            if seconds is not None:
-                timings["webhook"] = seconds
+            outcome = steps.notify(webhook_url, summary, str(run_dir))
+            if isinstance(outcome, float):
+                timings["webhook"] = outcome
+                webhook = "delivered"
+            else:
+                webhook = f"failed: {outcome}"
     except Exception as exc:
-        _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
+        if not published:  # a published run is recorded as completed and stays so
+            _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
         raise
     timings["flow_wall"] = time.perf_counter() - wall
     work = sum(v for k, v in timings.items() if k != "flow_wall")
     # The run's own overhead: Prefect's task and flow bookkeeping, or ~0 in-process.
     timings["prefect_overhead"] = max(timings["flow_wall"] - work, 0.0)
     return {**summary.model_dump(mode="json"), "run_dir": str(run_dir), "timings_s": timings,
-            "run_mode": steps.mode}
+            "run_mode": steps.mode, "webhook": webhook}
 
 
 def _import_analyses() -> None:

@@ -228,7 +228,7 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     hyper_cols = np.flatnonzero(use_hyper)
     shuffle_cols = np.flatnonzero(~use_hyper)
     table = None
-    if hyper_cols.size:
+    if hyper_cols.size and splittable[:, hyper_cols].any():  # no splittable subject: nothing to draw
         cells = splittable[:, hyper_cols]
         y = np.round(total[:, hyper_cols]).astype(np.int64)
         table = _HypergeomTable(y[cells], (n[:, hyper_cols] - y)[cells], half[:, hyper_cols][cells])

@@ -5,19 +5,25 @@ Layout (the contract dashboards read)::
     <root>/<benchmark folder>/<run id>/{manifest.json, summary.json, tables/*.parquet, report.html}
     <root>/index.json
 
-A run directory is assembled in a hidden sibling and renamed into place, so a reader sees
-it complete or not at all.  index.json is rebuilt from the run directories on disk (under a
-lock, replaced atomically), so two runs finishing at once cannot lose each other's entry.
+A run directory is assembled in a hidden sibling (:func:`stage_run`) and renamed into place
+(:func:`publish_run`) only after the run is recorded in the store's catalog, so a reader sees
+it complete or not at all, and never a run the catalog does not know.  A staging folder is
+locked (``flock``) by the process writing it; one whose writer died is stale and is finished
+or removed by the next audit (:func:`recover_stale`).  index.json is rebuilt from the run
+directories on disk (under a lock, replaced atomically), so two runs finishing at once cannot
+lose each other's entry, and a missing or damaged index is rebuilt by its readers.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -27,20 +33,40 @@ from filelock import FileLock
 from benchcert.tasks.schemas import Index, IndexEntry, Manifest, Summary
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+#: The tail every hashed name ends with; a name that already ends like this is hashed too.
+_HASHED = re.compile(r"-[0-9a-f]{10}$")
+#: Names of files that sit beside benchmark or run folders (artifacts root, run directory,
+#: dashboard site); a benchmark or run with such a name gets a hashed folder instead.
+RESERVED = frozenset({"index.json", "index.html", "manifest.json", "summary.json", "report.html", "tables"})
+_LOCK = ".lock"
+_TMP = ".tmp-"
+#: A staging folder without a lock file (its writer died before taking it) is stale after this.
+_UNLOCKED_GRACE_S = 60.0
+
+
+def is_plain_folder(name: str) -> bool:
+    """Whether ``name`` is its own folder name: safe characters, no '..', not reserved, no hash tail."""
+    return (isinstance(name, str) and bool(_SAFE.match(name)) and ".." not in name
+            and name.lower() not in RESERVED and not _HASHED.search(name))
 
 
 def safe_component(name: str) -> str:
-    """A folder name for ``name`` that cannot escape its parent or collide with another name.
+    """A folder name for ``name`` that cannot escape its parent, collide with another name or
+    take a reserved name.
 
-    Names that are already safe are kept; anything else (slashes, '..', spaces, unicode,
-    overlong) becomes a slug plus a hash of the original, so 'a/b' and 'a_b' stay distinct.
+    Plain names (:func:`is_plain_folder`) are kept; anything else (slashes, '..', spaces,
+    unicode, overlong, ``index.json``, a name ending like a hashed one) becomes a slug plus
+    the first 10 hex digits of the name's SHA-256.  The map is one-to-one: kept names never
+    end in ``-<10 hex digits>`` and hashed ones always do, so 'a/b', 'a_b' and
+    'a_b-c14cddc033' get three folders (two hashed names meet only if their SHA-256 agree
+    in 40 bits).
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string; got {name!r}")
-    if _SAFE.match(name) and ".." not in name:
+    if is_plain_folder(name):
         return name
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[:60] or "x"
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "_", name).strip("._-")[:60] or "x"
+    digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
     return f"{slug}-{digest}"
 
 
@@ -66,18 +92,45 @@ def _write_json(path: Path, model) -> None:
     path.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
-def write_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dict,
+def run_dir_of(root: str | os.PathLike, benchmark: str, run_id: str) -> Path:
+    """Where the run directory of ``run_id`` is published."""
+    return inside(Path(root), safe_component(benchmark), safe_component(run_id))
+
+
+#: Lock files of the staging folders this process is writing (fd by folder), released on publish.
+_HELD: dict[Path, int] = {}
+
+
+def _take(tmp: Path) -> None:
+    fd = os.open(tmp / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh folder: nobody else holds it
+    _HELD[tmp] = fd
+
+
+def _release(tmp: Path) -> None:
+    fd = _HELD.pop(tmp, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def stage_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dict,
               tables: dict[str, pl.DataFrame], report_html: str) -> Path:
-    """Write one run directory atomically and refresh index.json; returns the run directory."""
+    """Write one run's files into a hidden, locked staging folder; returns it (see :func:`publish_run`).
+
+    Idempotent: a retry rewrites the folder.  Nothing is visible to readers until published.
+    """
     root = Path(root)
     bench_dir = inside(root, safe_component(summary.benchmark))
     bench_dir.mkdir(parents=True, exist_ok=True)
     final = inside(bench_dir, safe_component(summary.run_id))
     if final.exists():
-        raise FileExistsError(f"run directory {final} already exists")
-    tmp = inside(bench_dir, f".tmp-{safe_component(summary.run_id)}")
+        raise FileExistsError(f"run directory {final} already exists (run ids are unique: another "
+                              "process wrote this run)")
+    tmp = inside(bench_dir, f"{_TMP}{safe_component(summary.run_id)}")
+    _release(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "tables").mkdir(parents=True)
+    _take(tmp)
     try:
         table_refs = []
         for name, frame in tables.items():
@@ -89,12 +142,111 @@ def write_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dic
         files = sorted(["manifest.json", "summary.json", "report.html"] + [t["file"] for t in table_refs])
         manifest = Manifest(tables=table_refs, files=files, **manifest_fields)
         _write_json(tmp / "manifest.json", manifest)
-        os.replace(tmp, final)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard_run(tmp)
         raise
+    return tmp
+
+
+def discard_run(staged: str | os.PathLike) -> None:
+    """Remove a staging folder (the run was not recorded)."""
+    staged = Path(staged)
+    _release(staged)
+    shutil.rmtree(staged, ignore_errors=True)
+
+
+def publish_run(root: str | os.PathLike, staged: str | os.PathLike) -> Path:
+    """Rename a staged run into place and refresh index.json; returns the run directory.
+
+    Call it only after the run is recorded in the catalog.  Idempotent: a run already in
+    place is only re-indexed.
+    """
+    root, staged = Path(root), Path(staged)
+    final = staged.with_name(staged.name[len(_TMP):])
+    if staged.is_dir():
+        if final.exists():
+            raise FileExistsError(f"run directory {final} already exists")
+        try:
+            (staged / _LOCK).unlink(missing_ok=True)
+            os.replace(staged, final)
+        finally:
+            _release(staged)
+    elif not final.is_dir():
+        raise FileNotFoundError(f"neither {staged} nor {final} exists: nothing to publish")
     refresh_index(root)
     return final
+
+
+def unpublish_run(root: str | os.PathLike, run_dir: str | os.PathLike) -> None:
+    """Take a run directory back out (its publication failed half-way) and re-index; never raises."""
+    try:
+        if Path(run_dir).is_dir():
+            shutil.rmtree(run_dir, ignore_errors=True)
+            refresh_index(root)
+    except (OSError, ValueError):
+        pass
+
+
+def write_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dict,
+              tables: dict[str, pl.DataFrame], report_html: str) -> Path:
+    """Stage and publish one run directory at once (no catalog involved); returns the run directory."""
+    staged = stage_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables, report_html=report_html)
+    return publish_run(root, staged)
+
+
+def _is_stale(tmp: Path) -> bool:
+    """Whether no live process is writing this staging folder."""
+    if tmp in _HELD:
+        return False
+    try:
+        fd = os.open(tmp / _LOCK, os.O_RDWR)
+    except FileNotFoundError:
+        try:
+            return time.time() - tmp.stat().st_mtime > _UNLOCKED_GRACE_S
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # held by a live writer
+    finally:
+        os.close(fd)
+    return True
+
+
+def recover_stale(root: str | os.PathLike, recorded: set[str]) -> dict[str, list[str]]:
+    """Finish or remove the staging folders whose writer died (a killed audit).
+
+    A staged run whose id is in ``recorded`` (completed in the catalog) was killed between
+    recording and publishing: it is published, so catalog and index agree.  Any other stale
+    staging folder is removed.  Returns ``{"published": [...], "removed": [...]}`` (folder paths).
+    """
+    root = Path(root)
+    out: dict[str, list[str]] = {"published": [], "removed": []}
+    if not root.is_dir():
+        return out
+    for bench_dir in (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for tmp in [p for p in bench_dir.iterdir() if p.name.startswith(_TMP) and p.is_dir()]:
+            if not _is_stale(tmp):
+                continue
+            run_id = None
+            try:
+                run_id = read_manifest(tmp).run_id
+            except (ValueError, OSError):
+                pass
+            final = tmp.with_name(tmp.name[len(_TMP):])
+            if run_id is not None and run_id in recorded and not final.exists():
+                (tmp / _LOCK).unlink(missing_ok=True)
+                os.replace(tmp, final)
+                out["published"].append(str(final))
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
+                out["removed"].append(str(tmp))
+    if out["published"]:
+        refresh_index(root)
+    return out
 
 
 def read_manifest(run_dir: Path) -> Manifest:
@@ -105,10 +257,14 @@ def refresh_index(root: str | os.PathLike) -> Index:
     """Rebuild <root>/index.json from the completed run directories."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
+    target = root / "index.json"
+    if target.is_dir():
+        raise FileExistsError(f"{target} is a folder (left by an earlier benchcert for a benchmark named "
+                              "'index.json'); move it away so the index can be written")
     with FileLock(str(root / ".index.lock"), timeout=120):
         entries = []
         for bench_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            runs = []
+            by_bench: dict[str, list] = {}
             for run_dir in bench_dir.iterdir():
                 if run_dir.name.startswith(".") or not (run_dir / "manifest.json").is_file():
                     continue
@@ -116,16 +272,45 @@ def refresh_index(root: str | os.PathLike) -> Index:
                     m = read_manifest(run_dir)
                 except (ValueError, OSError):
                     continue  # not ours or unreadable: never let one bad folder hide the rest
-                runs.append((m.finished_at, m.run_id, m.benchmark))
-            if runs:
+                if run_dir.name != safe_component(m.run_id) or bench_dir.name != safe_component(m.benchmark):
+                    continue  # a folder that is not where this run belongs (moved or hand-made)
+                by_bench.setdefault(m.benchmark, []).append((m.finished_at, m.run_id))
+            for benchmark, runs in sorted(by_bench.items()):
                 runs.sort()
-                entries.append(IndexEntry(benchmark=runs[-1][2], dir=bench_dir.name, latest_run_id=runs[-1][1],
+                entries.append(IndexEntry(benchmark=benchmark, dir=bench_dir.name, latest_run_id=runs[-1][1],
                                           latest_finished_at=runs[-1][0], runs=[r[1] for r in runs]))
         index = Index(updated_at=iso(dt.datetime.now(dt.timezone.utc)), benchmarks=entries)
         tmp = root / f".index.json.{uuid.uuid4().hex}"
-        _write_json(tmp, index)
-        os.replace(tmp, root / "index.json")
+        try:
+            _write_json(tmp, index)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
     return index
+
+
+def _run_folders(root: Path) -> set[tuple[str, str]]:
+    """(benchmark folder, run folder) of every published run directory (by name; nothing read)."""
+    out = set()
+    for bench_dir in (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        out |= {(bench_dir.name, r.name) for r in bench_dir.iterdir()
+                if not r.name.startswith(".") and (r / "manifest.json").is_file()}
+    return out
+
+
+def read_index(root: str | os.PathLike) -> dict:
+    """index.json's content; rebuilt from the run directories when it is missing, damaged, or
+    does not list exactly the run folders on disk (an audit killed between publishing its run
+    and re-indexing)."""
+    root = Path(root)
+    try:
+        index = Index.model_validate_json((root / "index.json").read_text(encoding="utf-8"))
+        listed = {(e.dir, safe_component(r)) for e in index.benchmarks for r in e.runs}
+        if root.is_dir() and listed != _run_folders(root):
+            index = refresh_index(root)
+    except (OSError, ValueError):
+        index = refresh_index(root)
+    return index.model_dump(mode="json")
 
 
 def find_run(root: str | os.PathLike, run_id: str) -> Path | None:

@@ -40,6 +40,7 @@ import math
 import os
 import re
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -84,7 +85,8 @@ MARKER = ".benchcert-dashboard"
 
 METRICS = ("macro", "pooled")
 _COLORS = {"macro": "#0072b2", "pooled": "#d55e00"}
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff"
+                          "\u202a-\u202e\u2066-\u2069]")  # and bidi controls, which could reorder names
 _MINUS = "\u2212"
 _DASH = "\u2014"
 
@@ -290,14 +292,25 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
     """
     root = Path(artifacts_root).resolve()
     index_path = root / "index.json"
+    # A root that holds run directories gets its index rebuilt from them when the index is
+    # missing or damaged; a folder without any is not an artifacts root.
+    has_runs = root.is_dir() and any(root.glob("*/*/manifest.json"))
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise DashboardError(f"{index_path}: no such file; is {root} an artifacts root "
-                             f"(benchcert audit --artifacts DIR)?") from None
+        if not has_runs:
+            raise DashboardError(f"{index_path}: no such file; is {root} an artifacts root "
+                                 f"(benchcert audit --artifacts DIR)?") from None
+        index = None
     except (OSError, ValueError) as exc:
-        raise DashboardError(f"{index_path}: unreadable ({exc})") from None
+        if not has_runs:
+            raise DashboardError(f"{index_path}: unreadable ({exc})") from None
+        index = None
     entries = index.get("benchmarks") if isinstance(index, dict) else None
+    if not isinstance(entries, list) and has_runs:
+        from benchcert.tasks.artifacts import read_index
+
+        entries = read_index(root)["benchmarks"]
     if not isinstance(entries, list):
         raise DashboardError(f"{index_path}: no 'benchmarks' list; not a benchcert index")
     runs, problems, seen = [], [], set()
@@ -306,8 +319,9 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
             benchmark = _need(entry, "benchmark", str, str(index_path))
             folder = _need(entry, "dir", str, str(index_path))
             # index.json is data too: its folder must be a plain child of the root.
-            if folder != safe_component(folder) or folder.startswith("."):
-                raise _Skip(f"{index_path}: benchmark {benchmark!r} has an unsafe folder {folder!r}")
+            if folder != safe_component(benchmark):
+                raise _Skip(f"{index_path}: benchmark {benchmark!r} has an unsafe folder {folder!r} (its own "
+                            f"is {safe_component(benchmark)!r})")
             bench_dir = inside(root, folder)
             run_ids = _need(entry, "runs", list, str(index_path))
         except (_Skip, ValueError) as exc:
@@ -888,6 +902,9 @@ class _SiteHandler(SimpleHTTPRequestHandler):
     server_version = "benchcert-dashboard"
     sys_version = ""
     quiet = False
+    #: Seconds a connection may sit idle (nothing sent) before it is closed, so half-open or
+    #: slow clients cannot hold threads forever.
+    timeout = 20.0
 
     def send_head(self):
         rel = unquote(urlsplit(self.path).path)
@@ -921,9 +938,41 @@ class _SiteHandler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A threading server that serves at most ``max_connections`` connections at once; a
+    connection beyond that is closed at once instead of costing a thread."""
+
+    daemon_threads = True
+    max_connections = 64
+
+    def server_activate(self):
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+        super().server_activate()
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765, *,
-                quiet: bool = False) -> ThreadingHTTPServer:
+                quiet: bool = False, idle_timeout: float = 20.0, max_connections: int = 64) -> ThreadingHTTPServer:
     """An HTTP server for a built site (call ``serve_forever``); port 0 picks a free port.
+
+    A connection idle for ``idle_timeout`` seconds (no request line, or a request sent too
+    slowly) is closed, and at most ``max_connections`` are served at once (more are closed
+    on arrival), so half-open or slow clients cannot pile up threads.
 
     Raises
     ------
@@ -934,7 +983,10 @@ def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int
     if not (directory / "index.html").is_file():
         raise DashboardError(f"{directory}: no dashboard here (no index.html); build one with "
                              "`benchcert dashboard build --artifacts DIR --out DIR`")
-    handler = type("Handler", (_SiteHandler,), {"quiet": quiet})
-    server = ThreadingHTTPServer((host, port), lambda *a, **k: handler(*a, directory=str(directory), **k))
-    server.daemon_threads = True
-    return server
+    if not idle_timeout > 0:
+        raise ValueError(f"idle_timeout must be > 0; got {idle_timeout!r}")
+    if not max_connections >= 1:
+        raise ValueError(f"max_connections must be >= 1; got {max_connections!r}")
+    handler = type("Handler", (_SiteHandler,), {"quiet": quiet, "timeout": float(idle_timeout)})
+    server_cls = type("Server", (_BoundedServer,), {"max_connections": int(max_connections)})
+    return server_cls((host, port), lambda *a, **k: handler(*a, directory=str(directory), **k))

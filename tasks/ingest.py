@@ -11,18 +11,22 @@ wrong and benchcert cannot tell which.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
+import gzip
 import hashlib
 import json
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
 
 from benchcert.tasks import progress
-from benchcert.tasks.adapters import detect, generic, native
+from benchcert.tasks.adapters import detect, generic, limits, native
 from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook
 from benchcert.tasks.mapping import ColumnMapping, MappingError, evaluate
 from benchcert.tasks.prefetch import ValidatedBatches
@@ -48,7 +52,8 @@ class ConflictError(IngestError):
 @dataclass
 class FileReport:
     path: str
-    status: str  # ingested | unchanged | metadata | rejected | conflict | error | locked
+    status: str  # ingested | unchanged | metadata | rejected | conflict | error | locked | unusable (the store)
+    #            | rolled-back | not-tried (--atomic)
     format: str | None = None
     sha256: str | None = None
     source_id: int | None = None
@@ -103,21 +108,33 @@ def resolve_columns(path: Path, fmt: str, mapping: ColumnMapping, benchmark: str
         if cols[f] is None:
             raise IngestError(f"{path}: no column for required field {f!r}; map one with --map {f}=COLUMN "
                               f"(columns are {available})")
+    generic.check_column_types(path, fmt, cols)
     return cols
+
+
+def _store(db, lock_timeout: float, con):
+    """The caller's connection (inside its transaction), or the store opened for this file alone."""
+    return contextlib.nullcontext(con) if con is not None else open_store(db, write=True, lock_timeout=lock_timeout)
 
 
 def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapping: ColumnMapping,
                 allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-                batch_rows: int = generic.BATCH_ROWS) -> FileReport:
-    """Ingest one file; never raises for bad data, returns a report whose ``status`` says what happened."""
+                batch_rows: int = generic.BATCH_ROWS, con=None) -> FileReport:
+    """Ingest one file; never raises for bad data, returns a report whose ``status`` says what happened.
+
+    ``con``: an open store connection inside a transaction the caller commits or rolls back
+    (:func:`ingest_files_atomic`); by default the file is ingested in its own transaction.
+    """
     path = Path(path)
     report = FileReport(path=str(path), status="error")
     try:
         if not path.exists():
-            raise IngestError(f"{path}: no such file")
+            raise IngestError(f"{path}: {'a dangling symlink' if path.is_symlink() else 'no such file'}")
+        if not (path.is_file() or path.is_dir()):  # opening a FIFO would wait for a writer forever
+            raise IngestError(f"{path}: not a regular file (a FIFO, socket or device); not read")
         source = detect.open_native(path, mapping, benchmark)
         if source is not None:
-            _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report)
+            _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report, con)
             return report
         if not path.is_file():
             raise IngestError(f"{path}: a directory, not a HELM run directory (per_instance_stats.json and "
@@ -130,8 +147,8 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
         reader = _GenericReader(path, fmt, cols)
         batches = ValidatedBatches(reader.batches(batch_rows), cols, benchmark)  # starts reading now
         try:
-            with open_store(db, write=True, lock_timeout=lock_timeout) as con:
-                done = con.execute(
+            with _store(db, lock_timeout, con) as store_con:
+                done = store_con.execute(
                     "SELECT source_id, rows_accepted FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
                     [sha, config]).fetchall()
                 done = done[0] if done else None
@@ -140,16 +157,40 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
                     report.message = (f"{path}: already ingested as source {done[0]} (same content and settings); "
                                       "nothing added")
                     return report
-                _stage_and_insert(con, path, reader, batches, cols, benchmark, sha, config, allow_rejects, report)
+                _stage_and_insert(store_con, path, reader, batches, cols, benchmark, sha, config, allow_rejects,
+                                  report, own_transaction=con is None)
         finally:
             batches.close()
     except ConflictError as exc:
         report.status, report.message = "conflict", str(exc)
     except StoreLockedError as exc:
         report.status, report.message = "locked", str(exc)
-    except (IngestError, generic.AdapterError, StoreError) as exc:
+    except StoreError as exc:
+        report.status, report.message = "unusable", str(exc)
+    except (IngestError, generic.AdapterError) as exc:
         report.status, report.message = "error", str(exc)
+    except Exception as exc:  # noqa: BLE001 - no input may stop the files after it
+        report.status, report.message = "error", describe_failure(path, exc)
     return report
+
+
+def describe_failure(path: Path, exc: BaseException) -> str:
+    """One line naming the file and what is wrong with it, for an exception no adapter translated.
+
+    Bad data must end in a per-file error, never in a traceback that stops the files after it;
+    an exception type outside the known classes is named, so a defect stays visible.
+    """
+    if isinstance(exc, limits.DecompressionLimitError):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return str(generic.not_utf8(path, exc))
+    if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
+        return f"{path}: truncated or corrupt compressed data ({exc}); nothing from this file is stored"
+    if isinstance(exc, RecursionError):
+        return f"{path}: nested too deeply to read; nothing from this file is stored"
+    if isinstance(exc, OSError):
+        return f"{path}: cannot be read: {exc.strerror or exc}; nothing from this file is stored"
+    return f"{path}: cannot be read ({type(exc).__name__}: {exc}); nothing from this file is stored"
 
 
 class _GenericReader:
@@ -186,7 +227,7 @@ class _GenericReader:
 
 
 def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow_rejects: bool,
-                   lock_timeout: float, batch_rows: int, report: FileReport) -> None:
+                   lock_timeout: float, batch_rows: int, report: FileReport, shared_con=None) -> None:
     """A harness log: the adapter yields canonical columns; the same staging, checks and rules apply."""
     report.format, report.sha256, report.read = source.format, source.sha256, dict(source.read)
     if source.metadata_only:
@@ -199,7 +240,7 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
                          "allow_rejects": allow_rejects}, sort_keys=True, default=str)
     batches = ValidatedBatches(source.batches(batch_rows), cols, source.benchmark)
     try:
-        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+        with _store(db, lock_timeout, shared_con) as con:
             done = con.execute("SELECT source_id FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
                                [source.sha256, config]).fetchall()
             if done:
@@ -208,14 +249,15 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
                                   f"settings); nothing added [{source.summary()}]")
                 return
             _stage_and_insert(con, source.path, source, batches, cols, source.benchmark, source.sha256, config,
-                              allow_rejects, report)
+                              allow_rejects, report, own_transaction=shared_con is None)
     finally:
         batches.close()
     report.message += f" [{source.summary()}]"
 
 
 def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: dict, benchmark: str | None,
-                      sha: str, config: str, allow_rejects: bool, report: FileReport) -> None:
+                      sha: str, config: str, allow_rejects: bool, report: FileReport, *,
+                      own_transaction: bool = True) -> None:
     """Read, check and store one file in a single transaction: any failure leaves the store as it was.
 
     ``batches`` yields the file's validated batches (read one ahead on a worker thread).  Rows
@@ -230,7 +272,8 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
     """
     labels = {f: _field_label(f, c) for f, c in cols.items()}
     col_labels = {c: labels[f] for f, c in cols.items() if c is not None}
-    con.execute("BEGIN TRANSACTION")
+    if own_transaction:
+        con.execute("BEGIN TRANSACTION")
     try:
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
         direct = benchmark is not None and not con.execute(
@@ -246,17 +289,24 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
         book = CodeBook(con, new_benchmarks=(benchmark,) if direct else ())
         _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
                     col_labels, rows_sql, rows_params, sha, config, report)
-        if report.status == "ingested":
+        if not own_transaction:
+            pass  # the caller commits or rolls back every file of the command at once
+        elif report.status == "ingested":
             con.execute("COMMIT")
         else:
             con.execute("ROLLBACK")
     except BaseException:
-        con.execute("ROLLBACK")
+        if own_transaction:
+            con.execute("ROLLBACK")
         raise
     finally:
-        for t in ("_stage", "_dup_lines", "_dups", "_stage_probs"):
-            con.execute(f"DROP TABLE IF EXISTS {t}")  # fixed names, not values
-        con.unregister("_stage_items")
+        try:
+            for t in ("_stage", "_dup_lines", "_dups", "_stage_probs"):
+                con.execute(f"DROP TABLE IF EXISTS {t}")  # fixed names, not values
+            con.unregister("_stage_items")
+        except duckdb.Error:
+            if own_transaction:
+                raise  # in a shared transaction that failed, the caller's rollback drops them
 
 
 def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
@@ -287,7 +337,7 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
                 key_hashes.append(_store_batch(con, book, good, source_id, "response_codes" if direct else "_stage",
                                                staged_items, one_benchmark=cols["benchmark"] is None))
     except UnicodeDecodeError as exc:
-        raise IngestError(f"{path}: not UTF-8 text: {exc}") from None
+        raise generic.not_utf8(path, exc) from None
     except Exception as exc:  # pyarrow parse errors that the invalid-row handler cannot absorb
         if type(exc).__module__.startswith("pyarrow"):
             raise IngestError(f"{path}: cannot parse as {fmt}: {exc}") from None
@@ -610,3 +660,74 @@ def _check_against_store(con, path: Path, overlap: bool) -> None:
         raise ConflictError(
             f"{path}: item {item!r} has subject/domain {subj!r}/{dom!r} at {path}:{line} but "
             f"{old_subj!r}/{old_dom!r} at {old_path}:{old_line}; nothing ingested")
+
+
+#: Status of a file that was ingested inside an --atomic command whose transaction was rolled back.
+ROLLED_BACK = "rolled-back"
+#: Status of a file an --atomic command did not try after an earlier file failed.
+NOT_TRIED = "not-tried"
+
+
+def ingest_files_atomic(db: str | Path, paths: list[str], *, benchmark: str | None, mapping: ColumnMapping,
+                        allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[FileReport]:
+    """Ingest every path in one transaction: all of them are stored, or none.
+
+    The files are ingested in order under one lock and one transaction, each seeing the rows of
+    the files before it; at the first file that fails, the transaction is rolled back, the
+    files before it are reported ``rolled-back`` and those after it ``not-tried``.
+    """
+    reports: list[FileReport] = []
+    try:
+        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                failed = None
+                for p in paths:
+                    if failed is not None:
+                        reports.append(FileReport(path=str(p), status=NOT_TRIED, message=(
+                            f"{p}: not tried: --atomic, and {failed} was refused; nothing stored")))
+                        continue
+                    r = ingest_file(db, p, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                                    lock_timeout=lock_timeout, con=con)
+                    reports.append(r)
+                    if not r.ok:
+                        failed = p
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            if failed is None:
+                con.execute("COMMIT")
+                return reports
+            con.execute("ROLLBACK")
+    except StoreLockedError as exc:
+        return [FileReport(path=str(p), status="locked", message=str(exc)) for p in paths]
+    except StoreError as exc:
+        return [FileReport(path=str(p), status="unusable", message=str(exc)) for p in paths]
+    for r in reports:
+        if r.ok:
+            r.status, r.source_id, r.rows_added = ROLLED_BACK, None, 0
+            r.message = f"{r.path}: rolled back: --atomic, and {failed} was refused; nothing stored"
+    return reports
+
+
+def command_summary(reports: list[dict]) -> dict:
+    """The end-of-command summary: which files were stored and which refused, with counts.
+
+    ``stored`` holds the files whose content is in the store after the command (ingested,
+    already there, or metadata read by others); every other file is ``refused``.
+    """
+    stored = [r for r in reports if r["status"] in OK_STATUSES]
+    refused = [r for r in reports if r["status"] not in OK_STATUSES]
+    return {"n_stored": len(stored), "n_refused": len(refused),
+            "rows_added": sum(r.get("rows_added", 0) for r in stored),
+            "stored": [{"path": r["path"], "status": r["status"], "rows_added": r.get("rows_added", 0)} for r in stored],
+            "refused": [{"path": r["path"], "status": r["status"]} for r in refused]}
+
+
+def summary_text(summary: dict, db) -> str:
+    """The summary as the lines the command prints last."""
+    lines = [f"stored: {summary['n_stored']} file(s), {summary['rows_added']} row(s) added to {db}"]
+    lines += [f"    {r['path']} ({r['status']}, {r['rows_added']} row(s) added)" for r in summary["stored"]]
+    lines.append(f"refused: {summary['n_refused']} file(s)")
+    lines += [f"    {r['path']} ({r['status']})" for r in summary["refused"]]
+    return "\n".join(lines)

@@ -17,12 +17,12 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from benchcert.tasks import results
-from benchcert.tasks.ingest import FileReport, ingest_file
+from benchcert.tasks.ingest import FileReport, ingest_file, ingest_files_atomic
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.steps import (analysis, artifact_key, is_transient, notify, read_benchmark, rebuild_dashboard,
                                    record_run, verdict, write_run_artifacts)
 
-__all__ = ["analysis_task", "artifact_key", "ingest_file_task", "load_matrices_task", "notify_task", "publish_task",
+__all__ = ["analysis_task", "artifact_key", "ingest_file_task", "ingest_files_atomic_task", "load_matrices_task", "notify_task", "publish_task",
            "read_benchmark", "rebuild_dashboard_task", "record_run", "record_run_task", "verdict_task",
            "write_artifacts_task", "write_run_artifacts"]
 
@@ -38,6 +38,13 @@ def ingest_file_task(db: str, path: str, benchmark: str | None, mapping: ColumnM
     # No retries: a rejected or conflicting file fails the same way every time.
     return ingest_file(db, path, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
                        lock_timeout=lock_timeout)
+
+
+@task(name="ingest-files-atomic", cache_policy=NO_CACHE)
+def ingest_files_atomic_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
+                             allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
+    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                               lock_timeout=lock_timeout)
 
 
 load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,
@@ -79,9 +86,9 @@ def prefect_steps():
 
     def notify_step(url, summary, run_dir):
         state = notify_task(url, summary, run_dir, return_state=True)
-        return state.result() if state.is_completed() else None
+        return state.result() if state.is_completed() else f"{state.message}"
 
     return Steps(mode="prefect", load_matrices=load_matrices_task, analysis=analysis_task,
                  write_artifacts=write_artifacts_task, record_run=record_run_task, publish=publish_task,
-                 notify=notify_step, ingest_file=ingest_file_task,
+                 notify=notify_step, ingest_file=ingest_file_task, ingest_atomic=ingest_files_atomic_task,
                  flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)

@@ -46,7 +46,10 @@ CSP_POLICY = (
 # Characters that are not allowed in XML 1.0 (control chars, lone surrogates,
 # non-characters). They are replaced so every SVG fragment stays well-formed XML
 # and the document can always be encoded as UTF-8.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff"
+                          # Bidi embeddings, overrides and isolates: a name from a log could reorder the
+                          # text around it (e.g. make "gpt-evil" read as another model); shown as U+FFFD.
+                          "\u202a-\u202e\u2066-\u2069]")
 
 _NULL = "\u2014"  # em dash shown for nulls / missing values
 _MINUS = "\u2212"
@@ -73,6 +76,10 @@ def _esc(value: Any) -> str:
     """HTML/XML-escape any value (None -> empty string)."""
     s = "" if value is None else str(value)
     return html.escape(_XML_ILLEGAL.sub("\ufffd", s), quote=True)
+
+
+#: The escaper every piece of report HTML goes through (analyses import it; never html.escape directly).
+escape = _esc
 
 
 def _truncate(s: str, max_chars: int) -> str:

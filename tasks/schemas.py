@@ -44,7 +44,7 @@ class ResponseRow(_Frozen):
     domain: str = Field(DEFAULT_DOMAIN, min_length=1, description="Domain (group of subjects) of the item.")
     score: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Score in [0, 1]; binary correct = 1.")
     variant: str = Field("", description='Prompt variant / perturbation id ("" when none).')
-    replicate: int = Field(0, ge=0, description="Repeated-sample index (0 when none).")
+    replicate: int = Field(0, ge=0, le=2**53, description="Repeated-sample index (0 when none, at most 2^53).")
     label: str | None = Field(None, description="Optional gold label.")
     option_probs: list[float] | None = Field(None, description="Optional predicted option probabilities.")
     embedding: list[float] | None = Field(None, description="Optional response embedding.")

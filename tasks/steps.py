@@ -48,20 +48,28 @@ def analysis(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> Ana
 
 
 def write_run_artifacts(root: str, summary, manifest_fields: dict, tables: dict, report_html: str) -> tuple[Path, float]:
+    """Stage the run's files (hidden, locked); the flow publishes them once the run is recorded."""
     from benchcert.tasks import artifacts
 
     start = time.perf_counter()
-    run_dir = artifacts.write_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
-                                  report_html=report_html)
-    return run_dir, time.perf_counter() - start
+    staged = artifacts.stage_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
+                                 report_html=report_html)
+    return staged, time.perf_counter() - start
 
 
-def record_run(db: str, lock_timeout: float, **fields) -> float:
-    from benchcert.tasks import store
+def record_run(db: str, lock_timeout: float, artifacts_root: str | None = None, **fields) -> float:
+    """Record the run in the catalog; then, under the same lock, finish what a killed audit left
+    under ``artifacts_root`` (a staged run it had recorded is published, others are removed)."""
+    import polars as pl
+
+    from benchcert.tasks import artifacts, store
 
     start = time.perf_counter()
     with store.open_store(db, write=True, lock_timeout=lock_timeout) as con:
         store.record_run(con, **fields)
+        if artifacts_root is not None:
+            recorded = set(store.list_runs(con).filter(pl.col("status") == "completed")["run_id"].to_list())
+            artifacts.recover_stale(artifacts_root, recorded)
     return time.perf_counter() - start
 
 
@@ -114,12 +122,20 @@ def ingest_one(db: str, path: str, benchmark: str | None, mapping, allow_rejects
                        lock_timeout=lock_timeout)
 
 
+def ingest_atomic(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
+                  lock_timeout: float):
+    from benchcert.tasks.ingest import ingest_files_atomic
+
+    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                               lock_timeout=lock_timeout)
+
+
 @dataclass(frozen=True)
 class Steps:
     """The callables one run is made of: plain functions (in-process) or Prefect tasks.
 
     The flow bodies in flows/runs.py call only these, so both modes run the same code.
-    ``notify`` returns the webhook's seconds, or None when every try failed.
+    ``notify`` returns the webhook's seconds, or the reason (a string) when every try failed.
     """
 
     mode: str  # "in_process" | "prefect"
@@ -130,6 +146,7 @@ class Steps:
     publish: Callable | None
     notify: Callable
     ingest_file: Callable
+    ingest_atomic: Callable
     flow_run_id: Callable[[], str | None]
 
 
@@ -153,9 +170,10 @@ def plain_steps() -> Steps:
     def notify_step(url, summary, run_dir):
         try:
             return notify_retrying(url, summary, run_dir)
-        except Exception:
-            return None
+        except Exception as exc:
+            return str(exc)
 
     return Steps(mode="in_process", load_matrices=_retrying(read_benchmark, 2, 2.0), analysis=analysis,
                  write_artifacts=_retrying(write_run_artifacts, 2, 1.0), record_run=_retrying(record_run, 2, 2.0),
-                 publish=None, notify=notify_step, ingest_file=ingest_one, flow_run_id=lambda: None)
+                 publish=None, notify=notify_step, ingest_file=ingest_one, ingest_atomic=ingest_atomic,
+                 flow_run_id=lambda: None)

@@ -152,22 +152,48 @@ def open_store(db: str | os.PathLike, *, write: bool,
             f"(lock file {lock_path(db)}); try again later or raise --lock-timeout") from None
     try:
         new_file = not db.exists()  # under the lock: nobody else can be creating it
+        problem = None if new_file else _not_a_duckdb_file(db)
+        if problem:
+            raise StoreError(f"{db}: {problem}; not a benchcert store (give another --db, or move this file away)")
         try:
             con = duckdb.connect(str(db), read_only=False)
         except duckdb.IOException as exc:
-            raise StoreLockedError(f"{db}: the database file is in use by another program: {exc}") from None
+            if "lock" in str(exc).lower():
+                raise StoreLockedError(f"{db}: the database file is in use by another program: {exc}") from None
+            raise StoreError(f"{db}: cannot open the store (damaged or truncated?): {exc}") from None
+        except duckdb.Error as exc:
+            raise StoreError(f"{db}: cannot open the store (damaged or truncated?): {exc}") from None
         try:
-            con.execute("SET preserve_insertion_order = false")
-            con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT])
-            if write:
-                _ensure_schema(con, db, new_file=new_file)
-            else:
-                _check_version(con, db)
+            try:
+                con.execute("SET preserve_insertion_order = false")
+                con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT])
+                if write:
+                    _ensure_schema(con, db, new_file=new_file)
+                else:
+                    _check_version(con, db)
+            except duckdb.Error as exc:
+                raise StoreError(f"{db}: cannot open the store (damaged or truncated?): {exc}") from None
             yield con
         finally:
             con.close()
     finally:
         lock.release()
+
+
+def _not_a_duckdb_file(db: Path) -> str | None:
+    """Why ``db`` is not a DuckDB database file, or None when its header says it is one."""
+    if not db.is_file():
+        return "not a regular file"
+    try:
+        with open(db, "rb") as fh:
+            head = fh.read(12)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if len(head) == 0:
+        return None  # an empty file: DuckDB makes a database of it
+    if len(head) < 12 or head[8:12] != b"DUCK":
+        return "not a DuckDB database file (no DuckDB header; truncated, or another kind of file)"
+    return None
 
 
 @contextlib.contextmanager
@@ -261,8 +287,14 @@ def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
 def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, status: str, started_at,
                finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
                n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:
-    """Record one audit run (and its per-model intervals) in a single transaction."""
+    """Record one audit run (and its per-model intervals) in a single transaction.
+
+    Recording a run id again replaces its row (a retried task, or a completed run whose
+    publication failed afterwards and is recorded as failed).
+    """
     with transaction(con):
+        con.execute("DELETE FROM run_results WHERE run_id = ?", [run_id])
+        con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
         con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [run_id, benchmark, flow_run_id, status, started_at, finished_at, run_dir, n_models, n_items,
                      json.dumps(config, sort_keys=True), error])

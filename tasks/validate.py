@@ -24,6 +24,8 @@ CANONICAL_SCHEMA = {
     "line": pl.Int64,
 }
 REJECT_SCHEMA = {"line": pl.Int64, "field": pl.String, "reason": pl.String}
+#: The largest replicate index: every integer up to 2^53 survives a float (JSON numbers, CSV text).
+MAX_REPLICATE = 2**53
 
 _DEFAULTS = {"subject": DEFAULT_SUBJECT, "domain": DEFAULT_DOMAIN, "variant": ""}
 _INTEGER = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
@@ -102,17 +104,37 @@ def _replicate_field(col: str | None, dtype):
     """(value expr, error expr); the value is null exactly when the row is bad."""
     if col is None:
         return pl.lit(0, dtype=pl.Int64), pl.lit(None, dtype=pl.String)
-    if dtype in _NUMERIC:
-        f = pl.col(col).cast(pl.Float64)
-    else:
-        f = pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
-    whole = f.is_not_null() & f.is_finite() & (f == f.floor())
-    value = pl.when(whole & (f >= 0)).then(f).otherwise(pl.lit(None, dtype=pl.Float64)).cast(pl.Int64)
     shown = pl.col(col).cast(pl.String)
     missing = pl.col(col).is_null() | (shown.str.strip_chars() == "")
+    if dtype in _INTEGER:
+        # Compared as integers: a UInt64 beyond Int64 or a value past 2^53 is refused, not wrapped.
+        v = pl.col(col)
+        too_big = v > MAX_REPLICATE
+        value = pl.when(v.is_not_null() & (v >= 0) & ~too_big).then(
+            v.cast(pl.Int64, strict=False)).otherwise(pl.lit(None, dtype=pl.Int64))
+        err = (pl.when(missing).then(pl.lit("missing value"))
+               .when(v < 0).then(pl.format("replicate {} is negative", shown))
+               .when(too_big).then(pl.format("replicate {} is larger than 2^53", shown))
+               .otherwise(pl.lit(None, dtype=pl.String)))
+        return value, err
+    if dtype in _NUMERIC:
+        f = pl.col(col).cast(pl.Float64)
+        i = pl.lit(None, dtype=pl.Int64)
+    else:
+        text = pl.col(col).cast(pl.String).str.strip_chars()
+        f = text.cast(pl.Float64, strict=False)
+        i = text.cast(pl.Int64, strict=False)  # integer text is judged exactly, not through a float
+    whole = i.is_not_null() | (f.is_not_null() & f.is_finite() & (f == f.floor()))
+    # Beyond 2^53 a float no longer holds every integer, so 1e30, 2^63 or 2^53 + 1 is refused
+    # (and never reaches the Int64 cast, which would fail the whole batch).
+    too_big = pl.when(i.is_not_null()).then(i > MAX_REPLICATE).otherwise(f > MAX_REPLICATE)
+    negative = pl.when(i.is_not_null()).then(i < 0).otherwise(f < 0)
+    fits = whole & ~negative & ~too_big
+    value = pl.when(fits).then(pl.coalesce(i, f.cast(pl.Int64, strict=False))).otherwise(pl.lit(None, dtype=pl.Int64))
     err = (pl.when(missing).then(pl.lit("missing value"))
            .when(~whole).then(pl.format("not an integer: '{}'", shown))
-           .when(f < 0).then(pl.format("replicate {} is negative", shown))
+           .when(negative).then(pl.format("replicate {} is negative", shown))
+           .when(too_big).then(pl.format("replicate {} is larger than 2^53", shown))
            .otherwise(pl.lit(None, dtype=pl.String)))
     return value, err
 

@@ -617,7 +617,7 @@ def test_cli_ingests_a_directory_of_harness_logs(capsys, tmp_path, monkeypatch):
 
     # The flow is one Prefect task per file around ingest_file (tests/test_cli.py runs it under
     # Prefect); here the plain loop keeps the test free of the seconds a Prefect API costs to start.
-    def plain_flow(paths, db, benchmark, mapping, allow_rejects=False, lock_timeout=600.0):
+    def plain_flow(paths, db, benchmark, mapping, allow_rejects=False, lock_timeout=600.0, atomic=False):
         return [ingest_file(db, p, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
                             lock_timeout=lock_timeout) for p in paths]
 

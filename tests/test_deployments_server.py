@@ -98,7 +98,8 @@ def server(tmp_path_factory):
 
         _wait(healthy, 180, "the Prefect server", [server_log])
         serve = _start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
-                        str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard")],
+                        str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard"),
+                        "--allow-logs", str(work / "checkpoints")],
                        env, serve_log)
         _wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
         yield {"env": env, "db": db, "inbox": inbox, "arts": arts, "logs": [server_log, serve_log], "work": work}
@@ -109,7 +110,8 @@ def server(tmp_path_factory):
 
 
 def test_checkpoint_event_starts_an_audit_with_artifacts(server):
-    ckpt = server["work"] / "ckpt.csv"
+    ckpt = server["work"] / "checkpoints" / "ckpt.csv"  # an allowed folder outside the inbox (--allow-logs)
+    ckpt.parent.mkdir(exist_ok=True)
     ckpt.write_text("model,question,topic,area,correct\n"
                     + "".join(f"org/m@step-1,q{i},{t},{a},1\n" for i, t, a in
                               [(1, "algebra", "stem"), (2, "algebra", "stem"), (3, "algebra", "stem"),

@@ -19,11 +19,12 @@ full, so a wrong guess ends in an error naming the file, never in wrong rows.
 from __future__ import annotations
 
 import json
+import os
 import re
 import zipfile
 from pathlib import Path
 
-from benchcert.tasks.adapters import generic
+from benchcert.tasks.adapters import generic, limits
 from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeError, NativeSource
 from benchcert.tasks.mapping import FORMATS as GENERIC_FORMATS
 from benchcert.tasks.mapping import ColumnMapping
@@ -63,6 +64,7 @@ def sniff(path: Path) -> str | None:
 def _sniff_zip(path: Path) -> str | None:
     try:
         with zipfile.ZipFile(path) as z:
+            limits.check_archive(z, path)
             names = z.namelist()
             if any(n == "header.json" or n.startswith(("samples/", "_journal/")) for n in names):
                 return "inspect_ai"
@@ -71,6 +73,8 @@ def _sniff_zip(path: Path) -> str | None:
                 with z.open(jsons[0]) as fh:
                     prefix = fh.read(_PREFIX_BYTES).decode("utf-8", errors="replace")
                 return "mmlu_pro_raw" if _classify_prefix(prefix) == "mmlu_pro_raw" else None
+    except limits.DecompressionLimitError:
+        raise
     except (zipfile.BadZipFile, EOFError, OSError, ValueError):
         return "zip_unreadable"
     return None
@@ -78,7 +82,7 @@ def _sniff_zip(path: Path) -> str | None:
 
 def _sniff_text(path: Path) -> str | None:
     try:
-        with generic._open_text(path) as fh:
+        with generic._open_text(path, strict=False) as fh:
             first = ""
             for _ in range(5):  # tolerate a few blank lines before the first record
                 first = fh.readline(_FIRST_LINE_LIMIT)
@@ -99,7 +103,8 @@ def _sniff_text(path: Path) -> str | None:
                 if kind is not None or isinstance(obj, dict):
                     return kind  # a JSON object per line that no harness wrote: generic JSONL
             prefix = first[:_PREFIX_BYTES] + fh.read(max(0, _PREFIX_BYTES - len(first)))
-    except (OSError, EOFError):
+    except (OSError, EOFError, ValueError):
+        # Unreadable, or past a decompression limit: the reader that takes it reports why.
         return None
     return _classify_prefix(prefix)
 
@@ -210,14 +215,17 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
     root = Path(root)
     if is_helm_run(root):
         return [str(root)], []
-    files = sorted(x for x in root.rglob("*") if x.is_file() and not x.name.startswith("."))
+    files, unknown = _walk_files(root)
     helm_runs = sorted({f.parent for f in files if f.name == HELM_FILES[0] and is_helm_run(f.parent)})
     sources: list[Path] = list(helm_runs)
-    unknown: list[dict] = []
     for f in files:
         if any(run == f.parent or run in f.parents for run in helm_runs):
             continue  # read as part of its HELM run
-        kind = sniff(f)
+        try:
+            kind = sniff(f)
+        except limits.DecompressionLimitError:
+            sources.append(f)  # ingesting it reports the limit, by name
+            continue
         if kind == "helm_part":
             unknown.append(_unknown(f, "a HELM run file, but its directory lacks per_instance_stats.json or "
                                        "run_spec.json, so the run cannot be read"))
@@ -230,3 +238,42 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
                                        "inspect_ai, HELM or MMLU-Pro log; by name it is not "
                                        f"{', '.join(GENERIC_EXTENSIONS)}, optionally .gz)"))
     return [str(s) for s in sorted(sources, key=str)], unknown
+
+
+def _walk_files(root: Path) -> tuple[list[Path], list[dict]]:
+    """Regular files under ``root`` (hidden names skipped), and a report for every entry that is
+    not read: a symlink leading out of ``root`` or nowhere, a FIFO, socket or device.
+
+    Symlinked folders are not descended (a link could loop or lead out of the tree); a
+    symlinked file is read only when its target lies inside ``root``.
+    """
+    base = root.resolve()
+    files: list[Path] = []
+    unknown: list[dict] = []
+    def unreadable(err: OSError) -> None:
+        unknown.append(_unknown(Path(err.filename or root), f"an unreadable folder ({err.strerror or err})"))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable, followlinks=False):
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for d in list(dirs):
+            if (here / d).is_symlink():
+                dirs.remove(d)
+                unknown.append(_unknown(here / d, "a symlinked folder; not followed (give its target instead)"))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            f = here / name
+            if f.is_symlink():
+                target = f.resolve()
+                if not f.exists():
+                    unknown.append(_unknown(f, "a dangling symlink"))
+                    continue
+                if target != base and base not in target.parents:
+                    unknown.append(_unknown(f, f"a symlink to {target}, outside {root}; not followed"))
+                    continue
+            if not f.is_file():
+                unknown.append(_unknown(f, "not a regular file (a FIFO, socket or device); not read"))
+                continue
+            files.append(f)
+    return sorted(files), unknown

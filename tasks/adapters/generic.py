@@ -11,9 +11,9 @@ never hides the others.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+
+from benchcert.tasks.adapters import limits
 
 LINE = "__line__"
 BATCH_ROWS = 1_000_000
@@ -70,16 +72,111 @@ def detect_format(path: Path, override: str | None = None) -> str:
     raise AdapterError(f"{path}: cannot tell the format from the name; pass --format csv|jsonl|parquet")
 
 
-def _open_text(path: Path):
-    raw = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+def open_binary(path: Path):
+    """The file's bytes, decompressed (within the limits of :mod:`.limits`) when it is gzip."""
+    return limits.open_gzip(path) if is_gzip(path) else open(path, "rb")
+
+
+def _open_text(path: Path, *, strict: bool = True):
+    # Strict: a byte that is not UTF-8 refuses the file (replacing it would merge distinct
+    # names, e.g. models b"m\xff" and b"m\xfe"); a leading BOM is dropped.  Only sniffing a
+    # file's kind reads leniently.
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="strict" if strict else "replace",
+                            newline="")
+
+
+def utf8_error(path: Path) -> str | None:
+    """Where the file stops being UTF-8: '<path>: line L, byte offset B: ...', or None if it is UTF-8.
+
+    The byte offset counts from the start of the (decompressed) file.
+    """
+    offset = 0
+    with open_binary(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return (f"{path}: line {number}, byte offset {offset + exc.start}: not UTF-8 text "
+                        f"({exc.reason}, byte 0x{line[exc.start]:02x}); nothing from this file is stored")
+            offset += len(line)
+    return None
+
+
+def not_utf8(path: Path, exc: Exception | None = None) -> AdapterError:
+    """The error for a file that is not UTF-8, located by a second pass over its bytes."""
+    try:
+        where = utf8_error(path)
+    except (OSError, EOFError, ValueError) as err:
+        where = f"{path}: not UTF-8 text ({err})"
+    return AdapterError(where or f"{path}: not UTF-8 text: {exc}")
+
+
+class DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKeyError(f"key {dup!r} appears twice in one object")
+    return obj
+
+
+def loads_json(text: str | bytes):
+    """json.loads that refuses duplicate keys in one object (the last would silently win).
+
+    Raises ValueError for anything that is not acceptable JSON: a syntax error
+    (``json.JSONDecodeError``), a duplicate key, an integer of more than 4,300 digits, or
+    nesting too deep for the parser (RecursionError is turned into ValueError).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
+_SPACE_BEFORE_COLON = re.compile(r'"\s+:')
+
+
+def loads_json_line(text: str):
+    """:func:`loads_json` at json.loads' speed for the usual flat object.
+
+    Every key occurrence of an object written without blanks before its colon contains
+    ``":``, so when the text holds exactly as many ``":`` as the parsed object has keys (and
+    no ``"`` followed by blanks and a colon), no key can have occurred twice.  Anything else
+    (nested objects, such text inside values, blanks before colons) is parsed again with the
+    exact duplicate check.
+    """
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+    if isinstance(obj, dict) and (text.count('":') != len(obj) or _SPACE_BEFORE_COLON.search(text)):
+        return loads_json(text)
+    return obj
+
+
+def json_problem(exc: Exception) -> str:
+    """A short reason for a JSON value that :func:`loads_json` refused."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"unparsable JSON: {exc.msg} at column {exc.colno}"
+    if isinstance(exc, DuplicateKeyError):
+        return f"duplicate key: {exc}"
+    return f"unreadable JSON: {exc}"
 
 
 def file_columns(path: Path, fmt: str) -> list[str]:
     """Column names of the file (CSV header, Parquet schema, keys of the first JSON object)."""
     if fmt == "csv":
-        with _open_text(path) as fh:
-            header = next(csv.reader(fh), None)
+        try:
+            with _open_text(path) as fh:
+                header = next(csv.reader(fh), None)
+        except UnicodeDecodeError as exc:
+            raise not_utf8(path, exc) from None
+        except csv.Error as exc:
+            raise AdapterError(f"{path}: line 1: unreadable CSV header: {exc}") from None
         if not header:
             raise AdapterError(f"{path}: empty file, no CSV header on line 1")
         dupes = sorted({c for c in header if header.count(c) > 1})
@@ -89,14 +186,26 @@ def file_columns(path: Path, fmt: str) -> list[str]:
     if fmt == "parquet":
         return list(_parquet_file(path).schema_arrow.names)
     if fmt == "jsonl":
-        with _open_text(path) as fh:
-            for line in fh:
-                if line.strip():
+        # The keys of the first line that is a JSON object: a garbage first line is a bad row
+        # (reported with its line), not a reason to see no columns at all.
+        first_problem = None
+        try:
+            with _open_text(path) as fh:
+                for number, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
                     try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError:
-                        return []
-                    return list(obj) if isinstance(obj, dict) else []
+                        obj = loads_json(line)
+                    except ValueError as exc:
+                        first_problem = first_problem or f"line {number}: {json_problem(exc)}"
+                        continue
+                    if isinstance(obj, dict):
+                        return list(obj)
+                    first_problem = first_problem or f"line {number}: a JSON {type(obj).__name__}, not an object"
+        except UnicodeDecodeError as exc:
+            raise not_utf8(path, exc) from None
+        if first_problem:
+            raise AdapterError(f"{path}: no line is a JSON object ({first_problem})")
         raise AdapterError(f"{path}: empty file")
     raise AdapterError(f"{path}: unknown format {fmt!r}")
 
@@ -126,13 +235,22 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
                               raw=row.text))
         return "skip"
 
-    reader = pacsv.open_csv(
-        path,
-        read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
-        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
-                                             strings_can_be_null=False, include_columns=header),
-    )
+    # Compression is decided by content, not by the name pyarrow would go by; a gzip stream
+    # is decompressed within the limits.
+    source = open_binary(path) if is_gzip(path) else pa.OSFile(str(path))
+    try:  # pyarrow reads (and decodes) the first block here already
+        reader = pacsv.open_csv(
+            source,
+            read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
+                                                 strings_can_be_null=False, include_columns=header),
+        )
+    except BaseException as exc:
+        source.close()
+        if isinstance(exc, pa.ArrowInvalid):
+            raise _csv_error(path, exc) from None
+        raise
     valid_so_far = 0
     newlines_so_far = 0
     reported = 0
@@ -173,16 +291,33 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
         pending.clear()
         return out
 
-    for batch in reader:
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        if pending_rows >= batch_rows:
+    try:
+        for batch in _csv_record_batches(path, reader):
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows >= batch_rows:
+                yield flush()
+                pending_rows = 0
+        if pending or len(invalid) > reported:
+            if not pending:
+                pending.append(pa.RecordBatch.from_pylist([], schema=reader.schema))
             yield flush()
-            pending_rows = 0
-    if pending or len(invalid) > reported:
-        if not pending:
-            pending.append(pa.RecordBatch.from_pylist([], schema=reader.schema))
-        yield flush()
+    finally:
+        source.close()
+
+
+def _csv_record_batches(path: Path, reader) -> Iterator[pa.RecordBatch]:
+    """pyarrow's batches, with its text-decoding failure turned into a located error."""
+    try:
+        yield from reader
+    except pa.ArrowInvalid as exc:
+        raise _csv_error(path, exc) from None
+
+
+def _csv_error(path: Path, exc: Exception) -> AdapterError:
+    if "UTF8" in str(exc) or "UTF-8" in str(exc):
+        return not_utf8(path, exc)
+    return AdapterError(f"{path}: cannot parse as CSV: {exc}")
 
 
 def _jsonl_scalar(value):
@@ -210,14 +345,23 @@ def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[
         rejects.clear()
         return out
 
+    try:
+        yield from _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush)
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
+    if lines or rejects:
+        yield flush()
+
+
+def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush) -> Iterator[RawBatch]:
     with _open_text(path) as fh:
         for number, text in enumerate(fh, start=1):
             if not text.strip():
                 continue
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                rejects.append(Reject(number, "<row>", f"unparsable JSON: {exc.msg} at column {exc.colno}", text.rstrip("\r\n")))
+                obj = loads_json_line(text)
+            except ValueError as exc:
+                rejects.append(Reject(number, "<row>", json_problem(exc), text.rstrip("\r\n")[:2000]))
                 continue
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {type(obj).__name__}", text.rstrip("\r\n")))
@@ -237,18 +381,40 @@ def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[
             lines.append(number)
             if len(lines) >= batch_rows:
                 yield flush()
-    if lines or rejects:
-        yield flush()
 
 
 def _parquet_file(path: Path) -> pq.ParquetFile:
     try:
         if is_gzip(path):
-            with gzip.open(path, "rb") as fh:
+            with open_binary(path) as fh:
                 return pq.ParquetFile(pa.BufferReader(fh.read()))
         return pq.ParquetFile(path)
-    except pa.ArrowInvalid as exc:
+    except (pa.ArrowException, OSError, EOFError) as exc:
+        if isinstance(exc, limits.DecompressionLimitError):
+            raise
         raise AdapterError(f"{path}: not a readable Parquet file: {exc}") from None
+
+
+def _scalar_type(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return _scalar_type(t.value_type)
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
+            or getattr(pa.types, "is_string_view", lambda _: False)(t))
+
+
+def check_column_types(path: Path, fmt: str, columns: dict[str, str | None]) -> None:
+    """Refuse a Parquet column of a type no canonical field can hold (list, struct, binary, date, ...)."""
+    if fmt != "parquet":
+        return
+    schema = _parquet_file(path).schema_arrow
+    for canonical, col in columns.items():
+        if col is None or col not in schema.names:
+            continue
+        t = schema.field(col).type
+        if not _scalar_type(t):
+            raise AdapterError(f"{path}: column {col!r} (for {canonical}) has Parquet type {t}; "
+                               "expected text, a number or a boolean")
 
 
 def _parquet_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
@@ -268,7 +434,7 @@ def _parquet_batches(path: Path, columns: list[str], batch_rows: int) -> Iterato
     try:
         for frame in scan.collect_batches(chunk_size=batch_rows):
             yield RawBatch(frame=frame.with_columns(pl.col(LINE).cast(pl.Int64)).select(*columns, LINE))
-    except pl.exceptions.PolarsError as exc:
+    except (pl.exceptions.PolarsError, OSError) as exc:
         raise AdapterError(f"{path}: cannot read as Parquet: {exc}") from None
 
 

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchcert.tasks.adapters import generic, limits
 from benchcert.tasks.adapters.generic import Reject
 from benchcert.tasks.adapters.native import (
     NativeError, NativeSource, Row, check_mapped, load_json, score_choice, text_field)
@@ -81,6 +82,7 @@ class _Log:
         if self.zip:
             try:
                 with zipfile.ZipFile(path) as z:
+                    limits.check_archive(z, path)
                     names = z.namelist()
                     self.members = sorted((n for n in names if SAMPLE_MEMBER.match(n)), key=_natural)
                     if "header.json" in names:
@@ -112,11 +114,13 @@ class _Log:
 
     def _member_json(self, z: zipfile.ZipFile, name: str) -> Any:
         try:
-            return json.loads(z.read(name))
+            data = limits.read_member(z, name, self.path)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
             raise NativeError(f"{self.path}: member {name} cannot be read ({exc}); "
                               "the .eval file is truncated or corrupt") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        try:
+            return generic.loads_json(data)
+        except ValueError as exc:  # syntax, not UTF-8, a duplicate key, too deep
             raise NativeError(f"{self.path}: member {name} is not valid JSON ({exc})") from None
 
     @property

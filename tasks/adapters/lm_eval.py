@@ -71,7 +71,7 @@ def _companions(path: Path, any_name: bool) -> list[tuple[Path, dict]]:
             continue
         try:
             obj = json.loads(f.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        except (ValueError, RecursionError, OSError):  # not a results file we can read: not a companion
             continue
         if _is_results(obj):
             out.append((f, obj))
@@ -171,9 +171,11 @@ def _iter_objects(path: Path, old_layout: bool, array: list | None) -> Iterator[
             if not text.strip():
                 continue
             try:
-                yield number, json.loads(text), None
-            except json.JSONDecodeError as exc:
-                yield number, text.rstrip("\r\n"), f"unparsable JSON: {exc.msg} at column {exc.colno}"
+                obj = generic.loads_json_line(text)
+            except ValueError as exc:  # syntax, a duplicate key, an overlong integer, nesting too deep
+                yield number, text.rstrip("\r\n")[:2000], generic.json_problem(exc)
+                continue
+            yield number, obj, None
 
 
 def _first_object(path: Path, old_layout: bool, array: list | None) -> dict | None:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchcert.tasks.adapters import generic, limits
 from benchcert.tasks.adapters.generic import Reject
 from benchcert.tasks.adapters.native import NativeError, NativeSource, Row, check_mapped, text_field
 from benchcert.tasks.mapping import ColumnMapping
@@ -49,18 +50,19 @@ def _load(path: Path) -> tuple[list, str | None]:
     try:
         if is_zip:
             with zipfile.ZipFile(path) as z:
+                limits.check_archive(z, path)
                 members = [n for n in z.namelist() if n.lower().endswith(".json")]
                 if len(members) != 1:
                     raise NativeError(f"{path}: expected one JSON file in the archive, found {members}")
                 member = members[0]
-                data = z.read(member)
+                data = limits.read_member(z, member, path)
         else:
             data = path.read_bytes()
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise NativeError(f"{path}: not a readable zip archive ({exc}); the file is truncated or corrupt") from None
     try:
-        obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        obj = generic.loads_json(data)
+    except ValueError as exc:  # syntax, not UTF-8, a duplicate key, too deep
         where = f"member {member}" if member else "file"
         raise NativeError(f"{path}: {where} is not valid JSON ({exc}); it may be truncated") from None
     if not isinstance(obj, list):

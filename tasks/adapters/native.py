@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from benchcert.tasks.adapters import generic
 from benchcert.tasks.adapters.generic import LINE, AdapterError, RawBatch, Reject
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.schemas import DEFAULT_DOMAIN, DEFAULT_SUBJECT
@@ -178,12 +179,14 @@ def load_json(path: Path, what: str) -> Any:
     """Parse a whole JSON file, turning every failure into an error that names the file."""
     try:
         with open(path, "rb") as fh:
-            return json.loads(fh.read())
+            return generic.loads_json(fh.read())
     except json.JSONDecodeError as exc:
         raise NativeError(f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
                           "the file may be truncated") from None
     except UnicodeDecodeError as exc:
-        raise NativeError(f"{path}: {what} is not UTF-8 text: {exc}") from None
+        raise generic.not_utf8(path, exc) from None
+    except ValueError as exc:  # a duplicate key, an overlong integer, nesting too deep
+        raise NativeError(f"{path}: {what} is not acceptable JSON ({exc})") from None
 
 
 def to_float(value: Any) -> tuple[float | None, str | None]:

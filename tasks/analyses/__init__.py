@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from benchcert.tasks.matrices import BenchmarkMatrices
@@ -77,12 +78,33 @@ class AnalysisOutput:
 Analysis = Callable[[BenchmarkMatrices, AuditConfig], AnalysisOutput]
 
 
+#: Analyses every run needs (summary.json is built from them); a failure of any other one skips it.
+REQUIRED = ("scores",)
+
+
+class AnalysisSkipped(UserWarning):
+    """An analysis could not run on this benchmark's structure and was left out of the run."""
+
+
 def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
-    """Run one analysis, timing its work and keeping its warnings for the run summary."""
+    """Run one analysis, timing its work and keeping its warnings for the run summary.
+
+    An analysis other than :data:`REQUIRED` that raises on this data (one model, one item,
+    one subject, subjects of one item each, ...) is skipped: the run keeps the others and
+    says which one was skipped and why, instead of failing as a whole.
+    """
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = fn(matrices, config)
+        try:
+            out = fn(matrices, config)
+        except (ValueError, ArithmeticError, IndexError, KeyError, TypeError, np.linalg.LinAlgError) as exc:
+            if name in REQUIRED:
+                raise
+            reason = (f"{name}: {AnalysisSkipped.__name__}: skipped, it cannot run on this benchmark's structure "
+                      f"({len(matrices.models)} model(s), {matrices.n_items} item(s), {matrices.subjects.height} subject(s)): "
+                      f"{type(exc).__name__}: {exc}")
+            out = AnalysisOutput(name=name, warnings=[reason[:1000]])
     seconds = time.perf_counter() - start
     msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {w.message}" for w in caught))
     return AnalysisOutput(name=out.name, tables=out.tables, intervals=out.intervals, sections=out.sections,

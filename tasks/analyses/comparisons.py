@@ -28,7 +28,6 @@ The report gets a rank plot (rank intervals), the tied groups and the table.
 from __future__ import annotations
 
 import warnings
-from html import escape
 
 import numpy as np
 import polars as pl
@@ -44,6 +43,7 @@ from benchcert.stats.comparisons import (
 )
 from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
+from benchcert.tasks.report import escape  # the shared escaper: NUL, bidi controls
 from benchcert.tasks.report import Section, interval_plot_svg, table_html
 
 POWER = 0.8

@@ -15,7 +15,7 @@ items) beside the classical share.
 from __future__ import annotations
 
 import math
-from html import escape
+from benchcert.tasks.report import escape  # the shared escaper: NUL, bidi controls
 
 import numpy as np
 import polars as pl

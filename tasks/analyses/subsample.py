@@ -23,7 +23,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from html import escape
+from benchcert.tasks.report import escape  # the shared escaper: NUL, bidi controls
 
 import numpy as np
 import polars as pl

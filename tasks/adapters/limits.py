@@ -1,0 +1,145 @@
+"""Limits on what a compressed input may expand to (gzip streams, zip archives, .eval logs).
+
+A 522 KB zip can hold a 512 MiB member of zeros; read whole, it takes a gigabyte of memory
+before a single row is checked.  Every decompressing read in the adapters goes through this
+module, which counts the bytes it hands out and refuses the file as soon as a limit is
+crossed (the declared sizes in a zip directory are checked first, but they can lie, so the
+count is what holds).  The defaults are generous for real evaluation logs and can be set
+per process through environment variables:
+
+``BENCHCERT_MAX_DECOMPRESSED_BYTES``
+    total bytes one input may decompress to (default 16 GiB; a 10-million-row CSV is ~1 GiB);
+``BENCHCERT_MAX_ARCHIVE_MEMBERS``
+    members of one zip archive (default 100,000);
+``BENCHCERT_MAX_COMPRESSION_RATIO``
+    decompressed / compressed size once more than 64 MiB have come out (default 200; real
+    JSON and CSV logs compress 5-30x, a bomb of zeros ~1000x).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+_DEFAULTS = {"max_bytes": 16 << 30, "max_members": 100_000, "max_ratio": 200.0}
+_ENV = {"max_bytes": "BENCHCERT_MAX_DECOMPRESSED_BYTES", "max_members": "BENCHCERT_MAX_ARCHIVE_MEMBERS",
+        "max_ratio": "BENCHCERT_MAX_COMPRESSION_RATIO"}
+#: Below this many decompressed bytes the ratio is not judged (small, repetitive files are fine).
+RATIO_FLOOR = 64 << 20
+
+
+class DecompressionLimitError(ValueError):
+    """An input would decompress beyond a configured limit; the file is refused."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int
+    max_members: int
+    max_ratio: float
+
+
+def current() -> Limits:
+    """The limits in force, from the environment (read at every call so tests and servers can set them)."""
+    values = {}
+    for key, default in _DEFAULTS.items():
+        raw = os.environ.get(_ENV[key])
+        if raw is None or raw.strip() == "":
+            values[key] = default
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise DecompressionLimitError(f"{_ENV[key]}={raw!r} is not a number") from None
+        if not value > 0:
+            raise DecompressionLimitError(f"{_ENV[key]}={raw!r} must be positive")
+        values[key] = value if key == "max_ratio" else int(value)
+    return Limits(**values)
+
+
+def _too_big(path, what: str, limits: Limits, out: int, compressed: int | None) -> str | None:
+    if out > limits.max_bytes:
+        return (f"{path}: {what} decompresses to more than {limits.max_bytes:,} bytes "
+                f"(limit {_ENV['max_bytes']}); refused")
+    if compressed and out > RATIO_FLOOR and out > limits.max_ratio * compressed:
+        return (f"{path}: {what} decompresses more than {limits.max_ratio:g} times its compressed size "
+                f"({compressed:,} bytes; limit {_ENV['max_ratio']}); refused as a likely decompression bomb")
+    return None
+
+
+class LimitedReader(io.RawIOBase):
+    """A binary stream that raises :class:`DecompressionLimitError` once it has yielded too much.
+
+    ``compressed`` is the size of the compressed input, for the ratio limit.
+    """
+
+    def __init__(self, inner, path, what: str, *, compressed: int | None, limits: Limits | None = None):
+        self._inner, self._path, self._what = inner, path, what
+        self._compressed = compressed
+        self._limits = limits or current()
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._inner.read(len(b))
+        n = len(data)
+        b[:n] = data
+        self.count += n
+        problem = _too_big(self._path, self._what, self._limits, self.count, self._compressed)
+        if problem:
+            raise DecompressionLimitError(problem)
+        return n
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            super().close()
+
+
+def open_gzip(path: Path) -> io.BufferedReader:
+    """A gzip file's decompressed bytes, within the limits."""
+    import gzip
+
+    raw = LimitedReader(gzip.open(path, "rb"), path, "the gzip stream", compressed=os.path.getsize(path))
+    return io.BufferedReader(raw, buffer_size=1 << 20)
+
+
+def check_archive(z: zipfile.ZipFile, path) -> None:
+    """Refuse an archive whose directory already declares too many members or too many bytes."""
+    limits = current()
+    infos = z.infolist()
+    if len(infos) > limits.max_members:
+        raise DecompressionLimitError(f"{path}: zip archive has {len(infos):,} members "
+                                      f"(limit {limits.max_members:,}, {_ENV['max_members']}); refused")
+    declared = sum(i.file_size for i in infos)
+    compressed = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) else None
+    problem = _too_big(path, "the archive", limits, declared, compressed)
+    if problem:
+        raise DecompressionLimitError(problem + " (sizes declared in its directory)")
+
+
+def read_member(z: zipfile.ZipFile, name: str, path, *, limit: int | None = None) -> bytes:
+    """One member's bytes, read in chunks and refused as soon as it exceeds the limits.
+
+    ``limit`` caps the member below the configured total (e.g. a small header).
+    """
+    limits = current()
+    if limit is not None:
+        limits = Limits(max_bytes=min(limits.max_bytes, limit), max_members=limits.max_members,
+                        max_ratio=limits.max_ratio)
+    info = z.getinfo(name)
+    with z.open(info) as fh:
+        reader = LimitedReader(fh, path, f"member {name!r}", compressed=max(info.compress_size, 1), limits=limits)
+        chunks = []
+        while True:
+            chunk = reader.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)
