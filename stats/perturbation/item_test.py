@@ -261,7 +261,7 @@ def widened_range_test(null_counts, null_replicates, test_count, test_replicates
     Departure from the paper: the paper fixes eps from a plug-in range (Algorithm B/C), whose
     error it ignores (Corollary 2); here the margin is proportional to the observed range, which
     is what makes the level hold without knowing w.  The price is power with few null variants
-    (c = 39 for m = 2 at :math:`\alpha_I = 0.025`, 5.3 for m = 3, 0.69 for m = 8).
+    (with the default share, alpha_I = 0.04 at alpha = 0.05: c = 24 for m = 2, 4 for m = 3, 0.58 for m = 8).
     """
     k, r, kt, rt, alpha, ideal_share = _widened_iv(null_counts, null_replicates, test_count, test_replicates,
                                                    alpha, ideal_share)
