@@ -117,7 +117,8 @@ class PerturbationAudit:
     def item_rates(self, model: str, item_id: str) -> dict[str, float]:
         """Response rate of every variant of one item (for plots)."""
         part = self.counts.filter((pl.col("model") == model) & (pl.col("item_id") == item_id))
-        return {v: k / r for v, k, r in part.select("variant", "k", "r").iter_rows()}
+        total = "s" if "s" in part.columns else "k"          # mean score for fractional scores
+        return {v: k / r for v, k, r in part.select("variant", total, "r").iter_rows()}
 
 
 class VariantMatrices(BenchmarkMatrices):
@@ -365,7 +366,7 @@ def _with_bh(items: pl.DataFrame, alpha: float) -> pl.DataFrame:
 
 def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
     acc = (counts.group_by("model", "variant")
-           .agg((pl.col("k").sum() / pl.col("r").sum()).alias("test_accuracy")))
+           .agg((pl.col("s" if "s" in counts.columns else "k").sum() / pl.col("r").sum()).alias("test_accuracy")))
     if items.height == 0:
         return pl.DataFrame(schema=VARIANTS_SCHEMA)
 
@@ -416,7 +417,8 @@ def _benchmark_rates(counts: pl.DataFrame, design: VariantDesign) -> pl.DataFram
     roles.update({v: "tested" for v in design.test if v not in roles})
     roles[design.base] = "base"
     return (counts.filter(pl.col("variant").is_in(list(roles)))
-            .group_by("model", "variant").agg((pl.col("k").sum() / pl.col("r").sum()).alias("accuracy"),
+            .group_by("model", "variant").agg((pl.col("s" if "s" in counts.columns else "k").sum()
+                                               / pl.col("r").sum()).alias("accuracy"),
                                               pl.col("r").sum().alias("responses"))
             .with_columns(pl.col("variant").replace_strict(roles, default="other").alias("role"),
                           pl.col("variant").is_in(list(design.test)).alias("tested"))

@@ -11,25 +11,29 @@ variants (rewordings the user considers irrelevant) and :math:`p'` is the respon
 of a test variant.  Everything is estimated from binary replicates: a variant answered r times
 has :math:`\hat p = K / r`, :math:`K \sim \mathrm{Binomial}(r, p)`.
 
-What is here (pure numpy/scipy, no I/O):
+What is here (pure numpy/scipy, no I/O), one module per component:
 
-* :func:`composite_statistic` - Algorithm A, :math:`T_{m,r} = \min_j |\hat p_j - \hat p'|` (Eq. 3);
-* :func:`estimate_range` - Algorithm B with the unbiased uniform-endpoint correction (C2);
-* :func:`theory_bounds` - Lemma 2's m, the ideal size (Lemma 2), the size bound (Theorem 2) and
-  the average-power bound (Theorem 4); :func:`power_curve` - Lemma 3 and Theorem 3 as functions
-  of :math:`p'`;
-* :func:`design_search` - Algorithm C under a sampling budget (Theorems 2 and 4, not the misprinted
-  pseudo-code), or its exact-calibration variant; :func:`minimal_budget` - the smallest budget that
-  admits a valid design;
-* :func:`exact_size` / :func:`exact_power` - beyond the paper (C5): under Assumption 2 each null
-  :math:`\hat p_j` follows a uniform-binomial mixture, so size and average power are computable
-  exactly instead of bounded by the union bound :math:`2m/\sqrt r`;
-* :func:`composite_test` - the fixed-design mode for logs already collected: given the null
-  variants and replicates present, the smallest threshold that keeps the size at alpha, the
-  p-value and the decision, with explicit handling of degenerate null sets;
-* :func:`fisher_contrast` - the classical simple-null test (C6), :func:`benjamini_hochberg`,
-  :func:`energy_test` - Szekely-Rizzo energy distance with a permutation p-value (C7), and
-  :func:`simulate_rejection` - binomial-count Monte Carlo of the test (C4).
+* :mod:`.results` - the frozen result types;
+* :mod:`.statistic` - :func:`composite_statistic` (Algorithm A, :math:`T_{m,r} = \min_j |\hat p_j -
+  \hat p'|`, Eq. 3) and :func:`estimate_range` (Algorithm B with the unbiased uniform-endpoint
+  correction, not Remark 1's);
+* :mod:`.bounds` - the paper's bounds: :func:`lemma2_m`, :func:`theory_bounds` (Lemma 2, Theorems 2
+  and 4) and :func:`power_curve` (Lemma 3, Theorem 3);
+* :mod:`.exact` - beyond the paper: under Assumption 2 each null :math:`\hat p_j` follows a
+  uniform-binomial mixture, so :func:`exact_size` and :func:`exact_power` are computed exactly
+  (ties decided in integers) instead of bounded by the union term :math:`2m/\sqrt r`;
+* :mod:`.design` - :func:`design_search` (Algorithm C under a budget, Theorems 2 and 4 or the exact
+  calibration) and :func:`minimal_budget`;
+* :mod:`.item_test` - the per-item test for logs already collected: :func:`composite_test` and its
+  default, :func:`widened_range_test` (valid at alpha for every m >= 2 and replicate count, no
+  plug-in range), :func:`widened_range_test_scores` for fractional scores, the ``no_power`` /
+  ``no_alternative`` statuses;
+* :mod:`.plugin` - :func:`plugin_test`, the paper's plug-in calibration (assumption-dependent,
+  kept for comparison);
+* :mod:`.multiplicity` - :func:`benjamini_hochberg` across items.
+
+Two-sample tests (Fisher's exact test, the energy-distance test of section 6) live in
+:mod:`benchcert.stats.two_sample`; the Monte-Carlo simulator of the realistic test in the tests.
 
 Errata of the paper that this module does *not* copy (its Remark 1, Algorithm C and section 5.2):
 
