@@ -11,6 +11,7 @@ without touching the others.
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -106,9 +107,38 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
                       f"{type(exc).__name__}: {exc}")
             out = AnalysisOutput(name=name, warnings=[reason[:1000]])
     seconds = time.perf_counter() - start
-    msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {w.message}" for w in caught))
+    msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {_named(str(w.message), matrices)}" for w in caught))
     return AnalysisOutput(name=out.name, tables=out.tables, intervals=out.intervals, sections=out.sections,
                           warnings=out.warnings + msgs, seconds=seconds)
+
+
+_INDEX_LIST = re.compile(r"\b(model column\(s\)|subject\(s\)|domain\(s\))\s*\[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
+
+
+def _named(message: str, m: BenchmarkMatrices) -> str:
+    """The stats layer knows columns and codes, not names: a warning that lists "model column(s)
+    [3, 7]" (or subject/domain codes) reaches the user as the names of those models."""
+    def names_of(kind: str) -> list[str]:
+        if kind.startswith("model"):
+            return list(m.models)
+        subj = m.subjects.sort("subject_code")
+        if kind.startswith("subject"):
+            return subj["subject"].to_list()
+        dom = subj.select("domain", "domain_code").unique().sort("domain_code")
+        return dom["domain"].to_list()
+
+    def swap(match: re.Match) -> str:
+        kind, listed, more, total = match.group(1), match.group(2), match.group(3), match.group(4)
+        try:
+            names = names_of(kind)
+            picked = [names[int(i)] for i in listed.split(",") if i.strip()]
+        except (IndexError, ValueError, KeyError, pl.exceptions.PolarsError):
+            return match.group(0)
+        label = {"model column(s)": "model(s)"}.get(kind, kind)
+        rest = f", ... ({total} in all)" if more else ""
+        return f"{label} {', '.join(repr(n) for n in picked)}{rest}"
+
+    return _INDEX_LIST.sub(swap, message)
 
 
 def _registry() -> dict[str, Analysis]:
