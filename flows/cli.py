@@ -420,6 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"benchcert {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`benchcert runs ... | head`): stop quietly, as other Unix tools do;
+        # stdout is pointed at devnull so the interpreter's final flush cannot raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:
         if debug:
             raise

@@ -157,3 +157,15 @@ def test_audit_perturbation_base_is_the_audited_variant(variants_db, tmp_path):
     (table,) = list((tmp_path / "a").rglob("perturbation_variants.parquet"))
     frame = pl.read_parquet(table)
     assert set(frame["base"]) == {"b"} and set(frame["variant"]) == {"a", "c"}
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    """`benchcert schema all | head -1`: the closed pipe ends the command quietly (exit 141)."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "benchcert.flows.cli", "schema", "all"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
