@@ -1,7 +1,7 @@
 """Tests for benchcert.stats.planning (docs/methods.md, section 5).
 
 Every expected n is derived by hand in the test from the formula it cites (Hardt,
-"Detecting differences", ch. 3 = ../shared/papers/hardt-detecting-differences.txt; the
+"Detecting differences", chapter 3; the
 exchangeable-bounds paper's Theorem 5.2 and Table 4). The sufficiency claims get seeded
 Monte-Carlo checks judged with 99% Clopper-Pearson intervals, and the Hellinger erratum an
 exact total-variation computation.

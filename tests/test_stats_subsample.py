@@ -2,8 +2,7 @@
 
 Reference values:
 * Theorem 5.2 column and empirical columns of Table 4 of the exchangeable-bounds paper
-  (../shared/papers/exchangeable-bounded-difference-benchmarks.txt, section 7.5, Table 4:
-  N = 14,042, alpha = 0.05), with the pooled accuracies of its Table 1;
+  (section 7.5, Table 4: N = 14,042, alpha = 0.05), with the pooled accuracies of its Table 1;
 * h*(250, 14042, 0.05) ~ 6.2 pp (paper sec. 7.5);
 * closed forms re-derived by hand in each test from the formulas cited there.
 
