@@ -89,11 +89,11 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 
 def _registry() -> dict[str, Analysis]:
-    from benchcert.tasks.analyses import comparisons, hierarchical, intervals, perturbation, scores, subsample
+    from benchcert.tasks.analyses import calibration, comparisons, hierarchical, intervals, perturbation, scores, subsample
 
     return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
             "comparisons": comparisons.analyze, "subsample": subsample.analyze,
-            "perturbation": perturbation.analyze}
+            "perturbation": perturbation.analyze, "calibration": calibration.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()
