@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchcert.tasks.adapters import detect, generic, native
+from benchcert.tasks.adapters import detect, generic, native, probs
 from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.prefetch import ValidatedBatches
@@ -120,9 +120,11 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
         report.format = fmt = generic.detect_format(path, mapping.format)
         report.sha256 = sha = sha256_file(path)
         cols = resolve_columns(path, fmt, mapping, benchmark)
+        prob_cols = probs.mapped_columns(mapping.columns, generic.file_columns(path, fmt), path)
         config = json.dumps({"benchmark": benchmark, "columns": cols, "format": fmt,
-                             "allow_rejects": allow_rejects}, sort_keys=True)
-        reader = _GenericReader(path, fmt, cols)
+                             "allow_rejects": allow_rejects, **({"probs": prob_cols} if prob_cols else {})},
+                            sort_keys=True)
+        reader = _GenericReader(path, fmt, cols, prob_cols)
         batches = ValidatedBatches(reader.batches(batch_rows), cols, benchmark)  # starts reading now
         try:
             with open_store(db, write=True, lock_timeout=lock_timeout) as con:
@@ -150,12 +152,15 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
 class _GenericReader:
     """The generic adapter behind the interface _stage_and_insert reads (native sources have the same)."""
 
-    def __init__(self, path: Path, fmt: str, cols: dict):
+    def __init__(self, path: Path, fmt: str, cols: dict, prob_cols: dict | None = None):
         self.path, self.format = path, fmt
-        self.file_cols = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
+        self.prob_cols = prob_cols or {}  # --map prob_<option>= / label=: option probabilities, kept aside
+        self.file_cols = [c for c in dict.fromkeys([*(c for c in cols.values() if c is not None),
+                                                    *self.prob_cols.values()])]
 
     def batches(self, batch_rows: int):
-        return generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
+        raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
+        return probs.attach(raw, self.prob_cols) if self.prob_cols else raw
 
     def raw_text(self, lines: set[int]) -> dict[int, str]:
         return generic.raw_text(self.path, self.format, lines)
