@@ -119,3 +119,43 @@ def test_reingesting_with_another_probability_mapping_is_a_new_source(tmp_path):
     # (a known limitation, in the README); a fresh store gets them.
     assert stored(db).height == 0
     json.dumps(r.as_dict())
+
+
+# --------------------------------------------------------------------------------------
+# inspect_ai logs whose answer token carries logprobs
+
+
+INSPECT_ARC = __import__("pathlib").Path(__file__).resolve().parent / "data" / "native" / "inspect_ai" / "data_arc_qwen.json"
+
+
+def _with_logprobs(sample, top):
+    """The real sample with the logprobs inspect_ai records when asked (answer token 'A' after 'ANSWER:')."""
+    toks = [{"token": "ANSWER", "logprob": -0.01, "top_logprobs": []},
+            {"token": ":", "logprob": -0.01, "top_logprobs": []},
+            {"token": " A", "logprob": top[0][1], "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}]
+    sample["output"]["choices"][0]["logprobs"] = {"content": toks}
+    return sample
+
+
+def test_inspect_ai_answer_token_logprobs_become_option_probabilities(tmp_path):
+    log = json.loads(INSPECT_ARC.read_text())
+    tops = [[(" A", -0.2), (" B", -2.0), (" C", -3.0), ("D", -4.0)],
+            [(" A", -0.1), (" B", -2.5), ("\n", -3.0)],   # C and D outside the top alternatives: probability 0
+            None]                                          # the third sample keeps no logprobs
+    for s, top in zip(log["samples"], tops):
+        if top:
+            _with_logprobs(s, top)
+    path = tmp_path / "arc_logprobs.json"
+    path.write_text(json.dumps(log))
+    db = tmp_path / "s.duckdb"
+    from benchcert.tasks.mapping import ColumnMapping
+
+    r = ingest_file(db, path, benchmark=None, mapping=ColumnMapping())
+    assert r.status == "ingested", r.message
+    got = {k: (p, lab) for k, p, lab in stored(db).iter_rows()}
+    assert set(got) == {"1", "2"}
+    e = np.exp([-0.2, -2.0, -3.0, -4.0])
+    np.testing.assert_allclose(got["1"][0], e / e.sum(), rtol=1e-12)
+    e = np.exp([-0.1, -2.5])
+    np.testing.assert_allclose(got["2"][0], [*(e / e.sum()), 0.0, 0.0], rtol=1e-12)
+    assert got["1"][1] == 0 and got["2"][1] == 1  # targets A and B
