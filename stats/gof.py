@@ -41,7 +41,11 @@ Two ways of keeping the fitting and evaluation data apart (section 2.3):
   distinguisher is fitted on the other folds' evaluation items; the rank statistic is
   scale-free, so even a distinguisher fitted to noise ranks items by that noise) and (14)
   ignores the covariance.  Cross-fitting is therefore offered with that warning in its
-  ``assumptions``, and ``split`` is the default.
+  ``assumptions``, and ``split`` is the default;
+* ``null_draws=B`` (either method) replaces z_{1-alpha} by a Monte Carlo cut-off: the
+  statistic is recomputed on B data sets whose labels are redrawn from eta_hat, which under
+  the exact null (rho = 0) have the observed data's distribution, so the test is exact at
+  level alpha for delta = 0 (a departure from the paper, which restores cross-fitting's level).
 
 Departures from the paper, all documented in the result's ``assumptions``:
 
@@ -70,6 +74,7 @@ from scipy.special import ndtr, ndtri
 from ._common import check_alpha, warn_degenerate
 
 __all__ = [
+    "CALIBRATED_NOTE",
     "CROSSFIT_LEVEL_NOTE",
     "DISTINGUISHERS",
     "GofResult",
@@ -97,7 +102,12 @@ CROSSFIT_LEVEL_NOTE = (
     "cross-fit type-I error exceeds alpha at the exact null in our simulations (0.08-0.10 at alpha = 0.05 in "
     "the paper's logistic setting and with few features): the fold statistics are positively correlated "
     "(each fold's distinguisher is fitted on the other folds' items) and variance (14) leaves that out; "
-    "use method='split' when the decision must hold its level")
+    "use method='split', or null_draws=B for a cut-off calibrated by simulation, when the decision must hold "
+    "its level")
+
+CALIBRATED_NOTE = ("cut-off calibrated on {b} data sets with labels redrawn from the predicted probabilities: "
+                   "exact at level alpha for delta = 0 (Monte Carlo test); for delta > 0 the exact-null spread "
+                   "is used as an approximation")
 
 #: Distinguisher procedures offered by name (any scikit-learn classifier may also be passed).
 DISTINGUISHERS = ("logistic", "gbm", "rf")
@@ -150,6 +160,11 @@ class GofResult:
         Per fold (crossfit) or the single evaluation half (split).
     distinguisher : str
         The distinguisher procedure used.
+    critical_value : float
+        The cut-off of the standardised statistic: z_{1-alpha}, or the Monte Carlo quantile when
+        ``null_draws`` > 0.
+    null_draws : int
+        Data sets simulated under the exact null to calibrate the cut-off (0 = normal cut-off).
     assumptions : tuple of str
     """
 
@@ -171,6 +186,8 @@ class GofResult:
     fold_statistics: tuple[float, ...]
     fold_sigmas: tuple[float, ...]
     distinguisher: str
+    critical_value: float
+    null_draws: int
     assumptions: tuple[str, ...]
 
     def as_dict(self) -> dict:
@@ -416,6 +433,29 @@ def _evaluate(g: _PerLabel, x, y, y2, rng) -> tuple[float, float, int]:
     return t, var, len(y)
 
 
+def _statistic(x, y, p, method, folds, distinguisher, split_fraction, rng):
+    """T, sigma_hat, m, folds used, fold statistics and fold variances for one data set (Algorithm 1 or 2)."""
+    n, n_labels = p.shape
+    y2 = second_sample(p, rng=rng)
+    perm = rng.permutation(n)
+    stats_, variances, sizes = [], [], []
+    if method == "split":
+        n1 = int(round(split_fraction * n))
+        parts = [(perm[:n1], perm[n1:])]
+    else:
+        parts = [(np.setdiff1d(perm, ev, assume_unique=True), ev) for ev in np.array_split(perm, folds)]
+    for fit, ev in parts:
+        g = _PerLabel(distinguisher, n_labels, rng).fit(x[fit], y[fit], y2[fit])
+        t, v, m = _evaluate(g, x[ev], y[ev], y2[ev], rng)
+        stats_.append(t)
+        variances.append(v)
+        sizes.append(m)
+    w = np.asarray(sizes, dtype=float) / float(sum(sizes))
+    n_eval = int(sum(sizes))
+    return (float(np.dot(w, stats_)), math.sqrt(float(np.dot(w, variances))), n_eval,
+            2 if method == "split" else folds, stats_, variances)
+
+
 # --------------------------------------------------------------------------------------
 # the test
 
@@ -434,7 +474,7 @@ _ASSUMPTIONS = (
 
 def gof_test(features, labels, probs, *, method: str = "split", folds: int = 5,
              distinguisher="logistic", delta: float = 0.0, alpha: float = 0.05, rng=None,
-             split_fraction: float = 0.5) -> GofResult:
+             split_fraction: float = 0.5, null_draws: int = 0) -> GofResult:
     """Test whether predicted probabilities fit hold-out labels (black-box GoF paper, Algorithms 1-2).
 
     Parameters
@@ -464,6 +504,13 @@ def gof_test(features, labels, probs, *, method: str = "split", folds: int = 5,
         Source of every random draw (Y', folds, tie-breaking, distinguisher seeds).
     split_fraction : float
         Share of items used to fit the distinguisher in the split version (paper: 0.5).
+    null_draws : int
+        0 (default): the normal cut-off z_{1-alpha} of the paper.  B > 0: the cut-off is the
+        ceil((1 - alpha)(B + 1))-th smallest of B standardised statistics computed on data sets
+        whose labels are redrawn from ``probs`` - a Monte Carlo test, exact at level alpha for
+        delta = 0 whatever the method, n or distinguisher (B + 1 times the work); for delta > 0
+        the exact-null spread stands in for the spread at the boundary (an approximation).
+        Needs (1 - alpha)(B + 1) <= B, i.e. B >= 1/alpha - 1.
 
     Returns
     -------
@@ -485,6 +532,12 @@ def gof_test(features, labels, probs, *, method: str = "split", folds: int = 5,
     """
     x, y, p, delta, alpha, folds, split_fraction = _gof_test_iv(
         features, labels, probs, method, folds, delta, alpha, split_fraction)
+    if isinstance(null_draws, (bool, np.bool_)) or not isinstance(null_draws, numbers.Integral) or null_draws < 0:
+        raise ValueError(f"null_draws must be a non-negative integer; got {null_draws!r}")
+    null_draws = int(null_draws)
+    if null_draws and math.ceil((1.0 - alpha) * (null_draws + 1)) > null_draws:
+        raise ValueError(f"null_draws must be at least {math.ceil(1 / alpha - 1)} for alpha = {alpha:g}; "
+                         f"got {null_draws}")
     rng = _rng(rng)
     n, n_labels = p.shape
     name = distinguisher if isinstance(distinguisher, str) else type(distinguisher).__name__
@@ -492,44 +545,41 @@ def gof_test(features, labels, probs, *, method: str = "split", folds: int = 5,
 
     from threadpoolctl import threadpool_limits
 
-    y2 = second_sample(p, rng=rng)
-    perm = rng.permutation(n)
-    stats_, variances, sizes = [], [], []
     with threadpool_limits(limits=1):  # many small fits: BLAS threads only add overhead on a shared machine
-        if method == "split":
-            n1 = int(round(split_fraction * n))
-            fit, ev = perm[:n1], perm[n1:]
-            g = _PerLabel(distinguisher, n_labels, rng).fit(x[fit], y[fit], y2[fit])
-            t, v, m = _evaluate(g, x[ev], y[ev], y2[ev], rng)
-            stats_, variances, sizes = [t], [v], [m]
-            n_eval, k_used = m, 2
-        else:
-            for ev in np.array_split(perm, folds):
-                fit = np.setdiff1d(perm, ev, assume_unique=True)
-                g = _PerLabel(distinguisher, n_labels, rng).fit(x[fit], y[fit], y2[fit])
-                t, v, m = _evaluate(g, x[ev], y[ev], y2[ev], rng)
-                stats_.append(t)
-                variances.append(v)
-                sizes.append(m)
-            n_eval, k_used = n, folds
-    w = np.asarray(sizes, dtype=float) / float(sum(sizes))
-    t_all = float(np.dot(w, stats_))
-    sigma = math.sqrt(float(np.dot(w, variances)))
-    z = float(ndtri(1.0 - alpha))
+        t_all, sigma, n_eval, k_used, stats_, variances = _statistic(
+            x, y, p, method, folds, distinguisher, split_fraction, rng)
+        if null_draws:
+            # Under H0: rho = 0 the labels are draws from the predicted probabilities, so data sets with
+            # labels redrawn from them have the observed data's distribution: a Monte Carlo test.
+            null_z = np.empty(null_draws)
+            for b in range(null_draws):
+                tb, sb, mb, *_ = _statistic(x, second_sample(p, rng=rng), p, method, folds, distinguisher,
+                                            split_fraction, rng)
+                null_z[b] = math.sqrt(mb) * (tb - 0.5) / sb if sb > 0 else 0.0
     if sigma <= 0.0:  # cannot happen with tie-breaking uniforms, kept as a guard
         warn_degenerate("the rank-sum statistic has zero estimated variance; delta_min equals T - 1/2")
-    delta_min = t_all - 0.5 - sigma * z / math.sqrt(n_eval)
     zstat = (math.sqrt(n_eval) * (t_all - 0.5 - delta) / sigma) if sigma > 0 else math.copysign(math.inf, t_all - 0.5 - delta)
-    p_value = float(ndtr(-zstat))
+    if null_draws:
+        k = math.ceil((1.0 - alpha) * (null_draws + 1))
+        crit = float(np.sort(null_z)[k - 1])
+        p_value = float((1 + np.count_nonzero(null_z >= zstat)) / (null_draws + 1))
+    else:
+        crit = float(ndtri(1.0 - alpha))
+        p_value = float(ndtr(-zstat))
+    delta_min = t_all - 0.5 - sigma * crit / math.sqrt(n_eval)
     if method == "crossfit":
         how = (f"Algorithm 2: valid under the paper's stability condition on the distinguisher (Assumption 2); "
-               f"{folds} folds, fold statistics weighted by fold size", CROSSFIT_LEVEL_NOTE)
+               f"{folds} folds, fold statistics weighted by fold size",
+               CALIBRATED_NOTE.format(b=null_draws) if null_draws else CROSSFIT_LEVEL_NOTE)
     else:
         how = (f"Algorithm 1: distinguisher fitted on {n - n_eval} items, statistic on the other {n_eval}",)
+        if null_draws:
+            how += (CALIBRATED_NOTE.format(b=null_draws),)
     assumptions = _ASSUMPTIONS + how
     return GofResult(
         statistic=t_all, estimate=t_all - 0.5, sigma=sigma, delta_min=delta_min, lower=max(delta_min, 0.0),
         upper=0.5, delta=delta, reject=bool(delta < delta_min), p_value=p_value, alpha=alpha, n=n,
         n_eval=n_eval, n_labels=n_labels, method=method, folds=k_used,
         fold_statistics=tuple(float(s) for s in stats_),
-        fold_sigmas=tuple(math.sqrt(v) for v in variances), distinguisher=name, assumptions=assumptions)
+        fold_sigmas=tuple(math.sqrt(v) for v in variances), distinguisher=name, critical_value=crit,
+        null_draws=null_draws, assumptions=assumptions)

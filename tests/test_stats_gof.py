@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import roc_auc_score
 
 from simcheck import rate_ci
@@ -195,6 +196,49 @@ def test_crossfit_level_at_the_exact_null_is_reported_as_measured():
     assert any("exceeds alpha" in a for a in gof_test(x, y, p, method="crossfit", rng=0).assumptions)
 
 
+class MeanShift(ClassifierMixin, BaseEstimator):
+    """A fast learned distinguisher (projection on the difference of class means), so that the Monte Carlo
+    check can afford many replications; like logistic regression it learns a direction from the data."""
+
+    def fit(self, x, c):
+        self.classes_ = np.array([0.0, 1.0])
+        self.w_ = x[c == 1].mean(axis=0) - x[c == 0].mean(axis=0)
+        return self
+
+    def predict_proba(self, x):
+        s = 1.0 / (1.0 + np.exp(-(x @ self.w_)))
+        return np.c_[1.0 - s, s]
+
+
+def test_monte_carlo_cut_off_restores_crossfit_level_reduced():
+    # null_draws=B: a Monte Carlo test, exact at alpha for delta = 0 when (B + 1) alpha is whole.  Here
+    # alpha = 0.2 with B = 4 (reject when the observed statistic beats all 4 redrawn ones: probability
+    # exactly 1/5), 300 replications at n = 200, d = 3.  Observed 0.177 (seed 14); the normal cut-off
+    # rejects 0.307 of the same data sets at alpha = 0.2, which this test also checks.
+    rng = np.random.default_rng(14)
+    reps, hits, plain = 300, 0, 0
+    z = 0.8416212335729143  # z_{0.8}
+    for _ in range(reps):
+        x, y, p = logistic_setting(200, 3, alternative=False, rng=rng)
+        r = gof_test(x, y, p, method="crossfit", rng=rng, null_draws=4, alpha=0.2, distinguisher=MeanShift())
+        hits += r.reject
+        plain += r.statistic - 0.5 - r.sigma * z / math.sqrt(r.n_eval) > 0
+        assert r.reject == (r.p_value <= 0.2) == (r.delta_min > 0) and r.null_draws == 4
+    assert any("Monte Carlo" in a for a in r.assumptions)
+    rate, lo, hi = rate_ci(hits, reps)
+    assert lo <= 0.2 <= hi, (rate, lo, hi)
+    rate, lo, hi = rate_ci(plain, reps)
+    assert lo > 0.2, (rate, lo, hi)
+
+
+def test_monte_carlo_cut_off_needs_enough_draws():
+    x, y, p = logistic_setting(200, 3, alternative=False, rng=np.random.default_rng(1))
+    with pytest.raises(ValueError, match="null_draws must be at least 19 for alpha = 0.05"):
+        gof_test(x, y, p, null_draws=10, rng=0)
+    with pytest.raises(ValueError, match="null_draws must be a non-negative integer"):
+        gof_test(x, y, p, null_draws=-1, rng=0)
+
+
 def test_power_against_the_reversed_model_and_crossfit_above_split_reduced():
     # theta = -theta*: the paper's alternative.  At tolerance 0 both versions always reject; the
     # lower bounds delta_min order as in Figure 1: cross-fit (more data to fit g) above sample-split.
@@ -212,6 +256,18 @@ def test_power_against_the_reversed_model_and_crossfit_above_split_reduced():
 
 # --------------------------------------------------------------------------------------
 # full scale (make study)
+
+
+@pytest.mark.slow
+def test_monte_carlo_cut_off_crossfit_level_full():
+    # alpha = 0.05, B = 19 (exact: reject with probability 1/20 under the null), 400 replications at
+    # n = 400, d = 20, where the normal cut-off rejects ~0.16.
+    rng = np.random.default_rng(15)
+    reps = 400
+    hits = sum(gof_test(*logistic_setting(400, 20, alternative=False, rng=rng), method="crossfit", rng=rng,
+                        null_draws=19).reject for _ in range(reps))
+    rate, lo, hi = rate_ci(hits, reps)
+    assert lo <= 0.05 <= hi, (rate, lo, hi)
 
 
 @pytest.mark.slow
