@@ -112,6 +112,12 @@ def test_gof_command_separates_the_calibrated_from_the_overconfident_model(store
                        "--method", "crossfit", "--distinguisher", "gbm", "--delta", "0.01", "--json")
     (r,) = json.loads(out)["models"]
     assert code == 0 and r["folds"] == 5 and r["n_eval"] == 300 and "cross-fit" in r["note"]
+    code, out, _ = cli("gof", "--db", store["db"], "--benchmark", "mmlu", "--model", "org/overconfident",
+                       "--method", "crossfit", "--null-draws", "19", "--json")
+    (r,) = json.loads(out)["models"]
+    assert code == 0 and r["null_draws"] == 19 and r["reject"] and r["note"] is None
+    code, _, err = cli("gof", "--db", store["db"], "--benchmark", "mmlu", "--null-draws", "5")
+    assert code == 2 and "at least 19" in err
     code, text, _ = cli("gof", "--db", store["db"], "--benchmark", "mmlu")
     assert code == 0 and "org/overconfident" in text and "delta_min" in text
 

@@ -47,7 +47,8 @@ CALIBRATION_SCHEMA = {
     "ece": pl.Float64, "ece_null": pl.Float64, "n_bins": pl.Int64,
     "gof_method": pl.String, "gof_distinguisher": pl.String, "gof_n_eval": pl.Int64,
     "gof_statistic": pl.Float64, "gof_sigma": pl.Float64, "gof_delta_min": pl.Float64, "gof_delta": pl.Float64,
-    "gof_reject": pl.Boolean, "gof_p_value": pl.Float64, "alpha": pl.Float64, "note": pl.String,
+    "gof_reject": pl.Boolean, "gof_p_value": pl.Float64, "gof_critical_value": pl.Float64, "alpha": pl.Float64,
+    "note": pl.String,
 }
 
 
@@ -126,7 +127,7 @@ def _bad_row(probs: np.ndarray, labels: np.ndarray) -> str | None:
 
 def evaluate_model(frame: pl.DataFrame, *, alpha: float = 0.05, method: str = "split", folds: int = 5,
                    distinguisher: str = "logistic", delta: float = 0.0, seed: int = AUDIT_SEED,
-                   n_bins: int = 15) -> tuple[dict, dict | None]:
+                   n_bins: int = 15, null_draws: int = 0) -> tuple[dict, dict | None]:
     """Calibration summaries and the GoF test of one model's rows; (row, reliability bins or None).
 
     A model with too few labelled items for the test gets its calibration numbers and a
@@ -153,11 +154,13 @@ def evaluate_model(frame: pl.DataFrame, *, alpha: float = 0.05, method: str = "s
                log_loss_upper=cal.log_loss.upper, ece=cal.ece, ece_null=cal.ece_null)
     try:
         g = gof_test(x, y, p, method=method, folds=folds, distinguisher=distinguisher, delta=delta, alpha=alpha,
-                     rng=rng)
+                     rng=rng, null_draws=null_draws)
         row.update(gof_n_eval=g.n_eval, gof_statistic=g.statistic, gof_sigma=g.sigma, gof_delta_min=g.delta_min,
                    gof_reject=g.reject, gof_p_value=g.p_value)
-        if method == "crossfit":
-            notes.append("cross-fit: its type-I error exceeded alpha in our simulations (see README)")
+        row["gof_critical_value"] = g.critical_value
+        if method == "crossfit" and not null_draws:
+            notes.append("cross-fit with the normal cut-off: its type-I error exceeded alpha in our simulations "
+                         "(see README); --null-draws B calibrates the cut-off")
     except GofSampleSizeError as exc:
         notes.append(f"no goodness-of-fit test: {exc}")
     row["note"] = "; ".join(notes) or None
