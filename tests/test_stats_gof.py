@@ -93,6 +93,8 @@ def test_fewer_than_the_minimum_items_is_refused_not_answered():
     with pytest.raises(GofSampleSizeError, match="items per fold"):
         gof_test(x, y, p, method="crossfit", folds=10, rng=0)
     assert gof_test(x, y, p, method="crossfit", folds=5, rng=0).n == MIN_ITEMS
+    with pytest.raises(GofSampleSizeError, match="leaves 60 of 200 items"):
+        gof_test(x, y, p, method="split", split_fraction=0.7, rng=0)
 
 
 @pytest.mark.parametrize("mutate, fragment", [
@@ -173,6 +175,13 @@ def _null_rate(method, n, d, reps, seed):
         x, y, p = logistic_setting(n, d, alternative=False, rng=rng)
         hits += gof_test(x, y, p, method=method, rng=rng).reject
     return hits
+
+
+def test_split_holds_its_level_at_the_minimum_number_of_items():
+    # n = MIN_ITEMS = 200 (evaluation half of 100), d = 5, 300 replications.  Observed 0.033 (seed 16).
+    reps = 300
+    rate, lo, hi = rate_ci(_null_rate("split", MIN_ITEMS, 5, reps, 16), reps)
+    assert lo <= 0.05 <= hi, (rate, lo, hi)
 
 
 def test_split_holds_its_level_in_the_logistic_setting_reduced():
