@@ -260,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")
     sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                     help="canonical field fed by a file column, e.g. --map item_id=question_id (repeatable); "
-                         "fields: benchmark model item_id subject domain score variant replicate")
+                         "fields: benchmark model item_id subject domain score variant replicate; "
+                         "prob_<option> (one per option) and label (the correct option) for option probabilities")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
     sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
                     help="file format (default: harness logs from their content, tables from the name)")
