@@ -153,13 +153,15 @@ class _GenericReader:
     """The generic adapter behind the interface _stage_and_insert reads (native sources have the same)."""
 
     def __init__(self, path: Path, fmt: str, cols: dict, prob_cols: dict | None = None):
-        self.path, self.format = path, fmt
+        self.path, self.format, self.cols = path, fmt, cols
         self.prob_cols = prob_cols or {}  # --map prob_<option>= / label=: option probabilities, kept aside
         self.file_cols = [c for c in dict.fromkeys([*(c for c in cols.values() if c is not None),
                                                     *self.prob_cols.values()])]
 
     def batches(self, batch_rows: int):
         raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
+        if "option" in self.prob_cols:
+            return probs.attach_long(raw, self.prob_cols, self.cols)
         return probs.attach(raw, self.prob_cols) if self.prob_cols else raw
 
     def raw_text(self, lines: set[int]) -> dict[int, str]:

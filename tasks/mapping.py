@@ -44,13 +44,9 @@ class ColumnMapping:
 def _check_field(name: str, origin: str) -> None:
     from benchcert.tasks.adapters.probs import is_probability_field
 
-    if name in ("option", "prob"):
-        raise MappingError(f"{origin}: long-form probabilities (one row per option) are not read yet; give one "
-                           "column per option with --map prob_<option>=COLUMN and the correct option with "
-                           "--map label=COLUMN")
     if name not in CANONICAL_FIELDS and not is_probability_field(name):
         raise MappingError(f"{origin}: unknown canonical field {name!r}; fields are {', '.join(CANONICAL_FIELDS)}, "
-                          "and prob_<option> / label for option probabilities")
+                          "and prob_<option> / option, prob / label for option probabilities")
 
 
 def parse_mapping(pairs: list[str] | None = None, config: str | Path | None = None,

@@ -92,8 +92,8 @@ def test_bad_probabilities_refuse_the_file_with_file_line_and_field(tmp_path, co
 
 
 def test_mapping_errors_are_clear(tmp_path):
-    with pytest.raises(MappingError, match="long-form probabilities"):
-        parse_mapping(["option=opt", "prob=p"])
+    with pytest.raises(MappingError, match="unknown canonical field 'probability'"):
+        parse_mapping(["probability=p"])
     path = tmp_path / "p.csv"
     table().write_csv(path)
     db = tmp_path / "s.duckdb"
@@ -159,3 +159,65 @@ def test_inspect_ai_answer_token_logprobs_become_option_probabilities(tmp_path):
     e = np.exp([-0.1, -2.5])
     np.testing.assert_allclose(got["2"][0], [*(e / e.sum()), 0.0, 0.0], rtol=1e-12)
     assert got["1"][1] == 0 and got["2"][1] == 1  # targets A and B
+
+
+# --------------------------------------------------------------------------------------
+# long form: one row per option (--map option=COLUMN --map prob=COLUMN)
+
+LONG_MAP = ["model=m", "item_id=q", "score=correct", "option=opt", "prob=p", "label=gold"]
+
+
+def long_table(n=5, seed=0):
+    wide = table(n, seed)
+    return (wide.unpivot(index=["m", "q", "correct", "gold"], on=["pA", "pB", "pC"], variable_name="opt",
+                         value_name="p")
+            .with_columns(pl.col("opt").str.slice(1)).sort("q", "opt", descending=[False, True])), wide
+
+
+def test_long_form_rows_are_gathered_per_response(tmp_path):
+    long, wide = long_table()
+    path = tmp_path / "long.csv"
+    long.write_csv(path)
+    db = tmp_path / "s.duckdb"
+    r = ingest_file(db, path, benchmark="b", mapping=parse_mapping(LONG_MAP))
+    assert r.status == "ingested" and r.rows_added == 5 and r.duplicate_rows_in_file == 10, r.message
+    got = stored(db)
+    np.testing.assert_allclose(np.array(got["probs"].to_list()), wide.select("pA", "pB", "pC").to_numpy(),
+                               rtol=1e-9)  # options ordered by name whatever the row order
+    assert got["label"].to_list() == [["A", "B", "C"].index(g) for g in wide["gold"]]
+
+
+@pytest.mark.parametrize("change, fragment, n_lines", [
+    (lambda d: d.with_columns(pl.when(pl.int_range(pl.len()) == 4).then(pl.lit(-0.2)).otherwise(pl.col("p"))
+                              .alias("p")), "negative probability", 3),
+    (lambda d: d.with_columns(pl.when(pl.int_range(pl.len()) == 4).then(pl.lit(0.99)).otherwise(pl.col("p"))
+                              .alias("p")), "sum to", 3),
+    (lambda d: d.with_columns(pl.when(pl.int_range(pl.len()) == 4).then(pl.lit("A")).otherwise(pl.col("opt"))
+                              .alias("opt")), "given twice", 3),
+    (lambda d: d.with_columns(pl.when(pl.int_range(pl.len()) == 4).then(pl.lit("Z")).otherwise(pl.col("gold"))
+                              .alias("gold")), "different labels", 3),
+])
+def test_long_form_bad_responses_are_refused_with_their_lines(tmp_path, change, fragment, n_lines):
+    long, _ = long_table()
+    path = tmp_path / "long.csv"
+    change(long).write_csv(path)
+    db = tmp_path / "s.duckdb"
+    r = ingest_file(db, path, benchmark="b", mapping=parse_mapping(LONG_MAP))
+    assert r.status == "rejected", r.message
+    lines = sorted({x["line"] for x in r.rejects})
+    assert lines == [5, 6, 7][:n_lines]  # the three rows of the second response (data rows 3-5)
+    assert any(fragment in x["reason"] for x in r.rejects), r.rejects
+    r = ingest_file(db, path, benchmark="b", mapping=parse_mapping(LONG_MAP), allow_rejects=True)
+    assert r.status == "ingested" and r.rows_added == 4
+    assert stored(db).height == 4
+
+
+def test_long_and_wide_forms_cannot_be_mixed(tmp_path):
+    path = tmp_path / "p.csv"
+    table().write_csv(path)
+    r = ingest_file(tmp_path / "s.duckdb", path, benchmark="b",
+                    mapping=parse_mapping(["model=m", "item_id=q", "score=correct", "option=gold", "prob_A=pA"]))
+    assert r.status == "error" and "not both" in r.message
+    r = ingest_file(tmp_path / "s.duckdb", path, benchmark="b",
+                    mapping=parse_mapping(["model=m", "item_id=q", "score=correct", "option=gold"]))
+    assert r.status == "error" and "needs both" in r.message

@@ -7,6 +7,11 @@ probabilities are kept in the ``option_probs`` table beside the response, like t
 multiple-choice log-likelihoods of lm-evaluation-harness logs, and read by ``benchcert gof``
 and the audit's calibration analysis.
 
+In long form (``--map option=COLUMN --map prob=COLUMN``) each row gives one option of a response
+(model, item, variant, replicate) and its probability; the rows of a response are gathered
+(the whole file is read before they are checked, so this form is held in memory) and
+stored with the response's first line.  The options are ordered by name.
+
 A row whose probabilities are not a probability vector - a missing or non-numeric value, a
 negative one, NaN or infinity, or a sum further than :data:`SUM_TOLERANCE` from 1 - or whose
 label is not one of the options is rejected like any bad row (file, line, field, reason);
@@ -30,8 +35,11 @@ PROB_FIELD = re.compile(r"prob_([A-Za-z0-9_.-]+)")
 LABEL_FIELD = "label"
 
 
+LONG_FIELDS = ("option", "prob")
+
+
 def is_probability_field(name: str) -> bool:
-    return name == LABEL_FIELD or PROB_FIELD.fullmatch(name) is not None
+    return name == LABEL_FIELD or name in LONG_FIELDS or PROB_FIELD.fullmatch(name) is not None
 
 
 def mapped_columns(mapping_columns: dict[str, str], available: list[str], path) -> dict[str, str]:
@@ -41,12 +49,21 @@ def mapped_columns(mapping_columns: dict[str, str], available: list[str], path) 
     any probability column.
     """
     out = {f: c for f, c in mapping_columns.items() if PROB_FIELD.fullmatch(f)}
+    long = {f: mapping_columns[f] for f in LONG_FIELDS if f in mapping_columns}
+    if long:
+        if out:
+            raise AdapterError(f"{path}: map either one column per option (prob_<option>=) or the long form "
+                               "(option= and prob=), not both")
+        if len(long) != 2:
+            raise AdapterError(f"{path}: the long form needs both --map option=COLUMN (the option of the row) and "
+                               "--map prob=COLUMN (its probability)")
+        out = dict(long)
     if LABEL_FIELD in mapping_columns:
         if not out:
             raise AdapterError(f"{path}: --map label= names the correct option among the probability columns; "
                                "map those too with --map prob_<option>=COLUMN")
         out[LABEL_FIELD] = mapping_columns[LABEL_FIELD]
-    if len([f for f in out if f != LABEL_FIELD]) == 1:
+    if not long and len([f for f in out if f != LABEL_FIELD]) == 1:
         raise AdapterError(f"{path}: one probability column mapped; give one per option (at least two), "
                            "e.g. --map prob_A=pA --map prob_B=pB")
     missing = {f: c for f, c in out.items() if c not in available}
@@ -118,3 +135,91 @@ def attach(batches: Iterator[RawBatch], prob_cols: dict[str, str]) -> Iterator[R
                                "label": pl.Series([int(v) if v >= 0 else None for v in labels[keep]],
                                                   dtype=pl.Int64)})
         yield RawBatch(frame=frame.filter(pl.Series(keep)), rejects=rejects, extras=extras)
+
+
+def _key_frame(frame: pl.DataFrame, key_cols: dict[str, str | None]) -> pl.Series:
+    """One text key per row from the canonical key columns (as validation will read them, stripped)."""
+    parts = []
+    for f in ("benchmark", "model", "item_id", "variant", "replicate"):
+        c = key_cols.get(f)
+        if c is not None:
+            parts.append(pl.col(c).cast(pl.String).str.strip_chars().fill_null(""))
+    return frame.select(pl.concat_str(parts, separator="\x1f").alias("key")).to_series()
+
+
+def attach_long(batches: Iterator[RawBatch], prob_cols: dict[str, str],
+                key_cols: dict[str, str | None]) -> Iterator[RawBatch]:
+    """Long form: gather every response's option rows, check them, and yield the file as one batch."""
+    frames, rejects = [], []
+    for raw in batches:
+        rejects += raw.rejects
+        if raw.frame.height:
+            frames.append(raw.frame)
+    if not frames:
+        yield RawBatch(frame=pl.DataFrame(), rejects=rejects)
+        return
+    frame = pl.concat(frames, how="vertical_relaxed")
+    opt_c, prob_c, label_c = prob_cols["option"], prob_cols["prob"], prob_cols.get(LABEL_FIELD)
+    n = frame.height
+    lines = frame[LINE].to_numpy()
+    option = frame[opt_c].cast(pl.String).str.strip_chars().to_list()
+    s = frame[prob_c]
+    prob = (s.str.strip_chars() if s.dtype == pl.String else s).cast(pl.Float64, strict=False).to_numpy()
+    raw_prob = s.cast(pl.String).to_list()
+    label = frame[label_c].cast(pl.String).str.strip_chars().to_list() if label_c else [None] * n
+    keys = _key_frame(frame, key_cols).to_list()
+    why: dict[int, tuple[str, str]] = {}
+    for i in range(n):
+        if option[i] in (None, ""):
+            why[i] = (opt_c, "missing option")
+        elif raw_prob[i] is None or str(raw_prob[i]).strip() == "":
+            why[i] = (prob_c, "missing probability")
+        elif np.isnan(prob[i]):
+            why[i] = (prob_c, f"probability is not a number: {str(raw_prob[i])[:40]!r}")
+        elif not np.isfinite(prob[i]):
+            why[i] = (prob_c, f"probability is not finite ({prob[i]})")
+        elif prob[i] < 0:
+            why[i] = (prob_c, f"negative probability {prob[i]:g}")
+    groups: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    out_lines, out_probs, out_labels = [], [], []
+    for k, rows in groups.items():
+        if any(i in why for i in rows):  # one bad option row makes the response's vector unusable
+            for i in rows:
+                why.setdefault(i, (prob_c, "another option row of this response is bad"))
+            continue
+        opts = [option[i] for i in rows]
+        problem = None
+        if len(set(opts)) != len(opts):
+            problem = (opt_c, f"option {next(o for o in opts if opts.count(o) > 1)!r} given twice for this response")
+        elif len(opts) < 2:
+            problem = (opt_c, "only one option given for this response (need every option's probability)")
+        total = float(sum(prob[i] for i in rows))
+        if problem is None and abs(total - 1.0) > SUM_TOLERANCE:
+            problem = (prob_c, f"the response's probabilities sum to {total:.6g}, not 1 (tolerance {SUM_TOLERANCE:g})")
+        labs = {label[i] for i in rows} if label_c else {None}
+        if problem is None and label_c and len(labs) != 1:
+            problem = (label_c, f"the response's rows give different labels {sorted(map(str, labs))}")
+        ordered = sorted(set(opts))
+        lab = next(iter(labs))
+        if problem is None and label_c and lab not in ordered:
+            problem = (label_c, ("missing label" if lab in (None, "") else
+                                 f"label {str(lab)[:40]!r} is not one of the options {', '.join(ordered)}"))
+        if problem:
+            for i in rows:
+                why[i] = problem
+            continue
+        p = {option[i]: prob[i] / total for i in rows}
+        first = min(rows, key=lambda i: lines[i])
+        out_lines.append(int(lines[first]))
+        out_probs.append([p[o] for o in ordered])
+        out_labels.append(ordered.index(lab) if label_c else None)
+    bad = np.zeros(n, dtype=bool)
+    for i, (col, reason) in why.items():
+        bad[i] = True
+        rejects.append(Reject(int(lines[i]), col, reason))
+    extras = pl.DataFrame({LINE: pl.Series(out_lines, dtype=pl.Int64),
+                           "option_probs": pl.Series(out_probs, dtype=pl.List(pl.Float64)),
+                           "label": pl.Series(out_labels, dtype=pl.Int64)})
+    yield RawBatch(frame=frame.filter(pl.Series(~bad)), rejects=rejects, extras=extras)
