@@ -198,8 +198,9 @@ def calibration_summary(labels, probs, *, n_bins: int = DEFAULT_BINS, alpha: flo
     if null_draws:
         rng = _rng(rng)
         # perfectly calibrated labels: the top label is right with probability equal to its confidence
-        draws = rng.random((null_draws, n)) < conf
-        ece_null = float(np.mean([_ece(conf, d.astype(float), idx, n_bins) for d in draws]))
+        # one draw at a time: memory stays O(n) however many draws
+        ece_null = float(np.mean([_ece(conf, (rng.random(n) < conf).astype(float), idx, n_bins)
+                                  for _ in range(null_draws)]))
     else:
         ece_null = math.nan
     cnt = np.bincount(idx, minlength=n_bins)
