@@ -158,3 +158,28 @@ def test_audit_writes_the_calibration_table_and_report_section(store):
     html = (run_dir / "report.html").read_text()
     assert "Calibration and goodness of fit" in html and '<svg class="reliability"' in html
     assert html.count('class="panel"') == 2
+
+
+def test_a_store_from_before_labels_is_upgraded_and_says_what_is_missing(tmp_path):
+    # option_probs as an earlier benchcert wrote it: no label column
+    from benchcert.tasks.adapters import native
+
+    items = truth(np.random.default_rng(2), 100)
+    out = write_mc_run(tmp_path / "logs", "org/old", items, 1.0)
+    files = sorted(out.glob("samples_*.jsonl"))
+    db = tmp_path / "old.duckdb"
+    assert ingest_file(db, files[0], benchmark=None, mapping=ColumnMapping()).status == "ingested"
+    with open_store(db, write=True) as con:
+        con.execute("ALTER TABLE option_probs DROP COLUMN label")
+    code, _, err = cli("gof", "--db", db, "--benchmark", "mmlu")
+    assert code == 1 and "no item has a known correct option" in err
+    # the next ingest adds the column; old rows keep NULL, new rows have their label
+    assert ingest_file(db, files[1], benchmark=None, mapping=ColumnMapping()).status == "ingested"
+    with open_store(db, write=False) as con:
+        labels = query_pl(con, "SELECT item_id, label FROM option_probs ORDER BY item_id")
+    assert labels.height == 200 and labels["label"].null_count() == 100
+    code, out, _ = cli("gof", "--db", db, "--benchmark", "mmlu", "--json")
+    (r,) = json.loads(out)["models"]
+    assert code == 0 and r["n"] == 100 and r["n_unlabelled"] == 100 and "100 item(s) without" in r["note"]
+    assert r["delta_min"] is None and "at least 200 items" in r["note"]
+    assert native.OPTION_PROBS_LABEL.startswith("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS")
