@@ -377,7 +377,7 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             FROM _stage_items s ANTI JOIN items i USING (item_key)
             GROUP BY s.benchmark, s.item_id, s.item_key""", [source_id])
     if staged_probs:
-        native.insert_option_probs(con, source_id)
+        native.insert_option_probs(con, source_id, rows_sql, rows_params)
     if rejects.height:
         con.register("_rejects", rejects.to_arrow())
         con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",

@@ -115,9 +115,14 @@ def test_reingesting_with_another_probability_mapping_is_a_new_source(tmp_path):
     assert ingest_file(db, path, benchmark="b", mapping=parse_mapping(MAP[:3])).status == "unchanged"
     r = ingest_file(db, path, benchmark="b", mapping=parse_mapping(MAP))
     assert r.status == "ingested" and r.rows_added == 0
-    # Probabilities are stored with the responses they arrive with: responses already stored keep none
-    # (a known limitation, in the README); a fresh store gets them.
-    assert stored(db).height == 0
+    # responses already stored get the probabilities the new file gives them
+    assert stored(db).height == 6 and stored(db)["label"].null_count() == 0
+    # and a third ingest of other probabilities for the same responses keeps the first ones
+    other = tmp_path / "other.csv"
+    table(seed=9).with_columns(pl.col("m"), pl.col("q"), correct=table()["correct"]).write_csv(other)
+    before = stored(db)
+    assert ingest_file(db, other, benchmark="b", mapping=parse_mapping(MAP)).status == "ingested"
+    assert stored(db).equals(before)
     json.dumps(r.as_dict())
 
 

@@ -264,17 +264,26 @@ def stage_option_probs(con, frame: pl.DataFrame, first: bool) -> None:
     con.unregister("_probs_batch")
 
 
-def insert_option_probs(con, source_id: int) -> int:
-    """Inside the ingest transaction, after the responses: probabilities of the rows this source stored.
+def insert_option_probs(con, source_id: int, rows_sql: str | None = None, rows_params: list | None = None) -> int:
+    """Inside the ingest transaction, after the responses: probabilities of the rows this source gave.
 
-    The table is created here, on first use, so stores without native logs never have it.
-    Rows whose key is already in the table keep their first probabilities, like responses.
+    ``rows_sql`` names the file's accepted rows as codes (``_stage``, or this source's
+    ``response_codes``), so a response that was already stored from another file still gets
+    the probabilities this file gives it.  The table is created here, on first use, so stores
+    without probabilities never have it.  Rows whose key is already in the table keep their
+    first probabilities, like responses.
     """
+    if rows_sql is None:
+        rows_sql, rows_params = "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id]
     con.execute(OPTION_PROBS_DDL)
     con.execute(OPTION_PROBS_LABEL)
-    return con.execute("""
+    return con.execute(f"""
         INSERT INTO option_probs (benchmark, model, item_id, variant, replicate, probs, source_id, line, label)
-        SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, p.probs, ?, s.line, p.label
-        FROM (SELECT * FROM responses WHERE source_id = ?) s JOIN _stage_probs p USING (line)
+        SELECT k.benchmark, k.model, k.item_id, k.variant, k.replicate, k.probs, ?, k.line, k.label
+        FROM (SELECT m.benchmark, m.model, i.item_id, v.variant, s.replicate, p.probs, s.line, p.label
+              FROM {rows_sql} s JOIN _stage_probs p USING (line)
+              JOIN models m ON m.model_id = s.model_id
+              JOIN items i ON i.item_key = s.item_key
+              JOIN variants v ON v.variant_id = s.variant_id) k
         ANTI JOIN option_probs o USING (benchmark, model, item_id, variant, replicate)""",
-                       [source_id, source_id]).fetchall()[0][0]
+                       [source_id, *(rows_params or [])]).fetchall()[0][0]
