@@ -261,6 +261,28 @@ def test_power_against_the_reversed_model_and_crossfit_above_split_reduced():
     diff = np.array([c.delta_min - s.delta_min for c, s in zip(cross, split)])
     # observed mean difference 0.018 (se 0.007); part of it is cross-fitting's wider true null spread
     assert diff.mean() > 2 * diff.std(ddof=1) / np.sqrt(len(diff)), diff
+    # delta_min is a lower bound on the true separation rho = AUC(likelihood ratio) - 1/2, computed
+    # here by Monte Carlo on 200,000 draws of each distribution (0.27 for d = 20; 0.436 for the paper's
+    # d = 200, paper ~0.45): never above it
+    rho = separation(20)
+    assert 0.2 < rho < 0.35
+    assert max(r.delta_min for r in cross + split) < rho, rho
+
+
+def separation(d, n=200_000, seed=7):
+    """rho between the section 4.1 truth and the reversed model: the likelihood ratio's AUC minus 1/2."""
+    rng = np.random.default_rng(seed)
+    theta = np.random.default_rng(2024).normal(0.0, 0.25, d)
+
+    def log_lr(x, y):  # log eta_hat(y|x) - log eta(y|x) with eta = sigmoid(s), eta_hat = sigmoid(-s)
+        s = x @ theta
+        return np.where(y == 1, -2 * s, 2 * s)
+
+    x0 = rng.normal(size=(n, d))
+    y0 = (rng.random(n) < 1 / (1 + np.exp(-x0 @ theta))).astype(int)
+    x1 = rng.normal(size=(n, d))
+    y1 = (rng.random(n) < 1 / (1 + np.exp(x1 @ theta))).astype(int)
+    return roc_auc_score(np.r_[np.zeros(n), np.ones(n)], np.r_[log_lr(x0, y0), log_lr(x1, y1)]) - 0.5
 
 
 # --------------------------------------------------------------------------------------
