@@ -17,7 +17,7 @@ DEMO_DIR  ?= demo-output
 DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
-.PHONY: demo test bench study serve dashboard venv clean
+.PHONY: demo test chromium bench study serve dashboard venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,21 @@ demo: $(STAMP)
 	    --db $(DEMO_DB) --benchmark mmlu_pro --config data/mmlu_pro/mapping.toml
 	$(BIN)/benchcert audit --db $(DEMO_DB) --benchmark mmlu_pro --artifacts $(DEMO_ARTS)
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The dashboard's browser tests drive Debian's Chromium (or BENCHCERT_CHROMIUM). When it is
+# missing: root installs the package, anyone else gets the one command to run.
+CHROMIUM ?= chromium
+chromium:
+	@if command -v $(CHROMIUM) >/dev/null 2>&1 || [ -x "$${BENCHCERT_CHROMIUM:-/nonexistent}" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make test: installing Debian's chromium for the browser tests (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	    echo "make test: the browser tests need Chromium; install it with: sudo apt-get install -y chromium" >&2; \
+	    exit 2; \
+	fi
 
 # Full-scale timings (not part of `make test`): every benchmarks/*.py script in turn.
 bench: $(STAMP)

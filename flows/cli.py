@@ -1,14 +1,15 @@
 """The ``benchcert`` command line.
 
 Exit codes: 0 success; 1 the data or a run failed (rejected or conflicting file, failed
-audit, unknown run); 2 usage error; 3 the store is locked or unusable.
+audit, unknown benchmark, variant, model or run); 2 usage error; 3 the store is locked or
+unusable; 4 a CI gate failed (``compare --fail-on``).  An error is one line on stderr;
+``--debug`` (or ``BENCHCERT_DEBUG=1``) shows its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,16 +18,17 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 #: Modules that add sub-commands: each defines ``register(subparsers)`` which adds its parsers
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
-                   "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy", "benchcert.flows.cli_gof")
+                   "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy", "benchcert.flows.cli_certify",
+                   "benchcert.flows.cli_config", "benchcert.flows.cli_gof")
 
 
-def _prefect_env() -> None:
-    """Quiet, offline defaults for embedded Prefect; the caller's settings win."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+def _run_mode_options(sp) -> None:
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--prefect", dest="prefect", action="store_true", default=None,
+                   help="run as a Prefect flow run (default when PREFECT_API_URL is set; without it Prefect "
+                        "starts a temporary local API, which takes seconds)")
+    g.add_argument("--in-process", dest="prefect", action="store_false",
+                   help="run in this process even when a Prefect API is configured (default without one)")
 
 
 def _print_json(obj) -> None:
@@ -53,6 +55,30 @@ def _expand(paths: list[str]) -> tuple[list[str], list[dict]]:
     return files, unknown
 
 
+def _check_expressions(files: list[str], mapping) -> None:
+    """A mapping expression that does not parse, or reads a column a table file lacks, is a usage
+    error before anything is read (MappingError); plain column names are checked per file as before."""
+    from benchcert.tasks.adapters import generic
+    from benchcert.tasks.mapping import _is_identifier
+
+    if all(_is_identifier(v) for v in mapping.columns.values()):
+        return
+    for f in files:
+        path = Path(f)
+        try:
+            fmt = generic.detect_format(path, getattr(mapping, "format", None))
+            if fmt not in ("csv", "jsonl", "parquet") or not path.is_file():
+                continue
+            available = generic.file_columns(path, fmt)
+        except (generic.AdapterError, OSError, UnicodeDecodeError):
+            continue  # the file's own report says what is wrong with it
+        if available:
+            from benchcert.tasks.mapping import ColumnMapping
+
+            odd = ColumnMapping({k: v for k, v in mapping.columns.items() if not _is_identifier(v)})
+            odd.expressions(available, str(path))
+
+
 def cmd_ingest(args) -> int:
     from benchcert.tasks.adapters.native import NATIVE_FORMATS, NativeMapping
     from benchcert.tasks.ingest import OK_STATUSES
@@ -64,22 +90,37 @@ def cmd_ingest(args) -> int:
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if native_format or args.metric or args.scorer or args.stat:
+    if args.model is not None:
+        if not args.model.strip():
+            print("benchcert ingest: --model must not be empty", file=sys.stderr)
+            return EXIT_USAGE
+        if "model" in mapping.columns:
+            print("benchcert ingest: give --model NAME or --map model=..., not both", file=sys.stderr)
+            return EXIT_USAGE
+    if native_format or args.metric or args.scorer or args.stat or args.model:
         mapping = NativeMapping(columns=mapping.columns, format=native_format or mapping.format,
-                                metric=args.metric, scorer=args.scorer, stat=args.stat)
+                                model=args.model, metric=args.metric, scorer=args.scorer, stat=args.stat)
+    from benchcert.flows.runs import choose_mode, run_ingest
+
+    mode = choose_mode(args.prefect)
     files, unknown = _expand(args.paths)
+    try:
+        _check_expressions(files, mapping)
+    except MappingError as exc:
+        print(f"benchcert ingest: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     reports = []
     if files:
-        _prefect_env()
-        from benchcert.flows.ingest import ingest_flow
+        from benchcert.flows.progress import Progress
 
-        reports = [r.as_dict() for r in ingest_flow(files, str(args.db), args.benchmark, mapping,
-                                                    args.allow_rejects, args.lock_timeout)]
+        with Progress(enabled=not args.json) as progress:
+            reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
+                                                       args.allow_rejects, args.lock_timeout, progress=progress)]
     reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] == "locked" for r in reports)
     if args.json:
-        _print_json({"db": str(args.db), "ok": ok, "files": reports})
+        _print_json({"db": str(args.db), "ok": ok, "run_mode": mode, "files": reports})
     else:
         for r in reports:
             stream = sys.stdout if r["status"] in OK_STATUSES else sys.stderr
@@ -96,24 +137,27 @@ def cmd_ingest(args) -> int:
 
 
 def _summary_table(summary: dict) -> str:
+    """Per model: pooled and macro score, the macro score's hierarchical interval (the one the
+    README leads with) and, beside it, the half-widths of the hierarchical and iid intervals."""
     level = f"{100 * (1 - summary['alpha']):g}%"
-    head = f"{'model':<36} {'items':>6} {'pooled':>7} {'macro':>7}  macro {level} clustered   iid ±"
+    head = (f"{'model':<36} {'items':>6} {'pooled':>7} {'macro':>7}  macro {level} hierarchical  "
+            f"{'hier ±':>6} {'iid ±':>6}")
     lines = [head, "-" * len(head)]
     for m in sorted(summary["models"], key=lambda m: -m["macro"]["estimate"]):
         iv = {i["method"]: i for i in m["macro"]["intervals"]}
-        cl, ii = iv.get("clustered_subject"), iv.get("iid_clt")
-        cl_s = f"[{100 * cl['lower']:5.1f}, {100 * cl['upper']:5.1f}]" if cl else "-"
+        hi, ii = iv.get("hierarchical"), iv.get("iid_clt")
+        hi_s = f"[{100 * hi['lower']:5.1f}, {100 * hi['upper']:5.1f}]" if hi else "-"
+        hw_s = f"{100 * hi['half_width']:.2f}" if hi else "-"
         ii_s = f"{100 * ii['half_width']:.2f}" if ii else "-"
         name = m["model"] if len(m["model"]) <= 36 else m["model"][:33] + "..."
         lines.append(f"{name:<36} {m['n_items']:>6} {100 * m['pooled']['estimate']:6.2f}% "
-                     f"{100 * m['macro']['estimate']:6.2f}%  {cl_s:<22} {ii_s:>5}")
+                     f"{100 * m['macro']['estimate']:6.2f}%  {hi_s:<25} {hw_s:>6} {ii_s:>6}")
+    lines.append("(percentage points; hierarchical = exchangeable bound over items, subjects and domains, "
+                 "iid = items treated as independent)")
     return "\n".join(lines)
 
 
 def cmd_audit(args) -> int:
-    from benchcert.tasks.matrices import MatrixError
-    from benchcert.tasks.store import StoreError, StoreLockedError
-
     from benchcert.tasks.analyses.hierarchical import parse_hierarchy, read_subject_weights
 
     if not 0 < args.alpha < 1:
@@ -128,19 +172,31 @@ def cmd_audit(args) -> int:
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE
-    _prefect_env()
-    from benchcert.flows.audit import audit_flow
+    environments = None
+    if args.environments is not None:
+        from benchcert.tasks.environments import EnvironmentsError, spec_for_audit
+        from benchcert.tasks.store import StoreError
 
-    try:
-        out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                         args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                         baseline=args.baseline, webhook_url=args.webhook)
-    except StoreLockedError as exc:
-        print(f"benchcert audit: {exc}", file=sys.stderr)
-        return EXIT_STORE
-    except (StoreError, MatrixError) as exc:
-        print(f"benchcert audit: {exc}", file=sys.stderr)
-        return EXIT_STORE if isinstance(exc, StoreError) else EXIT_DATA
+        try:
+            environments = spec_for_audit(args.environments, args.db, args.benchmark, args.lock_timeout)
+        except EnvironmentsError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except StoreError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_STORE
+    from benchcert.flows.runs import choose_mode, run_audit
+
+    mode = choose_mode(args.prefect)
+    # An unknown benchmark or variant (exit 1) or an unusable store (exit 3) is reported by main()
+    # in one line, with the traceback under --debug.
+    from benchcert.flows.progress import Progress
+
+    with Progress(enabled=not args.json) as progress:
+        out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                        args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                        baseline=args.baseline, webhook_url=args.webhook, environments=environments,
+                        progress=progress)
     if args.json:
         _print_json(out)
         return EXIT_OK
@@ -236,10 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
     from benchcert import __version__
     from benchcert.tasks.schemas import SCHEMAS
 
-    p = argparse.ArgumentParser(prog="benchcert", description=(
+    from benchcert.flows.errors import OneLineParser
+
+    p = OneLineParser(prog="benchcert", description=(
         "What your benchmark results actually support: ingest item-level evaluation logs into a DuckDB store, "
         "audit a benchmark (scores with honest intervals), and publish run artifacts."))
     p.add_argument("--version", action="version", version=f"benchcert {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of an error (allowed anywhere on the line; or BENCHCERT_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp, db_required=True):
@@ -257,11 +317,18 @@ def build_parser() -> argparse.ArgumentParser:
                                     "contradicts a stored one is refused.")
     sp.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories (walked recursively)")
     common(sp)
-    sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column)")
+    sp.add_argument("--benchmark", help="benchmark name for every row (else map a benchmark column, or the "
+                                        "harness log's own task)")
+    sp.add_argument("--model", help="model name for every row, for logs whose names or contents do not carry it "
+                                    "(a table without a model column, an MMLU-Pro result file, a harness log); "
+                                    "overrides what the log says")
     sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
-                    help="canonical field fed by a file column, e.g. --map item_id=question_id (repeatable); "
+                    help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
+                         "expression over the columns, e.g. --map score=\"preference - 1\", "
+                         "--map item_id=\"exam || '/' || id\", --map benchmark=\"'alpaca_eval_2'\" (repeatable); "
                          "fields: benchmark model item_id subject domain score variant replicate; "
-                         "prob_<option> (one per option) and label (the correct option) for option probabilities")
+                         "prob_<option> (one column per option), or option and prob (one row per option), "
+                         "and label (the correct option) for option probabilities")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
     sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
                     help="file format (default: harness logs from their content, tables from the name)")
@@ -271,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
+    _run_mode_options(sp)
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",
@@ -283,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="artifacts root (default ./artifacts)")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--variant", default=None,
-                    help="prompt variant to audit (default: the only one, else the base variant '')")
+                    help="prompt variant to audit (default: the benchmark's stored default, else the only one, else "
+                         "the base variant ''; see benchcert default-variant)")
     sp.add_argument("--baseline", metavar="MODEL",
                     help="compare every model against this one (default: all pairs)")
     sp.add_argument("--webhook", metavar="URL", help="POST a JSON notice here when the run finds regressions")
@@ -293,6 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--weights", type=Path, metavar="FILE",
                     help="subject weights (TOML [subject_weights] table, JSON object or CSV subject,weight): "
                          "adds a 'weighted' score beside pooled and macro")
+    sp.add_argument("--environments", type=Path, metavar="FILE",
+                    help="deployment environments TOML (see benchcert plan environments): adds table "
+                         "environment_risks and a report section with each model's score per environment")
+    _run_mode_options(sp)
     sp.set_defaults(func=cmd_audit)
 
     sp = sub.add_parser("runs", help="list recorded audit runs")
@@ -320,9 +393,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchcert.flows import errors
+
+    debug, argv = errors.debug_requested(list(sys.argv[1:] if argv is None else argv))
+    errors.quiet_prefect_console(debug)
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"benchcert {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        return errors.report(args.command, exc)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``benchcert compare``: is one model better than another on a benchmark? (STATS.md D)
+"""``benchcert compare``: is one model better than another on a benchmark?
 
     benchcert compare A B --db FILE --benchmark NAME [--json]          # B against A
     benchcert compare --baseline M --db FILE --benchmark NAME [--json] # every model against M
@@ -12,7 +12,8 @@ stores a two-model comparison as a look of the checkpoint-verdict question
 
 Reads the store directly; no Prefect flow is started.
 Exit codes as in benchcert.flows.cli: 0 ok, 1 data problem (unknown benchmark or model, no
-shared item), 2 usage, 3 store locked or unusable.
+shared item), 2 usage, 3 store locked or unusable, 4 the CI gate failed (``--fail-on``, see
+benchcert.flows.gate and docs/ci-gate.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import json
 import sys
 import warnings
 from pathlib import Path
+
+from benchcert.flows import gate
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 HIERARCHIES = {"subject,domain": ("subject", "domain"), "subject": ("subject",), "none": ()}
@@ -33,7 +36,9 @@ def register(sub) -> None:
         description="Compare model B against model A (or every candidate against --baseline) on the items both "
                     "answered. Gap = candidate - baseline; verdict 'improved' means the candidate is significantly "
                     "better. With several candidates p-values are also Holm- and BH-adjusted and the verdict uses "
-                    "Holm. The primary interval is clustered by subject (--hierarchy none: paired CLT).")
+                    "Holm. With 30 or more subjects the primary interval is clustered by subject (does the gap "
+                    "generalise to new subjects); with fewer it treats subjects as fixed strata (is the candidate "
+                    "better on this benchmark's items); --hierarchy none: paired CLT. The output names the question.")
     sp.add_argument("models", nargs="*", metavar="MODEL",
                     help="A B (B is compared against A), or with --baseline the candidates (default: all others)")
     sp.add_argument("--baseline", metavar="M", help="compare every candidate against this model")
@@ -42,13 +47,15 @@ def register(sub) -> None:
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--power", type=float, default=0.8, help="power for the minimum detectable effect (default 0.8)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
-    sp.add_argument("--hierarchy", choices=list(HIERARCHIES), default="subject,domain",
-                    help="clustering for the primary interval (default subject,domain = cluster by subject)")
+    sp.add_argument("--hierarchy", choices=list(HIERARCHIES), default="subject,domain", metavar="LEVELS",
+                    help="clustering for the primary interval: subject,domain (default; clusters by subject), "
+                         "subject, or none")
     sp.add_argument("--record", action="store_true",
                     help="record a two-model comparison as the next look of its checkpoint-verdict question")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    gate.add_arguments(sp)
     sp.set_defaults(func=cmd_compare)
 
 
@@ -85,6 +92,10 @@ def cmd_compare(args) -> int:
         return EXIT_STORE
     baseline = args.baseline if args.baseline is not None else args.models[0]
     candidates = args.models if args.baseline is not None else args.models[1:]
+    problem = gate.check_arguments(args)
+    if problem:
+        _err(problem)
+        return EXIT_USAGE
     if baseline in candidates:
         _err(f"the baseline {baseline!r} is also a candidate")
         return EXIT_USAGE
@@ -146,7 +157,11 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     many = len(candidates) > 1
     holm = adjust_pvalues(r.p_value, alpha=args.alpha, method="holm")
     bh = adjust_pvalues(r.p_value, alpha=args.alpha, method="bh")
-    sim = simultaneous_intervals(r.estimate, r.se, alpha=args.alpha)
+    sim = simultaneous_intervals(r.estimate, r.se, alpha=args.alpha, df=r.tests[r.method].df)
+    if r.method == "stratified_items":
+        notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
+                     "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
+                     "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
     exact = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
     rows = []
     for j, cand in enumerate(candidates):
@@ -159,7 +174,8 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
             "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
             "interval": {"method": r.method, "lower": _num(r.lower[j]), "upper": _num(r.upper[j]), "se": _num(r.se[j])},
             "intervals": {name: {"lower": _num(t.lower[j]), "upper": _num(t.upper[j])}
-                          for name, t in r.tests.items() if name in ("paired_clt", "clustered_subject", "hoeffding")},
+                          for name, t in r.tests.items()
+                          if name in ("paired_clt", "clustered_subject", "stratified_items", "hoeffding")},
             "simultaneous_interval": ({"method": "bonferroni", "lower": _num(sim.lower[j]), "upper": _num(sim.upper[j])}
                                       if many else None),
             "p_value": _num(r.p_value[j]),
@@ -170,15 +186,19 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
             "n_excluded": int(r.n_excluded[j]),
         })
     out = {"benchmark": args.benchmark, "variant": m.variant, "baseline": baseline, "alpha": args.alpha,
-           "method": r.method, "family_size": len(candidates),
+           "method": r.method, "question": r.question, "family_size": len(candidates),
            "adjustment": "holm" if many else None, "comparisons": rows, "warnings": notes,
            "assumptions": list(r.assumptions)}
+    decision = gate.decide(args, rows, args.alpha)  # --fail-on: the CI gate (flows/gate.py)
+    if decision is not None:
+        out["gate"] = decision
     if args.json:
         _print_json(out)
-        return EXIT_OK
+        return gate.finish(decision)
     level = f"{100 * (1 - args.alpha):g}%"
     print(f"{args.benchmark!r}: candidate vs baseline {baseline!r}; gap = candidate - baseline on shared items, "
           f"{level} interval {r.method}" + ("; verdict by Holm over all candidates" if many else ""))
+    print(f"question: {r.question}")
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
             + (f"{'p holm':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
     print(head)
@@ -193,7 +213,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
         print(line)
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
-    return EXIT_OK
+    return gate.finish(decision)
 
 
 def _record(args, baseline: str, candidate: str) -> int:
@@ -202,9 +222,15 @@ def _record(args, baseline: str, candidate: str) -> int:
     v = checkpoint_verdict(args.db, args.benchmark, baseline, candidate, alpha=args.alpha, variant=args.variant,
                            hierarchy=HIERARCHIES[args.hierarchy], power=args.power, record=True,
                            lock_timeout=args.lock_timeout)
+    # The gate reads the anytime-valid verdict and, where there is one, the anytime interval.
+    anytime = v.cs_lower is not None
+    decision = gate.decide(args, [{"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
+                                   "interval": {"lower": v.cs_lower if anytime else v.lower,
+                                                "upper": v.cs_upper if anytime else v.upper,
+                                                "method": "anytime" if anytime else v.method}}], args.alpha)
     if args.json:
-        _print_json(v.as_dict())
-        return EXIT_OK
+        _print_json({**v.as_dict(), **({"gate": decision} if decision else {})})
+        return gate.finish(decision)
     print(f"{args.benchmark!r}: {candidate!r} vs {baseline!r}, look {v.look}: {v.verdict}"
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))
     print(f"  this look: gap {100 * v.gap:.2f} pp, {100 * (1 - v.alpha):g}% interval [{100 * v.lower:.2f}, "
@@ -215,7 +241,7 @@ def _record(args, baseline: str, candidate: str) -> int:
           f"{v.n_sequential} in the sequential test")
     for w in v.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return EXIT_OK
+    return gate.finish(decision)
 
 
 if __name__ == "__main__":  # pragma: no cover - for ad-hoc use without the main CLI

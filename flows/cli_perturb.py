@@ -1,5 +1,5 @@
 """``benchcert perturb`` (audit logs with prompt variants) and ``benchcert plan perturbation``
-(design a study: choose eps, m, r under a budget; STATS.md C).
+(design a study: choose eps, m, r under a budget; composite-null paper, Algorithm C).
 
 Exit codes as in flows/cli.py: 0 success; 1 the data do not allow it (unknown benchmark or
 variant, no valid design); 2 usage error; 3 the store is locked or unusable.
@@ -47,8 +47,13 @@ def _count(text: str) -> int:
 # benchcert perturb
 
 
+_METHOD_NAMES = {"widened": "widened-range test",
+                 "plugin_exact": "plug-in exact calibration, assumption-dependent",
+                 "plugin_union": "plug-in union bound, assumption-dependent"}
+
+
 def cmd_perturb(args) -> int:
-    from benchcert.tasks.matrices import MatrixError
+    from benchcert.tasks.matrices import MatrixError, available_variants, choose_variant
     from benchcert.tasks.perturbation import DesignError, audit_benchmark
     from benchcert.tasks.store import StoreError, StoreLockedError, open_store
 
@@ -60,7 +65,12 @@ def cmd_perturb(args) -> int:
         return EXIT_STORE
     try:
         with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-            audit = audit_benchmark(con, args.benchmark, base=args.base, null=_variants(args.null),
+            # The base follows the rule every command uses for its variant (tasks/matrices.py).
+            base = choose_variant(con, args.benchmark, args.base, flag="--base")
+            present = available_variants(con, args.benchmark)
+            if args.base is None and base == ("" if "" in present else present[0]):
+                base = None  # the built-in design (and its checks) picks this base itself
+            audit = audit_benchmark(con, args.benchmark, base=base, null=_variants(args.null),
                                     test=_variants(args.test), alpha=args.alpha, method=args.method,
                                     models=_variants(args.model))
     except StoreLockedError as exc:
@@ -74,12 +84,13 @@ def cmd_perturb(args) -> int:
         return EXIT_DATA
     if args.json:
         _print_json({"benchmark": args.benchmark, "alpha": audit.alpha, "method": audit.method,
-                     "design": audit.design.as_dict(), "variants": audit.variants.to_dicts(),
-                     "items": audit.items.to_dicts(), "notes": list(audit.notes)})
+                     "assumptions": list(audit.assumptions), "design": audit.design.as_dict(),
+                     "variants": audit.variants.to_dicts(), "items": audit.items.to_dicts(),
+                     "notes": list(audit.notes)})
         return EXIT_OK
     d = audit.design
     print(f"benchmark {args.benchmark!r}: base {d.base!r}; null {', '.join(map(repr, d.null))}; "
-          f"tested {', '.join(map(repr, d.test))} (alpha {audit.alpha:g}, {audit.method} calibration)")
+          f"tested {', '.join(map(repr, d.test))} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
     head = (f"{'model':<24} {'variant':<20} {'items':>5} {'composite':>9} {'comp. BH':>8} {'classical':>9} "
             f"{'class. BH':>9}")
     print(head)
@@ -88,21 +99,39 @@ def cmd_perturb(args) -> int:
     def pct(x):
         return "-" if x is None else f"{100 * x:.1f}%"
 
+    no_power = []
     for r in audit.variants.iter_rows(named=True):
         model = r["model"] if len(r["model"]) <= 24 else r["model"][:21] + "..."
         variant = repr(r["variant"])[:20]
-        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {pct(r['composite_share']):>9} "
-              f"{pct(r['composite_share_bh']):>8} {pct(r['classical_share']):>9} {pct(r['classical_share_bh']):>9}")
-    print("composite = share of items where the change matters beyond the null rewordings; classical = Fisher's "
-          "exact test against the base alone; BH = Benjamini-Hochberg across items")
+        comp, comp_bh = pct(r["composite_share"]), pct(r["composite_share_bh"])
+        if r["n_tested"] == 0:
+            # nothing could be tested: a share would read as "the prompt does not matter"
+            comp = comp_bh = ("no power" if r["n_no_power"] else "no alt." if r["n_no_alternative"] else
+                              "untested")
+        if r["no_power"]:
+            no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
+                            f"{r['no_power']}")
+        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} "
+              f"{pct(r['classical_share']):>9} {pct(r['classical_share_bh']):>9}")
+    print("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
+          "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
+          "fractional scores); BH = Benjamini-Hochberg across items; "
+          "no alt. = every item's null range covers every rate (no alternative left to detect)")
+    for line in no_power:
+        print(f"no power: {line}")
+    print("the composite test assumes:")
+    for a in audit.assumptions:
+        print(f"  - {a}")
     if args.items:
         top = audit.items.filter(audit.items["p_value"].is_not_null()).sort("p_value").head(args.items)
-        print(f"\n{'model':<20} {'item':<12} {'variant':<16} {'T':>6} {'eps':>6} {'p':>8} {'m':>3} {'r':>7}  status")
+        print(f"\n{'model':<20} {'item':<12} {'variant':<16} {'rate':>6} {'null range':>15} {'p':>8} {'m':>3} "
+              f"{'r':>7}  status")
         for r in top.iter_rows(named=True):
-            eps = "-" if r["eps"] is None else f"{r['eps']:.3f}"
+            lo, hi = (r["range_low"], r["range_high"]) if r["range_low"] is not None else (r["a_hat"], r["b_hat"])
+            rng = "-" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
             rr = "-" if r["r_min"] is None else f"{r['r_min']}-{r['r_max']}"
             print(f"{r['model'][:20]:<20} {str(r['item_id'])[:12]:<12} {repr(r['variant'])[:16]:<16} "
-                  f"{r['statistic']:6.3f} {eps:>6} {r['p_value']:8.2g} {r['m']:>3} {rr:>7}  {r['status']}")
+                  f"{r['test_rate']:6.3f} {rng:>15} {r['p_value']:8.2g} {r['m']:>3} {rr:>7}  {r['status']}")
     for n in audit.notes:
         print(f"note: {n}")
     return EXIT_OK
@@ -213,11 +242,14 @@ def register_plan(plan_sub) -> None:
 def register(sub) -> None:
     sp = sub.add_parser(
         "perturb", help="does a prompt variant matter beyond semantically irrelevant rewordings?",
-        description="Per item and tested variant: the composite-null test (the tested variant's response rate "
-                    "against the range spanned by the null variants; exact calibration) beside the classical "
-                    "Fisher test against the base; per tested variant the share of items where the change "
-                    "matters, raw and after Benjamini-Hochberg across items. Without --base/--null/--test: "
-                    "base '' (else the first variant), every other variant tested against all the rest.")
+        description="Per item and tested variant: the composite-null test (does the tested variant's response "
+                    "rate lie outside the null variants' range, widened for their sampling and binomial noise? "
+                    "valid at alpha without estimating the null range; items where no outcome could reject are "
+                    "reported as 'no power', never as 0%) beside the classical Fisher test against the base "
+                    "(energy-distance permutation test for fractional scores); per tested variant the share of items where the change "
+                    "matters, raw and after Benjamini-Hochberg across items. Without --null/--test every other variant is "
+                    "tested against all the rest. The base is --base, else the benchmark's default variant "
+                    "(benchcert default-variant), else the only one, else '', else the command refuses.")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", required=True)
     sp.add_argument("--base", help="base variant (the prompt as written; '' is the unnamed variant)")
@@ -225,8 +257,10 @@ def register(sub) -> None:
     sp.add_argument("--test", metavar="V[,V...]", help="variants to test (default: every non-base variant)")
     sp.add_argument("--model", metavar="M[,M...]", help="only these models")
     sp.add_argument("--alpha", type=float, default=0.05, help="level per item and BH FDR level (default 0.05)")
-    sp.add_argument("--method", choices=["exact", "union"], default="exact",
-                    help="calibration: exact (default, uniform-binomial mixture) or union (Theorem 2)")
+    sp.add_argument("--method", choices=["widened", "plugin_exact", "plugin_union"], default="widened",
+                    help="widened (default): the valid widened-range test; plugin_exact / plugin_union: the "
+                         "paper's plug-in calibrations, which assume the estimated null range is the true one and "
+                         "do not hold their level with few null variants (for comparison only)")
     sp.add_argument("--items", type=int, default=0, metavar="N", help="also list the N most significant items")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")

@@ -1,4 +1,4 @@
-"""``benchcert plan`` (evaluation-cost questions, STATS.md B8) and ``benchcert subsample``
+"""``benchcert plan`` (evaluation-cost questions; docs/methods.md section 5) and ``benchcert subsample``
 (draw and record a random subset manifest of a benchmark).
 
 Exit codes as in flows/cli.py: 0 success; 1 the data do not allow it (unknown or empty
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ def plan_subparsers(sub) -> argparse._SubParsersAction:
     if "plan" in sub.choices:
         return getattr(sub.choices["plan"], _PLAN_SUB_ATTR)
     p = sub.add_parser("plan", help="how many items a question needs, or what n items buy (evaluation cost)",
-                       description="Answer evaluation-cost questions (STATS.md B8): each answer names its method "
+                       description="Answer evaluation-cost questions (methods: docs/methods.md, section 5): each answer names its method "
                                    "and gives the cost as a fraction n/N of a full run. N comes from --N or from "
                                    "a benchmark in the store (--db/--benchmark).")
     ps = p.add_subparsers(dest="plan_question", required=True, metavar="QUESTION")
@@ -107,7 +108,10 @@ def register(sub) -> None:
     sp.add_argument("--eps", type=float, required=True, help="accuracy gap to detect")
     sp.add_argument("--power", type=float, default=0.8, help="power for the normal power analysis (default 0.8)")
     sp.add_argument("--var-d", type=float, default=None, dest="var_d",
-                    help="per-item variance of the paired difference (default: worst case 1 - eps^2)")
+                    help="per-item variance of the paired difference (default: from the store with --db, the "
+                         "largest over its model pairs or the pair --models; without --db, the worst case 1 - eps^2)")
+    sp.add_argument("--models", type=lambda t: [x.strip() for x in t.split(",")], default=None, metavar="A,B",
+                    help="with --db: take Var(D) from this pair of models")
     _common(sp, need_n_source=False)
     sp.set_defaults(func=cmd_plan_compare)
 
@@ -203,7 +207,7 @@ def _show(plan, prog: str, source: dict, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _run(args, prog: str, build, *, need_N: bool) -> int:
+def _run(args, prog: str, build, *, need_N: bool, extra_source: dict | None = None) -> int:
     try:
         if not 0 < args.alpha < 1:
             raise _StoreProblem(f"{prog}: --alpha must be in (0, 1); got {args.alpha}", EXIT_USAGE)
@@ -216,6 +220,8 @@ def _run(args, prog: str, build, *, need_N: bool) -> int:
         msg = str(exc)
         print(msg if msg.startswith(prog) else f"{prog}: {msg}", file=sys.stderr)
         return exc.code
+    if extra_source:
+        source = {**source, "var_d_from_store": dict(extra_source)}
     return _show(plan, prog, source, args.json)
 
 
@@ -245,12 +251,80 @@ def cmd_plan_models(args) -> int:
                 need_N=False)
 
 
+def stored_var_d(db, benchmark: str, models: list[str] | None, lock_timeout: float) -> dict:
+    """Per-item variance of the paired difference D = x_B - x_A stored for ``benchmark``.
+
+    For the pair ``models`` when given, else the largest over every pair of the benchmark's
+    models (so the plan holds for any of them), on the items both answered, ddof = 1.
+    """
+    import itertools
+
+    import numpy as np
+
+    from benchcert.tasks.matrices import MatrixError, load_matrices
+    from benchcert.tasks.store import StoreError, open_store
+
+    try:
+        with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+            m = load_matrices(con, benchmark)
+    except StoreError as exc:
+        raise _StoreProblem(str(exc), EXIT_STORE) from None
+    except MatrixError as exc:
+        raise _StoreProblem(str(exc), EXIT_DATA) from None
+    col = {name: j for j, name in enumerate(m.models)}
+    if models is not None:
+        unknown = [x for x in models if x not in col]
+        if len(models) != 2 or unknown:
+            raise _StoreProblem(f"--models must name two models of {benchmark!r}"
+                                + (f"; unknown: {unknown}" if unknown else f"; got {models}"), EXIT_USAGE)
+        pairs = [tuple(models)]
+    else:
+        pairs = list(itertools.combinations(m.models, 2))
+    if not pairs:
+        raise _StoreProblem(f"benchmark {benchmark!r} has {len(m.models)} model(s); a paired variance needs two "
+                            "(or give --var-d)", EXIT_DATA)
+    S = m.scores
+    best = None
+    for a, b in pairs:
+        d = S[:, col[b]] - S[:, col[a]]
+        d = d[~np.isnan(d)]
+        if d.size < 2:
+            continue
+        v = float(np.var(d, ddof=1))
+        if best is None or v > best["var_d"]:
+            best = {"var_d": v, "pair": [a, b], "n_shared": int(d.size)}
+    if best is None:
+        raise _StoreProblem(f"no pair of models of {benchmark!r} shares two answered items; give --var-d", EXIT_DATA)
+    best["rule"] = "the pair given" if models is not None else f"the largest of {len(pairs)} model pair(s)"
+    best["variant"] = m.variant
+    return best
+
+
 def cmd_plan_compare(args) -> int:
     from benchcert.stats.planning import plan_two_models
 
-    return _run(args, "benchcert plan compare",
-                lambda N: plan_two_models(args.eps, alpha=args.alpha, power=args.power, var_d=args.var_d, N=N),
-                need_N=False)
+    prog = "benchcert plan compare"
+    stored: dict = {}
+
+    def build(N):
+        var_d = args.var_d
+        if var_d is None and args.db is not None:
+            # The stored data say how variable the paired difference is; the worst case 1 - eps^2
+            # is only for when nothing is known.
+            stored.update(stored_var_d(args.db, args.benchmark, args.models, args.lock_timeout))
+            var_d = stored["var_d"]
+        plan = plan_two_models(args.eps, alpha=args.alpha, power=args.power, var_d=var_d, N=N)
+        if stored:
+            note = (f"Var(D) = {stored['var_d']:.6g} from the store: {stored['rule']} "
+                    f"({stored['pair'][0]!r} vs {stored['pair'][1]!r}, {stored['n_shared']} shared items)")
+            plan = dataclasses.replace(plan, notes=(*plan.notes, note))
+        return plan
+
+    if args.models is not None and args.db is None:
+        print(f"{prog}: --models needs --db and --benchmark", file=sys.stderr)
+        return EXIT_USAGE
+    code = _run(args, prog, build, need_N=False, extra_source=stored)
+    return code
 
 
 def cmd_plan_zero_failure(args) -> int:

@@ -1,12 +1,16 @@
-"""The ingest flow: one task per file, files in the order given (they may depend on each other)."""
+"""The ingest flow: one task per file, files in the order given (they may depend on each other).
+
+The body is :func:`benchcert.flows.runs.ingest_body`, shared with the in-process mode.
+"""
 
 from __future__ import annotations
 
 from prefect import flow
 
+from benchcert.flows.runs import ingest_body
 from benchcert.tasks.ingest import FileReport
 from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.prefect_tasks import ingest_file_task
+from benchcert.tasks.prefect_tasks import prefect_steps
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 
@@ -14,4 +18,4 @@ from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 def ingest_flow(paths: list[str], db: str, benchmark: str | None, mapping: ColumnMapping,
                 allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[FileReport]:
     """Ingest log files into the store; each file is all-or-nothing unless allow_rejects."""
-    return [ingest_file_task(db, str(p), benchmark, mapping, allow_rejects, lock_timeout) for p in paths]
+    return ingest_body(prefect_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout)

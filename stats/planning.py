@@ -1,4 +1,5 @@
-"""Evaluation-cost planning: how many items answer a question at a given accuracy (STATS.md B8).
+"""Evaluation-cost planning: how many items answer a question at a given accuracy (docs/methods.md, section 5;
+Hardt, *Detecting differences*, sections 3.3-3.5; the exchangeable-bounds paper, Theorem 5.2).
 
 Each planner returns a :class:`Plan` holding one :class:`PlanAnswer` per method, so users
 see the distribution-free, finite-population and exact answers side by side, each with the
@@ -420,7 +421,7 @@ def plan_two_models(eps, *, alpha=0.05, power=0.8, var_d=None, N=None) -> Plan:
       :math:`TV(P^n, Q^n) \le \sqrt{2nH^2} \le 1/2`: no test errs with total probability
       < 1/2. Hence :math:`n > 1/(8\varepsilon^2)` is necessary.
       ERRATUM: Hardt's text (sections 3.4-3.5) states the bound as :math:`1/(2\varepsilon^2)`
-      for models whose accuracies differ by eps, and STATS.md B8 repeats it; but his coin Q
+      for models whose accuracies differ by eps; but his coin Q
       has bias :math:`(1+\varepsilon)/2`, an accuracy gap of eps/2. In accuracy units the
       argument gives :math:`1/(8\varepsilon^2)`; :math:`1/(2\varepsilon^2)` is not
       necessary (exactly, TV(Bin(n, 1/2), Bin(n, 1/2 + eps)) > 1/2 already at
@@ -430,7 +431,7 @@ def plan_two_models(eps, *, alpha=0.05, power=0.8, var_d=None, N=None) -> Plan:
       :math:`\le \exp(-2n\varepsilon^2/4)`, so :math:`n \ge 2\log(1/\alpha)/\varepsilon^2`.
       With N known (the gap on the benchmark itself, a random subset): Theorem 5.2 with
       R = 2, one-sided: :math:`\exp(-2\varepsilon^2 nN/(4(N-n))) \le \alpha`.
-    * Approximate (STATS.md B8 power analysis):
+    * Approximate (the paired normal power analysis):
       :math:`n = (z_{1-\alpha/2} + z_{power})^2\,\mathrm{Var}(D)/\varepsilon^2`.
 
     Necessary and sufficient agree up to constants: about :math:`1/\varepsilon^2` items
@@ -475,7 +476,7 @@ def plan_two_models(eps, *, alpha=0.05, power=0.8, var_d=None, N=None) -> Plan:
                             f"{power:g} at gap eps", "Var(D) known (or its worst case)")))
     notes = ("Hardt ch. 3 states the Hellinger lower bound as 1/(2 eps^2) for an accuracy gap eps; his biased "
              "coin (1 + eps)/2 has accuracy gap eps/2, so in accuracy units the bound is 1/(8 eps^2) (erratum, "
-             "also in STATS.md B8).",)
+             "see docs/methods.md, section 5).",)
     return Plan(question="two_models", answers=tuple(answers), alpha=alpha, N=N,
                 inputs={"eps": eps, "power": power, "var_d": var_d}, notes=notes)
 
@@ -499,7 +500,7 @@ def plan_zero_failure(eps, *, alpha=0.05, N=None) -> Plan:
     Returns
     -------
     Plan
-        ``question="zero_failure"``: ``zero_failure_exponential`` (STATS.md B8),
+        ``question="zero_failure"``: ``zero_failure_exponential`` (Hardt section 3.5: ln(1/alpha)/eps),
         ``zero_failure_binomial`` (exact, iid) and, given N, ``zero_failure_hypergeometric``.
 
     Notes

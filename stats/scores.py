@@ -1,4 +1,4 @@
-"""Benchmark scores: pooled, subject-macro and per-domain means (STATS.md A1).
+"""Benchmark scores: pooled, subject-macro and per-domain means (the exchangeable-bounds paper, section 7.2 and Table 1; docs/methods.md, section 1).
 
 Pure numpy; vectorised over models so a full MMLU matrix (about 14k items x
 tens of models) is summarised in a few milliseconds.
@@ -146,7 +146,7 @@ def benchmark_scores(
     n_subjects=None,
     n_domains=None,
 ) -> BenchmarkScores:
-    r"""Pooled, subject-macro and per-domain scores of every model (STATS.md A1).
+    r"""Pooled, subject-macro and per-domain scores of every model (the exchangeable-bounds paper, section 7.2 and Table 1; docs/methods.md, section 1).
 
     Parameters
     ----------

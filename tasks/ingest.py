@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from benchcert.tasks import progress
 from benchcert.tasks.adapters import detect, generic, native, probs
 from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook
-from benchcert.tasks.mapping import ColumnMapping
+from benchcert.tasks.mapping import ColumnMapping, MappingError, evaluate
 from benchcert.tasks.prefetch import ValidatedBatches
 from benchcert.tasks.schemas import CANONICAL_FIELDS
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
@@ -84,8 +85,12 @@ def _field_label(canonical: str, column: str | None) -> str:
 def resolve_columns(path: Path, fmt: str, mapping: ColumnMapping, benchmark: str | None) -> dict[str, str | None]:
     available = generic.file_columns(path, fmt)
     cols = {f: mapping.column_for(f, available) for f in CANONICAL_FIELDS}
+    try:  # mapped values that are no column: SQL expressions over the columns (tasks/mapping.py)
+        computed = mapping.expressions(available, str(path)) if (fmt != "jsonl" or available) else {}
+    except MappingError as exc:
+        raise IngestError(str(exc)) from None
     if fmt != "jsonl" or available:
-        missing = {f: c for f, c in cols.items() if c is not None and c not in available}
+        missing = {f: c for f, c in cols.items() if c is not None and c not in available and f not in computed}
         if missing:
             raise IngestError(
                 f"{path}: column(s) {', '.join(f'{c!r} (for {f})' for f, c in missing.items())} not in the file; "
@@ -153,16 +158,34 @@ class _GenericReader:
     """The generic adapter behind the interface _stage_and_insert reads (native sources have the same)."""
 
     def __init__(self, path: Path, fmt: str, cols: dict, prob_cols: dict | None = None):
+        from benchcert.tasks.mapping import expression_columns
+
         self.path, self.format, self.cols = path, fmt, cols
-        self.prob_cols = prob_cols or {}  # --map prob_<option>= / label=: option probabilities, kept aside
-        self.file_cols = [c for c in dict.fromkeys([*(c for c in cols.values() if c is not None),
-                                                    *self.prob_cols.values()])]
+        self.prob_cols = prob_cols or {}  # --map prob_<option>= / option= prob= / label=: kept aside
+        used = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
+        available = generic.file_columns(path, fmt) if any(c for c in used) else []
+        # A used name that is no column of the file is a mapping expression (checked by resolve_columns).
+        self.expressions = {c: c for c in used if available and c not in available}
+        reads = [c for c in used if c not in self.expressions]
+        reads += [r for e in self.expressions for r in expression_columns(e)]
+        reads += list(self.prob_cols.values())
+        self.file_cols = list(dict.fromkeys(reads))
 
     def batches(self, batch_rows: int):
         raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
+        if self.expressions:
+            raw = self._computed(raw)
         if "option" in self.prob_cols:
             return probs.attach_long(raw, self.prob_cols, self.cols)
         return probs.attach(raw, self.prob_cols) if self.prob_cols else raw
+
+    def _computed(self, raw):
+        for batch in raw:
+            try:
+                frame = evaluate(batch.frame, self.expressions, f"{self.path}: ")
+            except MappingError as exc:
+                raise IngestError(str(exc)) from None
+            yield generic.RawBatch(frame=frame, rejects=batch.rejects, extras=batch.extras)
 
     def raw_text(self, lines: set[int]) -> dict[int, str]:
         return generic.raw_text(self.path, self.format, lines)
@@ -253,6 +276,7 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
     try:
         for raw, good, bad in batches:
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
+            progress.note(f"{Path(path).name}: {rows_read:,} rows read")
             if raw.extras is not None and raw.extras.height:
                 native.stage_option_probs(con, raw.extras, first=not staged_probs)
                 staged_probs = True

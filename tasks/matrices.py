@@ -274,7 +274,16 @@ def available_variants(con, benchmark: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def choose_variant(con, benchmark: str, variant: str | None) -> str:
+def choose_variant(con, benchmark: str, variant: str | None, *, flag: str = "--variant") -> str:
+    """The variant a command uses: one rule for audit, compare, perturb and the deployments.
+
+    1. the variant given (``flag``), which must exist;
+    2. else the benchmark's stored default (``benchcert default-variant``), which must still exist;
+    3. else the only variant; else the unnamed base variant ``""``;
+    4. else refuse, naming the variants and both ways to choose one.
+    """
+    from benchcert.tasks.store import get_default_variant
+
     variants = available_variants(con, benchmark)
     if not variants:
         known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
@@ -283,11 +292,20 @@ def choose_variant(con, benchmark: str, variant: str | None) -> str:
         if variant not in variants:
             raise MatrixError(f"benchmark {benchmark!r} has no variant {variant!r}; variants: {variants}")
         return variant
+    default = get_default_variant(con, benchmark)
+    if default is not None:
+        if default not in variants:
+            raise MatrixError(f"benchmark {benchmark!r}: its default variant {default!r} has no responses any more; "
+                              f"variants: {variants}; set another with benchcert default-variant")
+        return default
     if len(variants) == 1:
         return variants[0]
     if "" in variants:
         return ""
-    raise MatrixError(f"benchmark {benchmark!r} has several variants and no base (''); choose one with --variant: {variants}")
+    shown = variants if len(variants) <= 12 else [*variants[:12], "..."]
+    raise MatrixError(f"benchmark {benchmark!r} has several variants and no base (''): choose one with {flag} V, "
+                      f"or set its default once with: benchcert default-variant --db DB --benchmark {benchmark} V "
+                      f"(variants: {shown})")
 
 
 def read_responses(con, benchmark: str, variant: str, models: list[str] | None = None) -> RawResponses:

@@ -1,4 +1,4 @@
-"""Prompt-perturbation audits (STATS.md C): per item x variant replicate counts, the design, the tests.
+"""Prompt-perturbation audits (composite-null paper): per item x variant replicate counts, the design, the tests.
 
 A *design* names, for one benchmark, the base variant (the prompt as written), the null
 variants (rewordings the user considers semantically irrelevant) and the tested variants.  For
@@ -9,32 +9,42 @@ from the base alone.  Per tested variant the share of items where the change mat
 reported with Benjamini-Hochberg across items, beside the classical test's share.
 
 Replicate counts come straight from the store (one SQL query with bound parameters); each
-(item, variant) cell is K successes out of r replicates.  Scores must be binary.
+(item, variant) cell is K successes out of r replicates.  Fractional scores (in [0, 1]) get the
+widened-range test on mean scores and, as the classical contrast, the energy-distance test of the
+tested variant's scores against the base's.
 """
 
 from __future__ import annotations
 
 import warnings
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from benchcert.stats._common import DegenerateDataWarning
-from benchcert.stats.perturbation import benjamini_hochberg, composite_test, fisher_contrast
+from benchcert.stats.perturbation import (TEST_METHODS, benjamini_hochberg, composite_test, no_power_sentence,
+                                          widened_range_test_scores)
+from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
+from benchcert.stats.two_sample import energy_test, fisher_contrast
 from benchcert.tasks.matrices import BenchmarkMatrices, MatrixError, available_variants
 from benchcert.tasks.store import query_pl
 
 COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String, "k": pl.Int64, "r": pl.Int64,
-                 "binary": pl.Boolean}
+                 "binary": pl.Boolean, "s": pl.Float64, "scores": pl.List(pl.Float64)}
+# k: successes (binary scores); s: sum of scores; scores: the replicates' scores, kept only for cells with a
+# score outside {0, 1} (the energy test needs them).
 
 ITEMS_SCHEMA = {
     "model": pl.String, "item_id": pl.String, "variant": pl.String, "base": pl.String,
     "test_rate": pl.Float64, "test_replicates": pl.Int64, "base_rate": pl.Float64, "m": pl.Int64,
     "r_min": pl.Int64, "r_max": pl.Int64, "null_min": pl.Float64, "null_max": pl.Float64,
-    "a_hat": pl.Float64, "b_hat": pl.Float64, "statistic": pl.Float64, "eps": pl.Float64,
+    "a_hat": pl.Float64, "b_hat": pl.Float64, "range_low": pl.Float64, "range_high": pl.Float64,
+    "statistic": pl.Float64, "eps": pl.Float64,
     "eps_union": pl.Float64, "p_value": pl.Float64, "reject": pl.Boolean, "reject_bh": pl.Boolean,
     "classical_p": pl.Float64, "classical_reject": pl.Boolean, "classical_reject_bh": pl.Boolean,
+    "classical_method": pl.String, "scores": pl.String,
     "unequal_replicates": pl.Boolean, "status": pl.String, "method": pl.String,
 }
 
@@ -44,21 +54,26 @@ VARIANTS_SCHEMA = {
     "classical_tested": pl.Int64, "classical_rejections": pl.Int64, "classical_share": pl.Float64,
     "classical_share_bh": pl.Float64, "n_ok": pl.Int64, "n_identical_null_rates": pl.Int64,
     "n_one_null_variant": pl.Int64, "n_no_null_variants": pl.Int64, "n_no_valid_eps": pl.Int64,
+    "n_no_alternative": pl.Int64, "n_no_power": pl.Int64, "no_power": pl.String,
     "n_non_binary": pl.Int64, "n_unequal_replicates": pl.Int64, "median_eps": pl.Float64,
     "test_accuracy": pl.Float64, "alpha": pl.Float64, "method": pl.String,
 }
 
 #: What each item status means (printed in reports and the CLI).
 STATUS_TEXT = {
-    "ok": "composite test with the plug-in null range",
-    "identical_null_rates": "all null variants gave the same rate: the range is a point, so the composite null "
-                            "collapses to a simple one; decided by Fisher's exact test against the pooled null "
-                            "variants",
-    "one_null_variant": "only one null variant answered this item: no range can be estimated; decided by "
-                        "Fisher's exact test against it",
+    "ok": "tested (widened-range test by default; the plug-in methods use Algorithm B's range as if it were true)",
+    "no_alternative": "the null variants' range (their rates, or the range widened for their sampling and noise) "
+                      "covers every rate the tested variant could show: nothing is left to detect; never rejects",
+    "no_power": "no outcome at these replicate counts could reject at alpha: says nothing about whether the prompt "
+                "matters; never rejects",
+    "identical_null_rates": "(plug-in methods) all null variants gave the same rate: the range is a point, so "
+                            "the composite null collapses to a simple one; decided by Fisher's exact test against "
+                            "the pooled null variants",
+    "one_null_variant": "only one null variant answered this item: no range can be estimated; not tested "
+                        "(plug-in methods: Fisher's exact test against it)",
     "no_null_variants": "no null variant answered this item: not tested",
-    "no_valid_eps": "no threshold keeps Theorem 2's bound at alpha with these replicate counts: never rejects",
-    "non_binary_scores": "a score outside {0, 1}: the composite test needs binary responses; not tested",
+    "no_valid_eps": "(plug-in union method) no threshold keeps Theorem 2's bound at alpha with these replicate "
+                    "counts: never rejects",
 }
 
 
@@ -97,6 +112,7 @@ class PerturbationAudit:
     notes: tuple[str, ...]
     alpha: float
     method: str
+    assumptions: tuple[str, ...] = ()
 
     def item_rates(self, model: str, item_id: str) -> dict[str, float]:
         """Response rate of every variant of one item (for plots)."""
@@ -119,9 +135,11 @@ class VariantMatrices(BenchmarkMatrices):
 def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None) -> pl.DataFrame:
     """K (sum of scores), r (replicates) and whether all scores are 0/1, per model x item x variant."""
     frame = query_pl(con, """
-        SELECT m.model, i.item_id, v.variant, c.r, c.k, c.binary
+        SELECT m.model, i.item_id, v.variant, c.r, c.k, c.binary, c.k AS s, c.scores
         FROM (SELECT model_id, item_key, variant_id, count(*)::BIGINT AS r, sum(score) AS k,
-                     bool_and(score = 0 OR score = 1) AS binary
+                     bool_and(score = 0 OR score = 1) AS binary,
+                     CASE WHEN bool_and(score = 0 OR score = 1) THEN NULL
+                          ELSE list(score ORDER BY replicate) END AS scores
               FROM response_codes
               WHERE model_id IN (SELECT model_id FROM models WHERE benchmark = ?)
               GROUP BY model_id, item_key, variant_id) c
@@ -131,7 +149,8 @@ def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None)
         ORDER BY m.model, i.item_id, v.variant""", [benchmark])
     if frame.height == 0:
         raise MatrixError(f"benchmark {benchmark!r} has no responses in the store")
-    frame = frame.with_columns(pl.col("k").round(0).cast(pl.Int64)).cast(COUNTS_SCHEMA).select(list(COUNTS_SCHEMA))
+    frame = (frame.with_columns(pl.col("k").round(0).cast(pl.Int64), pl.col("s").cast(pl.Float64))
+             .cast(COUNTS_SCHEMA).select(list(COUNTS_SCHEMA)))
     if models:
         frame = frame.filter(pl.col("model").is_in(models))
     return frame
@@ -199,51 +218,87 @@ def make_design(variants: list[str], *, base: str | None, null: list[str] | None
 # running a design
 
 
-def _cells(counts: pl.DataFrame) -> dict[tuple[str, str], dict[str, tuple[int, int, bool]]]:
-    out: dict[tuple[str, str], dict[str, tuple[int, int, bool]]] = {}
-    for model, item, variant, k, r, binary in counts.select(list(COUNTS_SCHEMA)).iter_rows():
-        out.setdefault((model, item), {})[variant] = (int(k), int(r), bool(binary))
+def _cells(counts: pl.DataFrame) -> dict[tuple[str, str], dict[str, tuple]]:
+    """(k, r, binary, sum of scores, scores or None) per model, item and variant."""
+    if "s" not in counts.columns:           # frames built by hand: binary counts only
+        counts = counts.with_columns(pl.col("k").cast(pl.Float64).alias("s"),
+                                     pl.lit(None, pl.List(pl.Float64)).alias("scores"))
+    out: dict[tuple[str, str], dict[str, tuple]] = {}
+    for model, item, variant, k, r, binary, ssum, scores in counts.select(list(COUNTS_SCHEMA)).iter_rows():
+        out.setdefault((model, item), {})[variant] = (int(k), int(r), bool(binary), float(ssum), scores)
     return out
 
 
+def _scores(k: int, r: int, scores) -> np.ndarray:
+    """A cell's replicate scores (a binary cell stores only its count: k ones and r - k zeros)."""
+    return np.asarray(scores, dtype=float) if scores is not None else np.r_[np.ones(k), np.zeros(r - k)]
+
+
+def _energy_rng(model: str, item: str, variant: str) -> np.random.Generator:
+    # One stream per item and variant: results do not depend on the order items are visited.
+    return np.random.default_rng(zlib.crc32(f"{model}\x00{item}\x00{variant}".encode()))
+
+
 def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
-    kt, rt, bt = cells[tested]
+    kt, rt, bt, st, scores_t = cells[tested]
     row = {"model": model, "item_id": item, "variant": tested, "base": base, "test_rate": kt / rt,
            "test_replicates": rt, "base_rate": None, "m": 0, "r_min": None, "r_max": None, "null_min": None,
-           "null_max": None, "a_hat": None, "b_hat": None, "statistic": None, "eps": None, "eps_union": None,
+           "null_max": None, "a_hat": None, "b_hat": None, "range_low": None, "range_high": None,
+           "statistic": None, "eps": None, "eps_union": None,
            "p_value": None, "reject": None, "classical_p": None, "classical_reject": None,
-           "unequal_replicates": False, "status": "", "method": None}
+           "unequal_replicates": False, "status": "", "method": None, "classical_method": None, "scores": "binary"}
     present = [v for v in nulls if v in cells]
     row["m"] = len(present)
     binary = bt and all(cells[v][2] for v in present) and (base not in cells or cells[base][2])
+    if not binary:
+        row["scores"] = "fractional"
+        row["test_rate"] = st / rt
     if base in cells and base != tested:
-        kb, rb, _ = cells[base]
-        row["base_rate"] = kb / rb
+        kb, rb, _, sb, scores_b = cells[base]
+        row["base_rate"] = kb / rb if binary else sb / rb
         if binary:
             f = fisher_contrast(kt, rt, kb, rb, alpha=alpha)
+            row["classical_method"] = "fisher_exact"
             row["classical_p"], row["classical_reject"] = float(f.p_value), bool(f.reject)
-    if not binary:
-        row["status"] = "non_binary_scores"
-        return row
+        elif rt >= 2 and rb >= 2:
+            # Fractional scores: the energy test of the tested variant's score distribution against the
+            # base's (simple null, exact permutation p-value), the classical contrast for such scores.
+            xt, xb = _scores(kt, rt, scores_t), _scores(kb, rb, scores_b)
+            e = energy_test(xt, xb, n_permutations=999, alpha=alpha, rng=_energy_rng(model, item, tested))
+            row["classical_method"] = "energy_distance"
+            row["classical_p"], row["classical_reject"] = float(e.p_value), bool(e.reject)
     if not present:
         row["status"] = "no_null_variants"
         return row
     # The test is symmetric in the null variants, and deterministic decoding repeats the same
     # counts on many items: one computation per distinct configuration.
-    key = (tuple(sorted(cells[v][:2] for v in present)), kt, rt, alpha, method)
+    if binary:
+        key = (tuple(sorted(cells[v][:2] for v in present)), kt, rt, alpha, method)
+    else:
+        key = (tuple(sorted((cells[v][3], cells[v][1]) for v in present)), st, rt, alpha, "scores")
     res = cache.get(key)
     if res is None:
         k = np.array([c[0] for c in key[0]])
         r = np.array([c[1] for c in key[0]])
-        res = cache[key] = composite_test(k, r, kt, rt, alpha=alpha, method=method)
+        if binary:
+            res = composite_test(k, r, kt, rt, alpha=alpha, method=method)
+        else:
+            # Fractional scores: the widened-range test on mean scores (Hoeffding holds for any score in
+            # [0, 1]); the plug-in calibrations need binary responses.
+            res = widened_range_test_scores(k, r, st, rt, alpha=alpha)
+        cache[key] = res
+    # An untested item (no power, no alternative, one null variant) has no p-value: null, not NaN,
+    # so that it counts neither as tested nor in Benjamini-Hochberg.
+    p = None if res.p_value is None or np.isnan(res.p_value) else float(res.p_value)
     row.update(r_min=res.r_min, r_max=res.r_max, null_min=res.null_min, null_max=res.null_max, a_hat=res.a_hat,
-               b_hat=res.b_hat, statistic=res.statistic, eps=res.eps, eps_union=res.eps_union, p_value=res.p_value,
-               reject=res.reject, unequal_replicates=res.r_min != res.r_max, status=res.status, method=res.method)
+               b_hat=res.b_hat, range_low=res.range_low, range_high=res.range_high, statistic=res.statistic,
+               eps=res.eps, eps_union=res.eps_union, p_value=p, reject=res.reject,
+               unequal_replicates=res.r_min != res.r_max, status=res.status, method=res.method)
     return row
 
 
 def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.05,
-               method: str = "exact") -> PerturbationAudit:
+               method: str = "widened") -> PerturbationAudit:
     """Run the composite and classical tests for every model, item and tested variant.
 
     Parameters
@@ -253,11 +308,12 @@ def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.
     design : VariantDesign
     alpha : float
         Level of every per-item test and FDR level of Benjamini-Hochberg across items.
-    method : {"exact", "union"}
-        Calibration of the composite test (see :func:`benchcert.stats.perturbation.composite_test`).
+    method : {"widened", "plugin_exact", "plugin_union"}
+        The composite test (see :func:`benchcert.stats.perturbation.composite_test`): the valid
+        widened-range test (default) or the assumption-dependent plug-in calibrations.
     """
-    if method not in ("exact", "union"):
-        raise ValueError(f"method must be exact or union; got {method!r}")
+    if method not in TEST_METHODS:
+        raise ValueError(f"method must be one of {', '.join(TEST_METHODS)}; got {method!r}")
     cells = _cells(counts)
     rows = []
     cache: dict = {}
@@ -275,9 +331,19 @@ def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.
     items = _with_bh(items, alpha).select(list(ITEMS_SCHEMA))
     variants = _variant_summary(items, counts, design, alpha, method)
     null_rates = _benchmark_rates(counts, design)
-    notes = _notes(items, design, method)
+    notes = _notes(items, design, method, alpha)
     return PerturbationAudit(design=design, items=items, variants=variants, null_rates=null_rates,
-                             counts=counts, notes=tuple(notes), alpha=alpha, method=method)
+                             counts=counts, notes=tuple(notes), alpha=alpha, method=method,
+                             assumptions=assumptions_for(method))
+
+
+def assumptions_for(method: str) -> tuple[str, ...]:
+    """What the chosen composite test still assumes (printed with every result table)."""
+    if method == "widened":
+        return WIDENED_ASSUMPTIONS
+    return WIDENED_ASSUMPTIONS[:2] + (
+        "ASSUMPTION-DEPENDENT: the plug-in methods treat Algorithm B's range estimate as the true null range; "
+        "they do not hold their level with few null variants (use the default widened-range test)",)
 
 
 def _with_bh(items: pl.DataFrame, alpha: float) -> pl.DataFrame:
@@ -316,8 +382,12 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         pl.col("classical_reject").fill_null(False).sum().cast(pl.Int64).alias("classical_rejections"),
         pl.col("classical_reject_bh").fill_null(False).sum().cast(pl.Int64).alias("_cbh"),
         n_status("ok"), n_status("identical_null_rates"), n_status("one_null_variant"),
-        n_status("no_null_variants"), n_status("no_valid_eps"),
-        (pl.col("status") == "non_binary_scores").sum().cast(pl.Int64).alias("n_non_binary"),
+        n_status("no_null_variants"), n_status("no_valid_eps"), n_status("no_alternative"), n_status("no_power"),
+        pl.when(pl.col("status") == "no_power").then(pl.col("r_min")).min().alias("_np_lo"),
+        pl.when(pl.col("status") == "no_power").then(pl.col("r_max")).max().alias("_np_hi"),
+        pl.when(pl.col("status") == "no_power").then(pl.col("m")).min().alias("_np_mlo"),
+        pl.when(pl.col("status") == "no_power").then(pl.col("m")).max().alias("_np_mhi"),
+        (pl.col("scores") == "fractional").sum().cast(pl.Int64).alias("n_non_binary"),
         pl.col("unequal_replicates").sum().cast(pl.Int64).alias("n_unequal_replicates"),
         pl.col("eps").median().alias("median_eps"),
     ).with_columns(
@@ -327,6 +397,10 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         _share("_cbh", "classical_tested").alias("classical_share_bh"),
         pl.lit(alpha).alias("alpha"), pl.lit(method).alias("method"),
     ).join(acc, on=["model", "variant"], how="left"))
+    out = out.with_columns(pl.Series("no_power", [
+        None if not n else no_power_sentence(int(lo), int(hi), alpha, int(mlo), int(mhi))
+        for n, lo, hi, mlo, mhi in zip(out["n_no_power"], out["_np_lo"], out["_np_hi"], out["_np_mlo"],
+                                       out["_np_mhi"])], dtype=pl.String))
     order = {v: i for i, v in enumerate(design.test)}
     return (out.with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_o"))
             .sort("model", "_o").select(list(VARIANTS_SCHEMA)).cast(VARIANTS_SCHEMA))
@@ -349,24 +423,30 @@ def _benchmark_rates(counts: pl.DataFrame, design: VariantDesign) -> pl.DataFram
             .sort("model", "variant"))
 
 
-def _notes(items: pl.DataFrame, design: VariantDesign, method: str) -> list[str]:
+def _notes(items: pl.DataFrame, design: VariantDesign, method: str, alpha: float) -> list[str]:
     notes = [f"design: {design.rule}"]
     if items.height == 0:
         return notes + ["no item had a tested variant"]
     counts = items["status"].value_counts()
     for status, n in counts.iter_rows():
-        if status != "ok":
+        if status == "no_power":
+            part = items.filter(pl.col("status") == "no_power")
+            notes.append(f"{n} item x variant test(s) no_power: "
+                         + no_power_sentence(int(part["r_min"].min()), int(part["r_max"].max()), alpha,
+                                             int(part["m"].min()), int(part["m"].max())))
+        elif status != "ok":
             notes.append(f"{n} item x variant test(s) {status}: {STATUS_TEXT.get(status, status)}")
     unequal = int(items["unequal_replicates"].sum())
     if unequal:
         notes.append(f"{unequal} item x variant test(s) have unequal replicate counts across variants: "
-                     + ("the exact calibration uses each variant's own count" if method == "exact" else
-                        "the union bound uses the smallest count (conservative)"))
+                     + {"widened": "the widened-range test uses each variant's own count",
+                        "plugin_exact": "the exact calibration uses each variant's own count"}.get(
+                            method, "the union bound uses the smallest count (conservative)"))
     return notes
 
 
 def audit_benchmark(con, benchmark: str, *, base: str | None = None, null: list[str] | None = None,
-                    test: list[str] | None = None, alpha: float = 0.05, method: str = "exact",
+                    test: list[str] | None = None, alpha: float = 0.05, method: str = "widened",
                     models: list[str] | None = None) -> PerturbationAudit:
     """Load a benchmark's counts and run a design (the default design when none is given)."""
     counts = load_variant_counts(con, benchmark, models=models)

@@ -1,26 +1,35 @@
-"""The Prefect tasks: thin wrappers around plain functions of tasks/ (test those directly).
+"""The Prefect tasks: thin wrappers around the plain steps of tasks/steps.py (test those directly).
 
-Retries only on I/O (reading the store, writing artifacts, recording the run): a retry of
-an analysis would recompute the same numbers.  No task caches its inputs: they are whole
-matrices, and hashing them would cost more than the work.
+Retries only on I/O (reading the store, writing artifacts, recording the run), and only when
+the failure may pass (:func:`~benchcert.tasks.steps.is_transient`): an unknown benchmark or a
+bad file fails the same way every time.  A retry of an analysis would recompute the same
+numbers.  No task caches its inputs: they are whole matrices, and hashing them would cost more
+than the work.
+
+Imported only when a Prefect API is configured (flows/runs.py decides); nothing else in tasks/
+imports Prefect.
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-import polars as pl
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from benchcert.tasks import artifacts, results, store
-from benchcert.tasks.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks import results
 from benchcert.tasks.ingest import FileReport, ingest_file
 from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.matrices import BenchmarkMatrices, load_matrices, source_refs
-from benchcert.tasks.perturbation import with_variant_counts
+from benchcert.tasks.steps import (analysis, artifact_key, is_transient, notify, read_benchmark, rebuild_dashboard,
+                                   record_run, verdict, write_run_artifacts)
+
+__all__ = ["analysis_task", "artifact_key", "ingest_file_task", "load_matrices_task", "notify_task", "publish_task",
+           "read_benchmark", "rebuild_dashboard_task", "record_run", "record_run_task", "verdict_task",
+           "write_artifacts_task", "write_run_artifacts"]
+
+
+def _transient(task, task_run, state) -> bool:
+    exc = state.data
+    return not isinstance(exc, BaseException) or is_transient(exc)
 
 
 @task(name="ingest-file", cache_policy=NO_CACHE)
@@ -31,55 +40,13 @@ def ingest_file_task(db: str, path: str, benchmark: str | None, mapping: ColumnM
                        lock_timeout=lock_timeout)
 
 
-def read_benchmark(db: str, benchmark: str, variant: str | None,
-                   lock_timeout: float) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
-    start = time.perf_counter()
-    with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
-        m = with_variant_counts(con, load_matrices(con, benchmark, variant))
-        sources = source_refs(con, benchmark)
-    # Materialise the derived arrays here so their cost is counted as reading, once.
-    _ = (m.scores, m.item_subject, m.subject_domain)
-    return m, sources, time.perf_counter() - start
-
-
-load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)(read_benchmark)
-
-
-@task(name="analysis", cache_policy=NO_CACHE)
-def analysis_task(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
-    return run_analysis(name, ANALYSES[name], matrices, config)
-
-
-def write_run_artifacts(root: str, summary, manifest_fields: dict, tables: dict, report_html: str) -> tuple[Path, float]:
-    start = time.perf_counter()
-    run_dir = artifacts.write_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
-                                  report_html=report_html)
-    return run_dir, time.perf_counter() - start
-
-
-write_artifacts_task = task(name="write-artifacts", retries=2, retry_delay_seconds=1,
+load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,
+                          cache_policy=NO_CACHE)(read_benchmark)
+analysis_task = task(name="analysis", cache_policy=NO_CACHE)(analysis)
+write_artifacts_task = task(name="write-artifacts", retries=2, retry_delay_seconds=1, retry_condition_fn=_transient,
                             cache_policy=NO_CACHE)(write_run_artifacts)
-
-
-def record_run(db: str, lock_timeout: float, **fields) -> float:
-    start = time.perf_counter()
-    with store.open_store(db, write=True, lock_timeout=lock_timeout) as con:
-        store.record_run(con, **fields)
-    return time.perf_counter() - start
-
-
-record_run_task = task(name="record-run", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)(record_run)
-
-
-def artifact_key(benchmark: str, what: str) -> str:
-    """A stable Prefect artifact key (lowercase letters, digits, dashes) for a benchmark."""
-    import hashlib
-    import re
-
-    slug = re.sub(r"[^a-z0-9]+", "-", benchmark.lower()).strip("-")[:40] or "benchmark"
-    digest = hashlib.sha256(benchmark.encode("utf-8")).hexdigest()[:6]
-    return f"benchcert-{slug}-{digest}-{what}"
+record_run_task = task(name="record-run", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,
+                       cache_policy=NO_CACHE)(record_run)
 
 
 @task(name="publish-prefect-artifacts", cache_policy=NO_CACHE)
@@ -97,36 +64,24 @@ def publish_task(summary, run_dir: str) -> None:
                              description=f"benchcert audit {summary.run_id}")
 
 
-def notify(url: str, summary, run_dir: str) -> float:
-    from benchcert.tasks.changes import notify_webhook
-
-    start = time.perf_counter()
-    status = notify_webhook(url, summary, run_dir)
-    if status.startswith("webhook failed"):
-        raise RuntimeError(status)  # lets Prefect retry; the flow keeps the run if all tries fail
-    return time.perf_counter() - start
-
-
 notify_task = task(name="notify-webhook", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)(notify)
-
-
-def rebuild_dashboard(artifacts_root: str, out_dir: str) -> str:
-    from benchcert.tasks.dashboard import build_site
-
-    report = build_site(artifacts_root, out_dir)
-    return str(report.out)
-
-
 rebuild_dashboard_task = task(name="rebuild-dashboard", retries=1, retry_delay_seconds=2,
                               cache_policy=NO_CACHE)(rebuild_dashboard)
-
-
-def verdict(db: str, benchmark: str, baseline: str, candidate: str, alpha: float, lock_timeout: float) -> dict:
-    from benchcert.tasks.verdicts import checkpoint_verdict
-
-    return checkpoint_verdict(db, benchmark, baseline, candidate, alpha=alpha, record=True,
-                              lock_timeout=lock_timeout).as_dict()
-
-
 # No retries: a recorded look must not be recorded twice by a retry.
 verdict_task = task(name="checkpoint-verdict", cache_policy=NO_CACHE)(verdict)
+
+
+def prefect_steps():
+    """The audit's steps as Prefect tasks (see flows/runs.py: Steps)."""
+    from prefect.runtime import flow_run
+
+    from benchcert.tasks.steps import Steps
+
+    def notify_step(url, summary, run_dir):
+        state = notify_task(url, summary, run_dir, return_state=True)
+        return state.result() if state.is_completed() else None
+
+    return Steps(mode="prefect", load_matrices=load_matrices_task, analysis=analysis_task,
+                 write_artifacts=write_artifacts_task, record_run=record_run_task, publish=publish_task,
+                 notify=notify_step, ingest_file=ingest_file_task,
+                 flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)

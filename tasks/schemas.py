@@ -167,6 +167,9 @@ class Manifest(_Frozen):
     benchcert_version: str
     run_id: str
     flow_run_id: str | None
+    run_mode: Literal["in_process", "prefect"] | None = Field(
+        default=None, description="in_process: run in the benchcert process (no Prefect API configured); "
+                                  "prefect: a Prefect flow run (flow_run_id names it).")
     benchmark: str
     status: Literal["completed"]
     started_at: str

@@ -284,3 +284,35 @@ def list_runs(con, benchmark: str | None = None) -> pl.DataFrame:
 def get_run(con, run_id: str) -> dict | None:
     rows = list_runs(con).filter(pl.col("run_id") == run_id).to_dicts()
     return rows[0] if rows else None
+
+
+# --- per-benchmark settings (the default variant) ------------------------------------------
+# Created on first use, so stores that never set one are unchanged; a reader of an older store
+# finds no table and no setting.
+
+BENCHMARK_SETTINGS_DDL = """CREATE TABLE IF NOT EXISTS benchmark_settings (
+    benchmark VARCHAR PRIMARY KEY,
+    default_variant VARCHAR,
+    updated_at TIMESTAMP NOT NULL)"""
+
+
+def _has_table(con, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
+                            [name]).fetchall()[0][0])
+
+
+def get_default_variant(con, benchmark: str) -> str | None:
+    """The variant set as ``benchmark``'s default, or None when none was set."""
+    if not _has_table(con, "benchmark_settings"):
+        return None
+    rows = con.execute("SELECT default_variant FROM benchmark_settings WHERE benchmark = ?", [benchmark]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def set_default_variant(con, benchmark: str, variant: str | None) -> None:
+    """Store (or, with None, clear) the variant every command uses for ``benchmark`` when none is given."""
+    with transaction(con):
+        con.execute(BENCHMARK_SETTINGS_DDL)
+        con.execute("DELETE FROM benchmark_settings WHERE benchmark = ?", [benchmark])
+        if variant is not None:
+            con.execute("INSERT INTO benchmark_settings VALUES (?, ?, current_timestamp)", [benchmark, variant])

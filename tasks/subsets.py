@@ -239,7 +239,7 @@ def _estimate_rows(model: str, man: SubsetManifest, scores: pl.DataFrame, alpha:
         rows.append({**base, "k": k, "estimate": est, "method": "subsample_stratified",
                      "lower": max(est - hw, 0.0), "upper": min(est + hw, 1.0), "half_width": hw,
                      "note": "stratified estimator sum_k (m_k/N) mean_k with the per-stratum Hoeffding-Serfling "
-                             "proxy (STATS.md B7); no exact interval for stratified subsets"})
+                             "proxy (docs/methods.md, section 4); no exact interval for stratified subsets"})
         return rows
     est = k / man.n
     hw = float(theorem_5_2_halfwidth(man.n, man.N, alpha=alpha).half_width)

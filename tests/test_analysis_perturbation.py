@@ -60,24 +60,28 @@ def grice(store):
 
 
 def test_grice_classical_vs_composite_per_variant(grice):
+    """gpt-4o at temperature 0: most variants answer an item always right or always wrong, so the nine
+    null variants of an item usually span 0 to 1 (no alternative), and where they agree the items
+    with few replicates cannot reject (no power).  The widened-range test rejects nothing and says
+    why for every item; the plug-in test (issue #13) had 25 rejections, 22 of them on a [0, 1] range."""
     m, out = grice
     assert isinstance(m, VariantMatrices) and m.variant_counts["variant"].n_unique() == 10
     v = out.tables["perturbation_variants"]
     assert v["variant"].to_list() == ["answ_schema", "chomsky", "grice", "gricean_long", "no-schema", "no_grice",
                                       "no_ling", "schema", "str_chomsky"]
-    assert v["n_tested"].to_list() == [100] * 9
     # Fisher against the base, per item (checked independently below)
     assert v["classical_rejections"].to_list() == [30, 19, 34, 32, 0, 11, 27, 33, 9]
     assert v["classical_share_bh"].to_list() == pytest.approx([0.25, 0.15, 0.30, 0.28, 0.0, 0.05, 0.23, 0.28, 0.01])
-    # the composite test flags far fewer items, and none survives Benjamini-Hochberg
-    assert (v["composite_rejections"] <= v["classical_rejections"]).all()
-    assert v["composite_rejections"].sum() <= 40 < v["classical_rejections"].sum() == 195
-    assert (v["composite_share_bh"] == 0).all() and (v["classical_share_bh"] > 0).sum() == 8
+    assert v["composite_rejections"].sum() == 0 and v["n_tested"].sum() == int(v["n_ok"].sum())
+    assert (v["n_no_power"] + v["n_no_alternative"] + v["n_ok"] == 100).all()
+    assert v["composite_share"].is_null().sum() == (v["n_tested"] == 0).sum()     # no 0% for untested
+    assert all(s.startswith("with m = 9 null variants and r = 1 to") for s in v["no_power"])
     items = out.tables["perturbation_items"]
-    assert items.height == 900 and set(items["status"]) == {"ok", "identical_null_rates"}
+    assert items.height == 900 and set(items["status"]) <= {"ok", "no_power", "no_alternative"}
+    assert items.filter(pl.col("status") != "ok")["p_value"].is_null().all()
     assert items["unequal_replicates"].all()          # partial runs upstream: explicit in the output
     assert any("unequal replicate" in w for w in out.warnings)
-    assert any("identical_null_rates" in w for w in out.warnings)
+    assert any("no_power" in w and "says nothing" in w for w in out.warnings)
 
 
 def test_classical_counts_are_fisher_per_item(store):
@@ -94,35 +98,37 @@ def test_classical_counts_are_fisher_per_item(store):
 
 def test_one_item_by_hand(grice):
     """Item 12: the base prompt answers it right 60% of the time (6 of 10 runs), every other
-    variant never; Fisher flags e.g. 'grice' (0 of 14) against the base, the composite test does not,
-    because 'grice' sits inside the null variants' range (T = 0)."""
+    variant never; Fisher flags e.g. 'grice' (0 of 14) against the base, the composite test does not:
+    'grice' sits inside the null variants' range (T = 0) and that range is [0, 0.6] widened."""
     items = grice[1].tables["perturbation_items"]
     row = items.filter((pl.col("item_id") == "12") & (pl.col("variant") == "grice")).row(0, named=True)
     assert (row["test_rate"], row["base_rate"], row["statistic"]) == (0.0, 0.6, 0.0)
-    assert row["classical_reject"] and not row["reject"] and row["p_value"] == 1.0
-    assert row["m"] == 9 and row["status"] == "ok"
+    assert row["classical_reject"] and not row["reject"] and row["m"] == 9
+    assert row["status"] in ("no_power", "no_alternative") and row["p_value"] is None
 
 
 def test_report_sections_render_offline(grice):
     _, out = grice
     html = render_report(title="t", meta={}, sections=out.sections, generated_at="now")
-    assert html.count("<svg") >= 7           # share bars, accuracy histogram, 5 item histograms
-    assert "Benjamini-Hochberg" in html and "identical_null_rates" in html
+    assert html.count("<svg") >= 2           # share bars, accuracy histogram (no item was tested)
+    assert "Benjamini-Hochberg" in html and "no_alternative" in html and "No power" in html
+    assert "this says nothing about whether the prompt matters" in html and "Assumption 2" in html
 
 
 @pytest.mark.parametrize("benchmark", NOISE)
 def test_pure_noise_null_is_not_rejected(store, benchmark):
-    """Pseudo-variants made of runs of one prompt: H0 holds exactly, so both tests must reject at
-    most alpha of items (both reject none here - temperature-0 runs rarely disagree)."""
+    """Pseudo-variants made of runs of one prompt: H0 holds exactly, so no valid test may reject more
+    than alpha of items; with two null pseudo-variants and a handful of runs the widened-range test
+    can test (almost) nothing and says so."""
     # no variant "" here: the matrices (not used by this analysis) need one named
     m = _matrices(store, benchmark, "runs_mod3_0")
     out = analyze(m, AuditConfig(alpha=ALPHA))
     v = out.tables["perturbation_variants"]
     tested, comp = int(v["n_tested"].sum()), int(v["composite_rejections"].sum())
     ctested, clas = int(v["classical_tested"].sum()), int(v["classical_rejections"].sum())
-    assert tested > 100 and comp <= ALPHA * tested and clas <= ALPHA * ctested
+    assert comp <= ALPHA * max(tested, 1) and clas <= ALPHA * ctested
     statuses = set(out.tables["perturbation_items"]["status"])
-    assert "identical_null_rates" in statuses
+    assert "no_power" in statuses and statuses <= {"ok", "no_power", "no_alternative", "one_null_variant"}
     if benchmark.endswith("navigate"):
         assert "one_null_variant" in statuses     # items with two runs: one null pseudo-variant
 
@@ -182,7 +188,51 @@ def test_two_variants_and_non_binary_scores(tmp_path):
                  "a,1,y,0,0.5\na,1,y,1,1\na,1,z,0,1\na,1,z,1,0\n")
     assert ingest_file(db, q, benchmark="b", mapping=parse_mapping()).status == "ingested"
     items = analyze(_matrices(db, "b", ""), AuditConfig()).tables["perturbation_items"]
-    assert set(items.filter(pl.col("variant") == "y")["status"]) == {"non_binary_scores"}
+    y = items.filter(pl.col("variant") == "y").row(0, named=True)
+    # fractional scores are tested (mean scores; energy test against the base), here without power
+    assert y["scores"] == "fractional" and y["status"] == "no_power" and y["classical_method"] == "energy_distance"
+    assert y["test_rate"] == 0.75
+
+
+def _fractional_counts(rng, n_items, n_var, r, shift=None):
+    """Scores on {0, 0.25, ..., 1}: each item has its own score distribution; ``shift`` moves the
+    tested variant 'v01' (None: every variant draws from the item's distribution - H0 exactly)."""
+    rows = []
+    grid = np.linspace(0, 1, 5)
+    for item in range(n_items):
+        w = rng.dirichlet(np.ones(5))
+        for j in range(n_var):
+            ww = w
+            if shift is not None and j == 1:
+                ww = np.roll(w, shift)
+            x = rng.choice(grid, size=r, p=ww)
+            rows.append({"model": "m", "item_id": str(item), "variant": f"v{j:02d}", "k": int(round(x.sum())),
+                         "r": r, "binary": False, "s": float(x.sum()), "scores": x.tolist()})
+    return pl.DataFrame(rows, schema={"model": pl.String, "item_id": pl.String, "variant": pl.String,
+                                      "k": pl.Int64, "r": pl.Int64, "binary": pl.Boolean, "s": pl.Float64,
+                                      "scores": pl.List(pl.Float64)})
+
+
+def test_fractional_scores_keep_the_level_per_item():
+    """Issue #13 item 6: fractional scores reach the energy test (classical contrast, per item) and the
+    widened-range test on mean scores; under H0 (all variants draw from one item-specific
+    distribution on {0, 0.25, ..., 1}) each rejects at most alpha of items (95% Clopper-Pearson upper
+    bound <= alpha + 0.01 over 600 item tests)."""
+    from scipy.stats import binomtest
+
+    rng = np.random.default_rng(31)
+    counts = _fractional_counts(rng, 200, 4, 12)
+    design = make_design(counts["variant"].unique().to_list(), base="v00", null=None, test=["v01", "v02", "v03"])
+    audit = run_design(counts, design, alpha=ALPHA)
+    items = audit.items
+    assert (items["classical_method"] == "energy_distance").all() and (items["scores"] == "fractional").all()
+    for col in ("classical_reject", "reject"):
+        x, n = int(items[col].fill_null(False).sum()), items.height
+        assert binomtest(x, n).proportion_ci(0.95).high <= ALPHA + 0.01, (col, x, n)
+    # and the energy test does see a change in the tested variant's score distribution
+    shifted = run_design(_fractional_counts(np.random.default_rng(32), 60, 4, 12, shift=2), design, alpha=ALPHA)
+    v01 = shifted.variants.filter(pl.col("variant") == "v01").row(0, named=True)
+    assert v01["classical_share"] > 0.3
 
 
 def test_hostile_variant_names_are_escaped(tmp_path):

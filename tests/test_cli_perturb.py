@@ -65,21 +65,58 @@ def test_plan_perturbation_usage_errors(capsys):
 
 
 def test_perturb_user_design_text_and_json(capsys, db):
+    """Three null variants and 1-28 replicates: the widened-range test can test nothing here, and
+    says so instead of printing 0%; the assumptions come with the table."""
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
                        "--null", "schema,answ_schema,grice", "--test", "chomsky,str_chomsky", "--items", "3")
-    assert code == 0 and "'chomsky'" in out and "Benjamini-Hochberg" in out and "identical_null_rates" in out
+    assert code == 0 and "'chomsky'" in out and "Benjamini-Hochberg" in out
+    assert "no power" in out and " 0.0%" not in out.split("classical =")[0].split("---")[-1]
+    assert "this says nothing about whether the prompt matters" in out
+    assert "the composite test assumes:" in out and "Assumption 2" in out and "widened-range test" in out
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
                        "--null", "schema,answ_schema,grice", "--test", "str_chomsky", "--json")
     d = json.loads(out)
     assert code == 0 and d["design"]["test"] == ["str_chomsky"] and len(d["items"]) == 100
     (v,) = d["variants"]
-    assert v["classical_rejections"] == 9 and v["n_tested"] == 100
-    assert {i["status"] for i in d["items"]} <= {"ok", "identical_null_rates"}
+    assert v["classical_rejections"] == 9 and v["n_tested"] == 0 and v["composite_share"] is None
+    assert v["n_no_power"] + v["n_no_alternative"] == 100 and "no test can reject" in v["no_power"]
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
+    assert any("Assumption 2" in a for a in d["assumptions"])
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0", "--null",
+                       "schema,answ_schema,grice", "--test", "str_chomsky", "--method", "plugin_exact")
+    assert code == 0 and "assumption-dependent" in out.splitlines()[0] and "ASSUMPTION-DEPENDENT" in out
+
+
+def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
+    """Issue #13: with one replicate per variant the output was 0.0% for every variant."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(1)
+    for item in range(30):
+        for variant in ("a", "b", "c", "d"):
+            rows.append(f"r1,m,{item},s,d,{variant},0,{int(rng.random() < 0.9)}")
+    path = tmp_path / "r1.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "r1.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1")
+    assert code == 0
+    table = out.split("---")[-1].split("items = items tested")[0]
+    assert "%" not in table.replace("classical", "").split("no power")[0]   # no composite share printed
+    assert ("with r = 1 replicate per variant no test can reject at alpha = 0.05: this says nothing about "
+            "whether the prompt matters") in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--json")
+    d = json.loads(out)
+    assert all(v["composite_share"] is None and v["no_power"].startswith("with r = 1 replicate")
+               for v in d["variants"])
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
 
 
 def test_perturb_exit_codes(capsys, db, tmp_path):
-    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--test", "nope")
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0", "--test", "nope")
     assert code == 1 and "not in the benchmark" in err
+    # No base given, several variants and no '': the rule every command uses refuses and says how to choose.
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE)
+    assert code == 1 and "--base" in err and "default-variant" in err and len(err.splitlines()) == 1
     code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", "unknown")
     assert code == 1 and "no responses" in err
     code, _, err = cli(capsys, "perturb", "--db", tmp_path / "none.duckdb", "--benchmark", GRICE)
@@ -93,3 +130,22 @@ def test_help(argv):
     r = subprocess.run([sys.executable, "-m", "benchcert.flows.cli", *argv], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "usage: benchcert" in r.stdout
+
+
+def test_perturb_fractional_scores_reach_the_energy_test(capsys, tmp_path):
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(2)
+    for item in range(5):
+        for variant in ("a", "b", "c", "d", "e"):
+            for rep in range(20):
+                rows.append(f"fr,m,{item},s,d,{variant},{rep},{rng.choice([0, 0.25, 0.5, 0.75, 1])}")
+    path = tmp_path / "fr.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "fr.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr", "--json")
+    d = json.loads(out)
+    assert code == 0 and {i["classical_method"] for i in d["items"]} == {"energy_distance"}
+    assert {i["scores"] for i in d["items"]} == {"fractional"}
+    assert {i["method"] for i in d["items"] if i["method"]} == {"widened_mean_score"}
+    assert all(v["classical_tested"] == 5 for v in d["variants"])

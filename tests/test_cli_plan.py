@@ -1,7 +1,7 @@
 """`benchcert plan` and `benchcert subsample`: answers, JSON, exit codes, the subset manifest.
 
 Expected numbers are derived by hand from the formula cited next to each (Theorem 5.2 and
-Table 4 of the exchangeable-bounds paper; Hardt ch. 3; STATS.md B4 and B8).
+Table 4 of the exchangeable-bounds paper; Hardt ch. 3; docs/methods.md sections 4 and 5).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_plan_subsample_paper_example(capsys):
     a = answers(out)
     # Theorem 5.2: sqrt((14042 - 250)/(2 * 250 * 14042) * log 40) = 8.51 pp (paper Table 4);
     # Barber non-negative sqrt(log 40/500) = 8.59 pp; Serfling sqrt((1 - 249/14042) log 40/500) = 8.51 pp;
-    # exact worst case 6.20 pp (STATS.md B4: "about 6.2 pp").
+    # exact worst case 6.20 pp (docs/methods.md section 4: "6.20 pp instead of 8.51 pp").
     assert a["theorem_5_2"]["half_width"] == pytest.approx(0.085126, abs=1e-6)
     assert a["barber_nonnegative"]["half_width"] == pytest.approx(0.085894, abs=1e-6)
     assert a["serfling"]["half_width"] == pytest.approx(0.085129, abs=1e-6)

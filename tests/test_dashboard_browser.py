@@ -32,6 +32,10 @@ from conftest import ROOT, SMALL_CSV, SMALL_MAP
 
 CHROMIUM = os.environ.get("BENCHCERT_CHROMIUM", "/usr/bin/chromium")
 EVIL_MODEL = '<script>console.error("xss")</script>'
+SMALL_ENVIRONMENTS = {"source": "envs.toml", "level": "domain",
+                      "environments": {"lab": {"stem": 0.6, "humanities": 0.4}, "library": {"humanities": 1.0}},
+                      "family_name": "any", "family_kind": "simplex",
+                      "family_vertices": {"any:stem": {"stem": 1.0}, "any:humanities": {"humanities": 1.0}}}
 TIMEOUT = 90.0  # seconds; the 2-core test machine is shared, Chromium's first start can be slow
 
 
@@ -179,7 +183,7 @@ class Tab:
 # --------------------------------------------------------------------------- fixtures
 
 
-def _audit(db: Path, benchmark: str, arts: Path) -> Path:
+def _audit(db: Path, benchmark: str, arts: Path, environments: dict | None = None) -> Path:
     """The audit flow's steps without Prefect (see flows/audit.py), writing one run directory."""
     import datetime as dt
 
@@ -190,7 +194,7 @@ def _audit(db: Path, benchmark: str, arts: Path) -> Path:
     with store.open_store(db, write=False) as con:
         m = load_matrices(con, benchmark)
         sources = source_refs(con, benchmark)
-    config = AuditConfig()
+    config = AuditConfig(environments=environments)
     outputs = [run_analysis(name, fn, m, config) for name, fn in ANALYSES.items()]
     now = dt.datetime.now(dt.timezone.utc)
     run_id = artifacts.new_run_id(now)
@@ -237,7 +241,7 @@ def site(tmp_path_factory) -> Path:
     _audit(db, "small", arts)
     time.sleep(0.01)  # distinct finished_at for the second run
     assert ingest_file(db, later, benchmark="small", mapping=mapping).status == "ingested"
-    _audit(db, "small", arts)
+    _audit(db, "small", arts, environments=SMALL_ENVIRONMENTS)  # the latest run has the environments section
     out = tmp / "site"
     build_site(arts, out)
     # A page that breaks every rule, to prove this harness notices (negative control).
@@ -389,3 +393,28 @@ def test_run_page_shows_models_numbers_and_the_report(tab, site, shots):
                    "{title: d.title, scripts: d.querySelectorAll('script').length, text: d.body.innerText}; })()")
     assert frame["title"] == "benchcert audit: small" and frame["scripts"] == 0
     assert EVIL_MODEL in frame["text"]
+
+
+def test_run_report_environment_section_renders(tab, site, shots):
+    # audit --environments: the report's section with each model's profile across environments
+    # (an inline-SVG interval per model and environment), the failure-rate table and the
+    # black-box sentence (certifying-capabilities paper, Theorem 3.10).
+    run_id, summary = _latest(site)
+    problems, foreign = tab.open(f"small/{run_id}/index.html")
+    assert problems == [] and foreign == []
+    sec = tab.js("""(() => { const d = document.querySelector('iframe.report').contentDocument;
+      const s = d.querySelector('section#environments'); if (!s) return null;
+      s.scrollIntoView(); const svg = s.querySelector('.environment-profiles svg');
+      const box = svg ? svg.getBoundingClientRect() : null;
+      return {title: s.querySelector('h2').textContent, intervals: svg ? svg.querySelectorAll('g.interval').length : 0,
+              width: box ? box.width : 0, height: box ? box.height : 0, text: s.innerText,
+              rows: s.querySelectorAll('table tbody tr').length}; })()""")
+    tab.screenshot(shots / "report-environments.png")
+    assert sec is not None and sec["title"] == "Deployment environments and failure rates"
+    n_models = len(summary["models"])
+    # lab, library, any:stem, any:humanities and the family's worst mix, for every model
+    assert sec["intervals"] == 5 * n_models
+    assert sec["width"] > 300 and sec["height"] > 100
+    assert "cannot be certified by black-box testing" in sec["text"]
+    assert "any (worst mix)" in sec["text"] and EVIL_MODEL in sec["text"]
+    assert sec["rows"] == 5 * n_models + n_models   # environment_risks rows + failure-rate rows

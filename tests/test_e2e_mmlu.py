@@ -39,7 +39,7 @@ def reference() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory, prefect_harness):
-    """Ingest through the CLI (Prefect flow) and audit once; several tests read the result."""
+    """Ingest through the CLI as Prefect flow runs (--prefect) and audit once; several tests read the result."""
     import contextlib
     import io
 
@@ -48,12 +48,13 @@ def audited(tmp_path_factory, prefect_harness):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = main(["ingest", str(MMLU_CSV), "--db", str(db), "--benchmark", "mmlu_pro",
-                     "--config", str(MMLU_MAP), "--json"])
+                     "--config", str(MMLU_MAP), "--json", "--prefect"])
     assert code == 0, buf.getvalue()
     first = json.loads(buf.getvalue())
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["audit", "--db", str(db), "--benchmark", "mmlu_pro", "--artifacts", str(arts), "--json"])
+        code = main(["audit", "--db", str(db), "--benchmark", "mmlu_pro", "--artifacts", str(arts), "--json",
+                     "--prefect"])
     assert code == 0, buf.getvalue()
     return {"db": db, "arts": arts, "ingest": first, "audit": json.loads(buf.getvalue())}
 
@@ -106,6 +107,7 @@ def test_artifacts_follow_the_contract(audited):
     assert sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()) == manifest["files"]
     assert index["benchmarks"][0]["latest_run_id"] == summary["run_id"] == manifest["run_id"]
     assert manifest["flow_run_id"] and manifest["sources"][0]["sha256"]
+    assert manifest["run_mode"] == audited["audit"]["run_mode"] == audited["ingest"]["run_mode"] == "prefect"
     for t in manifest["tables"]:
         assert pl.read_parquet(run_dir / t["file"]).height == t["rows"]
     scores = pl.read_parquet(run_dir / "tables" / "model_scores.parquet")

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.planning (STATS.md B8).
+"""Tests for benchcert.stats.planning (docs/methods.md, section 5).
 
 Every expected n is derived by hand in the test from the formula it cites (Hardt,
 "Detecting differences", ch. 3 = ../shared/papers/hardt-detecting-differences.txt; the
@@ -56,7 +56,7 @@ def test_one_model_hand_values(no_warnings):
 
 
 def test_one_model_exact_answer(no_warnings):
-    # Smallest n (by bisection) with h*(n, N, alpha) <= eps; h* < Theorem 5.2 (STATS.md B4)
+    # Smallest n (by bisection) with h*(n, N, alpha) <= eps; h* < Theorem 5.2 (docs/methods.md section 4)
     # so it costs fewer items: N = 3000, eps = 0.05.
     p = plan_one_model(0.05, N=3000)
     e = p.answer("exact_worst_case")
@@ -86,7 +86,7 @@ def test_two_models_hand_values(no_warnings):
     # One-sided Theorem 5.2 with R = 2: n >= 2 L N/(eps^2 N + 2 L), L = ln 20:
     # 2 * 2.995732 * 14042/(5.6168 + 5.991465) = 7247.2 -> 7248.
     assert p.answer("theorem_5_2_paired").n == 7248
-    # Power (STATS.md B8): (1.959964 + 0.841621)^2 * 0.3/0.0004 = 7.848879 * 750 = 5886.7 -> 5887.
+    # Paired power analysis (docs/methods.md section 5): (1.959964 + 0.841621)^2 * 0.3/0.0004 = 7.848879 * 750 = 5886.7 -> 5887.
     assert p.answer("paired_power").n == 5887 and p.answer("paired_power").kind == "approximate"
     # Default Var(D): worst case 1 - eps^2 -> 7.848879 * 0.9996/0.0004 = 19614.4 -> 19615.
     assert plan_two_models(0.02).answer("paired_power").n == 19615
@@ -129,7 +129,7 @@ def test_two_models_sufficiency_by_simulation(no_warnings):
 
 def test_zero_failure_hand_values_and_simulation(no_warnings):
     p = plan_zero_failure(0.01, alpha=0.05, N=12032)
-    # ln(1/0.05)/0.01 = 299.57 -> 300 (STATS.md B8; Hardt 3.5: 1/eps, not 1/eps^2).
+    # ln(1/0.05)/0.01 = 299.57 -> 300 (Hardt 3.5: 1/eps, not 1/eps^2).
     assert p.answer("zero_failure_exponential").n == 300
     # Exact binomial: ln(0.05)/ln(0.99) = 298.07 -> 299.
     nb = p.answer("zero_failure_binomial").n
@@ -148,7 +148,7 @@ def test_zero_failure_hand_values_and_simulation(no_warnings):
 
 
 def test_budget_reproduces_table4(no_warnings):
-    # Paper Table 4 (n = 250, N = 14,042): Theorem 5.2 8.51 pp; STATS.md B4: exact ~6.2 pp.
+    # Paper Table 4 (n = 250, N = 14,042): Theorem 5.2 8.51 pp; exact h* ~6.2 pp (docs/methods.md section 4).
     p = plan_budget(250, 14042, alpha=0.05)
     assert 100 * p.answer("theorem_5_2").half_width == pytest.approx(8.51, abs=0.005)
     assert 100 * p.answer("exact_worst_case").half_width == pytest.approx(6.20, abs=0.005)

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.scores (STATS.md A1)."""
+"""Tests for benchcert.stats.scores (the exchangeable-bounds paper, section 7.2 and Table 1)."""
 
 from __future__ import annotations
 

@@ -115,6 +115,10 @@ def _classify(obj) -> str | None:
             return "lm_eval_results"
         if "adapter_spec" in obj and "scenario_spec" in obj:
             return "helm_part"
+        from benchcert.tasks.adapters.mmlu_pro_raw import is_summary
+
+        if is_summary(obj):
+            return "mmlu_pro_summary"
         return None
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
         first = obj[0]
@@ -142,6 +146,8 @@ def _classify_prefix(text: str) -> str | None:
             return "lm_eval_results"
         if _has(body, "adapter_spec", "scenario_spec"):
             return "helm_part"
+        if _has(body, "total", "corr", "wrong"):
+            return "mmlu_pro_summary"
         return None
     if body.startswith("["):
         if _has(body, "doc_id") and (_has(body, "resps") or _has(body, "filtered_resps")):
@@ -174,7 +180,7 @@ def open_native(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
         except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
             problem = str(exc)
         raise NativeError(f"{path}: not a readable zip archive ({problem}); the file is truncated or corrupt")
-    chosen = fmt or kind
+    chosen = kind if (fmt == "mmlu_pro_raw" and kind == "mmlu_pro_summary") else (fmt or kind)
     # Imported only for a native log: a plain table does not pay for the harness adapters.
     from benchcert.tasks.adapters import helm, inspect_ai, lm_eval, mmlu_pro_raw
 
@@ -189,6 +195,8 @@ def open_native(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
         return inspect_ai.open_source(path, mapping, benchmark)
     if chosen == "mmlu_pro_raw":
         return mmlu_pro_raw.open_source(path, mapping, benchmark)
+    if chosen == "mmlu_pro_summary":
+        return mmlu_pro_raw.open_summary(path, mapping, benchmark)
     raise NativeError(f"{path}: content is not a {fmt} log")
 
 

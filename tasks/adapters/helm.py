@@ -101,7 +101,7 @@ def open_source(run_dir: Path, mapping: ColumnMapping, benchmark: str | None) ->
     if not isinstance(instances, list):
         raise NativeError(f"{files[0]}: expected a JSON list of instances, got {type(instances).__name__}")
     adapter = spec.get("adapter_spec") if isinstance(spec.get("adapter_spec"), dict) else {}
-    model = adapter.get("model") or adapter.get("model_deployment")
+    model = getattr(mapping, "model", None) or adapter.get("model") or adapter.get("model_deployment")  # --model first
     if not isinstance(model, str) or not model:
         raise NativeError(f"{files[1]}: adapter_spec.model is missing")
     name = spec.get("name") if isinstance(spec.get("name"), str) else run_dir.name
@@ -193,7 +193,7 @@ def open_source(run_dir: Path, mapping: ColumnMapping, benchmark: str | None) ->
 
     source = NativeSource(
         format=FORMAT, path=run_dir, sha256=sha256_files(run_dir, files), benchmark=bench,
-        settings={"stat": stat, "split": split},
+        settings={"stat": stat, "split": split, **({"model": model} if getattr(mapping, "model", None) else {})},
         read={"run": name, "model": model, "stat": f"{stat} ({split} split)", "instances": len(instances),
               "perturbations": sorted(settings_by_name)},
         records=records, describe=lambda inst: json.dumps(_excerpt(inst, stat), default=str))

@@ -167,7 +167,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
     fields = check_mapped(path, FORMAT, mapping, ("subject", "domain"))
     log = _Log(path)
     spec = log.header["eval"]
-    model, task = spec.get("model"), spec.get("task")
+    model, task = getattr(mapping, "model", None) or spec.get("model"), spec.get("task")  # --model overrides
     if not isinstance(model, str) or not model:
         raise NativeError(f"{path}: eval.model is missing from the log header")
     if benchmark is None and (not isinstance(task, str) or not task):
@@ -252,7 +252,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
     config = spec.get("config") or {}
     read = {"task": task, "model": model, "scorer": scorer, "samples": log.n_samples,
             "epochs": config.get("epochs") or 1, "container": ".eval zip" if log.zip else ".json"}
-    settings = {"scorer": scorer, "fields": fields}
+    settings = {"scorer": scorer, "fields": fields, **({"model": model} if getattr(mapping, "model", None) else {})}
     return NativeSource(format=FORMAT, path=path, sha256=sha256_file(path), benchmark=benchmark or task,
                         settings=settings, read=read, records=records,
                         describe=lambda src: f"{src[0]}: {_describe(src[1])}", notes=notes)

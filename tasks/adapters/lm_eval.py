@@ -260,8 +260,10 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
         task = benchmark
         notes.append(f"task taken from --benchmark ({benchmark!r})")
 
-    model = None
-    if results:
+    model = getattr(mapping, "model", None)  # --model
+    if model:
+        notes.append("model taken from --model")
+    elif results:
         model = results.get("model_name") or _model_from_args((results.get("config") or {}).get("model_args"))
     if not model and not old_layout and m:
         model = path.parent.name.replace("__", "/") if path.parent.name else None

@@ -3,7 +3,10 @@
 The archive holds one JSON file, a list of objects with ``question_id, question, options,
 answer, answer_index, cot_content, category, src, pred`` and the model's text
 (``generated_text`` for local models, ``model_outputs`` for API models).  The plain JSON file is
-read as well.
+read as well, and so is the repository's early-release layout ``<model>/<subject>_result.json``
+(the same list for one subject; the folder names the model, 5 shots) with its
+``<subject>_summary.json`` beside it (counts only: read as metadata, like lm-eval's results file).
+``--model`` names the model whatever the file is called.
 
 Mapping to the canonical row: ``benchmark`` = ``--benchmark``, else ``mmlu_pro``; ``model`` from
 the name ``model_outputs_<model>_<n>shots`` (the JSON member's name first, so a renamed archive
@@ -33,6 +36,8 @@ FORMAT = "mmlu_pro_raw"
 DEFAULT_BENCHMARK = "mmlu_pro"
 STANDARD_SHOTS = 5
 NAME = re.compile(r"model_outputs_(?P<model>.+?)_(?P<shots>\d+)shots?(?:\.json|\.zip)?$")
+#: The early-release layout of the MMLU-Pro repository: <model>/<subject>_result.json (+ _summary.json).
+RESULT = re.compile(r"(?P<subject>.+)_result\.json")
 DEFAULT_FIELDS = {"item_id": "question_id", "subject": "src", "domain": "category"}
 
 
@@ -76,10 +81,21 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
         m = NAME.search(name) if name else None
         if m:
             break
-    if m is None:
+    notes = []
+    given = getattr(mapping, "model", None)  # --model
+    layout = RESULT.fullmatch(path.name) if m is None else None
+    if m is not None:
+        model, shots = m.group("model"), int(m.group("shots"))
+    elif given or (layout and path.parent.name):
+        # The early-release layout <model>/<subject>_result.json: the folder names the model.
+        model, shots = given or path.parent.name, STANDARD_SHOTS
+        notes.append("model taken from --model" if given else "model taken from the folder name")
+    else:
         raise NativeError(f"{path}: cannot tell the model: neither the archive's JSON member nor the file is named "
-                          "model_outputs_<model>_<n>shots")
-    model, shots = m.group("model"), int(m.group("shots"))
+                          "model_outputs_<model>_<n>shots, and it is not a <model>/<subject>_result.json; "
+                          "pass --model NAME")
+    if given:
+        model = given
     variant = "" if shots == STANDARD_SHOTS else f"{shots}shot"
 
     def records() -> Iterator[Row | Reject]:
@@ -120,7 +136,30 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
             "member": member}
     return NativeSource(format=FORMAT, path=path, sha256=sha256_file(path), benchmark=benchmark or DEFAULT_BENCHMARK,
                         settings={"fields": fields, "model": model, "variant": variant}, read=read,
-                        records=records, describe=_describe)
+                        records=records, describe=_describe, notes=notes)
+
+
+def is_summary(obj) -> bool:
+    """An MMLU-Pro ``<subject>_summary.json``: {category: {corr, wrong[, acc]}, ..., total: {...}}."""
+    return (isinstance(obj, dict) and isinstance(obj.get("total"), dict) and bool(obj)
+            and all(isinstance(v, dict) and "corr" in v and "wrong" in v for v in obj.values()))
+
+
+def open_summary(path: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource:
+    """A ``<subject>_summary.json`` beside its result file: counts only, no per-item rows (metadata)."""
+    from benchcert.tasks.adapters.native import load_json
+    from benchcert.tasks.ingest import sha256_file
+
+    path = Path(path)
+    obj = load_json(path, "MMLU-Pro summary")
+    if not is_summary(obj):
+        raise NativeError(f"{path}: expected an MMLU-Pro summary ({{category: {{corr, wrong}}, total: ...}})")
+    total = obj["total"]
+    read = {"kind": "MMLU-Pro summary (no per-item rows; the items are in the _result.json beside it)",
+            "model": getattr(mapping, "model", None) or path.parent.name,
+            "total": f"{total.get('corr')} correct, {total.get('wrong')} wrong"}
+    return NativeSource(format=FORMAT, path=path, sha256=sha256_file(path), benchmark=benchmark or DEFAULT_BENCHMARK,
+                        settings={}, read=read, records=lambda: iter(()), metadata_only=True)
 
 
 def _describe(obj: Any) -> str:

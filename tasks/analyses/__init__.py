@@ -51,6 +51,7 @@ class AuditConfig:
     subject_weights: dict[str, float] | None = None
     baseline: str | None = None
     db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
+    environments: dict | None = None  # parsed environments file (tasks/environments.py), for audit --environments
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:
@@ -89,11 +90,13 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 
 def _registry() -> dict[str, Analysis]:
-    from benchcert.tasks.analyses import calibration, comparisons, hierarchical, intervals, perturbation, scores, subsample
+    from benchcert.tasks.analyses import comparisons, hierarchical, intervals, perturbation, scores, subsample
+    from benchcert.tasks.analyses import calibration, environments
 
     return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
             "comparisons": comparisons.analyze, "subsample": subsample.analyze,
-            "perturbation": perturbation.analyze, "calibration": calibration.analyze}
+            "perturbation": perturbation.analyze, "environments": environments.analyze,
+            "calibration": calibration.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()

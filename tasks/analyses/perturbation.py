@@ -1,4 +1,4 @@
-"""Prompt-perturbation audit (STATS.md C): does a prompt variant matter beyond irrelevant rewordings?
+"""Prompt-perturbation audit (composite-null paper): does a prompt variant matter beyond irrelevant rewordings?
 
 Runs when the benchmark has at least three prompt variants and the matrices carry per-variant
 replicate counts (:func:`benchcert.tasks.perturbation.with_variant_counts`); otherwise it returns
@@ -6,7 +6,8 @@ an empty output at once.  The design is :func:`benchcert.tasks.perturbation.defa
 (leave-one-out: base ``""`` if present, else the first variant; each other variant tested against
 all the rest) unless the audit config carries a ``perturbation`` mapping with ``base``, ``null``
 and ``test`` (and optionally ``method``).  Per item and tested variant: the composite decision
-with T, eps, m and r (exact calibration), the classical Fisher test against the base, and per
+(the widened-range test: valid at alpha with no plug-in range, or an item status saying why it
+was not tested), the classical Fisher test against the base, and per
 tested variant the share of items where the change matters (raw and Benjamini-Hochberg across
 items) beside the classical share.
 """
@@ -37,10 +38,13 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         return AnalysisOutput(name=NAME)
     variants = counts["variant"].unique().sort().to_list()
     spec = getattr(config, "perturbation", None) or {}
-    method = spec.get("method", "exact")
+    method = spec.get("method", "widened")
     try:
         design = (make_design(variants, base=spec.get("base"), null=spec.get("null"), test=spec.get("test"))
                   if spec else default_design(variants))
+        if not spec and design is not None and m.variant in variants and design.base != m.variant:
+            # The base is the variant the audit reads (one rule for every command: tasks/matrices.py).
+            design = make_design(variants, base=m.variant, null=None, test=None)
     except DesignError as exc:
         return AnalysisOutput(name=NAME, warnings=[f"perturbation design not used: {exc}"])
     if design is None:
@@ -62,16 +66,23 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
     """Report sections: rejection shares (table and bars), null-rate histograms, top items."""
     d = audit.design
     level = f"{audit.alpha:g}"
+    widened = audit.method == "widened"
+    test_text = (
+        "rejects when the tested variant's rate lies outside the null variants' range widened by a margin "
+        "c&middot;R proportional to their spread R (c = &alpha;<sub>I</sub><sup>-1/(m-1)</sup> - 1, so that the "
+        "chance of the sampled rewordings missing the tested probability by more than that is at most "
+        "&alpha;<sub>I</sub> whatever the true range) and by Hoeffding bounds for the binomial noise. Its level "
+        f"holds at {escape(level)} for every number of null variants and replicates; items where no outcome could "
+        "reject are marked <b>no power</b>, items whose null range covers every rate <b>no alternative</b> - "
+        "neither says the prompt does not matter" if widened else
+        "uses the paper's plug-in calibration (Algorithm B's range treated as the true one). "
+        "<b>This is assumption-dependent and does not hold its level with few null variants</b>; the default "
+        "widened-range test does")
     intro = (f"<p>Does a prompt variant change the answers beyond what semantically irrelevant rewordings "
-             f"do? For every item, the <b>composite test</b> (composite-null paper, Algorithm A with the "
-             f"exact calibration of STATS.md C5) rejects when the tested variant's rate is farther than "
-             f"&epsilon; from every null variant's rate, &epsilon; being the smallest threshold whose size "
-             f"under the plug-in null range is at most {escape(level)}. The <b>classical test</b> (Fisher's exact "
-             f"test against the base prompt alone) treats any difference as a change. Shares are over items; "
-             f"BH = Benjamini-Hochberg across items at {escape(level)}. The calibration assumes the null "
-             f"variants' rates are spread uniformly over their range (the paper's Assumption 2); where rates "
-             f"cluster at 0 and 1 (deterministic decoding) that assumption is rough, and an item whose tested "
-             f"rate falls between the clusters can be flagged.</p>"
+             f"do? For every item, the <b>composite test</b> {test_text}. The <b>classical test</b> (Fisher's exact "
+             f"test against the base prompt alone) treats any difference as a change. Shares are over the items "
+             f"tested; BH = Benjamini-Hochberg across items at {escape(level)}.</p>"
+             f"<p>The composite test assumes: {escape('; '.join(audit.assumptions))}.</p>"
              f"<p>Design: base <code>{escape(repr(d.base))}</code>; null variants "
              f"{escape(', '.join(map(repr, d.null)))}; tested {escape(', '.join(map(repr, d.test)))}. "
              f"{escape(d.rule)}.</p>")
@@ -82,8 +93,13 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
         (pl.col("composite_share_bh") * 100).alias("composite BH %"),
         (pl.col("classical_share") * 100).alias("classical %"),
         (pl.col("classical_share_bh") * 100).alias("classical BH %"),
-        pl.col("median_eps").alias("median eps"), (pl.col("test_accuracy") * 100).alias("accuracy %"))
+        (pl.col("test_accuracy") * 100).alias("accuracy %"))
+    no_power = "".join(f"<p class=\"no-power\"><b>No power</b> - {escape(r['model'])} {escape(repr(r['variant']))}: "
+                       f"{r['n_no_power']} of {r['n_items']} items: {escape(r['no_power'])}.</p>"
+                       for r in v.iter_rows(named=True) if r["no_power"])
     status_counts = v.select("model", "variant", pl.col("n_ok").alias("ok"),
+                             pl.col("n_no_power").alias("no power"),
+                             pl.col("n_no_alternative").alias("no alternative"),
                              pl.col("n_identical_null_rates").alias("identical null"),
                              pl.col("n_one_null_variant").alias("one null"),
                              pl.col("n_no_null_variants").alias("no null"),
@@ -93,7 +109,7 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
     out = [Section(
         title="Prompt perturbations: does the change matter?",
         anchor="perturbation",
-        html=(intro + table_html(shares, float_digits=1)
+        html=(intro + table_html(shares, float_digits=1) + no_power
               + "".join(_share_bars_svg(v.filter(pl.col("model") == model), model)
                         for model in v["model"].unique(maintain_order=True).to_list())
               + f"<ul class=\"assumptions\">{notes}</ul>"
@@ -115,7 +131,7 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
               "with the smallest composite p-values, the histogram of the null variants' rates with the tested "
               "variant's rate marked (the paper's Figure 4, left).</p>" + "".join(plots)
               + table_html(top.select("model", "item_id", "variant", "test_rate", "null_min", "null_max",
-                                      "statistic", "eps", "p_value", "reject", "classical_p", "status"),
+                                      "range_low", "range_high", "p_value", "reject", "classical_p", "status"),
                            float_digits=3, caption="items with the smallest composite p-values")),
     ))
     return out
@@ -208,8 +224,9 @@ def _rates_histogram_svg(rates: pl.DataFrame, model: str) -> str:
 def _item_histogram_svg(audit: PerturbationAudit, row: dict) -> str:
     rates = audit.item_rates(row["model"], row["item_id"])
     values = np.array([rates[v] for v in audit.design.null_for(row["variant"]) if v in rates])
-    eps = "none" if row["eps"] is None else f"{row['eps']:.3f}"
+    lo, hi = (row["range_low"], row["range_high"]) if row["range_low"] is not None else (row["a_hat"], row["b_hat"])
+    rng = "none" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
     title = (f"item {row['item_id']} - {row['model']}: null rates vs {row['variant']} "
-             f"(T = {row['statistic']:.3f}, eps = {eps}, p = {row['p_value']:.3g})")
+             f"(null range as tested {rng}, p = {row['p_value']:.3g})")
     return _histogram(values, [(str(row["variant"]), row["test_rate"])], title=title,
                       label="response rate over replicates (null variants histogram; tested variant marked)", bins=20)

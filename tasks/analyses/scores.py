@@ -1,4 +1,4 @@
-"""Scores per model, subject and domain (STATS.md A1; the paper's Table 1 layout)."""
+"""Scores per model, subject and domain (the exchangeable-bounds paper's Table 1 layout, section 7.2)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Subsample guarantees: what a random n-item subset costs in accuracy (STATS.md B; the
-exchangeable-bounds paper's Table 4 and Figure 4 layout), and the certified full-score
-estimates of checkpoints evaluated on a recorded subset.
+"""Subsample guarantees: what a random n-item subset costs in accuracy (docs/methods.md,
+section 4: the exchangeable-bounds paper, Theorem 5.2 and Remark 7.2, in its Table 4 and
+Figure 4 layout), and the certified full-score estimates of checkpoints evaluated on a
+recorded subset.
 
 Tables:
 
@@ -107,9 +108,14 @@ def _per_size(fn, grid: list[int]) -> dict:
         return dict(zip(sizes, pool.map(fn, sizes)))
 
 
-def _worst_cases(grid: list[int], N: int, alpha: float) -> dict[int, tuple[float, int]]:
-    """h* for every subset size of the grid (in parallel, :func:`_per_size`)."""
-    return _per_size(lambda n: _worst_case(n, N, alpha), grid)
+def _worst_cases(grid: list[int], N: int, alpha: float, db=None) -> dict[int, tuple[float, int]]:
+    """h* for every subset size of the grid: kept beside the store ``db`` once computed
+    (tasks/hstar_cache.py), the missing ones computed in parallel (:func:`_per_size`)."""
+    from benchcert.tasks import hstar_cache
+
+    values, _ = hstar_cache.worst_cases(grid, N, alpha, db,
+                                        lambda missing: _per_size(lambda n: _worst_case(n, N, alpha), missing))
+    return values
 
 
 def _pairs(models: list[str], pooled: np.ndarray, baseline: str | None) -> list[tuple[int, int]]:
@@ -160,13 +166,14 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     binary = np.all((S == 0.0) | (S == 1.0) | np.isnan(S), axis=0)
     keep = np.array([f and b and mod not in subset_models for f, b, mod in zip(full, binary, m.models)], dtype=bool)
     models = [mod for mod, k in zip(m.models, keep) if k]
-    for mod, f, b in zip(m.models, full, binary):
-        if mod in subset_models:
-            continue
-        if not f:
-            notes.append(f"model {mod!r} did not answer every item: left out of the exact subsample columns")
-        elif not b:
-            notes.append(f"model {mod!r} has non-binary scores: the exact (hypergeometric) columns need 0/1 scores")
+    # One line per condition, listing the models.
+    partial = [mod for mod, f in zip(m.models, full) if mod not in subset_models and not f]
+    fractional = [mod for mod, f, b in zip(m.models, full, binary) if mod not in subset_models and f and not b]
+    for names, why in ((partial, "did not answer every item: left out of the exact subsample columns"),
+                       (fractional, "have non-binary scores: the exact (hypergeometric) columns need 0/1 scores")):
+        if names:
+            shown = ", ".join(repr(x) for x in names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+            notes.append(f"model(s) {shown} {why}")
     X = S[:, keep]
     K = X.sum(axis=0).round().astype(np.int64) if models else np.zeros(0, np.int64)
     sizes = np.bincount(m.item_subject)
@@ -179,7 +186,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     if not grid:
         notes.append(f"subsample: the benchmark has {N} item(s); no proper subset size to tabulate")
     pair_idx = _pairs(models, K / N if N else K.astype(float), config.baseline) if len(models) >= 2 else []
-    worst = _worst_cases(grid, N, alpha)
+    worst = _worst_cases(grid, N, alpha, getattr(config, "db", None))
     thms = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width) for n in grid}
     thm2s = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width) for n in grid}
     if pair_idx:

@@ -1,0 +1,260 @@
+#!/usr/bin/env python
+"""How long a person waits for the command line: each command in a fresh process, as typed.
+
+What it measures (``make bench`` runs it with no arguments):
+
+1. ``python -c "import polars, duckdb, numpy, scipy"``: the floor any command pays for its
+   libraries, measured in the same run so every figure can be read as a ratio to it.
+2. ``benchcert --help``.
+3. ``benchcert ingest`` of a 4-line CSV (header + 3 rows) into a new store.
+4. ``benchcert audit`` of that store.
+5. ``benchcert audit`` of MMLU-Pro (29 models x 12,032 items, ingested once beforehand, not
+   timed); ``--json``'s ``timings_s`` gives the work inside the run (reading the store,
+   analyses, report, artifacts), so overhead = wall - work.  The first audit of a store
+   computes the exact worst-case subsample values h* and keeps them beside it; it is run and
+   reported once ("cold"), then the timed runs read them ("warm", and the script checks that
+   the h* file did not change).
+
+Steps 2-5 run without a Prefect API (the in-process mode).  Then, unless ``--no-server``, a
+local ``prefect server start`` is started on a free loopback port and steps 3-5 run again
+against it (``PREFECT_API_URL`` set: real Prefect flow runs); overhead there = that wall minus
+the in-process wall of the same step.
+
+Each step runs ``--runs`` times (default 5), each in a fresh process; min / median / max wall,
+median CPU seconds of the child (user + system, all threads) and the ratio of the median to
+the import floor are printed, with the load average before and after.  Targets on an idle
+2-core machine: small ingest <= 1.5 s; MMLU-Pro audit <= work + 1 s without a Prefect API;
+with a running server, overhead <= 2 s.  A busy machine inflates wall time but not CPU time:
+compare CPU seconds across noisy runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+MMLU_CSV = ROOT / "data" / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
+MMLU_MAP = ROOT / "data" / "mmlu_pro" / "mapping.toml"
+SMALL = "model,item_id,subject,score\nm1,q1,s1,1\nm1,q2,s1,0\nm1,q3,s2,1\n"
+TARGETS = {"ingest_small": 1.5}
+
+
+def _env(api_url: str | None, home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
+               PREFECT_SERVER_UI_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING")
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return env
+
+
+def _run(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
+    """Wall seconds, child CPU seconds and stdout of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    r = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, r.stdout
+
+
+def _stats(samples: list[tuple[float, float]]) -> dict:
+    walls = [w for w, _ in samples]
+    return {"min": min(walls), "median": statistics.median(walls), "max": max(walls),
+            "cpu_median": statistics.median(c for _, c in samples), "runs": len(walls)}
+
+
+def _work(out: str) -> float:
+    t = json.loads(out)["timings_s"]
+    return sum(v for k, v in t.items() if k not in ("flow_wall", "prefect_overhead"))
+
+
+def measure(work: Path, runs: int, env: dict, mmlu_db: Path, tag: str, log) -> dict:
+    bc = str(BIN / "benchcert")
+    res: dict = {}
+    small = work / "small.csv"
+    small.write_text(SMALL)
+
+    if tag == "in_process":
+        log("import floor: python -c 'import polars, duckdb, numpy, scipy'")
+        res["import_floor"] = _stats([_run([sys.executable, "-c", "import polars, duckdb, numpy, scipy"], env, work)[:2]
+                                      for _ in range(runs)])
+        log("benchcert --help")
+        res["help"] = _stats([_run([bc, "--help"], env, work)[:2] for _ in range(runs)])
+
+    log(f"[{tag}] ingest of a 4-line CSV into a new store")
+    samples, stores = [], []
+    for i in range(runs):
+        db = work / f"{tag}-small-{i}.duckdb"
+        w, c, _ = _run([bc, "ingest", str(small), "--db", str(db), "--benchmark", "small"], env, work)
+        samples.append((w, c))
+        stores.append(db)
+    res["ingest_small"] = _stats(samples)
+
+    log(f"[{tag}] audit of that store")
+    samples, works = [], []
+    for i, db in enumerate(stores):
+        w, c, out = _run([bc, "audit", "--db", str(db), "--benchmark", "small", "--artifacts",
+                          str(work / f"{tag}-arts-small-{i}"), "--json"], env, work)
+        samples.append((w, c))
+        works.append(_work(out))
+    res["audit_small"] = {**_stats(samples), "work_median": statistics.median(works),
+                          "run_mode": json.loads(out)["run_mode"]}
+
+    hstar = Path(str(mmlu_db) + ".cache") / "worst_case.json"
+    if tag == "in_process":
+        log(f"[{tag}] audit of MMLU-Pro, first run (computes and keeps h*)")
+        w, c, out = _run([bc, "audit", "--db", str(mmlu_db), "--benchmark", "mmlu_pro", "--artifacts",
+                          str(work / f"{tag}-arts-mmlu-cold"), "--json"], env, work)
+        res["audit_mmlu_cold"] = {"wall": w, "cpu": c, "work": _work(out),
+                                  "subsample_s": json.loads(out)["timings_s"].get("analysis:subsample")}
+    kept = hstar.read_bytes() if hstar.exists() else None
+    log(f"[{tag}] audit of MMLU-Pro x{runs} (h* kept beside the store)")
+    samples, works, subs = [], [], []
+    for i in range(runs):
+        w, c, out = _run([bc, "audit", "--db", str(mmlu_db), "--benchmark", "mmlu_pro", "--artifacts",
+                          str(work / f"{tag}-arts-mmlu-{i}"), "--json"], env, work)
+        samples.append((w, c))
+        works.append(_work(out))
+        subs.append(json.loads(out)["timings_s"].get("analysis:subsample"))
+    res["audit_mmlu"] = {**_stats(samples), "work_median": statistics.median(works),
+                         "subsample_s_median": statistics.median(subs), "run_mode": json.loads(out)["run_mode"],
+                         "hstar_unchanged": kept is not None and hstar.read_bytes() == kept}
+    return res
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(home: Path, log) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = _env(None, home)
+    logf = (home / "server.log").open("w")
+    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+    log(f"starting a Prefect server on 127.0.0.1:{port}")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(1)
+        if proc.poll() is not None:
+            raise SystemExit(f"prefect server exited:\n{(home / 'server.log').read_text()[-3000:]}")
+    raise SystemExit("prefect server did not become healthy in 300 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def report(res: dict, load: tuple, runs: int) -> str:
+    floor = res["in_process"]["import_floor"]["median"]
+    L = [f"CLI latency: each command in a fresh process, {runs} runs; wall s min / median / max, CPU s (median, "
+         "child user+sys), ratio = median / import floor",
+         f"load average before {load[0][0]:.2f} {load[0][1]:.2f} {load[0][2]:.2f}, after "
+         f"{load[1][0]:.2f} {load[1][1]:.2f} {load[1][2]:.2f}; {os.cpu_count()} CPUs", ""]
+    L.append(f"  {'step':<44} {'min':>6} {'median':>7} {'max':>6} {'cpu':>6} {'ratio':>6}  note")
+
+    def row(label, s, note=""):
+        L.append(f"  {label:<44} {s['min']:6.2f} {s['median']:7.2f} {s['max']:6.2f} {s['cpu_median']:6.2f} "
+                 f"{s['median'] / floor:6.2f}  {note}")
+
+    ip = res["in_process"]
+    row("python -c 'import polars, duckdb, numpy, scipy'", ip["import_floor"], "the floor")
+    row("benchcert --help", ip["help"])
+    t = TARGETS["ingest_small"]
+    row("ingest 4-line CSV, new store (in-process)", ip["ingest_small"],
+        f"target <= {t} s: {'PASS' if ip['ingest_small']['median'] <= t else 'FAIL'}")
+    row("audit of that store (in-process)", ip["audit_small"], f"work {ip['audit_small']['work_median']:.2f} s")
+    a = ip["audit_mmlu"]
+    over = a["median"] - a["work_median"]
+    row("audit MMLU-Pro (in-process, h* kept)", a,
+        f"work {a['work_median']:.2f} s, overhead {over:.2f} s, target <= work + 1 s: "
+        f"{'PASS' if over <= 1.0 else 'FAIL'}; h* file unchanged: {a['hstar_unchanged']}")
+    cold = ip["audit_mmlu_cold"]
+    L.append(f"  {'audit MMLU-Pro, first run (computes h*)':<44} {cold['wall']:6.2f} {'':>7} {'':>6} "
+             f"{cold['cpu']:6.2f} {'':>6}  work {cold['work']:.2f} s, subsample step {cold['subsample_s']:.2f} s "
+             f"(warm: {a['subsample_s_median']:.2f} s)")
+    if "prefect_server" in res:
+        ps = res["prefect_server"]
+        for key, label in (("ingest_small", "ingest 4-line CSV (Prefect server)"),
+                           ("audit_small", "audit of that store (Prefect server)"),
+                           ("audit_mmlu", "audit MMLU-Pro (Prefect server)")):
+            o = ps[key]["median"] - ip[key]["median"]
+            oc = ps[key]["cpu_median"] - ip[key]["cpu_median"]
+            row(label, ps[key], f"overhead vs in-process {o:+.2f} s wall ({oc:+.2f} CPU s), target <= 2 s: "
+                                f"{'PASS' if o <= 2 else 'FAIL'}")
+    return "\n".join(L)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--no-server", action="store_true", help="skip the runs against a local Prefect server")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--keep", type=Path, help="work here and keep it (default: a temporary folder, removed)")
+    args = ap.parse_args()
+
+    def log(msg):
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="benchcert-latency-"))
+    work.mkdir(parents=True, exist_ok=True)
+    home = work / "prefect-home"
+    home.mkdir(exist_ok=True)
+    load0 = os.getloadavg()
+    res: dict = {}
+    server = None
+    try:
+        mmlu_db = work / "mmlu.duckdb"
+        if not mmlu_db.exists():
+            log("ingesting MMLU-Pro once (not timed)")
+            _run([str(BIN / "benchcert"), "ingest", str(MMLU_CSV), "--db", str(mmlu_db), "--benchmark", "mmlu_pro",
+                  "--config", str(MMLU_MAP)], _env(None, home), work)
+        res["in_process"] = measure(work, args.runs, _env(None, home), mmlu_db, "in_process", log)
+        if not args.no_server:
+            server, url = start_server(home, log)
+            res["prefect_server"] = measure(work, args.runs, _env(url, home), mmlu_db, "prefect", log)
+    finally:
+        if server is not None:
+            stop_server(server)
+        load1 = os.getloadavg()
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    res["load_average"] = {"before": load0, "after": load1}
+    print(report(res, (load0, load1), args.runs))
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

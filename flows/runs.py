@@ -1,0 +1,234 @@
+"""How a run is carried out: in this process, or as a Prefect flow run.
+
+A command typed at a terminal should not wait for a Prefect server to start.  So when no
+Prefect API is configured, ``benchcert ingest`` and ``benchcert audit`` run the flow bodies
+below in-process, calling the plain steps of tasks/steps.py; the run is recorded in the
+store's catalog and written as artifacts exactly as under Prefect.  When an API is configured
+(``PREFECT_API_URL`` in the environment or the active Prefect profile, as ``benchcert serve``
+and ``make serve`` need anyway) or ``--prefect`` is given, the same bodies run inside the
+Prefect flows of flows/audit.py and flows/ingest.py with the steps as Prefect tasks, and the
+run is also published as Prefect artifacts.
+
+Nothing here imports Prefect.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+from pathlib import Path
+
+IN_PROCESS, PREFECT = "in_process", "prefect"
+
+
+def prefect_api_configured() -> str | None:
+    """The Prefect API URL set in the environment or the active Prefect profile, else None.
+
+    Read without importing Prefect (its import alone costs seconds): ``PREFECT_API_URL``, then
+    ``$PREFECT_HOME/profiles.toml`` (default ``~/.prefect``), profile ``$PREFECT_PROFILE`` or
+    the file's ``active`` one.
+    """
+    url = os.environ.get("PREFECT_API_URL", "").strip()
+    if url:
+        return url
+    import tomllib
+
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        profiles = tomllib.loads((home / "profiles.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    name = os.environ.get("PREFECT_PROFILE") or profiles.get("active") or "ephemeral"
+    value = (profiles.get("profiles", {}).get(name) or {}).get("PREFECT_API_URL")
+    return str(value).strip() or None if value else None
+
+
+def choose_mode(prefect: bool | None = None) -> str:
+    """``prefect`` = True (``--prefect``) or False (``--in-process``) decides; None: Prefect when an API is set."""
+    if prefect is not None:
+        return PREFECT if prefect else IN_PROCESS
+    return PREFECT if prefect_api_configured() else IN_PROCESS
+
+
+def prefect_env() -> None:
+    """Quiet, offline defaults for Prefect; the caller's settings win."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
+               lock_timeout: float = 600.0, progress=None) -> list:
+    """Ingest ``paths`` in ``mode``; a list of FileReport."""
+    if mode == PREFECT:
+        prefect_env()
+        if progress is not None:
+            progress.update(f"ingesting {len(paths)} file(s) as a Prefect flow run")
+        from benchcert.flows.ingest import ingest_flow
+
+        return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout)
+    from benchcert.tasks.steps import plain_steps
+
+    return ingest_body(plain_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout, progress=progress)
+
+
+def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
+              variant: str | None = None, lock_timeout: float = 600.0, progress=None, **kwargs) -> dict:
+    """Audit in ``mode``; summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``."""
+    if mode == PREFECT:
+        prefect_env()
+        if progress is not None:
+            progress.update(f"auditing {benchmark} as a Prefect flow run")
+        from benchcert.flows.audit import audit_flow
+
+        return audit_flow(db, benchmark, artifacts_root, alpha, variant, lock_timeout, **kwargs)
+    from benchcert.tasks.steps import plain_steps
+
+    return audit_body(plain_steps(), db, benchmark, artifacts_root, alpha, variant, lock_timeout, progress=progress,
+                      **kwargs)
+
+
+# --------------------------------------------------------------------------- flow bodies
+
+
+def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
+                lock_timeout: float = 600.0, progress=None) -> list:
+    """One step per file, files in the order given (they may depend on each other)."""
+    from benchcert.tasks import progress as hook
+
+    reports = []
+    for i, p in enumerate(paths):
+        prefix = f"ingesting file {i + 1}/{len(paths)}"
+        if progress is not None:
+            progress.update(f"{prefix}: {Path(p).name}")
+        with hook.listening((lambda text, prefix=prefix: progress.update(f"{prefix}: {text}"))
+                            if progress is not None else None):
+            reports.append(steps.ingest_file(db, str(p), benchmark, mapping, allow_rejects, lock_timeout))
+    return reports
+
+
+def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
+               variant: str | None = None, lock_timeout: float = 600.0, hierarchy: list[str] | None = None,
+               subject_weights: dict[str, float] | None = None, baseline: str | None = None,
+               webhook_url: str | None = None, verdicts: list[dict] | None = None, environments: dict | None = None,
+               progress=None) -> dict:
+    """Audit one benchmark; returns summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``.
+
+    The summary names what changed since the previous run of the benchmark under the same
+    artifacts root; when ``webhook_url`` is set and something regressed, it gets a JSON POST.
+    ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
+    carried into summary.json.
+    """
+    import benchcert
+    from benchcert.tasks import artifacts
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress.update(text)
+
+    wall = time.perf_counter()
+    # The analyses (scipy.stats and all) are imported on a second thread while the store is read:
+    # DuckDB releases the GIL, so on two cores the import costs the command little wall time.
+    preload = threading.Thread(target=_import_analyses, name="benchcert-import", daemon=True)
+    preload.start()
+    started = dt.datetime.now(dt.timezone.utc)
+    run_id = artifacts.new_run_id(started)
+    flow_run_id = steps.flow_run_id()
+    run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
+                  "artifacts_root": str(artifacts_root), "analyses": None,
+                  "hierarchy": list(hierarchy) if hierarchy is not None else ["subject", "domain"],
+                  "subject_weights": subject_weights, "baseline": baseline, "webhook": bool(webhook_url),
+                  "environments": environments}
+    try:
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+        say("reading the store")
+        matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
+        preload.join()
+        from benchcert.tasks import changes, results
+        from benchcert.tasks.analyses import ANALYSES, AuditConfig
+
+        config = AuditConfig(alpha=alpha, variant=variant,
+                             hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
+                             subject_weights=subject_weights, baseline=baseline, db=str(db),
+                             environments=environments)
+        run_config.update(analyses=list(ANALYSES), hierarchy=list(config.hierarchy))
+        outputs = []
+        for i, name in enumerate(ANALYSES):
+            say(f"analysis {i + 1}/{len(ANALYSES)}: {name}")
+            outputs.append(steps.analysis(name, matrices, config))
+        say("writing the report")
+        start = time.perf_counter()
+        summary = results.build_summary(run_id=run_id, created_at=artifacts.iso(started), matrices=matrices,
+                                        config=config, outputs=outputs)
+        if verdicts:
+            summary = summary.model_copy(update={"verdicts": [results.verdict_entry(v) for v in verdicts]})
+        summary = summary.model_copy(update={
+            "changes": changes.run_changes(summary, changes.previous_summary(artifacts_root, benchmark))})
+        tables = results.collect_tables(outputs)
+        report_html = results.build_report(summary, outputs, sources=sources)
+        collate_s = time.perf_counter() - start
+        timings = {"read_store": read_s, **{f"analysis:{o.name}": o.seconds for o in outputs},
+                   "collate_and_report": collate_s}
+        finished = dt.datetime.now(dt.timezone.utc)
+        manifest_fields = {
+            "benchcert_version": benchcert.__version__, "run_id": run_id, "flow_run_id": flow_run_id,
+            "run_mode": steps.mode,
+            "benchmark": benchmark, "status": "completed", "started_at": artifacts.iso(started),
+            "finished_at": artifacts.iso(finished), "config": {**run_config, "variant": matrices.variant},
+            "sources": sources.to_dicts(), "timings_s": timings,
+        }
+        run_dir, write_s = steps.write_artifacts(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        timings["write_artifacts"] = write_s
+        timings["record_run"] = steps.record_run(
+            db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="completed",
+            started_at=started.replace(tzinfo=None), finished_at=finished.replace(tzinfo=None), config=run_config,
+            run_dir=str(run_dir), n_models=summary.n_models, n_items=summary.n_items,
+            results=results.result_rows(run_id, benchmark, outputs))
+        if steps.publish is not None:
+            steps.publish(summary, str(run_dir))
+        if webhook_url and summary.changes and summary.changes.regressions:
+            seconds = steps.notify(webhook_url, summary, str(run_dir))
+            if seconds is not None:
+                timings["webhook"] = seconds
+    except Exception as exc:
+        _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc)
+        raise
+    timings["flow_wall"] = time.perf_counter() - wall
+    work = sum(v for k, v in timings.items() if k != "flow_wall")
+    # The run's own overhead: Prefect's task and flow bookkeeping, or ~0 in-process.
+    timings["prefect_overhead"] = max(timings["flow_wall"] - work, 0.0)
+    return {**summary.model_dump(mode="json"), "run_dir": str(run_dir), "timings_s": timings,
+            "run_mode": steps.mode}
+
+
+def _import_analyses() -> None:
+    import importlib
+
+    try:
+        for name in ("benchcert.tasks.analyses", "benchcert.tasks.results"):
+            importlib.import_module(name)
+    except Exception:  # the main thread imports them again and reports any error itself
+        pass
+
+
+def _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc) -> None:
+    """Keep failed runs in the catalog too; never mask the original error."""
+    from benchcert.tasks.steps import record_run
+
+    if not Path(db).is_file():
+        return
+    try:
+        record_run(db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="failed",
+                   started_at=started.replace(tzinfo=None),
+                   finished_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), config=run_config,
+                   error=f"{type(exc).__name__}: {exc}"[:2000])
+    except Exception:
+        pass

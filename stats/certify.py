@@ -1,0 +1,561 @@
+r"""Certifying a model's score in many deployment environments at once, and what cannot be certified.
+
+Certifying-capabilities paper, section 3. Three protocols estimate the mean score
+:math:`\mu_i = E_{z\sim p_i}[x(z)]` (x in [0, 1]; the paper's risk is 1 - score, and every
+bound here is symmetric) of every environment :math:`p_i` so that all m estimates are within
+their half-widths *simultaneously* with probability >= 1 - delta:
+
+* ``theorem_3_4``: i.i.d. draws from one proposal q, importance weights p_i/q, median of
+  block means (Theorem 3.4). Needs (1 + V) times more draws per block than a single mean, but
+  the blocks are shared by all environments.
+* ``per_environment``: i.i.d. draws from each environment separately, Hoeffding and a union
+  bound (Remark 3.2). m times the one-environment cost.
+* ``stratified``: a uniform sample without replacement from every atom (domain or subject)
+  any environment uses, per-atom Serfling intervals at delta/K combined linearly. Because an
+  environment's mean is :math:`\sum_a w_{ia}\mu_a`, the K atom intervals cover *every* mix of
+  those atoms at once (any finite family, simplex or convex region), not just the m named.
+
+And Theorem 3.10's lesson: under random sampling a failure *rate* can be bounded (exact
+one-sided binomial, :func:`failure_rate_upper`), but "correct on every instance" cannot be
+certified by black-box testing (:data:`BLACK_BOX_SENTENCE`).
+
+Pure numpy/scipy; randomness only from the ``rng`` passed in.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from benchcert.stats._common import check_alpha, warn_degenerate
+from benchcert.stats.subsample import serfling_halfwidth
+
+__all__ = [
+    "BLACK_BOX_SENTENCE",
+    "MOM_C",
+    "Budget",
+    "EnvironmentBounds",
+    "FailureRateBound",
+    "mom_blocks",
+    "mom_block_failure",
+    "theorem_3_4_budget",
+    "per_environment_budget",
+    "stratified_budget",
+    "importance_mom",
+    "per_environment_means",
+    "stratified_means",
+    "failure_rate_upper",
+    "draw_from_atoms",
+    "draw_stratified",
+]
+
+BLACK_BOX_SENTENCE = ("A claim that the model is correct on every instance cannot be certified by black-box "
+                      "testing (certifying-capabilities paper, Theorem 3.10): a finite set of queries cannot rule "
+                      "out failures on inputs it never asked about; only a failure rate under random sampling can "
+                      "be bounded.")
+
+#: Theorem 3.4's block constant: B = ceil(MOM_C * log(2m/delta)), MOM_C = 1/kl(1/2 || 1/8).
+MOM_C = 2.0 / math.log(16.0 / 7.0)
+
+#: Per-block failure probability Theorem 3.4 plans for (Chebyshev with s >= 8(1+V)/eps^2).
+PLANNED_BLOCK_FAILURE = 1.0 / 8.0
+
+
+def _eps(epsilon, name: str = "epsilon") -> float:
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real) or not 0 < epsilon < 1:
+        raise ValueError(f"{name} must be in (0, 1); got {epsilon!r}")
+    return float(epsilon)
+
+
+def _pos_int(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _radius(V, name: str = "V") -> float:
+    if isinstance(V, (bool, np.bool_)) or not isinstance(V, numbers.Real) or not (V >= 0) or not math.isfinite(V):
+        raise ValueError(f"{name} must be a finite chi-square radius >= 0; got {V!r}")
+    return float(V)
+
+
+# --------------------------------------------------------------------------------------
+# budgets
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Items (draws) a protocol needs for +/- epsilon on every environment at once w.p. 1 - delta.
+
+    ``n`` is the total; ``allocation`` how it splits (blocks x block size, per environment or
+    per atom); ``formula`` the rule in words.
+    """
+
+    protocol: str
+    n: int
+    epsilon: float
+    delta: float
+    m: int
+    allocation: dict = field(default_factory=dict)
+    formula: str = ""
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"protocol": self.protocol, "n": self.n, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
+                "allocation": self.allocation, "formula": self.formula}
+
+
+def mom_blocks(m: int, delta: float) -> int:
+    r"""Theorem 3.4's number of blocks, :math:`B = \lceil c \log(2m/\delta)\rceil`, c = MOM_C.
+
+    Notes
+    -----
+    Derivation (the constant the paper leaves as c). Each block mean fails
+    (:math:`|\bar Y_b - \mu_i| > \varepsilon`) with probability at most 1/8 (see
+    :func:`theorem_3_4_budget`), independently across blocks. The median of B block means
+    (the mean of the two middle ones for even B) can fail only if at least B/2 blocks fail:
+    otherwise more than half the values lie in :math:`[\mu_i-\varepsilon, \mu_i+\varepsilon]`
+    and so do both middle order statistics. By the Chernoff bound in relative-entropy form,
+
+    .. math:: P(\mathrm{Bin}(B, 1/8) \ge B/2) \le e^{-B\,\mathrm{kl}(1/2\|1/8)},\qquad
+              \mathrm{kl}(1/2\|1/8) = \tfrac12\log\tfrac{16}{7} \approx 0.4133,
+
+    which is <= delta/m once :math:`B \ge c\log(m/\delta)` with
+    :math:`c = 2/\log(16/7) \approx 2.419`. The paper's :math:`\log(2m/\delta)` is kept (the
+    factor 2 is slack: Chebyshev is already two-sided), so the union bound over the m
+    environments gives failure probability <= delta/2 <= delta.
+    """
+    m = _pos_int(m, "m")
+    delta = check_alpha(delta)
+    return max(1, math.ceil(MOM_C * math.log(2.0 * m / delta) - 1e-12))
+
+
+def mom_block_failure(blocks: int, m: int, delta: float) -> float:
+    r"""Largest per-block failure probability :math:`\pi` that B blocks tolerate at delta/m.
+
+    The exact binomial tail: the largest :math:`\pi < 1/2` with
+    :math:`P(\mathrm{Bin}(B,\pi) \ge \lceil B/2\rceil) \le \delta/m` (bisection; the tail
+    increases in :math:`\pi`). Used after the fact: a realised block size s then gives the
+    half-width :math:`\sqrt{(1+\chi^2_i)/(s\pi)}` by Chebyshev. With B from
+    :func:`mom_blocks` it is >= 1/8, so the post-hoc half-width never exceeds the planned one.
+    Capped at 1/2 (beyond it the median bound is not useful anyway).
+    """
+    B = _pos_int(blocks, "blocks")
+    m = _pos_int(m, "m")
+    delta = check_alpha(delta)
+    k = math.ceil(B / 2)
+    target = delta / m
+
+    def tail(p):
+        return float(stats.binom.sf(k - 1, B, p))
+
+    lo, hi = 0.0, 0.5
+    if tail(hi) <= target:
+        return hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if tail(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-15:
+            break
+    return lo
+
+
+def theorem_3_4_budget(V: float, m: int, epsilon: float, *, delta: float) -> Budget:
+    r"""Theorem 3.4's sample size with explicit constants: n = B s.
+
+    Parameters
+    ----------
+    V : float
+        Chi-square radius of the family at the proposal used (``Chi2Radius.value``).
+    m : int
+        Number of environments (for a convex family: its vertices; see stats/environments.py).
+    epsilon : float
+        Half-width wanted for every environment's mean.
+    delta : float, keyword-only
+        Probability that any of the m estimates is further off.
+
+    Notes
+    -----
+    Draw :math:`Z_t \sim q` i.i.d., set :math:`Y^{(i)}_t = x(Z_t)\,p_i(Z_t)/q(Z_t)`. Then
+    :math:`E Y^{(i)} = \mu_i` and, as :math:`x\in[0,1]`,
+    :math:`\mathrm{Var}\,Y^{(i)} \le E_q[(p_i/q)^2] = 1+\chi^2(p_i\|q) \le 1+V`.
+    A block mean of s draws fails with probability at most :math:`(1+V)/(s\varepsilon^2)`
+    (Chebyshev), i.e. at most 1/8 when
+
+    .. math:: s = \lceil 8(1+V)/\varepsilon^2 \rceil,
+
+    and :func:`mom_blocks` gives :math:`B = \lceil c\log(2m/\delta)\rceil` with
+    :math:`c = 2/\log(16/7)`. These constants are large: Chebyshev and the median trade a
+    factor of about 8 c log(2m/delta) / (log(2m/delta)/2) ~ 39 against Hoeffding, so the
+    per-environment protocol is cheaper unless m is large compared with 1 + V.
+    """
+    V = _radius(V)
+    m = _pos_int(m, "m")
+    epsilon = _eps(epsilon)
+    delta = check_alpha(delta)
+    B = mom_blocks(m, delta)
+    s = math.ceil(8.0 * (1.0 + V) / epsilon ** 2 - 1e-9)
+    return Budget(protocol="theorem_3_4", n=B * s, epsilon=epsilon, delta=delta, m=m,
+                  allocation={"blocks": B, "block_size": s, "chi2_radius": V, "c": MOM_C},
+                  formula="B s, B = ceil(c log(2m/delta)), c = 2/log(16/7), s = ceil(8 (1 + V) / eps^2)",
+                  assumptions=("i.i.d. draws from the proposal q with p_i << q for every environment",
+                               "scores in [0, 1]"))
+
+
+def per_environment_budget(m: int, epsilon: float, *, delta: float) -> Budget:
+    r"""Remark 3.2: :math:`n_i = \lceil\log(2m/\delta)/(2\varepsilon^2)\rceil` draws from each environment.
+
+    Hoeffding's two-sided bound for a mean of n i.i.d. values in [0, 1] at level delta/m,
+    and a union bound over the m environments.
+    """
+    m = _pos_int(m, "m")
+    epsilon = _eps(epsilon)
+    delta = check_alpha(delta)
+    n_i = math.ceil(math.log(2.0 * m / delta) / (2.0 * epsilon ** 2) - 1e-9)
+    return Budget(protocol="per_environment", n=m * n_i, epsilon=epsilon, delta=delta, m=m,
+                  allocation={"per_environment": n_i},
+                  formula="m ceil(log(2m/delta) / (2 eps^2)) (Hoeffding + union bound)",
+                  assumptions=("i.i.d. draws from each environment", "scores in [0, 1]"))
+
+
+def _serfling_n(N: int, epsilon: float, alpha: float) -> int:
+    """Smallest n <= N whose Serfling half-width at alpha is <= epsilon; N (the whole atom) if none."""
+    lo, hi = 1, N
+    if serfling_halfwidth(N, N, alpha=alpha).half_width > epsilon:
+        return N
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if serfling_halfwidth(mid, N, alpha=alpha).half_width <= epsilon:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def stratified_budget(sizes, epsilon: float, *, delta: float) -> Budget:
+    r"""Exact stratified design: per-atom samples so every atom's mean is within epsilon at delta/K.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Items in each atom (domain or subject) that some environment or family uses.
+
+    Notes
+    -----
+    Atom a gets the smallest :math:`n_a \le N_a` with Serfling's half-width
+    :math:`\sqrt{(1-(n_a-1)/N_a)\log(2K/\delta)/(2n_a)} \le \varepsilon` (sampling without
+    replacement, union over the K atoms); when none is small enough the whole atom is
+    evaluated (its mean is then known exactly). Any environment :math:`\sum_a w_a \mu_a`
+    is then within :math:`\sum_a w_a h_a \le \varepsilon` -- simultaneously for every mix,
+    so the cost does not grow with the number of environments.
+    """
+    arr = np.asarray(sizes)
+    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < 1):
+        raise ValueError(f"sizes must be a non-empty list of positive item counts; got {sizes!r}")
+    epsilon = _eps(epsilon)
+    delta = check_alpha(delta)
+    K = arr.size
+    alloc = [_serfling_n(int(N), epsilon, delta / K) for N in arr]
+    return Budget(protocol="stratified", n=int(sum(alloc)), epsilon=epsilon, delta=delta, m=K,
+                  allocation={"per_atom": alloc, "atoms": K},
+                  formula="sum_a min n_a with Serfling half-width at delta/K <= eps (whole atom if none)",
+                  assumptions=("uniform sampling without replacement within each atom",
+                               "environments are uniform within atoms", "scores in [0, 1]"))
+
+
+# --------------------------------------------------------------------------------------
+# estimators with uniform bounds
+
+
+@dataclass(frozen=True)
+class EnvironmentBounds:
+    """Per-environment estimates with half-widths that hold simultaneously with probability >= 1 - delta.
+
+    ``lower``/``upper`` are clipped to [0, 1] (the means lie there, so clipping keeps
+    coverage); ``half_width`` is the unclipped distance.
+    """
+
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    half_width: np.ndarray
+    delta: float
+    n: int
+    method: str
+    assumptions: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)
+
+
+def _bounds(est, hw, delta, n, method, assumptions, details) -> EnvironmentBounds:
+    est = np.asarray(est, dtype=float)
+    hw = np.asarray(hw, dtype=float)
+    return EnvironmentBounds(estimate=np.clip(est, 0.0, 1.0), lower=np.clip(est - hw, 0.0, 1.0),
+                             upper=np.clip(est + hw, 0.0, 1.0), half_width=hw, delta=delta, n=int(n), method=method,
+                             assumptions=assumptions, details=details)
+
+
+def importance_mom(scores, atoms, P, q, *, blocks: int, delta: float) -> EnvironmentBounds:
+    r"""Theorem 3.4's estimator: importance-weighted median of means, with post-hoc half-widths.
+
+    Parameters
+    ----------
+    scores : array_like (n,)
+        Scores in [0, 1] of the n draws, in draw order.
+    atoms : array_like of int (n,)
+        Atom of each draw (its importance weight is :math:`P_{i,a}/q_a`).
+    P : array_like (m, K)
+        Environments over atoms.
+    q : array_like (K,)
+        The proposal the draws came from (atom probabilities; uniform within atoms).
+    blocks : int, keyword-only
+        B, fixed before sampling; the first :math:`B\lfloor n/B\rfloor` draws are used.
+    delta : float, keyword-only
+
+    Notes
+    -----
+    Half-width of environment i: :math:`\sqrt{(1+\chi^2(p_i\|q))/(s\,\pi)}` with s the
+    block size and :math:`\pi` = :func:`mom_block_failure` (B, m, delta): Chebyshev makes
+    each block fail with probability <= pi, the exact binomial tail makes the median fail
+    with probability <= delta/m, and a union bound covers all m. An environment not
+    absolutely continuous w.r.t. q gets an infinite half-width (no guarantee).
+    """
+    from benchcert.stats.environments import _check_proposal, check_family
+
+    P = check_family(P)
+    m, K = P.shape
+    q = _check_proposal(q, K)
+    x = np.asarray(scores, dtype=float)
+    a = np.asarray(atoms)
+    if x.ndim != 1 or a.shape != x.shape:
+        raise ValueError(f"scores and atoms must be 1-D of equal length; got {x.shape} and {a.shape}")
+    if np.any(~np.isfinite(x)) or np.any(x < 0) or np.any(x > 1):
+        raise ValueError("scores must lie in [0, 1]")
+    if not np.issubdtype(a.dtype, np.integer) or (a.size and (a.min() < 0 or a.max() >= K)):
+        raise ValueError(f"atoms must be integer codes in [0, {K}); got {a[:5].tolist()}...")
+    if a.size and np.any(q[a] <= 0):
+        raise ValueError("a draw falls on an atom with proposal probability 0: not a draw from q")
+    delta = check_alpha(delta)
+    B = _pos_int(blocks, "blocks")
+    s = x.size // B
+    if s < 1:
+        raise ValueError(f"need at least blocks = {B} draws; got {x.size}")
+    n = B * s
+    if n < x.size:
+        warn_degenerate(f"importance_mom: {x.size - n} draw(s) beyond {B} blocks of {s} are not used")
+    ratio = np.zeros((m, K))
+    pos = q > 0
+    ratio[:, pos] = P[:, pos] / q[pos]
+    Y = ratio[:, a[:n]] * x[:n]                       # (m, n)
+    means = Y.reshape(m, B, s).mean(axis=2)
+    est = np.median(means, axis=1)
+    from benchcert.stats.environments import chi2_divergences
+
+    chi2 = chi2_divergences(P, q)
+    pi = mom_block_failure(B, m, delta)
+    hw = np.sqrt((1.0 + chi2) / (s * pi))
+    return _bounds(est, hw, delta, n, "theorem_3_4",
+                   ("i.i.d. draws from q, drawn before the scores were seen", "scores in [0, 1]",
+                    "Chebyshev per block with Var <= 1 + chi2(p_i || q); exact binomial tail for the median; "
+                    "union bound over the environments"),
+                   {"blocks": B, "block_size": s, "block_failure": pi, "chi2": chi2.tolist(),
+                    "draws_unused": int(x.size - n)})
+
+
+def per_environment_means(samples, *, delta: float) -> EnvironmentBounds:
+    r"""Remark 3.2's estimator: each environment's own sample mean, Hoeffding at delta/m.
+
+    ``samples`` is a list of m arrays, the scores of i.i.d. draws from each environment;
+    half-width :math:`\sqrt{\log(2m/\delta)/(2n_i)}`.
+    """
+    delta = check_alpha(delta)
+    if not isinstance(samples, (list, tuple)) or not samples:
+        raise ValueError("samples must be a non-empty list of score arrays, one per environment")
+    m = len(samples)
+    est, hw, n = [], [], 0
+    for i, s in enumerate(samples):
+        arr = np.asarray(s, dtype=float)
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"samples[{i}] must be a non-empty 1-D score array; got shape {arr.shape}")
+        if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
+            raise ValueError(f"samples[{i}] must lie in [0, 1]")
+        est.append(arr.mean())
+        hw.append(math.sqrt(math.log(2.0 * m / delta) / (2.0 * arr.size)))
+        n += arr.size
+    return _bounds(est, hw, delta, n, "per_environment",
+                   ("i.i.d. draws from each environment", "scores in [0, 1]", "Hoeffding + union bound (Remark 3.2)"),
+                   {"per_environment": [len(s) for s in samples]})
+
+
+def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool = True) -> EnvironmentBounds:
+    r"""Per-atom simultaneous intervals combined linearly: valid for every mix of the atoms at once.
+
+    Parameters
+    ----------
+    samples : list of K arrays
+        Scores of the items sampled from each atom (empty for an atom no row of P uses).
+    sizes : sequence of K int
+        Items in each atom.
+    P : array_like (m, K)
+        Environments (or the vertices of a convex family) to report.
+    finite_population : bool, keyword-only
+        True (default): atoms were sampled uniformly *without replacement* and the target is
+        the atom's mean over its N_a items (Serfling; a fully evaluated atom is exact).
+        False: the atom's items are an i.i.d. sample of a larger task distribution and the
+        target is that distribution's mean: exact two-sided Clopper-Pearson for binary scores,
+        Hoeffding otherwise.
+
+    Notes
+    -----
+    With per-atom intervals :math:`[L_a, U_a]` holding jointly w.p. >= 1 - delta (each at
+    delta/K, K = atoms used), every mix :math:`\sum_a w_a\mu_a` lies in
+    :math:`[\sum_a w_a L_a, \sum_a w_a U_a]` -- for all w at once.
+    """
+    from benchcert.stats.environments import check_family
+
+    P = check_family(P)
+    m, K = P.shape
+    delta = check_alpha(delta)
+    N = np.asarray(sizes)
+    if N.shape != (K,) or not np.issubdtype(N.dtype, np.integer) or np.any(N < 1):
+        raise ValueError(f"sizes must be {K} positive item counts; got {sizes!r}")
+    if not isinstance(samples, (list, tuple)) or len(samples) != K:
+        raise ValueError(f"samples must be a list of {K} score arrays, one per atom")
+    used = P.max(axis=0) > 0
+    Kused = int(used.sum())
+    lo = np.zeros(K)
+    hi = np.zeros(K)
+    mean = np.zeros(K)
+    n_tot = 0
+    methods = []
+    for a in range(K):
+        arr = np.asarray(samples[a], dtype=float)
+        if not used[a]:
+            continue
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"atom {a} has weight in some environment but no sampled scores: no bound")
+        if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
+            raise ValueError(f"samples[{a}] must lie in [0, 1]")
+        if finite_population and arr.size > N[a]:
+            raise ValueError(f"samples[{a}] has {arr.size} scores but the atom holds {int(N[a])} items")
+        n_tot += arr.size
+        mu = arr.mean()
+        mean[a] = mu
+        alpha_a = delta / Kused
+        if finite_population:
+            h = 0.0 if arr.size == N[a] else float(serfling_halfwidth(arr.size, int(N[a]), alpha=alpha_a).half_width)
+            lo[a], hi[a] = mu - h, mu + h
+            methods.append("exact" if h == 0 else "serfling")
+        elif np.all((arr == 0) | (arr == 1)):
+            k, n = int(arr.sum()), arr.size   # exact two-sided Clopper-Pearson at alpha_a
+            lo[a] = 0.0 if k == 0 else float(stats.beta.ppf(alpha_a / 2, k, n - k + 1))
+            hi[a] = 1.0 if k == n else float(stats.beta.ppf(1 - alpha_a / 2, k + 1, n - k))
+            methods.append("clopper_pearson")
+        else:
+            h = math.sqrt(math.log(2.0 / alpha_a) / (2.0 * arr.size))
+            lo[a], hi[a] = mu - h, mu + h
+            methods.append("hoeffding")
+    est = P @ mean
+    low = P @ np.clip(lo, 0.0, 1.0)
+    up = P @ np.clip(hi, 0.0, 1.0)
+    res = EnvironmentBounds(
+        estimate=np.clip(est, 0, 1), lower=np.clip(low, 0, 1), upper=np.clip(up, 0, 1),
+        half_width=np.maximum(est - low, up - est), delta=delta, n=n_tot,
+        method="stratified" if finite_population else "stratified_superpopulation",
+        assumptions=(("uniform sampling without replacement within each atom; target: the benchmark's items"
+                      if finite_population else
+                      "each atom's items are an i.i.d. sample of that atom's task distribution; target: "
+                      "that distribution"),
+                     "environments are uniform within atoms", "union bound over the atoms used; linear in the mix"),
+        details={"atom_lower": np.clip(lo, 0, 1).tolist(), "atom_upper": np.clip(hi, 0, 1).tolist(),
+                 "atom_mean": mean.tolist(), "atom_methods": methods, "atoms_used": Kused})
+    return res
+
+
+# --------------------------------------------------------------------------------------
+# drawing items
+
+
+def _atom_index(item_atoms, K: int):
+    a = np.asarray(item_atoms)
+    if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= K:
+        raise ValueError(f"item_atoms must be a non-empty 1-D array of atom codes in [0, {K})")
+    order = np.argsort(a, kind="stable")
+    counts = np.bincount(a, minlength=K)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return order, counts, starts
+
+
+def draw_from_atoms(item_atoms, probs, n: int, *, rng: np.random.Generator) -> np.ndarray:
+    """n i.i.d. item indices: an atom from ``probs``, then an item uniformly inside it.
+
+    This is a draw from :math:`q(z) = Q_a/N_a` (Theorem 3.4's proposal) or from an
+    environment :math:`p_i(z) = w_{ia}/N_a` (Remark 3.2), with replacement.
+    """
+    probs = np.asarray(probs, dtype=float)
+    K = probs.size
+    order, counts, starts = _atom_index(item_atoms, K)
+    if np.any(probs < 0) or abs(probs.sum() - 1) > 1e-9:
+        raise ValueError(f"probs must be a probability vector over the {K} atoms")
+    if np.any((probs > 0) & (counts == 0)):
+        raise ValueError("probs puts mass on an atom with no items")
+    n = _pos_int(n, "n")
+    atoms = rng.choice(K, size=n, p=probs / probs.sum())
+    offset = np.floor(rng.random(n) * counts[atoms]).astype(np.int64)
+    return order[starts[atoms] + offset]
+
+
+def draw_stratified(item_atoms, allocation, *, rng: np.random.Generator) -> np.ndarray:
+    """Item indices drawn uniformly without replacement, ``allocation[a]`` from atom a (sorted)."""
+    alloc = np.asarray(allocation)
+    K = alloc.size
+    order, counts, starts = _atom_index(item_atoms, K)
+    if not np.issubdtype(alloc.dtype, np.integer) or np.any(alloc < 0) or np.any(alloc > counts):
+        raise ValueError(f"allocation must be integers in [0, atom size]; got {alloc.tolist()} for sizes "
+                         f"{counts.tolist()}")
+    picked = [order[starts[a] + rng.choice(counts[a], size=int(alloc[a]), replace=False)]
+              for a in range(K) if alloc[a] > 0]
+    return np.sort(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# Theorem 3.10: what can be certified about failures
+
+
+@dataclass(frozen=True)
+class FailureRateBound:
+    """One-sided exact (Clopper-Pearson) upper confidence bound on a failure rate."""
+
+    failures: int
+    n: int
+    estimate: float
+    upper: float
+    alpha: float
+    method: str = "clopper_pearson_one_sided"
+    statement: str = BLACK_BOX_SENTENCE
+    assumptions: tuple[str, ...] = ("the n items are an i.i.d. random sample of the task distribution",
+                                    "a failure is an item scored below 1")
+
+
+def failure_rate_upper(failures: int, n: int, *, alpha: float = 0.05) -> FailureRateBound:
+    r"""Exact one-sided upper bound on the failure rate from ``failures`` in ``n`` random items.
+
+    :math:`u = \mathrm{Beta}^{-1}(1-\alpha;\,k+1,\,n-k)` for k < n and 1 for k = n: the
+    largest rate p with :math:`P(\mathrm{Bin}(n, p) \le k) \ge \alpha`. With no failure it
+    is :math:`1-\alpha^{1/n} \approx \log(1/\alpha)/n` (about 3/n at 95%). Equals the upper
+    end of ``scipy.stats.binomtest(k, n, alternative='less').proportion_ci(1 - alpha)``.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a positive integer; got {n!r}")
+    if isinstance(failures, bool) or not isinstance(failures, numbers.Integral) or not 0 <= failures <= n:
+        raise ValueError(f"failures must be an integer in [0, n = {n}]; got {failures!r}")
+    alpha = check_alpha(alpha)
+    k, n = int(failures), int(n)
+    upper = 1.0 if k == n else float(stats.beta.ppf(1.0 - alpha, k + 1, n - k))
+    return FailureRateBound(failures=k, n=n, estimate=k / n, upper=upper, alpha=alpha)

@@ -1,0 +1,369 @@
+r"""The per-item composite test that keeps its level without a plug-in null range.
+
+:func:`widened_range_test` is the default test of :func:`composite_test` (what ``benchcert perturb``
+and the audit run per item); the plug-in test of the paper's Algorithm B/C is kept in
+:mod:`.plugin` as an assumption-dependent comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy.optimize import linprog
+
+from .._common import check_alpha
+from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
+from .plugin import plugin_test
+from .results import CompositeTestResult
+from .statistic import _composite_statistic_iv, composite_statistic
+
+__all__ = ["TEST_METHODS", "composite_test", "no_power_sentence", "possible_rejection", "reject_many",
+           "widened_range_test", "widened_range_test_scores"]
+
+#: Methods of :func:`composite_test`; the first is the default.
+TEST_METHODS = ("widened", "plugin_exact", "plugin_union")
+
+ASSUMPTION_RANDOM_NULLS = ("the null variants' response probabilities are an i.i.d. sample from Unif[a, b], the "
+                           "range of all acceptable rewordings (the paper's Assumption 2); used only to bound the "
+                           "chance that the tested probability lies beyond the widened range of the sampled ones")
+ASSUMPTION_REPLICATES = ("replicates of one variant are independent Bernoulli(p) draws (binary scores, "
+                         "independent runs), so Hoeffding's bound holds")
+ASSUMPTIONS = (_ASSUMPTION_1, ASSUMPTION_RANDOM_NULLS, ASSUMPTION_REPLICATES)
+ASSUMPTIONS_SCORES = (_ASSUMPTION_1, ASSUMPTION_RANDOM_NULLS.replace("response probabilities", "expected scores"),
+                      "replicates of one variant are independent draws of a score in [0, 1] (independent runs), so "
+                      "Hoeffding's bound holds")
+
+
+def _split(alpha: float, ideal_share: float) -> tuple[float, float]:
+    """(ideal_alpha, gamma): alpha_I for the sampling of the null variants, gamma per one-sided bound."""
+    ideal = ideal_share * alpha
+    return ideal, (alpha - ideal) / 2.0
+
+
+def _widening(ideal_alpha: float, m: int) -> float:
+    # (1 + c)^-(m - 1) = ideal_alpha
+    return ideal_alpha ** (-1.0 / (m - 1)) - 1.0
+
+
+def _margins(r, rt, c, gamma):
+    """Hoeffding half-widths t_ij for (1 + c) p_i - c p_j - p' (i = j: p_i - p'), shape (m, m)."""
+    inv = 1.0 / np.asarray(r, dtype=float)
+    var = (1.0 + c) ** 2 * inv[:, None] + c**2 * inv[None, :] + 1.0 / rt
+    np.fill_diagonal(var, inv + 1.0 / rt)
+    return np.sqrt(var * math.log(1.0 / gamma) / 2.0)
+
+
+def _range(rates, r, rt, alpha, ideal_share):
+    """(range_low, range_high, c, alpha_I, gamma): reject iff the tested rate is outside [low, high]."""
+    m = rates.size
+    ideal, gamma = _split(alpha, ideal_share)
+    c = _widening(ideal, m)
+    t = _margins(r, rt, c, gamma)
+    centre = (1.0 + c) * rates[:, None] - c * rates[None, :]
+    return float(np.min(centre - t)), float(np.max(centre + t)), c, ideal, gamma
+
+
+def reject_many(null_counts, null_replicates, test_counts, test_replicates, *, alpha=0.05, ideal_share=0.8):
+    """Decisions of :func:`widened_range_test` for many items at once (simulation studies).
+
+    ``null_counts`` is (n, m) with a common replicate count per column (scalar or shape (m,)),
+    ``test_counts`` (n,) with one ``test_replicates``.  Same margins and comparison as
+    :func:`widened_range_test` (its non-``"ok"`` statuses are non-rejections the comparison gives
+    by itself), without p-values.
+    """
+    k = np.asarray(null_counts)
+    n, m = k.shape
+    if m < 2:
+        return np.zeros(n, dtype=bool)
+    r = np.broadcast_to(np.asarray(null_replicates), (m,)).astype(float)
+    ideal, gamma = _split(check_alpha(alpha), ideal_share)
+    c = _widening(ideal, m)
+    t = _margins(r, test_replicates, c, gamma)
+    rates = k / r
+    centre = (1.0 + c) * rates[:, :, None] - c * rates[:, None, :]            # (n, m, m)
+    low = np.min(centre - t, axis=(1, 2))
+    high = np.max(centre + t, axis=(1, 2))
+    pt = np.asarray(test_counts) / test_replicates
+    return (pt < low) | (pt > high)
+
+
+def possible_rejection(null_replicates, test_replicates, *, alpha=0.05, ideal_share=0.8) -> bool:
+    r"""Whether any outcome at these replicate counts could make :func:`widened_range_test` reject.
+
+    Rejection below needs rates with :math:`(1 + c)\hat p_i - c\hat p_j - t_{ij} > \hat p' \ge 0`
+    for every pair (i, j); the linear programme "maximise s subject to
+    :math:`(1 + c) x_i - c x_j - t_{ij} \ge s`, :math:`0 \le x \le 1`" decides whether any
+    rates in [0, 1] allow it (s > 0).  The side above is its mirror image.  The programme relaxes
+    the lattice :math:`\{k/r_j\}`, so False is certain (no outcome can reject: the item has no
+    power) while True may rarely be optimistic.
+    """
+    r = np.atleast_1d(np.asarray(null_replicates, dtype=np.int64))
+    # the answer depends on the multiset of counts only: many items share it
+    return _possible(tuple(sorted(int(x) for x in r)), int(test_replicates), check_alpha(alpha), float(ideal_share))
+
+
+@lru_cache(maxsize=4096)
+def _possible(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_share: float) -> bool:
+    r = np.asarray(reps, dtype=float)
+    m = int(r.size)
+    if m < 2:
+        return False
+    ideal, gamma = _split(alpha, ideal_share)
+    c = _widening(ideal, m)
+    t = _margins(r, int(test_replicates), c, gamma)
+    if m * m > 400:      # large m: the common rate 1 is optimal up to the margins' spread
+        return bool(1.0 - t.max() > 0.0)
+    rows, rhs = [], []
+    for i in range(m):
+        for j in range(m):
+            a = np.zeros(m + 1)
+            a[i] -= 1.0 + c
+            a[j] += c
+            a[m] = 1.0                                          # s - (1+c) x_i + c x_j <= -t_ij
+            rows.append(a)
+            rhs.append(-t[i, j])
+    res = linprog(np.r_[np.zeros(m), -1.0], A_ub=np.array(rows), b_ub=np.array(rhs),
+                  bounds=[(0.0, 1.0)] * m + [(None, None)], method="highs")
+    return bool(res.status == 0 and -res.fun > 1e-12)
+
+
+def no_power_sentence(r_min: int, r_max: int, alpha: float, m_min: int | None = None,
+                      m_max: int | None = None) -> str:
+    """The words shown wherever an item (or a whole variant) has no power.
+
+    With one replicate nothing else matters; otherwise the number of null variants is named too
+    (few null variants need a wide margin).
+    """
+    if r_min == r_max:
+        reps = f"r = {r_min} replicate{'s' if r_min != 1 else ''} per variant"
+    else:
+        reps = f"r = {r_min} to {r_max} replicates per variant"
+    if r_max > 1 and m_min is not None:
+        m_max = m_min if m_max is None else m_max
+        reps = (f"m = {m_min} null variant{'s' if m_min != 1 else ''}" if m_min == m_max else
+                f"m = {m_min} to {m_max} null variants") + f" and {reps}"
+    return (f"with {reps} no test can reject at alpha = {alpha:g}: this says nothing about whether the prompt "
+            "matters")
+
+
+def _rejects(rates, r, rt, pt, alpha, ideal_share) -> bool:
+    low, high, *_ = _range(rates, r, rt, alpha, ideal_share)
+    return bool(pt < low or pt > high)
+
+
+def _p_value(rates, r, rt, pt, ideal_share) -> float:
+    """Smallest level at which the test rejects, by bisection over the level."""
+    top = 1.0 - 1e-9
+    if not _rejects(rates, r, rt, pt, top, ideal_share):
+        return 1.0
+    lo, hi = 0.0, top
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        if _rejects(rates, r, rt, pt, mid, ideal_share):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
+
+
+def _widened_iv(null_counts, null_replicates, test_count, test_replicates, alpha, ideal_share):
+    k, r, kt, rt = _composite_statistic_iv(null_counts, null_replicates, test_count, test_replicates)
+    alpha = check_alpha(alpha)
+    ideal_share = _real(ideal_share, "ideal_share", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    return k, r, kt, rt, alpha, ideal_share
+
+
+def widened_range_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05,
+                       ideal_share=0.8) -> CompositeTestResult:
+    r"""Per-item composite test: is the tested rate outside the null variants' widened range?
+
+    Parameters
+    ----------
+    null_counts, null_replicates : array_like of int, shape (m,) (replicates may be a scalar)
+        Successes :math:`K_j` in :math:`r_j` replicates of each null variant (rewordings the user
+        considers semantically irrelevant).
+    test_count, test_replicates : int
+        :math:`K'` in :math:`r'` replicates of the tested variant.
+    alpha : float, keyword-only
+    ideal_share : float in (0, 1), keyword-only
+        Share s of alpha spent on the sampling of the null variants, :math:`\alpha_I = s\alpha`;
+        the rest, :math:`2\gamma = (1 - s)\alpha`, on the binomial noise (two one-sided bounds).
+
+    Returns
+    -------
+    CompositeTestResult
+        ``method="widened"``; reject iff ``test_rate`` lies outside
+        [``range_low``, ``range_high``].
+
+    Notes
+    -----
+    *Hypothesis* (composite-null paper, section 3; Assumptions 1-2 of section 4.1): the
+    acceptable rewordings have response probabilities filling :math:`[a, b]`; :math:`H_0: p' \in [a, b]` against
+    :math:`H_A: p' \notin [a, b]`, the m null variants' :math:`p_1, \dots, p_m` i.i.d.
+    :math:`\mathrm{Unif}[a, b]` (Assumption 2) and independent of :math:`p'` (Assumption 1).
+    Nothing is plugged in for a or b.
+
+    *Test.*  With :math:`\hat p = K/r`, :math:`c = \alpha_I^{-1/(m-1)} - 1`,
+    :math:`\theta_{ij} = (1 + c)p_i - c p_j - p'` and the Hoeffding half-width
+    :math:`t_{ij} = \sqrt{S_{ij}\log(1/\gamma)/2}`,
+    :math:`S_{ij} = (1+c)^2/r_i + c^2/r_j + 1/r'` (:math:`S_{ii} = 1/r_i + 1/r'`), reject iff
+
+    .. math::
+
+        \hat p' < \min_{i,j}\{(1 + c)\hat p_i - c\hat p_j - t_{ij}\} \quad\text{or}\quad
+        \hat p' > \max_{i,j}\{(1 + c)\hat p_i - c\hat p_j + t_{ij}\}.
+
+    Without noise this is "outside :math:`[p_{(1)} - cR, p_{(m)} + cR]`", the null variants'
+    range R widened on each side by the margin :math:`\epsilon = cR`.
+
+    *Level.*  Fix :math:`p' \in [a, b]`; :math:`p_{(1)}, p_{(m)}` the extreme null probabilities,
+    attained at indices :math:`j_*, j^*` (fixed given the :math:`p_j`), :math:`R` their distance,
+    and :math:`A = A_- \cup A_+`, :math:`A_- = \{p' < p_{(1)} - cR\} = \{\theta_{ij} > 0\ \forall
+    i, j\}`, :math:`A_+` its mirror image (the ideal rejection).
+
+    1. :math:`P(A) \le \alpha_I`.  Given that all :math:`p_j` exceed :math:`p'` (probability
+       :math:`((b - p')/w)^m`, :math:`w = b - a`) they are i.i.d. uniform on :math:`[p', b]`; the
+       m + 1 spacings of m uniforms are :math:`E_i/\sum E` for i.i.d. exponentials, so the first
+       spacing G and the range R satisfy :math:`P(G > cR) = P(E_0 > c\,\Gamma_{m-1}) =
+       E[e^{-c\Gamma_{m-1}}] = (1 + c)^{-(m-1)}`, whatever the scale w.  With the mirror event,
+       :math:`P(A) = [((b-p')/w)^m + ((p'-a)/w)^m]\,(1 + c)^{-(m-1)} \le \alpha_I`, with
+       equality at :math:`p' = a` or b, for every :math:`a < b`.
+    2. Off :math:`A_-`, :math:`\theta_{j_*j^*} \le 0`, so a rejection below needs
+       :math:`\hat\theta_{j_*j^*} - \theta_{j_*j^*} > t_{j_*j^*}`.  :math:`\hat\theta - \theta` is
+       a sum of independent centred terms, :math:`r_i` of range :math:`(1+c)/r_i`, :math:`r_j` of
+       range :math:`c/r_j` and :math:`r'` of range :math:`1/r'`, so Hoeffding's inequality
+       bounds this by :math:`\exp(-2t^2/S) = \gamma` - given the :math:`p_j`, with no
+       assumption on how they were drawn.  Likewise above.
+
+    Hence :math:`\sup_{p' \in [a, b]} P(\text{reject}) \le P(A) + 2\gamma \le \alpha_I + 2\gamma
+    = \alpha` for every m >= 2, every :math:`r_j, r' \ge 1` and every :math:`0 \le a < b \le 1`
+    (one bound per side: no Bonferroni over the m variants or the :math:`m^2` pairs, because the
+    argument only uses the pair :math:`(j_*, j^*)`).  Step 2 is conditional on the
+    :math:`p_j`: when the tested probability lies within the null variants' own widened range -
+    e.g. rewordings clustered at 0.99 with one at 0.9 and a tested rate of 0.9 - the test rejects
+    with probability at most :math:`2\gamma` however the rewordings cluster; Assumption 2 only
+    prices the event A.  The p-value is the smallest level at which the test rejects (bisection
+    over the level; the decision at alpha is computed directly and the p-value is kept on the same
+    side of alpha).
+
+    *Statuses* (only ``"ok"`` can reject):
+
+    * ``"one_null_variant"`` - m = 1: :math:`(1 + c)^0 = 1`, no margin controls A; not tested;
+    * ``"no_alternative"`` - the null variants' observed rates run from 0 to 1, or the widened
+      range covers [0, 1]: no rate the tested variant could show lies outside it;
+    * ``"no_power"`` - no outcome at these replicate counts could reject
+      (:func:`possible_rejection`), e.g. one replicate per variant.
+
+    Departure from the paper: the paper fixes eps from a plug-in range (Algorithm B/C), whose
+    error it ignores (Corollary 2); here the margin is proportional to the observed range, which
+    is what makes the level hold without knowing w.  The price is power with few null variants
+    (c = 39 for m = 2 at :math:`\alpha_I = 0.025`, 5.3 for m = 3, 0.69 for m = 8).
+    """
+    k, r, kt, rt, alpha, ideal_share = _widened_iv(null_counts, null_replicates, test_count, test_replicates,
+                                                   alpha, ideal_share)
+    stat = composite_statistic(k, r, kt, rt).statistic
+    return _widened(k / r, r, kt / rt, rt, alpha, ideal_share, stat, "widened", ASSUMPTIONS)
+
+
+def _widened(rates, r, pt, rt, alpha, ideal_share, stat, method, assumptions) -> CompositeTestResult:
+    m = int(rates.size)
+    r_min, r_max = int(min(r.min(), rt)), int(max(r.max(), rt))
+    base = dict(statistic=stat, m=m, r_min=r_min, r_max=r_max, r_test=rt, test_rate=pt,
+                null_min=float(rates.min()), null_max=float(rates.max()), alpha=alpha, eps=None, eps_union=None,
+                eps_exact=None, p_union=None, p_exact=None, a_hat=None, b_hat=None, method=method,
+                assumptions=assumptions)
+    if m == 1:
+        return CompositeTestResult(reject=False, p_value=math.nan, status="one_null_variant",
+                                   notes=("one null variant cannot span a range: under Assumption 2 the tested "
+                                          "rate can lie outside it with probability 1; not tested",), **base)
+    low, high, c, ideal, gamma = _range(rates, r, rt, alpha, ideal_share)
+    extra = dict(range_low=low, range_high=high, widening=c, ideal_alpha=ideal, coverage_alpha=2 * gamma)
+    if rates.min() == 0.0 and rates.max() == 1.0:
+        return CompositeTestResult(reject=False, p_value=math.nan, status="no_alternative",
+                                   notes=("the null variants' rates run from 0 to 1: no rate lies outside their "
+                                          "range",), **base, **extra)
+    if not possible_rejection(r, rt, alpha=alpha, ideal_share=ideal_share):
+        return CompositeTestResult(reject=False, p_value=math.nan, status="no_power",
+                                   notes=(no_power_sentence(r_min, r_max, alpha, m),), **base, **extra)
+    if low <= 0.0 and high >= 1.0:
+        return CompositeTestResult(reject=False, p_value=math.nan, status="no_alternative",
+                                   notes=(f"the widened null range [{low:.3g}, {high:.3g}] covers every rate the "
+                                          "tested variant could show",), **base, **extra)
+    reject = bool(pt < low or pt > high)
+    p = _p_value(rates, r, rt, pt, ideal_share)
+    # the bisection's tolerance must never contradict the decision at alpha itself
+    p = min(p, alpha) if reject else max(p, math.nextafter(alpha, 1.0))
+    return CompositeTestResult(reject=reject, p_value=float(p), status="ok", notes=(), **base, **extra)
+
+
+def _bounded_iv(null_sums, null_replicates, test_sum, test_replicates, alpha, ideal_share):
+    s = np.asarray(null_sums, dtype=float)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"null_sums must be a non-empty 1-D array (one sum per null variant); got shape {s.shape}")
+    r = _int_array(null_replicates, "null_replicates", lo=1)
+    if r.ndim == 0:
+        r = np.full(s.shape, int(r))
+    if r.shape != s.shape:
+        raise ValueError(f"null_replicates must be a scalar or match null_sums' shape {s.shape}; got {r.shape}")
+    if not np.all(np.isfinite(s)) or np.any(s < 0) or np.any(s > r):
+        raise ValueError(f"null_sums must lie in [0, null_replicates] (scores in [0, 1]); got {null_sums!r}")
+    st = _real(test_sum, "test_sum", lo=0.0)
+    rt = _int(test_replicates, "test_replicates", lo=1)
+    if st > rt:
+        raise ValueError(f"test_sum must not exceed test_replicates (scores in [0, 1]); got {st} > {rt}")
+    alpha = check_alpha(alpha)
+    ideal_share = _real(ideal_share, "ideal_share", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    return s, r, st, rt, alpha, ideal_share
+
+
+def widened_range_test_scores(null_sums, null_replicates, test_sum, test_replicates, *, alpha=0.05,
+                              ideal_share=0.8) -> CompositeTestResult:
+    r"""The widened-range test for fractional scores in [0, 1] (mean score instead of a rate).
+
+    Parameters
+    ----------
+    null_sums : array_like of float, shape (m,)
+        Sum of the scores of each null variant's :math:`r_j` replicates.
+    null_replicates : int or array_like of int
+    test_sum : float
+    test_replicates : int
+
+    Notes
+    -----
+    :func:`widened_range_test` with :math:`p_j` the expected score of variant j and
+    :math:`\hat p_j` its mean over replicates.  Its level proof carries over unchanged: step 1
+    is about the :math:`p_j` only, and Hoeffding's inequality (step 2) holds for any independent
+    variables bounded in [0, 1], not only Bernoulli ones.  The question becomes "does the mean
+    score move outside the null variants' widened range?"; a change that keeps the mean but alters
+    the shape of the score distribution is not what it tests (the energy test in
+    :mod:`benchcert.stats.two_sample` compares whole distributions against one reference).
+    """
+    s, r, st, rt, alpha, ideal_share = _bounded_iv(null_sums, null_replicates, test_sum, test_replicates, alpha,
+                                                   ideal_share)
+    rates, pt = s / r, st / rt
+    stat = float(np.min(np.abs(rates - pt)))
+    return _widened(rates, r, pt, rt, alpha, ideal_share, stat, "widened_mean_score", ASSUMPTIONS_SCORES)
+
+
+def composite_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05, method="widened",
+                   ideal_share=0.8, bias_correction=True) -> CompositeTestResult:
+    r"""Fixed-design composite test of one tested variant against the null variants present.
+
+    ``method="widened"`` (default): :func:`widened_range_test`, valid at level alpha for every
+    m >= 2 and every replicate count under the paper's Assumptions 1-2, with no plug-in range.
+    ``"plugin_exact"`` / ``"plugin_union"``: the paper's plug-in calibration
+    (:func:`~benchcert.stats.perturbation.plugin.plugin_test`), which treats Algorithm B's
+    estimate as the true range and does NOT hold its level (assumption-dependent; kept for
+    comparison).  ``ideal_share`` applies to the widened-range test, ``bias_correction`` to the
+    plug-in tests.
+    """
+    method = _choice(method, "method", TEST_METHODS)
+    if method == "widened":
+        return widened_range_test(null_counts, null_replicates, test_count, test_replicates, alpha=alpha,
+                                  ideal_share=ideal_share)
+    return plugin_test(null_counts, null_replicates, test_count, test_replicates, alpha=alpha,
+                       method=method.removeprefix("plugin_"), bias_correction=bias_correction)

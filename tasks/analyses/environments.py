@@ -1,0 +1,110 @@
+"""Deployment environments and what black-box testing can certify (certifying-capabilities paper, section 3).
+
+Every audit reports, per model, the exact one-sided upper confidence bound on its failure rate
+under random sampling from the benchmark's task distribution (table ``failure_rate_bounds``)
+and says that being correct on every instance cannot be certified by black-box testing
+(Theorem 3.10). With ``audit --environments FILE`` it adds table ``environment_risks``: each
+model's score in every environment (and the worst mix of a family) with a band that holds for
+all environments at once with probability >= 1 - alpha, and a plot of each model's profile.
+
+The band is :func:`benchcert.stats.certify.stratified_means` with ``finite_population=False``:
+each domain's (or subject's) answered items are taken as an i.i.d. sample of that atom's task
+distribution, per-atom exact Clopper-Pearson intervals at alpha/K, combined linearly (so it
+covers every mix at once). The score itself is the benchmark's exact mean under the
+environment.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.certify import BLACK_BOX_SENTENCE, failure_rate_upper
+from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.matrices import BenchmarkMatrices
+from benchcert.tasks.report import Section, interval_plot_svg, table_html
+
+RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64, "lower": pl.Float64,
+               "upper": pl.Float64, "half_width": pl.Float64, "risk": pl.Float64, "method": pl.String,
+               "alpha": pl.Float64, "family_vertex": pl.Boolean, "worst_of_family": pl.Boolean, "note": pl.String}
+FAILURE_SCHEMA = {"model": pl.String, "items": pl.Int64, "failures": pl.Int64, "failure_rate": pl.Float64,
+                  "upper": pl.Float64, "alpha": pl.Float64, "method": pl.String}
+
+
+def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
+    rows = []
+    for j, model in enumerate(m.models):
+        x = m.scores[:, j]
+        x = x[~np.isnan(x)]
+        if x.size == 0:
+            continue
+        fr = failure_rate_upper(int(np.sum(x < 1.0)), int(x.size), alpha=alpha)
+        rows.append({"model": model, "items": fr.n, "failures": fr.failures, "failure_rate": fr.estimate,
+                     "upper": fr.upper, "alpha": alpha, "method": fr.method})
+    return pl.DataFrame(rows, schema=FAILURE_SCHEMA)
+
+
+def risk_table(m: BenchmarkMatrices, spec_dict: dict, alpha: float) -> tuple[pl.DataFrame, list[str]]:
+    from benchcert.tasks.environments import EnvironmentSpec, certify_scores
+
+    spec = EnvironmentSpec.from_dict(spec_dict)
+    rows, _, notes = certify_scores(spec, m.items, m.models, m.scores, delta=alpha)
+    out = [{k: r[k] for k in RISK_SCHEMA if k not in ("risk", "alpha")} | {"risk": 1.0 - r["score"], "alpha": alpha}
+           for r in rows]
+    return pl.DataFrame(out, schema=RISK_SCHEMA), notes
+
+
+def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, spec_dict: dict | None,
+            notes: list[str]) -> Section:
+    """The report section: environment profiles (when given) and the failure-rate bounds."""
+    level = f"{100 * (1 - alpha):g}%"
+    parts = []
+    if risks is not None and risks.height:
+        envs = list(dict.fromkeys(risks["environment"].to_list()))
+        models = sorted(set(risks["model"].to_list()))
+        series = []
+        for env in envs:
+            sub = {r["model"]: r for r in risks.filter(pl.col("environment") == env).iter_rows(named=True)}
+            series.append({"name": env,
+                           "estimate": [sub[mo]["score"] if mo in sub else None for mo in models],
+                           "lower": [sub[mo]["lower"] if mo in sub else None for mo in models],
+                           "upper": [sub[mo]["upper"] if mo in sub else None for mo in models]})
+        svg = interval_plot_svg(models, series, title=f"Score per environment with its {level} joint band",
+                                x_label="score (risk = 1 - score)", x_range=(0.0, 1.0))
+        src = escape(str(spec_dict.get("source", ""))) if spec_dict else ""
+        parts.append(
+            f"<p>Environments from <code>{src}</code> (level {escape(str(spec_dict.get('level')))}): each is a mix "
+            f"of the benchmark's {escape(str(spec_dict.get('level')))}s with items equally likely inside each. The "
+            "score is the benchmark's exact mean under the environment; the band holds for <b>every environment "
+            f"(and every mix of the family) at once</b> with probability &ge; {level}, for the task distribution "
+            "the benchmark samples: per-atom exact Clopper-Pearson intervals at alpha/K combined linearly "
+            "(certifying-capabilities paper, section 3.1; a family's worst mix is one of its vertices). "
+            "Plan a cheaper evaluation with <code>benchcert plan environments</code>.</p>"
+            f'<div class="environment-profiles">{svg}</div>'
+            + table_html(risks.select("model", "environment", "score", "lower", "upper", "method",
+                                      "worst_of_family"), float_digits=4, max_rows=400))
+        for n in notes:
+            parts.append(f"<p>{escape(n)}</p>")
+    parts.append(
+        f"<h3>What can be certified about failures</h3><p>Per model: the {level} one-sided exact binomial "
+        "(Clopper-Pearson) upper bound on the failure rate (an item scored below 1), treating the answered items as "
+        "a random sample of the task distribution; with no failure in n items it is about 3/n.</p>"
+        + table_html(failures, float_digits=4, max_rows=400)
+        + f'<p class="black-box"><b>{escape(BLACK_BOX_SENTENCE)}</b></p>')
+    return Section(title="Deployment environments and failure rates", anchor="environments", html="".join(parts))
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    alpha = config.alpha
+    failures = failure_table(m, alpha)
+    spec_dict = getattr(config, "environments", None)
+    tables = {"failure_rate_bounds": failures}
+    risks, notes = None, []
+    if spec_dict:
+        risks, notes = risk_table(m, spec_dict, alpha)
+        tables["environment_risks"] = risks
+    return AnalysisOutput(name="environments", tables=tables, sections=[section(risks, failures, alpha, spec_dict,
+                                                                               notes)],
+                          warnings=[f"environments: {n}" for n in notes])

@@ -1,0 +1,27 @@
+"""A hook through which long work says how far it got, for whoever shows it (the CLI's progress line).
+
+tasks/ knows nothing of terminals: it calls :func:`note`; flows/runs.py installs a listener for
+the duration of a run (:func:`listening`).  With no listener a note costs one global lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+_listener: Callable[[str], None] | None = None
+
+
+def note(text: str) -> None:
+    if _listener is not None:
+        _listener(text)
+
+
+@contextlib.contextmanager
+def listening(fn: Callable[[str], None] | None) -> Iterator[None]:
+    global _listener
+    previous, _listener = _listener, fn
+    try:
+        yield
+    finally:
+        _listener = previous
