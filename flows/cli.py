@@ -328,7 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "--map item_id=\"exam || '/' || id\", --map benchmark=\"'alpaca_eval_2'\" (repeatable); "
                          "fields: benchmark model item_id subject domain score variant replicate; "
                          "prob_<option> (one column per option), or option and prob (one row per option), "
-                         "and label (the correct option) for option probabilities")
+                         "and label (the correct option) for option probabilities, or confidence (in the "
+                         "model's own answer, with a 0/1 score)")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
     sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
                     help="file format (default: harness logs from their content, tables from the name)")

@@ -177,6 +177,8 @@ class _GenericReader:
             raw = self._computed(raw)
         if "option" in self.prob_cols:
             return probs.attach_long(raw, self.prob_cols, self.cols)
+        if "confidence" in self.prob_cols:
+            return probs.attach_confidence(raw, self.prob_cols["confidence"], self.cols["score"])
         return probs.attach(raw, self.prob_cols) if self.prob_cols else raw
 
     def _computed(self, raw):

@@ -163,7 +163,7 @@ def _check_field(name: str, origin: str) -> None:
 
     if name not in CANONICAL_FIELDS and not is_probability_field(name):
         raise MappingError(f"{origin}: unknown canonical field {name!r}; fields are {', '.join(CANONICAL_FIELDS)}, "
-                          "and prob_<option> / option, prob / label for option probabilities")
+                          "and prob_<option> / option, prob / label / confidence for probabilities")
 
 
 def _is_identifier(value: str) -> bool:

@@ -226,3 +226,30 @@ def test_long_and_wide_forms_cannot_be_mixed(tmp_path):
     r = ingest_file(tmp_path / "s.duckdb", path, benchmark="b",
                     mapping=parse_mapping(["model=m", "item_id=q", "score=correct", "option=gold"]))
     assert r.status == "error" and "needs both" in r.message
+
+
+# --------------------------------------------------------------------------------------
+# only the model's confidence in its own answer (--map confidence=COLUMN)
+
+
+def test_confidence_of_the_given_answer_becomes_a_two_option_vector(tmp_path):
+    df = pl.DataFrame({"m": "mod", "q": ["a", "b", "c"], "correct": [1, 0, 1], "conf": [0.9, 0.6, 0.75]})
+    path = tmp_path / "c.csv"
+    df.write_csv(path)
+    db = tmp_path / "s.duckdb"
+    mp = parse_mapping(["model=m", "item_id=q", "score=correct", "confidence=conf"])
+    r = ingest_file(db, path, benchmark="b", mapping=mp)
+    assert r.status == "ingested", r.message
+    got = stored(db)
+    np.testing.assert_allclose(np.array(got["probs"].to_list()), [[0.1, 0.9], [0.4, 0.6], [0.25, 0.75]])
+    assert got["label"].to_list() == [1, 0, 1]
+    bad = tmp_path / "bad.csv"
+    pl.DataFrame({"m": "mod", "q": ["a", "b", "c"], "correct": [1, 0.5, 1], "conf": [1.2, 0.6, "x"]},
+                 strict=False).write_csv(bad)
+    r = ingest_file(tmp_path / "t.duckdb", bad, benchmark="b", mapping=mp)
+    assert r.status == "rejected"
+    reasons = {x["line"]: x["reason"] for x in r.rejects}
+    assert "not a probability in [0, 1]" in reasons[2] and "0/1 score" in reasons[3] and "not a number" in reasons[4]
+    r = ingest_file(tmp_path / "t.duckdb", path, benchmark="b",
+                    mapping=parse_mapping(["model=m", "item_id=q", "score=correct", "confidence=conf", "label=q"]))
+    assert r.status == "error" and "cannot be combined" in r.message

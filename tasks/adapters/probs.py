@@ -12,6 +12,11 @@ In long form (``--map option=COLUMN --map prob=COLUMN``) each row gives one opti
 (the whole file is read before they are checked, so this form is held in memory) and
 stored with the response's first line.  The options are ordered by name.
 
+A table with only the model's confidence in its own answer (``--map confidence=COLUMN``, a
+probability in [0, 1]) gives a two-option vector (wrong, right) = (1 - c, c) whose correct
+option is the score (which must then be 0 or 1): calibration and the goodness-of-fit test then
+ask whether the stated confidence matches how often the answer is right.
+
 A row whose probabilities are not a probability vector - a missing or non-numeric value, a
 negative one, NaN or infinity, or a sum further than :data:`SUM_TOLERANCE` from 1 - or whose
 label is not one of the options is rejected like any bad row (file, line, field, reason);
@@ -36,10 +41,12 @@ LABEL_FIELD = "label"
 
 
 LONG_FIELDS = ("option", "prob")
+CONFIDENCE_FIELD = "confidence"
 
 
 def is_probability_field(name: str) -> bool:
-    return name == LABEL_FIELD or name in LONG_FIELDS or PROB_FIELD.fullmatch(name) is not None
+    return (name in (LABEL_FIELD, CONFIDENCE_FIELD) or name in LONG_FIELDS
+            or PROB_FIELD.fullmatch(name) is not None)
 
 
 def mapped_columns(mapping_columns: dict[str, str], available: list[str], path) -> dict[str, str]:
@@ -50,6 +57,16 @@ def mapped_columns(mapping_columns: dict[str, str], available: list[str], path) 
     """
     out = {f: c for f, c in mapping_columns.items() if PROB_FIELD.fullmatch(f)}
     long = {f: mapping_columns[f] for f in LONG_FIELDS if f in mapping_columns}
+    if CONFIDENCE_FIELD in mapping_columns:
+        if out or long or LABEL_FIELD in mapping_columns:
+            raise AdapterError(f"{path}: --map confidence= (the model's probability that its answer is right; "
+                               "the score says whether it was) cannot be combined with option probabilities "
+                               "or a label")
+        col = mapping_columns[CONFIDENCE_FIELD]
+        if available and col not in available:
+            raise AdapterError(f"{path}: column {col!r} (for confidence) not in the file; its columns are "
+                               f"{available}")
+        return {CONFIDENCE_FIELD: col}
     if long:
         if out:
             raise AdapterError(f"{path}: map either one column per option (prob_<option>=) or the long form "
@@ -223,3 +240,39 @@ def attach_long(batches: Iterator[RawBatch], prob_cols: dict[str, str],
                            "option_probs": pl.Series(out_probs, dtype=pl.List(pl.Float64)),
                            "label": pl.Series(out_labels, dtype=pl.Int64)})
     yield RawBatch(frame=frame.filter(pl.Series(~bad)), rejects=rejects, extras=extras)
+
+
+def attach_confidence(batches: Iterator[RawBatch], col: str, score_col: str) -> Iterator[RawBatch]:
+    """``--map confidence=``: (1 - c, c) over (wrong, right), the label from the 0/1 score."""
+    for raw in batches:
+        frame = raw.frame
+        if frame.height == 0:
+            yield raw
+            continue
+        s = frame[col]
+        c = (s.str.strip_chars() if s.dtype == pl.String else s).cast(pl.Float64, strict=False).to_numpy()
+        text = s.cast(pl.String).to_list()
+        sc = frame[score_col]
+        score = (sc.str.strip_chars().str.to_lowercase().replace({"true": "1", "false": "0"})
+                 if sc.dtype == pl.String else sc).cast(pl.Float64, strict=False).to_numpy()
+        lines = frame[LINE].to_numpy()
+        rejects = list(raw.rejects)
+        bad = np.zeros(frame.height, dtype=bool)
+        for i in range(frame.height):
+            why = None
+            if text[i] is None or str(text[i]).strip() == "":
+                why = "missing confidence"
+            elif np.isnan(c[i]):
+                why = f"confidence is not a number: {str(text[i])[:40]!r}"
+            elif not 0.0 <= c[i] <= 1.0:
+                why = f"confidence {c[i]:g} is not a probability in [0, 1]"
+            elif score[i] not in (0.0, 1.0):
+                why = "a confidence needs a 0/1 score (was the answer right?)"
+            if why:
+                bad[i] = True
+                rejects.append(Reject(int(lines[i]), col, why))
+        keep = ~bad
+        extras = pl.DataFrame({LINE: pl.Series(lines[keep], dtype=pl.Int64),
+                               "option_probs": pl.Series([[1.0 - v, v] for v in c[keep]], dtype=pl.List(pl.Float64)),
+                               "label": pl.Series(score[keep].astype(np.int64), dtype=pl.Int64)})
+        yield RawBatch(frame=frame.filter(pl.Series(keep)), rejects=rejects, extras=extras)
