@@ -19,7 +19,7 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
                    "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy", "benchcert.flows.cli_certify",
-                   "benchcert.flows.cli_config")
+                   "benchcert.flows.cli_config", "benchcert.flows.cli_gof")
 
 
 def _run_mode_options(sp) -> None:
@@ -342,7 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
                          "expression over the columns, e.g. --map score=\"preference - 1\", "
                          "--map item_id=\"exam || '/' || id\", --map benchmark=\"'alpaca_eval_2'\" (repeatable); "
-                         "fields: benchmark model item_id subject domain score variant replicate")
+                         "fields: benchmark model item_id subject domain score variant replicate; "
+                         "prob_<option> (one column per option), or option and prob (one row per option), "
+                         "and label (the correct option) for option probabilities, or confidence (in the "
+                         "model's own answer, with a 0/1 score)")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
     sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
                     help="file format (default: harness logs from their content, tables from the name)")

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks import progress
-from benchcert.tasks.adapters import detect, generic, limits, native
+from benchcert.tasks.adapters import detect, generic, limits, native, probs
 from benchcert.tasks.codes import ITEM, MODEL, VARIANT, CodeBook
 from benchcert.tasks.mapping import ColumnMapping, MappingError, evaluate
 from benchcert.tasks.prefetch import ValidatedBatches
@@ -142,9 +142,11 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
         report.format = fmt = generic.detect_format(path, mapping.format)
         report.sha256 = sha = sha256_file(path)
         cols = resolve_columns(path, fmt, mapping, benchmark)
+        prob_cols = probs.mapped_columns(mapping.columns, generic.file_columns(path, fmt), path)
         config = json.dumps({"benchmark": benchmark, "columns": cols, "format": fmt,
-                             "allow_rejects": allow_rejects}, sort_keys=True)
-        reader = _GenericReader(path, fmt, cols)
+                             "allow_rejects": allow_rejects, **({"probs": prob_cols} if prob_cols else {})},
+                            sort_keys=True)
+        reader = _GenericReader(path, fmt, cols, prob_cols)
         batches = ValidatedBatches(reader.batches(batch_rows), cols, benchmark)  # starts reading now
         try:
             with _store(db, lock_timeout, con) as store_con:
@@ -196,23 +198,29 @@ def describe_failure(path: Path, exc: BaseException) -> str:
 class _GenericReader:
     """The generic adapter behind the interface _stage_and_insert reads (native sources have the same)."""
 
-    def __init__(self, path: Path, fmt: str, cols: dict):
+    def __init__(self, path: Path, fmt: str, cols: dict, prob_cols: dict | None = None):
         from benchcert.tasks.mapping import expression_columns
 
-        self.path, self.format = path, fmt
+        self.path, self.format, self.cols = path, fmt, cols
+        self.prob_cols = prob_cols or {}  # --map prob_<option>= / option= prob= / label=: kept aside
         used = [c for c in dict.fromkeys(c for c in cols.values() if c is not None)]
         available = generic.file_columns(path, fmt) if any(c for c in used) else []
         # A used name that is no column of the file is a mapping expression (checked by resolve_columns).
         self.expressions = {c: c for c in used if available and c not in available}
         reads = [c for c in used if c not in self.expressions]
         reads += [r for e in self.expressions for r in expression_columns(e)]
+        reads += list(self.prob_cols.values())
         self.file_cols = list(dict.fromkeys(reads))
 
     def batches(self, batch_rows: int):
         raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
-        if not self.expressions:
-            return raw
-        return self._computed(raw)
+        if self.expressions:
+            raw = self._computed(raw)
+        if "option" in self.prob_cols:
+            return probs.attach_long(raw, self.prob_cols, self.cols)
+        if "confidence" in self.prob_cols:
+            return probs.attach_confidence(raw, self.prob_cols["confidence"], self.cols["score"])
+        return probs.attach(raw, self.prob_cols) if self.prob_cols else raw
 
     def _computed(self, raw):
         for batch in raw:
@@ -445,7 +453,7 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             FROM _stage_items s ANTI JOIN items i USING (item_key)
             GROUP BY s.benchmark, s.item_id, s.item_key""", [source_id])
     if staged_probs:
-        native.insert_option_probs(con, source_id)
+        native.insert_option_probs(con, source_id, rows_sql, rows_params)
     if rejects.height:
         con.register("_rejects", rejects.to_arrow())
         con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",

@@ -159,8 +159,11 @@ def sql_literal(text: str) -> str:
 
 
 def _check_field(name: str, origin: str) -> None:
-    if name not in CANONICAL_FIELDS:
-        raise MappingError(f"{origin}: unknown canonical field {name!r}; fields are {', '.join(CANONICAL_FIELDS)}")
+    from benchcert.tasks.adapters.probs import is_probability_field
+
+    if name not in CANONICAL_FIELDS and not is_probability_field(name):
+        raise MappingError(f"{origin}: unknown canonical field {name!r}; fields are {', '.join(CANONICAL_FIELDS)}, "
+                          "and prob_<option> / option, prob / label / confidence for probabilities")
 
 
 def _is_identifier(value: str) -> bool:

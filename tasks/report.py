@@ -850,3 +850,75 @@ def heatmap_svg(
         out.append(f'<text x="{_n(x0)}" y="{_n(top + 16)}" fill="#59636e">no data</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+# --------------------------------------------------------------------------- reliability diagram
+
+
+def reliability_svg(panels: Sequence[dict], *, title: str = "", size_px: int = 220) -> str:
+    """Inline-SVG reliability diagrams, one small panel per model.
+
+    Each panel is a dict with ``name`` (str) and equal-length sequences ``confidence``,
+    ``accuracy``, ``lower``, ``upper`` and ``count`` (one entry per non-empty confidence bin).
+    Points are bin accuracy against mean confidence (area ~ item count), with the accuracy's
+    interval as a vertical bar; the diagonal is perfect calibration.  Names are escaped and
+    truncated; the SVG has no external reference.
+    """
+    cols = max(1, min(len(panels), 4))
+    rows = max(1, math.ceil(len(panels) / cols))
+    pad_l, pad_t, pad_b, gap = 34.0, 30.0, 30.0, 18.0
+    top0 = 8.0 + (24.0 if title else 0.0)
+    pw = pad_l + size_px + gap
+    ph = pad_t + size_px + pad_b
+    width, height = 8.0 + cols * pw, top0 + rows * ph + 8.0
+    out = [f'<svg class="reliability" role="img" width="{_n(width)}" height="{_n(height)}" '
+           f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="{_FONT}" font-size="10" '
+           f'style="max-width:100%;height:auto">',
+           f"<title>{_esc(title or 'reliability diagram')}</title>",
+           f'<rect x="0" y="0" width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>']
+    if title:
+        out.append(f'<text x="8" y="22" font-size="14" font-weight="600" fill="#1f2328">'
+                   f"{_esc(_truncate(title, 110))}</text>")
+    for k, panel in enumerate(panels):
+        ox = 8.0 + (k % cols) * pw + pad_l
+        oy = top0 + (k // cols) * ph + pad_t
+        s = float(size_px)
+
+        def px(c, a):
+            return ox + min(max(c, 0.0), 1.0) * s, oy + (1.0 - min(max(a, 0.0), 1.0)) * s
+
+        name = str(panel.get("name", ""))
+        out.append(f'<g class="panel"><text x="{_n(ox)}" y="{_n(oy - 10)}" font-size="11" font-weight="600" '
+                   f'fill="#1f2328"><title>{_esc(name)}</title>{_esc(_truncate(name, 34))}</text>')
+        out.append(f'<rect x="{_n(ox)}" y="{_n(oy)}" width="{_n(s)}" height="{_n(s)}" fill="#f6f8fa" '
+                   'stroke="#8c959f" stroke-width="1"/>')
+        x1, y1 = px(0, 0)
+        x2, y2 = px(1, 1)
+        out.append(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="#8c959f" '
+                   'stroke-dasharray="4 3" stroke-width="1"/>')
+        for t in (0.0, 0.5, 1.0):
+            tx, ty = px(t, t)
+            out.append(f'<text x="{_n(tx)}" y="{_n(oy + s + 12)}" text-anchor="middle" fill="#59636e">{t:g}</text>')
+            out.append(f'<text x="{_n(ox - 4)}" y="{_n(ty + 3)}" text-anchor="end" fill="#59636e">{t:g}</text>')
+        out.append(f'<text x="{_n(ox + s / 2)}" y="{_n(oy + s + 24)}" text-anchor="middle" fill="#59636e">'
+                   "confidence</text>")
+        counts = [float(c) for c in panel.get("count", [])]
+        cmax = max(counts, default=1.0) or 1.0
+        for c, a, lo, hi, cnt in zip(panel.get("confidence", []), panel.get("accuracy", []),
+                                     panel.get("lower", []), panel.get("upper", []), counts):
+            if not all(math.isfinite(float(v)) for v in (c, a, lo, hi)):
+                continue
+            cx, cy = px(float(c), float(a))
+            _, ylo = px(float(c), float(lo))
+            _, yhi = px(float(c), float(hi))
+            r = 2.0 + 4.0 * math.sqrt(cnt / cmax)
+            out.append(f'<line x1="{_n(cx)}" y1="{_n(ylo)}" x2="{_n(cx)}" y2="{_n(yhi)}" stroke="#0969da" '
+                       'stroke-width="1.2"/>')
+            out.append(f'<circle cx="{_n(cx)}" cy="{_n(cy)}" r="{_n(r)}" fill="#0969da" fill-opacity="0.7">'
+                       f"<title>confidence {float(c):.3f}, accuracy {float(a):.3f} "
+                       f"[{float(lo):.3f}, {float(hi):.3f}], {int(cnt)} items</title></circle>")
+        if not counts:
+            out.append(f'<text x="{_n(ox + 8)}" y="{_n(oy + 16)}" fill="#59636e">no data</text>')
+        out.append("</g>")
+    out.append("</svg>")
+    return "".join(out)

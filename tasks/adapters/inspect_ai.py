@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchcert.tasks.adapters import generic, limits
+from benchcert.tasks.adapters import generic, inspect_probs, limits
 from benchcert.tasks.adapters.generic import Reject
 from benchcert.tasks.adapters.native import (
     NativeError, NativeSource, Row, check_mapped, load_json, score_choice, text_field)
@@ -242,8 +242,9 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
             if bad:
                 yield Reject(line, bad[0], bad[1], raw())
                 continue
+            probs, label = inspect_probs.option_probs(sample)  # multiple choice with logprobs only
             yield Row(line=line, model=model, item_id=str(sid).strip(), score=score, replicate=epoch - 1,
-                      src=(where, sample), **values)
+                      option_probs=probs, label=label, src=(where, sample), **values)
 
     status = log.header.get("status")
     notes = []

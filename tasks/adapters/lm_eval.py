@@ -160,6 +160,33 @@ def _loglikelihoods(filtered: Any) -> list[float] | None:
     return out
 
 
+def _gold(obj: dict, n_options: int) -> int | None:
+    """Index of the correct option of a multiple-choice sample, when its ``target`` says so unambiguously.
+
+    lm-evaluation-harness logs ``target`` as the gold index (an int, or its digits as text) or as the
+    gold continuation's text; anything else (a list of golds, an index out of range) gives None.
+    """
+    target = obj.get("target")
+    if isinstance(target, bool):
+        return None
+    if isinstance(target, int):
+        return target if 0 <= target < n_options else None
+    if isinstance(target, str):
+        text = target.strip()
+        if text.isdigit():
+            k = int(text)
+            return k if k < n_options else None
+        args = obj.get("arguments")
+        if isinstance(args, dict):  # v0.4.3+: {"gen_args_0": {"arg_0": context, "arg_1": continuation}, ...}
+            args = [[a.get("arg_0"), a.get("arg_1")] if isinstance(a, dict) else None for a in args.values()]
+        if isinstance(args, list) and len(args) == n_options:  # older: [[context, continuation], ...]
+            conts = [a[1] if isinstance(a, list) and len(a) == 2 else None for a in args]
+            hits = [i for i, c in enumerate(conts) if isinstance(c, str) and c.strip() == text]
+            if len(hits) == 1:
+                return hits[0]
+    return None
+
+
 def _iter_objects(path: Path, old_layout: bool, array: list | None) -> Iterator[tuple[int, Any, str | None]]:
     """(line, object or None, problem) for every record of the samples file."""
     if old_layout:
@@ -316,7 +343,8 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
                 continue
             lls = _loglikelihoods(obj.get("filtered_resps"))
             yield Row(line=line, model=model, score=score, variant="" if filt == "none" else filt,
-                      option_probs=softmax(lls) if lls else None, src=obj, **values)
+                      option_probs=softmax(lls) if lls else None, label=_gold(obj, len(lls)) if lls else None,
+                      src=obj, **values)
 
     settings = {"metric": metric, "task": task, "model": model, "fields": fields,
                 "results_sha256": sha256_file(results_path) if results_path else None}

@@ -86,6 +86,7 @@ class Row:
     variant: str = ""
     replicate: int = 0
     option_probs: list[float] | None = None
+    label: int | None = None  # index of the correct option, when the log says which (beside option_probs)
     src: Any = None  # what describe() renders when the row is rejected later
 
 
@@ -128,6 +129,7 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
     lines: list[int] = []
     prob_lines: list[int] = []
     probs: list[list[float]] = []
+    labels: list[int | None] = []
     rejects: list[Reject] = []
 
     def flush() -> RawBatch:
@@ -136,10 +138,11 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
         data["replicate"] = pl.Series("replicate", reps, dtype=pl.Int64)
         data[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
         extras = (pl.DataFrame({LINE: pl.Series(prob_lines, dtype=pl.Int64),
-                                "option_probs": pl.Series(probs, dtype=pl.List(pl.Float64))})
+                                "option_probs": pl.Series(probs, dtype=pl.List(pl.Float64)),
+                                "label": pl.Series(labels, dtype=pl.Int64)})
                   if prob_lines else None)
         out = RawBatch(frame=pl.DataFrame(data), rejects=list(rejects), extras=extras)
-        for v in (*cols.values(), scores, reps, lines, prob_lines, probs, rejects):
+        for v in (*cols.values(), scores, reps, lines, prob_lines, probs, labels, rejects):
             v.clear()
         return out
 
@@ -155,6 +158,7 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
         if rec.option_probs is not None:
             prob_lines.append(rec.line)
             probs.append(rec.option_probs)
+            labels.append(rec.label)
         if len(lines) >= batch_rows:
             yield flush()
     if lines or rejects:
@@ -246,28 +250,43 @@ OPTION_PROBS_DDL = """CREATE TABLE IF NOT EXISTS option_probs (
     replicate BIGINT NOT NULL,
     probs DOUBLE[] NOT NULL,
     source_id BIGINT NOT NULL,
-    line BIGINT NOT NULL)"""
+    line BIGINT NOT NULL,
+    label INTEGER)"""
+#: Stores written before the correct option was kept gain the column (NULL: not known).
+OPTION_PROBS_LABEL = "ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS label INTEGER"
 
 
 def stage_option_probs(con, frame: pl.DataFrame, first: bool) -> None:
     """Keep a batch's option probabilities aside (by line) until the file is accepted."""
     if first:
-        con.execute("CREATE OR REPLACE TEMP TABLE _stage_probs (line BIGINT, probs DOUBLE[])")
+        con.execute("CREATE OR REPLACE TEMP TABLE _stage_probs (line BIGINT, probs DOUBLE[], label INTEGER)")
+    if "label" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("label"))
     con.register("_probs_batch", frame.rename({LINE: "line", "option_probs": "probs"}).to_arrow())
-    con.execute("INSERT INTO _stage_probs SELECT line, probs FROM _probs_batch")
+    con.execute("INSERT INTO _stage_probs SELECT line, probs, label FROM _probs_batch")
     con.unregister("_probs_batch")
 
 
-def insert_option_probs(con, source_id: int) -> int:
-    """Inside the ingest transaction, after the responses: probabilities of the rows this source stored.
+def insert_option_probs(con, source_id: int, rows_sql: str | None = None, rows_params: list | None = None) -> int:
+    """Inside the ingest transaction, after the responses: probabilities of the rows this source gave.
 
-    The table is created here, on first use, so stores without native logs never have it.
-    Rows whose key is already in the table keep their first probabilities, like responses.
+    ``rows_sql`` names the file's accepted rows as codes (``_stage``, or this source's
+    ``response_codes``), so a response that was already stored from another file still gets
+    the probabilities this file gives it.  The table is created here, on first use, so stores
+    without probabilities never have it.  Rows whose key is already in the table keep their
+    first probabilities, like responses.
     """
+    if rows_sql is None:
+        rows_sql, rows_params = "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id]
     con.execute(OPTION_PROBS_DDL)
-    return con.execute("""
-        INSERT INTO option_probs
-        SELECT s.benchmark, s.model, s.item_id, s.variant, s.replicate, p.probs, ?, s.line
-        FROM (SELECT * FROM responses WHERE source_id = ?) s JOIN _stage_probs p USING (line)
+    con.execute(OPTION_PROBS_LABEL)
+    return con.execute(f"""
+        INSERT INTO option_probs (benchmark, model, item_id, variant, replicate, probs, source_id, line, label)
+        SELECT k.benchmark, k.model, k.item_id, k.variant, k.replicate, k.probs, ?, k.line, k.label
+        FROM (SELECT m.benchmark, m.model, i.item_id, v.variant, s.replicate, p.probs, s.line, p.label
+              FROM {rows_sql} s JOIN _stage_probs p USING (line)
+              JOIN models m ON m.model_id = s.model_id
+              JOIN items i ON i.item_key = s.item_key
+              JOIN variants v ON v.variant_id = s.variant_id) k
         ANTI JOIN option_probs o USING (benchmark, model, item_id, variant, replicate)""",
-                       [source_id, source_id]).fetchall()[0][0]
+                       [source_id, *(rows_params or [])]).fetchall()[0][0]

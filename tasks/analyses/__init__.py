@@ -143,11 +143,12 @@ def _named(message: str, m: BenchmarkMatrices) -> str:
 
 def _registry() -> dict[str, Analysis]:
     from benchcert.tasks.analyses import comparisons, hierarchical, intervals, perturbation, scores, subsample
-    from benchcert.tasks.analyses import environments
+    from benchcert.tasks.analyses import calibration, environments
 
     return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
             "comparisons": comparisons.analyze, "subsample": subsample.analyze,
-            "perturbation": perturbation.analyze, "environments": environments.analyze}
+            "perturbation": perturbation.analyze, "environments": environments.analyze,
+            "calibration": calibration.analyze}
 
 
 ANALYSES: dict[str, Analysis] = _registry()
