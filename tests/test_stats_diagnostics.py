@@ -18,6 +18,7 @@ from scipy import stats
 
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import (
+    NoSplittableSubjectWarning,
     _HypergeomTable,
     beta_binomial_icc,
     split_half,
@@ -71,6 +72,43 @@ def test_hypergeometric_table_is_exact_and_draws_follow_the_pmf():
     ref = rng.hypergeometric(400, 600, 500, size=200_000)
     assert abs(draws[5].mean() - ref.mean()) < 4 * math.sqrt(2 * ref.var() / 200_000)
     assert draws[5].var() == pytest.approx(ref.var(), rel=0.02)
+
+
+def test_vectorised_draw_is_identical_to_the_per_cell_search():
+    # Oracle: the former implementation (one searchsorted per cell), kept as
+    # _draw_per_cell. Same seed, same uniforms -> the same integers, on random tables
+    # (empty-ish, one-point and long supports) and on uniforms placed exactly on, just
+    # below and just above tabulated CDF values, where the shifted search rounds.
+    rng = np.random.default_rng(20)
+    for trial in range(25):
+        nc = int(rng.integers(1, 2500))
+        tot = rng.integers(1, 150, nc)
+        g = rng.integers(0, tot + 1)
+        n = rng.integers(0, tot + 1)
+        table = _HypergeomTable(g, tot - g, n)
+        table._BLOCK_POINTS = int(rng.choice([8, 1 << 15]))  # also blocks smaller than a cell
+        size = int(rng.integers(1, 40))
+        np.testing.assert_array_equal(table.draw(size, np.random.default_rng(trial)),
+                                      table._draw_per_cell(size, np.random.default_rng(trial)))
+    cells = 50_000
+    table = _HypergeomTable(np.full(cells, 30), np.full(cells, 30), np.full(cells, 30))
+    on = table.cdf[table.start[:, None] + np.arange(6)]
+    u = np.concatenate([on, np.nextafter(on, 0), np.nextafter(on, 2),
+                        np.full((cells, 1), np.nextafter(1.0, 0)), np.zeros((cells, 1))], axis=1)
+    u = np.minimum(u, np.nextafter(1.0, 0))
+    ref = np.stack([np.searchsorted(table.cdf[table.start[c]:table.end[c]], u[c], side="right")
+                    for c in range(cells)]) + table.lo[:, None]
+    np.testing.assert_array_equal(table._invert(u), ref)
+
+
+def test_split_half_without_a_splittable_subject_is_skipped_with_a_named_warning():
+    scores = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, np.nan]])
+    with pytest.warns(NoSplittableSubjectWarning, match="no subject has 2 or more"):
+        res = split_half(scores, [0, 1, 2, 3], [0, 0, 1, 1], n_splits=10, rng=np.random.default_rng(0))
+    assert res.method == "skipped" and not res.defined.any() and np.isnan(res.corr).all()
+    assert res.status.tolist() == [["too_few_subjects"] * 2] * 2
+    assert res.n.tolist() == [4, 3] and res.n_valid.sum() == 0
+    assert issubclass(NoSplittableSubjectWarning, DegenerateDataWarning)
 
 
 def test_split_half_hypergeometric_equals_item_shuffling():
