@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import contextlib
 import warnings
 
+from ._blas import loop_blas_threads
 from ._common import DegenerateDataWarning, Grouping, _short, check_codes, warn_degenerate
 from .hierarchical import DomainFits, _counts, _fit_domains_counts, _matrix_iv
 
@@ -305,20 +307,10 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     with np.errstate(invalid="ignore", divide="ignore"):
         inv_a = np.where(splittable, 1.0 / np.where(splittable, half, 1), 0.0)[:, :, None]
         inv_b = np.where(splittable, 1.0 / np.where(splittable, n - half, 1), 0.0)[:, :, None]
-    done = 0
-    while done < n_splits:
-        b = min(chunk, n_splits - done)
-        a_sum = np.zeros((k, mdl, b))
-        if table is not None:
-            sub = np.zeros((k, hyper_cols.size, b))
-            sub[cells] = table.draw(b, rng)
-            a_sum[:, hyper_cols] = sub
-        if shuffle_cols.size:
-            a_sum[:, shuffle_cols] = _shuffle_half_sums(s[:, shuffle_cols], codes, k, b, rng)[order]
-        pa = a_sum * inv_a
-        pb = (total[:, :, None] - a_sum) * inv_b
-        sums.add(grouping, splittable, pa, pb)
-        done += b
+    # The shuffle path runs one small product per subject and chunk: one BLAS thread (stats/_blas.py).
+    with loop_blas_threads() if shuffle_cols.size else contextlib.nullcontext():
+        _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_cols, s, codes, order, total,
+                      inv_a, inv_b, k, mdl, n_splits, chunk, rng)
     corr, sd, n_valid = sums.result()
     status = np.full((d, mdl), "ok", dtype=object)
     status[n_valid == 0] = "no_valid_split"
@@ -344,6 +336,25 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
         method="hypergeometric" if use_hyper.all() else ("shuffle" if not use_hyper.any() else "hypergeometric+shuffle"),
         assumptions=_SPLIT_ASSUMPTIONS,
     )
+
+
+def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_cols, s, codes, order, total,
+                  inv_a, inv_b, k, mdl, n_splits, chunk, rng):
+    """Accumulate the split-half sums over ``n_splits`` splits, ``chunk`` splits at a time."""
+    done = 0
+    while done < n_splits:
+        b = min(chunk, n_splits - done)
+        a_sum = np.zeros((k, mdl, b))
+        if table is not None:
+            sub = np.zeros((k, hyper_cols.size, b))
+            sub[cells] = table.draw(b, rng)
+            a_sum[:, hyper_cols] = sub
+        if shuffle_cols.size:
+            a_sum[:, shuffle_cols] = _shuffle_half_sums(s[:, shuffle_cols], codes, k, b, rng)[order]
+        pa = a_sum * inv_a
+        pb = (total[:, :, None] - a_sum) * inv_b
+        sums.add(grouping, splittable, pa, pb)
+        done += b
 
 
 class _SplitSums:
