@@ -116,84 +116,109 @@ class SplitHalfResult:
 class _HypergeomTable:
     """Exact inverse-CDF sampler for many Hypergeometric(N_c, G_c, n_c) cells.
 
-    numpy's ``Generator.hypergeometric`` costs ~250 ns a draw, and 500 splits x 91 subjects
-    x 29 models is 1.3 million draws. Each cell's support is short (at most n_c + 1
-    values), so its CDF is tabulated once from the log-pmf and all of the cell's draws come
-    from one ``searchsorted`` of uniforms in that small, cache-resident table (same
-    distribution, several times faster).
+    numpy's ``Generator.hypergeometric`` costs ~250 ns a draw, and 500 splits x 200 subjects
+    x 4,000 models is 400 million draws. Each cell's support is short (at most n_c + 1
+    values), and cells repeat: a cell's distribution depends only on (subject size, correct
+    count), so 800,000 (subject, model) cells of 100-item subjects share at most 101
+    distributions. Each distinct distribution's CDF is tabulated once from the log-pmf, and
+    every draw is one inverse-CDF search of a uniform in that small, cache-resident table
+    (same distribution as numpy's sampler, several times faster).
+
+    ``lo``, ``start`` and ``end`` are per cell; ``start``/``end`` index ``cdf``, the table of
+    the cell's distribution (shared with every cell of the same parameters).
     """
 
-    _BLOCK_POINTS = 1 << 15  # table points searched at once (256 KiB of float64)
-
     def __init__(self, ngood, nbad, nsample):
-        g, b, n = (np.asarray(v, dtype=np.int64) for v in (ngood, nbad, nsample))
+        g, b, n = (np.asarray(v, dtype=np.int64).ravel() for v in (ngood, nbad, nsample))
+        self.n_cells = g.size
+        if g.size:
+            params, dist = np.unique(np.stack([g, b, n], axis=1), axis=0, return_inverse=True)
+            dist = dist.ravel()
+        else:
+            params, dist = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.intp)
+        g, b, n = params[:, 0], params[:, 1], params[:, 2]
         lo = np.maximum(0, n - b)
         hi = np.minimum(n, g)
         length = hi - lo + 1
-        self.lo = lo
-        self.start = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
-        self.end = self.start + length  # exclusive
+        start = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
+        end = start + length  # exclusive
+        self.dist = dist.astype(np.int64)
+        self.lo, self.start, self.end = lo[dist], start[dist], end[dist]
+        self.n_dists = params.shape[0]
+        if not params.shape[0]:
+            self.cdf = np.zeros(0)
+            self._q, self._guide = 64, np.zeros(0, dtype=np.int32)
+            return
         cell = np.repeat(np.arange(g.size), length)
-        x = lo[cell] + (np.arange(length.sum()) - self.start[cell])
+        x = lo[cell] + (np.arange(length.sum()) - start[cell])
         # log pmf(x) - log pmf(lo) = sum_{j < x} log[(G - j)(n - j) / ((j + 1)(B - n + j + 1))]:
-        # two logs per support point instead of six log-gammas (the table's main cost).
+        # two logs per support point instead of six log-gammas.
         gc, bc, nc = g[cell], b[cell], n[cell]
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.log((gc - x) * (nc - x)) - np.log((x + 1.0) * (bc - nc + x + 1.0))
         step = np.r_[0.0, step[:-1]]
-        step[self.start] = 0.0
+        step[start] = 0.0
         logw = np.cumsum(step)
-        logw -= np.repeat(logw[self.start], length)
-        logw -= np.repeat(np.maximum.reduceat(logw, self.start), length)
+        logw -= np.repeat(logw[start], length)
+        logw -= np.repeat(np.maximum.reduceat(logw, start), length)
         pmf = np.exp(logw)
         csum = np.cumsum(pmf)
-        base = np.r_[0.0, csum[:-1]][self.start]
-        cdf = (csum - base[cell]) / (csum[self.end - 1] - base)[cell]
-        cdf[self.end - 1] = 1.0  # u < 1 always lands inside the support
+        base = np.r_[0.0, csum[:-1]][start]
+        cdf = (csum - base[cell]) / (csum[end - 1] - base)[cell]
+        cdf[end - 1] = 1.0  # u < 1 always lands inside the support
         self.cdf = cdf
-        self.n_cells = g.size
-        self._shifted = None
+        self._guide = self._guide_table(cdf, start, end)
+
+    _GUIDE_ENTRIES = 1 << 22  # at most 16 MiB of int32 guide table
+
+    def _guide_table(self, cdf, start, end):
+        """Per distribution d and bin q of [0, 1) in Q equal bins: the number of support
+        points with F <= q/Q (the inverse CDF of every u in the bin, when no F value lies
+        inside the bin), stored as -1 - count when one does (the bin is then resolved by
+        exact comparisons). Q is a power of 2, so u * Q, its floor and q/Q are exact."""
+        nd = start.size
+        q_bits = int(np.clip(np.floor(np.log2(self._GUIDE_ENTRIES / max(nd, 1))), 6, 14))
+        self._q = 1 << q_bits
+        edges = np.arange(self._q + 1) / self._q
+        lo_n = np.empty((nd, self._q), dtype=np.int32)
+        for d in range(nd):  # one small search per distribution (at most a few thousand)
+            cnt = np.searchsorted(cdf[start[d]:end[d]], edges, side="right")
+            below = np.searchsorted(cdf[start[d]:end[d]], edges[1:], side="left")  # F < (q+1)/Q
+            lo_n[d] = np.where(cnt[:-1] == below, cnt[:-1], -1 - cnt[:-1])
+        return lo_n.ravel()
 
     def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """(n_cells, size) draws; row c from cell c.
 
-        One ``searchsorted`` over all cells at once: cell c's CDF is shifted by c (values in
-        (c, c + 1]) and its uniforms by c, so the whole table is one sorted array. Adding c
-        rounds, and rounding is monotone, so the shifted search can only overshoot, by
-        support points whose CDF exceeds u but rounds to the same float; those are stepped
-        back with exact comparisons on the unshifted CDF. The result is exactly
-        :meth:`_draw_per_cell` (same uniforms, same inverse CDF), without a Python call per
-        cell (at 4,000 models x 200 subjects that was 800,000 calls per chunk of splits).
+        Exact inverse CDF, looked up: a uniform u of a cell of distribution d falls in bin
+        q = floor(u Q); if no support point's F lies inside that bin, the inverse CDF is the
+        guide table's count for (d, q) (no search); otherwise the count is advanced by exact
+        comparisons of u with the tabulated F. The draws are exactly those of one
+        ``searchsorted`` per cell on the same uniforms (:meth:`_draw_per_cell`, the tests'
+        oracle), at a few array passes per draw instead of a Python call per cell.
         """
         u = rng.random((self.n_cells, size))
         return self._invert(u)
 
     def _invert(self, u: np.ndarray) -> np.ndarray:
-        cdf, start, end = self.cdf, self.start, self.end
-        if self._shifted is None:
-            self._shifted = cdf + np.repeat(np.arange(self.n_cells, dtype=float), end - start)
-        cell = np.arange(self.n_cells, dtype=float)[:, None]
-        keys = u + cell
-        idx = np.empty(u.shape, dtype=np.int64)
-        # smallest x with F(x) > u, i.e. P(X <= x) > u: the inverse CDF for u in [0, 1).
-        # Searched a block of cells at a time, so each table slice stays in cache (one search
-        # over the whole table is ~4x slower at 800,000 cells: every probe a cache miss).
-        step = max(1, self._BLOCK_POINTS // max(int((end - start).max()), 1))
-        for c0 in range(0, self.n_cells, step):
-            c1 = min(c0 + step, self.n_cells)
-            lo, hi = start[c0], end[c1 - 1]
-            idx[c0:c1] = lo + np.searchsorted(self._shifted[lo:hi], keys[c0:c1], side="right")
-        np.minimum(idx, end[:, None] - 1, out=idx)  # u + c may round up to c + 1 = the cell's last point
-        flat_u = u.ravel()
+        q = (u * self._q).astype(np.int64)
+        q += (self.dist * self._q)[:, None]
+        idx = self._guide[q].astype(np.int64)
+        del q
         flat = idx.reshape(-1)
-        first = np.repeat(start, u.shape[1])
-        todo = np.flatnonzero(flat > first)
-        while todo.size:  # undo overshoot: step back while the previous point's F still exceeds u
-            back = cdf[flat[todo] - 1] > flat_u[todo]
-            todo = todo[back]
-            flat[todo] -= 1
-            todo = todo[flat[todo] > first[todo]]
-        idx -= start[:, None]
+        amb = np.flatnonzero(flat < 0)
+        if amb.size:
+            cnt = -1 - flat[amb]
+            cell = amb // u.shape[1]
+            pos = self.start[cell] + cnt
+            uu = u.reshape(-1)[amb]
+            last = self.end[cell] - 1
+            todo = np.arange(amb.size)
+            while todo.size:  # step forward while F(next point) <= u
+                fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
+                todo = todo[fwd]
+                pos[todo] += 1
+            flat[amb] = pos - self.start[cell]
         idx += self.lo[:, None]
         return idx
 
@@ -346,9 +371,12 @@ def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_
         b = min(chunk, n_splits - done)
         a_sum = np.zeros((k, mdl, b))
         if table is not None:
-            sub = np.zeros((k, hyper_cols.size, b))
-            sub[cells] = table.draw(b, rng)
-            a_sum[:, hyper_cols] = sub
+            if hyper_cols.size == mdl:
+                a_sum[cells] = table.draw(b, rng)  # every model binary: no intermediate copy
+            else:
+                sub = np.zeros((k, hyper_cols.size, b))
+                sub[cells] = table.draw(b, rng)
+                a_sum[:, hyper_cols] = sub
         if shuffle_cols.size:
             a_sum[:, shuffle_cols] = _shuffle_half_sums(s[:, shuffle_cols], codes, k, b, rng)[order]
         pa = a_sum * inv_a

@@ -74,31 +74,71 @@ def test_hypergeometric_table_is_exact_and_draws_follow_the_pmf():
     assert draws[5].var() == pytest.approx(ref.var(), rel=0.02)
 
 
-def test_vectorised_draw_is_identical_to_the_per_cell_search():
-    # Oracle: the former implementation (one searchsorted per cell), kept as
-    # _draw_per_cell. Same seed, same uniforms -> the same integers, on random tables
-    # (empty-ish, one-point and long supports) and on uniforms placed exactly on, just
-    # below and just above tabulated CDF values, where the shifted search rounds.
+class _PerCellTable:
+    """The former sampler, verbatim: a CDF table per cell, one searchsorted per cell (oracle)."""
+
+    def __init__(self, ngood, nbad, nsample):
+        g, b, n = (np.asarray(v, dtype=np.int64) for v in (ngood, nbad, nsample))
+        lo = np.maximum(0, n - b)
+        hi = np.minimum(n, g)
+        length = hi - lo + 1
+        self.lo = lo
+        self.start = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
+        self.end = self.start + length
+        cell = np.repeat(np.arange(g.size), length)
+        x = lo[cell] + (np.arange(length.sum()) - self.start[cell])
+        gc, bc, nc = g[cell], b[cell], n[cell]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.log((gc - x) * (nc - x)) - np.log((x + 1.0) * (bc - nc + x + 1.0))
+        step = np.r_[0.0, step[:-1]]
+        step[self.start] = 0.0
+        logw = np.cumsum(step)
+        logw -= np.repeat(logw[self.start], length)
+        logw -= np.repeat(np.maximum.reduceat(logw, self.start), length)
+        pmf = np.exp(logw)
+        csum = np.cumsum(pmf)
+        base = np.r_[0.0, csum[:-1]][self.start]
+        cdf = (csum - base[cell]) / (csum[self.end - 1] - base)[cell]
+        cdf[self.end - 1] = 1.0
+        self.cdf = cdf
+        self.n_cells = g.size
+
+    def draw(self, size, rng):
+        u = rng.random((self.n_cells, size))
+        out = np.empty((self.n_cells, size), dtype=np.int64)
+        for c in range(self.n_cells):
+            out[c] = np.searchsorted(self.cdf[self.start[c]:self.end[c]], u[c], side="right")
+        return out + self.lo[:, None]
+
+
+def test_shared_table_draws_are_identical_to_the_former_per_cell_sampler():
+    # Oracle: the former implementation (a table per cell, one searchsorted per cell).
+    # Same seed, same uniforms -> the same integers, on random cells (one-point, empty-half
+    # and long supports, many cells sharing parameters as in a real benchmark), and the
+    # new search equals a per-cell search of its own table on uniforms placed exactly on,
+    # just below and just above tabulated CDF values, where the shifted search rounds.
     rng = np.random.default_rng(20)
     for trial in range(25):
         nc = int(rng.integers(1, 2500))
-        tot = rng.integers(1, 150, nc)
+        tot = rng.choice(rng.integers(1, 150, 12), nc)  # few subject sizes, as in a benchmark
         g = rng.integers(0, tot + 1)
-        n = rng.integers(0, tot + 1)
-        table = _HypergeomTable(g, tot - g, n)
-        table._BLOCK_POINTS = int(rng.choice([8, 1 << 15]))  # also blocks smaller than a cell
+        n = tot // 2 if trial % 2 else rng.integers(0, tot + 1)
         size = int(rng.integers(1, 40))
-        np.testing.assert_array_equal(table.draw(size, np.random.default_rng(trial)),
-                                      table._draw_per_cell(size, np.random.default_rng(trial)))
-    cells = 50_000
-    table = _HypergeomTable(np.full(cells, 30), np.full(cells, 30), np.full(cells, 30))
-    on = table.cdf[table.start[:, None] + np.arange(6)]
-    u = np.concatenate([on, np.nextafter(on, 0), np.nextafter(on, 2),
-                        np.full((cells, 1), np.nextafter(1.0, 0)), np.zeros((cells, 1))], axis=1)
+        new = _HypergeomTable(g, tot - g, n)
+        np.testing.assert_array_equal(new.draw(size, np.random.default_rng(trial)),
+                                      _PerCellTable(g, tot - g, n).draw(size, np.random.default_rng(trial)))
+        np.testing.assert_array_equal(new.draw(size, np.random.default_rng(trial)),
+                                      new._draw_per_cell(size, np.random.default_rng(trial)))
+    g = np.arange(0, 61)
+    table = _HypergeomTable(g, 60 - g, np.full(g.size, 30))
+    on = np.stack([table.cdf[table.start[c] + np.arange(min(6, table.end[c] - table.start[c]))].tolist()
+                   + [1.0] * (6 - min(6, table.end[c] - table.start[c])) for c in range(g.size)])
+    u = np.concatenate([on, np.nextafter(on, 0), np.nextafter(on, 2), np.zeros((g.size, 1))], axis=1)
     u = np.minimum(u, np.nextafter(1.0, 0))
     ref = np.stack([np.searchsorted(table.cdf[table.start[c]:table.end[c]], u[c], side="right")
-                    for c in range(cells)]) + table.lo[:, None]
+                    for c in range(g.size)]) + table.lo[:, None]
     np.testing.assert_array_equal(table._invert(u), ref)
+    assert table.n_dists == g.size and _HypergeomTable(np.full(1000, 5), np.full(1000, 5), np.full(1000, 5)).n_dists == 1
 
 
 def test_split_half_without_a_splittable_subject_is_skipped_with_a_named_warning():
