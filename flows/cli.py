@@ -17,7 +17,7 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 #: Modules that add sub-commands: each defines ``register(subparsers)`` which adds its parsers
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
-                   "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy")
+                   "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy", "benchcert.flows.cli_export")
 
 
 def _prefect_env() -> None:

@@ -1,0 +1,52 @@
+"""`benchcert export --parquet DIR`: the store's audit tables as hive-partitioned Parquet.
+
+Work on other processes or machines (Dask workers: ``benchcert audit --dask-workers N``)
+reads this export, never the DuckDB file, which allows one writing process at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def cmd_export(args) -> int:
+    from benchcert.tasks.export import ExportError, export_parquet
+    from benchcert.tasks.store import StoreError, StoreLockedError
+
+    if not Path(args.db).is_file():
+        print(f"benchcert export: {args.db}: no such store; ingest something first", file=sys.stderr)
+        return 3
+    try:
+        report = export_parquet(args.db, args.parquet, benchmarks=args.benchmark or None,
+                                lock_timeout=args.lock_timeout)
+    except ExportError as exc:
+        print(f"benchcert export: {exc}", file=sys.stderr)
+        return 1
+    except (StoreLockedError, StoreError) as exc:
+        print(f"benchcert export: {exc}", file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(f"exported {len(report.benchmarks)} benchmark(s), {report.rows['response_codes']:,} responses, "
+              f"{report.bytes / 2**20:.1f} MiB to {report.out} in {report.seconds:.1f} s")
+    return 0
+
+
+def register(sub) -> None:
+    from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+
+    sp = sub.add_parser("export", help="export the store's audit tables as Parquet, partitioned by benchmark",
+                        description="Write models, variants, items, response_codes and sources as Parquet under "
+                                    "DIR/<table>/benchmark=<name>/ (hive partitions) with DIR/export.json. Dask "
+                                    "workers read this export instead of the DuckDB file. An existing DIR is "
+                                    "replaced atomically if it is an earlier export.")
+    sp.add_argument("--parquet", type=Path, required=True, metavar="DIR", help="output folder")
+    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
+    sp.add_argument("--benchmark", action="append", metavar="NAME",
+                    help="export only this benchmark (repeatable; default: all)")
+    sp.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_export)
