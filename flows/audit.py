@@ -22,13 +22,19 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
                hierarchy: list[str] | None = None, subject_weights: dict[str, float] | None = None,
                baseline: str | None = None, webhook_url: str | None = None,
-               verdicts: list[dict] | None = None) -> dict:
+               verdicts: list[dict] | None = None, export_dir: str | None = None) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir`` and ``timings_s``.
 
     The summary names what changed since the previous run of the benchmark under the same
     artifacts root; when ``webhook_url`` is set and something regressed, it gets a JSON POST.
     ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
     carried into summary.json.
+
+    With ``export_dir`` (a Parquet export of the store, tasks/export.py) the benchmark is read
+    from the export and every analysis is submitted to the flow's task runner: run the flow
+    ``with_options(task_runner=dask_task_runner(...))`` (tasks/distributed.py) to fan the
+    analyses out to Dask workers, which read the export, never the store. Artifacts are the
+    same as without it.
     """
     wall = time.perf_counter()
     started = dt.datetime.now(dt.timezone.utc)
@@ -42,8 +48,16 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                   "hierarchy": list(config.hierarchy), "subject_weights": subject_weights, "baseline": baseline,
                   "webhook": bool(webhook_url)}
     try:
-        matrices, sources, read_s = load_matrices_task(db, benchmark, variant, lock_timeout)
-        outputs = [analysis_task(name, matrices, config) for name in ANALYSES]
+        if export_dir is None:
+            matrices, sources, read_s = load_matrices_task(db, benchmark, variant, lock_timeout)
+            outputs = [analysis_task(name, matrices, config) for name in ANALYSES]
+        else:
+            from benchcert.tasks.distributed import analysis_from_export_task, read_benchmark_export
+
+            matrices, sources, read_s = read_benchmark_export(export_dir, benchmark, variant)
+            futures = [analysis_from_export_task.submit(export_dir, benchmark, matrices.variant, name, config)
+                       for name in ANALYSES]
+            outputs = [f.result() for f in futures]
         start = time.perf_counter()
         summary = results.build_summary(run_id=run_id, created_at=artifacts.iso(started), matrices=matrices,
                                         config=config, outputs=outputs)

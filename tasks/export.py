@@ -6,6 +6,7 @@ the tables an audit reads, hive-partitioned by benchmark::
 
     DIR/export.json                        what was exported, from which store, when
     DIR/<table>/benchmark=<name>/*.parquet  models, variants, items, response_codes, sources
+                                           (and subsets, subset_items once a subset was recorded)
 
 (``<name>`` percent-encoded as DuckDB writes hive partitions, so a benchmark name cannot
 leave its folder.) :func:`open_export` gives an in-memory DuckDB connection in which those
@@ -25,6 +26,7 @@ import json
 import os
 import shutil
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +44,11 @@ EXPORT_QUERIES = {
     "sources": """SELECT s.* EXCLUDE (benchmark), f.benchmark FROM sources s JOIN (
                       SELECT DISTINCT r.source_id, m.benchmark FROM response_codes r
                       JOIN models m ON m.model_id = r.model_id) f ON f.source_id = s.source_id""",
+}
+#: Tables that exist only once something wrote them (recorded subsets, tasks/subsets.py).
+OPTIONAL_QUERIES = {
+    "subsets": "SELECT * FROM subsets",
+    "subset_items": "SELECT si.*, s.benchmark FROM subset_items si JOIN subsets s ON s.subset_id = si.subset_id",
 }
 MANIFEST = "export.json"
 EXPORT_VERSION = 1
@@ -83,7 +90,10 @@ def export_parquet(db: str | os.PathLike, out: str | os.PathLike, *, benchmarks:
             unknown = [b for b in chosen if b not in stored]
             if unknown:
                 raise ExportError(f"benchmark(s) {unknown} have no responses in {db}; stored: {stored}")
-            for table, query in EXPORT_QUERIES.items():
+            present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+            queries = {**EXPORT_QUERIES, **{t: q for t, q in OPTIONAL_QUERIES.items()
+                                             if {"subsets", "subset_items"} <= present}}
+            for table, query in queries.items():
                 sql = f"SELECT * FROM ({query}) WHERE benchmark IN (SELECT unnest(?::VARCHAR[]))"
                 rel = con.sql(sql, params=[chosen])
                 rows[table] = int(con.execute(f"SELECT count(*) FROM ({sql})", [chosen]).fetchall()[0][0])
@@ -91,9 +101,9 @@ def export_parquet(db: str | os.PathLike, out: str | os.PathLike, *, benchmarks:
                 if rows[table]:
                     rel.write_parquet(str(tmp / table), partition_by=["benchmark"], overwrite=True)
         (tmp / MANIFEST).write_text(json.dumps({
-            "export_version": EXPORT_VERSION, "store": str(Path(db).resolve()),
+            "export_version": EXPORT_VERSION, "export_id": uuid.uuid4().hex, "store": str(Path(db).resolve()),
             "exported_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "benchmarks": chosen, "rows": rows, "tables": list(EXPORT_QUERIES)}, indent=2) + "\n", encoding="utf-8")
+            "benchmarks": chosen, "rows": rows, "tables": list(rows)}, indent=2) + "\n", encoding="utf-8")
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             out.rename(old)
@@ -127,14 +137,15 @@ def open_export(export_dir: str | os.PathLike, benchmark: str) -> duckdb.DuckDBP
                           f"{manifest['benchmarks']}")
     con = duckdb.connect()
     try:
-        for table in EXPORT_QUERIES:
+        for table in manifest.get("tables", list(EXPORT_QUERIES)):
             files = sorted((Path(export_dir) / table).glob("benchmark=*/*.parquet"))
             if files:
                 rel = con.read_parquet([str(f) for f in files], hive_partitioning=True)
                 rel = rel.filter(duckdb.ColumnExpression("benchmark") == duckdb.ConstantExpression(benchmark))
                 rel.create_view(table)
-            else:  # nothing exported for this table: an empty table of the store's columns
+            elif table in EXPORT_QUERIES:  # no rows exported: an empty table of the store's columns
                 _empty_table(con, table)
+            # an optional table without rows stays absent, as in a store that never wrote it
     except Exception:
         con.close()
         raise
