@@ -131,10 +131,21 @@ def cmd_audit(args) -> int:
     _prefect_env()
     from benchcert.flows.audit import audit_flow
 
+    from benchcert.flows.cli_export import dask_audit
+    from benchcert.tasks.export import ExportError
+
     try:
-        out = audit_flow(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                         args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                         baseline=args.baseline, webhook_url=args.webhook)
+        flow_fn, scale_out = dask_audit(args, audit_flow)
+    except ValueError as exc:
+        print(f"benchcert audit: {exc}", file=sys.stderr)
+        return EXIT_DATA if isinstance(exc, (ExportError, MatrixError)) else EXIT_USAGE
+    except StoreLockedError as exc:
+        print(f"benchcert audit: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    try:
+        out = flow_fn(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                      args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                      baseline=args.baseline, webhook_url=args.webhook, **scale_out)
     except StoreLockedError as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_STORE
@@ -292,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--weights", type=Path, metavar="FILE",
                     help="subject weights (TOML [subject_weights] table, JSON object or CSV subject,weight): "
                          "adds a 'weighted' score beside pooled and macro")
+    from benchcert.flows.cli_export import add_dask_arguments
+
+    add_dask_arguments(sp)
     sp.set_defaults(func=cmd_audit)
 
     sp = sub.add_parser("runs", help="list recorded audit runs")

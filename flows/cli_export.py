@@ -50,3 +50,32 @@ def register(sub) -> None:
     sp.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_export)
+
+
+def add_dask_arguments(sp) -> None:
+    """The audit's scale-out options (benchcert audit)."""
+    g = sp.add_argument_group("scale-out on Dask (default: one process)")
+    g.add_argument("--dask-address", metavar="URL",
+                   help="run the analyses on the Dask cluster whose scheduler is at URL (tcp://HOST:PORT); its "
+                        "workers must be able to read the export folder")
+    g.add_argument("--dask-workers", type=int, metavar="N",
+                   help="run the analyses on a local Dask cluster of N worker processes started for this audit")
+    g.add_argument("--export", type=Path, metavar="DIR",
+                   help="where the store is exported for the workers (default ARTIFACTS/.export)")
+
+
+def dask_audit(args, audit_flow):
+    """The audit flow and its extra keyword arguments: unchanged without Dask options; else the store's
+    benchmark is exported to Parquet and the flow gets a DaskTaskRunner. ValueError on bad options."""
+    address, workers = getattr(args, "dask_address", None), getattr(args, "dask_workers", None)
+    if not address and workers is None:
+        if getattr(args, "export", None):
+            raise ValueError("--export is for the Dask workers; give --dask-address or --dask-workers with it")
+        return audit_flow, {}
+    from benchcert.tasks.distributed import dask_task_runner
+    from benchcert.tasks.export import export_parquet
+
+    runner = dask_task_runner(address=address, workers=workers)  # validates the options before any work
+    export = args.export or (Path(args.artifacts) / ".export")
+    export_parquet(args.db, export, benchmarks=[args.benchmark], lock_timeout=args.lock_timeout)
+    return audit_flow.with_options(task_runner=runner), {"export_dir": str(export)}

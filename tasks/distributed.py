@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import threading
 import time
 
@@ -31,8 +32,17 @@ from benchcert.tasks.matrices import BenchmarkMatrices, load_matrices, source_re
 from benchcert.tasks.perturbation import with_variant_counts
 
 #: LocalCluster settings: one thread per worker process (the analyses are numpy-bound and
-#: set their own BLAS threads; see stats/_blas.py), no dashboard port.
-LOCAL_CLUSTER_KWARGS = {"processes": True, "threads_per_worker": 1, "dashboard_address": None}
+#: set their own BLAS threads; see stats/_blas.py); the scheduler's HTTP server on a free
+#: port, so two local clusters on one machine never collide on 8787.
+LOCAL_CLUSTER_KWARGS = {"processes": True, "threads_per_worker": 1, "dashboard_address": ":0"}
+
+
+def _quiet_scheduler() -> None:
+    # The scheduler of a LocalCluster runs in this process and logs every worker at INFO;
+    # keep a user's own setting if they chose one.
+    logger = logging.getLogger("distributed")
+    if logger.level == logging.NOTSET or logger.level < logging.WARNING:
+        logger.setLevel(logging.WARNING)
 
 
 def dask_task_runner(address: str | None = None, workers: int | None = None):
@@ -47,6 +57,7 @@ def dask_task_runner(address: str | None = None, workers: int | None = None):
         return DaskTaskRunner(address=address)
     if not workers or workers < 1:
         raise ValueError(f"dask workers must be a positive integer; got {workers!r}")
+    _quiet_scheduler()
     return DaskTaskRunner(cluster_class="distributed.LocalCluster",
                           cluster_kwargs={"n_workers": int(workers), **LOCAL_CLUSTER_KWARGS})
 
@@ -62,6 +73,7 @@ def dask_cluster(address: str | None = None, workers: int | None = None):
         raise ValueError(f"dask workers must be a positive integer; got {workers!r}")
     from distributed import LocalCluster
 
+    _quiet_scheduler()
     with LocalCluster(n_workers=int(workers), **LOCAL_CLUSTER_KWARGS) as cluster:
         yield cluster.scheduler_address
 
