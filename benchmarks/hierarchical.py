@@ -65,10 +65,11 @@ def stats_only(m, alpha=0.05):
     from benchcert.stats.diagnostics import split_half, subject_correlation
     from benchcert.stats.hierarchical import fit_domains, hierarchical_bound
 
-    fits = fit_domains(m.scores, m.item_subject, m.subject_domain)
+    fits = fit_domains(m.scores, m.item_subject, m.subject_domain, proxy_alpha=alpha / 2)
     means = np.nan_to_num(fits.subject_means)
     for w in ("macro", "pooled"):
-        hierarchical_bound(means, fits.n, m.subject_domain, fits.s2, weights=w, alpha=alpha)
+        hierarchical_bound(means, fits.n, m.subject_domain, fits.s2_upper, weights=w, alpha=alpha,
+                           proxy_alpha=alpha / 2)
     split_half(m.scores, m.item_subject, m.subject_domain, n_splits=500, rng=np.random.default_rng(0))
     subject_correlation(fits.subject_means, m.subject_domain)
     return fits

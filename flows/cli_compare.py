@@ -1,4 +1,4 @@
-"""``benchcert compare``: is one model better than another on a benchmark? (STATS.md D)
+"""``benchcert compare``: is one model better than another on a benchmark?
 
     benchcert compare A B --db FILE --benchmark NAME [--json]          # B against A
     benchcert compare --baseline M --db FILE --benchmark NAME [--json] # every model against M
@@ -33,7 +33,9 @@ def register(sub) -> None:
         description="Compare model B against model A (or every candidate against --baseline) on the items both "
                     "answered. Gap = candidate - baseline; verdict 'improved' means the candidate is significantly "
                     "better. With several candidates p-values are also Holm- and BH-adjusted and the verdict uses "
-                    "Holm. The primary interval is clustered by subject (--hierarchy none: paired CLT).")
+                    "Holm. With 30 or more subjects the primary interval is clustered by subject (does the gap "
+                    "generalise to new subjects); with fewer it treats subjects as fixed strata (is the candidate "
+                    "better on this benchmark's items); --hierarchy none: paired CLT. The output names the question.")
     sp.add_argument("models", nargs="*", metavar="MODEL",
                     help="A B (B is compared against A), or with --baseline the candidates (default: all others)")
     sp.add_argument("--baseline", metavar="M", help="compare every candidate against this model")
@@ -146,7 +148,11 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     many = len(candidates) > 1
     holm = adjust_pvalues(r.p_value, alpha=args.alpha, method="holm")
     bh = adjust_pvalues(r.p_value, alpha=args.alpha, method="bh")
-    sim = simultaneous_intervals(r.estimate, r.se, alpha=args.alpha)
+    sim = simultaneous_intervals(r.estimate, r.se, alpha=args.alpha, df=r.tests[r.method].df)
+    if r.method == "stratified_items":
+        notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
+                     "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
+                     "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
     exact = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
     rows = []
     for j, cand in enumerate(candidates):
@@ -159,7 +165,8 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
             "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
             "interval": {"method": r.method, "lower": _num(r.lower[j]), "upper": _num(r.upper[j]), "se": _num(r.se[j])},
             "intervals": {name: {"lower": _num(t.lower[j]), "upper": _num(t.upper[j])}
-                          for name, t in r.tests.items() if name in ("paired_clt", "clustered_subject", "hoeffding")},
+                          for name, t in r.tests.items()
+                          if name in ("paired_clt", "clustered_subject", "stratified_items", "hoeffding")},
             "simultaneous_interval": ({"method": "bonferroni", "lower": _num(sim.lower[j]), "upper": _num(sim.upper[j])}
                                       if many else None),
             "p_value": _num(r.p_value[j]),
@@ -170,7 +177,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
             "n_excluded": int(r.n_excluded[j]),
         })
     out = {"benchmark": args.benchmark, "variant": m.variant, "baseline": baseline, "alpha": args.alpha,
-           "method": r.method, "family_size": len(candidates),
+           "method": r.method, "question": r.question, "family_size": len(candidates),
            "adjustment": "holm" if many else None, "comparisons": rows, "warnings": notes,
            "assumptions": list(r.assumptions)}
     if args.json:
@@ -179,6 +186,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     level = f"{100 * (1 - args.alpha):g}%"
     print(f"{args.benchmark!r}: candidate vs baseline {baseline!r}; gap = candidate - baseline on shared items, "
           f"{level} interval {r.method}" + ("; verdict by Holm over all candidates" if many else ""))
+    print(f"question: {r.question}")
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
             + (f"{'p holm':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
     print(head)

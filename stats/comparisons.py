@@ -1,4 +1,4 @@
-r"""Model comparisons on shared items (STATS.md D1, D2, D3 and B8).
+r"""Model comparisons on shared items (Hardt, "Detecting differences", ch. 3; paired power analysis).
 
 The question eval users ask is comparative: is model B better than model A on this
 benchmark, and which models on a leaderboard are really different? Scores of two
@@ -65,11 +65,16 @@ __all__ = [
     "SampleSize",
     "paired_comparison",
     "paired_comparison_counts",
+    "cr2_mean",
+    "default_primary",
+    "MIN_SUBJECTS_CLUSTERED",
+    "QUESTIONS",
     "pairwise_comparisons",
     "unpaired_z_test",
     "adjust_pvalues",
     "simultaneous_intervals",
     "rank_confidence",
+    "shared_gap_scores",
     "minimum_detectable_effect",
     "paired_sample_size",
     "hellinger_min_items",
@@ -78,7 +83,17 @@ __all__ = [
 #: Verdict vocabulary: B (the candidate) against A (the baseline).
 VERDICTS = ("improved", "regressed", "inconclusive")
 
-_PRIMARY = ("paired_clt", "clustered_subject")
+_PRIMARY = ("paired_clt", "clustered_subject", "stratified_items")
+#: Fewer subjects than this and the default question is "is B better than A on this
+#: benchmark's items" (subjects as fixed strata), not "does it generalise to new subjects".
+MIN_SUBJECTS_CLUSTERED = 30
+#: The question each primary method answers (reported with every verdict).
+QUESTIONS = {
+    "clustered_subject": "subjects: does the gap generalise to new subjects like these (subjects are a sample)",
+    "stratified_items": "items: is B better than A on this benchmark's items (subjects are fixed strata, items a "
+                        "sample of each subject's items)",
+    "paired_clt": "items: is B better than A on items like these (items independent, no subject structure)",
+}
 _ADJUST = ("bonferroni", "holm", "bh", "by")
 
 
@@ -112,6 +127,8 @@ class ComparisonTest:
         ``"paired_clt"``, ``"clustered_subject"``, ``"mcnemar_exact"``, ``"sign_test"``
         or ``"hoeffding"``.
     assumptions : tuple of str
+    df : float or ndarray or None
+        Degrees of freedom of the t reference (clustered test); None for a normal reference.
     """
 
     estimate: np.ndarray | float
@@ -124,6 +141,7 @@ class ComparisonTest:
     n: np.ndarray | int
     method: str
     assumptions: tuple[str, ...]
+    df: np.ndarray | float | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +166,7 @@ class PairedComparison:
     mde : minimum detectable effect of the primary test at this n (see
         :func:`minimum_detectable_effect`), at ``power``.
     power : float
-    method : the primary method (``"clustered_subject"`` or ``"paired_clt"``).
+    method : the primary method (``"clustered_subject"``, ``"stratified_items"`` or ``"paired_clt"``).
     assumptions : the primary method's assumptions.
     tests : dict of method name -> :class:`ComparisonTest` (every method computed). The exact
         test is keyed ``"mcnemar_exact"`` when every pair is binary, else ``"sign_test"``
@@ -156,6 +174,8 @@ class PairedComparison:
         From item-level scores it also holds ``"unpaired_z"``, the contrast peers report
         (:func:`unpaired_z_test` on each model's own answered items).
     pair_a, pair_b : column indices of A and B (only from :func:`pairwise_comparisons`).
+    question : which question the verdict answers (:data:`QUESTIONS`): "subjects" (clustered:
+        does the gap generalise to new subjects) or "items" (this benchmark's items).
     """
 
     estimate: np.ndarray | float
@@ -182,6 +202,7 @@ class PairedComparison:
     tests: dict[str, ComparisonTest] = field(default_factory=dict)
     pair_a: np.ndarray | None = None
     pair_b: np.ndarray | None = None
+    question: str = ""
 
 
 @dataclass(frozen=True)
@@ -222,9 +243,12 @@ class RankConfidence:
     Attributes
     ----------
     estimate : ndarray (K,)
-        The scores the ranking is by (higher is better).
+        The model scores given (for display).
+    order_score : ndarray (K,)
+        What the point rank and the group order are by: each model's mean gap against the
+        others on the items each pair shares (``order="gaps"``, the default), or ``estimate``.
     rank : ndarray (K,), int
-        Point rank (1 = best; ties in the estimate share the better rank).
+        Point rank (1 = best; ties share the better rank).
     lower, upper : ndarray (K,), int
         Rank bounds: ``lower = 1 + #models significantly better``,
         ``upper = K - #models significantly worse``.
@@ -246,6 +270,7 @@ class RankConfidence:
     n: int
     method: str
     assumptions: tuple[str, ...]
+    order_score: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -290,14 +315,92 @@ _PAIRED_CLT_ASSUMPTIONS = (
     "only items answered by both models enter; the gap is about those shared items",
 )
 
-_CLUSTERED_ASSUMPTIONS = (
-    "subjects are independent draws from a population of subjects; items inside a subject may "
-    "be arbitrarily dependent (CR1 cluster-robust SE, Miller 2024, applied to D)",
-    "target is E[B - A] over fresh subjects and items, not over the realised subjects",
-    "Student t critical value and p-value with C - 1 degrees of freedom (C = subjects); needs "
-    "many subjects (roughly 30 or more)",
+_STRATIFIED_ASSUMPTIONS = (
+    "subjects are fixed strata (the benchmark's own subjects, not a sample of subjects); inside a "
+    "subject the items are independent draws from that subject's items, paired between the models",
+    "target is the item-weighted gap over this benchmark's subjects: E[B - A] with each subject "
+    "weighted by its share of the shared items",
+    "SE from the pooled within-subject variance of D, sqrt(SSW / (N - C) / N), with a Student t "
+    "reference on N - C df; the exact McNemar / sign test beside it needs no variance estimate",
     "only items answered by both models enter; the gap is about those shared items",
 )
+
+_CLUSTERED_ASSUMPTIONS = (
+    "subjects are independent draws from a population of subjects; items inside a subject may "
+    "be arbitrarily dependent (cluster-robust SE by subject applied to D, with the CR2 "
+    "small-sample correction of Bell and McCaffrey 2002)",
+    "target is E[B - A] over fresh subjects and items, not over the realised subjects",
+    "Student t critical value and p-value with the Bell-McCaffrey degrees of freedom (at most "
+    "C - 1, fewer when subject sizes are unequal); with fewer than about 30 subjects the "
+    "question has little power and the SE itself is noisy",
+    "only items answered by both models enter; the gap is about those shared items",
+)
+
+
+def cr2_mean(n_c, r_c, rho=0.0):
+    r"""CR2 cluster-robust variance of a mean over clustered items and its Bell-McCaffrey df.
+
+    Parameters
+    ----------
+    n_c : ndarray, shape (C, P)
+        Items per cluster (0 = cluster absent for that column).
+    r_c : ndarray, shape (C, P)
+        Per-cluster residual sums :math:`r_c = \sum_{i \in c}(D_i - \bar D)`.
+    rho : float or ndarray of shape (P,)
+        Working intraclass correlation for the degrees of freedom (0 = independent items).
+
+    Returns
+    -------
+    (var, df) : ndarrays of shape (P,)
+
+    Notes
+    -----
+    For the intercept-only regression :math:`D_i = \mu + e_i` the hat-matrix block of cluster
+    c is :math:`H_{cc} = J_{n_c}/N`, so the CR2 adjustment :math:`A_c = (I - H_{cc})^{-1/2}`
+    maps the residual sum to :math:`r_c/\sqrt{1 - f_c}`, :math:`f_c = n_c/N`, and (Bell and
+    McCaffrey 2002; Pustejovsky and Tipton 2018, Eq. 6)
+
+    .. math:: V_{CR2} = \frac{1}{N^2}\sum_c \frac{r_c^2}{1 - f_c}.
+
+    Bell-McCaffrey degrees of freedom: :math:`(\sum_j\lambda_j)^2/\sum_j\lambda_j^2`, with
+    :math:`\lambda` the eigenvalues of :math:`G^\top\Omega G`, G's column c being
+    :math:`w_c(1_c - f)`, :math:`w_c = (1 - f_c)^{-1/2}/N`, and :math:`\Omega` the working
+    covariance: exchangeable within clusters with correlation rho (Imbens and Kolesar 2016,
+    sec. 5, who estimate rho from the data). With :math:`q_c = (1-\rho)n_c + \rho n_c^2`,
+    :math:`Q = \sum q_c`, :math:`a = Wq`, :math:`b = Wf`, the trace and the Frobenius norm
+    give the two sums without an eigendecomposition:
+    :math:`\sum\lambda = \sum_c w_c^2(q_c - 2f_cq_c + f_c^2Q)` and
+    :math:`\sum\lambda^2 = \sum_c w_c^4q_c^2 + 2\sum_c w_c^4q_c(Qf_c^2 - 2q_cf_c)
+    + 2(a\cdot b)^2 + 2|a|^2|b|^2 - 4Q(a\cdot b)|b|^2 + Q^2|b|^4`.
+    With equal cluster sizes the df are C - 1; with unequal sizes fewer. The comparisons use
+    rho = 0 (the usual working model): on MMLU-Pro's subject sizes (17-1,003 items) the size at
+    alpha = 5% is 4.8-5.6% for between-subject SDs of the gap of 0-0.13 (CR1 with C - 1 df:
+    6.3%); with rho estimated from the data (Imbens and Kolesar's choice) it was 3.6-3.8%,
+    conservative enough to cost power (tests/test_stats_comparisons.py).
+    """
+    n_c = np.asarray(n_c, dtype=float)
+    big_n = n_c.sum(axis=0)
+    present = n_c > 0
+    f = np.where(present, n_c / big_n, 0.0)
+    keep = np.where(present & (f < 1), 1.0 - f, 1.0)
+    use = present & (f < 1)
+    rho = np.asarray(rho, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = np.sum(np.where(use, r_c * r_c / keep, 0.0), axis=0) / (big_n * big_n)
+        w2 = np.where(use, 1.0 / (keep * big_n * big_n), 0.0)
+        q = (1.0 - rho) * n_c + rho * n_c * n_c
+        big_q = np.sum(np.where(present, q, 0.0), axis=0)
+        s1 = np.sum(w2 * (q - 2.0 * f * q + f * f * big_q), axis=0)
+        ab = np.sum(w2 * q * f, axis=0)
+        aa = np.sum(w2 * q * q, axis=0)
+        bb = np.sum(w2 * f * f, axis=0)
+        s2 = (np.sum(w2 * w2 * q * q, axis=0) + 2.0 * np.sum(w2 * w2 * q * (big_q * f * f - 2.0 * q * f), axis=0)
+              + 2.0 * ab * ab + 2.0 * aa * bb - 4.0 * big_q * ab * bb + big_q * big_q * bb * bb)
+        df = s1 * s1 / s2
+    c = present.sum(axis=0)
+    df = np.where(np.isfinite(df) & (df > 0), np.minimum(df, np.maximum(c - 1.0, 1.0)), 1.0)
+    return var, df
+
 
 _MCNEMAR_ASSUMPTIONS = (
     "binary scores: tests H0 that, among items the models disagree on, each is equally likely "
@@ -355,13 +458,23 @@ def _check_power(power) -> float:
     return float(power)
 
 
-def _check_primary(primary, have_subjects: bool) -> str:
+def default_primary(n_subjects: int | None) -> str:
+    """The default primary method for a benchmark with ``n_subjects`` subjects (None: no
+    subject structure): clustered by subject from :data:`MIN_SUBJECTS_CLUSTERED` subjects on,
+    else the fixed-strata items question (the clustered one has little power and a noisy SE
+    with few subjects: 5 subjects leave it 4 df at most)."""
+    if n_subjects is None:
+        return "paired_clt"
+    return "clustered_subject" if n_subjects >= MIN_SUBJECTS_CLUSTERED else "stratified_items"
+
+
+def _check_primary(primary, have_subjects: bool, n_subjects: int | None = None) -> str:
     if primary is None:
-        return "clustered_subject" if have_subjects else "paired_clt"
+        return default_primary(n_subjects) if have_subjects else "paired_clt"
     if primary not in _PRIMARY:
         raise ValueError(f"primary must be one of {_PRIMARY}; got {primary!r}")
-    if primary == "clustered_subject" and not have_subjects:
-        raise ValueError("primary='clustered_subject' needs subjects; got subjects=None")
+    if primary in ("clustered_subject", "stratified_items") and not have_subjects:
+        raise ValueError(f"primary={primary!r} needs subjects; got subjects=None")
     return primary
 
 
@@ -425,8 +538,14 @@ def _exact_binomial_p(k_b, n_disc) -> np.ndarray:
     return np.where(n_disc > 0, np.minimum(p, 1.0), 1.0)
 
 
-def _mde_core(se, n, alpha, power):
-    k = _z(alpha) + float(ndtri(power))
+def _mde_core(se, n, alpha, power, df=None):
+    # With a t reference the MDE uses the same t quantiles as the interval (finding: a gap
+    # equal to a normal-quantile MDE is not detected with the stated power by a t test).
+    if df is None:
+        k = _z(alpha) + float(ndtri(power))
+    else:
+        dfa = np.asarray(df, dtype=float)
+        k = _st.t.ppf(1.0 - alpha / 2.0, dfa) + _st.t.ppf(power, dfa)
     se = np.asarray(se, dtype=float)
     n = np.asarray(n, dtype=float)
     # With a zero SE the formula would claim any gap is detectable. The smallest variance a
@@ -468,17 +587,34 @@ def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustere
         n_clusters = c
         resid = s_c - n_c * gap
         okc = c >= 2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            se_cl = np.sqrt(c / np.where(okc, c - 1.0, 1.0) * np.sum(resid * resid, axis=0)) / nf
-        # Student t with C - 1 df (Cameron & Miller 2015, sec. VI.C) rather than Miller's normal.
-        df = np.where(okc, c - 1.0, np.inf)
+        # CR2 with Bell-McCaffrey df (Pustejovsky & Tipton 2018) rather than CR1 with C - 1 df:
+        # CR1 over-rejects when subject sizes are very unequal.
+        var_cl, df_bm = cr2_mean(n_c, resid)
+        se_cl = np.sqrt(var_cl)
+        df = np.where(okc, df_bm, np.inf)
         t_crit = _st.t.ppf(1.0 - alpha / 2.0, df)
         est, lo, hi, se_c, zs, p = _normal_test(
             gap, se_cl, okc, n, t_crit, method="clustered_subject", worst_se=np.ones_like(nf), df=df,
             reason="fewer than 2 subjects with shared items, so the between-subject variance "
                    "cannot be estimated")
         tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
-                                                    alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS)
+                                                    alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
+                                                    df=_out(df))
+        # Subjects as fixed strata: pooled within-subject variance of D, t on N - C df.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            between = np.where(n_c > 0, s_c * s_c / np.where(n_c > 0, n_c, 1.0), 0.0).sum(axis=0)
+            ssw = np.maximum(q - between, 0.0)
+            df_w = nf - c
+            oks = df_w >= 1
+            se_st = np.sqrt(ssw / np.where(oks, df_w, 1.0) / nf)
+        df_s = np.where(oks, df_w, np.inf)
+        est, lo, hi, se_s, zs, p = _normal_test(
+            gap, se_st, oks, n, _st.t.ppf(1.0 - alpha / 2.0, df_s), method="stratified_items",
+            worst_se=1.0 / np.sqrt(nf), df=df_s,
+            reason="no subject has two shared items, so the within-subject variance cannot be estimated")
+        tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
+                                                   alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
+                                                   df=_out(df_s))
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -502,14 +638,14 @@ def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustere
                                         _HOEFFDING_ASSUMPTIONS)
 
     prim = tests[primary]
-    mde, _ = _mde_core(prim.se, n, alpha, power)
+    mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
         verdict=_out(_verdict(prim.lower, prim.upper)), alpha=alpha, n=_out(n),
         n_only_a=_out(n_only_a), n_only_b=_out(n_only_b), n_excluded=_out(np.asarray(n_only_a) + np.asarray(n_only_b)),
         n_clusters=None if n_clusters is None else _out(n_clusters),
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
-        method=primary, assumptions=prim.assumptions, tests=tests,
+        method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
 
 
@@ -525,7 +661,7 @@ def _paired_comparison_iv(a, b, subjects, alpha, power, primary):
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape (items x pairs); got {a.shape} and {b.shape}")
     codes = None if subjects is None else check_codes(subjects, "subjects", length=a.shape[0])
-    primary = _check_primary(primary, codes is not None)
+    primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     shared = ~np.isnan(a) & ~np.isnan(b)
     n = shared.sum(axis=0)
     if np.any(n == 0):
@@ -544,14 +680,18 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
         Scores in [0, 1] of the baseline A and the candidate B; NaN = not answered. With
         2-D input every column is a separate pair (vectorised).
     subjects : array_like of int, shape (n_items,), optional
-        Subject code per item; enables the clustered SE (and makes it the primary method).
+        Subject code per item; enables the clustered and the fixed-strata tests (one of which
+        is then the primary method, see ``primary``).
     alpha : float, keyword-only
         Two-sided level in (0, 1).
     power : float, keyword-only
         Power at which the minimum detectable effect is reported (default 0.8).
-    primary : {"clustered_subject", "paired_clt"}, optional, keyword-only
-        Method behind ``lower``/``upper``/``p_value``/``verdict``; default clustered when
-        subjects are given, else paired CLT.
+    primary : {"clustered_subject", "stratified_items", "paired_clt"}, optional, keyword-only
+        Method behind ``lower``/``upper``/``p_value``/``verdict``, i.e. the question the verdict
+        answers (``PairedComparison.question``). Default (:func:`default_primary`): with
+        subjects, clustered from 30 subjects on ("does the gap generalise to new subjects"),
+        the fixed-strata items test below that ("is B better on this benchmark's items");
+        without subjects, paired CLT. Every method is computed and kept in ``tests``.
 
     Returns
     -------
@@ -566,12 +706,17 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
       interval :math:`\bar D \pm z_{1-\alpha/2} SE`, p-value :math:`2\Phi(-|\bar D|/SE)`.
       Because :math:`\mathrm{Var}(D) = \mathrm{Var}(A) + \mathrm{Var}(B) - 2\mathrm{Cov}(A, B)`,
       the paired SE is far below the unpaired one when the models are positively correlated.
-    * clustered by subject (CR1, Miller 2024, as :func:`benchcert.stats.intervals.clustered_interval`
-      but on D): :math:`SE_{cl} = \sqrt{\frac{C}{C-1}\sum_c \big(\sum_{i\in c}(D_i - \bar D)\big)^2}/n`,
-      interval :math:`\bar D \pm t_{C-1, 1-\alpha/2} SE_{cl}`. Departure from Miller (2024) and
-      inspect_ai, which use the normal critical value: with C around 90 subjects the normal
-      version rejected a true null 5.7% of the time at alpha = 5% in our simulation; the t
-      reference (Cameron & Miller 2015, sec. VI.C) is the standard small-cluster correction.
+    * clustered by subject ("does the gap generalise to new subjects"; CR2, as
+      :func:`benchcert.stats.intervals.clustered_interval` but on D):
+      :math:`SE_{cl} = \sqrt{\sum_c r_c^2/(1 - n_c/n)}/n`, :math:`r_c = \sum_{i\in c}(D_i - \bar D)`,
+      interval :math:`\bar D \pm t_{df, 1-\alpha/2} SE_{cl}` with the Bell-McCaffrey df
+      (:func:`cr2_mean`). Departure from Miller (2024) and inspect_ai (CR1, normal critical
+      value): that rejected a true null 5.7% of the time at alpha = 5% with 90 subjects, and CR1
+      with t on C - 1 df still 6.3% with MMLU-Pro's unequal subject sizes; CR2-BM 5.0-5.7%.
+    * subjects as fixed strata ("is B better than A on this benchmark's items"):
+      :math:`SE = \sqrt{SSW/((n - C) n)}`, SSW the within-subject sum of squares of D,
+      interval and p-value on Student t with n - C df. With few subjects this is the question
+      that can be answered with power; it does not claim the gap generalises to new subjects.
     * exact McNemar: for binary scores, with :math:`n_{B}` items only B got right and
       :math:`n_{A}` only A got right, under H0 :math:`n_B \sim \mathrm{Bin}(n_A + n_B, 1/2)`;
       p = min(1, 2 P(Bin <= min(n_A, n_B))). For non-binary scores the same binomial on the
@@ -660,7 +805,7 @@ def _paired_comparison_counts_iv(n_b_wins, n_a_wins, n, alpha, power, primary, b
     total = nn.sum(axis=-1) if by_subject else nn
     if np.any(total == 0):
         raise ValueError(f"n must be positive (no shared item means nothing to compare); got {int(total.min())}")
-    primary = _check_primary(primary, by_subject)
+    primary = _check_primary(primary, by_subject, int(nn.shape[-1]) if by_subject else None)
     return nb, na, nn, alpha, power, primary
 
 
@@ -729,7 +874,7 @@ def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, pr
     if k < 2:
         raise ValueError(f"scores must have at least 2 model columns to compare; got {k}")
     codes = None if subjects is None else check_codes(subjects, "subjects", length=s.shape[0])
-    primary = _check_primary(primary, codes is not None)
+    primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     if pairs is not None and baseline is not None:
         raise ValueError(f"give pairs or baseline, not both; got pairs and baseline={baseline!r}")
     if baseline is not None:
@@ -761,7 +906,7 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     scores : array_like, shape (n_items, K)
         Scores in [0, 1]; NaN = not answered.
     subjects : array_like of int, shape (n_items,), optional
-        Subject codes (clustered SE; primary method by default when given).
+        Subject codes (clustered and fixed-strata tests; see :func:`paired_comparison`).
     pairs : array_like of int, shape (P, 2), optional, keyword-only
         Column pairs (A, B) to compare (gap = B - A). Default: every pair i < j.
     baseline : int, optional, keyword-only
@@ -1002,7 +1147,7 @@ def adjust_pvalues(p_values, *, alpha=0.05, method="holm") -> AdjustedPValues:
                            assumptions=_ADJUST_ASSUMPTIONS[method])
 
 
-def _simultaneous_intervals_iv(estimate, se, alpha, family_size, bounds):
+def _simultaneous_intervals_iv(estimate, se, alpha, family_size, bounds, df=None):
     alpha = check_alpha(alpha)
     try:
         est = np.asarray(estimate, dtype=float)
@@ -1020,11 +1165,15 @@ def _simultaneous_intervals_iv(estimate, se, alpha, family_size, bounds):
         raise ValueError(f"family_size must be an integer >= the number of estimates ({est.size}); got {family_size!r}")
     if bounds is not None and (len(bounds) != 2 or not bounds[0] < bounds[1]):
         raise ValueError(f"bounds must be (low, high) with low < high; got {bounds!r}")
+    if df is not None:
+        d = np.asarray(df, dtype=float)
+        if d.shape not in ((), est.shape) or np.any(np.isnan(d)) or np.any(d <= 0):
+            raise ValueError(f"df must be > 0 (one value or one per estimate); got {df!r}")
     return est, s, alpha, int(m), bounds
 
 
 def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
-                           bounds=(-1.0, 1.0)) -> SimultaneousIntervals:
+                           bounds=(-1.0, 1.0), df=None) -> SimultaneousIntervals:
     r"""Bonferroni simultaneous normal intervals for a family of gaps.
 
     Parameters
@@ -1037,6 +1186,11 @@ def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
         Size of the family the intervals must hold over (default: len(estimate)).
     bounds : (float, float) or None, keyword-only
         Clip to this range (gaps lie in [-1, 1]).
+    df : float or array_like, optional, keyword-only
+        Degrees of freedom of each estimate's t reference (the same as its p-value's, e.g.
+        ``PairedComparison.tests["clustered_subject"].df``); None = normal. With the p-values'
+        own reference, an interval excludes 0 exactly when its Bonferroni-adjusted p-value is
+        below alpha, which implies Holm rejects it too (no interval/test contradiction).
 
     Returns
     -------
@@ -1056,8 +1210,11 @@ def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
     k < e (k = 2: factor 0.83, and the bound doubles) and overshoots for large k. The conclusion
     :math:`\epsilon = O(\sqrt{\log k / n})` stands. The Bonferroni critical value used here is exact.
     """
-    est, s, alpha, m, bounds = _simultaneous_intervals_iv(estimate, se, alpha, family_size, bounds)
-    crit = float(ndtri(1.0 - alpha / (2.0 * m)))
+    est, s, alpha, m, bounds = _simultaneous_intervals_iv(estimate, se, alpha, family_size, bounds, df)
+    if df is None:
+        crit = float(ndtri(1.0 - alpha / (2.0 * m)))
+    else:
+        crit = _out(_st.t.isf(alpha / (2.0 * m), np.asarray(df, dtype=float)))
     hw = crit * s
     lo, hi = est - hw, est + hw
     if bounds is not None:
@@ -1071,8 +1228,10 @@ def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
 # ranks and tied groups
 
 
-def _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method):
+def _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method, order="gaps"):
     alpha = check_alpha(alpha)
+    if order not in ("gaps", "estimate"):
+        raise ValueError(f"order must be 'gaps' or 'estimate'; got {order!r}")
     if method not in ("holm", "bonferroni"):
         raise ValueError(f"method must be 'holm' or 'bonferroni'; got {method!r}")
     est = np.asarray(estimate, dtype=float)
@@ -1093,7 +1252,19 @@ def _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method):
     return est, pa, pb, g, p, alpha, method
 
 
-def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, method="holm") -> RankConfidence:
+def shared_gap_scores(k, pair_a, pair_b, gap) -> np.ndarray:
+    """Each model's mean gap against the models it was compared with, on the items each pair
+    shares: sum over its pairs of (its score - the other's) / number of its pairs; 0 for a model
+    in no pair. With complete data this is K/(K - 1) (p_i - mean p), so it orders models like
+    their pooled scores; with missing items it orders them on what the tests compare."""
+    pa, pb, g = np.asarray(pair_a), np.asarray(pair_b), np.asarray(gap, dtype=float)
+    tot = np.bincount(pb, weights=g, minlength=k) - np.bincount(pa, weights=g, minlength=k)
+    cnt = np.bincount(pb, minlength=k) + np.bincount(pa, minlength=k)
+    return np.where(cnt > 0, tot / np.maximum(cnt, 1), 0.0)
+
+
+def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, method="holm",
+                    order="gaps") -> RankConfidence:
     r"""Simultaneous rank intervals and tied groups from pairwise tests.
 
     Parameters
@@ -1106,6 +1277,12 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     alpha : float, keyword-only
     method : {"holm", "bonferroni"}, keyword-only
         FWER control over the P pairwise tests.
+    order : {"gaps", "estimate"}, keyword-only
+        What the point rank and the tied groups' order are by: ``"gaps"`` (default) each
+        model's mean gap on shared items (:func:`shared_gap_scores`), the same items the tests
+        use; ``"estimate"`` the scores given. With missing items the two differ: a model that
+        skipped hard items can have the higher own-items score and still lose on the items
+        both answered.
 
     Returns
     -------
@@ -1132,8 +1309,10 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     other forms a group of one. Being in a group means *not shown different* at this
     level - the data are compatible with a tie, not proof of one.
     """
-    est, pa, pb, g, p, alpha, method = _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method)
+    est, pa, pb, g, p, alpha, method = _rank_confidence_iv(estimate, pair_a, pair_b, gap, p_values, alpha, method,
+                                                           order)
     k = est.size
+    score = shared_gap_scores(k, pa, pb, g) if order == "gaps" else est
     rej = adjust_pvalues(p, alpha=alpha, method=method).rejected
     better = np.zeros((k, k), dtype=bool)
     sig_b = rej & (g > 0)
@@ -1142,19 +1321,21 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     better[pa[sig_a], pb[sig_a]] = True
     n_better = better.sum(axis=0)  # models better than i
     n_worse = better.sum(axis=1)
-    rank = 1 + (est[None, :] > est[:, None]).sum(axis=1)
+    # Scores within float noise of each other are ties (the mean gaps are sums of differences).
+    tol = 1e-12 * max(1.0, float(np.max(np.abs(score))))
+    rank = 1 + (score[None, :] > score[:, None] + tol).sum(axis=1)
     lower = 1 + n_better
     upper = k - n_worse
     distinct = better | better.T
-    order = np.argsort(-est, kind="stable")
+    by_score = np.lexsort((np.arange(k), -np.round(score / tol)))
     groups: list[tuple[int, ...]] = []
     prev_end = -1
     for start in range(k):
         end = start
-        while end + 1 < k and not distinct[order[end + 1], order[start:end + 1]].any():
+        while end + 1 < k and not distinct[by_score[end + 1], by_score[start:end + 1]].any():
             end += 1
         if end > prev_end:  # not contained in the previous maximal run
-            groups.append(tuple(int(i) for i in order[start:end + 1]))
+            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
             prev_end = end
     return RankConfidence(est, rank.astype(np.int64), lower.astype(np.int64), upper.astype(np.int64), better,
                           tuple(groups), alpha, k, method,
@@ -1163,7 +1344,10 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
                            "rank intervals [1 + #significantly better, K - #significantly worse] hold for all "
                            "models simultaneously when no directional claim is false",
                            "tied groups: maximal runs, in score order, with no pair shown different; "
-                           "'tied' means not distinguished at this level, not shown equal"))
+                           "'tied' means not distinguished at this level, not shown equal",
+                           "point rank and order by " + ("each model's mean gap on the items each pair shares"
+                                                         if order == "gaps" else "the scores given")),
+                          order_score=score)
 
 
 # --------------------------------------------------------------------------------------
@@ -1207,7 +1391,7 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8) -> DetectableEffe
     Notes
     -----
     :math:`\mathrm{MDE} = (z_{1-\alpha/2} + z_{\mathrm{power}})\,SE` - the inverse of
-    STATS.md B8's paired power analysis :math:`n = (z_{1-\alpha/2} + z_\beta)^2
+    the paired power analysis :math:`n = (z_{1-\alpha/2} + z_\beta)^2
     \mathrm{Var}(D)/\delta^2` (see :func:`paired_sample_size`). The far tail
     (rejecting in the wrong direction) is ignored, as is usual.
 
@@ -1243,7 +1427,7 @@ def _paired_sample_size_iv(delta, var_d, alpha, power):
 
 
 def paired_sample_size(delta, var_d, *, alpha=0.05, power=0.8) -> SampleSize:
-    r"""Shared items a paired z-test needs to detect a gap ``delta`` (STATS.md B8).
+    r"""Shared items a paired z-test needs to detect a gap ``delta`` (paired power analysis).
 
     Parameters
     ----------
@@ -1298,7 +1482,7 @@ def hellinger_min_items(delta) -> SampleSize:
 
     Erratum (units): in that parameterisation the accuracy gap is :math:`\delta = \epsilon/2`,
     so in accuracy units the bound is :math:`n \le 1/(8\delta^2)`, not the
-    :math:`1/(2\epsilon^2)` that STATS.md B8 quotes for "accuracies differ by eps" and that
+    :math:`1/(2\epsilon^2)` that is often quoted for "accuracies differ by eps" and that
     sec. 3.5 restates as "eps better than random guessing". Read in accuracy units,
     :math:`1/(2\delta^2)` items already give a total variation distance above 1/2 (exact
     binomial TV 0.52 at delta = 0.01, n = 5000; tested).

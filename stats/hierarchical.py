@@ -1,4 +1,4 @@
-"""Hierarchical exchangeable uncertainty for benchmark scores (STATS.md A3-A5).
+"""Hierarchical exchangeable uncertainty for benchmark scores (exchangeable-bounds paper, sections 4 and 6).
 
 The exchangeable bounded-difference paper (sections 4 and 6) bounds the deviation of a
 benchmark score from its mean when items are exchangeable within subjects and subjects
@@ -13,7 +13,8 @@ within domains:
 * :func:`fit_domains` - every (domain, model) fit of a score matrix at once;
 * :func:`hierarchical_bound` - Corollary 6.1 for any subject weights (macro, pooled or
   user-given), with its three variance components;
-* :func:`hierarchical_interval` - fits and Corollary 6.1 in one call.
+* :func:`hierarchical_interval` - fits and Corollary 6.1 in one call, by default with an
+  upper confidence bound on each domain's subject proxy (valid with few subjects per domain).
 
 Pure numpy/scipy; no I/O.
 """
@@ -272,7 +273,7 @@ _BB_ASSUMPTIONS = (
 
 _BETA_MEANS_ASSUMPTIONS = (
     "scores are not binary, so a Beta(a, b) is fitted by maximum likelihood to the subject "
-    "mean scores themselves (STATS.md A4): the item noise inside each mean inflates their "
+    "mean scores themselves (paper section 6.2, for non-binary scores): the item noise inside each mean inflates their "
     "spread, so the fitted a + b is too small and the proxy errs conservative",
     "subject means at exactly 0 or 1 are squeezed to (x (K - 1) + 1/2) / K (Smithson and "
     "Verkuilen 2006) so that the Beta likelihood is finite",
@@ -329,6 +330,12 @@ class BetaFit:
     method : str
         ``"beta_binomial_mle"`` or ``"beta_mle_on_subject_means"``.
     assumptions : tuple of str
+    nu_lower, s2_upper : ndarray or float or None
+        With ``upper_alpha``: the one-sided profile-likelihood lower confidence bound on
+        a + b and the proxy 1/(4 (nu_lower + 1)) it gives (an upper confidence bound on the
+        subject proxy); 0 and 1/4 for the worst-case fallbacks. None without ``upper_alpha``.
+    upper_alpha : ndarray or float or None
+        One-sided level of that bound per fit.
     """
 
     a: np.ndarray | float
@@ -345,6 +352,9 @@ class BetaFit:
     converged: np.ndarray | bool
     method: str
     assumptions: tuple[str, ...]
+    nu_lower: np.ndarray | float | None = None
+    s2_upper: np.ndarray | float | None = None
+    upper_alpha: np.ndarray | float | None = None
 
     @property
     def reason(self):
@@ -562,7 +572,100 @@ def _stack(lik, times):
     return new
 
 
-def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumptions, shape, stacklevel):
+#: Grid of w = log(a + b) on which the profile likelihood is evaluated for the lower
+#: confidence bound on the precision (spacing 0.6; the crossing is then refined by bisection).
+_W_GRID = np.linspace(_LOG_NU_MIN, _LOG_NU_MAX, 40)
+
+
+def _max_over_mean(lik, t, w, *, iters=40, tol=1e-9):
+    """Maximise each row's log-likelihood over t = logit(mean) with w = log(a + b) held fixed
+    (safeguarded Newton: a step is halved until it does not lower the log-likelihood)."""
+    t = t.astype(float).copy()
+    a, b, mu, nu = _ab(t, w)
+    ll = lik.loglik(a, b)
+    act = np.ones(t.shape, dtype=bool)
+    for _ in range(iters):
+        idx = np.flatnonzero(act)
+        if not idx.size:
+            break
+        sub = lik if idx.size == t.size else _subset(lik, idx)
+        ta, wa, lla = t[idx], w[idx], ll[idx]
+        a, b, mu, nu = _ab(ta, wa)
+        la, lb, laa, lbb, lab = sub.derivs(a, b)
+        v = nu * mu * (1.0 - mu)
+        g = v * (la - lb)
+        h = v * v * (laa - 2.0 * lab + lbb) + v * (1.0 - 2.0 * mu) * (la - lb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(h < 0, -g / h, np.sign(g))
+        step = np.clip(np.nan_to_num(step), -3.0, 3.0)
+        new_t, new_ll = ta.copy(), lla.copy()
+        pending = np.abs(step) > tol
+        for _ in range(30):
+            if not pending.any():
+                break
+            rows = np.flatnonzero(pending)
+            cand = np.clip(ta[rows] + step[rows], -_LOGIT_MAX, _LOGIT_MAX)
+            ca, cb, _, _ = _ab(cand, wa[rows])
+            cll = _subset(sub, rows).loglik(ca, cb)
+            ok = cll >= lla[rows] - 1e-12 * (1.0 + np.abs(lla[rows]))
+            new_t[rows[ok]], new_ll[rows[ok]] = cand[ok], cll[ok]
+            pending[rows[ok]] = False
+            step[rows[~ok]] *= 0.5
+            pending &= np.abs(step) > tol
+        moved = np.abs(new_t - ta)
+        t[idx], ll[idx] = new_t, new_ll
+        act[idx] = (moved > tol) & (np.abs(g) > tol * (1.0 + np.abs(lla)))
+    return t, ll
+
+
+def _precision_lower_bound(lik, t_hat, w_hat, ll_hat, crit):
+    """One-sided profile-likelihood lower confidence bound on w = log(a + b), per row.
+
+    The bound is the infimum of {w : 2 (l(w_hat) - l_p(w)) <= crit}: the lowest grid point of
+    :data:`_W_GRID` (w <= w_hat) inside the set, refined by bisection between it and the grid
+    point below it (keeping the outside end). Taking the infimum of the whole set (not only
+    the connected piece around the maximum) errs on the low side, i.e. conservative.
+    """
+    g, f = _W_GRID, t_hat.size
+    big = _stack(lik, g.size)
+    ww = np.repeat(g, f)
+    _, lp = _max_over_mean(big, np.tile(t_hat, g.size), ww)
+    lp = lp.reshape(g.size, f)
+    top = np.maximum(ll_hat, np.max(lp, axis=0))
+    dev = 2.0 * (top[None, :] - lp)
+    inside = (dev <= crit[None, :]) & (g[:, None] <= w_hat[None, :] + 1e-12)
+    any_in = inside.any(axis=0)
+    j0 = np.where(any_in, np.argmax(inside, axis=0), 0)
+    # The crossing lies between grid points j0 - 1 (outside) and j0 (inside): bisection on w,
+    # the mean re-profiled at each step; the outside end is kept, so the bound errs low.
+    lo, hi = g[np.maximum(j0 - 1, 0)], np.minimum(g[j0], w_hat)
+    refine = np.flatnonzero(any_in & (j0 > 0))
+    if refine.size:
+        sub = _subset(lik, refine)
+        lo_r, hi_r, tr = lo[refine], hi[refine], t_hat[refine]
+        for _ in range(30):
+            mid = 0.5 * (lo_r + hi_r)
+            tr, lp_mid = _max_over_mean(sub, tr, mid)
+            out = 2.0 * (top[refine] - lp_mid) > crit[refine]
+            lo_r = np.where(out, mid, lo_r)
+            hi_r = np.where(out, hi_r, mid)
+        lo[refine] = lo_r
+    w_lo = np.where(any_in & (j0 > 0), lo, np.where(any_in, np.minimum(g[0], w_hat), _LOG_NU_MIN))
+    return w_lo
+
+
+def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
+    """(nu_lower, s2_upper) from the profile bound at one-sided level upper_alpha per row."""
+    from scipy.stats import norm
+
+    crit = norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2
+    w_lo = _precision_lower_bound(lik, t_hat, w_hat, ll_hat, np.broadcast_to(crit, t_hat.shape))
+    nu_lo = np.exp(w_lo)
+    return nu_lo, 0.25 / (nu_lo + 1.0)
+
+
+def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumptions, shape, stacklevel,
+            nu_lower=None, upper_alpha=None):
     a, b, mu, nu = _ab(t, w)
     at_hi = (w >= _LOG_NU_MAX - 1e-9) & (gw > 0)
     at_lo = (w <= _LOG_NU_MIN + 1e-9) & (gw < 0)
@@ -588,9 +691,14 @@ def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumpt
         x = np.asarray(x).reshape(shape)
         return x.item() if x.ndim == 0 else x
 
+    extra = {}
+    if nu_lower is not None:
+        nu_lo = np.where(fallback, 0.0, np.minimum(nu_lower, nu))
+        extra = dict(nu_lower=r(nu_lo), s2_upper=r(np.where(fallback, WORST_CASE_S2, 0.25 / (nu_lo + 1.0))),
+                     upper_alpha=r(np.broadcast_to(upper_alpha, nu_lo.shape).astype(float)))
     return BetaFit(a=r(a), b=r(b), nu=r(nu), mean=r(mu), s2=r(s2), icc=r(4.0 * s2), loglik=r(ll),
                    n_subjects=r(k.astype(np.int64)), n_items=r(n_items), status=r(status.astype(str)),
-                   degenerate=r(degenerate), converged=r(conv), method=method, assumptions=assumptions)
+                   degenerate=r(degenerate), converged=r(conv), method=method, assumptions=assumptions, **extra)
 
 
 def _warn_statuses(status, method, shape, stacklevel):
@@ -627,7 +735,7 @@ def _fit_beta_binomial_iv(successes, trials):
     return y, m
 
 
-def fit_beta_binomial(successes, trials) -> BetaFit:
+def fit_beta_binomial(successes, trials, *, upper_alpha=None) -> BetaFit:
     r"""Beta-binomial maximum-likelihood fit of subject counts (paper section 6.2).
 
     Parameters
@@ -646,7 +754,7 @@ def fit_beta_binomial(successes, trials) -> BetaFit:
 
     Notes
     -----
-    Maximises (section 6.2; STATS.md A4)
+    Maximises (section 6.2)
 
     .. math::
 
@@ -660,7 +768,7 @@ def fit_beta_binomial(successes, trials) -> BetaFit:
     (Eq. 4) and the ICC :math:`1/(a+b+1)`.
 
     Degenerate cases are explicit and warned (:class:`DegenerateDataWarning`), never
-    silent (STATS.md A4):
+    silent:
 
     * one subject, every subject at 0 or at m_k, or no subject with two items: a + b is
       not identifiable, so the worst-case proxy 1/4 is used (a = b = 0 reported);
@@ -668,12 +776,21 @@ def fit_beta_binomial(successes, trials) -> BetaFit:
     * a + b at its lower bound 1e-4 (extreme over-dispersion): s2 ~ 1/4.
     """
     y, m = _fit_beta_binomial_iv(successes, trials)
+    if upper_alpha is not None:
+        upper_alpha = _check_upper_alpha(upper_alpha, y.shape[0] if y.ndim == 2 else 1)
     shape = () if y.ndim == 1 else (y.shape[0],)
     y2, m2 = np.atleast_2d(y), np.atleast_2d(m)
-    return _fit_bb_rows(y2, m2, shape, stacklevel=3)
+    return _fit_bb_rows(y2, m2, shape, stacklevel=3, upper_alpha=upper_alpha)
 
 
-def _fit_bb_rows(y, m, shape, stacklevel):
+def _check_upper_alpha(upper_alpha, rows):
+    ua = np.asarray(upper_alpha, dtype=float)
+    if ua.ndim > 1 or (ua.ndim == 1 and ua.shape != (rows,)) or np.any(~((ua > 0) & (ua < 1))):
+        raise ValueError(f"upper_alpha must be in (0, 1) (one value, or one per fit); got {upper_alpha!r}")
+    return ua
+
+
+def _fit_bb_rows(y, m, shape, stacklevel, upper_alpha=None):
     mask = m > 0
     k = mask.sum(axis=1)
     ysum, msum = np.sum(np.where(mask, y, 0), axis=1), np.sum(np.where(mask, m, 0), axis=1)
@@ -704,8 +821,15 @@ def _fit_bb_rows(y, m, shape, stacklevel):
         const = np.sum(np.where(mk, gammaln(mm + 1) - gammaln(yy + 1) - gammaln(mm - yy + 1), 0.0), axis=1)
         t[fit_rows], w[fit_rows], ll[fit_rows] = t_f, w_f, ll_f + const
         conv[fit_rows], gw[fit_rows] = conv_f, gw_f
+    nu_lo = None
+    if upper_alpha is not None:
+        ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
+        nu_lo = np.zeros(n)
+        if fit_rows.size:
+            nu_lo[fit_rows] = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])[0]
     return _finish(t, w, ll, conv, gw, status, pooled, k, np.asarray(msum, dtype=np.int64),
-                   "beta_binomial_mle", _BB_ASSUMPTIONS, shape, stacklevel + 1)
+                   "beta_binomial_mle", _BB_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo,
+                   upper_alpha=upper_alpha)
 
 
 def _fit_beta_means_iv(means, mask):
@@ -740,7 +864,7 @@ def fit_beta_means(means, *, mask=None) -> BetaFit:
 
     Notes
     -----
-    For scores that are not 0/1 the beta-binomial likelihood does not apply; STATS.md A4
+    For scores that are not 0/1 the beta-binomial likelihood does not apply; this
     fits a Beta to the subject means :math:`x_k` instead, maximising
     :math:`\sum_k[(a-1)\log x_k + (b-1)\log(1-x_k)] - K\log B(a, b)` (concave in (a, b)).
     Since :math:`\mathrm{Var}(x_k) = \mathrm{Var}(p_k) + E[\text{item noise}]`, the fitted
@@ -755,7 +879,7 @@ def fit_beta_means(means, *, mask=None) -> BetaFit:
     return _fit_means_rows(np.atleast_2d(x), np.atleast_2d(mk), shape, stacklevel=3)
 
 
-def _fit_means_rows(x, mask, shape, stacklevel, n_items=None):
+def _fit_means_rows(x, mask, shape, stacklevel, n_items=None, upper_alpha=None):
     k = mask.sum(axis=1)
     xs = np.where(mask, x, 0.5)
     pooled = np.where(k > 0, np.sum(np.where(mask, xs, 0.0), axis=1) / np.maximum(k, 1), 0.5)
@@ -782,9 +906,15 @@ def _fit_means_rows(x, mask, shape, stacklevel, n_items=None):
         w_f = np.where(flat, _LOG_NU_MAX, w_f)
         gw_f = np.where(flat, 1.0, gw_f)
         t[fit_rows], w[fit_rows], ll[fit_rows], conv[fit_rows], gw[fit_rows] = t_f, w_f, ll_f, conv_f, gw_f
+    nu_lo = None
+    if upper_alpha is not None:
+        ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
+        nu_lo = np.zeros(n)
+        if fit_rows.size:
+            nu_lo[fit_rows] = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])[0]
     items = k.astype(np.int64) if n_items is None else n_items
     return _finish(t, w, ll, conv, gw, status, pooled, k, items, "beta_mle_on_subject_means",
-                   _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1)
+                   _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo, upper_alpha=upper_alpha)
 
 
 # ======================================================================================
@@ -817,6 +947,13 @@ class DomainFits:
     method : str
         ``"domain_beta_fits"``.
     assumptions : tuple of str
+    nu_lower, s2_upper, upper_alpha : ndarray, shape (D, M), or None
+        With ``proxy_alpha``: per (domain, model) the profile-likelihood lower confidence
+        bound on a + b, the subject proxy 1/(4 (nu_lower + 1)) it gives (1/4 for the
+        worst-case fallbacks), and its one-sided level (``proxy_alpha`` shared equally over the
+        model's domains with two or more answered subjects).
+    proxy_alpha : float or None
+        The share of alpha spent on the proxies' upper bounds, per model.
     """
 
     a: np.ndarray
@@ -838,6 +975,10 @@ class DomainFits:
     subject_domains: np.ndarray
     method: str
     assumptions: tuple[str, ...]
+    nu_lower: np.ndarray | None = None
+    s2_upper: np.ndarray | None = None
+    upper_alpha: np.ndarray | None = None
+    proxy_alpha: float | None = None
 
     @property
     def reason(self) -> np.ndarray:
@@ -884,7 +1025,7 @@ def _fit_domains_iv(scores, subjects, subject_domains):
     return _matrix_iv(scores, subjects, subject_domains)
 
 
-def fit_domains(scores, subjects, subject_domains=None) -> DomainFits:
+def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None) -> DomainFits:
     r"""Fit every (domain, model) of a score matrix at once (paper section 6.2).
 
     Parameters
@@ -904,16 +1045,18 @@ def fit_domains(scores, subjects, subject_domains=None) -> DomainFits:
     -----
     For a model whose observed scores are all 0/1 each domain gets
     :func:`fit_beta_binomial` on its subjects' (correct, answered) counts; otherwise
-    :func:`fit_beta_means` on the subject means (STATS.md A4). A subject a model never
+    :func:`fit_beta_means` on the subject means (section 6.2). A subject a model never
     answered is left out of that model's fit. All fits run as one batch. Subjects with a
     single answered item are kept (they inform the mean only) and warned about.
     """
     s, codes, doms, k = _fit_domains_iv(scores, subjects, subject_domains)
+    if proxy_alpha is not None:
+        proxy_alpha = check_alpha(proxy_alpha)
     n, total, binary = _counts(s, codes, k)
-    return _fit_domains_counts(n, total, binary, doms, stacklevel=3)
+    return _fit_domains_counts(n, total, binary, doms, stacklevel=3, proxy_alpha=proxy_alpha)
 
 
-def _fit_domains_counts(n, total, binary, doms, stacklevel):
+def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
     k, mdl = n.shape
     d = int(doms.max()) + 1 if doms.size else 1
     single = (n == 1)
@@ -937,8 +1080,16 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel):
     m_rows = m_pad.transpose(0, 2, 1).reshape(d * mdl, kmax)
     model_of_row = np.tile(np.arange(mdl), d)
     bin_rows = binary[model_of_row]
-    fields = {f: np.empty(d * mdl, dtype=object if f == "status" else float)
-              for f in ("a", "b", "nu", "mean", "s2", "icc", "loglik", "status")}
+    ua_rows = None
+    if proxy_alpha is not None:
+        # Bonferroni over the domains whose proxy is estimated (two or more answered subjects).
+        fitted = (np.sum(m_rows > 0, axis=1) >= 2).reshape(d, mdl)
+        n_fit = np.maximum(fitted.sum(axis=0), 1)
+        ua_rows = np.broadcast_to(proxy_alpha / n_fit, (d, mdl)).reshape(-1)
+    names = ("a", "b", "nu", "mean", "s2", "icc", "loglik", "status")
+    if ua_rows is not None:
+        names += ("nu_lower", "s2_upper", "upper_alpha")
+    fields = {f: np.empty(d * mdl, dtype=object if f == "status" else float) for f in names}
     n_sub = np.zeros(d * mdl, dtype=np.int64)
     n_it = np.zeros(d * mdl, dtype=np.int64)
     conv = np.ones(d * mdl, dtype=bool)
@@ -948,13 +1099,15 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel):
             continue
         if is_bin:
             # Binary: totals are integer counts (rounded against float summation noise).
-            fit = _fit_bb_rows(np.round(y_rows[rows]), m_rows[rows], (rows.size,), stacklevel=stacklevel + 1)
+            fit = _fit_bb_rows(np.round(y_rows[rows]), m_rows[rows], (rows.size,), stacklevel=stacklevel + 1,
+                               upper_alpha=None if ua_rows is None else ua_rows[rows])
         else:
             mk = m_rows[rows] > 0
             with np.errstate(invalid="ignore", divide="ignore"):
                 xm = np.where(mk, y_rows[rows] / np.where(mk, m_rows[rows], 1.0), np.nan)
             fit = _fit_means_rows(xm, mk, (rows.size,), stacklevel + 1,
-                                  n_items=m_rows[rows].sum(axis=1).astype(np.int64))
+                                  n_items=m_rows[rows].sum(axis=1).astype(np.int64),
+                                  upper_alpha=None if ua_rows is None else ua_rows[rows])
         for f in fields:
             fields[f][rows] = getattr(fit, f)
         n_sub[rows] = fit.n_subjects
@@ -965,6 +1118,10 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel):
         return np.asarray(x).reshape(d, mdl)
 
     status = r(fields["status"]).astype(str)
+    upper = {}
+    if ua_rows is not None:
+        upper = dict(nu_lower=r(fields["nu_lower"]).astype(float), s2_upper=r(fields["s2_upper"]).astype(float),
+                     upper_alpha=r(fields["upper_alpha"]).astype(float), proxy_alpha=float(proxy_alpha))
     return DomainFits(
         a=r(fields["a"]).astype(float), b=r(fields["b"]).astype(float), nu=r(fields["nu"]).astype(float),
         mean=r(fields["mean"]).astype(float), s2=r(fields["s2"]).astype(float),
@@ -972,7 +1129,7 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel):
         n_subjects=r(n_sub), n_items=r(n_it), status=status, degenerate=status != "ok", converged=r(conv),
         fit_method=np.where(binary, "beta_binomial_mle", "beta_mle_on_subject_means"), binary=binary,
         n=n, total=total, subject_domains=doms, method="domain_beta_fits",
-        assumptions=_BB_ASSUMPTIONS if binary.all() else _BB_ASSUMPTIONS + _BETA_MEANS_ASSUMPTIONS[:1],
+        assumptions=_BB_ASSUMPTIONS if binary.all() else _BB_ASSUMPTIONS + _BETA_MEANS_ASSUMPTIONS[:1], **upper,
     )
 
 
@@ -990,6 +1147,17 @@ _COR61_ASSUMPTIONS = (
     "the worst case 1/4",
     "sub-Gaussian (Chernoff) half-width sqrt(2 sigma2_eff log(2/alpha)): conservative "
     "relative to a normal interval with the same variance",
+)
+
+_COR61_UPPER_ASSUMPTIONS = (
+    _COR61_ASSUMPTIONS[0],
+    _COR61_ASSUMPTIONS[1],
+    "s_d^2 is an upper confidence bound: the Marchal-Arbel proxy at the one-sided profile-likelihood "
+    "lower bound of the beta-binomial precision a + b, at level proxy_alpha / (domains fitted) per domain; "
+    "the union bound over those bounds and the Chernoff tail at alpha - proxy_alpha gives miscoverage "
+    "<= alpha (the likelihood-ratio bound is large-sample; simulations with 2-11 subjects per domain "
+    "cover, see tests/test_stats_hierarchical.py); non-identifiable domains use the worst case 1/4",
+    _COR61_ASSUMPTIONS[3],
 )
 
 _ITEM_ONLY_ASSUMPTIONS = (
@@ -1035,6 +1203,8 @@ class HierarchicalBound:
     method : str
         ``"hierarchical"``.
     assumptions : tuple of str
+    proxy_alpha : float
+        Share of alpha spent on upper bounds for the subject proxies (0: plug-in or known).
     """
 
     estimate: np.ndarray
@@ -1052,10 +1222,15 @@ class HierarchicalBound:
     weighting: str
     method: str
     assumptions: tuple[str, ...]
+    proxy_alpha: float = 0.0
 
 
-def _hierarchical_bound_iv(subject_means, subject_sizes, subject_domains, domain_s2, weights, alpha, sigma2_dom):
+def _hierarchical_bound_iv(subject_means, subject_sizes, subject_domains, domain_s2, weights, alpha, sigma2_dom,
+                           proxy_alpha=0.0):
     alpha = check_alpha(alpha)
+    if isinstance(proxy_alpha, (bool, np.bool_)) or not isinstance(proxy_alpha, (int, float)) \
+            or not 0.0 <= float(proxy_alpha) < alpha:
+        raise ValueError(f"proxy_alpha must be a number in [0, alpha) = [0, {alpha:g}); got {proxy_alpha!r}")
     try:
         n = np.asarray(subject_sizes, dtype=float)
         x = np.asarray(subject_means, dtype=float)
@@ -1106,7 +1281,7 @@ def _hierarchical_bound_iv(subject_means, subject_sizes, subject_domains, domain
 
 
 def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2, *, weights="macro",
-                       alpha=0.05, sigma2_dom=0.0) -> HierarchicalBound:
+                       alpha=0.05, sigma2_dom=0.0, proxy_alpha=0.0) -> HierarchicalBound:
     r"""Corollary 6.1: hierarchical bounded-difference interval for any subject weights.
 
     Parameters
@@ -1125,6 +1300,11 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
     alpha : float, keyword-only
     sigma2_dom : float or array_like of shape (M,), keyword-only
         Optional top-level (domain mixture) proxy; 0 treats domains as fixed strata.
+    proxy_alpha : float, keyword-only
+        Share of ``alpha`` already spent on upper confidence bounds for ``domain_s2`` (e.g.
+        :attr:`DomainFits.s2_upper`); the Chernoff half-width then uses ``alpha -
+        proxy_alpha`` and the union bound gives miscoverage <= alpha. 0 (default) when the
+        proxies are known or plug-in.
 
     Returns
     -------
@@ -1144,7 +1324,7 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
 
     (the item term is the paper's :math:`\frac14\sum_{d,k,j}(a_{d,k}/m_{d,k})^2`), and the
     1 - alpha half-width is :math:`h = \sqrt{2\sigma^2_{hier}\log(2/\alpha)}` (section 7.4),
-    the interval :math:`Z_a \pm h` clipped to [0, 1] (STATS.md A3). Macro:
+    the interval :math:`Z_a \pm h` clipped to [0, 1]. Macro:
     :math:`a_k = 1/K`; pooled: :math:`a_k = m_k/N`. It is Theorem 4.2 with item constants
     :math:`c = a_k/m_k` and :math:`\sigma^2_{mix} = \sigma^2_{subj} + \sigma^2_{dom}`
     (the tests check this identity against :func:`exchangeable_bound`).
@@ -1153,7 +1333,7 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
     items it answered; its weights are taken over those.
     """
     x, n, doms, d, s2, w, alpha, sd = _hierarchical_bound_iv(
-        subject_means, subject_sizes, subject_domains, domain_s2, weights, alpha, sigma2_dom)
+        subject_means, subject_sizes, subject_domains, domain_s2, weights, alpha, sigma2_dom, proxy_alpha)
     ans = n > 0
     if isinstance(w, str) and w == "macro":
         a = ans / ans.sum(axis=0)
@@ -1188,14 +1368,15 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
         a2_dom = np.zeros((d, a.shape[1]))
         np.add.at(a2_dom, doms, a * a)
         s_subj = np.sum(s2[:d] * a2_dom, axis=0)
-        assumptions = _COR61_ASSUMPTIONS + (_WEIGHTINGS[weighting],)
+        assumptions = ((_COR61_UPPER_ASSUMPTIONS if proxy_alpha > 0 else _COR61_ASSUMPTIONS)
+                       + (_WEIGHTINGS[weighting],))
     s_eff = s_item + s_subj + sd
-    hw = _half_width(s_eff, alpha)
+    hw = _half_width(s_eff, alpha - float(proxy_alpha))
     return HierarchicalBound(
         estimate=est, lower=np.clip(est - hw, 0.0, 1.0), upper=np.clip(est + hw, 0.0, 1.0), half_width=hw,
         sigma2_item=s_item, sigma2_subj=s_subj, sigma2_dom=sd.copy(), sigma2_eff=s_eff, weights=a,
         alpha=alpha, n=n.sum(axis=0).astype(np.int64), n_subjects=(a > 0).sum(axis=0).astype(np.int64),
-        weighting=weighting, method="hierarchical", assumptions=assumptions,
+        weighting=weighting, method="hierarchical", assumptions=assumptions, proxy_alpha=float(proxy_alpha),
     )
 
 
@@ -1237,8 +1418,12 @@ def _hierarchical_interval_iv(scores, subjects, subject_domains, fits):
     return s, codes, doms, k
 
 
+#: Default share of alpha spent on the subject proxies' upper confidence bounds.
+PROXY_SHARE = 0.5
+
+
 def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="macro", alpha=0.05,
-                          sigma2_dom=0.0, fits=None) -> HierarchicalInterval:
+                          sigma2_dom=0.0, fits=None, proxy="upper", proxy_share=PROXY_SHARE) -> HierarchicalInterval:
     r"""Fit the domains and apply Corollary 6.1 to every model of a score matrix.
 
     Parameters
@@ -1252,7 +1437,15 @@ def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="ma
     weights, alpha, sigma2_dom : keyword-only
         As in :func:`hierarchical_bound`.
     fits : DomainFits, keyword-only, optional
-        Reuse fits from :func:`fit_domains` (they do not depend on the weights).
+        Reuse fits from :func:`fit_domains` (they do not depend on the weights). With
+        ``proxy="upper"`` they must have been made with ``proxy_alpha = proxy_share * alpha``.
+    proxy : {"upper", "plugin"}, keyword-only
+        ``"upper"`` (default): the subject proxy of each domain is an upper confidence bound
+        (see Notes), which keeps the level with few subjects per domain. ``"plugin"``: the
+        paper's section 7.4 plug-in of the fitted proxy, which does not (kept for comparison
+        and for the paper's numbers).
+    proxy_share : float, keyword-only
+        Fraction of alpha spent on the proxies' bounds (default 1/2).
 
     Returns
     -------
@@ -1262,14 +1455,48 @@ def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="ma
     -----
     :func:`fit_domains` (beta-binomial MLE per domain, Marchal-Arbel proxy) followed by
     :func:`hierarchical_bound` - the paper's section 7.4 procedure, for any weights.
+
+    Why the plug-in is not enough (departure from the paper). Corollary 6.1 holds for the
+    TRUE proxies s_d^2. With 2-5 subjects in a domain the beta-binomial MLE of a + b is often
+    infinite (under-dispersed fits: about half of them at K_d = 3-5) and the plug-in proxy is
+    then ~0, so the subject term vanishes and macro/pooled coverage falls to 0.67-0.88 at
+    alpha = 0.05 (pooled weights suffer most: one big subject carries most of the weight).
+
+    The construction used by default. Let alpha_p = proxy_share * alpha. For each domain d
+    of a model with two or more answered subjects, nu_L,d is the one-sided profile-likelihood
+    lower confidence bound on the precision a + b at level alpha_p / D_fit (D_fit = number of
+    such domains): the smallest nu with 2 (l_max - l_p(nu)) <= z^2_{1 - alpha_p / D_fit}, where
+    l_p profiles the mean out. An under-dispersed domain has a finite nu_L,d, so it no longer
+    drives the proxy to 0. The proxy used is s_d,U^2 = 1/(4 (nu_L,d + 1)), which is >= the
+    true Marchal-Arbel proxy whenever nu_L,d <= nu_d. Then
+
+    P(|Z_a - E Z_a| > h) <= P(some s_d,U^2 < s_d^2) + P(|Z_a - E Z_a| > h(s_d^2, alpha - alpha_p))
+                         <= alpha_p + (alpha - alpha_p) = alpha,
+
+    because h is increasing in each s_d^2 (union bound; Bonferroni over the domains). The
+    first inequality's level is the likelihood-ratio test's large-sample level; the seeded
+    simulations in the tests check the whole interval at 2-11 subjects per domain, equal and
+    very unequal subject sizes, macro and pooled weights, and MMLU-Pro's own structure. Cost:
+    on MMLU-Pro (3-11 subjects in each of 14 domains) the half-widths grow 2.2-2.7x (macro,
+    median 3.5 -> 8.7 pp) and 2.8-3.7x (pooled, 4.6 -> 14.3 pp) over the plug-in
+    (benchmarks/hierarchical_cost.py): with 3-11 subjects a domain's spread is barely known.
     """
     s, codes, doms, k = _hierarchical_interval_iv(scores, subjects, subject_domains, fits)
+    if proxy not in ("upper", "plugin"):
+        raise ValueError(f"proxy must be 'upper' or 'plugin'; got {proxy!r}")
+    alpha = check_alpha(alpha)
+    if isinstance(proxy_share, bool) or not isinstance(proxy_share, (int, float)) or not 0 < proxy_share < 1:
+        raise ValueError(f"proxy_share must be in (0, 1); got {proxy_share!r}")
+    p_alpha = proxy_share * alpha if proxy == "upper" else 0.0
     if fits is None:
-        fits = fit_domains(s, codes, doms)
+        fits = fit_domains(s, codes, doms, proxy_alpha=p_alpha if p_alpha > 0 else None)
+    elif p_alpha > 0 and (fits.s2_upper is None or not math.isclose(fits.proxy_alpha, p_alpha)):
+        raise ValueError(f"fits must come from fit_domains(..., proxy_alpha={p_alpha:g}) for proxy='upper'; "
+                         f"got proxy_alpha={fits.proxy_alpha!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(fits.n > 0, fits.total / np.where(fits.n > 0, fits.n, 1), 0.0)
-    bound = hierarchical_bound(means, fits.n, fits.subject_domains, fits.s2, weights=weights, alpha=alpha,
-                               sigma2_dom=sigma2_dom)
+    bound = hierarchical_bound(means, fits.n, fits.subject_domains, fits.s2_upper if p_alpha > 0 else fits.s2,
+                               weights=weights, alpha=alpha, sigma2_dom=sigma2_dom, proxy_alpha=p_alpha)
     return HierarchicalInterval(bound=bound, fits=fits, estimate=bound.estimate, lower=bound.lower,
                                 upper=bound.upper, half_width=bound.half_width, alpha=bound.alpha, n=bound.n,
                                 method="hierarchical", assumptions=bound.assumptions)

@@ -1,4 +1,4 @@
-"""Comparator intervals that eval users already know (STATS.md A2).
+"""Comparator intervals that eval users already know (the exchangeable-bounds paper's Table 3 comparators).
 
 These are reported beside benchcert's exchangeable bounds so that users can see
 what each familiar interval assumes and where it goes wrong:
@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
+from scipy.stats import t as _st_t
+
+from .comparisons import cr2_mean
 
 from ._common import (
     Grouping,
@@ -97,6 +100,13 @@ _IID_ASSUMPTIONS = (
     "[0, 1]",
 )
 
+_IID_FRACTIONAL_NOTE = (
+    "in comparator_intervals, models with non-binary scores use the sample variance of their "
+    "item scores (ddof = 1) instead of p(1-p), which for fractional scores is 1.6-2.3x too wide "
+    "(the standard error users compare with)"
+)
+_WILSON_BINARY_NOTE = "in comparator_intervals, reported only for models whose scores are all 0/1 (NaN otherwise)"
+
 _WILSON_ASSUMPTIONS = (
     "items are independent Bernoulli draws; a non-binary mean score is plugged in as if it "
     "were a proportion of binary scores, which overstates the item variance (errs wide)",
@@ -109,10 +119,12 @@ _CLUSTERED_ASSUMPTIONS = (
     "may be arbitrarily dependent",
     "target is the population mean E[score] over fresh subjects and items, not the mean of "
     "the realised subjects",
-    "normal approximation across clusters: needs many subjects (roughly 30 or more); "
-    "undercovers with few",
-    "CR1 small-sample factor C/(C-1) and a normal critical value, as in Miller (2024) and "
-    "inspect_ai stderr(cluster=)",
+    "approximation across clusters: with fewer than about 30 subjects the SE is noisy and the "
+    "interval wide",
+    "departure from Miller (2024) and inspect_ai stderr(cluster=) (CR1, normal critical value, "
+    "about half a point under nominal): pooled weights use the CR2 small-sample correction with "
+    "Bell-McCaffrey degrees of freedom, macro weights CR1 (= CR2 there) with C - 1 df, and a Student "
+    "t critical value - the same reference as the clustered comparisons",
 )
 
 _CLUSTERED_WEIGHTING = {
@@ -144,6 +156,12 @@ _MACRO_N_NOTE = (
 
 def _z(alpha: float) -> float:
     return float(ndtri(1.0 - alpha / 2.0))
+
+
+def _t_crit(alpha: float, df):
+    """Student t critical value: the clustered intervals' small-sample reference, the same as
+    the clustered comparisons' (stats/comparisons.py)."""
+    return _st_t.ppf(1.0 - alpha / 2.0, df)
 
 
 def _where(mask: np.ndarray, label: str) -> str:
@@ -425,7 +443,7 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
             \Big(\sum_{i\in c} w_i (s_i - \hat\theta)\Big)^2,\qquad
         \hat\theta \pm z_{1-\alpha/2}\sqrt{\widehat V},
 
-    clipped to [0, 1]. For pooled weights this is STATS.md A2's
+    clipped to [0, 1]. For pooled weights the CR1 form is Miller's
     :math:`SE_{cl} = \sqrt{C/(C-1)\sum_c(\sum_{i\in c}(s_i-\bar s))^2}/n`
     (Miller 2024, "Adding error bars to evals", Eq. for clustered SE;
     inspect_ai ``stderr(cluster=)``). For macro weights it reduces to
@@ -452,12 +470,17 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
         means = np.bincount(inv, weights=s, minlength=c) / m
         theta = float(means.mean())
         resid = (means - theta) / c
-    se = np.sqrt(c / (c - 1) * np.dot(resid, resid)) if c >= 2 else np.nan
+    if weights == "pooled" and c >= 2:
+        var, df = cr2_mean(m[:, None].astype(float), (resid * n)[:, None])
+        se, crit = float(np.sqrt(var[0])), float(_t_crit(alpha, df[0]))
+    else:
+        se = np.sqrt(c / (c - 1) * np.dot(resid, resid)) if c >= 2 else np.nan
+        crit = float(_t_crit(alpha, c - 1.0)) if c >= 2 else _z(alpha)
     est, lower, upper, hw, se = _clt(
         theta,
         se,
         c >= 2,
-        _z(alpha),
+        crit,
         label="",
         method="clustered_subject",
         reason="fewer than 2 clusters, so the between-cluster variance cannot be estimated",
@@ -647,16 +670,34 @@ def comparator_intervals(
 
     out: dict[str, IntervalResult] = {}
 
+    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance.
+    binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
     est, lower, upper, hw, se = _iid_core(theta, n_items, alpha, label)
+    if not binary.all():
+        sq = grouping.reduce_sorted(filled * filled).sum(axis=0)
+        tot = t_km.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = np.maximum(sq - tot * tot / n_items, 0.0) / (n_items - 1.0)
+            se_f = np.sqrt(var / n_items)
+        ok_f = n_items >= 2
+        e_f, l_f, u_f, h_f, s_f = _clt(theta, se_f, ok_f, z, label=label, method="iid_clt",
+                                       reason="a single answered item, so the item variance cannot be estimated",
+                                       zero_reason="every answered item has the same score")
+        frac = ~binary
+        lower, upper, hw, se = (np.where(frac, b, a) for a, b in ((lower, l_f), (upper, u_f), (hw, h_f), (se, s_f)))
     out["iid_clt"] = IntervalResult(
         estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
-        method="iid_clt", assumptions=_IID_ASSUMPTIONS + extra, se=se, weighting=weighting,
+        method="iid_clt", assumptions=_IID_ASSUMPTIONS + extra + ((_IID_FRACTIONAL_NOTE,) if not binary.all() else ()),
+        se=se, weighting=weighting,
     )
 
     est, lower, upper, hw = _wilson_core(theta, n_items, alpha)
+    if not binary.all():
+        lower, upper, hw = (np.where(binary, x, np.nan) for x in (lower, upper, hw))
     out["wilson"] = IntervalResult(
         estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
-        method="wilson", assumptions=_WILSON_ASSUMPTIONS + extra, weighting=weighting,
+        method="wilson", assumptions=_WILSON_ASSUMPTIONS + extra + ((_WILSON_BINARY_NOTE,) if not binary.all() else ()),
+        weighting=weighting,
     )
 
     if weighting == "pooled":
@@ -665,9 +706,15 @@ def comparator_intervals(
         resid = np.where(answered, (mean_km - theta) / c, 0.0)
     ok = c >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        se_cl = np.sqrt(c / (c - 1.0) * np.sum(resid**2, axis=0))
+        if weighting == "pooled":
+            var_cl, df_cl = cr2_mean(n_km, resid * n_items)
+            se_cl = np.sqrt(var_cl)
+        else:
+            se_cl = np.sqrt(c / (c - 1.0) * np.sum(resid**2, axis=0))
+            df_cl = c - 1.0
+    crit_cl = np.where(ok, _t_crit(alpha, np.where(ok, df_cl, 1.0)), z)
     est, lower, upper, hw, se = _clt(
-        theta, se_cl, ok, z, label=label, method="clustered_subject",
+        theta, se_cl, ok, crit_cl, label=label, method="clustered_subject",
         reason="fewer than 2 answered subjects, so the between-subject variance cannot be "
         "estimated",
         zero_reason=_CLUSTERED_ZERO,

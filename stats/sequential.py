@@ -1,4 +1,4 @@
-r"""Anytime-valid comparison of two models for a question asked again every night (STATS.md D3).
+r"""Anytime-valid comparison of two models for a question asked again every night.
 
 "Is the candidate better than the baseline?" asked every night on a growing set of items,
 each night with the fixed-sample paired test at level alpha, raises a false alarm with
@@ -44,6 +44,12 @@ Because every bet is constant, :math:`K_n` is a function of the multiset of proc
 (:func:`betting_test_counts`). Each item must enter once; a nightly look adds the items
 not seen before (tasks/verdicts.py keeps that ledger in the store).
 
+When items cluster by subject and the question is whether a gap generalises to new subjects,
+the units bet on must be the subjects, not their items (:func:`subject_entry_means`): items of
+one subject share its gap, so their conditional means are not <= 0 under that question's null,
+and betting on them raised false alarms 13-38% of the time at alpha = 5% in the tests'
+simulations (between-subject SD of the gap 0.07-0.13; 91 subjects).
+
 This is an alternative to alpha-spending group-sequential designs, which need the number
 and timing of looks fixed in advance; here neither is.
 
@@ -65,8 +71,8 @@ import numpy as np
 
 from ._common import check_alpha, warn_degenerate
 
-__all__ = ["DEFAULT_LAMBDAS", "SequentialResult", "NightlyVerdict", "betting_test", "betting_test_counts",
-           "nightly_verdicts"]
+__all__ = ["DEFAULT_LAMBDAS", "SequentialResult", "NightlyVerdict", "EntryMeans", "betting_test",
+           "betting_test_counts", "nightly_verdicts", "subject_entry_means"]
 
 #: Bets 0.5 * 2^(-k/2), k = 0..20 (0.5 down to about 0.0005): a gap delta with Var(D) = v
 #: is best bet on near lambda = delta / v, so this covers gaps from about 0.05 percentage
@@ -538,3 +544,116 @@ def nightly_verdicts(first_p_value, first_estimate, sequential, *, alpha=0.05,
                                        f"{alpha - a1:g} for the betting test over every look (union bound)",
                                        "the fixed-sample test's own assumptions hold at the first look; the betting "
                                        "test's over all looks") + _ASSUMPTIONS[:1])
+
+
+# --------------------------------------------------------------------------------------
+# subjects as the betting unit (items that cluster by subject)
+
+
+@dataclass(frozen=True)
+class EntryMeans:
+    """Each subject's paired mean at the look where it first appeared, in entry order.
+
+    Attributes
+    ----------
+    estimate : ndarray, shape (S,)
+        Mean difference of the subject's items that entered at its first look.
+    subjects : ndarray, shape (S,)
+        Subject code of each entry.
+    n_items : ndarray, shape (S,)
+        Items behind each mean.
+    looks : ndarray, shape (T,)
+        Cumulative number of subjects entered by each look 1..T (the ``looks`` argument of
+        :func:`betting_test`).
+    method : str
+    assumptions : tuple of str
+    """
+
+    estimate: np.ndarray
+    subjects: np.ndarray
+    n_items: np.ndarray
+    looks: np.ndarray
+    method: str
+    assumptions: tuple[str, ...]
+
+
+_ENTRY_ASSUMPTIONS = (
+    "subjects are independent draws from a population of subjects, in an order that does not "
+    "depend on their gaps; for 'improved' the null is E[subject mean gap] <= 0 for each new "
+    "subject (equal weight per subject)",
+    "each subject enters once, with the mean of the items it had at its first look; items of "
+    "that subject arriving later are not used by the sequential test (they still enter the "
+    "fixed-sample numbers of each look)",
+)
+
+
+def _subject_entry_means_iv(d, subjects, looks, n_looks):
+    try:
+        x = np.asarray(d, dtype=float)
+        g = np.asarray(subjects)
+        lk = np.asarray(looks)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"d, subjects and looks must be numeric arrays; got {exc}") from exc
+    if x.ndim != 1 or x.size == 0 or g.shape != x.shape or lk.shape != x.shape:
+        raise ValueError(f"d, subjects and looks must be 1-D arrays of one length >= 1; got shapes "
+                         f"{x.shape}, {g.shape}, {lk.shape}")
+    if not np.all((x >= -1) & (x <= 1)):
+        raise ValueError(f"d must lie in [-1, 1]; got {x[~((x >= -1) & (x <= 1))][0]!r}")
+    for name, v in (("subjects", g), ("looks", lk)):
+        if not np.issubdtype(v.dtype, np.integer) or v.min() < (0 if name == "subjects" else 1):
+            raise ValueError(f"{name} must be {'non-negative' if name == 'subjects' else 'positive (1-based)'} "
+                             f"integers; got {v.dtype} with minimum {v.min()!r}")
+    t = int(lk.max()) if n_looks is None else n_looks
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < lk.max():
+        raise ValueError(f"n_looks must be an integer >= the largest look ({int(lk.max())}); got {n_looks!r}")
+    return x, g.astype(np.int64), lk.astype(np.int64), int(t)
+
+
+def subject_entry_means(d, subjects, looks, *, n_looks=None) -> EntryMeans:
+    r"""Turn an item ledger into subject-level betting units (one per subject, at its first look).
+
+    Parameters
+    ----------
+    d : array_like, shape (n,)
+        Paired differences b - a of the items in the ledger, in [-1, 1].
+    subjects : array_like of int, shape (n,)
+        Subject code of each item.
+    looks : array_like of int, shape (n,)
+        Look (1-based) at which each item entered.
+    n_looks : int, keyword-only, optional
+        Number of looks so far (default: the largest in ``looks``); later looks without a new
+        subject repeat the cumulative count.
+
+    Returns
+    -------
+    EntryMeans
+
+    Notes
+    -----
+    When items cluster by subject, the item-level betting test's null "each new item's
+    expected difference is <= 0 given the past" fails: a subject whose gap happens to be
+    positive feeds it a run of items with a positive conditional mean, and with a between-subject
+    SD of the gap of 0.10 the nightly verdict raised false alarms 12.5% of the time at alpha = 5%
+    (one look, 91 subjects). Betting on subjects instead restores the martingale argument: let
+    :math:`\bar D_s` be subject s's mean difference over the items it had at its first look. If
+    subjects are independent draws from a subject population with :math:`E\bar D_s \le 0`, and
+    which subjects enter at a look does not depend on their gaps, each entering
+    :math:`\bar D_s \in [-1, 1]` has conditional mean <= 0 given everything before it, which is
+    all :func:`betting_test` needs (module docstring): Ville's inequality then holds over any
+    number of looks. Items of a subject arriving after its first look are left out of the
+    sequential test (using them would let a subject's own gap enter twice, conditionally on
+    its earlier items).
+    """
+    x, g, lk, t = _subject_entry_means_iv(d, subjects, looks, n_looks)
+    k = int(g.max()) + 1
+    first = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(first, g, lk)
+    at_entry = lk == first[g]
+    cnt = np.bincount(g[at_entry], minlength=k)
+    tot = np.bincount(g[at_entry], weights=x[at_entry], minlength=k)
+    present = np.flatnonzero(cnt > 0)
+    order = present[np.lexsort((present, first[present]))]
+    per_look = np.bincount(first[order], minlength=t + 1)[1:t + 1]
+    return EntryMeans(estimate=tot[order] / cnt[order], subjects=order, n_items=cnt[order],
+                      looks=np.cumsum(per_look).astype(np.int64), method="subject_entry_means",
+                      assumptions=_ENTRY_ASSUMPTIONS)

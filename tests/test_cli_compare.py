@@ -49,14 +49,18 @@ def db(tmp_path):
 
 def test_two_models_text_and_json(capsys, db):
     code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b")
-    assert code == 0 and "strong" in out and "improved" in out and "clustered_subject" in out
+    # the fixture has few subjects, so the verdict answers the fixed-strata items question and says so
+    assert code == 0 and "strong" in out and "improved" in out and "stratified_items" in out
+    assert "question: items" in out
     code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--json")
     assert code == 0
     res = json.loads(out)
     (row,) = res["comparisons"]
     assert res["baseline"] == "base" and res["family_size"] == 1 and res["adjustment"] is None
     assert row["verdict"] == "improved" and row["gap"] > 0.1 and row["interval"]["lower"] > 0
-    assert set(row["p_values"]) == {"paired_clt", "clustered_subject", "mcnemar_exact", "hoeffding", "unpaired_z"}
+    assert set(row["p_values"]) == {"paired_clt", "clustered_subject", "stratified_items", "mcnemar_exact",
+                                    "hoeffding", "unpaired_z"}
+    assert res["question"].startswith("items") and any("fewer than 30" in w for w in res["warnings"])
     assert row["p_adjusted"] is None and row["mde"] > 0 and row["n_shared"] == 400 and row["n_excluded"] == 0
     # reversed order: the gap flips sign and the verdict becomes a regression
     code, out, _ = cli(capsys, "compare", "strong", "base", "--db", db, "--benchmark", "b", "--json")

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.comparisons (STATS.md D1, D2, D3 and B8).
+"""Tests for benchcert.stats.comparisons (Hardt ch. 3; paired power analysis).
 
 Every validity claim is checked by a seeded simulation whose rate gets a 99% Clopper-Pearson
 interval (scipy.stats.binomtest(...).proportion_ci); FDR (a mean, not a rate) gets a 99%
@@ -24,6 +24,7 @@ from benchcert.stats.comparisons import (
     AdjustedPValues,
     PairedComparison,
     adjust_pvalues,
+    cr2_mean,
     hellinger_min_items,
     minimum_detectable_effect,
     paired_comparison,
@@ -74,9 +75,48 @@ HAND_B = np.array([1, 1, 0, 1, 1, 1, 0, 1, NAN, 0])
 HAND_SUBJ = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
 
 
+def _cr2_oracle(sizes, resid_sums):
+    """CR2 SE and Bell-McCaffrey df with explicit matrices (Pustejovsky & Tipton 2018, Eq. 6 and
+    sec. 3.2; working model I): A_c = (I - H_cc)^(-1/2) by eigendecomposition, G = (I - H)[a_c],
+    df = (sum lambda)^2 / sum lambda^2 over the eigenvalues of G'G. The residuals inside a
+    cluster only enter through their sum here (A_c maps 1 to a multiple of 1)."""
+    sizes = np.asarray(sizes)
+    n, c = int(sizes.sum()), sizes.size
+    x = np.ones((n, 1))
+    h = x @ x.T / n
+    lab = np.repeat(np.arange(c), sizes)
+    g = np.zeros((n, c))
+    meat = 0.0
+    for k in range(c):
+        idx = np.flatnonzero(lab == k)
+        w, v = np.linalg.eigh(np.eye(idx.size) - h[np.ix_(idx, idx)])
+        a_c = v @ np.diag(w ** -0.5) @ v.T
+        e_c = np.full(idx.size, resid_sums[k] / idx.size)
+        meat += float((x[idx].T @ a_c @ e_c)[0]) ** 2
+        col = np.zeros(n)
+        col[idx] = (a_c @ x[idx])[:, 0] / n
+        g[:, k] = (np.eye(n) - h) @ col
+    lam = np.linalg.eigvalsh(g.T @ g)
+    return math.sqrt(meat) / n, lam.sum() ** 2 / (lam ** 2).sum()
+
+
+def test_cr2_closed_form_matches_explicit_matrices():
+    rng = np.random.default_rng(5)
+    for sizes in ([5, 5, 5, 5], [1003, 56, 42, 17], [2, 9, 30, 4, 4, 60]):
+        n_c = np.asarray(sizes, float)[:, None]
+        r = rng.normal(size=len(sizes))
+        var, df = cr2_mean(n_c, r[:, None])
+        se_o, df_o = _cr2_oracle(sizes, r)
+        assert math.sqrt(var[0]) == pytest.approx(se_o) and df[0] == pytest.approx(min(df_o, len(sizes) - 1))
+    # equal sizes: C - 1 df
+    assert cr2_mean(np.full((7, 1), 20.0), np.ones((7, 1)))[1][0] == pytest.approx(6)
+
+
 def test_hand_example(no_warnings):
-    r = paired_comparison(HAND_A, HAND_B, HAND_SUBJ)
-    assert isinstance(r, PairedComparison) and r.method == "clustered_subject"
+    # 3 subjects: the default question is the fixed-strata items one; the clustered test is beside it
+    assert paired_comparison(HAND_A, HAND_B, HAND_SUBJ).method == "stratified_items"
+    r = paired_comparison(HAND_A, HAND_B, HAND_SUBJ, primary="clustered_subject")
+    assert isinstance(r, PairedComparison) and r.method == "clustered_subject" and r.question.startswith("subjects")
     # D on the 8 shared items: 0, 1, -1, 1, 1, 0, 0, 1 -> sum 3, sum of squares 5
     assert (r.n, r.n_only_a, r.n_only_b, r.n_excluded) == (8, 1, 1, 2)
     assert r.estimate == pytest.approx(3 / 8)
@@ -90,13 +130,16 @@ def test_hand_example(no_warnings):
     # scipy's paired t statistic is the same ratio mean(D) / (sd(D)/sqrt(n))
     sh = ~np.isnan(HAND_A) & ~np.isnan(HAND_B)
     assert clt.statistic == pytest.approx(stats.ttest_rel(HAND_B[sh], HAND_A[sh]).statistic)
-    # clustered: subject sums of D - 3/8: (0 - 3*3/8), (2 - 3*3/8), (1 - 2*3/8) = -9/8, 7/8, 1/4
-    se_cl = math.sqrt(3 / 2 * ((9 / 8) ** 2 + (7 / 8) ** 2 + (1 / 4) ** 2)) / 8
+    # clustered (CR2): subject sums of D - 3/8: (0 - 3*3/8), (2 - 3*3/8), (1 - 2*3/8) = -9/8, 7/8, 1/4,
+    # subject sizes 3, 3, 2 of N = 8: V = sum r_c^2 / (1 - n_c/N) / N^2
+    se_cl = math.sqrt(((9 / 8) ** 2 / (5 / 8) + (7 / 8) ** 2 / (5 / 8) + (1 / 4) ** 2 / (6 / 8))) / 8
     cl = r.tests["clustered_subject"]
     assert cl.se == pytest.approx(se_cl) and r.se == pytest.approx(se_cl)
-    t2 = stats.t.ppf(0.975, 2)
+    se_o, df_o = _cr2_oracle([3, 3, 2], np.r_[-9 / 8, 7 / 8, 1 / 4])
+    assert se_o == pytest.approx(se_cl) and cl.df == pytest.approx(df_o) and df_o < 2
+    t2 = stats.t.ppf(0.975, df_o)
     assert (r.lower, r.upper) == (pytest.approx(3 / 8 - t2 * se_cl), pytest.approx(min(1, 3 / 8 + t2 * se_cl)))
-    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se_cl, 2))
+    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se_cl, df_o))
     # McNemar exact: 4 of 5 discordant items favour B -> scipy binomtest p = 0.375
     assert r.tests["mcnemar_exact"].p_value == pytest.approx(stats.binomtest(4, 5).pvalue) == pytest.approx(0.375)
     # Hoeffding: h = sqrt(2 log(40) / 8), p = 2 exp(-8 (3/8)^2 / 2)
@@ -586,7 +629,8 @@ def test_one_shared_item_and_one_subject_use_worst_cases():
     assert any("single answered item" in str(w.message) for w in rec)  # the unpaired contrast, model A
     assert r.n == 1 and r.n_only_b == 1 and r.se == pytest.approx(1.0)
     with pytest.warns(DegenerateDataWarning, match="fewer than 2 subjects"):
-        r = paired_comparison(np.array([1.0, 0, 0, 1]), np.array([1.0, 1, 1, 0]), np.zeros(4, int))
+        r = paired_comparison(np.array([1.0, 0, 0, 1]), np.array([1.0, 1, 1, 0]), np.zeros(4, int),
+                              primary="clustered_subject")
     assert r.se == 1.0 and (r.lower, r.upper) == (-1.0, 1.0)
 
 
@@ -616,3 +660,132 @@ def test_one_shared_item_and_one_subject_use_worst_cases():
 def test_input_validation_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------------------
+# issue 18: clustered test size with unbalanced subjects; one reference per family
+
+
+def _mmlu_pro_subject_sizes():
+    import polars as pl
+    from pathlib import Path
+
+    items = pl.read_csv(Path(__file__).resolve().parents[1] / "data" / "mmlu_pro" / "items_category_src.csv")
+    return items.group_by("src").len().sort("src")["len"].to_numpy()
+
+
+def _clustered_size(m, tau, reps, seed, alpha=0.05):
+    """Binary pair with a subject effect u ~ N(0, tau^2) on the discordance balance and no gap on
+    average; share of two-sided rejections of the clustered test."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(0, tau, size=(reps, m.size))
+    pp, pn = np.clip(0.15 + u / 2, 0, 0.3), np.clip(0.15 - u / 2, 0, 0.3)
+    nb = rng.binomial(m, pp)
+    na = rng.binomial(m - nb, pn / (1 - pp))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = paired_comparison_counts(nb, na, np.broadcast_to(m, nb.shape), by_subject=True, alpha=alpha)
+    return r.p_value <= alpha
+
+
+def test_clustered_size_with_mmlu_pro_subject_sizes():
+    # MMLU-Pro's 91 subjects of 17-1,003 items. CR1 with C - 1 df rejected 6.34% [6.01, 6.69]
+    # (20,000 reps, tau = 0.1); CR2 with Bell-McCaffrey df: 5.66% (20,000 reps, seed below),
+    # 4.9-5.6% over tau in {0, 0.07, 0.1, 0.13}; equal sizes 4.9%.
+    m = _mmlu_pro_subject_sizes()
+    assert m.size == 91 and m.min() == 17 and m.max() == 1003
+    hits = _clustered_size(m, 0.1, 12000, seed=18)
+    rate, lo, hi = rate_ci(hits, hits.size)
+    assert 0.04 <= rate <= 0.06 and lo >= 0.035 and hi <= 0.066, (rate, lo, hi)
+
+
+@pytest.mark.slow
+def test_study_clustered_size_grid():
+    m = _mmlu_pro_subject_sizes()
+    for i, tau in enumerate((0.0, 0.07, 0.10, 0.13)):
+        rate, lo, hi = rate_ci(_clustered_size(m, tau, 60000, seed=180 + i), 60000, level=0.95)
+        assert 0.04 <= lo and hi <= 0.06, (tau, rate, lo, hi)
+
+
+def test_simultaneous_intervals_agree_with_adjusted_p_values_over_random_families():
+    # 1,200 random families (3-12 models, 4-40 subjects, random gaps and subject effects): a
+    # Bonferroni simultaneous interval on the p-values' own t reference excludes 0 exactly when
+    # the Bonferroni-adjusted p-value is below alpha, and then Holm rejects too. Zero
+    # contradictions (before: normal critical values against t p-values, 160 contradictions in
+    # 12.5% of 12-subject families).
+    rng = np.random.default_rng(1818)
+    contradictions = checked = excluded = 0
+    for _ in range(1200):
+        k, c = int(rng.integers(3, 13)), int(rng.integers(4, 41))
+        sizes = rng.integers(2, 60, size=c)
+        subj = np.repeat(np.arange(c), sizes)
+        skill = rng.normal(0, 0.05, size=k) * rng.integers(0, 2)
+        p = np.clip(0.6 + skill[None, :] + rng.normal(0, 0.1, size=(c, k))[subj], 0.01, 0.99)
+        scores = (rng.random(p.shape) < p).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pairwise_comparisons(scores, subj)
+        sim = simultaneous_intervals(r.estimate, r.se, df=r.tests[r.method].df)
+        bonf = adjust_pvalues(r.p_value, method="bonferroni")
+        holm = adjust_pvalues(r.p_value, method="holm")
+        excl = (sim.lower > 0) | (sim.upper < 0)
+        # exact equivalence with Bonferroni (ties at the boundary aside) and implication for Holm
+        decisive = np.abs(bonf.p_adjusted - ALPHA) > 1e-9
+        contradictions += int(np.sum((excl != bonf.rejected) & decisive)) + int(np.sum(excl & ~holm.rejected))
+        checked += excl.size
+        excluded += int(excl.sum())
+    assert contradictions == 0 and excluded > 100, (contradictions, excluded, checked)
+
+
+def test_stratified_items_test_hand_example_and_few_subject_default():
+    # Hand data: D = 0, 1, -1 | 1, 1, 0 | 0, 1 (subjects of 3, 3, 2; N = 8, C = 3).
+    # Subject means 0, 2/3, 1/2; SSW = (0+1+1) + (1/9+1/9+4/9) + (1/4+1/4) = 2 + 2/3 + 1/2 = 19/6.
+    r = paired_comparison(HAND_A, HAND_B, HAND_SUBJ)
+    st = r.tests["stratified_items"]
+    se = math.sqrt(19 / 6 / (8 - 3) / 8)
+    assert st.se == pytest.approx(se) and st.df == 5 and r.se == pytest.approx(se)
+    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se, 5))
+    assert r.question.startswith("items") and "clustered_subject" in r.tests
+    # MDE on the same t reference: (t_{0.975, 5} + t_{0.8, 5}) SE
+    assert r.mde == pytest.approx((stats.t.ppf(0.975, 5) + stats.t.ppf(0.8, 5)) * se)
+
+
+def test_five_subjects_two_models_fifty_points_apart_is_significant():
+    # Acceptance (issue 18): 5 subjects, 805 items, models 50 pp apart. The clustered test has at
+    # most 4 df and was inconclusive at this size after Holm (p_holm 0.32 on a real benchmark); the
+    # default fixed-strata items question finds it.
+    rng = np.random.default_rng(1805)
+    subj = np.repeat(np.arange(5), [300, 250, 150, 60, 45])
+    base = rng.uniform(0.2, 0.5, 5)[subj]
+    a = (rng.random(805) < base).astype(float)
+    b = (rng.random(805) < base + 0.5).astype(float)
+    r = pairwise_comparisons(np.column_stack([a, b]), subj)
+    holm = adjust_pvalues(r.p_value, method="holm")
+    assert r.method == "stratified_items" and holm.rejected.all() and r.estimate[0] > 0.4
+    assert r.tests["clustered_subject"].df[0] <= 4
+
+
+def test_rank_order_uses_shared_items_not_own_items():
+    # Model 1 skipped the 200 hardest items: on its own items it scores 0.90 against model 0's
+    # 0.75, but on the 600 items both answered it is behind (0.85 vs 0.90). The rank and the
+    # tied groups follow the shared items, as the tests do.
+    easy = np.r_[np.ones(540), np.zeros(60)]  # model 0 on the easy items: 0.90
+    hard = np.r_[np.ones(60), np.zeros(140)]  # model 0 on the hard items
+    m0 = np.r_[easy, hard]
+    m1 = np.r_[np.r_[np.ones(510), np.zeros(90)], np.full(200, np.nan)]  # 0.85 on the easy items
+    m2 = np.r_[np.ones(300), np.zeros(500)]
+    scores = np.column_stack([m0, m1, m2])
+    own = np.nanmean(scores, axis=0)
+    assert own[1] > own[0]
+    r = pairwise_comparisons(scores)
+    rc = rank_confidence(own, r.pair_a, r.pair_b, r.estimate, r.p_value)
+    assert rc.rank[0] < rc.rank[1] and rc.order_score[0] > rc.order_score[1]
+    assert rc.groups[0][0] == 0
+    old = rank_confidence(own, r.pair_a, r.pair_b, r.estimate, r.p_value, order="estimate")
+    assert old.rank[1] < old.rank[0]
+    # complete data: the shared-gap order is the score order
+    full = np.column_stack([m0, np.r_[m1[:600], np.zeros(200)], m2])
+    rf = pairwise_comparisons(full)
+    a = rank_confidence(full.mean(axis=0), rf.pair_a, rf.pair_b, rf.estimate, rf.p_value)
+    b = rank_confidence(full.mean(axis=0), rf.pair_a, rf.pair_b, rf.estimate, rf.p_value, order="estimate")
+    assert a.rank.tolist() == b.rank.tolist() and a.groups == b.groups

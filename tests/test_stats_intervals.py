@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.intervals (STATS.md A2 comparators).
+"""Tests for benchcert.stats.intervals (the paper's Table 3 comparators).
 
 Coverage claims are checked by seeded Monte Carlo: the simulated coverage rate gets a
 99% Clopper-Pearson interval (scipy binomtest), and the claim must be compatible with it.
@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.comparisons import cr2_mean
 from benchcert.stats.intervals import (
     IntervalResult,
     clustered_interval,
@@ -163,7 +164,11 @@ def _clustered_oracle(s, c, weights):
     else:
         w = [1.0 / (C * len(members[c[i]])) for i in range(n)]
     theta = sum(w[i] * s[i] for i in range(n))
-    v = C / (C - 1) * sum(sum(w[i] * (s[i] - theta) for i in members[lab]) ** 2 for lab in labels)
+    if weights == "pooled":  # CR2: each cluster's squared sum over 1 - m_c/n
+        v = sum(sum(w[i] * (s[i] - theta) for i in members[lab]) ** 2 / (1 - len(members[lab]) / n)
+                for lab in labels)
+    else:  # CR1 = CR2 for equal cluster weights
+        v = C / (C - 1) * sum(sum(w[i] * (s[i] - theta) for i in members[lab]) ** 2 for lab in labels)
     return theta, math.sqrt(v)
 
 
@@ -182,13 +187,19 @@ def _lm_eval_oracle(s, c):
 def test_clustered_pooled_matches_stats_md_formula(no_warnings):
     # Hand example: clusters {0: [1, 1, 0], 1: [0, 0], 2: [1, 0, 1, 1]}, n = 9, s_bar = 5/9.
     # Residual sums: 2 - 3*5/9 = 1/3, 0 - 10/9 = -10/9, 3 - 20/9 = 7/9;
-    # squares 9/81 + 100/81 + 49/81 = 158/81; SE = sqrt(3/2 * 158/81) / 9.
+    # CR1 (Miller 2024) would be sqrt(3/2 * 158/81) / 9; the CR2 correction divides each squared
+    # sum by 1 - m_c/n (6/9, 7/9, 5/9) instead of multiplying all by C/(C-1), and the critical
+    # value is Student t with the Bell-McCaffrey df (the comparisons' cr2_mean, checked there
+    # against explicit matrices).
     s = np.array([1, 1, 0, 0, 0, 1, 0, 1, 1], dtype=float)
     c = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
     r = clustered_interval(s, c)
     assert r.estimate == pytest.approx(5 / 9)
-    assert r.se == pytest.approx(math.sqrt(1.5 * 158 / 81) / 9, rel=1e-12)
-    assert r.half_width == pytest.approx(Z95 * r.se, rel=1e-12)
+    cr2 = math.sqrt((9 / 81) / (6 / 9) + (100 / 81) / (7 / 9) + (49 / 81) / (5 / 9)) / 9
+    assert r.se == pytest.approx(cr2, rel=1e-12)
+    df = cr2_mean(np.array([[3.0], [2.0], [4.0]]), np.array([[1 / 3], [-10 / 9], [7 / 9]]))[1][0]
+    assert 1 < df < 2
+    assert r.half_width == pytest.approx(stats.t.ppf(0.975, df) * r.se, rel=1e-12)
     assert (r.n, r.n_clusters, r.method, r.weighting) == (9, 3, "clustered_subject", "pooled")
 
 
@@ -322,6 +333,7 @@ def test_comparator_equals_per_model_calls(weighting, no_warnings):
                       rng.random((n_items, n_models)))
     scores[rng.random((n_items, n_models)) < 0.15] = np.nan
     scores[subjects == 9, 3] = np.nan  # model 3 skipped a whole subject
+    scores[:, 6] = np.where(np.isnan(scores[:, 6]), np.nan, np.round(np.nan_to_num(scores[:, 6])))  # binary
     res = comparator_intervals(scores, subjects, weighting=weighting, alpha=0.1)
     expected_keys = {"iid_clt", "wilson", "clustered_subject"} | (
         {"lm_eval_group"} if weighting == "pooled" else set()
@@ -334,8 +346,19 @@ def test_comparator_equals_per_model_calls(weighting, no_warnings):
             "clustered_subject": clustered_interval(s, c, weights=weighting, alpha=0.1),
         }
         est = per_model["clustered_subject"].estimate
+        binary = bool(np.all((s == 0) | (s == 1)))
         per_model["iid_clt"] = iid_interval(est, ok.sum(), alpha=0.1)
         per_model["wilson"] = wilson_interval(est, ok.sum(), alpha=0.1)
+        if not binary:
+            # fractional scores: the sample variance (ddof = 1), and no Wilson interval
+            se = np.std(s, ddof=1) / math.sqrt(s.size)
+            z = stats.norm.ppf(0.95)
+            per_model["iid_clt"] = dataclasses.replace(
+                per_model["iid_clt"], lower=max(0.0, est - z * se), upper=min(1.0, est + z * se), half_width=z * se,
+                se=se)
+            w = res["wilson"]
+            assert np.isnan(w.lower[m]) and np.isnan(w.upper[m]) and np.isnan(w.half_width[m])
+            del per_model["wilson"]
         if weighting == "pooled":
             per_model["lm_eval_group"] = lm_eval_group_interval(s, c, alpha=0.1)
         for key, one in per_model.items():

@@ -1,10 +1,10 @@
-"""Tests for benchcert.stats.subsample (STATS.md B1-B7).
+"""Tests for benchcert.stats.subsample (exchangeable-bounds paper sec. 5, 7.5).
 
 Reference values:
 * Theorem 5.2 column and empirical columns of Table 4 of the exchangeable-bounds paper
   (../shared/papers/exchangeable-bounded-difference-benchmarks.txt, section 7.5, Table 4:
   N = 14,042, alpha = 0.05), with the pooled accuracies of its Table 1;
-* h*(250, 14042, 0.05) ~ 6.2 pp (STATS.md B4);
+* h*(250, 14042, 0.05) ~ 6.2 pp (paper sec. 7.5);
 * closed forms re-derived by hand in each test from the formulas cited there.
 
 Claims of validity are checked by seeded Monte Carlo; a simulated rate gets a 99%
@@ -146,7 +146,7 @@ def _brute(K, n, N, alpha, hs=()):
 
 
 def test_exact_reproduces_paper_table4_empirical_columns(no_warnings):
-    # STATS.md B3 / Table 4: K = round(pooled x 14,042) for the six Table 1 models; columns
+    # Paper Table 4: K = round(pooled x 14,042) for the six Table 1 models; columns
     # "mean empirical 95% error", "worst empirical 95% error" (pp) and "max violation rate" (%),
     # the latter = P(|H/n - K/N| > Theorem 5.2 half-width).
     table4 = {250: (5.85, 6.17, 0.65), 500: (4.10, 4.29, 0.70), 1000: (2.86, 2.99, 0.63),
@@ -205,7 +205,7 @@ def test_worst_case_matches_bruteforce_scan_over_every_K(no_warnings):
 def test_worst_case_reproduces_stats_b4_and_beats_theorem_5_2(paper_worst, no_warnings):
     w = paper_worst
     thm = theorem_5_2_halfwidth(PAPER_N, N_PAPER).half_width
-    # STATS.md B4: "about 6.2 pp instead of 8.51 pp at n = 250", ~27% narrower. Measured:
+    # Paper sec. 7.5: "about 6.2 pp instead of 8.51 pp at n = 250", ~27% narrower. Measured:
     # 6.20, 4.40, 3.00, 2.05, 1.12, 0.53 pp; the worst K at n = 250 is 5,701, not N/2 = 7,021.
     np.testing.assert_allclose(100 * w.half_width, [6.20, 4.40, 3.00, 2.05, 1.12, 0.53], atol=0.005)
     assert w.worst_K[0] == 5701
@@ -432,11 +432,32 @@ def test_proportional_allocation_by_hand(no_warnings):
         proportional_allocation([5, 5, 5], 2)
 
 
-def test_stratified_proxy_equals_theorem_under_exact_proportions(no_warnings):
-    # Hand: with n_k/m_k = n/N, sum (m_k/N)^2 (1 - n/N)/(4 n_k) = (N - n)/(4 n N) (Theorem 5.2's proxy).
+def test_stratified_proxy_with_finite_population_factor(no_warnings):
+    # Hand: proxy sum (m_k/N)^2 (m_k - n_k)/(m_k - 1) / (4 n_k); with n_k/m_k = n/N it is within a
+    # factor m_k/(m_k - 1) of Theorem 5.2's (N - n)/(4 n N).
     m, nk = np.array([50, 150, 300]), np.array([10, 30, 60])
-    assert stratified_halfwidth(m, nk).half_width == pytest.approx(theorem_5_2_halfwidth(100, 500).half_width,
-                                                                   rel=1e-12)
+    want = sum((mk / 500) ** 2 * (mk - n) / (mk - 1) / (4 * n) for mk, n in zip(m, nk))
+    r = stratified_halfwidth(m, nk)
+    assert r.variance_proxy == pytest.approx(want, rel=1e-12)
+    assert 1 < r.half_width / theorem_5_2_halfwidth(100, 500).half_width < math.sqrt(50 / 49)
+    # a stratum drawn whole contributes nothing
+    assert stratified_halfwidth([1, 4], [1, 2]).variance_proxy == pytest.approx((4 / 5) ** 2 * 2 / 3 / 8)
+
+
+def test_stratified_exact_violation_with_tiny_strata(no_warnings):
+    # Acceptance (issue 18): 50 strata of 2 items, one drawn from each. The worst response vectors
+    # make j strata discordant (0, 1); the error is then (1/100) times a sum of j Rademacher signs,
+    # so P(|error| > h) = P(|2 Bin(j, 1/2) - j| > 100 h), maximised over j exactly. With the factor
+    # 1 - n_k/m_k it was 6.49% > 5%; with (m_k - n_k)/(m_k - 1) it is 0.66%.
+    h = stratified_halfwidth(np.full(50, 2), np.ones(50, int), alpha=0.05).half_width
+    worst = 0.0
+    for j in range(1, 51):
+        b = np.arange(j + 1)
+        worst = max(worst, float(stats.binom.pmf(b, j, 0.5)[np.abs(2 * b - j) > 100 * h + 1e-12].sum()))
+    assert worst <= 0.05 and worst == pytest.approx(0.0066, abs=5e-4), worst
+    old = math.sqrt(2 * 50 * (1 / 50) ** 2 * 0.5 / 4 * math.log(40))  # the 1 - n/m factor
+    b = np.arange(51)
+    assert stats.binom.pmf(b, 50, 0.5)[np.abs(2 * b - 50) > 100 * old].sum() == pytest.approx(0.0649, abs=5e-4)
 
 
 def test_stratified_sd_and_coverage_on_real_subjects(mmlu, no_warnings):

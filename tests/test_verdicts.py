@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from benchcert.stats.comparisons import paired_comparison
-from benchcert.stats.sequential import betting_test_counts
+from benchcert.stats.sequential import betting_test, betting_test_counts
 from benchcert.tasks.ingest import ingest_file
 from benchcert.tasks.mapping import parse_mapping
 from benchcert.tasks.matrices import MatrixError
@@ -70,7 +70,10 @@ def test_first_look_answers_and_is_recorded(store):
     v = checkpoint_verdict(db, "bench", BASE, CAND)
     assert isinstance(v, CheckpointVerdict)
     assert (v.look, v.recorded, v.n_shared, v.n_excluded, v.n_new, v.n_sequential) == (1, True, 600, 0, 600, 600)
-    assert v.verdict in ("improved", "regressed", "inconclusive") and v.method == "clustered_subject"
+    # 8 subjects: the question is the fixed-strata items one, betting on items
+    assert v.verdict in ("improved", "regressed", "inconclusive") and v.method == "stratified_items"
+    assert v.question.startswith("items") and v.sequential_unit == "item" and v.n_sequential_units == 600
+    assert any("fewer than 30" in w for w in v.warnings)
     # oracle: the fixed-sample numbers are paired_comparison's on the same items
     with open_store(db, write=False) as con:
         wide = query_pl(con, "SELECT item_id, model, score FROM responses").pivot(on="model", index="item_id",
@@ -190,3 +193,32 @@ def test_real_mmlu_pro_checkpoint_verdicts(mmlu_db, tmp_path):
     w = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "DeepSeek-Coder-V2")
     assert w.verdict == "inconclusive" and (w.n_shared, w.n_only_baseline, w.n_excluded) == (10351, 1681, 1681)
     assert w.mde > abs(w.gap)
+
+
+def test_many_subjects_bet_on_subject_entry_means(tmp_path):
+    # 40 subjects: the clustered question; the betting test's units are the subjects, each at the
+    # look of its first item with the mean of its items at that look (oracle: subject_entry_means
+    # + betting_test on the ledger, written out here).
+    rng = np.random.default_rng(3)
+    db = tmp_path / "s.duckdb"
+    _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 500, 0.6, 0.62, n_subj=40)))
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v1.method == "clustered_subject" and v1.question.startswith("subjects")
+    assert v1.sequential_unit == "subject" and v1.n_sequential_units == 40
+    # night 2: new items of the same subjects and of 10 new subjects s40..s49
+    rows = _night(rng, 500, 300, 0.6, 0.62, n_subj=40)
+    rows += [(m, f"x{i}", f"s{40 + i % 10}", "d0", float(rng.random() < 0.6)) for i in range(50) for m in (BASE, CAND)]
+    _ingest(db, _write(tmp_path / "n2.csv", rows))
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v2.method == "clustered_subject" and v2.n_sequential_units == 50 and v2.n_new == 350
+    with open_store(db, write=False) as con:
+        led = query_pl(con, "SELECT v.item_id, v.look, v.d, i.subject FROM verdict_items v JOIN items i "
+                            "ON i.item_id = v.item_id AND i.benchmark = v.benchmark ORDER BY v.look, v.item_id")
+    first = led.group_by("subject").agg(pl.col("look").min().alias("first"))
+    units = (led.join(first, on="subject").filter(pl.col("look") == pl.col("first"))
+             .group_by("subject", "first").agg(pl.col("d").mean()).sort("first", "subject"))
+    cum = np.array([units.filter(pl.col("first") <= t).height for t in (1, 2)])
+    assert cum.tolist() == [40, 50]
+    seq = betting_test(units["d"].to_numpy(), cum, alpha=0.025)
+    assert v2.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    assert v2.log_e_regressed == pytest.approx(seq.log_e_regressed[-1])

@@ -1,4 +1,4 @@
-"""Model comparisons for the audit (STATS.md D1, D2): which models are really different?
+"""Model comparisons for the audit (the Hardt chapter's paired tests): which models are really different?
 
 Every pair of models (or every model against ``AuditConfig.baseline``) is compared on the
 items both answered - paired, because two models' scores on the same items are strongly
@@ -8,26 +8,35 @@ of a pair answered are excluded from that pair and counted in the table.
 Tables:
 
 * ``comparisons`` - one row per pair: gap (model - versus) on shared items, the primary
-  interval (clustered by subject when the hierarchy has subjects, else paired CLT) and its
-  Bonferroni-simultaneous version, p-values of every method (paired CLT, clustered, exact
+  interval and the question it answers (``question``: clustered by subject - "does the gap
+  generalise to new subjects" - when the hierarchy has 30 or more subjects; subjects as fixed
+  strata - "is the model better on this benchmark's items" - with fewer, with a note; paired
+  CLT without subjects) and its Bonferroni-simultaneous version on the same t reference, p-values of every method (paired CLT, clustered, exact
   McNemar / sign test, Hoeffding, and the unpaired z-test peers use), Holm and
   Benjamini-Hochberg adjusted p-values, the minimum detectable effect and the verdict
   (Holm at alpha: ``improved`` = model significantly better than versus);
 * ``tied_groups`` - one row per (group, model): maximal runs of models, in score order,
   within which no pair differs after Holm over all pairs; a model may sit in several;
-* ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval.
+* ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval. The
+  rank order (and the order of tied groups) is by ``shared_gap``, the model's mean gap against
+  every other on the items each pair shares - what the tests compare - not by its score on
+  its own answered items (``score``), which differ when models skipped items.
 
 The report gets a rank plot (rank intervals), the tied groups and the table.
 """
 
 from __future__ import annotations
 
+import warnings
 from html import escape
 
 import numpy as np
 import polars as pl
 
+from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.comparisons import (
+    MIN_SUBJECTS_CLUSTERED,
+    QUESTIONS,
     adjust_pvalues,
     pairwise_comparisons,
     rank_confidence,
@@ -43,7 +52,7 @@ COMPARISON_SCHEMA = {
     "model": pl.String, "versus": pl.String, "family": pl.String,
     "n_shared": pl.Int64, "n_only_model": pl.Int64, "n_only_versus": pl.Int64, "n_excluded": pl.Int64,
     "score_model": pl.Float64, "score_versus": pl.Float64, "gap": pl.Float64,
-    "method": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
+    "method": pl.String, "question": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
     "simultaneous_lower": pl.Float64, "simultaneous_upper": pl.Float64,
     "p_value": pl.Float64, "p_holm": pl.Float64, "p_bh": pl.Float64,
     "p_paired_clt": pl.Float64, "p_clustered": pl.Float64, "p_exact": pl.Float64, "exact_test": pl.String,
@@ -53,7 +62,7 @@ COMPARISON_SCHEMA = {
 }
 TIED_SCHEMA = {"group": pl.Int64, "model": pl.String, "score": pl.Float64, "rank": pl.Int64,
                "rank_lower": pl.Int64, "rank_upper": pl.Int64, "group_size": pl.Int64}
-RANK_SCHEMA = {"model": pl.String, "score": pl.Float64, "rank": pl.Int64, "rank_lower": pl.Int64,
+RANK_SCHEMA = {"model": pl.String, "score": pl.Float64, "shared_gap": pl.Float64, "rank": pl.Int64, "rank_lower": pl.Int64,
                "rank_upper": pl.Int64, "n_significantly_better": pl.Int64, "n_significantly_worse": pl.Int64,
                "groups": pl.String}
 
@@ -94,6 +103,11 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         # One subject leaves nothing to cluster over; the clustered SE would be the worst case.
         subjects = None
         notes.append("comparisons: the benchmark has a single subject, so intervals are paired CLT, not clustered")
+    if subjects is not None and np.unique(subjects).size < MIN_SUBJECTS_CLUSTERED:
+        notes.append(f"comparisons: {np.unique(subjects).size} subjects (fewer than {MIN_SUBJECTS_CLUSTERED}): verdicts, "
+                     "intervals and ranks answer 'is the model better on this benchmark's items' (subjects as fixed "
+                     "strata). Whether a gap generalises to new subjects (p_clustered) cannot be answered reliably "
+                     "with so few subjects: that test has little power and a noisy standard error")
     pooled = np.nanmean(scores, axis=0)
     baseline = None
     if config.baseline is not None:
@@ -121,10 +135,15 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     frame = pl.DataFrame(schema=COMPARISON_SCHEMA)
     r = None
     if pv.size:
-        r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+        notes += _named_pair_warnings(caught, r, models)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
-        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha)
+        # The same reference distribution as the p-values (t with the clustered test's df), so an
+        # interval excluding 0 means a Bonferroni rejection, which implies Holm's.
+        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
         exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
         verdict = np.where(holm.rejected & (r.estimate > 0), "improved",
                            np.where(holm.rejected & (r.estimate < 0), "regressed", "inconclusive"))
@@ -133,7 +152,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,
             "n_shared": r.n, "n_only_model": r.n_only_b, "n_only_versus": r.n_only_a, "n_excluded": r.n_excluded,
             "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
-            "method": r.method, "se": r.se, "lower": r.lower, "upper": r.upper,
+            "method": r.method, "question": r.question, "se": r.se, "lower": r.lower, "upper": r.upper,
             "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
             "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bh": bh.p_adjusted,
             "p_paired_clt": r.tests["paired_clt"].p_value,
@@ -163,9 +182,42 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     return AnalysisOutput(
         name="comparisons",
         tables={"comparisons": frame, "tied_groups": tied, "comparison_ranks": ranks},
-        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha, subjects is not None)],
+        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha,
+                           r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"))],
         warnings=notes,
     )
+
+
+def _named_pair_warnings(caught, r, models: list[str]) -> list[str]:
+    """The stats layer's degenerate-data warnings name pairs by index; restate them by model names,
+    one line per condition."""
+    def names(mask) -> str:
+        idx = np.flatnonzero(mask)
+        pairs = [f"{models[r.pair_b[j]]} vs {models[r.pair_a[j]]}" for j in idx]
+        return ", ".join(pairs[:8]) + (f" ... ({len(pairs)} in all)" if len(pairs) > 8 else "")
+
+    conditions = []
+    for name, t in r.tests.items():
+        if t.se is not None:
+            se = np.asarray(t.se, dtype=float)
+            if (se == 0).any():
+                conditions.append((f"{name}: zero standard error (every shared item has the same difference)", se == 0))
+    disc = (np.asarray(r.n_b_wins) + np.asarray(r.n_a_wins)) == 0
+    if disc.any():
+        conditions.append(("no discordant item, so the exact test has no information (p = 1)", disc))
+    if (np.asarray(r.n) < 2).any():
+        conditions.append(("a single shared item: worst-case standard errors", np.asarray(r.n) < 2))
+    if r.n_clusters is not None and (np.asarray(r.n_clusters) < 2).any():
+        conditions.append(("fewer than 2 subjects with shared items: the clustered test uses the worst-case SE",
+                           np.asarray(r.n_clusters) < 2))
+    out = [f"comparisons: {text} for {names(mask)}" for text, mask in conditions]
+    for w in caught:
+        msg = str(w.message)
+        if issubclass(w.category, DegenerateDataWarning) and ("comparison(s)" in msg or msg.startswith(
+                ("mcnemar_exact", "paired_clt", "clustered_subject", "stratified_items"))):
+            continue  # restated above by name
+        out.append(f"comparisons: {w.category.__name__}: {msg}")
+    return list(dict.fromkeys(out))
 
 
 def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
@@ -183,16 +235,20 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
         pairs = np.column_stack([i[ok], j[ok]])
         gap = p = np.zeros(0)
         if pairs.shape[0]:
-            r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+            with warnings.catch_warnings():
+                # the same conditions are reported, by name, for the table's own family
+                warnings.simplefilter("ignore", DegenerateDataWarning)
+                r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
             gap, p = r.estimate, r.p_value
     if pairs.shape[0]:
         rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm")
-        rank, lo, hi, groups = rc.rank, rc.lower, rc.upper, rc.groups
+        rank, lo, hi, groups, order_score = rc.rank, rc.lower, rc.upper, rc.groups, rc.order_score
         n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
     else:
         rank = 1 + (pooled[None, :] > pooled[:, None]).sum(axis=1)
         lo, hi = np.ones(k, np.int64), np.full(k, k, np.int64)
         groups = (tuple(int(x) for x in np.argsort(-pooled, kind="stable")),)
+        order_score = np.full(k, np.nan)
         n_better = n_worse = np.zeros(k, np.int64)
     member = {g: [] for g in range(k)}
     rows = []
@@ -203,7 +259,7 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
                          "rank_lower": int(lo[idx]), "rank_upper": int(hi[idx]), "group_size": len(grp)})
     tied = pl.DataFrame(rows, schema=TIED_SCHEMA)
     ranks = pl.DataFrame({
-        "model": models, "score": pooled, "rank": rank.astype(np.int64), "rank_lower": np.asarray(lo, np.int64),
+        "model": models, "score": pooled, "shared_gap": order_score, "rank": rank.astype(np.int64), "rank_lower": np.asarray(lo, np.int64),
         "rank_upper": np.asarray(hi, np.int64), "n_significantly_better": np.asarray(n_better, np.int64),
         "n_significantly_worse": np.asarray(n_worse, np.int64),
         "groups": [",".join(str(g) for g in member[x]) for x in range(k)],
@@ -211,7 +267,7 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
     return ranks, tied, groups
 
 
-def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Section:
+def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
     level = f"{100 * (1 - alpha):g}%"
     k = len(models)
     plot = interval_plot_svg(
@@ -224,7 +280,10 @@ def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Sectio
     group_items = "".join(
         f"<li>group {gid}: {escape(', '.join(models[i] for i in g))}</li>"
         for gid, g in enumerate(groups, start=1) if len(g) > 1)
-    method = "clustered by subject (t with C - 1 df)" if clustered else "paired CLT"
+    method = {"clustered_subject": "clustered by subject (CR2, t with Bell-McCaffrey df)",
+              "stratified_items": "paired within subjects as fixed strata (t with N - C df)",
+              "paired_clt": "paired CLT"}[primary]
+    question = QUESTIONS[primary]
     if baseline is not None:
         fam = f"every model against the baseline {escape(models[baseline])!s}"
     else:
@@ -233,8 +292,10 @@ def _section(frame, ranks, groups, models, baseline, alpha, clustered) -> Sectio
              f"excluded and counted in <code>n_excluded</code>). Gap = model &minus; versus; {level} interval "
              f"{method}; verdict by Holm at &alpha; = {alpha:g} over the {frame.filter(pl.col('n_shared') > 0).height} "
              "comparisons (<code>improved</code> = model significantly ahead). Benjamini-Hochberg adjusted "
-             "p-values (FDR) and Bonferroni-simultaneous intervals are in the table; so is the unpaired z-test "
-             "peers report, which ignores that both models answered the same items.</p>")
+             "p-values (FDR) and Bonferroni-simultaneous intervals (same t reference as the p-values: an interval "
+             "that excludes 0 is always a Holm rejection) are in the table; so is the unpaired z-test "
+             f"peers report, which ignores that both models answered the same items.</p><p>The question answered: "
+             f"<b>{escape(question)}</b>.</p>")
     ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
             "level (Holm over all pairs) - a tie here means <em>not distinguished</em>, not proven equal. "
             "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))

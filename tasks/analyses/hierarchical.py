@@ -1,4 +1,4 @@
-"""Hierarchical exchangeable intervals and the diagnostics behind them (STATS.md A3-A6).
+"""Hierarchical exchangeable intervals and the diagnostics behind them (exchangeable-bounds paper, sections 6-7).
 
 Per model: macro and pooled (and user-weighted) intervals from Corollary 6.1 with
 beta-binomial proxies per domain, reported as method ``"hierarchical"`` beside the
@@ -22,7 +22,7 @@ import polars as pl
 
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import split_half, subject_correlation
-from benchcert.stats.hierarchical import fit_domains, hierarchical_bound
+from benchcert.stats.hierarchical import PROXY_SHARE, fit_domains, hierarchical_bound
 from benchcert.stats.intervals import comparator_intervals
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
@@ -45,7 +45,8 @@ FIT_SCHEMA = {
     "model": pl.String, "domain": pl.String, "K_d": pl.Int64, "n_items": pl.Int64, "mean": pl.Float64,
     "a": pl.Float64, "b": pl.Float64, "nu": pl.Float64, "s2": pl.Float64, "icc": pl.Float64,
     "loglik": pl.Float64, "method": pl.String, "status": pl.String, "degenerate": pl.Boolean,
-    "reason": pl.String, "used_in_bound": pl.Boolean,
+    "reason": pl.String, "used_in_bound": pl.Boolean, "nu_lower": pl.Float64, "s2_upper": pl.Float64,
+    "upper_alpha": pl.Float64,
 }
 SPLIT_SCHEMA = {
     "model": pl.String, "domain": pl.String, "n_subjects": pl.Int64, "corr": pl.Float64, "sd": pl.Float64,
@@ -219,7 +220,10 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fits = fit_domains(m.scores, m.item_subject, doms)
+        # The subject proxies used are upper confidence bounds at a share of alpha (valid with few
+        # subjects per domain); the plug-in fit stays in the domain_fits table for reference.
+        proxy_alpha = PROXY_SHARE * config.alpha
+        fits = fit_domains(m.scores, m.item_subject, doms, proxy_alpha=proxy_alpha)
         means = np.nan_to_num(fits.subject_means, nan=0.0)
         metrics: dict[str, object] = {"macro": "macro", "pooled": "pooled"}
         if config.subject_weights:
@@ -227,8 +231,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             notes += wnotes
             if w is not None:
                 metrics["weighted"] = w
-        bounds = {name: hierarchical_bound(means, fits.n, doms, None if item_only else fits.s2, weights=wts,
-                                           alpha=config.alpha)
+        bounds = {name: hierarchical_bound(means, fits.n, doms, None if item_only else fits.s2_upper, weights=wts,
+                                           alpha=config.alpha, proxy_alpha=0.0 if item_only else proxy_alpha)
                   for name, wts in metrics.items()}
         split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS,
                            rng=np.random.default_rng(SPLIT_SEED))
@@ -261,7 +265,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         "icc": fits.icc.ravel(), "loglik": fits.loglik.ravel(),
         "method": np.tile(fits.fit_method, d), "status": fits.status.ravel(),
         "degenerate": fits.degenerate.ravel(), "reason": [str(r) for r in reasons.ravel()],
-        "used_in_bound": np.full(d * mdl, not item_only)}, schema=FIT_SCHEMA)
+        "used_in_bound": np.full(d * mdl, not item_only), "nu_lower": fits.nu_lower.ravel(),
+        "s2_upper": fits.s2_upper.ravel(), "upper_alpha": fits.upper_alpha.ravel()}, schema=FIT_SCHEMA)
     # A fit over no answered subject is no fit at all; keep the table to real ones.
     fit_frame = fit_frame.filter(pl.col("K_d") > 0)
 
@@ -359,7 +364,9 @@ def _sections(m, config, hier, bounds, comparators, components, fit_frame, split
     notes = "".join(f"<li>{escape(a)}</li>" for a in macro.assumptions)
     head = (f"<p>{level} intervals from Corollary 6.1 of the exchangeable-bounds paper: "
             f"h = √(2 σ²_eff log(2/α)) with σ²_eff = σ²_item + σ²_subj + σ²_dom, the subject term from a "
-            f"beta-binomial fit per domain (Marchal-Arbel proxy 1/(4(a+b+1))). Hierarchy: <b>{escape(hier)}</b> "
+            f"beta-binomial fit per domain (Marchal-Arbel proxy 1/(4(a+b+1))) taken at the profile-likelihood lower "
+            f"confidence bound of a+b, so that the interval keeps its level with few subjects per domain (half of "
+            f"α is spent on those bounds). Hierarchy: <b>{escape(hier)}</b> "
             f"({escape(hier_text)}). The macro half-width is {np.median(ratio):.1f}× the iid one (median over "
             f"models; range {ratio.min():.1f}-{ratio.max():.1f}×). Half-widths in percentage points.</p>")
     if item_only:
@@ -376,7 +383,7 @@ def _sections(m, config, hier, bounds, comparators, components, fit_frame, split
     fits_used = fit_frame.filter(pl.col("K_d") > 0)
     icc = (fits_used.select("model", "domain", "icc").pivot(on="domain", index="model", values="icc")
            .sort("model"))
-    bad = fits_used.filter(pl.col("degenerate")).select("model", "domain", "K_d", "status", "s2", "reason")
+    bad = fits_used.filter(pl.col("degenerate")).select("model", "domain", "K_d", "status", "s2", "s2_upper", "reason")
     sections.append(Section(
         title="Domain fits (beta-binomial)", anchor="domain-fits",
         html=("<p>Intraclass correlation 1/(a+b+1) of each domain's beta-binomial fit per model: the share of "
@@ -384,8 +391,9 @@ def _sections(m, config, hier, bounds, comparators, components, fit_frame, split
               "dominates the interval." + (" <b>Not used in the bound (hierarchy 'none').</b>" if item_only else "")
               + "</p>" + _wide_tables(icc)
               + (f"<h3>Degenerate fits ({bad.height})</h3>"
-                 "<p>Each used a documented fallback (worst-case proxy 1/4, or the under-dispersed bound) and is "
-                 "flagged in <code>domain_fits.parquet</code>.</p>" + table_html(bad, float_digits=6)
+                 "<p>Each is flagged in <code>domain_fits.parquet</code>. The interval uses <code>s2_upper</code>: "
+                 "the worst case 1/4 where a + b is not identifiable, else the proxy at the lower confidence bound "
+                 "of a + b (finite even for an under-dispersed fit).</p>" + table_html(bad, float_digits=6)
                  if bad.height else "<p>No degenerate fit.</p>"))))
 
     t2 = (split_frame.select("model", "domain", "corr").pivot(on="domain", index="model", values="corr")

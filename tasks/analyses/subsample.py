@@ -160,13 +160,14 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     binary = np.all((S == 0.0) | (S == 1.0) | np.isnan(S), axis=0)
     keep = np.array([f and b and mod not in subset_models for f, b, mod in zip(full, binary, m.models)], dtype=bool)
     models = [mod for mod, k in zip(m.models, keep) if k]
-    for mod, f, b in zip(m.models, full, binary):
-        if mod in subset_models:
-            continue
-        if not f:
-            notes.append(f"model {mod!r} did not answer every item: left out of the exact subsample columns")
-        elif not b:
-            notes.append(f"model {mod!r} has non-binary scores: the exact (hypergeometric) columns need 0/1 scores")
+    # One line per condition, listing the models.
+    partial = [mod for mod, f in zip(m.models, full) if mod not in subset_models and not f]
+    fractional = [mod for mod, f, b in zip(m.models, full, binary) if mod not in subset_models and f and not b]
+    for names, why in ((partial, "did not answer every item: left out of the exact subsample columns"),
+                       (fractional, "have non-binary scores: the exact (hypergeometric) columns need 0/1 scores")):
+        if names:
+            shown = ", ".join(repr(x) for x in names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+            notes.append(f"model(s) {shown} {why}")
     X = S[:, keep]
     K = X.sum(axis=0).round().astype(np.int64) if models else np.zeros(0, np.int64)
     sizes = np.bincount(m.item_subject)
