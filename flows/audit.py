@@ -22,7 +22,8 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
                hierarchy: list[str] | None = None, subject_weights: dict[str, float] | None = None,
                baseline: str | None = None, webhook_url: str | None = None,
-               verdicts: list[dict] | None = None, export_dir: str | None = None) -> dict:
+               verdicts: list[dict] | None = None, export_dir: str | None = None,
+               all_pairs: bool = False) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir`` and ``timings_s``.
 
     The summary names what changed since the previous run of the benchmark under the same
@@ -41,12 +42,12 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
     run_id = artifacts.new_run_id(started)
     config = AuditConfig(alpha=alpha, variant=variant,
                          hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
-                         subject_weights=subject_weights, baseline=baseline, db=str(db))
+                         subject_weights=subject_weights, baseline=baseline, db=str(db), all_pairs=all_pairs)
     flow_run_id = str(flow_run.id) if flow_run.id else None
     run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
                   "artifacts_root": str(artifacts_root), "analyses": list(ANALYSES),
                   "hierarchy": list(config.hierarchy), "subject_weights": subject_weights, "baseline": baseline,
-                  "webhook": bool(webhook_url)}
+                  "webhook": bool(webhook_url), "all_pairs": all_pairs}
     try:
         if export_dir is None:
             matrices, sources, read_s = load_matrices_task(db, benchmark, variant, lock_timeout)

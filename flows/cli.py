@@ -145,7 +145,7 @@ def cmd_audit(args) -> int:
     try:
         out = flow_fn(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
                       args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                      baseline=args.baseline, webhook_url=args.webhook, **scale_out)
+                      baseline=args.baseline, webhook_url=args.webhook, all_pairs=args.all_pairs, **scale_out)
     except StoreLockedError as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_STORE

@@ -54,6 +54,9 @@ def register(sub) -> None:
 
 def add_dask_arguments(sp) -> None:
     """The audit's scale-out options (benchcert audit)."""
+    sp.add_argument("--all-pairs", action="store_true",
+                    help="compare every pair of models even beyond 150 models (default there: each model against "
+                         "the next in the ranking and every pair among the top 20)")
     g = sp.add_argument_group("scale-out on Dask (default: one process)")
     g.add_argument("--dask-address", metavar="URL",
                    help="run the analyses on the Dask cluster whose scheduler is at URL (tcp://HOST:PORT); its "

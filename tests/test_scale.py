@@ -87,3 +87,45 @@ def test_blocked_pairwise_with_fractional_scores_agrees_to_rounding():
         warnings.simplefilter("ignore")
         _assert_same_comparison(pairwise_comparisons(s, subjects, block_models=9),
                                 pairwise_comparisons(s, subjects, block_models=2), exact=False)
+
+
+def _matrices(n_models, n_items, n_subjects, seed=0):
+    import polars as pl
+
+    from benchcert.tasks.matrices import BenchmarkMatrices
+
+    rng = np.random.default_rng(seed)
+    subj = (np.arange(n_items) * n_subjects) // n_items
+    p = 1 / (1 + np.exp(-(rng.normal(0, 1, n_models)[None, :] - rng.normal(0, 0.7, n_subjects)[:, None])))
+    scores = (rng.random((n_items, n_models)) < p[subj]).astype(float)
+    items = pl.DataFrame({"item_id": [f"i{i:06d}" for i in range(n_items)], "subject": [f"s{s:03d}" for s in subj],
+                          "domain": [f"d{s % 3}" for s in subj]})
+    return BenchmarkMatrices("syn", "", items=items, models=[f"m{j:04d}" for j in range(n_models)], scores=scores,
+                             n_replicates=np.ones(scores.shape, np.uint32))
+
+
+def test_many_models_compare_the_leaderboard_family_with_multiplicity_over_it():
+    # 160 models (> ALL_PAIRS_MAX_MODELS): neighbours in the ranking + every pair of the top 20,
+    # Holm and BH over exactly the pairs in the table; --all-pairs restores every pair.
+    from benchcert.stats.comparisons import adjust_pvalues
+    from benchcert.tasks.analyses import AuditConfig
+    from benchcert.tasks.analyses import comparisons as cmp
+
+    m = _matrices(cmp.ALL_PAIRS_MAX_MODELS + 10, 300, 12)
+    k = len(m.models)
+    out = cmp.analyze(m, AuditConfig())
+    table = out.tables["comparisons"]
+    assert set(table["family"]) == {"leaderboard"}
+    pooled = np.nanmean(m.scores, axis=0)
+    order = [m.models[j] for j in np.argsort(-pooled, kind="stable")]
+    pairs = {frozenset(p) for p in zip(table["model"], table["versus"])}
+    assert all(frozenset(p) in pairs for p in zip(order[:-1], order[1:]))  # every neighbour pair
+    assert all(frozenset((a, b)) in pairs for a in order[:cmp.TOP_N] for b in order[:cmp.TOP_N] if a != b)
+    assert table.height == len(pairs) == (k - 1) + cmp.TOP_N * (cmp.TOP_N - 1) // 2 - (cmp.TOP_N - 1)
+    p = table["p_value"].to_numpy()
+    np.testing.assert_allclose(table["p_holm"].to_numpy(), adjust_pvalues(p, method="holm").p_adjusted)
+    np.testing.assert_allclose(table["p_bh"].to_numpy(), adjust_pvalues(p, method="bh").p_adjusted)
+    assert any("leaderboard" in w for w in out.warnings)
+    assert out.tables["comparison_ranks"].height == k
+    every = cmp.analyze(m, AuditConfig(all_pairs=True)).tables["comparisons"]
+    assert every.height == k * (k - 1) // 2 and set(every["family"]) == {"all_pairs"}

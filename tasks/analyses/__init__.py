@@ -51,6 +51,7 @@ class AuditConfig:
     subject_weights: dict[str, float] | None = None
     baseline: str | None = None
     db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
+    all_pairs: bool = False  # comparisons: every pair even beyond comparisons.ALL_PAIRS_MAX_MODELS models
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:
