@@ -74,6 +74,29 @@ def test_blocked_pairwise_equals_the_dense_computation_exactly(seed, with_subjec
             _assert_same_comparison(dense, pairwise_comparisons(s, subjects, block_models=bm, **kw[family]))
 
 
+@pytest.mark.parametrize("seed, with_subjects", [(4, True), (5, False)])
+def test_pair_by_pair_sums_equal_the_gram_path_exactly(seed, with_subjects, monkeypatch):
+    # Few pairs among many models are summed column by column (PAIR_DIRECT_RATIO); on 0/1 scores
+    # every number equals the Gram path's.
+    import warnings
+
+    from benchcert.stats import comparisons as cmp
+
+    rng = np.random.default_rng(seed)
+    k, n = 12, 300
+    s = (rng.random((n, k)) < rng.uniform(0.2, 0.9, k)).astype(float)
+    s[rng.random(s.shape) < 0.05] = np.nan
+    subjects = rng.integers(0, 9, n) if with_subjects else None
+    pairs = np.array([(0, 1), (5, 2), (11, 3), (7, 8), (4, 9)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        monkeypatch.setattr(cmp, "PAIR_DIRECT_RATIO", 0)  # Gram
+        gram = cmp.pairwise_comparisons(s, subjects, pairs=pairs)
+        monkeypatch.setattr(cmp, "PAIR_DIRECT_RATIO", 10**9)  # pair by pair
+        direct = cmp.pairwise_comparisons(s, subjects, pairs=pairs)
+    _assert_same_comparison(gram, direct)
+
+
 def test_blocked_pairwise_with_fractional_scores_agrees_to_rounding():
     # Non-integer Gram sums depend on BLAS's summation order, which depends on the block's width.
     import warnings
