@@ -6,6 +6,8 @@ scores; to rounding on other floats, since the two add a block's rows in differe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,54 @@ def test_many_models_compare_the_leaderboard_family_with_multiplicity_over_it():
     assert out.tables["comparison_ranks"].height == k
     every = cmp.analyze(m, AuditConfig(all_pairs=True)).tables["comparisons"]
     assert every.height == k * (k - 1) // 2 and set(every["family"]) == {"all_pairs"}
+
+
+#: The memory regression check: every analysis of the audit on 1,000 models x 2,000 items
+#: (2 million responses, 100 subjects in 10 domains), in a fresh process, under this peak RSS
+#: (VmHWM, Python and numpy included). Measured: see the test's docstring.
+MEMORY_MODELS, MEMORY_ITEMS, MEMORY_SUBJECTS = 1000, 2000, 100
+MEMORY_PEAK_LIMIT = 1280 * 2**20
+
+_MEMORY_SCRIPT = r"""
+import json, sys, warnings
+import numpy as np, polars as pl
+from benchcert.tasks.analyses import ANALYSES, AuditConfig, run_analysis
+from benchcert.tasks.matrices import BenchmarkMatrices
+M, N, S = (int(v) for v in sys.argv[1:4])
+rng = np.random.default_rng(0)
+subj = (np.arange(N) * S) // N
+p = 1 / (1 + np.exp(-(rng.normal(0, 1, M)[None, :] - rng.normal(0, 0.7, S)[:, None])))
+scores = (rng.random((N, M)) < p[subj]).astype(float)
+items = pl.DataFrame({"item_id": [f"i{i:06d}" for i in range(N)], "subject": [f"s{s:03d}" for s in subj],
+                      "domain": [f"d{s * 10 // S:02d}" for s in subj]})
+m = BenchmarkMatrices("syn", "", items=items, models=[f"m{j:05d}" for j in range(M)], scores=scores,
+                      n_replicates=np.ones(scores.shape, np.uint32))
+tables = {}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    for name, fn in ANALYSES.items():
+        out = run_analysis(name, fn, m, AuditConfig())
+        tables.update({k: v.height for k, v in out.tables.items()})
+peak = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"peak": peak, "tables": tables}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux) for the peak RSS")
+def test_audit_memory_stays_bounded_at_1000_models():
+    """Every analysis on 1,000 models x 2,000 items in a fresh process peaks under 1.25 GiB.
+
+    Measured 892 MiB (2026-11, 2-CPU machine). Before the leaderboard family and the blocked pairwise path, comparisons alone held three
+    subjects x pairs float64 arrays: 100 x 499,500 x 3 x 8 B = 1.2 GB on top of the matrix.
+    """
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT, str(MEMORY_MODELS), str(MEMORY_ITEMS),
+                           str(MEMORY_SUBJECTS)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["tables"]["model_scores"] == MEMORY_MODELS
+    assert res["tables"]["comparison_ranks"] == MEMORY_MODELS
+    assert res["peak"] < MEMORY_PEAK_LIMIT, f"peak RSS {res['peak'] / 2**20:.0f} MiB"
