@@ -274,6 +274,9 @@ def main(argv=None) -> int:
                             all_pairs=args.all_pairs)
             print(f"[{shape}] audit {aud['wall_s']:.1f} s, peak {_gib(aud['peak_rss'])}", file=sys.stderr)
             results.append({**info, "ingest": ing, "audit": aud})
+            print(render(results[-1:]).splitlines()[2], file=sys.stderr)
+            if args.json:  # written after every shape, so a long run keeps what it measured
+                Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
             if not args.keep:
                 shutil.rmtree(d, ignore_errors=True)
     finally:
