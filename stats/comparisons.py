@@ -1484,15 +1484,7 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     upper = k - n_worse
     distinct = better | better.T
     by_score = np.lexsort((np.arange(k), -np.round(score / tol)))
-    groups: list[tuple[int, ...]] = []
-    prev_end = -1
-    for start in range(k):
-        end = start
-        while end + 1 < k and not distinct[by_score[end + 1], by_score[start:end + 1]].any():
-            end += 1
-        if end > prev_end:  # not contained in the previous maximal run
-            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
-            prev_end = end
+    groups = _tied_runs(distinct, by_score)
     return RankConfidence(est, rank.astype(np.int64), lower.astype(np.int64), upper.astype(np.int64), better,
                           tuple(groups), alpha, k, method,
                           (f"pairwise two-sided tests adjusted by {method} (FWER <= alpha); a pair counts as "
@@ -1504,6 +1496,30 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
                            "point rank and order by " + ("each model's mean gap on the items each pair shares"
                                                          if order == "gaps" else "the scores given")),
                           order_score=score)
+
+
+def _tied_runs(distinct: np.ndarray, by_score: np.ndarray) -> list[tuple[int, ...]]:
+    """Maximal runs of ``by_score`` (score order) with no distinct pair inside, in order.
+
+    A run [s, e] has no distinct pair iff every position p in (s, e] has its last distinct
+    predecessor (the largest q < p, in score order, distinct from p) before s; the largest such
+    e never decreases with s, so one pass finds every maximal run: O(K^2) for the predecessor
+    table instead of O(K^3) for checking each run against each extension (38 s at 3,000 models).
+    """
+    k = by_score.size
+    d = np.tril(distinct[np.ix_(by_score, by_score)], -1)
+    has = d.any(axis=1)
+    last = np.where(has, k - 1 - np.argmax(d[:, ::-1], axis=1), -1)
+    groups: list[tuple[int, ...]] = []
+    prev_end = end = -1
+    for start in range(k):
+        end = max(end, start)
+        while end + 1 < k and last[end + 1] < start:
+            end += 1
+        if end > prev_end:  # not contained in the previous maximal run
+            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
+            prev_end = end
+    return groups
 
 
 # --------------------------------------------------------------------------------------

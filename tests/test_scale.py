@@ -205,3 +205,31 @@ def test_audit_memory_stays_bounded_at_1000_models():
     assert res["tables"]["model_scores"] == MEMORY_MODELS
     assert res["tables"]["comparison_ranks"] == MEMORY_MODELS
     assert res["peak"] < MEMORY_PEAK_LIMIT, f"peak RSS {res['peak'] / 2**20:.0f} MiB"
+
+
+def _tied_runs_oracle(distinct, by_score):
+    """The former loop (O(K^3)), verbatim."""
+    k = by_score.size
+    groups, prev_end = [], -1
+    for start in range(k):
+        end = start
+        while end + 1 < k and not distinct[by_score[end + 1], by_score[start:end + 1]].any():
+            end += 1
+        if end > prev_end:
+            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
+            prev_end = end
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tied_runs_equal_the_former_loop(seed):
+    from benchcert.stats.comparisons import _tied_runs
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        k = int(rng.integers(1, 40))
+        d = rng.random((k, k)) < rng.choice([0.0, 0.05, 0.3, 0.9])
+        d = d | d.T
+        np.fill_diagonal(d, False)
+        order = rng.permutation(k)
+        assert _tied_runs(d, order) == _tied_runs_oracle(d, order)
