@@ -69,7 +69,7 @@ def stats_only(m, alpha=0.05):
     means = np.nan_to_num(fits.subject_means)
     for w in ("macro", "pooled"):
         hierarchical_bound(means, fits.n, m.subject_domain, fits.s2_upper, weights=w, alpha=alpha,
-                           proxy_alpha=alpha / 2)
+                           proxy_alpha=alpha / 2, profile=fits.profile)
     split_half(m.scores, m.item_subject, m.subject_domain, n_splits=500, rng=np.random.default_rng(0))
     subject_correlation(fits.subject_means, m.subject_domain)
     return fits

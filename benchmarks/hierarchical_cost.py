@@ -33,7 +33,7 @@ def main(alpha: float = 0.05) -> None:
         for w in ("macro", "pooled"):
             hw[w, "plugin"] = hierarchical_bound(means, fits.n, doms, fits.s2, weights=w, alpha=alpha).half_width
             hw[w, "upper"] = hierarchical_bound(means, fits.n, doms, fits.s2_upper, weights=w, alpha=alpha,
-                                                proxy_alpha=PROXY_SHARE * alpha).half_width
+                                                proxy_alpha=PROXY_SHARE * alpha, profile=fits.profile).half_width
     print("| model | macro before | macro after | pooled before | pooled after |")
     print("|---|---|---|---|---|")
     for j, name in enumerate(m.models):

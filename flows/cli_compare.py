@@ -219,8 +219,10 @@ def _record(args, baseline: str, candidate: str) -> int:
           f"{100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {v.exact_test} p = {v.p_exact:.3g}, "
           f"MDE {100 * v.mde:.2f} pp; {v.n_shared} shared items, {v.n_excluded} excluded")
     cs = ("" if v.cs_lower is None else f", anytime interval [{100 * v.cs_lower:.2f}, {100 * v.cs_upper:.2f}] pp")
-    print(f"  over all looks: anytime p = {v.anytime_p:.3g}{cs}; {v.n_new} new item(s), "
-          f"{v.n_sequential} in the sequential test")
+    unit = (f"{v.n_sequential_units} subject(s) in the sequential test (one mean each, at its first look)"
+            if v.sequential_unit == "subject" else f"{v.n_sequential} in the sequential test")
+    print(f"  over all looks: anytime p = {v.anytime_p:.3g}{cs}; {v.n_new} new item(s), {unit}")
+    print(f"  question: {v.question}")
     for w in v.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return EXIT_OK

@@ -1545,8 +1545,8 @@ def _mde_iv(se, n, alpha, power):
     return s, nn, alpha, power
 
 
-def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8) -> DetectableEffect:
-    r"""Smallest true gap a two-sided level-alpha z-test detects with the given power.
+def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8, df=None) -> DetectableEffect:
+    r"""Smallest true gap a two-sided level-alpha z-test (or t-test) detects with the given power.
 
     Parameters
     ----------
@@ -1555,6 +1555,10 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8) -> DetectableEffe
     n : int or array_like
         Shared items behind it.
     alpha, power : float, keyword-only
+    df : float or array_like, keyword-only, optional
+        Degrees of freedom of the test's t reference (e.g. ``ComparisonTest.df``): the MDE
+        then uses t quantiles, the same reference as the interval and the p-value, so that a
+        gap equal to the MDE is detected with about the stated power. None = normal.
 
     Returns
     -------
@@ -1562,7 +1566,8 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8) -> DetectableEffe
 
     Notes
     -----
-    :math:`\mathrm{MDE} = (z_{1-\alpha/2} + z_{\mathrm{power}})\,SE` - the inverse of
+    :math:`\mathrm{MDE} = (z_{1-\alpha/2} + z_{\mathrm{power}})\,SE` (with t quantiles on
+    ``df`` when given) - the inverse of
     the paired power analysis :math:`n = (z_{1-\alpha/2} + z_\beta)^2
     \mathrm{Var}(D)/\delta^2` (see :func:`paired_sample_size`). The far tail
     (rejecting in the wrong direction) is ignored, as is usual.
@@ -1577,12 +1582,16 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8) -> DetectableEffe
     separates two models (Hardt ch. 3, sec. 3.4; see :func:`hellinger_min_items`).
     """
     s, nn, alpha, power = _mde_iv(se, n, alpha, power)
-    mde, _ = _mde_core(s, nn, alpha, power)
+    if df is not None:
+        dfa = np.asarray(df, dtype=float)
+        if np.any(np.isnan(dfa)) or np.any(dfa <= 0):
+            raise ValueError(f"df must be > 0; got {df!r}")
+    mde, _ = _mde_core(s, nn, alpha, power, df=df)
     if np.any(s == 0):
         warn_degenerate("minimum_detectable_effect: zero SE; reporting k^2/(n + k^2), the MDE when every "
                         "discordant item favours one model", stacklevel=2)
     return DetectableEffect(_out(mde), _out(s), _out(1.0 / np.sqrt(8.0 * nn)), alpha, power, _out(nn.astype(np.int64)),
-                            "normal_power", _MDE_ASSUMPTIONS)
+                            "normal_power" if df is None else "t_power", _MDE_ASSUMPTIONS)
 
 
 def _paired_sample_size_iv(delta, var_d, alpha, power):

@@ -50,6 +50,7 @@ __all__ = [
     "hierarchical_bound",
     "HierarchicalInterval",
     "hierarchical_interval",
+    "joint_subject_bound",
 ]
 
 #: Precision a + b at which an under-dispersed domain's fit is stopped (its MLE is at
@@ -336,6 +337,10 @@ class BetaFit:
         subject proxy); 0 and 1/4 for the worst-case fallbacks. None without ``upper_alpha``.
     upper_alpha : ndarray or float or None
         One-sided level of that bound per fit.
+    profile : ndarray, shape (..., G - 1), or None
+        With ``upper_alpha``: per grid interval of log(a + b) (:data:`_W_GRID`) a lower bound on
+        the profile deviance 2 (l_max - l_p) over that interval (inf for the fallbacks); what
+        :func:`joint_subject_bound` combines across domains.
     """
 
     a: np.ndarray | float
@@ -355,6 +360,7 @@ class BetaFit:
     nu_lower: np.ndarray | float | None = None
     s2_upper: np.ndarray | float | None = None
     upper_alpha: np.ndarray | float | None = None
+    profile: np.ndarray | None = None
 
     @property
     def reason(self):
@@ -573,11 +579,12 @@ def _stack(lik, times):
 
 
 #: Grid of w = log(a + b) on which the profile likelihood is evaluated for the lower
-#: confidence bound on the precision (spacing 0.6; the crossing is then refined by bisection).
-_W_GRID = np.linspace(_LOG_NU_MIN, _LOG_NU_MAX, 40)
+#: confidence bound on the precision (spacing 0.2: the per-domain crossing is then refined by
+#: bisection; the joint bound is conservative between grid points).
+_W_GRID = np.linspace(_LOG_NU_MIN, _LOG_NU_MAX, 116)
 
 
-def _max_over_mean(lik, t, w, *, iters=40, tol=1e-9):
+def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
     """Maximise each row's log-likelihood over t = logit(mean) with w = log(a + b) held fixed
     (safeguarded Newton: a step is halved until it does not lower the log-likelihood)."""
     t = t.astype(float).copy()
@@ -627,10 +634,13 @@ def _precision_lower_bound(lik, t_hat, w_hat, ll_hat, crit):
     the connected piece around the maximum) errs on the low side, i.e. conservative.
     """
     g, f = _W_GRID, t_hat.size
-    big = _stack(lik, g.size)
-    ww = np.repeat(g, f)
-    _, lp = _max_over_mean(big, np.tile(t_hat, g.size), ww)
-    lp = lp.reshape(g.size, f)
+    # Only grid points up to the first one at or above w_hat are needed: both bounds look at
+    # precisions below the maximum (above it the deviance rises and the proxy falls).
+    step = g[1] - g[0]
+    jj, ff = np.nonzero(g[:, None] <= w_hat[None, :] + step)
+    _, lp_v = _max_over_mean(_subset(lik, ff), t_hat[ff], g[jj])
+    lp = np.full((g.size, f), -np.inf)
+    lp[jj, ff] = lp_v
     top = np.maximum(ll_hat, np.max(lp, axis=0))
     dev = 2.0 * (top[None, :] - lp)
     inside = (dev <= crit[None, :]) & (g[:, None] <= w_hat[None, :] + 1e-12)
@@ -651,7 +661,87 @@ def _precision_lower_bound(lik, t_hat, w_hat, ll_hat, crit):
             hi_r = np.where(out, hi_r, mid)
         lo[refine] = lo_r
     w_lo = np.where(any_in & (j0 > 0), lo, np.where(any_in, np.minimum(g[0], w_hat), _LOG_NU_MIN))
-    return w_lo
+    # For the joint bound: a lower bound on the deviance over each grid interval [g_j, g_j+1],
+    # assuming the profile deviance is unimodal in w (falls to 0 at w_hat, then rises): the
+    # smaller end, and 0 on the interval holding w_hat.
+    holds = (g[:-1, None] <= w_hat[None, :] + 1e-12) & (g[1:, None] >= w_hat[None, :] - 1e-12)
+    mdev = np.where(holds, 0.0, np.minimum(dev[:-1], dev[1:]))
+    return w_lo, np.maximum(mdev, 0.0)
+
+
+#: Deviance budget bins of :func:`joint_subject_bound`'s knapsack (costs are rounded down to a
+#: bin, which can only enlarge the feasible set: the bound stays conservative).
+_BUDGET_BINS = 400
+
+
+def joint_subject_bound(profile, a2_dom, *, alpha):
+    r"""Upper confidence bound on the subject term sum_d A_d s_d^2 from every domain's profile likelihood.
+
+    Parameters
+    ----------
+    profile : ndarray, shape (D, M, G - 1)
+        :attr:`DomainFits.profile`: per (domain, model) and grid interval of w = log(a + b), a
+        lower bound on the profile deviance over the interval; inf everywhere for a domain
+        whose proxy is the worst case 1/4 (inf for single intervals not computed).
+    a2_dom : ndarray, shape (D, M)
+        A_d = sum of the squared subject weights of domain d (0 for unanswered domains).
+    alpha : float, keyword-only
+        One-sided level of the bound.
+
+    Returns
+    -------
+    ndarray, shape (M,)
+
+    Notes
+    -----
+    The subject term is one number, psi = sum_d A_d s^2(nu_d), s^2(nu) = 1/(4 (nu + 1)), so
+    its one-sided profile-likelihood bound is (domains are independent, so their deviances add)
+
+    .. math:: \psi_U = \max\Big\{\sum_d A_d s^2(\nu_d) : \sum_d \mathrm{dev}_d(\nu_d) \le z^2_{1-\alpha}\Big\},
+
+    one constraint for the whole term instead of a Bonferroni share per domain. It is solved
+    as a knapsack over the grid intervals of log(nu): each domain picks one interval, worth
+    A_d times the proxy at the interval's lower end (the largest in it) and costing the
+    interval's smallest deviance (:attr:`BetaFit.profile`) rounded down to 1/400 of the budget.
+    Both choices can only raise the value, so the result is >= the exact psi_U. With one
+    domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
+    """
+    from scipy.stats import norm
+
+    crit = float(norm.isf(alpha)) ** 2
+    prof = np.asarray(profile, dtype=float)
+    a = np.asarray(a2_dom, dtype=float)
+    d, mdl, gi = prof.shape
+    s2j = 0.25 / (np.exp(_W_GRID[:gi]) + 1.0)
+    s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
+    fixed = ~np.isfinite(prof).any(axis=-1)
+    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
+    nb = _BUDGET_BINS
+    unit = crit / nb
+    with np.errstate(invalid="ignore", over="ignore"):
+        cost = np.where(np.isfinite(prof), np.floor(prof / unit), nb + 1).clip(0, nb + 1).astype(np.int64)
+    if d == 1:  # one domain: the largest proxy within the budget, no knapsack needed
+        val = np.where(~fixed[0][:, None] & (cost[0] <= nb), a[0][:, None] * s2j[None, :], 0.0)
+        return base + val.max(axis=1)
+    # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
+    best = np.zeros((mdl, nb + 1))
+    bins = np.arange(nb + 1)
+    rows = np.arange(mdl)[:, None]
+    for dd in range(d):
+        use = ~fixed[dd] & (a[dd] > 0)
+        if not use.any():
+            continue
+        new = np.full((mdl, nb + 1), -np.inf)
+        for j in range(gi):
+            c = cost[dd, :, j]
+            ok = use & (c <= nb)
+            if not ok.any():
+                continue
+            src = bins[None, :] - c[:, None]
+            val = np.where(src >= 0, best[rows, np.maximum(src, 0)], -np.inf) + (a[dd] * s2j[j])[:, None]
+            new = np.where(ok[:, None], np.maximum(new, val), new)
+        best = np.where(use[:, None], new, best)
+    return base + best[:, nb]
 
 
 def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
@@ -659,13 +749,13 @@ def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
     from scipy.stats import norm
 
     crit = norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2
-    w_lo = _precision_lower_bound(lik, t_hat, w_hat, ll_hat, np.broadcast_to(crit, t_hat.shape))
+    w_lo, mdev = _precision_lower_bound(lik, t_hat, w_hat, ll_hat, np.broadcast_to(crit, t_hat.shape))
     nu_lo = np.exp(w_lo)
-    return nu_lo, 0.25 / (nu_lo + 1.0)
+    return nu_lo, 0.25 / (nu_lo + 1.0), mdev
 
 
 def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumptions, shape, stacklevel,
-            nu_lower=None, upper_alpha=None):
+            nu_lower=None, upper_alpha=None, profile=None):
     a, b, mu, nu = _ab(t, w)
     at_hi = (w >= _LOG_NU_MAX - 1e-9) & (gw > 0)
     at_lo = (w <= _LOG_NU_MIN + 1e-9) & (gw < 0)
@@ -696,6 +786,10 @@ def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumpt
         nu_lo = np.where(fallback, 0.0, np.minimum(nu_lower, nu))
         extra = dict(nu_lower=r(nu_lo), s2_upper=r(np.where(fallback, WORST_CASE_S2, 0.25 / (nu_lo + 1.0))),
                      upper_alpha=r(np.broadcast_to(upper_alpha, nu_lo.shape).astype(float)))
+        if profile is not None:
+            # fallbacks: no curve (their proxy is the worst case 1/4 whatever the deviance)
+            prof = np.where(fallback[:, None], np.inf, profile)
+            extra["profile"] = prof.reshape(shape + (prof.shape[-1],))
     return BetaFit(a=r(a), b=r(b), nu=r(nu), mean=r(mu), s2=r(s2), icc=r(4.0 * s2), loglik=r(ll),
                    n_subjects=r(k.astype(np.int64)), n_items=r(n_items), status=r(status.astype(str)),
                    degenerate=r(degenerate), converged=r(conv), method=method, assumptions=assumptions, **extra)
@@ -825,11 +919,13 @@ def _fit_bb_rows(y, m, shape, stacklevel, upper_alpha=None):
     if upper_alpha is not None:
         ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
         nu_lo = np.zeros(n)
+        mdev = np.full((n, _W_GRID.size - 1), np.inf)
         if fit_rows.size:
-            nu_lo[fit_rows] = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])[0]
+            nu_f, _, md = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])
+            nu_lo[fit_rows], mdev[fit_rows] = nu_f, md.T
     return _finish(t, w, ll, conv, gw, status, pooled, k, np.asarray(msum, dtype=np.int64),
                    "beta_binomial_mle", _BB_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo,
-                   upper_alpha=upper_alpha)
+                   upper_alpha=upper_alpha, profile=None if upper_alpha is None else mdev)
 
 
 def _fit_beta_means_iv(means, mask):
@@ -910,11 +1006,14 @@ def _fit_means_rows(x, mask, shape, stacklevel, n_items=None, upper_alpha=None):
     if upper_alpha is not None:
         ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
         nu_lo = np.zeros(n)
+        mdev = np.full((n, _W_GRID.size - 1), np.inf)
         if fit_rows.size:
-            nu_lo[fit_rows] = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])[0]
+            nu_f, _, md = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])
+            nu_lo[fit_rows], mdev[fit_rows] = nu_f, md.T
     items = k.astype(np.int64) if n_items is None else n_items
     return _finish(t, w, ll, conv, gw, status, pooled, k, items, "beta_mle_on_subject_means",
-                   _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo, upper_alpha=upper_alpha)
+                   _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo, upper_alpha=upper_alpha,
+                   profile=None if upper_alpha is None else mdev)
 
 
 # ======================================================================================
@@ -954,6 +1053,9 @@ class DomainFits:
         model's domains with two or more answered subjects).
     proxy_alpha : float or None
         The share of alpha spent on the proxies' upper bounds, per model.
+    profile : ndarray, shape (D, M, G - 1), or None
+        Per (domain, model) the interval-wise lower bounds on the profile deviance of log(a + b)
+        (see :attr:`BetaFit.profile`); inf where the proxy is the worst case.
     """
 
     a: np.ndarray
@@ -979,6 +1081,7 @@ class DomainFits:
     s2_upper: np.ndarray | None = None
     upper_alpha: np.ndarray | None = None
     proxy_alpha: float | None = None
+    profile: np.ndarray | None = None
 
     @property
     def reason(self) -> np.ndarray:
@@ -1090,6 +1193,7 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
     if ua_rows is not None:
         names += ("nu_lower", "s2_upper", "upper_alpha")
     fields = {f: np.empty(d * mdl, dtype=object if f == "status" else float) for f in names}
+    prof_rows = np.full((d * mdl, _W_GRID.size - 1), np.inf) if ua_rows is not None else None
     n_sub = np.zeros(d * mdl, dtype=np.int64)
     n_it = np.zeros(d * mdl, dtype=np.int64)
     conv = np.ones(d * mdl, dtype=bool)
@@ -1110,6 +1214,8 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
                                   upper_alpha=None if ua_rows is None else ua_rows[rows])
         for f in fields:
             fields[f][rows] = getattr(fit, f)
+        if prof_rows is not None:
+            prof_rows[rows] = fit.profile
         n_sub[rows] = fit.n_subjects
         n_it[rows] = fit.n_items
         conv[rows] = fit.converged
@@ -1121,7 +1227,8 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
     upper = {}
     if ua_rows is not None:
         upper = dict(nu_lower=r(fields["nu_lower"]).astype(float), s2_upper=r(fields["s2_upper"]).astype(float),
-                     upper_alpha=r(fields["upper_alpha"]).astype(float), proxy_alpha=float(proxy_alpha))
+                     upper_alpha=r(fields["upper_alpha"]).astype(float), proxy_alpha=float(proxy_alpha),
+                     profile=prof_rows.reshape(d, mdl, -1))
     return DomainFits(
         a=r(fields["a"]).astype(float), b=r(fields["b"]).astype(float), nu=r(fields["nu"]).astype(float),
         mean=r(fields["mean"]).astype(float), s2=r(fields["s2"]).astype(float),
@@ -1152,11 +1259,12 @@ _COR61_ASSUMPTIONS = (
 _COR61_UPPER_ASSUMPTIONS = (
     _COR61_ASSUMPTIONS[0],
     _COR61_ASSUMPTIONS[1],
-    "s_d^2 is an upper confidence bound: the Marchal-Arbel proxy at the one-sided profile-likelihood "
-    "lower bound of the beta-binomial precision a + b, at level proxy_alpha / (domains fitted) per domain; "
-    "the union bound over those bounds and the Chernoff tail at alpha - proxy_alpha gives miscoverage "
-    "<= alpha (the likelihood-ratio bound is large-sample; simulations with 2-11 subjects per domain "
-    "cover, see tests/test_stats_hierarchical.py); non-identifiable domains use the worst case 1/4",
+    "the subject term is an upper confidence bound: with the domains' profile likelihoods, the one-sided "
+    "profile-likelihood bound on sum_d s_d^2 A_d at level proxy_alpha (else the Marchal-Arbel proxy at "
+    "each domain's lower bound on a + b, Bonferroni over domains); the union bound with the Chernoff tail "
+    "at alpha - proxy_alpha gives miscoverage <= alpha (the likelihood-ratio bound is large-sample; "
+    "simulations with 2-11 subjects per domain cover, see tests/test_stats_hierarchical.py); "
+    "non-identifiable domains use the worst case 1/4",
     _COR61_ASSUMPTIONS[3],
 )
 
@@ -1281,7 +1389,7 @@ def _hierarchical_bound_iv(subject_means, subject_sizes, subject_domains, domain
 
 
 def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2, *, weights="macro",
-                       alpha=0.05, sigma2_dom=0.0, proxy_alpha=0.0) -> HierarchicalBound:
+                       alpha=0.05, sigma2_dom=0.0, proxy_alpha=0.0, profile=None) -> HierarchicalBound:
     r"""Corollary 6.1: hierarchical bounded-difference interval for any subject weights.
 
     Parameters
@@ -1305,6 +1413,10 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
         :attr:`DomainFits.s2_upper`); the Chernoff half-width then uses ``alpha -
         proxy_alpha`` and the union bound gives miscoverage <= alpha. 0 (default) when the
         proxies are known or plug-in.
+    profile : ndarray, shape (D, M, G - 1), keyword-only, optional
+        :attr:`DomainFits.profile`. With ``proxy_alpha > 0`` the subject term is then the joint
+        upper confidence bound :func:`joint_subject_bound` at level ``proxy_alpha`` (one
+        constraint over all domains) instead of sum_d s_d^2 A_d with ``domain_s2``.
 
     Returns
     -------
@@ -1367,7 +1479,13 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
     else:
         a2_dom = np.zeros((d, a.shape[1]))
         np.add.at(a2_dom, doms, a * a)
-        s_subj = np.sum(s2[:d] * a2_dom, axis=0)
+        if profile is not None and proxy_alpha > 0:
+            prof = np.asarray(profile, dtype=float)
+            if prof.ndim != 3 or prof.shape[:2] != (d, a.shape[1]):
+                raise ValueError(f"profile must have shape (D, M, G - 1) = ({d}, {a.shape[1]}, ...); got {prof.shape}")
+            s_subj = joint_subject_bound(prof, a2_dom, alpha=float(proxy_alpha))
+        else:
+            s_subj = np.sum(s2[:d] * a2_dom, axis=0)
         assumptions = ((_COR61_UPPER_ASSUMPTIONS if proxy_alpha > 0 else _COR61_ASSUMPTIONS)
                        + (_WEIGHTINGS[weighting],))
     s_eff = s_item + s_subj + sd
@@ -1462,24 +1580,27 @@ def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="ma
     then ~0, so the subject term vanishes and macro/pooled coverage falls to 0.67-0.88 at
     alpha = 0.05 (pooled weights suffer most: one big subject carries most of the weight).
 
-    The construction used by default. Let alpha_p = proxy_share * alpha. For each domain d
-    of a model with two or more answered subjects, nu_L,d is the one-sided profile-likelihood
-    lower confidence bound on the precision a + b at level alpha_p / D_fit (D_fit = number of
-    such domains): the smallest nu with 2 (l_max - l_p(nu)) <= z^2_{1 - alpha_p / D_fit}, where
-    l_p profiles the mean out. An under-dispersed domain has a finite nu_L,d, so it no longer
-    drives the proxy to 0. The proxy used is s_d,U^2 = 1/(4 (nu_L,d + 1)), which is >= the
-    true Marchal-Arbel proxy whenever nu_L,d <= nu_d. Then
+    The construction used by default. Let alpha_p = proxy_share * alpha. The subject term
+    psi = sum_d A_d s_d^2 (A_d = sum of the squared weights of domain d's subjects) is replaced
+    by psi_U, its one-sided profile-likelihood upper confidence bound at level alpha_p: the
+    largest sum_d A_d / (4 (nu_d + 1)) over precisions whose total profile deviance
+    sum_d 2 (l_max,d - l_p,d(nu_d)) is <= z^2_{1 - alpha_p} (each l_p,d profiles the domain's
+    mean out; domains are independent, so their deviances add), computed conservatively by
+    a knapsack over the grid of log(a + b) (:func:`joint_subject_bound`). An under-dispersed domain has a finite lower
+    bound on a + b, so it no longer drives its proxy to 0; one constraint for the whole term
+    costs far less than a Bonferroni share per domain. Then, as h is increasing in psi,
 
-    P(|Z_a - E Z_a| > h) <= P(some s_d,U^2 < s_d^2) + P(|Z_a - E Z_a| > h(s_d^2, alpha - alpha_p))
-                         <= alpha_p + (alpha - alpha_p) = alpha,
+    P(|Z_a - E Z_a| > h) <= P(psi_U < psi) + P(|Z_a - E Z_a| > h(psi, alpha - alpha_p))
+                         <= alpha_p + (alpha - alpha_p) = alpha
 
-    because h is increasing in each s_d^2 (union bound; Bonferroni over the domains). The
-    first inequality's level is the likelihood-ratio test's large-sample level; the seeded
-    simulations in the tests check the whole interval at 2-11 subjects per domain, equal and
-    very unequal subject sizes, macro and pooled weights, and MMLU-Pro's own structure. Cost:
-    on MMLU-Pro (3-11 subjects in each of 14 domains) the half-widths grow 2.2-2.7x (macro,
-    median 3.5 -> 8.7 pp) and 2.8-3.7x (pooled, 4.6 -> 14.3 pp) over the plug-in
-    (benchmarks/hierarchical_cost.py): with 3-11 subjects a domain's spread is barely known.
+    (union bound). The first inequality's level is the likelihood-ratio bound's large-sample
+    level; the seeded simulations in the tests check the whole interval at 2-11 subjects per
+    domain, equal and very unequal subject sizes, macro, pooled and user weights, and
+    MMLU-Pro's own structure. Cost: on MMLU-Pro (3-11 subjects in each of 14 domains) the
+    half-widths grow 1.35-1.39x (macro, median 3.5 -> 4.8 pp) and 1.55-1.97x (pooled,
+    4.6 -> 8.2 pp) over the plug-in (benchmarks/hierarchical_cost.py); with a Bonferroni share
+    per domain instead (the per-domain bounds in ``fits.s2_upper``) it was 2.2-2.7x and
+    2.8-3.7x.
     """
     s, codes, doms, k = _hierarchical_interval_iv(scores, subjects, subject_domains, fits)
     if proxy not in ("upper", "plugin"):
@@ -1496,7 +1617,8 @@ def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="ma
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(fits.n > 0, fits.total / np.where(fits.n > 0, fits.n, 1), 0.0)
     bound = hierarchical_bound(means, fits.n, fits.subject_domains, fits.s2_upper if p_alpha > 0 else fits.s2,
-                               weights=weights, alpha=alpha, sigma2_dom=sigma2_dom, proxy_alpha=p_alpha)
+                               weights=weights, alpha=alpha, sigma2_dom=sigma2_dom, proxy_alpha=p_alpha,
+                               profile=fits.profile if p_alpha > 0 else None)
     return HierarchicalInterval(bound=bound, fits=fits, estimate=bound.estimate, lower=bound.lower,
                                 upper=bound.upper, half_width=bound.half_width, alpha=bound.alpha, n=bound.n,
                                 method="hierarchical", assumptions=bound.assumptions)

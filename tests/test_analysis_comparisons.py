@@ -315,3 +315,13 @@ def test_degenerate_pairs_are_named_not_numbered():
     assert zero and all(("twin-a vs twin-b" in w or "twin-b vs twin-a" in w) for w in zero)
     assert any("no discordant item" in w for w in out.warnings)
     assert not any("comparison(s)" in w or "column(s)" in w for w in out.warnings)
+
+
+def test_simultaneous_intervals_agree_with_bonferroni_and_holm_on_mmlu_pro(all_pairs):
+    # On the real family of 406 pairs: a simultaneous interval excludes 0 exactly when the
+    # Bonferroni-adjusted p-value is <= alpha, and every such pair is a Holm rejection.
+    t = all_pairs.tables["comparisons"].filter(pl.col("n_shared") > 0)
+    excl = ((t["simultaneous_lower"] > 0) | (t["simultaneous_upper"] < 0)).to_numpy()
+    assert (excl == (t["p_bonferroni"] <= 0.05).to_numpy()).all()
+    assert (t.filter(pl.Series(excl))["verdict"] != "inconclusive").all()
+    assert excl.sum() > 100

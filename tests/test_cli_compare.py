@@ -96,7 +96,8 @@ def test_record_makes_nightly_looks(capsys, db):
     second = json.loads(out)
     assert second["look"] == 2 and second["n_new"] == 0 and second["decided_at_look"] == 1
     code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--record")
-    assert code == 0 and "look 3" in out
+    assert code == 0 and "look 3" in out and "question: items" in out
+    assert first["question"].startswith("items") and first["sequential_unit"] == "item"
 
 
 @pytest.mark.parametrize("argv, code, message", [

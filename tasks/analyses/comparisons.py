@@ -11,7 +11,8 @@ Tables:
   interval and the question it answers (``question``: clustered by subject - "does the gap
   generalise to new subjects" - when the hierarchy has 30 or more subjects; subjects as fixed
   strata - "is the model better on this benchmark's items" - with fewer, with a note; paired
-  CLT without subjects) and its Bonferroni-simultaneous version on the same t reference, p-values of every method (paired CLT, clustered, exact
+  CLT without subjects) and its Bonferroni-simultaneous version on the same t reference
+  (it excludes 0 exactly when ``p_bonferroni`` <= alpha, which implies a Holm rejection), p-values of every method (paired CLT, clustered, exact
   McNemar / sign test, Hoeffding, and the unpaired z-test peers use), Holm and
   Benjamini-Hochberg adjusted p-values, the minimum detectable effect and the verdict
   (Holm at alpha: ``improved`` = model significantly better than versus);
@@ -60,7 +61,7 @@ COMPARISON_SCHEMA = {
     "score_model": pl.Float64, "score_versus": pl.Float64, "gap": pl.Float64,
     "method": pl.String, "question": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
     "simultaneous_lower": pl.Float64, "simultaneous_upper": pl.Float64,
-    "p_value": pl.Float64, "p_holm": pl.Float64, "p_bh": pl.Float64,
+    "p_value": pl.Float64, "p_holm": pl.Float64, "p_bonferroni": pl.Float64, "p_bh": pl.Float64,
     "p_paired_clt": pl.Float64, "p_clustered": pl.Float64, "p_exact": pl.Float64, "exact_test": pl.String,
     "p_hoeffding": pl.Float64, "hoeffding_lower": pl.Float64, "hoeffding_upper": pl.Float64,
     "p_unpaired": pl.Float64, "mde": pl.Float64, "verdict": pl.String, "significant_bh": pl.Boolean,
@@ -196,6 +197,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         notes += _named_pair_warnings(caught, r, models)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
+        bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
         # The same reference distribution as the p-values (t with the clustered test's df), so an
         # interval excluding 0 means a Bonferroni rejection, which implies Holm's.
         sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
@@ -209,7 +211,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
             "method": r.method, "question": r.question, "se": r.se, "lower": r.lower, "upper": r.upper,
             "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
-            "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bh": bh.p_adjusted,
+            "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bonferroni": bonf.p_adjusted, "p_bh": bh.p_adjusted,
             "p_paired_clt": r.tests["paired_clt"].p_value,
             "p_clustered": cl.p_value if cl is not None else np.full(pv.size, np.nan),
             "p_exact": r.tests[exact_name].p_value, "exact_test": exact_name,
