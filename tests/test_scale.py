@@ -160,7 +160,7 @@ def test_many_models_compare_the_leaderboard_family_with_multiplicity_over_it():
 #: (2 million responses, 100 subjects in 10 domains), in a fresh process, under this peak RSS
 #: (VmHWM, Python and numpy included). Measured: see the test's docstring.
 MEMORY_MODELS, MEMORY_ITEMS, MEMORY_SUBJECTS = 1000, 2000, 100
-MEMORY_PEAK_LIMIT = 1280 * 2**20
+MEMORY_PEAK_LIMIT = 1536 * 2**20
 
 _MEMORY_SCRIPT = r"""
 import json, sys, warnings
@@ -189,9 +189,11 @@ print(json.dumps({"peak": peak, "tables": tables}))
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux) for the peak RSS")
 def test_audit_memory_stays_bounded_at_1000_models():
-    """Every analysis on 1,000 models x 2,000 items in a fresh process peaks under 1.25 GiB.
+    """Every analysis on 1,000 models x 2,000 items in a fresh process peaks under 1.5 GiB.
 
-    Measured 892 MiB (2026-11, 2-CPU machine). Before the leaderboard family and the blocked pairwise path, comparisons alone held three
+    Measured 892 MiB, then 1,302 MiB with the hierarchical analysis' joint subject-term bound
+    (the hierarchical analysis is the peak: comparisons 350 MiB, the rest < 300 MiB; 2026-11,
+    2-CPU machine). Before the leaderboard family and the blocked pairwise path, comparisons alone held three
     subjects x pairs float64 arrays: 100 x 499,500 x 3 x 8 B = 1.2 GB on top of the matrix.
     """
     import json
