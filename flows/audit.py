@@ -8,6 +8,7 @@ import time
 
 from prefect import flow
 from prefect.runtime import flow_run
+from prefect.utilities.annotations import quote
 
 import benchcert
 from benchcert.tasks import artifacts, changes, results
@@ -78,16 +79,19 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
             "finished_at": artifacts.iso(finished), "config": {**run_config, "variant": matrices.variant},
             "sources": sources.to_dicts(), "timings_s": timings,
         }
-        run_dir, write_s = write_artifacts_task(str(artifacts_root), summary, manifest_fields, tables, report_html)
+        # quote(): large inputs are passed as they are, not walked element by element by Prefect to
+        # record task inputs (34 s at 5,000 models; docs/scale.md).
+        run_dir, write_s = write_artifacts_task(str(artifacts_root), quote(summary), quote(manifest_fields),
+                                                quote(tables), report_html)
         timings["write_artifacts"] = write_s
         timings["record_run"] = record_run_task(
             db, lock_timeout, run_id=run_id, benchmark=benchmark, flow_run_id=flow_run_id, status="completed",
             started_at=started.replace(tzinfo=None), finished_at=finished.replace(tzinfo=None), config=run_config,
             run_dir=str(run_dir), n_models=summary.n_models, n_items=summary.n_items,
-            results=results.result_rows(run_id, benchmark, outputs))
-        publish_task(summary, str(run_dir))
+            results=quote(results.result_rows(run_id, benchmark, outputs)))
+        publish_task(quote(summary), str(run_dir))
         if webhook_url and summary.changes and summary.changes.regressions:
-            state = notify_task(webhook_url, summary, str(run_dir), return_state=True)
+            state = notify_task(webhook_url, quote(summary), str(run_dir), return_state=True)
             if state.is_completed():
                 timings["webhook"] = state.result()
     except Exception as exc:
