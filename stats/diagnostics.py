@@ -1,4 +1,4 @@
-"""Diagnostics that justify (or contradict) the hierarchical model (STATS.md A6; paper 7.3).
+"""Diagnostics that justify (or contradict) the hierarchical model (exchangeable-bounds paper, section 7.3).
 
 * :func:`split_half` - split-half correlation of subject accuracies within each domain,
   mean over random splits (paper Table 2); half counts drawn as hypergeometric variates;
@@ -290,8 +290,9 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     computed when both vectors have non-zero variance; the result is the mean over such
     splits (paper section 7.3, Table 2). For 0/1 scores with :math:`Y_k` correct among
     :math:`m_k`, the half-A count of a uniformly random split is exactly
-    Hypergeometric(:math:`m_k`, :math:`Y_k`, :math:`\lfloor m_k/2\rfloor`) (STATS.md A6),
-    so it is drawn directly (by inverse CDF) instead of shuffling items. Under the hierarchy
+    Hypergeometric(:math:`m_k`, :math:`Y_k`, :math:`\lfloor m_k/2\rfloor`) (the half is a
+    uniformly random draw without replacement of :math:`\lfloor m_k/2\rfloor` of the
+    :math:`m_k` items, :math:`Y_k` of them correct), so it is drawn directly (by inverse CDF) instead of shuffling items. Under the hierarchy
     :math:`\mathrm{Cov}(\hat p^A, \hat p^B\mid\Psi_d) = \mathrm{Var}(p_{d,k}\mid\Psi_d)\ge 0`;
     a negative mean is flagged (``negative``). A domain with fewer than 3 splittable subjects,
     or with no split in which both halves vary, has no correlation: NaN, ``defined`` False,
@@ -520,7 +521,7 @@ def beta_binomial_icc(scores=None, subjects=None, subject_domains=None, *, fits=
     -----
     Under the beta-binomial model two items of one subject have correlation
     :math:`\rho = 1/(a+b+1)` (the share of item variance that is between subjects; paper
-    section 7.3's ICC estimates, STATS.md A6). It equals :math:`4 s_d^2`, the
+    section 7.3's ICC estimates). It equals :math:`4 s_d^2`, the
     Marchal-Arbel proxy rescaled, so a large ICC is exactly what widens the hierarchical
     interval. Degenerate fits are warned about by the fit and keep its fallback value.
     """

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.diagnostics (STATS.md A6; exchangeable-bounds paper section 7.3).
+"""Tests for benchcert.stats.diagnostics (exchangeable-bounds paper section 7.3).
 
 Oracles: the inverse-CDF hypergeometric sampler against scipy.stats.hypergeom; the
 hypergeometric split-half against explicit item shuffling; the split-half mean against its
