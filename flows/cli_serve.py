@@ -24,7 +24,8 @@ def cmd_serve(args) -> int:
     deployments = build_deployments(db=str(args.db), inbox=str(args.inbox), artifacts_root=str(args.artifacts),
                                     cron=args.cron, timezone=args.timezone, baseline=args.baseline,
                                     webhook_url=args.webhook, alpha=args.alpha,
-                                    dashboard_dir=str(args.dashboard) if args.dashboard else None)
+                                    dashboard_dir=str(args.dashboard) if args.dashboard else None,
+                                    dask_address=args.dask_address, dask_workers=args.dask_workers)
     serve(*deployments, print_starting_message=True)
     return 0
 
@@ -45,6 +46,10 @@ def register(sub) -> None:
     sp.add_argument("--dashboard", type=Path, metavar="DIR",
                     help="rebuild the static dashboard here after every run (serve it with benchcert dashboard serve)")
     sp.add_argument("--poll", type=float, default=2.0, help="seconds between polls for due runs (default 2)")
+    sp.add_argument("--dask-address", metavar="URL",
+                    help="nightly: audit the changed benchmarks in parallel on this Dask scheduler (tcp://HOST:PORT)")
+    sp.add_argument("--dask-workers", type=int, metavar="N",
+                    help="nightly: audit the changed benchmarks in parallel on a local Dask cluster of N processes")
     sp.set_defaults(func=cmd_serve)
 
     sp = sub.add_parser("notify-checkpoint", help="emit the event that starts a checkpoint audit",
