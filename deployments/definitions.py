@@ -15,7 +15,8 @@ CHECKPOINT = "checkpoint-audit"
 def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "0 2 * * *",
                       timezone: str = "UTC", baseline: str | None = None, webhook_url: str | None = None,
                       alpha: float = 0.05, dashboard_dir: str | None = None,
-                      allowed_logs: list[str] | None = None) -> list:
+                      allowed_logs: list[str] | None = None, dask_address: str | None = None,
+                      dask_workers: int | None = None) -> list:
     """RunnerDeployments for ``prefect.serve``: paths are made absolute so runs find them."""
     from pathlib import Path
 
@@ -26,7 +27,10 @@ def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "
         name=NIGHTLY,
         schedule=CronSchedule(cron=cron, timezone=timezone),
         parameters={"inbox": inbox, "db": db, "artifacts_root": artifacts_root, "alpha": alpha,
-                    "webhook_url": webhook_url, "dashboard_dir": dashboard_dir},
+                    "webhook_url": webhook_url, "dashboard_dir": dashboard_dir,
+                    # the nightly audits on a Dask cluster (tasks/distributed.py), only when asked
+                    **({"dask_address": dask_address} if dask_address else {}),
+                    **({"dask_workers": dask_workers} if dask_workers else {})},
         description=f"Ingest new logs from {inbox} and audit changed benchmarks ({cron}, {timezone}).",
         tags=["benchcert"],
     )

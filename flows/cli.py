@@ -19,7 +19,7 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES = ("benchcert.flows.cli_plan", "benchcert.flows.cli_compare", "benchcert.flows.cli_perturb",
                    "benchcert.flows.cli_serve", "benchcert.flows.cli_deploy", "benchcert.flows.cli_certify",
-                   "benchcert.flows.cli_config", "benchcert.flows.cli_gof")
+                   "benchcert.flows.cli_config", "benchcert.flows.cli_gof", "benchcert.flows.cli_export")
 
 
 def _run_mode_options(sp) -> None:
@@ -200,18 +200,38 @@ def cmd_audit(args) -> int:
         except StoreError as exc:
             print(f"benchcert audit: {exc}", file=sys.stderr)
             return EXIT_STORE
-    from benchcert.flows.runs import choose_mode, run_audit
+    if args.dask_address or args.dask_workers is not None or args.export:
+        # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
+        from benchcert.flows.runs import prefect_env
 
-    mode = choose_mode(args.prefect)
-    # An unknown benchmark or variant (exit 1) or an unusable store (exit 3) is reported by main()
-    # in one line, with the traceback under --debug.
-    from benchcert.flows.progress import Progress
+        prefect_env()
+        from benchcert.flows.audit import audit_flow
+        from benchcert.flows.cli_export import dask_audit
+        from benchcert.tasks.export import ExportError
+        from benchcert.tasks.matrices import MatrixError
 
-    with Progress(enabled=not args.json) as progress:
-        out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                        args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                        baseline=args.baseline, webhook_url=args.webhook, environments=environments,
-                        progress=progress)
+        try:
+            flow_fn, scale_out = dask_audit(args, audit_flow)
+        except ValueError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_DATA if isinstance(exc, (ExportError, MatrixError)) else EXIT_USAGE
+        out = flow_fn(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                      args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                      baseline=args.baseline, webhook_url=args.webhook, environments=environments,
+                      all_pairs=args.all_pairs, **scale_out)
+    else:
+        from benchcert.flows.runs import choose_mode, run_audit
+
+        mode = choose_mode(args.prefect)
+        # An unknown benchmark or variant (exit 1) or an unusable store (exit 3) is reported by main()
+        # in one line, with the traceback under --debug.
+        from benchcert.flows.progress import Progress
+
+        with Progress(enabled=not args.json) as progress:
+            out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
+                            args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
+                            baseline=args.baseline, webhook_url=args.webhook, environments=environments,
+                            all_pairs=args.all_pairs, progress=progress)
     if args.json:
         _print_json(out)
         return EXIT_OK
@@ -385,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="deployment environments TOML (see benchcert plan environments): adds table "
                          "environment_risks and a report section with each model's score per environment")
     _run_mode_options(sp)
+    from benchcert.flows.cli_export import add_dask_arguments
+
+    add_dask_arguments(sp)
     sp.set_defaults(func=cmd_audit)
 
     sp = sub.add_parser("runs", help="list recorded audit runs")

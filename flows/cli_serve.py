@@ -33,7 +33,8 @@ def cmd_serve(args) -> int:
                                     cron=args.cron, timezone=args.timezone, baseline=args.baseline,
                                     webhook_url=args.webhook, alpha=args.alpha,
                                     dashboard_dir=str(args.dashboard) if args.dashboard else None,
-                                    allowed_logs=[str(p) for p in args.allow_logs])
+                                    allowed_logs=[str(p) for p in args.allow_logs],
+                                    dask_address=args.dask_address, dask_workers=args.dask_workers)
     serve(*deployments, print_starting_message=True)
     return 0
 
@@ -57,6 +58,10 @@ def register(sub) -> None:
                     help="a folder outside the inbox that checkpoint events may name as their logs (repeatable); "
                          "any other path is refused")
     sp.add_argument("--poll", type=float, default=2.0, help="seconds between polls for due runs (default 2)")
+    sp.add_argument("--dask-address", metavar="URL",
+                    help="nightly: audit the changed benchmarks in parallel on this Dask scheduler (tcp://HOST:PORT)")
+    sp.add_argument("--dask-workers", type=int, metavar="N",
+                    help="nightly: audit the changed benchmarks in parallel on a local Dask cluster of N processes")
     sp.set_defaults(func=cmd_serve)
 
     sp = sub.add_parser("notify-checkpoint", help="emit the event that starts a checkpoint audit",

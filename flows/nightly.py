@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.mapping import parse_mapping
@@ -30,12 +31,23 @@ def inbox_files(folder: Path) -> tuple[list[str], list[dict]]:
 
 @flow(name="benchcert-nightly", log_prints=False, validate_parameters=False)
 def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, webhook_url: str | None = None,
-                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, dashboard_dir: str | None = None) -> dict:
-    """Ingest new logs per benchmark folder of ``inbox`` and audit the benchmarks that changed."""
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, dashboard_dir: str | None = None,
+                 dask_address: str | None = None, dask_workers: int | None = None,
+                 export_dir: str | None = None) -> dict:
+    """Ingest new logs per benchmark folder of ``inbox`` and audit the benchmarks that changed.
+
+    With ``dask_address`` (a running scheduler) or ``dask_workers`` (a LocalCluster started for
+    the run), the benchmarks that changed are exported to Parquet (``export_dir``, default
+    ``<artifacts_root>/.export``: a folder every worker can read) after all ingests, and audited
+    in parallel, one audit per benchmark, each fanning its analyses out to the cluster
+    (tasks/distributed.py). This flow still writes every artifact and run record.
+    """
     inbox_path = Path(inbox)
     if not inbox_path.is_dir():
         raise FileNotFoundError(f"inbox {inbox} is not a directory")
     out: dict = {"inbox": str(inbox_path), "benchmarks": {}}
+    parallel = bool(dask_address or dask_workers)
+    pending: list[str] = []
     for folder in sorted(p for p in inbox_path.iterdir() if p.is_dir() and not p.name.startswith(".")):
         benchmark = folder.name
         entry: dict = {"files": [], "audited": False}
@@ -48,12 +60,27 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
             reports = [ingest_file_task(db, f, benchmark, mapping, False, lock_timeout).as_dict() for f in files]
             entry["files"] = reports + unknown
             changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
-            if changed:
+            if changed and parallel:
+                pending.append(benchmark)
+            elif changed:
                 run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
                 entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
                              webhook=run.get("webhook"))
         except Exception as exc:  # noqa: BLE001 - reported below, after every benchmark had its turn
             entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+    if pending:
+        try:
+            runs = _audit_on_dask(pending, db, artifacts_root, alpha, lock_timeout, webhook_url, dask_address,
+                                  dask_workers, export_dir)
+        except Exception as exc:  # noqa: BLE001 - the export or the cluster failed: every pending audit
+            runs = [exc] * len(pending)
+        for benchmark, run in zip(pending, runs):
+            entry = out["benchmarks"][benchmark]
+            if isinstance(run, BaseException):
+                entry["error"] = f"{type(run).__name__}: {run}"[:2000]
+            else:
+                entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
+                             webhook=run.get("webhook"))
     if dashboard_dir and any(e["audited"] for e in out["benchmarks"].values()):
         out["dashboard"] = rebuild_dashboard_task(artifacts_root, dashboard_dir)
     out["problems"] = nightly_problems(out)
@@ -77,3 +104,34 @@ def nightly_problems(out: dict) -> list[str]:
         if "error" in entry:
             problems.append(f"{bench}: {entry['error']}")
     return problems
+
+
+@task(name="audit-benchmark", cache_policy=NO_CACHE)
+def audit_benchmark_task(db: str, benchmark: str, artifacts_root: str, alpha: float, lock_timeout: float,
+                         webhook_url: str | None, export_dir: str, dask_address: str) -> dict:
+    """One benchmark's audit (a subflow) whose analyses run on the Dask cluster at ``dask_address``."""
+    from benchcert.tasks.distributed import dask_task_runner
+
+    flow_ = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
+    return flow_(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url,
+                 export_dir=export_dir)
+
+
+def _audit_on_dask(benchmarks, db, artifacts_root, alpha, lock_timeout, webhook_url, dask_address, dask_workers,
+                   export_dir) -> list[dict]:
+    """Export the benchmarks, then audit them concurrently (threads of this flow, work on the cluster)."""
+    from benchcert.tasks.distributed import dask_cluster
+    from benchcert.tasks.export import export_parquet
+
+    export_dir = export_dir or str(Path(artifacts_root) / ".export")
+    export_parquet(db, export_dir, benchmarks=benchmarks, lock_timeout=lock_timeout)
+    with dask_cluster(dask_address, dask_workers) as address:
+        futures = [audit_benchmark_task.submit(db, b, artifacts_root, alpha, lock_timeout, webhook_url, export_dir,
+                                               address) for b in benchmarks]
+        runs = []
+        for f in futures:  # one failed audit is that benchmark's problem, not the others'
+            try:
+                runs.append(f.result())
+            except Exception as exc:  # noqa: BLE001
+                runs.append(exc)
+        return runs

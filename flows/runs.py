@@ -127,13 +127,19 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
                variant: str | None = None, lock_timeout: float = 600.0, hierarchy: list[str] | None = None,
                subject_weights: dict[str, float] | None = None, baseline: str | None = None,
                webhook_url: str | None = None, verdicts: list[dict] | None = None, environments: dict | None = None,
-               progress=None) -> dict:
+               export_dir: str | None = None, all_pairs: bool = False, progress=None) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``.
 
     The summary names what changed since the previous run of the benchmark under the same
     artifacts root; when ``webhook_url`` is set and something regressed, it gets a JSON POST.
     ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
     carried into summary.json.
+
+    With ``export_dir`` (a Parquet export of the store, tasks/export.py) the benchmark is read
+    from the export and the analyses go through ``steps.analyses_from_export``: as Prefect
+    tasks submitted to the flow's task runner (a DaskTaskRunner fans them out to workers, which
+    read the export, never the store; tasks/distributed.py), or one after another in-process.
+    Artifacts are the same as without it.
     """
     import benchcert
     from benchcert.tasks import artifacts
@@ -158,14 +164,20 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
                   "artifacts_root": str(artifacts_root), "analyses": None,
                   "hierarchy": list(hierarchy) if hierarchy is not None else ["subject", "domain"],
                   "subject_weights": subject_weights, "baseline": baseline, "webhook": bool(webhook_url),
-                  "environments": environments}
+                  "environments": environments, "all_pairs": all_pairs}
     published = False
     webhook = None
     try:
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
-        say("reading the store")
-        matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
+        if export_dir is None:
+            say("reading the store")
+            matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
+        else:
+            from benchcert.tasks.distributed import read_benchmark_export
+
+            say("reading the export")
+            matrices, sources, read_s = read_benchmark_export(export_dir, benchmark, variant)
         preload.join()
         from benchcert.tasks import changes, results
         from benchcert.tasks.analyses import ANALYSES, AuditConfig
@@ -173,10 +185,13 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
         config = AuditConfig(alpha=alpha, variant=variant,
                              hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
                              subject_weights=subject_weights, baseline=baseline, db=str(db),
-                             environments=environments)
+                             environments=environments, all_pairs=all_pairs)
         run_config.update(analyses=list(ANALYSES), hierarchy=list(config.hierarchy))
         outputs = []
-        for i, name in enumerate(ANALYSES):
+        if export_dir is not None:
+            say(f"{len(ANALYSES)} analyses on the task runner")
+            outputs = steps.analyses_from_export(export_dir, benchmark, matrices.variant, list(ANALYSES), config)
+        for i, name in enumerate(ANALYSES if export_dir is None else ()):
             say(f"analysis {i + 1}/{len(ANALYSES)}: {name}")
             outputs.append(steps.analysis(name, matrices, config))
         say("writing the report")

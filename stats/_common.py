@@ -118,6 +118,28 @@ def check_codes(codes, name: str, *, length: int | None = None) -> np.ndarray:
     return arr
 
 
+def segment_sums(values: np.ndarray, starts: np.ndarray, dtype=None) -> np.ndarray:
+    """Sums of the row blocks ``values[starts[i]:starts[i + 1]]`` (the last block to the end).
+
+    What ``np.add.reduceat(values, starts, axis=0, dtype=dtype)`` computes for strictly
+    increasing ``starts`` beginning at 0: exactly for integers, booleans and 0/1 scores,
+    and to rounding (the two add a block's rows in different orders) for other floats.
+    For 2-D and larger arrays with blocks of several rows, reduceat along axis 0
+    runs ~20x slower than a sum per block (0.25 s against 0.01 s for 200 blocks of a
+    20,000 x 800 matrix), which made it the main cost of every per-subject table at
+    leaderboard size; there it loops over blocks instead.
+    """
+    values = np.asarray(values)
+    starts = np.asarray(starts)
+    if values.ndim < 2 or starts.size == 0 or starts.size > max(64, values.shape[0] // 8):
+        return np.add.reduceat(values, starts, axis=0, dtype=dtype)
+    out = np.empty((starts.size,) + values.shape[1:], dtype=dtype if dtype is not None else values.dtype)
+    bounds = np.r_[starts, values.shape[0]]
+    for i in range(starts.size):
+        np.sum(values[bounds[i]:bounds[i + 1]], axis=0, dtype=out.dtype, out=out[i])
+    return out
+
+
 class Grouping:
     """Row grouping by integer codes, built once and reused for many column sums.
 
@@ -157,10 +179,10 @@ class Grouping:
         integral = values.dtype == np.bool_ or np.issubdtype(values.dtype, np.integer)
         dtype = np.int64 if integral else np.result_type(values.dtype, np.float64)
         if self.compact:
-            return np.add.reduceat(values, self.starts, axis=0, dtype=dtype)
+            return segment_sums(values, self.starts, dtype)
         out = np.zeros((self.n_groups,) + values.shape[1:], dtype=dtype)
         if self.starts.size:
-            out[self.codes] = np.add.reduceat(values, self.starts, axis=0, dtype=dtype)
+            out[self.codes] = segment_sums(values, self.starts, dtype)
         return out
 
     def expand_sorted(self, group_values: np.ndarray) -> np.ndarray:

@@ -38,6 +38,9 @@ bound, sec. 3.4), and k simultaneous comparisons cost only a log k factor (sec. 
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -45,12 +48,14 @@ import numpy as np
 from scipy import stats as _st
 from scipy.special import ndtr, ndtri
 
+from ._blas import loop_blas_threads
 from ._common import (
     Grouping,
     _short,
     check_alpha,
     check_codes,
     check_scores,
+    segment_sums,
     warn_degenerate,
 )
 
@@ -484,10 +489,22 @@ def _verdict(lower, upper) -> np.ndarray:
     return np.where(lower > 0, "improved", np.where(upper < 0, "regressed", "inconclusive")).astype(object)
 
 
+#: Pairwise comparisons hold per-subject statistics of every pair (3 arrays of C x P float64).
+#: Up to this many bytes they are computed densely, all pairs at once; beyond, in blocks of
+#: model pairs of at most BLOCK_PAIR_BYTES each (:func:`pairwise_comparisons`).
+DENSE_PAIR_BYTES = 512 * 2**20
+BLOCK_PAIR_BYTES = 128 * 2**20
+
+#: Position in the whole family of each pair of the block being computed (blocked pairwise).
+_PAIR_INDEX: contextvars.ContextVar[np.ndarray | None] = contextvars.ContextVar("_PAIR_INDEX", default=None)
+
+
 def _where(mask: np.ndarray) -> str:
     if mask.ndim == 0:
         return ""
-    return f" (comparison(s) {_short(np.flatnonzero(mask))})"
+    hit = np.flatnonzero(mask)
+    where = _PAIR_INDEX.get()
+    return f" (comparison(s) {_short(hit if where is None else np.unique(where[hit]))})"
 
 
 def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None):
@@ -556,7 +573,8 @@ def _mde_core(se, n, alpha, power, df=None):
     return np.minimum(mde, 1.0), floor_zero
 
 
-def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustered, primary, alpha, power):
+def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustered, primary, alpha, power,
+            all_binary=None):
     """Everything from per-cluster sufficient statistics of D, shape (C, P).
 
     n_c = shared items, s_c = sum D, q_c = sum D^2 per cluster (one row when not clustered);
@@ -625,7 +643,8 @@ def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustere
                         "has no information; p-value 1", stacklevel=3)
     ref = tests[primary]
     binary = np.asarray(binary, dtype=bool)
-    all_binary = bool(binary.all())
+    # all_binary: of the whole family when the caller computes it in blocks (one test name for all)
+    all_binary = bool(binary.all()) if all_binary is None else bool(all_binary)
     name = "mcnemar_exact" if all_binary else "sign_test"
     tests[name] = ComparisonTest(_out(gap), ref.lower, ref.upper, None, _out(n_pos), _out(p_ex), alpha, _out(n),
                                  name, _MCNEMAR_ASSUMPTIONS if all_binary else _SIGN_ASSUMPTIONS)
@@ -898,7 +917,7 @@ def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, pr
 
 
 def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, alpha=0.05, power=0.8,
-                         primary=None) -> PairedComparison:
+                         primary=None, block_models=None) -> PairedComparison:
     r"""Paired comparisons of many model pairs of one score matrix at once.
 
     Parameters
@@ -914,6 +933,12 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     alpha, power, primary
         As in :func:`paired_comparison` (marginal level; adjust the family with
         :func:`adjust_pvalues`).
+    block_models : int, optional, keyword-only
+        Compute the pairs in blocks: pairs are grouped by the blocks of ``block_models``
+        model columns their two models fall in, and each group is computed from those
+        columns alone. Default: dense (all pairs at once) while the per-subject statistics
+        fit in :data:`DENSE_PAIR_BYTES`, else blocks sized to :data:`BLOCK_PAIR_BYTES`. The
+        result is the same either way (tested to equality).
 
     Returns
     -------
@@ -930,10 +955,131 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     for pair (a, b): :math:`\sum D = (O^\top X)_{ab} - (O^\top X)_{ba}`,
     :math:`\sum D^2 = (O^\top X^2)_{ab} + (O^\top X^2)_{ba} - 2(X^\top X)_{ab}` and, for
     binary scores, :math:`n_B = (O^\top X)_{ab} - (X^\top X)_{ab}`. The cost is
-    O(n_items K^2) in BLAS with O(C K^2) memory, instead of O(n_items P) for P difference vectors.
+    O(n_items K^2) in BLAS with O(C K^2) memory, instead of O(n_items P) for P difference vectors;
+    the statistics kept per subject and pair are O(C P) dense, O(C B^2) in blocks of B models.
+    The Gram products run with one BLAS thread (stats/_blas.py).
     """
     s, codes, pa, pb, alpha, power, primary = _pairwise_comparisons_iv(scores, subjects, pairs, baseline,
                                                                        alpha, power, primary)
+    binary_col = _binary_columns(s)
+    all_binary = bool(binary_col[pa].all() and binary_col[pb].all())
+    c = 1 if codes is None else int(np.unique(codes).size)
+    if block_models is None:
+        if c * pa.size * 24 <= DENSE_PAIR_BYTES:
+            block_models = s.shape[1]
+        else:  # a block pair's statistics (C x at most B^2 pairs x 3 arrays) within the budget
+            block_models = max(2, int(math.isqrt(BLOCK_PAIR_BYTES // (24 * c))))
+    elif isinstance(block_models, (bool, np.bool_)) or not isinstance(block_models, numbers.Integral) \
+            or block_models < 1:
+        raise ValueError(f"block_models must be a positive integer; got {block_models!r}")
+    with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
+        if block_models >= s.shape[1]:
+            return _pairwise_core(s, codes, pa, pb, alpha, power, primary, all_binary)
+        return _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, int(block_models))
+
+
+def _binary_columns(s: np.ndarray) -> np.ndarray:
+    x = np.where(np.isnan(s), 0.0, s)
+    return np.all((x == 0) | (x == 1), axis=0)
+
+
+def _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, bm):
+    """:func:`_pairwise_core` block pair by block pair of models; results scattered into place.
+
+    Pairs are grouped by the model blocks (of ``bm`` columns) of their two models; each group
+    is computed from the columns of its (at most two) blocks only, so the per-subject
+    statistics held at once are C x (at most bm^2) instead of C x P, and the Gram products
+    total about twice those of the dense path. Every per-pair number is the dense one
+    (tested); warnings name the pairs by their position in the whole family.
+    """
+    k = s.shape[1]
+    nb = -(-k // bm)
+    lo_b, hi_b = np.minimum(pa, pb) // bm, np.maximum(pa, pb) // bm
+    key = lo_b * nb + hi_b
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0, True])
+    out = None
+    colstats = _column_stats(s)
+    for g0, g1 in zip(bounds[:-1], bounds[1:]):
+        idx = order[g0:g1]
+        i, j = int(lo_b[idx[0]]), int(hi_b[idx[0]])
+        cols = np.r_[np.arange(i * bm, min((i + 1) * bm, k)),
+                     np.arange(j * bm, min((j + 1) * bm, k)) if j != i else np.zeros(0, np.int64)]
+        local = np.full(k, -1, dtype=np.intp)
+        local[cols] = np.arange(cols.size)
+        # A group of one pair is computed twice over: numpy sums a (C, 1) array along C in another
+        # order (pairwise) than the columns of a (C, P) array, and the last bit would differ.
+        run = idx if idx.size > 1 else np.r_[idx, idx]
+        token = _PAIR_INDEX.set(run)
+        try:
+            part = _pairwise_core(s[:, cols], codes, local[pa[run]], local[pb[run]], alpha, power, primary,
+                                  all_binary, cols=cols, colstats=colstats)
+        finally:
+            _PAIR_INDEX.reset(token)
+        if out is None:
+            out = _empty_like_result(part, pa.size)
+        _scatter(out, part, idx, idx.size)
+    return dataclasses.replace(out["result"], pair_a=pa, pair_b=pb, **out["fields"],
+                               tests={name: dataclasses.replace(t0, **out["tests"][name])
+                                      for name, t0 in out["result"].tests.items()})
+
+
+def _empty_like_result(part, size):
+    fields = {f.name: np.empty(size, dtype=np.asarray(getattr(part, f.name)).dtype)
+              for f in dataclasses.fields(part)
+              if isinstance(getattr(part, f.name), np.ndarray) and f.name not in ("pair_a", "pair_b")}
+    tests = {name: {f.name: np.empty(size, dtype=np.asarray(getattr(t, f.name)).dtype)
+                    for f in dataclasses.fields(t) if isinstance(getattr(t, f.name), np.ndarray)}
+             for name, t in part.tests.items()}
+    return {"result": part, "fields": fields, "tests": tests}
+
+
+def _scatter(out, part, idx, m):
+    for name, arr in out["fields"].items():
+        arr[idx] = getattr(part, name)[:m]
+    for tname, fields in out["tests"].items():
+        t = part.tests[tname]
+        for name, arr in fields.items():
+            arr[idx] = getattr(t, name)[:m]
+
+
+#: Pairs are summed column by column (not through Gram matrices) when P * ratio < K^2.
+PAIR_DIRECT_RATIO = 50
+
+
+def _pair_sums_direct(o, x, codes, pa, pb, both_binary, n_c, s_c, q_c, n_pos, n_neg, sum_a, sum_b):
+    """The Gram path's per-subject statistics of each pair, from the pair's two columns (in place).
+
+    Sums of 0/1 products are exact integers either way, so on binary scores the numbers equal
+    the Gram path's (tested); a chunk of pairs at a time keeps the (n_items x chunk) products
+    small.
+    """
+    n_items = o.shape[0]
+    if codes is None:
+        order, starts = np.arange(n_items), np.zeros(1, dtype=np.intp)
+    else:
+        g = Grouping(codes)
+        order, starts = g.order, g.starts
+    step = max(1, (1 << 22) // max(n_items, 1))
+    for lo in range(0, pa.size, step):
+        a, b = pa[lo:lo + step], pb[lo:lo + step]
+        rows = order[:, None]
+        oa, ob, xa, xb = o[rows, a], o[rows, b], x[rows, a], x[rows, b]
+        ox_ab = segment_sums(oa * xb, starts)  # (O^T X)[a, b]: b's scores on the items a answered
+        ox_ba = segment_sums(ob * xa, starts)
+        xx = segment_sums(xa * xb, starts)
+        n_c[:, lo:lo + step] = segment_sums(oa * ob, starts)
+        s_c[:, lo:lo + step] = ox_ab - ox_ba
+        q_c[:, lo:lo + step] = segment_sums(oa * xb * xb, starts) + segment_sums(ob * xa * xa, starts) - 2.0 * xx
+        bb = both_binary[lo:lo + step]
+        n_pos[lo:lo + step] = np.where(bb, (ox_ab - xx).sum(axis=0), 0.0)
+        n_neg[lo:lo + step] = np.where(bb, (ox_ba - xx).sum(axis=0), 0.0)
+        sum_b[lo:lo + step] = ox_ab.sum(axis=0)
+        sum_a[lo:lo + step] = ox_ba.sum(axis=0)
+
+
+def _pairwise_core(s, codes, pa, pb, alpha, power, primary, all_binary, cols=None, colstats=None):
+    """The dense computation: per-subject Gram matrices of all K columns, every pair at once."""
     obs = ~np.isnan(s)
     x = np.where(obs, s, 0.0)
     o = obs.astype(float)
@@ -954,6 +1100,12 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     sum_a = np.zeros(P)
     sum_b = np.zeros(P)
     both_binary = binary_col[pa] & binary_col[pb]
+    k = s.shape[1]
+    if P * PAIR_DIRECT_RATIO < k * k:
+        # Few pairs for many models (the leaderboard or baseline family): sums over each pair's
+        # two columns cost O(n_items P), where the Gram matrices cost O(n_items K^2).
+        _pair_sums_direct(o, x, codes, pa, pb, both_binary, n_c, s_c, q_c, n_pos, n_neg, sum_a, sum_b)
+        blocks = []
     for i, rows in enumerate(blocks):
         ob, xb = o[rows], x[rows]
         oo = ob.T @ ob
@@ -972,7 +1124,8 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     n = n_c.sum(axis=0)
     if np.any(n == 0):
         bad = np.flatnonzero(n == 0)
-        raise ValueError(f"scores: model columns {_short([(int(pa[j]), int(pb[j])) for j in bad])} share no "
+        ga, gb = (pa, pb) if cols is None else (cols[pa], cols[pb])
+        raise ValueError(f"scores: model columns {_short([(int(ga[j]), int(gb[j])) for j in bad])} share no "
                          "answered item; there is nothing to compare")
     if not both_binary.all():
         # Sign counts are not bilinear in the scores; count them directly for non-binary pairs.
@@ -986,9 +1139,12 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     n_only_b = n_ans[pb] - n
     fields = _engine(n_c, s_c, q_c, n_pos.astype(np.int64), n_neg.astype(np.int64), both_binary,
                      n_only_a.astype(np.int64), n_only_b.astype(np.int64), clustered=codes is not None,
-                     primary=primary, alpha=alpha, power=power)
+                     primary=primary, alpha=alpha, power=power, all_binary=all_binary)
     fields["n"] = np.asarray(fields["n"]).astype(np.int64)
-    cn, cm, cv = _column_stats(s)
+    if colstats is None:
+        cn, cm, cv = _column_stats(s)
+    else:  # of the whole matrix (blocked path): the same numbers as the dense path's
+        cn, cm, cv = (c if cols is None else c[cols] for c in colstats)
     fields["tests"]["unpaired_z"] = _unpaired_core(cm[pa], cv[pa], cn[pa], cm[pb], cv[pb], cn[pb], alpha)
     return PairedComparison(mean_a=sum_a / n, mean_b=sum_b / n, pair_a=pa, pair_b=pb, **fields)
 
@@ -1328,15 +1484,7 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     upper = k - n_worse
     distinct = better | better.T
     by_score = np.lexsort((np.arange(k), -np.round(score / tol)))
-    groups: list[tuple[int, ...]] = []
-    prev_end = -1
-    for start in range(k):
-        end = start
-        while end + 1 < k and not distinct[by_score[end + 1], by_score[start:end + 1]].any():
-            end += 1
-        if end > prev_end:  # not contained in the previous maximal run
-            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
-            prev_end = end
+    groups = _tied_runs(distinct, by_score)
     return RankConfidence(est, rank.astype(np.int64), lower.astype(np.int64), upper.astype(np.int64), better,
                           tuple(groups), alpha, k, method,
                           (f"pairwise two-sided tests adjusted by {method} (FWER <= alpha); a pair counts as "
@@ -1348,6 +1496,30 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
                            "point rank and order by " + ("each model's mean gap on the items each pair shares"
                                                          if order == "gaps" else "the scores given")),
                           order_score=score)
+
+
+def _tied_runs(distinct: np.ndarray, by_score: np.ndarray) -> list[tuple[int, ...]]:
+    """Maximal runs of ``by_score`` (score order) with no distinct pair inside, in order.
+
+    A run [s, e] has no distinct pair iff every position p in (s, e] has its last distinct
+    predecessor (the largest q < p, in score order, distinct from p) before s; the largest such
+    e never decreases with s, so one pass finds every maximal run: O(K^2) for the predecessor
+    table instead of O(K^3) for checking each run against each extension (38 s at 3,000 models).
+    """
+    k = by_score.size
+    d = np.tril(distinct[np.ix_(by_score, by_score)], -1)
+    has = d.any(axis=1)
+    last = np.where(has, k - 1 - np.argmax(d[:, ::-1], axis=1), -1)
+    groups: list[tuple[int, ...]] = []
+    prev_end = end = -1
+    for start in range(k):
+        end = max(end, start)
+        while end + 1 < k and last[end + 1] < start:
+            end += 1
+        if end > prev_end:  # not contained in the previous maximal run
+            groups.append(tuple(int(i) for i in by_score[start:end + 1]))
+            prev_end = end
+    return groups
 
 
 # --------------------------------------------------------------------------------------

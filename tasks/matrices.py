@@ -21,6 +21,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from benchcert.stats._common import segment_sums
 from benchcert.tasks.store import query_pl
 
 LONG_SCHEMA = {"model": pl.String, "item_id": pl.String, "subject": pl.String, "domain": pl.String,
@@ -160,8 +161,8 @@ class BenchmarkMatrices:
             # Each subject's items are one block of rows: sum block by block, no hash of strings.
             starts = np.flatnonzero(np.r_[True, np.diff(codes) != 0])
             answered = ~np.isnan(scores)
-            n = np.add.reduceat(answered, starts, axis=0, dtype=np.int64)
-            total = np.add.reduceat(np.where(answered, scores, 0.0), starts, axis=0)
+            n = segment_sums(answered, starts, np.int64)
+            total = segment_sums(np.where(answered, scores, 0.0), starts)
         s_idx, m_idx = np.nonzero(n)  # (subject, model) pairs with a response, in subject then model order
         return pl.DataFrame({
             "domain": subj["domain"].gather(pl.Series(s_idx, dtype=pl.UInt32)),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from benchcert.tasks import results
 from benchcert.tasks.ingest import FileReport, ingest_file, ingest_files_atomic
@@ -84,11 +85,29 @@ def prefect_steps():
 
     from benchcert.tasks.steps import Steps
 
+    # quote(): large inputs are passed as they are, not walked element by element by Prefect to
+    # record task inputs (34 s at 5,000 models; docs/scale.md).
     def notify_step(url, summary, run_dir):
-        state = notify_task(url, summary, run_dir, return_state=True)
+        state = notify_task(url, quote(summary), run_dir, return_state=True)
         return state.result() if state.is_completed() else f"{state.message}"
 
+    def write_step(root, summary, manifest_fields, tables, report_html):
+        return write_artifacts_task(root, quote(summary), quote(manifest_fields), quote(tables), report_html)
+
+    def record_step(db, lock_timeout, **fields):
+        if "results" in fields:
+            fields["results"] = quote(fields["results"])
+        return record_run_task(db, lock_timeout, **fields)
+
+    def analyses_step(export_dir, benchmark, variant, names, config):
+        from benchcert.tasks.distributed import analysis_from_export_task
+
+        futures = [analysis_from_export_task.submit(export_dir, benchmark, variant, name, config) for name in names]
+        return [f.result() for f in futures]
+
     return Steps(mode="prefect", load_matrices=load_matrices_task, analysis=analysis_task,
-                 write_artifacts=write_artifacts_task, record_run=record_run_task, publish=publish_task,
+                 write_artifacts=write_step, record_run=record_step,
+                 publish=lambda summary, run_dir: publish_task(quote(summary), run_dir),
                  notify=notify_step, ingest_file=ingest_file_task, ingest_atomic=ingest_files_atomic_task,
+                 analyses_from_export=analyses_step,
                  flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)

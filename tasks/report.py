@@ -262,8 +262,13 @@ def interval_plot_svg(
     percent: bool = True,
     width: int = 900,
     max_label_chars: int = 40,
+    max_rows: int = 60,
 ) -> str:
     """Inline-SVG forest plot.
+
+    At most ``max_rows`` rows are drawn (the first ones, in the order given: callers list
+    the best first), so a 4,000-model leaderboard keeps a readable and small report; the
+    title then says how many were drawn (every row is in the run's Parquet tables).
 
     One row per label; for each series (``{"name", "estimate", "lower", "upper"}``, each
     a sequence aligned with ``labels``; optional ``"color"`` as ``#rgb``/``#rrggbb``)
@@ -274,8 +279,17 @@ def interval_plot_svg(
     ``x_range`` are clipped and marked with a chevron at the plot edge.
     """
     labels = [("" if lab is None else str(lab)) for lab in labels]
+    n_all = len(labels)
+    if max_rows < 1:
+        raise ValueError("max_rows must be >= 1")
+    if n_all > max_rows:
+        labels = labels[:max_rows]
+        series = [{**s_, **{key: list(s_.get(key))[:max_rows] for key in ("estimate", "lower", "upper")
+                            if s_.get(key) is not None}} for s_ in series]
     n = len(labels)
     n_series = len(series)
+    if n_all > n:
+        title = f"{title} (the first {n} of {n_all} rows are drawn; every row is in the run's tables)"
 
     names: list[str] = []
     est, low, up = [], [], []

@@ -122,6 +122,13 @@ def ingest_one(db: str, path: str, benchmark: str | None, mapping, allow_rejects
                        lock_timeout=lock_timeout)
 
 
+def analyses_from_export(export_dir: str, benchmark: str, variant: str, names: list[str], config) -> list:
+    """Each analysis on the benchmark as exported, one after another (the in-process path)."""
+    from benchcert.tasks.distributed import analysis_from_export
+
+    return [analysis_from_export(export_dir, benchmark, variant, name, config) for name in names]
+
+
 def ingest_atomic(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
                   lock_timeout: float):
     from benchcert.tasks.ingest import ingest_files_atomic
@@ -147,6 +154,7 @@ class Steps:
     notify: Callable
     ingest_file: Callable
     ingest_atomic: Callable
+    analyses_from_export: Callable
     flow_run_id: Callable[[], str | None]
 
 
@@ -176,4 +184,5 @@ def plain_steps() -> Steps:
     return Steps(mode="in_process", load_matrices=_retrying(read_benchmark, 2, 2.0), analysis=analysis,
                  write_artifacts=_retrying(write_run_artifacts, 2, 1.0), record_run=_retrying(record_run, 2, 2.0),
                  publish=None, notify=notify_step, ingest_file=ingest_one, ingest_atomic=ingest_atomic,
+                 analyses_from_export=analyses_from_export,
                  flow_run_id=lambda: None)

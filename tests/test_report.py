@@ -164,9 +164,12 @@ def test_plot_many_labels_scale_and_percent_ticks():
     n = 300
     labels = [f"subject_{i:03d}_" + "x" * (i % 70) for i in range(n)]
     series = [make_series(n, f"s{k}", shift=0.01 * k, nan_rows=(k, 100 + k)) for k in range(3)]
-    svg = interval_plot_svg(labels, series, title="many")
+    svg = interval_plot_svg(labels, series, title="many", max_rows=n)
     root = ET.fromstring(svg)
     assert count_intervals(svg) == 3 * n - 6
+    # by default a long leaderboard is cut to its first 60 rows, with a note saying so
+    capped = interval_plot_svg(labels, series, title="many")
+    assert count_intervals(capped) == 3 * 60 - 3 and "the first 60 of 300 rows are drawn" in capped
     small = ET.fromstring(interval_plot_svg(labels[:3], series and [make_series(3, "s")]))
     assert float(root.get("height")) > 20 * float(small.get("height"))
     texts = ["".join(t.itertext()) for t in root.iter("text")]

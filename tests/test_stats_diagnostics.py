@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.diagnostics (STATS.md A6; exchangeable-bounds paper section 7.3).
+"""Tests for benchcert.stats.diagnostics (exchangeable-bounds paper section 7.3).
 
 Oracles: the inverse-CDF hypergeometric sampler against scipy.stats.hypergeom; the
 hypergeometric split-half against explicit item shuffling; the split-half mean against its
@@ -18,6 +18,7 @@ from scipy import stats
 
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import (
+    NoSplittableSubjectWarning,
     _HypergeomTable,
     beta_binomial_icc,
     split_half,
@@ -71,6 +72,83 @@ def test_hypergeometric_table_is_exact_and_draws_follow_the_pmf():
     ref = rng.hypergeometric(400, 600, 500, size=200_000)
     assert abs(draws[5].mean() - ref.mean()) < 4 * math.sqrt(2 * ref.var() / 200_000)
     assert draws[5].var() == pytest.approx(ref.var(), rel=0.02)
+
+
+class _PerCellTable:
+    """The former sampler, verbatim: a CDF table per cell, one searchsorted per cell (oracle)."""
+
+    def __init__(self, ngood, nbad, nsample):
+        g, b, n = (np.asarray(v, dtype=np.int64) for v in (ngood, nbad, nsample))
+        lo = np.maximum(0, n - b)
+        hi = np.minimum(n, g)
+        length = hi - lo + 1
+        self.lo = lo
+        self.start = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
+        self.end = self.start + length
+        cell = np.repeat(np.arange(g.size), length)
+        x = lo[cell] + (np.arange(length.sum()) - self.start[cell])
+        gc, bc, nc = g[cell], b[cell], n[cell]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.log((gc - x) * (nc - x)) - np.log((x + 1.0) * (bc - nc + x + 1.0))
+        step = np.r_[0.0, step[:-1]]
+        step[self.start] = 0.0
+        logw = np.cumsum(step)
+        logw -= np.repeat(logw[self.start], length)
+        logw -= np.repeat(np.maximum.reduceat(logw, self.start), length)
+        pmf = np.exp(logw)
+        csum = np.cumsum(pmf)
+        base = np.r_[0.0, csum[:-1]][self.start]
+        cdf = (csum - base[cell]) / (csum[self.end - 1] - base)[cell]
+        cdf[self.end - 1] = 1.0
+        self.cdf = cdf
+        self.n_cells = g.size
+
+    def draw(self, size, rng):
+        u = rng.random((self.n_cells, size))
+        out = np.empty((self.n_cells, size), dtype=np.int64)
+        for c in range(self.n_cells):
+            out[c] = np.searchsorted(self.cdf[self.start[c]:self.end[c]], u[c], side="right")
+        return out + self.lo[:, None]
+
+
+def test_shared_table_draws_are_identical_to_the_former_per_cell_sampler():
+    # Oracle: the former implementation (a table per cell, one searchsorted per cell).
+    # Same seed, same uniforms -> the same integers, on random cells (one-point, empty-half
+    # and long supports, many cells sharing parameters as in a real benchmark), and the
+    # new search equals a per-cell search of its own table on uniforms placed exactly on,
+    # just below and just above tabulated CDF values, where the shifted search rounds.
+    rng = np.random.default_rng(20)
+    for trial in range(25):
+        nc = int(rng.integers(1, 2500))
+        tot = rng.choice(rng.integers(1, 150, 12), nc)  # few subject sizes, as in a benchmark
+        g = rng.integers(0, tot + 1)
+        n = tot // 2 if trial % 2 else rng.integers(0, tot + 1)
+        size = int(rng.integers(1, 40))
+        new = _HypergeomTable(g, tot - g, n)
+        np.testing.assert_array_equal(new.draw(size, np.random.default_rng(trial)),
+                                      _PerCellTable(g, tot - g, n).draw(size, np.random.default_rng(trial)))
+        np.testing.assert_array_equal(new.draw(size, np.random.default_rng(trial)),
+                                      new._draw_per_cell(size, np.random.default_rng(trial)))
+    g = np.arange(0, 61)
+    table = _HypergeomTable(g, 60 - g, np.full(g.size, 30))
+    on = np.stack([table.cdf[table.start[c] + np.arange(min(6, table.end[c] - table.start[c]))].tolist()
+                   + [1.0] * (6 - min(6, table.end[c] - table.start[c])) for c in range(g.size)])
+    u = np.concatenate([on, np.nextafter(on, 0), np.nextafter(on, 2), np.zeros((g.size, 1))], axis=1)
+    u = np.minimum(u, np.nextafter(1.0, 0))
+    ref = np.stack([np.searchsorted(table.cdf[table.start[c]:table.end[c]], u[c], side="right")
+                    for c in range(g.size)]) + table.lo[:, None]
+    np.testing.assert_array_equal(table._invert(u), ref)
+    assert table.n_dists == g.size and _HypergeomTable(np.full(1000, 5), np.full(1000, 5), np.full(1000, 5)).n_dists == 1
+
+
+def test_split_half_without_a_splittable_subject_is_skipped_with_a_named_warning():
+    scores = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, np.nan]])
+    with pytest.warns(NoSplittableSubjectWarning, match="no subject has 2 or more"):
+        res = split_half(scores, [0, 1, 2, 3], [0, 0, 1, 1], n_splits=10, rng=np.random.default_rng(0))
+    assert res.method == "skipped" and not res.defined.any() and np.isnan(res.corr).all()
+    assert res.status.tolist() == [["too_few_subjects"] * 2] * 2
+    assert res.n.tolist() == [4, 3] and res.n_valid.sum() == 0
+    assert issubclass(NoSplittableSubjectWarning, DegenerateDataWarning)
 
 
 def test_split_half_hypergeometric_equals_item_shuffling():

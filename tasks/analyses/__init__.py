@@ -54,6 +54,7 @@ class AuditConfig:
     baseline: str | None = None
     db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
     environments: dict | None = None  # parsed environments file (tasks/environments.py), for audit --environments
+    all_pairs: bool = False  # comparisons: every pair even beyond comparisons.ALL_PAIRS_MAX_MODELS models
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:

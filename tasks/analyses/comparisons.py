@@ -17,11 +17,17 @@ Tables:
   Benjamini-Hochberg adjusted p-values, the minimum detectable effect and the verdict
   (Holm at alpha: ``improved`` = model significantly better than versus);
 * ``tied_groups`` - one row per (group, model): maximal runs of models, in score order,
-  within which no pair differs after Holm over all pairs; a model may sit in several;
+  within which no pair differs after Holm over the pairs tested; a model may sit in several;
 * ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval. The
   rank order (and the order of tied groups) is by ``shared_gap``, the model's mean gap against
   every other on the items each pair shares - what the tests compare - not by its score on
   its own answered items (``score``), which differ when models skipped items.
+
+Beyond ``ALL_PAIRS_MAX_MODELS`` models (without a baseline) the family is the leaderboard's:
+each model against the next one in the ranking and every pair among the top ``TOP_N``
+(``family = "leaderboard"``); Holm/BH adjust over exactly the pairs tested, and the rank
+intervals and tied groups come from them (untested pairs count as not distinguished, which only
+widens the intervals). ``AuditConfig.all_pairs`` (``--all-pairs``) asks for every pair.
 
 The report gets a rank plot (rank intervals), the tied groups and the table.
 """
@@ -77,14 +83,58 @@ def _empty(note: str) -> AnalysisOutput:
         warnings=[note])
 
 
-def _pairs(scores: np.ndarray, models: list[str], pooled: np.ndarray, baseline: int | None):
-    """(versus, model) column pairs: against the baseline, or every pair with the better-scoring
-    model first so that gaps read 'model is ahead of versus by ...'."""
+#: Beyond this many models the default family is the leaderboard's (:func:`_leaderboard_pairs`),
+#: not every pair: at 4,000 models all pairs are 8 million comparisons, a table no one reads
+#: and a Holm correction that leaves no power. ``--all-pairs`` (AuditConfig.all_pairs) asks
+#: for every pair anyway; the computation is then blocked (stats/comparisons.py).
+ALL_PAIRS_MAX_MODELS = 150
+#: The leaderboard family compares every pair among the top TOP_N models by score.
+TOP_N = 20
+
+
+def _leaderboard_pairs(pooled: np.ndarray, top_n: int = TOP_N) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbours in the ranking (each model against the next one down) and every pair among the
+    top ``top_n``: (k - 1) + top_n (top_n - 1) / 2 pairs at most, deduplicated, as (i, j), i < j."""
+    order = np.argsort(-pooled, kind="stable")
+    top = order[:top_n]
+    a = np.r_[order[:-1], np.repeat(top, top.size)]
+    b = np.r_[order[1:], np.tile(top, top.size)]
+    i, j = np.minimum(a, b), np.maximum(a, b)
+    keep = i < j
+    key = np.unique(i[keep].astype(np.int64) * pooled.size + j[keep])
+    return (key // pooled.size).astype(np.intp), (key % pooled.size).astype(np.intp)
+
+
+def _family(k: int, baseline: int | None, all_pairs: bool) -> str:
+    if baseline is not None:
+        return "versus_baseline"
+    return "all_pairs" if all_pairs or k <= ALL_PAIRS_MAX_MODELS else "leaderboard"
+
+
+def _shared_counts(obs: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Items answered by both models of each pair (a[p], b[p]); O(n_items P), not a K x K product."""
+    if obs.all():
+        return np.full(a.size, obs.shape[0], dtype=np.int64)
+    out = np.empty(a.size, dtype=np.int64)
+    step = max(1, (1 << 24) // max(obs.shape[0], 1))
+    for lo in range(0, a.size, step):
+        out[lo:lo + step] = np.count_nonzero(obs[:, a[lo:lo + step]] & obs[:, b[lo:lo + step]], axis=0)
+    return out
+
+
+def _pairs(scores: np.ndarray, models: list[str], pooled: np.ndarray, baseline: int | None,
+           all_pairs: bool = False):
+    """(versus, model) column pairs: against the baseline, every pair, or (beyond
+    ALL_PAIRS_MAX_MODELS models) the leaderboard family; the better-scoring model first so that
+    gaps read 'model is ahead of versus by ...'."""
     k = len(models)
     if baseline is not None:
         others = np.array([j for j in range(k) if j != baseline], dtype=np.intp)
         return np.full(others.shape, baseline, dtype=np.intp), others
-    i, j = np.triu_indices(k, 1)
+    if _family(k, None, all_pairs) == "leaderboard":
+        i, j = _leaderboard_pairs(pooled)
+    else:
+        i, j = np.triu_indices(k, 1)
     # higher pooled score first; equal scores keep name order
     swap = pooled[j] > pooled[i]
     model = np.where(swap, j, i)
@@ -124,15 +174,20 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
                          "uses only the items both models answered (the rest are counted in n_excluded)")
 
     # Pairs that share no item cannot be compared; they stay in the table, flagged.
-    obs = (~np.isnan(scores)).astype(float)
-    shared = obs.T @ obs
-    versus, model = _pairs(scores, models, pooled, baseline)
-    comparable = shared[versus, model] > 0
+    obs = ~np.isnan(scores)
+    all_pairs_asked = bool(getattr(config, "all_pairs", False))
+    versus, model = _pairs(scores, models, pooled, baseline, all_pairs_asked)
+    comparable = _shared_counts(obs, versus, model) > 0
     if not comparable.all():
         for v, w in zip(versus[~comparable], model[~comparable]):
             notes.append(f"comparisons: {models[w]!r} and {models[v]!r} share no answered item; not compared")
     pv, pm = versus[comparable], model[comparable]
-    family = "versus_baseline" if baseline is not None else "all_pairs"
+    family = _family(len(models), baseline, all_pairs_asked)
+    if family == "leaderboard":
+        notes.append(f"comparisons: {len(models)} models (more than {ALL_PAIRS_MAX_MODELS}): compared are each model "
+                     f"against the next one in the ranking and every pair among the top {TOP_N} ({pv.size} pairs, "
+                     "family 'leaderboard'); Holm and Benjamini-Hochberg adjust over exactly these pairs, and rank "
+                     "intervals count untested pairs as not distinguished (wider). Every pair: --all-pairs")
     frame = pl.DataFrame(schema=COMPARISON_SCHEMA)
     r = None
     if pv.size:
@@ -178,9 +233,11 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         none = none.with_columns((pl.col("n_only_model") + pl.col("n_only_versus")).alias("n_excluded"))
         frame = pl.concat([frame, none], how="diagonal_relaxed").select(list(COMPARISON_SCHEMA)).cast(COMPARISON_SCHEMA)
 
-    # Ranks always come from every pair; in all-pairs mode that is the table's own family.
+    # Ranks come from every pair (the leaderboard family beyond ALL_PAIRS_MAX_MODELS); without a
+    # baseline that is the table's own family.
     all_pairs = (pv, pm, r) if baseline is None else None
-    ranks, tied, rank_groups = _ranks(scores, subjects, models, pooled, alpha, all_pairs)
+    ranks, tied, rank_groups = _ranks(scores, subjects, models, pooled, alpha, all_pairs,
+                                      leaderboard=_family(len(models), None, all_pairs_asked) == "leaderboard")
     return AnalysisOutput(
         name="comparisons",
         tables={"comparisons": frame, "tied_groups": tied, "comparison_ranks": ranks},
@@ -222,18 +279,18 @@ def _named_pair_warnings(caught, r, models: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _ranks(scores, subjects, models, pooled, alpha, all_pairs):
-    """Rank intervals and tied groups from every comparable pair (Holm over all pairs)."""
+def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False):
+    """Rank intervals and tied groups from every comparable pair (Holm over all pairs), or from
+    the leaderboard family (Holm over it; untested pairs count as not distinguished)."""
     k = len(models)
     if all_pairs is not None:
         pv, pm, r = all_pairs
         pairs = np.column_stack([pv, pm])
         gap, p = (r.estimate, r.p_value) if r is not None else (np.zeros(0), np.zeros(0))
     else:
-        obs = (~np.isnan(scores)).astype(float)
-        shared = obs.T @ obs
-        i, j = np.triu_indices(k, 1)
-        ok = shared[i, j] > 0
+        obs = ~np.isnan(scores)
+        i, j = _leaderboard_pairs(pooled) if leaderboard else np.triu_indices(k, 1)
+        ok = _shared_counts(obs, i, j) > 0
         pairs = np.column_stack([i[ok], j[ok]])
         gap = p = np.zeros(0)
         if pairs.shape[0]:
@@ -288,6 +345,9 @@ def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
     question = QUESTIONS[primary]
     if baseline is not None:
         fam = f"every model against the baseline {escape(models[baseline])!s}"
+    elif frame.height and frame["family"][0] == "leaderboard":
+        fam = (f"each model against the next one in the ranking and every pair among the top {TOP_N} "
+               f"({k} models: more than {ALL_PAIRS_MAX_MODELS}, so not every pair; --all-pairs for all)")
     else:
         fam = "every pair of models"
     intro = (f"<p>Paired comparisons of {fam} on the items both models answered (items only one answered are "
@@ -299,7 +359,7 @@ def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
              f"peers report, which ignores that both models answered the same items.</p><p>The question answered: "
              f"<b>{escape(question)}</b>.</p>")
     ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
-            "level (Holm over all pairs) - a tie here means <em>not distinguished</em>, not proven equal. "
+            "level (Holm over the pairs tested) - a tie here means <em>not distinguished</em>, not proven equal. "
             "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
     shown = frame.sort("p_value", nulls_last=True).select(
         "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),

@@ -1,0 +1,295 @@
+#!/usr/bin/env python
+"""Leaderboard-scale timings and peak memory of ingest and audit (``make bench``; docs/scale.md).
+
+For each shape (models x items; binary scores; subjects = min(200, items / 2) in
+min(10, subjects) domains) a synthetic log is generated as Parquet files (500 models per
+file, not timed), then, each in a fresh child process:
+
+* **ingest**: plain ``ingest_file`` of every file into a fresh DuckDB store;
+* **audit**: ``audit_flow`` (Prefect embedded), with wall time, CPU seconds and peak RSS per
+  analysis (the peak is reset before each analysis through /proc/self/clear_refs, so each
+  figure is that analysis' own high-water mark; the step's peak is the maximum of all).
+
+Printed per step: wall s, CPU s (user + system, all threads: compare it across noisy runs),
+peak RSS, and the 1-minute load average before and after (the machine may be shared).
+
+    .venv/bin/python benchmarks/scale.py                 # every shape of docs/scale.md (long)
+    .venv/bin/python benchmarks/scale.py --quick         # three small shapes (~2 min)
+    .venv/bin/python benchmarks/scale.py --shape 4000x20000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GiB = 1 << 30
+BENCH = "synthetic"
+MODELS_PER_FILE = 500
+
+FULL_SHAPES = ["100x10000", "500x20000", "1000x20000", "2000x20000", "4000x20000", "3000x20", "5000x20"]
+QUICK_SHAPES = ["100x2000", "300x5000", "1000x20"]
+
+PREFECT_ENV_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
+                        "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
+                        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
+
+
+def _status(key: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset this process' VmHWM to its current RSS (Linux >= 4.0); False if not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+# --------------------------------------------------------------------------------------
+# children
+
+
+def child_ingest(args) -> dict:
+    from benchcert.tasks.ingest import ingest_file
+    from benchcert.tasks.mapping import parse_mapping
+
+    db = Path(args.db)
+    files = sorted(Path(args.data).glob("*.parquet"))
+    mapping = parse_mapping()
+    load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
+    rows = 0
+    for f in files:
+        rep = ingest_file(db, f, benchmark=BENCH, mapping=mapping)
+        if rep.status != "ingested":
+            raise SystemExit(f"ingest of {f} failed: {rep.message}")
+        rows += rep.rows_added
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": _cpu() - cpu0, "peak_rss": _status("VmHWM"),
+            "rows": rows, "files": len(files), "load_before": load0, "load_after": _load(),
+            "db_bytes": db.stat().st_size}
+
+
+def child_audit(args) -> dict:
+    import benchcert.tasks.prefect_tasks as pt
+    from benchcert.flows.audit import audit_flow
+
+    per: dict[str, dict] = {}
+    peaks = [_status("VmHWM") or 0]
+    original = pt.run_analysis
+
+    def measured(name, fn, matrices, config):
+        peaks.append(_status("VmHWM") or 0)  # the peak so far, before the reset
+        resettable = _reset_peak()
+        cpu, t = _cpu(), time.perf_counter()
+        try:
+            return original(name, fn, matrices, config)
+        finally:
+            peak = _status("VmHWM") if resettable else None
+            per[name] = {"wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak_rss": peak}
+            peaks.append(peak or 0)
+
+    pt.run_analysis = measured  # instrumentation only: analysis_task looks the name up at call time
+    load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
+    out = audit_flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
+    wall = time.perf_counter() - t0
+    peaks.append(_status("VmHWM") or 0)
+    run_dir = Path(out["run_dir"])
+    sizes = {p.name: p.stat().st_size for p in run_dir.rglob("*") if p.is_file()}
+    timings = out["timings_s"]
+    return {"wall_s": wall, "cpu_s": _cpu() - cpu0, "peak_rss": max(peaks), "load_before": load0,
+            "load_after": _load(), "analyses": per, "timings_s": timings,
+            "work_s": sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead")),
+            "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes}
+
+
+# --------------------------------------------------------------------------------------
+# parent
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    m, _, n = text.lower().partition("x")
+    return int(m), int(n)
+
+
+def generate(dest: Path, n_models: int, n_items: int, seed: int) -> dict:
+    """Parquet files of binary scores, MODELS_PER_FILE models each; p[model, subject] ~ Beta."""
+    import numpy as np
+    import polars as pl
+
+    n_subjects = max(1, min(200, n_items // 2))
+    n_domains = max(1, min(10, n_subjects))
+    dest.mkdir(parents=True, exist_ok=True)
+    done = dest / "done.json"
+    info = {"n_models": n_models, "n_items": n_items, "n_subjects": n_subjects, "n_domains": n_domains,
+            "rows": n_models * n_items, "seed": seed}
+    if done.exists() and json.loads(done.read_text()) == info:
+        return info
+    for f in dest.glob("*.parquet"):
+        f.unlink()
+    rng = np.random.default_rng(seed)
+    hardness = rng.normal(0.0, 0.7, n_subjects)
+    item_subject = (np.arange(n_items) * n_subjects) // n_items
+    subject_domain = (np.arange(n_subjects) * n_domains) // n_subjects
+    item_ids = pl.Series([f"item-{i:06d}" for i in range(n_items)])
+    subj_names = pl.Series([f"subject-{s:03d}" for s in item_subject])
+    dom_names = pl.Series([f"domain-{subject_domain[s]:02d}" for s in item_subject])
+    for lo in range(0, n_models, MODELS_PER_FILE):
+        m = min(MODELS_PER_FILE, n_models - lo)
+        ability = rng.normal(0.0, 1.0, m)
+        mean = 1.0 / (1.0 + np.exp(-(ability[:, None] - hardness[None, :])))
+        p = rng.beta(mean * 30.0, (1.0 - mean) * 30.0)
+        scores = (rng.random((m, n_items), dtype=np.float32) < p[:, item_subject]).astype(np.int8)
+        frame = pl.DataFrame({
+            "model": pl.Series([f"model-{lo + j:05d}" for j in range(m)]).gather(np.repeat(np.arange(m), n_items)),
+            "item_id": pl.concat([item_ids] * m), "subject": pl.concat([subj_names] * m),
+            "domain": pl.concat([dom_names] * m), "score": scores.ravel()})
+        frame.write_parquet(dest / f"part-{lo // MODELS_PER_FILE:04d}.parquet")
+        del frame, scores
+    done.write_text(json.dumps(info))
+    return info
+
+
+def run_child(kind: str, out: Path, timeout: float, **kw) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "_" + kind, "--out", str(out)]
+    for k, v in kw.items():
+        if v is True:
+            cmd.append(f"--{k.replace('_', '-')}")
+        elif v not in (None, False):
+            cmd += [f"--{k.replace('_', '-')}", str(v)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, timeout=timeout, cwd=str(ROOT))
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"child {kind} failed (exit {proc.returncode}): {' '.join(cmd)}")
+    res = json.loads(out.read_text())
+    res["child_wall_s"] = time.perf_counter() - t
+    return res
+
+
+def _gib(b) -> str:
+    return "-" if not b else f"{b / GiB:.2f} GiB"
+
+
+def render(results: list[dict]) -> str:
+    lines = ["| models x items (rows) | ingest wall s / cpu s / peak | audit wall s / cpu s / peak | "
+             "load 1-min (audit start/end) | slowest analyses (wall s / peak) | report.html / all artifacts |",
+             "|---|---|---|---|---|---|"]
+    for r in results:
+        i, a = r["ingest"], r["audit"]
+        slow = sorted(a["analyses"].items(), key=lambda kv: -kv[1]["wall_s"])[:3]
+        slow_txt = "; ".join(f"{k} {v['wall_s']:.1f} / {_gib(v['peak_rss'])}" for k, v in slow)
+        arts = a["artifact_bytes"]
+        lines.append(
+            f"| {r['n_models']:,} x {r['n_items']:,} ({r['rows'] / 1e6:g}M) | {i['wall_s']:.1f} / {i['cpu_s']:.1f} / "
+            f"{_gib(i['peak_rss'])} | {a['wall_s']:.1f} / {a['cpu_s']:.1f} / {_gib(a['peak_rss'])} | "
+            f"{a['load_before']:.1f} / {a['load_after']:.1f} | {slow_txt} | "
+            f"{arts.get('report.html', 0) / 2**20:.2f} MiB / {sum(arts.values()) / 2**20:.1f} MiB |")
+    lines.append("")
+    lines.append("Per analysis (audit child; wall s / CPU s / peak RSS):")
+    for r in results:
+        a = r["audit"]
+        lines.append(f"  {r['n_models']} x {r['n_items']}: " + ", ".join(
+            f"{k} {v['wall_s']:.1f}/{v['cpu_s']:.1f}/{_gib(v['peak_rss'])}" for k, v in a["analyses"].items())
+            + f"; read_store {a['timings_s'].get('read_store', 0):.1f}, collate_and_report "
+              f"{a['timings_s'].get('collate_and_report', 0):.1f}, write_artifacts "
+              f"{a['timings_s'].get('write_artifacts', 0):.1f}, record_run {a['timings_s'].get('record_run', 0):.1f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("_ingest", "_audit"):
+        ap = argparse.ArgumentParser()
+        ap.add_argument("kind")
+        ap.add_argument("--out", required=True)
+        ap.add_argument("--db", required=True)
+        ap.add_argument("--data")
+        ap.add_argument("--artifacts")
+        ap.add_argument("--all-pairs", action="store_true")
+        a = ap.parse_args(argv)
+        res = child_ingest(a) if a.kind == "_ingest" else child_audit(a)
+        Path(a.out).write_text(json.dumps(res, indent=2, default=str))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help=f"small shapes only: {', '.join(QUICK_SHAPES)}")
+    ap.add_argument("--shape", action="append", metavar="MxN", help="models x items (repeatable)")
+    ap.add_argument("--keep", metavar="DIR", help="keep (and reuse) generated data and stores in DIR")
+    ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--seed", type=int, default=20251126)
+    ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--all-pairs", action="store_true", help="audit with every pair of models compared")
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:
+        print(f"scale.py: ignoring options it does not know: {' '.join(unknown)}", file=sys.stderr)
+    for k, v in PREFECT_ENV_DEFAULTS.items():
+        os.environ.setdefault(k, v)
+    tmp_home = None
+    if not os.environ.get("PREFECT_HOME"):
+        tmp_home = tempfile.mkdtemp(prefix="benchcert-prefect-home-")
+        os.environ["PREFECT_HOME"] = tmp_home
+    shapes = args.shape or (QUICK_SHAPES if args.quick else FULL_SHAPES)
+    work = Path(args.keep).resolve() if args.keep else Path(tempfile.mkdtemp(prefix="benchcert-scale-"))
+    results = []
+    try:
+        print(f"scale benchmark: {os.cpu_count()} CPUs, load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}",
+              file=sys.stderr)
+        for shape in shapes:
+            n_models, n_items = parse_shape(shape)
+            d = work / f"{n_models}x{n_items}"
+            t = time.perf_counter()
+            info = generate(d / "data", n_models, n_items, args.seed)
+            print(f"[{shape}] data ready ({time.perf_counter() - t:.0f} s, not timed); ingest ...", file=sys.stderr)
+            db = d / "store.duckdb"
+            for p in (db, db.with_name(db.name + ".wal"), d / "artifacts"):
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            ing = run_child("ingest", d / "ingest.json", args.timeout, db=db, data=d / "data")
+            print(f"[{shape}] ingest {ing['wall_s']:.1f} s, peak {_gib(ing['peak_rss'])}; audit ...", file=sys.stderr)
+            aud = run_child("audit", d / "audit.json", args.timeout, db=db, artifacts=d / "artifacts",
+                            all_pairs=args.all_pairs)
+            print(f"[{shape}] audit {aud['wall_s']:.1f} s, peak {_gib(aud['peak_rss'])}", file=sys.stderr)
+            results.append({**info, "ingest": ing, "audit": aud})
+            print(render(results[-1:]).splitlines()[2], file=sys.stderr)
+            if args.json:  # written after every shape, so a long run keeps what it measured
+                Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+            if not args.keep:
+                shutil.rmtree(d, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        if tmp_home:
+            shutil.rmtree(tmp_home, ignore_errors=True)
+    print(render(results))
+    print(f"load average at end {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
