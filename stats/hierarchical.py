@@ -393,10 +393,21 @@ def _trigamma(x):
             accs += np.where(small, 1.0 / (zs * zs), 0.0)
             zs += small
         zf[low], af[low] = zs, accs
-    r = 1.0 / z
+    # r + r^2 / 2 + r^3 (1/6 + r^2 (-1/30 + r^2 (1/42 + r^2 (-1/30 + r^2 5/66)))), in place
+    r = np.divide(1.0, z, out=z)
     r2 = r * r
-    series = r + 0.5 * r2 + r * r2 * (1.0 / 6 + r2 * (-1.0 / 30 + r2 * (1.0 / 42 + r2 * (-1.0 / 30 + r2 * 5.0 / 66))))
-    return acc + series
+    poly = r2 * 5.0
+    poly /= 66
+    for c in (-1.0 / 30, 1.0 / 42, -1.0 / 30):
+        poly += c
+        poly *= r2
+    poly += 1.0 / 6
+    poly *= r * r2
+    r2 *= 0.5
+    r2 += r
+    r2 += poly
+    acc += r2
+    return acc
 
 
 def _row_sum(x, mask, full):
@@ -415,6 +426,16 @@ class _BetaBinomialLik:
     def loglik(self, a, b):
         a2, b2 = a[:, None], b[:, None]
         terms = betaln(self.y + a2, self.f + b2)
+        return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
+
+    def profile_loglik(self, a, b):
+        """:meth:`loglik` for the profile search (many more rows than the fit): log B(Y + a,
+        m - Y + b) as three log-gammas, what scipy's betaln itself does for arguments above 171
+        and 10x faster than its ratio of gammas below; the two agree to about 1e-13 per term."""
+        a2, b2 = a[:, None], b[:, None]
+        terms = gammaln(self.y + a2)
+        terms += gammaln(self.f + b2)
+        terms -= gammaln(self.m + (a + b)[:, None])
         return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
 
     def derivs(self, a, b):
@@ -454,6 +475,8 @@ class _BetaLik:
 
     def loglik(self, a, b):
         return (a - 1.0) * self.s1 + (b - 1.0) * self.s2 - self.k * betaln(a, b)
+
+    profile_loglik = loglik
 
     def derivs(self, a, b):
         nu = a + b
@@ -617,7 +640,7 @@ def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
     (safeguarded Newton: a step is halved until it does not lower the log-likelihood)."""
     t = t.astype(float).copy()
     a, b, mu, nu = _ab(t, w)
-    ll = lik.loglik(a, b)
+    ll = lik.profile_loglik(a, b)
     act = np.ones(t.shape, dtype=bool)
     for _ in range(iters):
         idx = np.flatnonzero(act)
@@ -641,7 +664,7 @@ def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
             rows = np.flatnonzero(pending)
             cand = np.clip(ta[rows] + step[rows], -_LOGIT_MAX, _LOGIT_MAX)
             ca, cb, _, _ = _ab(cand, wa[rows])
-            cll = _subset(sub, rows).loglik(ca, cb)
+            cll = _subset(sub, rows).profile_loglik(ca, cb)
             ok = cll >= lla[rows] - 1e-12 * (1.0 + np.abs(lla[rows]))
             new_t[rows[ok]], new_ll[rows[ok]] = cand[ok], cll[ok]
             pending[rows[ok]] = False
