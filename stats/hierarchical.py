@@ -586,7 +586,7 @@ def _maximise(lik, t0, w0, *, max_iter=150, tol=1e-10):
 
 def _subset(lik, idx):
     if isinstance(lik, _BetaBinomialLik):
-        return _BetaBinomialLik(lik.y[idx], lik.m[idx], lik.mask[idx])
+        return type(lik)(lik.y[idx], lik.m[idx], lik.mask[idx])
     new = object.__new__(_BetaLik)
     new.mask, new.k, new.s1, new.s2 = lik.mask[idx], lik.k[idx], lik.s1[idx], lik.s2[idx]
     return new
@@ -621,8 +621,7 @@ def _best_of_starts(lik, starts):
 
 def _stack(lik, times):
     if isinstance(lik, _BetaBinomialLik):
-        return _BetaBinomialLik(np.tile(lik.y, (times, 1)), np.tile(lik.m, (times, 1)),
-                                np.tile(lik.mask, (times, 1)))
+        return type(lik)(np.tile(lik.y, (times, 1)), np.tile(lik.m, (times, 1)), np.tile(lik.mask, (times, 1)))
     new = object.__new__(_BetaLik)
     new.mask = np.tile(lik.mask, (times, 1))
     new.k, new.s1, new.s2 = (np.tile(v, times) for v in (lik.k, lik.s1, lik.s2))
