@@ -776,7 +776,6 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
     bins = np.arange(nb + 1)
-    rows = np.arange(mdl)[:, None]
     for dd in range(d):
         use = ~fixed[dd] & (a[dd] > 0)
         if not use.any():
@@ -784,12 +783,12 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
         new = np.full((mdl, nb + 1), -np.inf)
         for j in range(gi):
             c = cost[dd, :, j]
-            ok = use & (c <= nb)
-            if not ok.any():
+            r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
+            if not r.size:
                 continue
-            src = bins[None, :] - c[:, None]
-            val = np.where(src >= 0, best[rows, np.maximum(src, 0)], -np.inf) + (a[dd] * s2j[j])[:, None]
-            new = np.where(ok[:, None], np.maximum(new, val), new)
+            src = bins[None, :] - c[r, None]
+            val = np.where(src >= 0, best[r[:, None], np.maximum(src, 0)], -np.inf) + (a[dd, r] * s2j[j])[:, None]
+            new[r] = np.maximum(new[r], val)
         best = np.where(use[:, None], new, best)
     return base + best[:, nb]
 
