@@ -97,7 +97,7 @@ def child_ingest(args) -> dict:
 
 
 def child_audit(args) -> dict:
-    import benchcert.tasks.prefect_tasks as pt
+    import benchcert.tasks.analyses as pt
     from benchcert.flows.audit import audit_flow
 
     per: dict[str, dict] = {}
@@ -115,7 +115,7 @@ def child_audit(args) -> dict:
             per[name] = {"wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak_rss": peak}
             peaks.append(peak or 0)
 
-    pt.run_analysis = measured  # instrumentation only: analysis_task looks the name up at call time
+    pt.run_analysis = measured  # instrumentation only: tasks/steps.py looks the name up at call time
     load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
     out = audit_flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
     wall = time.perf_counter() - t0

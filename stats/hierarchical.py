@@ -377,19 +377,41 @@ def _trigamma(x):
     Recurrence psi1(x) = 1/x^2 + psi1(x + 1) lifts x to >= 10, then the asymptotic series
     psi1(z) ~ 1/z + 1/(2 z^2) + sum_k B_2k / z^(2k+1) (Abramowitz and Stegun 6.4.12) to
     z^-11; the truncation error is below 3e-14 relative (the tests compare with polygamma).
+    The recurrence runs on the entries below 10 only (most counts Y_k + a are larger).
     """
     z = np.array(x, dtype=float, copy=True)
     acc = np.zeros_like(z)
-    for _ in range(10):
-        small = z < 10.0
-        if not small.any():
-            break
-        acc += np.where(small, 1.0 / (z * z), 0.0)
-        z += small
-    r = 1.0 / z
+    zf, af = z.reshape(-1), acc.reshape(-1)
+    low = np.flatnonzero(zf < 10.0)
+    if low.size:
+        zs = zf[low]
+        accs = np.zeros_like(zs)
+        for _ in range(10):
+            small = zs < 10.0
+            if not small.any():
+                break
+            accs += np.where(small, 1.0 / (zs * zs), 0.0)
+            zs += small
+        zf[low], af[low] = zs, accs
+    # r + r^2 / 2 + r^3 (1/6 + r^2 (-1/30 + r^2 (1/42 + r^2 (-1/30 + r^2 5/66)))), in place
+    r = np.divide(1.0, z, out=z)
     r2 = r * r
-    series = r + 0.5 * r2 + r * r2 * (1.0 / 6 + r2 * (-1.0 / 30 + r2 * (1.0 / 42 + r2 * (-1.0 / 30 + r2 * 5.0 / 66))))
-    return acc + series
+    poly = r2 * 5.0
+    poly /= 66
+    for c in (-1.0 / 30, 1.0 / 42, -1.0 / 30):
+        poly += c
+        poly *= r2
+    poly += 1.0 / 6
+    poly *= r * r2
+    r2 *= 0.5
+    r2 += r
+    r2 += poly
+    acc += r2
+    return acc
+
+
+def _row_sum(x, mask, full):
+    return np.sum(x if full else np.where(mask, x, 0.0), axis=1)
 
 
 class _BetaBinomialLik:
@@ -399,26 +421,47 @@ class _BetaBinomialLik:
         self.y, self.m, self.mask = y, m, mask
         self.k = mask.sum(axis=1)
         self.f = m - y
+        self.full = bool(mask.all())  # no padding: the masking is skipped
 
     def loglik(self, a, b):
         a2, b2 = a[:, None], b[:, None]
         terms = betaln(self.y + a2, self.f + b2)
-        return np.sum(np.where(self.mask, terms, 0.0), axis=1) - self.k * betaln(a, b)
+        return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
+
+    def profile_loglik(self, a, b):
+        """:meth:`loglik` for the profile search (many more rows than the fit): log B(Y + a,
+        m - Y + b) as three log-gammas, what scipy's betaln itself does for arguments above 171
+        and 10x faster than its ratio of gammas below; the two agree to about 1e-13 per term."""
+        a2, b2 = a[:, None], b[:, None]
+        terms = gammaln(self.y + a2)
+        terms += gammaln(self.f + b2)
+        terms -= gammaln(self.m + (a + b)[:, None])
+        return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
 
     def derivs(self, a, b):
         a2, b2 = a[:, None], b[:, None]
         nu = a + b
-        mask = self.mask
+        mask, full = self.mask, self.full
         ya, fb, mn = self.y + a2, self.f + b2, self.m + nu[:, None]
         psi_mn = psi(mn)
-        la = np.sum(np.where(mask, psi(ya) - psi_mn, 0.0), axis=1) - self.k * (psi(a) - psi(nu))
-        lb = np.sum(np.where(mask, psi(fb) - psi_mn, 0.0), axis=1) - self.k * (psi(b) - psi(nu))
+        la = _row_sum(psi(ya) - psi_mn, mask, full) - self.k * (psi(a) - psi(nu))
+        lb = _row_sum(psi(fb) - psi_mn, mask, full) - self.k * (psi(b) - psi(nu))
         t_mn = _trigamma(mn)
         t_nu = _trigamma(nu)
-        lab = -np.sum(np.where(mask, t_mn, 0.0), axis=1) + self.k * t_nu
-        laa = np.sum(np.where(mask, _trigamma(ya), 0.0), axis=1) - self.k * _trigamma(a) + lab
-        lbb = np.sum(np.where(mask, _trigamma(fb), 0.0), axis=1) - self.k * _trigamma(b) + lab
+        lab = -_row_sum(t_mn, mask, full) + self.k * t_nu
+        laa = _row_sum(_trigamma(ya), mask, full) - self.k * _trigamma(a) + lab
+        lbb = _row_sum(_trigamma(fb), mask, full) - self.k * _trigamma(b) + lab
         return la, lb, laa, lbb, lab
+
+    def mean_derivs(self, a, b):
+        """(la - lb, laa - 2 lab + lbb): what a step in the mean alone needs. The terms in
+        a + b (psi and trigamma of m_k + a + b and of a + b) cancel, so they are not computed."""
+        a2, b2 = a[:, None], b[:, None]
+        mask, full = self.mask, self.full
+        ya, fb = self.y + a2, self.f + b2
+        d1 = _row_sum(psi(ya) - psi(fb), mask, full) - self.k * (psi(a) - psi(b))
+        d2 = _row_sum(_trigamma(ya) + _trigamma(fb), mask, full) - self.k * (_trigamma(a) + _trigamma(b))
+        return d1, d2
 
 
 class _BetaLik:
@@ -433,6 +476,8 @@ class _BetaLik:
     def loglik(self, a, b):
         return (a - 1.0) * self.s1 + (b - 1.0) * self.s2 - self.k * betaln(a, b)
 
+    profile_loglik = loglik
+
     def derivs(self, a, b):
         nu = a + b
         la = self.s1 - self.k * (psi(a) - psi(nu))
@@ -441,6 +486,12 @@ class _BetaLik:
         laa = -self.k * _trigamma(a) + lab
         lbb = -self.k * _trigamma(b) + lab
         return la, lb, laa, lbb, lab
+
+    def mean_derivs(self, a, b):
+        """(la - lb, laa - 2 lab + lbb), as :meth:`_BetaBinomialLik.mean_derivs`."""
+        d1 = self.s1 - self.s2 - self.k * (psi(a) - psi(b))
+        d2 = -self.k * (_trigamma(a) + _trigamma(b))
+        return d1, d2
 
 
 def _ab(t, w):
@@ -535,7 +586,7 @@ def _maximise(lik, t0, w0, *, max_iter=150, tol=1e-10):
 
 def _subset(lik, idx):
     if isinstance(lik, _BetaBinomialLik):
-        return _BetaBinomialLik(lik.y[idx], lik.m[idx], lik.mask[idx])
+        return type(lik)(lik.y[idx], lik.m[idx], lik.mask[idx])
     new = object.__new__(_BetaLik)
     new.mask, new.k, new.s1, new.s2 = lik.mask[idx], lik.k[idx], lik.s1[idx], lik.s2[idx]
     return new
@@ -570,8 +621,7 @@ def _best_of_starts(lik, starts):
 
 def _stack(lik, times):
     if isinstance(lik, _BetaBinomialLik):
-        return _BetaBinomialLik(np.tile(lik.y, (times, 1)), np.tile(lik.m, (times, 1)),
-                                np.tile(lik.mask, (times, 1)))
+        return type(lik)(np.tile(lik.y, (times, 1)), np.tile(lik.m, (times, 1)), np.tile(lik.mask, (times, 1)))
     new = object.__new__(_BetaLik)
     new.mask = np.tile(lik.mask, (times, 1))
     new.k, new.s1, new.s2 = (np.tile(v, times) for v in (lik.k, lik.s1, lik.s2))
@@ -589,7 +639,7 @@ def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
     (safeguarded Newton: a step is halved until it does not lower the log-likelihood)."""
     t = t.astype(float).copy()
     a, b, mu, nu = _ab(t, w)
-    ll = lik.loglik(a, b)
+    ll = lik.profile_loglik(a, b)
     act = np.ones(t.shape, dtype=bool)
     for _ in range(iters):
         idx = np.flatnonzero(act)
@@ -598,10 +648,10 @@ def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
         sub = lik if idx.size == t.size else _subset(lik, idx)
         ta, wa, lla = t[idx], w[idx], ll[idx]
         a, b, mu, nu = _ab(ta, wa)
-        la, lb, laa, lbb, lab = sub.derivs(a, b)
+        d1, d2 = sub.mean_derivs(a, b)
         v = nu * mu * (1.0 - mu)
-        g = v * (la - lb)
-        h = v * v * (laa - 2.0 * lab + lbb) + v * (1.0 - 2.0 * mu) * (la - lb)
+        g = v * d1
+        h = v * v * d2 + v * (1.0 - 2.0 * mu) * d1
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(h < 0, -g / h, np.sign(g))
         step = np.clip(np.nan_to_num(step), -3.0, 3.0)
@@ -613,7 +663,7 @@ def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
             rows = np.flatnonzero(pending)
             cand = np.clip(ta[rows] + step[rows], -_LOGIT_MAX, _LOGIT_MAX)
             ca, cb, _, _ = _ab(cand, wa[rows])
-            cll = _subset(sub, rows).loglik(ca, cb)
+            cll = _subset(sub, rows).profile_loglik(ca, cb)
             ok = cll >= lla[rows] - 1e-12 * (1.0 + np.abs(lla[rows]))
             new_t[rows[ok]], new_ll[rows[ok]] = cand[ok], cll[ok]
             pending[rows[ok]] = False
@@ -726,7 +776,6 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
     bins = np.arange(nb + 1)
-    rows = np.arange(mdl)[:, None]
     for dd in range(d):
         use = ~fixed[dd] & (a[dd] > 0)
         if not use.any():
@@ -734,22 +783,39 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
         new = np.full((mdl, nb + 1), -np.inf)
         for j in range(gi):
             c = cost[dd, :, j]
-            ok = use & (c <= nb)
-            if not ok.any():
+            r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
+            if not r.size:
                 continue
-            src = bins[None, :] - c[:, None]
-            val = np.where(src >= 0, best[rows, np.maximum(src, 0)], -np.inf) + (a[dd] * s2j[j])[:, None]
-            new = np.where(ok[:, None], np.maximum(new, val), new)
+            src = bins[None, :] - c[r, None]
+            val = np.where(src >= 0, best[r[:, None], np.maximum(src, 0)], -np.inf) + (a[dd, r] * s2j[j])[:, None]
+            new[r] = np.maximum(new[r], val)
         best = np.where(use[:, None], new, best)
     return base + best[:, nb]
+
+
+#: Grid cells (fits x grid points x subjects) of one chunk of the profile computation: about
+#: 16 MiB per temporary array.
+_PROFILE_CELLS = 1 << 21
 
 
 def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
     """(nu_lower, s2_upper) from the profile bound at one-sided level upper_alpha per row."""
     from scipy.stats import norm
 
-    crit = norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2
-    w_lo, mdev = _precision_lower_bound(lik, t_hat, w_hat, ll_hat, np.broadcast_to(crit, t_hat.shape))
+    crit = np.broadcast_to(norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2, t_hat.shape)
+    # The profile over the grid holds up to G rows per fit: fits are taken in chunks of at most
+    # _PROFILE_CELLS grid cells, so that the temporaries stay bounded whatever the number of
+    # models (every fit is computed on its own, so the chunks do not change the results).
+    f = t_hat.size
+    per = max(1, _PROFILE_CELLS // (_W_GRID.size * lik.mask.shape[1]))
+    if f <= per:
+        w_lo, mdev = _precision_lower_bound(lik, t_hat, w_hat, ll_hat, crit)
+    else:
+        w_lo, mdev = np.empty(f), np.empty((_W_GRID.size - 1, f))
+        for lo in range(0, f, per):
+            rows = np.arange(lo, min(f, lo + per))
+            w_lo[rows], mdev[:, rows] = _precision_lower_bound(_subset(lik, rows), t_hat[rows], w_hat[rows],
+                                                               ll_hat[rows], crit[rows])
     nu_lo = np.exp(w_lo)
     return nu_lo, 0.25 / (nu_lo + 1.0), mdev
 

@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+"""CPU time and peak memory of the hierarchical analysis alone at leaderboard scale (docs/scale.md).
+
+Builds the synthetic binary matrix of benchmarks/scale.py (models x items, subjects =
+min(200, items / 2) in min(10, subjects) domains, p[model, subject] from a Beta around a
+logistic ability - hardness model) and calls ``fit_domains(..., proxy_alpha=alpha / 2)`` and
+``hierarchical_bound`` (macro and pooled weights, joint subject bound) directly, in this
+process. Printed: wall s, CPU s (user + system), per-model CPU ms, the peak RSS during the
+analysis (VmHWM reset before it through /proc/self/clear_refs) and the 1-minute load average.
+
+    .venv/bin/python benchmarks/hierarchical_fit.py --shape 500x20000
+    .venv/bin/python benchmarks/hierarchical_fit.py --shape 1000x20000 --save fits.npz
+
+``--save`` writes the fits and half-widths, to compare two versions of the code
+(``--compare other.npz`` prints the largest relative difference of each array).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.hierarchical import PROXY_SHARE, fit_domains, hierarchical_bound
+
+
+def matrix(n_models: int, n_items: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n_subjects = max(1, min(200, n_items // 2))
+    n_domains = max(1, min(10, n_subjects))
+    hardness = rng.normal(0.0, 0.7, n_subjects)
+    item_subject = (np.arange(n_items) * n_subjects) // n_items
+    subject_domain = (np.arange(n_subjects) * n_domains) // n_subjects
+    ability = rng.normal(0.0, 1.0, n_models)
+    mean = 1.0 / (1.0 + np.exp(-(ability[:, None] - hardness[None, :])))
+    p = rng.beta(mean * 30.0, (1.0 - mean) * 30.0)
+    scores = np.empty((n_items, n_models))
+    for lo in range(0, n_models, 500):
+        hi = min(n_models, lo + 500)
+        scores[:, lo:hi] = (rng.random((hi - lo, n_items), dtype=np.float32)
+                            < p[lo:hi, item_subject]).T
+    return scores, item_subject, subject_domain
+
+
+def _hwm() -> int:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="500x20000", help="MODELSxITEMS (default 500x20000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--save", type=Path, help="write fits and half-widths to this .npz")
+    ap.add_argument("--compare", type=Path, help="compare with a .npz written by --save")
+    args = ap.parse_args(argv)
+    n_models, n_items = (int(v) for v in args.shape.lower().split("x"))
+    scores, subj, doms = matrix(n_models, n_items, args.seed)
+    alpha = 0.05
+    _reset_peak()
+    base = _hwm()
+    load0, c0, t0 = os.getloadavg()[0], _cpu(), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        fits = fit_domains(scores, subj, doms, proxy_alpha=PROXY_SHARE * alpha)
+        c1 = _cpu()
+        means = fits.total / np.maximum(fits.n, 1)
+        hw = {w: hierarchical_bound(means, fits.n, doms, fits.s2_upper, weights=w, alpha=alpha,
+                                    proxy_alpha=PROXY_SHARE * alpha, profile=fits.profile).half_width
+              for w in ("macro", "pooled")}
+    c2, t2, load1 = _cpu(), time.perf_counter(), os.getloadavg()[0]
+    peak = _hwm()
+    print(f"{n_models} x {n_items}: wall {t2 - t0:.1f} s, CPU {c2 - c0:.1f} s "
+          f"(fit_domains {c1 - c0:.1f}, joint bounds {c2 - c1:.1f}), {1000 * (c2 - c0) / n_models:.1f} ms CPU/model; "
+          f"peak {peak / 2**30:.2f} GiB (matrix and inputs {base / 2**30:.2f} GiB before); "
+          f"load {load0:.1f} / {load1:.1f}")
+    out = {"a": fits.a, "b": fits.b, "nu": fits.nu, "loglik": fits.loglik, "nu_lower": fits.nu_lower,
+           "s2_upper": fits.s2_upper, "profile": fits.profile, "hw_macro": hw["macro"], "hw_pooled": hw["pooled"]}
+    if args.save:
+        np.savez(args.save, **out)
+    if args.compare:
+        ref = np.load(args.compare)
+        for k, v in out.items():
+            r = ref[k]
+            fin = np.isfinite(r) & np.isfinite(v)
+            same_inf = np.array_equal(np.isfinite(r), np.isfinite(v))
+            diff = np.abs(v[fin] - r[fin])
+            rel = np.max(diff / np.maximum(np.abs(r[fin]), 1e-300)) if fin.any() else 0.0
+            print(f"  {k}: max rel diff {rel:.2e}, max abs diff {diff.max() if fin.any() else 0.0:.2e}; "
+                  f"same non-finite cells: {same_inf}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
