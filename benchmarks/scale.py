@@ -6,7 +6,8 @@ min(10, subjects) domains) a synthetic log is generated as Parquet files (500 mo
 file, not timed), then, each in a fresh child process:
 
 * **ingest**: plain ``ingest_file`` of every file into a fresh DuckDB store;
-* **audit**: ``audit_flow`` (Prefect embedded), with wall time, CPU seconds and peak RSS per
+* **audit**: the audit as ``benchcert audit`` runs it (``--mode in_process``, the default without
+  a Prefect API) or as a Prefect flow run with an embedded API (``--mode prefect``), with wall time, CPU seconds and peak RSS per
   analysis (the peak is reset before each analysis through /proc/self/clear_refs, so each
   figure is that analysis' own high-water mark; the step's peak is the maximum of all).
 
@@ -117,7 +118,12 @@ def child_audit(args) -> dict:
 
     pt.run_analysis = measured  # instrumentation only: tasks/steps.py looks the name up at call time
     load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
-    out = audit_flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
+    if args.mode == "prefect":
+        out = audit_flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
+    else:
+        from benchcert.flows.runs import run_audit
+
+        out = run_audit("in_process", args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
     wall = time.perf_counter() - t0
     peaks.append(_status("VmHWM") or 0)
     run_dir = Path(out["run_dir"])
@@ -232,6 +238,7 @@ def main(argv=None) -> int:
         ap.add_argument("--data")
         ap.add_argument("--artifacts")
         ap.add_argument("--all-pairs", action="store_true")
+        ap.add_argument("--mode", default="in_process")
         a = ap.parse_args(argv)
         res = child_ingest(a) if a.kind == "_ingest" else child_audit(a)
         Path(a.out).write_text(json.dumps(res, indent=2, default=str))
@@ -244,6 +251,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=20251126)
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--all-pairs", action="store_true", help="audit with every pair of models compared")
+    ap.add_argument("--mode", choices=["in_process", "prefect"], default="in_process",
+                    help="audit as benchcert audit runs it without a Prefect API (default), or as a Prefect flow "
+                         "run with an embedded API")
     args, unknown = ap.parse_known_args(argv)
     if unknown:
         print(f"scale.py: ignoring options it does not know: {' '.join(unknown)}", file=sys.stderr)
@@ -257,7 +267,7 @@ def main(argv=None) -> int:
     work = Path(args.keep).resolve() if args.keep else Path(tempfile.mkdtemp(prefix="benchcert-scale-"))
     results = []
     try:
-        print(f"scale benchmark: {os.cpu_count()} CPUs, load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}",
+        print(f"scale benchmark: audit mode {args.mode}; {os.cpu_count()} CPUs, load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}",
               file=sys.stderr)
         for shape in shapes:
             n_models, n_items = parse_shape(shape)
@@ -271,7 +281,7 @@ def main(argv=None) -> int:
             ing = run_child("ingest", d / "ingest.json", args.timeout, db=db, data=d / "data")
             print(f"[{shape}] ingest {ing['wall_s']:.1f} s, peak {_gib(ing['peak_rss'])}; audit ...", file=sys.stderr)
             aud = run_child("audit", d / "audit.json", args.timeout, db=db, artifacts=d / "artifacts",
-                            all_pairs=args.all_pairs)
+                            all_pairs=args.all_pairs, mode=args.mode)
             print(f"[{shape}] audit {aud['wall_s']:.1f} s, peak {_gib(aud['peak_rss'])}", file=sys.stderr)
             results.append({**info, "ingest": ing, "audit": aud})
             print(render(results[-1:]).splitlines()[2], file=sys.stderr)
