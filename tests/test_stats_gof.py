@@ -6,8 +6,10 @@ Reference values and oracles:
   brute-force double loop over equation (7), and its projections those of equation (12);
 * the logistic setting of the paper's section 4.1 (theta* ~ N(0, 0.25^2 I), X ~ N(0, I),
   Y ~ Bern(sigmoid(x'theta*)); null theta = theta*, alternative theta = -theta*) with the
-  paper's Table 1 (type-I error ~0.05 at alpha = 0.05) and Figure 1 (power near 1 at small
-  tolerance ratios, cross-fit above sample-split).  The default suite runs a reduced version
+  paper's Table 1 (type-I error ~0.05 at alpha = 0.05; reproduced for sample-splitting and
+  for cross-fitting with the default variance 2 x (14), not with the paper's (14) - see
+  stats/gof.py's docstring) and Figure 1 (power near 1 at small tolerance ratios, cross-fit
+  above sample-split).  The default suite runs a reduced version
   (20 features instead of 200, fewer replications); the full grid is marked slow.
 Simulated rates are judged with 99% Clopper-Pearson intervals (tests/simcheck.py).
 """
@@ -311,9 +313,9 @@ def test_monte_carlo_cut_off_needs_enough_draws():
         gof_test(x, y, p, null_draws=-1, rng=0)
 
 
-def test_power_against_the_reversed_model_and_crossfit_above_split_reduced():
-    # theta = -theta*: the paper's alternative.  At tolerance 0 both versions always reject; the
-    # lower bounds delta_min order as in Figure 1: cross-fit (more data to fit g) above sample-split.
+def test_power_against_the_reversed_model_reduced():
+    # theta = -theta*: the paper's alternative.  At tolerance 0 both versions always reject (Figure 1's
+    # ordering is checked at the paper's d = 200 below).
     rng = np.random.default_rng(13)
     cross, split = [], []
     for _ in range(20):
@@ -321,15 +323,27 @@ def test_power_against_the_reversed_model_and_crossfit_above_split_reduced():
         cross.append(gof_test(x, y, p, method="crossfit", rng=rng))
         split.append(gof_test(x, y, p, method="split", rng=rng))
     assert all(r.reject for r in cross + split)
-    diff = np.array([c.delta_min - s.delta_min for c, s in zip(cross, split)])
-    # observed mean difference 0.018 (se 0.007); part of it is cross-fitting's wider true null spread
-    assert diff.mean() > 2 * diff.std(ddof=1) / np.sqrt(len(diff)), diff
     # delta_min is a lower bound on the true separation rho = AUC(likelihood ratio) - 1/2, computed
     # here by Monte Carlo on 200,000 draws of each distribution (0.27 for d = 20; 0.436 for the paper's
     # d = 200, paper ~0.45): never above it
     rho = separation(20)
     assert 0.2 < rho < 0.35
     assert max(r.delta_min for r in cross + split) < rho, rho
+
+
+def test_crossfit_bound_above_split_in_the_paper_setting_reduced():
+    # Figure 1's ordering with the default cross-fit variance 2 x (14): paired on the same data sets, the
+    # paper's d = 200, n = 1,000, 10 replications (7 s).  Observed mean difference 0.025 (se 0.006, seed
+    # 13); the study's 50 replications: mean delta_min 0.362 against 0.333 (README).  At d = 20 the gain
+    # from fitting on 4/5 of the items instead of half is too small to show in a few replications.
+    rng = np.random.default_rng(13)
+    diff = []
+    for _ in range(10):
+        x, y, p = logistic_setting(1000, 200, alternative=True, rng=rng)
+        diff.append(gof_test(x, y, p, method="crossfit", rng=rng).delta_min
+                    - gof_test(x, y, p, method="split", rng=rng).delta_min)
+    diff = np.array(diff)
+    assert diff.mean() > 2 * diff.std(ddof=1) / np.sqrt(len(diff)), diff
 
 
 def separation(d, n=200_000, seed=7):
