@@ -158,7 +158,8 @@ def register(sub) -> None:
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else the base '')")
     sp.add_argument("--method", choices=["split", "crossfit"], default="split",
                     help="split (Algorithm 1, default: held its level in every simulation) or crossfit "
-                         "(Algorithm 2: more power, but its type-I error exceeded alpha in our simulations)")
+                         "(Algorithm 2, more power; variance 2 x the paper's (14), which held its level where "
+                         "(14) alone did not)")
     sp.add_argument("--folds", type=int, default=5, help="cross-fitting folds (default 5)")
     sp.add_argument("--distinguisher", choices=list(DISTINGUISHERS), default="logistic",
                     help="classifier fitted per option to tell the samples apart (default logistic)")
