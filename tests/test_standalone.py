@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +34,25 @@ def test_readme_and_docs_cite_nothing_outside_the_project():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = path.read_text()
         assert "STATS.md" not in text and "../shared" not in text, path
+
+
+def test_no_tracked_text_cites_files_outside_the_repository():
+    """Code, tests, docs and data notes cite the papers' sections or docs/, never a file beside
+    the repository (which a clone does not have)."""
+    suffixes = {".py", ".md", ".toml", ".txt", ".cfg", ".sh"}
+    skip = {".venv", ".git", ".prefect", "demo-output", "bench-output", "serve-state", "__pycache__"}
+    me = Path(__file__).resolve()
+    offenders = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if any(part in skip or part.endswith(".egg-info") for part in rel.parts) or not path.is_file():
+            continue
+        if path.resolve() == me or not (path.suffix in suffixes or path.name in ("Makefile", "run")):
+            continue
+        text = path.read_text(errors="replace")
+        if "STATS.md" in text or "../shared" in text:
+            offenders.append(str(rel))
+    assert not offenders, offenders
 
 
 def test_compare_help_lists_each_hierarchy_once():
