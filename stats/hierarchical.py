@@ -291,7 +291,9 @@ _STATUS = {
     "single_items": (True, "no subject has two or more answered items: the precision a + b is not "
                            "identifiable; worst-case proxy 1/4"),
     "underdispersed": (True, f"subjects vary no more than binomial noise allows (under-dispersed): "
-                             f"the MLE of a + b is infinite; fit reported at the bound a + b = {NU_MAX:g}"),
+                             f"the MLE of a + b is infinite; fit reported at the bound a + b = {NU_MAX:g} "
+                             "(the default interval's subject term uses the profile-likelihood upper bound, "
+                             "not this fit)"),
     "lower_bound": (True, f"extreme over-dispersion: a + b reached its lower bound {NU_MIN:g}; "
                           "proxy is essentially the worst case 1/4"),
 }
