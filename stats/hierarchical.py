@@ -983,17 +983,28 @@ def _fit_bb_rows(y, m, shape, stacklevel, upper_alpha=None):
         const = np.sum(np.where(mk, gammaln(mm + 1) - gammaln(yy + 1) - gammaln(mm - yy + 1), 0.0), axis=1)
         t[fit_rows], w[fit_rows], ll[fit_rows] = t_f, w_f, ll_f + const
         conv[fit_rows], gw[fit_rows] = conv_f, gw_f
-    nu_lo = None
-    if upper_alpha is not None:
-        ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
-        nu_lo = np.zeros(n)
-        mdev = np.full((n, _W_GRID.size - 1), np.inf)
-        if fit_rows.size:
-            nu_f, _, md = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])
-            nu_lo[fit_rows], mdev[fit_rows] = nu_f, md.T
+    nu_lo, mdev = _profile_rows(n, fit_rows, upper_alpha,
+                                lambda ua: _upper_proxy(lik, t_f, w_f, ll_f, ua))
     return _finish(t, w, ll, conv, gw, status, pooled, k, np.asarray(msum, dtype=np.int64),
                    "beta_binomial_mle", _BB_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo,
-                   upper_alpha=upper_alpha, profile=None if upper_alpha is None else mdev)
+                   upper_alpha=upper_alpha, profile=mdev)
+
+
+def _profile_rows(n: int, fit_rows: np.ndarray, upper_alpha, upper_proxy):
+    """(nu_lower, profile deviances) for all n rows, or (None, None) without ``upper_alpha``.
+
+    Rows that were not fitted keep nu_lower = 0 (the worst-case proxy) and an infinite profile;
+    ``upper_proxy(alpha of the fitted rows)`` runs the profile search on the fitted rows only.
+    """
+    if upper_alpha is None:
+        return None, None
+    ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
+    nu_lo = np.zeros(n)
+    mdev = np.full((n, _W_GRID.size - 1), np.inf)
+    if fit_rows.size:
+        nu_f, _, md = upper_proxy(ua[fit_rows])
+        nu_lo[fit_rows], mdev[fit_rows] = nu_f, md.T
+    return nu_lo, mdev
 
 
 def _fit_beta_means_iv(means, mask):
@@ -1070,18 +1081,12 @@ def _fit_means_rows(x, mask, shape, stacklevel, n_items=None, upper_alpha=None):
         w_f = np.where(flat, _LOG_NU_MAX, w_f)
         gw_f = np.where(flat, 1.0, gw_f)
         t[fit_rows], w[fit_rows], ll[fit_rows], conv[fit_rows], gw[fit_rows] = t_f, w_f, ll_f, conv_f, gw_f
-    nu_lo = None
-    if upper_alpha is not None:
-        ua = np.broadcast_to(np.asarray(upper_alpha, dtype=float), (n,))
-        nu_lo = np.zeros(n)
-        mdev = np.full((n, _W_GRID.size - 1), np.inf)
-        if fit_rows.size:
-            nu_f, _, md = _upper_proxy(lik, t_f, w_f, ll_f, ua[fit_rows])
-            nu_lo[fit_rows], mdev[fit_rows] = nu_f, md.T
+    nu_lo, mdev = _profile_rows(n, fit_rows, upper_alpha,
+                                lambda ua: _upper_proxy(lik, t_f, w_f, ll_f, ua))
     items = k.astype(np.int64) if n_items is None else n_items
     return _finish(t, w, ll, conv, gw, status, pooled, k, items, "beta_mle_on_subject_means",
                    _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo, upper_alpha=upper_alpha,
-                   profile=None if upper_alpha is None else mdev)
+                   profile=mdev)
 
 
 # ======================================================================================
