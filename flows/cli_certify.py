@@ -29,6 +29,7 @@ def _print_json(obj) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
+
 def register(sub) -> None:
     from benchcert.flows.cli_plan import plan_subparsers
 
@@ -111,13 +112,15 @@ def _store_items(db, benchmark: str, lock_timeout: float, prog: str):
     return items
 
 
-def cmd_plan_environments(args) -> int:
-    prog = "benchcert plan environments"
-    try:
-        return _plan(args, prog)
-    except _Problem as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.code
+def _command(prog: str, body):
+    """A sub-command: ``body(args, prog)``, with a _Problem reported in one line and its exit code."""
+    def run(args) -> int:
+        try:
+            return body(args, prog)
+        except _Problem as exc:
+            print(str(exc), file=sys.stderr)
+            return exc.code
+    return run
 
 
 def _plan(args, prog: str) -> int:
@@ -210,15 +213,6 @@ def _plan_id_of(subset: str, prog: str) -> str:
     return subset
 
 
-def cmd_certify(args) -> int:
-    prog = "benchcert certify"
-    try:
-        return _certify(args, prog)
-    except _Problem as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.code
-
-
 def _certify(args, prog: str) -> int:
     from benchcert.stats.certify import BLACK_BOX_SENTENCE
     from benchcert.tasks.environments import EnvironmentsError, certify_scores, load_plan
@@ -276,3 +270,7 @@ def _certify(args, prog: str) -> int:
     for n in notes:
         print(f"note: {n}")
     return EXIT_OK
+
+
+cmd_plan_environments = _command("benchcert plan environments", _plan)
+cmd_certify = _command("benchcert certify", _certify)
