@@ -300,7 +300,10 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False
                 r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
             gap, p = r.estimate, r.p_value
     if pairs.shape[0]:
-        rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm")
+        # Mean shared-item gaps order models only when every pair is compared; in the leaderboard
+        # family a model meets one or two neighbours, whose local gaps say nothing about its place.
+        rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm",
+                             order="estimate" if leaderboard else "gaps")
         rank, lo, hi, groups, order_score = rc.rank, rc.lower, rc.upper, rc.groups, rc.order_score
         n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
     else:
