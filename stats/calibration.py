@@ -35,6 +35,7 @@ from scipy.stats import t as student_t
 
 from ._common import check_alpha, warn_degenerate
 from .gof import _check_labels, _rng, check_probabilities
+from .intervals import wilson_interval
 
 __all__ = ["CalibrationResult", "LossResult", "ReliabilityBins", "calibration_summary", "brier_score", "log_loss",
            "expected_calibration_error"]
@@ -159,14 +160,6 @@ def expected_calibration_error(labels, probs, *, n_bins: int = DEFAULT_BINS) -> 
     return _ece(conf, (top == y).astype(float), _bins(conf, n_bins), n_bins)
 
 
-def _wilson(k: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
-    ph = k / n
-    den = 1 + z * z / n
-    centre = (ph + z * z / (2 * n)) / den
-    half = z * np.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n)) / den
-    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
-
-
 def calibration_summary(labels, probs, *, n_bins: int = DEFAULT_BINS, alpha: float = 0.05, rng=None,
                         null_draws: int = 200) -> CalibrationResult:
     """All calibration summaries of one set of predictions (see the module notes for each).
@@ -208,7 +201,8 @@ def calibration_summary(labels, probs, *, n_bins: int = DEFAULT_BINS, alpha: flo
     sc = np.bincount(idx, weights=conf, minlength=n_bins)[keep]
     sa = np.bincount(idx, weights=correct, minlength=n_bins)[keep]
     k = cnt[keep].astype(float)
-    lo, hi = _wilson(sa, k, float(ndtri(1 - alpha / 2)))
+    wilson = wilson_interval(sa / k, k, alpha=alpha)  # per-bin accuracy, as the comparator intervals
+    lo, hi = np.atleast_1d(wilson.lower), np.atleast_1d(wilson.upper)
     edges = np.arange(n_bins + 1) / n_bins
     rel = ReliabilityBins(bin_lower=edges[:-1][keep], bin_upper=edges[1:][keep], count=cnt[keep],
                           confidence=sc / k, accuracy=sa / k, accuracy_lower=lo, accuracy_upper=hi)

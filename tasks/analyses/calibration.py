@@ -31,7 +31,7 @@ from benchcert.stats.calibration import calibration_summary
 from benchcert.stats.gof import PROB_TOLERANCE, GofSampleSizeError, gof_test
 from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
-from benchcert.tasks.report import Section, reliability_svg, table_html
+from benchcert.tasks.report import Section, escape, reliability_svg, table_html
 
 #: Seed of the audit's goodness-of-fit draws: the same store gives the same report.
 AUDIT_SEED = 20240617
@@ -229,14 +229,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, frame: pl.DataFrame | 
         + (reliability_svg(panels, title="Reliability: accuracy by confidence bin (diagonal = calibrated)")
            if panels else ""))
     if notes:
-        html += "<ul class=\"notes\">" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>"
+        html += "<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
     return AnalysisOutput(name="calibration", tables=tables,
                           sections=[Section(title="Calibration and goodness of fit", anchor="calibration",
                                             html=html)],
                           warnings=notes)
-
-
-def _esc(s: str) -> str:
-    from benchcert.tasks import report
-
-    return report._esc(s)

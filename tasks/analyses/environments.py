@@ -16,7 +16,6 @@ environment.
 
 from __future__ import annotations
 
-from html import escape
 
 import numpy as np
 import polars as pl
@@ -24,7 +23,7 @@ import polars as pl
 from benchcert.stats.certify import BLACK_BOX_SENTENCE, failure_rate_upper
 from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
-from benchcert.tasks.report import Section, interval_plot_svg, table_html
+from benchcert.tasks.report import Section, escape, interval_plot_svg, table_html  # escape: NUL, bidi controls
 
 RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64, "lower": pl.Float64,
                "upper": pl.Float64, "half_width": pl.Float64, "risk": pl.Float64, "method": pl.String,
