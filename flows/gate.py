@@ -54,9 +54,11 @@ def decide(args, rows: list[dict], alpha: float) -> dict | None:
     if getattr(args, "fail_on", None) is None:
         return None
     margin = args.margin
-    failed = []
+    failed, undecided = [], []
     for row in rows:
         iv = row.get("simultaneous_interval") or row["interval"]
+        if iv.get("lower") is None or iv.get("upper") is None:
+            undecided.append(row["candidate"])  # no interval (too few shared items or subjects)
         if margin is None:
             bad = row["verdict"] == "regressed"
             why = "regressed (verdict)"
@@ -77,8 +79,12 @@ def decide(args, rows: list[dict], alpha: float) -> dict | None:
     else:
         rule = ("no candidate regressed" if margin is None else
                 f"no candidate is worse by more than {100 * margin:g} pp with confidence")
+        if undecided:  # passing is not evidence here: say that these were not decided at all
+            rule += (f"; not decided, no interval (too few shared items or subjects): "
+                     f"{', '.join(repr(c) for c in undecided)}")
         reason = f"gate passed: {rule} ({len(rows)} candidate(s), {level})"
     return {"fail_on": args.fail_on, "margin": margin, "passed": not failed, "failed": failed,
+            "undecided": undecided,
             "reason": reason, "exit_code": EXIT_GATE if failed else 0}
 
 
