@@ -69,6 +69,17 @@ def test_an_analysis_that_raises_is_skipped_with_its_reason_but_scores_is_requir
         run_analysis("scores", broken, m, AuditConfig())
 
 
+@pytest.mark.parametrize("bug", [KeyError("missing column"), IndexError("off by one"), TypeError("wrong call")])
+def test_a_bug_in_an_analysis_fails_the_run_instead_of_reading_as_skipped(bug):
+    m = _matrices(2, 6, lambda i: f"s{i % 2}")
+
+    def buggy(matrices, config):
+        raise bug
+
+    with pytest.raises(type(bug)):
+        run_analysis("fancy", buggy, m, AuditConfig())
+
+
 # --- folder names -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["index.json", "INDEX.JSON", "index.html", "tables", "report.html", ".hidden",

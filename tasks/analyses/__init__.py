@@ -100,7 +100,10 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
         warnings.simplefilter("always")
         try:
             out = fn(matrices, config)
-        except (ValueError, ArithmeticError, IndexError, KeyError, TypeError, np.linalg.LinAlgError) as exc:
+        # Data whose structure an analysis cannot use raises ValueError (the stats validators) or a
+        # numerical error; a KeyError, IndexError or TypeError is a bug and must fail the run, not
+        # read as "skipped".
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             if name in REQUIRED:
                 raise
             reason = (f"{name}: {AnalysisSkipped.__name__}: skipped, it cannot run on this benchmark's structure "
