@@ -49,6 +49,7 @@ __all__ = [
     "per_environment_means",
     "stratified_means",
     "failure_rate_upper",
+    "clopper_pearson",
     "draw_from_atoms",
     "draw_stratified",
 ]
@@ -271,6 +272,75 @@ def stratified_budget(sizes, epsilon: float, *, delta: float) -> Budget:
 
 
 # --------------------------------------------------------------------------------------
+# exact binomial bounds
+
+
+def clopper_pearson(k, n, *, alpha: float, sided: str = "two-sided", shift: int = 0) -> tuple[float, float]:
+    r"""Exact (Clopper-Pearson) confidence bounds for a binomial rate from k successes in n trials.
+
+    Parameters
+    ----------
+    k, n : int
+        Successes and trials, 0 <= k <= n, n >= 1.
+    alpha : float, keyword-only
+        Error probability: split alpha/2 per side for ``"two-sided"``, all of it on the upper
+        bound for ``"upper"`` (lower bound 0).
+    sided : {"two-sided", "upper"}, keyword-only
+    shift : {0, 1}, keyword-only
+        1: the bounds of the count moved one step outward (lower bound from k - 1, upper from
+        k + 1). This makes them valid for a sum of independent Bernoulli trials with *unequal*
+        probabilities (see Notes).
+
+    Returns
+    -------
+    (lower, upper) : tuple of float
+
+    Notes
+    -----
+    :math:`L = \mathrm{Beta}^{-1}(\alpha/2;\,k,\,n-k+1)` (0 for k = 0) and
+    :math:`U = \mathrm{Beta}^{-1}(1-\alpha/2;\,k+1,\,n-k)` (1 for k = n); one-sided upper:
+    :math:`\mathrm{Beta}^{-1}(1-\alpha;\,k+1,\,n-k)`. Equal to scipy's
+    ``binomtest(k, n).proportion_ci(method="exact")``.
+
+    *Unequal probabilities* (``shift=1``). For S a sum of n independent Bernoulli(p_i),
+    :math:`\bar p` their mean, Hoeffding (1956, Ann. Math. Statist. 27, Theorem 4) gives
+    :math:`P(S \le c) \le F_{\mathrm{Bin}(n,\bar p)}(c)` for :math:`0 \le c \le n\bar p - 1`
+    (and the mirror statement for the upper tail). The shifted upper bound fails iff
+    :math:`F_{\mathrm{Bin}(n,\bar p)}(S + 1) < \alpha/2`, i.e. iff :math:`S \le k^{**} - 1` with
+    :math:`k^{**}` the largest count whose binomial CDF is below alpha/2 < 1/2; then
+    :math:`k^{**}` is below the binomial median, which is at most :math:`\lceil n\bar p\rceil`
+    (Kaas & Buhrman 1980), so :math:`k^{**} - 1 \le n\bar p - 1` and Hoeffding's bound gives
+    :math:`P(S \le k^{**}-1) \le F(k^{**}-1) \le F(k^{**}) < \alpha/2`. Likewise below. The
+    unshifted bounds can fail slightly more often than alpha/2 in that case (e.g. p = (1, ..., 1,
+    1 - x) with the failure event one count below the mean); the shift costs one count, 1/n.
+    """
+    n = _pos_int(n, "n")
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or not 0 <= k <= n:
+        raise ValueError(f"k must be an integer in [0, n = {n}]; got {k!r}")
+    alpha = check_alpha(alpha)
+    if sided not in ("two-sided", "upper"):
+        raise ValueError(f"sided must be 'two-sided' or 'upper'; got {sided!r}")
+    if shift not in (0, 1):
+        raise ValueError(f"shift must be 0 or 1; got {shift!r}")
+    k = int(k)
+    tail = alpha / 2 if sided == "two-sided" else alpha
+    kl, ku = k - shift, k + shift
+    upper = 1.0 if ku >= n else float(stats.beta.ppf(1.0 - tail, ku + 1, n - ku))
+    if sided == "upper":
+        return 0.0, upper
+    lower = 0.0 if kl <= 0 else float(stats.beta.ppf(tail, kl, n - kl + 1))
+    return lower, upper
+
+
+def _cluster_hoeffding(x: np.ndarray, labels: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(mean, half-width, effective number of clusters) of the subject-level bound; see stratified_means."""
+    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    w = counts / counts.sum()
+    n_eff = 1.0 / float(np.sum(w ** 2))
+    return float(x.mean()), math.sqrt(math.log(2.0 / alpha) / (2.0 * n_eff)), n_eff
+
+
+# --------------------------------------------------------------------------------------
 # estimators with uniform bounds
 
 
@@ -393,7 +463,8 @@ def per_environment_means(samples, *, delta: float) -> EnvironmentBounds:
                    {"per_environment": [len(s) for s in samples]})
 
 
-def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool = True) -> EnvironmentBounds:
+def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool = True, clusters=None,
+                     new_clusters: bool = False) -> EnvironmentBounds:
     r"""Per-atom simultaneous intervals combined linearly: valid for every mix of the atoms at once.
 
     Parameters
@@ -407,15 +478,51 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
     finite_population : bool, keyword-only
         True (default): atoms were sampled uniformly *without replacement* and the target is
         the atom's mean over its N_a items (Serfling; a fully evaluated atom is exact).
-        False: the atom's items are an i.i.d. sample of a larger task distribution and the
-        target is that distribution's mean: exact two-sided Clopper-Pearson for binary scores,
-        Hoeffding otherwise.
+        False: a superpopulation target, the question being set by ``clusters`` and
+        ``new_clusters`` (see Notes).
+    clusters : list of K arrays, optional, keyword-only
+        Cluster (subject) label of every score in ``samples`` (same shapes). Only with
+        ``finite_population=False``.
+    new_clusters : bool, keyword-only
+        With ``clusters``: False (default) asks about new items *from the same clusters*;
+        True about new items from *new clusters* of the atom.
 
     Notes
     -----
     With per-atom intervals :math:`[L_a, U_a]` holding jointly w.p. >= 1 - delta (each at
-    delta/K, K = atoms used), every mix :math:`\sum_a w_a\mu_a` lies in
-    :math:`[\sum_a w_a L_a, \sum_a w_a U_a]` -- for all w at once.
+    :math:`\alpha_a = \delta/K`, K = atoms used; a union bound), every mix
+    :math:`\sum_a w_a\mu_a` lies in :math:`[\sum_a w_a L_a, \sum_a w_a U_a]` -- for all w at once.
+    The per-atom interval depends on the question (``finite_population=False``):
+
+    * *No cluster labels*: the atom's :math:`n_a` items are taken as i.i.d. draws from its task
+      distribution, target its mean :math:`\mu_a`: exact two-sided Clopper-Pearson
+      (:func:`clopper_pearson`) for binary scores, Hoeffding
+      :math:`\sqrt{\log(2/\alpha_a)/(2n_a)}` otherwise. ASSUMPTION: independent items; wrong
+      when items cluster (e.g. by subject) and the question is about new clusters.
+    * *Same clusters* (``clusters`` given, ``new_clusters=False``): the clusters are fixed and
+      items are independent *given* their cluster, with possibly different rates
+      :math:`p_j` (items within a subject share its difficulty). Target
+      :math:`\mu_a = \sum_j (n_j/n_a) p_j`. The count is a sum of independent Bernoulli trials
+      with unequal probabilities, so the exact bounds are taken one count further out
+      (``clopper_pearson(..., shift=1)``, valid by Hoeffding 1956, Theorem 4); fractional
+      scores: Hoeffding, which holds for independent, not identically distributed, [0, 1]
+      variables (Hoeffding 1963, Theorem 2).
+    * *New clusters* (``new_clusters=True``): the atom's :math:`J_a` clusters are an i.i.d.
+      sample of its clusters, their sizes carry no information on their rates, target
+      :math:`\mu_a = E[p_J]` for a new cluster J. The atom mean is
+      :math:`\sum_j w_j \bar x_j`, :math:`w_j = n_j/n_a`, a weighted sum of independent cluster
+      means in [0, 1] with mean :math:`\mu_a` whatever the dependence inside a cluster, so
+      Hoeffding's inequality for weighted sums gives the half-width
+      :math:`\sqrt{\log(2/\alpha_a)/(2 J_{\mathrm{eff}})}`,
+      :math:`J_{\mathrm{eff}} = 1/\sum_j w_j^2` (Kish's effective number of clusters). With
+      few subjects this is wide - one subject gives [0, 1] - which is the honest answer:
+      a domain's difficulty for new subjects cannot be pinned down from two or three subjects.
+
+    Coverage is checked by seeded simulation with subject random effects on the logit scale,
+    unequal subject sizes, few subjects per domain and boundary rates
+    (tests/test_certify_clustered.py). Departure from the certifying-capabilities paper: its
+    section 3 draws i.i.d. items from each environment (Remark 3.2) and has no clusters; the
+    two clustered questions and their bounds are this project's.
     """
     from benchcert.stats.environments import check_family
 
@@ -427,11 +534,21 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
         raise ValueError(f"sizes must be {K} positive item counts; got {sizes!r}")
     if not isinstance(samples, (list, tuple)) or len(samples) != K:
         raise ValueError(f"samples must be a list of {K} score arrays, one per atom")
+    if clusters is not None:
+        if finite_population:
+            raise ValueError("clusters: only with finite_population=False (a finite-population target needs none)")
+        if not isinstance(clusters, (list, tuple)) or len(clusters) != K:
+            raise ValueError(f"clusters must be a list of {K} label arrays, one per atom")
+    if not isinstance(new_clusters, (bool, np.bool_)):
+        raise ValueError(f"new_clusters must be True or False; got {new_clusters!r}")
+    if new_clusters and clusters is None:
+        raise ValueError("new_clusters=True needs clusters (the cluster label of every score)")
     used = P.max(axis=0) > 0
     Kused = int(used.sum())
     lo = np.zeros(K)
     hi = np.zeros(K)
     mean = np.zeros(K)
+    n_eff = np.full(K, np.nan)
     n_tot = 0
     methods = []
     for a in range(K):
@@ -444,19 +561,29 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
             raise ValueError(f"samples[{a}] must lie in [0, 1]")
         if finite_population and arr.size > N[a]:
             raise ValueError(f"samples[{a}] has {arr.size} scores but the atom holds {int(N[a])} items")
+        labels = None
+        if clusters is not None:
+            labels = np.asarray(clusters[a])
+            if labels.shape != arr.shape:
+                raise ValueError(f"clusters[{a}] must label each of the {arr.size} scores of samples[{a}]; got "
+                                 f"shape {labels.shape}")
         n_tot += arr.size
         mu = arr.mean()
         mean[a] = mu
         alpha_a = delta / Kused
+        binary = bool(np.all((arr == 0) | (arr == 1)))
         if finite_population:
             h = 0.0 if arr.size == N[a] else float(serfling_halfwidth(arr.size, int(N[a]), alpha=alpha_a).half_width)
             lo[a], hi[a] = mu - h, mu + h
             methods.append("exact" if h == 0 else "serfling")
-        elif np.all((arr == 0) | (arr == 1)):
-            k, n = int(arr.sum()), arr.size   # exact two-sided Clopper-Pearson at alpha_a
-            lo[a] = 0.0 if k == 0 else float(stats.beta.ppf(alpha_a / 2, k, n - k + 1))
-            hi[a] = 1.0 if k == n else float(stats.beta.ppf(1 - alpha_a / 2, k + 1, n - k))
-            methods.append("clopper_pearson")
+        elif new_clusters:
+            mu, h, n_eff[a] = _cluster_hoeffding(arr, labels, alpha_a)
+            lo[a], hi[a] = mu - h, mu + h
+            methods.append("cluster_hoeffding")
+        elif binary:
+            shift = 0 if labels is None else 1
+            lo[a], hi[a] = clopper_pearson(int(arr.sum()), arr.size, alpha=alpha_a, shift=shift)
+            methods.append("clopper_pearson" if shift == 0 else "clopper_pearson_shifted")
         else:
             h = math.sqrt(math.log(2.0 / alpha_a) / (2.0 * arr.size))
             lo[a], hi[a] = mu - h, mu + h
@@ -464,17 +591,30 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
     est = P @ mean
     low = P @ np.clip(lo, 0.0, 1.0)
     up = P @ np.clip(hi, 0.0, 1.0)
+    if finite_population:
+        target = "uniform sampling without replacement within each atom; target: the benchmark's items"
+    elif clusters is None:
+        target = ("ASSUMPTION: independent items - each atom's items are an i.i.d. sample of that atom's task "
+                  "distribution; target: that distribution")
+    elif not new_clusters:
+        target = ("question: new items from the same subjects (subjects fixed); items independent given their "
+                  "subject, subjects may differ in difficulty; target: the atom's mean over its subjects, weighted "
+                  "by their items")
+    else:
+        target = ("question: new subjects - the atom's subjects are an i.i.d. sample of its subjects, subject sizes "
+                  "unrelated to their difficulty, items within a subject may depend on each other; target: a new "
+                  "subject's expected score")
     res = EnvironmentBounds(
         estimate=np.clip(est, 0, 1), lower=np.clip(low, 0, 1), upper=np.clip(up, 0, 1),
         half_width=np.maximum(est - low, up - est), delta=delta, n=n_tot,
         method="stratified" if finite_population else "stratified_superpopulation",
-        assumptions=(("uniform sampling without replacement within each atom; target: the benchmark's items"
-                      if finite_population else
-                      "each atom's items are an i.i.d. sample of that atom's task distribution; target: "
-                      "that distribution"),
-                     "environments are uniform within atoms", "union bound over the atoms used; linear in the mix"),
+        assumptions=(target, "environments are uniform within atoms", "union bound over the atoms used; linear in the mix"),
         details={"atom_lower": np.clip(lo, 0, 1).tolist(), "atom_upper": np.clip(hi, 0, 1).tolist(),
-                 "atom_mean": mean.tolist(), "atom_methods": methods, "atoms_used": Kused})
+                 "atom_mean": mean.tolist(), "atom_methods": methods, "atoms_used": Kused,
+                 "question": ("finite_population" if finite_population else "independent_items" if clusters is None
+                              else "new_subjects" if new_clusters else "same_subjects"),
+                 **({"atom_effective_subjects": [None if np.isnan(v) else float(v) for v in n_eff]}
+                    if new_clusters else {})})
     return res
 
 
@@ -557,5 +697,5 @@ def failure_rate_upper(failures: int, n: int, *, alpha: float = 0.05) -> Failure
         raise ValueError(f"failures must be an integer in [0, n = {n}]; got {failures!r}")
     alpha = check_alpha(alpha)
     k, n = int(failures), int(n)
-    upper = 1.0 if k == n else float(stats.beta.ppf(1.0 - alpha, k + 1, n - k))
+    upper = clopper_pearson(k, n, alpha=alpha, sided="upper")[1]
     return FailureRateBound(failures=k, n=n, estimate=k / n, upper=upper, alpha=alpha)

@@ -449,6 +449,12 @@ def load_plan(con, plan_id: str, benchmark: str) -> Plan:
 # certificates
 
 
+#: Printed with every certificate of the full benchmark at domain level.
+SUBJECTS_NOTE = ("items of a domain cluster by subject: lower/upper hold for new items from the same subjects; "
+                 "for new subjects of a domain see lower_new_subjects/upper_new_subjects (subjects are the "
+                 "sampling unit, so a domain with few subjects gets a wide band - one subject gives [0, 1])")
+
+
 def _failure(scores: np.ndarray, alpha: float, sampling: str) -> dict:
     k = int(np.sum(scores < 1.0))
     fr = failure_rate_upper(k, int(scores.size), alpha=alpha)
@@ -456,21 +462,33 @@ def _failure(scores: np.ndarray, alpha: float, sampling: str) -> dict:
             "method": fr.method, "sampling": sampling, "statement": fr.statement}
 
 
-def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note: str) -> list[dict]:
+def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note: str,
+              new_subjects=None) -> list[dict]:
+    """One row per environment (and the family's worst mix). ``question`` names what the bounds are
+    about; ``new_subjects`` (no plan, domain level) adds the band for new subjects of each domain."""
+    question = bounds.details.get("question", "finite_population")
     rows = []
     for j, name in enumerate(names):
         rows.append({"environment": name, "model": model, "score": float(bounds.estimate[j]),
                      "lower": float(bounds.lower[j]), "upper": float(bounds.upper[j]),
                      "half_width": float(bounds.half_width[j]), "method": bounds.method, "delta": bounds.delta,
-                     "n": bounds.n, "family_vertex": bool(is_vertex[j]), "worst_of_family": False, "note": note})
+                     "n": bounds.n, "family_vertex": bool(is_vertex[j]), "worst_of_family": False, "note": note,
+                     "question": question,
+                     "lower_new_subjects": None if new_subjects is None else float(new_subjects.lower[j]),
+                     "upper_new_subjects": None if new_subjects is None else float(new_subjects.upper[j])})
     if spec.family_kind is not None:
         vnames = spec.vertex_names()
         idx = [names.index(v) for v in vnames]
         j = min(idx, key=lambda i: bounds.lower[i])
-        rows.append({**rows[j], "environment": f"{spec.family_name} (worst mix)", "family_vertex": False,
-                     "worst_of_family": True,
-                     "note": f"every mix of {', '.join(vnames)} has score >= {bounds.lower[j]:.4f}; the lowest "
-                             f"lower bound is at the vertex {names[j]!r} (scores are linear in the mix)"})
+        worst = {**rows[j], "environment": f"{spec.family_name} (worst mix)", "family_vertex": False,
+                 "worst_of_family": True,
+                 "note": f"every mix of {', '.join(vnames)} has score >= {bounds.lower[j]:.4f}; the lowest "
+                         f"lower bound is at the vertex {names[j]!r} (scores are linear in the mix)"}
+        if new_subjects is not None:   # its worst vertex may be another one
+            jn = min(idx, key=lambda i: new_subjects.lower[i])
+            worst["lower_new_subjects"] = float(new_subjects.lower[jn])
+            worst["upper_new_subjects"] = float(new_subjects.upper[jn])
+        rows.append(worst)
     return rows
 
 
@@ -494,6 +512,11 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
         names, P, is_vertex = resolve(spec, atoms)
         index = {a: i for i, a in enumerate(atoms)}
         item_atom = np.array([index[a] for a in items[level].to_list()])
+        # Items of a domain cluster by subject: the bounds answer "new items from the same subjects"
+        # (valid with subject effects), and a second band answers "new subjects" (subjects as the
+        # sampling unit). At the subject level the items of a subject are taken as independent.
+        subject = np.unique(items["subject"].cast(pl.String).fill_null("").to_numpy(),
+                            return_inverse=True)[1] if level == "domain" else None
         for j, model in enumerate(models):
             col = scores[:, j]
             ok = ~np.isnan(col)
@@ -502,11 +525,26 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
             if need:
                 notes.append(f"{model}: no answered items in {', '.join(need)}: no certificate")
                 continue
-            b = stratified_means(samples, sizes, P, delta=delta, finite_population=False)
-            rows += _rows_for(model, names, is_vertex, b, spec,
-                              "score = the benchmark's mean under the environment (answered items); bounds: the "
-                              "task distribution the benchmark samples, per-atom exact intervals at delta/K")
+            if subject is None:
+                b = stratified_means(samples, sizes, P, delta=delta, finite_population=False)
+                rows += _rows_for(model, names, is_vertex, b, spec,
+                                  "score = the benchmark's mean under the environment (answered items); bounds: "
+                                  "new items from each subject's task distribution (ASSUMPTION: the items of a "
+                                  "subject are independent), per-subject exact intervals at delta/K")
+            else:
+                groups = [subject[ok & (item_atom == a)] for a in range(len(atoms))]
+                b = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups)
+                bn = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups,
+                                      new_clusters=True)
+                rows += _rows_for(model, names, is_vertex, b, spec,
+                                  "score = the benchmark's mean under the environment (answered items); bounds: "
+                                  "new items from the same subjects (subjects fixed, items independent given "
+                                  "their subject), per-domain exact intervals at delta/K; lower/upper_new_subjects: "
+                                  "new subjects of each domain (subjects as the sampling unit; wide with few "
+                                  "subjects)", new_subjects=bn)
             failure[model] = _failure(col[ok], delta, "uniform over the benchmark's answered items")
+        if subject is not None and rows:
+            notes.append(SUBJECTS_NOTE)
         return rows, failure, notes
 
     d = plan.design
