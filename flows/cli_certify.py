@@ -267,6 +267,10 @@ def _certify(args, prog: str) -> int:
         print(f"{model}: failure rate <= {100 * f['upper']:.2f}% ({level} one-sided exact binomial, {f['failures']} "
               f"failure(s) in {f['n']} items; {f['sampling']})")
     print(BLACK_BOX_SENTENCE)
+    if any(r.get("question") == "same_subjects" for r in rows):
+        from benchcert.tasks.environments import SUBJECTS_NOTE
+
+        print(f"note: {SUBJECTS_NOTE}")
     for n in notes:
         print(f"note: {n}")
     return EXIT_OK

@@ -449,7 +449,7 @@ def load_plan(con, plan_id: str, benchmark: str) -> Plan:
 # certificates
 
 
-#: Printed with every certificate of the full benchmark at domain level.
+#: Printed under every certificate of the full benchmark at domain level (rows with question "same_subjects").
 SUBJECTS_NOTE = ("items of a domain cluster by subject: lower/upper hold for new items from the same subjects; "
                  "for new subjects of a domain see lower_new_subjects/upper_new_subjects (subjects are the "
                  "sampling unit, so a domain with few subjects gets a wide band - one subject gives [0, 1])")
@@ -543,8 +543,6 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                                   "new subjects of each domain (subjects as the sampling unit; wide with few "
                                   "subjects)", new_subjects=bn)
             failure[model] = _failure(col[ok], delta, "uniform over the benchmark's answered items")
-        if subject is not None and rows:
-            notes.append(SUBJECTS_NOTE)
         return rows, failure, notes
 
     d = plan.design

@@ -7,11 +7,12 @@ and says that being correct on every instance cannot be certified by black-box t
 model's score in every environment (and the worst mix of a family) with a band that holds for
 all environments at once with probability >= 1 - alpha, and a plot of each model's profile.
 
-The band is :func:`benchcert.stats.certify.stratified_means` with ``finite_population=False``:
-each domain's (or subject's) answered items are taken as an i.i.d. sample of that atom's task
-distribution, per-atom exact Clopper-Pearson intervals at alpha/K, combined linearly (so it
-covers every mix at once). The score itself is the benchmark's exact mean under the
-environment.
+The band is :func:`benchcert.stats.certify.stratified_means` with ``finite_population=False``,
+per-atom exact intervals at alpha/K combined linearly (so it covers every mix at once), for the
+question in column ``question``: at domain level, new items from the same subjects (items
+independent given their subject); ``lower_new_subjects``/``upper_new_subjects`` answer "new
+subjects of each domain" (subjects as the sampling unit). At subject level the items of a subject
+are assumed independent. The score itself is the benchmark's exact mean under the environment.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from benchcert.tasks.report import Section, escape, interval_plot_svg, table_htm
 
 RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64, "lower": pl.Float64,
                "upper": pl.Float64, "half_width": pl.Float64, "risk": pl.Float64, "method": pl.String,
-               "alpha": pl.Float64, "family_vertex": pl.Boolean, "worst_of_family": pl.Boolean, "note": pl.String}
+               "alpha": pl.Float64, "family_vertex": pl.Boolean, "worst_of_family": pl.Boolean, "note": pl.String,
+               "question": pl.String, "lower_new_subjects": pl.Float64, "upper_new_subjects": pl.Float64}
 FAILURE_SCHEMA = {"model": pl.String, "items": pl.Int64, "failures": pl.Int64, "failure_rate": pl.Float64,
                   "upper": pl.Float64, "alpha": pl.Float64, "method": pl.String}
 
@@ -77,12 +79,16 @@ def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, sp
             f"<p>Environments from <code>{src}</code> (level {escape(str(spec_dict.get('level')))}): each is a mix "
             f"of the benchmark's {escape(str(spec_dict.get('level')))}s with items equally likely inside each. The "
             "score is the benchmark's exact mean under the environment; the band holds for <b>every environment "
-            f"(and every mix of the family) at once</b> with probability &ge; {level}, for the task distribution "
-            "the benchmark samples: per-atom exact Clopper-Pearson intervals at alpha/K combined linearly "
-            "(certifying-capabilities paper, section 3.1; a family's worst mix is one of its vertices). "
+            f"(and every mix of the family) at once</b> with probability &ge; {level} for new items from the same "
+            "subjects (items independent given their subject; at subject level, independent items): per-atom exact "
+            "Clopper-Pearson intervals at alpha/K combined linearly (certifying-capabilities paper, section 3.1; a "
+            "family's worst mix is one of its vertices). Columns <i>new subjects</i> give the band for new "
+            "subjects of each domain (subjects as the sampling unit: wide when a domain has few subjects). "
             "Plan a cheaper evaluation with <code>benchcert plan environments</code>.</p>"
             f'<div class="environment-profiles">{svg}</div>'
-            + table_html(risks.select("model", "environment", "score", "lower", "upper", "method",
+            + table_html(risks.select("model", "environment", "score", "lower", "upper",
+                                      pl.col("lower_new_subjects").alias("lower (new subjects)"),
+                                      pl.col("upper_new_subjects").alias("upper (new subjects)"), "method",
                                       "worst_of_family"), float_digits=4, max_rows=400))
         for n in notes:
             parts.append(f"<p>{escape(n)}</p>")
