@@ -111,11 +111,16 @@ def cmd_perturb(args) -> int:
         if r["no_power"]:
             no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
                             f"{r['no_power']}")
-        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} "
-              f"{pct(r['classical_share']):>9} {pct(r['classical_share_bh']):>9}")
+        clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
+        if r["classical_tested"] == 0 and r["n_classical_no_power"]:
+            clas = clas_bh = "no power"
+        if r["classical_no_power"]:
+            no_power.append(f"{r['model']} {r['variant']!r} (classical): {r['n_classical_no_power']} of "
+                            f"{r['n_items']} items - {r['classical_no_power']}")
+        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} {clas:>9} {clas_bh:>9}")
     print("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
           "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
-          "fractional scores); BH = Benjamini-Hochberg across items; "
+          "fractional scores), over the items it can reject at all; BH = Benjamini-Hochberg across items; "
           "no alt. = every item's null range covers every rate (no alternative left to detect)")
     for line in no_power:
         print(f"no power: {line}")

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-from scipy.stats import fisher_exact
+from scipy.stats import fisher_exact, hypergeom
 
 from ._common import check_alpha
 
-__all__ = ["FisherResult", "EnergyTestResult", "fisher_contrast", "energy_test"]
+__all__ = ["FisherResult", "EnergyTestResult", "fisher_contrast", "fisher_min_p", "energy_test", "energy_min_p"]
 
 
+_ENERGY_ASSUMPTIONS = ("responses i.i.d. within each prompt; embedding fixed in advance",
+                       "simple null F_x = F_y (not the composite null)")
 _REPLICATES = "replicates of one variant are i.i.d. Bernoulli(p) (binary scores, independent runs)"
 
 
@@ -68,6 +73,8 @@ class EnergyTestResult:
     n_permutations: int
     method: str
     assumptions: tuple[str, ...]
+    exact: bool = False
+    min_attainable_p: float | None = None
 
 
 
@@ -108,6 +115,53 @@ def fisher_contrast(count_a, reps_a, count_b, reps_b, *, alpha=0.05) -> FisherRe
                         difference=_out(ra - rb), alpha=alpha, n=_out(na + nb),
                         method="fisher_exact (two-sided)",
                         assumptions=(_REPLICATES, "simple null: the base prompt alone defines H0"))
+
+
+def fisher_min_p(reps_a: int, reps_b: int) -> float:
+    r"""Smallest two-sided Fisher p-value any outcome can give with ``reps_a`` and ``reps_b`` trials.
+
+    Notes
+    -----
+    Given the success total s, the count of the first sample is hypergeometric and the two-sided
+    p-value of a table is the total probability of the tables no more likely than it; the
+    smallest over all s and tables is found by enumeration (:math:`O(N^2)` for N = reps_a +
+    reps_b <= 400). For N > 400 it returns the p-value of the most extreme table
+    (:math:`k_a = n_a, k_b = 0`), an upper bound of the minimum that is far below any level in
+    use there. With one replicate each the minimum is 1, with 2 + 2 it is 1/3 and with 3 + 3
+    1/10: no outcome can reject at alpha = 0.05 before 4 + 4 (2/70).
+    """
+    return _fisher_min_p(_positive_int(reps_a, "reps_a"), _positive_int(reps_b, "reps_b"))
+
+
+@lru_cache(maxsize=4096)
+def _fisher_min_p(na: int, nb: int) -> float:
+    N = na + nb
+    if N > 400:
+        return _fisher_p(na, na, 0, nb)
+    best = 1.0
+    for s in range(1, N):
+        k = np.arange(max(0, s - nb), min(s, na) + 1)
+        pmf = hypergeom.pmf(k, N, na, s)
+        # scipy's fisher_exact counts tables with probability <= the observed one (relative tolerance 1e-7)
+        p = np.array([pmf[pmf <= q * (1 + 1e-7)].sum() for q in pmf])
+        best = min(best, float(p.min()))
+    return min(best, 1.0)
+
+
+def energy_min_p(n_x: int, n_y: int, n_permutations: int = 999) -> float:
+    r"""Smallest p-value :func:`energy_test` can return for samples of sizes n_x and n_y.
+
+    Exact enumeration (when :math:`\binom{N}{n_x} \le` ``n_permutations``): the observed split
+    always counts, and with n_x = n_y so does its mirror image (the statistic is symmetric), so
+    the minimum is :math:`1/\binom{N}{n_x}` or :math:`2/\binom{N}{n_x}`; 2 + 2 scores give 1/3.
+    Random permutations: :math:`1/(1 + B)`.
+    """
+    n_x, n_y = _positive_int(n_x, "n_x"), _positive_int(n_y, "n_y")
+    B = _positive_int(n_permutations, "n_permutations")
+    total = math.comb(n_x + n_y, n_x)
+    if total <= B:
+        return (2.0 if n_x == n_y else 1.0) / total
+    return 1.0 / (1.0 + B)
 
 
 def _energy_iv(x, y, n_permutations, alpha, rng):
@@ -154,7 +208,11 @@ def energy_test(x, y, *, n_permutations=999, alpha=None, rng) -> EnergyTestResul
 
     (V-statistic means over all pairs, including i = j), and the permutation p-value
     :math:`(1 + \#\{T^{(b)} \ge T\})/(1 + B)` over B random relabellings of the pooled sample,
-    exact in level for exchangeable samples under :math:`H_0`.  This is the simple-null test
+    exact in level for exchangeable samples under :math:`H_0`. When there are no more distinct
+    splits than B (:math:`\binom{N}{n} \le B`, small samples) every split is enumerated instead
+    and :math:`p = \#\{\text{splits with } T^{(s)} \ge T\}/\binom{N}{n}`, the exact permutation
+    p-value (``exact=True``). ``min_attainable_p`` (:func:`energy_min_p`) is the smallest p-value
+    any data of these sizes could give: above alpha, the test has no power.  This is the simple-null test
     of the paper's section 6 (Figure 5); a composite version for non-binary responses is
     open research (the paper's Discussion).  One pairwise-distance matrix serves every
     permutation: block sums are quadratic forms in the group indicator.
@@ -181,6 +239,19 @@ def energy_test(x, y, *, n_permutations=999, alpha=None, rng) -> EnergyTestResul
     obs_ind[0, :n] = 1.0
     e_obs = float(stat(obs_ind)[0])
     t_obs = n * n2 / N * e_obs
+    tol = 1e-12 * max(abs(t_obs), 1.0)   # splits equal to the observed one must count as >=
+    min_p = energy_min_p(n, n2, n_permutations)
+    if math.comb(N, n) <= n_permutations:
+        splits = np.zeros((math.comb(N, n), N))
+        for row, idx in enumerate(itertools.combinations(range(N), n)):
+            splits[row, list(idx)] = 1.0
+        e = stat(splits)
+        p = float(np.sum(n * n2 / N * e >= t_obs - tol)) / splits.shape[0]
+        return EnergyTestResult(statistic=t_obs, energy_distance=e_obs, p_value=p,
+                                reject=None if alpha is None else bool(p <= alpha), alpha=alpha, n_x=n, n_y=n2,
+                                n_permutations=splits.shape[0],
+                                method="energy_distance_permutation (Szekely-Rizzo 2004; all splits)",
+                                assumptions=_ENERGY_ASSUMPTIONS, exact=True, min_attainable_p=min_p)
     count = 0
     chunk = max(1, min(n_permutations, 2_000_000 // max(N * N, 1) + 1))
     done = 0
@@ -189,12 +260,10 @@ def energy_test(x, y, *, n_permutations=999, alpha=None, rng) -> EnergyTestResul
         perm = np.argsort(rng.random((bsz, N)), axis=1)
         ind = (perm < n).astype(float)
         e = stat(ind)
-        # relative tolerance: permutations equal to the observed split must count as >=
-        count += int(np.sum(n * n2 / N * e >= t_obs - 1e-12 * max(abs(t_obs), 1.0)))
+        count += int(np.sum(n * n2 / N * e >= t_obs - tol))
         done += bsz
     p = (1 + count) / (1 + n_permutations)
     return EnergyTestResult(statistic=t_obs, energy_distance=e_obs, p_value=p,
                             reject=None if alpha is None else bool(p <= alpha), alpha=alpha, n_x=n, n_y=n2,
                             n_permutations=n_permutations, method="energy_distance_permutation (Szekely-Rizzo 2004)",
-                            assumptions=("responses i.i.d. within each prompt; embedding fixed in advance",
-                                         "simple null F_x = F_y (not the composite null)"))
+                            assumptions=_ENERGY_ASSUMPTIONS, min_attainable_p=min_p)

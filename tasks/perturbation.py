@@ -27,7 +27,7 @@ from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.perturbation import (TEST_METHODS, benjamini_hochberg, composite_test, no_power_sentence,
                                           widened_range_test_scores)
 from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
-from benchcert.stats.two_sample import energy_test, fisher_contrast
+from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.matrices import BenchmarkMatrices, MatrixError, available_variants
 from benchcert.tasks.store import query_pl
 
@@ -38,21 +38,23 @@ COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String,
 
 ITEMS_SCHEMA = {
     "model": pl.String, "item_id": pl.String, "variant": pl.String, "base": pl.String,
-    "test_rate": pl.Float64, "test_replicates": pl.Int64, "base_rate": pl.Float64, "m": pl.Int64,
+    "test_rate": pl.Float64, "test_replicates": pl.Int64, "base_rate": pl.Float64, "base_replicates": pl.Int64,
+    "m": pl.Int64,
     "r_min": pl.Int64, "r_max": pl.Int64, "null_min": pl.Float64, "null_max": pl.Float64,
     "a_hat": pl.Float64, "b_hat": pl.Float64, "range_low": pl.Float64, "range_high": pl.Float64,
     "statistic": pl.Float64, "eps": pl.Float64,
     "eps_union": pl.Float64, "p_value": pl.Float64, "reject": pl.Boolean, "reject_bh": pl.Boolean,
     "classical_p": pl.Float64, "classical_reject": pl.Boolean, "classical_reject_bh": pl.Boolean,
-    "classical_method": pl.String, "scores": pl.String,
-    "unequal_replicates": pl.Boolean, "status": pl.String, "method": pl.String,
+    "classical_method": pl.String, "classical_status": pl.String, "classical_min_p": pl.Float64,
+    "scores": pl.String, "unequal_replicates": pl.Boolean, "status": pl.String, "method": pl.String,
 }
 
 VARIANTS_SCHEMA = {
     "model": pl.String, "variant": pl.String, "base": pl.String, "n_items": pl.Int64, "n_tested": pl.Int64,
     "composite_rejections": pl.Int64, "composite_share": pl.Float64, "composite_share_bh": pl.Float64,
     "classical_tested": pl.Int64, "classical_rejections": pl.Int64, "classical_share": pl.Float64,
-    "classical_share_bh": pl.Float64, "n_ok": pl.Int64, "n_identical_null_rates": pl.Int64,
+    "classical_share_bh": pl.Float64, "n_classical_no_power": pl.Int64, "classical_no_power": pl.String,
+    "n_ok": pl.Int64, "n_identical_null_rates": pl.Int64,
     "n_one_null_variant": pl.Int64, "n_no_null_variants": pl.Int64, "n_no_valid_eps": pl.Int64,
     "n_no_alternative": pl.Int64, "n_no_power": pl.Int64, "no_power": pl.String,
     "n_non_binary": pl.Int64, "n_unequal_replicates": pl.Int64, "median_eps": pl.Float64,
@@ -75,6 +77,24 @@ STATUS_TEXT = {
     "no_valid_eps": "(plug-in union method) no threshold keeps Theorem 2's bound at alpha with these replicate "
                     "counts: never rejects",
 }
+
+
+#: Random relabellings of the energy test (all splits are enumerated when there are fewer).
+ENERGY_PERMUTATIONS = 999
+
+
+def classical_no_power_sentence(method: str, r_test: tuple[int, int], r_base: tuple[int, int], min_p: float,
+                                alpha: float) -> str:
+    """The words shown when the classical test (Fisher or energy) cannot reject at alpha."""
+    name = "Fisher's exact test" if method == "fisher_exact" else "the energy test"
+
+    def reps(lo_hi):
+        lo, hi = lo_hi
+        return f"{lo}" if lo == hi else f"{lo} to {hi}"
+
+    return (f"with {reps(r_test)} tested and {reps(r_base)} base replicates {name} cannot reject at alpha = "
+            f"{alpha:g} (its smallest attainable p-value is {min_p:.3g}): this says nothing about whether the "
+            "prompt matters")
 
 
 class DesignError(ValueError):
@@ -243,11 +263,12 @@ def _energy_rng(model: str, item: str, variant: str) -> np.random.Generator:
 def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
     kt, rt, bt, st, scores_t = cells[tested]
     row = {"model": model, "item_id": item, "variant": tested, "base": base, "test_rate": kt / rt,
-           "test_replicates": rt, "base_rate": None, "m": 0, "r_min": None, "r_max": None, "null_min": None,
+           "test_replicates": rt, "base_rate": None, "base_replicates": None, "m": 0, "r_min": None, "r_max": None, "null_min": None,
            "null_max": None, "a_hat": None, "b_hat": None, "range_low": None, "range_high": None,
            "statistic": None, "eps": None, "eps_union": None,
            "p_value": None, "reject": None, "classical_p": None, "classical_reject": None,
-           "unequal_replicates": False, "status": "", "method": None, "classical_method": None, "scores": "binary"}
+           "unequal_replicates": False, "status": "", "method": None, "classical_method": None,
+           "classical_status": None, "classical_min_p": None, "scores": "binary"}
     present = [v for v in nulls if v in cells]
     row["m"] = len(present)
     binary = bt and all(cells[v][2] for v in present) and (base not in cells or cells[base][2])
@@ -257,16 +278,30 @@ def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
     if base in cells and base != tested:
         kb, rb, _, sb, scores_b = cells[base]
         row["base_rate"] = kb / rb if binary else sb / rb
+        row["base_replicates"] = rb
+        # Before testing: the smallest p-value any outcome could give at these replicate counts. Above
+        # alpha the test cannot reject, and "not significant" would read as "the prompt does not matter":
+        # the item is no_power and untested (no p-value, out of Benjamini-Hochberg). A tested item can
+        # reach p <= alpha, so BH across the tested items can always reject too (all at p_min, k = n).
         if binary:
-            f = fisher_contrast(kt, rt, kb, rb, alpha=alpha)
             row["classical_method"] = "fisher_exact"
-            row["classical_p"], row["classical_reject"] = float(f.p_value), bool(f.reject)
+            row["classical_min_p"] = fisher_min_p(rt, rb)
         elif rt >= 2 and rb >= 2:
             # Fractional scores: the energy test of the tested variant's score distribution against the
             # base's (simple null, exact permutation p-value), the classical contrast for such scores.
-            xt, xb = _scores(kt, rt, scores_t), _scores(kb, rb, scores_b)
-            e = energy_test(xt, xb, n_permutations=999, alpha=alpha, rng=_energy_rng(model, item, tested))
             row["classical_method"] = "energy_distance"
+            row["classical_min_p"] = energy_min_p(rt, rb, ENERGY_PERMUTATIONS)
+        if row["classical_min_p"] is not None and row["classical_min_p"] > alpha:
+            row["classical_status"] = "no_power"
+        elif binary:
+            f = fisher_contrast(kt, rt, kb, rb, alpha=alpha)
+            row["classical_status"] = "ok"
+            row["classical_p"], row["classical_reject"] = float(f.p_value), bool(f.reject)
+        elif row["classical_method"] is not None:
+            xt, xb = _scores(kt, rt, scores_t), _scores(kb, rb, scores_b)
+            e = energy_test(xt, xb, n_permutations=ENERGY_PERMUTATIONS, alpha=alpha,
+                            rng=_energy_rng(model, item, tested))
+            row["classical_status"] = "ok"
             row["classical_p"], row["classical_reject"] = float(e.p_value), bool(e.reject)
     if not present:
         row["status"] = "no_null_variants"
@@ -384,6 +419,7 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         pl.col("classical_reject_bh").fill_null(False).sum().cast(pl.Int64).alias("_cbh"),
         n_status("ok"), n_status("identical_null_rates"), n_status("one_null_variant"),
         n_status("no_null_variants"), n_status("no_valid_eps"), n_status("no_alternative"), n_status("no_power"),
+        (pl.col("classical_status") == "no_power").sum().cast(pl.Int64).alias("n_classical_no_power"),
         pl.when(pl.col("status") == "no_power").then(pl.col("r_min")).min().alias("_np_lo"),
         pl.when(pl.col("status") == "no_power").then(pl.col("r_max")).max().alias("_np_hi"),
         pl.when(pl.col("status") == "no_power").then(pl.col("m")).min().alias("_np_mlo"),
@@ -402,9 +438,30 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         None if not n else no_power_sentence(int(lo), int(hi), alpha, int(mlo), int(mhi))
         for n, lo, hi, mlo, mhi in zip(out["n_no_power"], out["_np_lo"], out["_np_hi"], out["_np_mlo"],
                                        out["_np_mhi"])], dtype=pl.String))
+    out = out.with_columns(pl.Series("classical_no_power", _classical_no_power(items, out, alpha),
+                                     dtype=pl.String))
     order = {v: i for i, v in enumerate(design.test)}
     return (out.with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_o"))
             .sort("model", "_o").select(list(VARIANTS_SCHEMA)).cast(VARIANTS_SCHEMA))
+
+
+def _classical_no_power(items: pl.DataFrame, variants: pl.DataFrame, alpha: float) -> list[str | None]:
+    """Per (model, variant) row of ``variants``: the classical no-power sentence, or None."""
+    part = items.filter(pl.col("classical_status") == "no_power")
+    out = []
+    for model, variant, n in variants.select("model", "variant", "n_classical_no_power").iter_rows():
+        if not n:
+            out.append(None)
+            continue
+        g = part.filter((pl.col("model") == model) & (pl.col("variant") == variant))
+        texts = []
+        for (method,), h in g.group_by(["classical_method"], maintain_order=True):
+            texts.append(classical_no_power_sentence(
+                method, (int(h["test_replicates"].min()), int(h["test_replicates"].max())),
+                (int(h["base_replicates"].min()), int(h["base_replicates"].max())),
+                float(h["classical_min_p"].min()), alpha))
+        out.append("; ".join(texts))
+    return out
 
 
 def _share(num: str, den: str) -> pl.Expr:
@@ -438,6 +495,14 @@ def _notes(items: pl.DataFrame, design: VariantDesign, method: str, alpha: float
                                              int(part["m"].min()), int(part["m"].max())))
         elif status != "ok":
             notes.append(f"{n} item x variant test(s) {status}: {STATUS_TEXT.get(status, status)}")
+    n_classical = int((items["classical_status"] == "no_power").sum())
+    if n_classical:
+        part = items.filter(pl.col("classical_status") == "no_power")
+        for (cm,), h in part.group_by(["classical_method"], maintain_order=True):
+            notes.append(f"{h.height} item x variant classical test(s) no_power: " + classical_no_power_sentence(
+                cm, (int(h["test_replicates"].min()), int(h["test_replicates"].max())),
+                (int(h["base_replicates"].min()), int(h["base_replicates"].max())), float(h["classical_min_p"].min()),
+                alpha))
     unequal = int(items["unequal_replicates"].sum())
     if unequal:
         notes.append(f"{unequal} item x variant test(s) have unequal replicate counts across variants: "

@@ -71,7 +71,12 @@ def test_grice_classical_vs_composite_per_variant(grice):
                                       "no_ling", "schema", "str_chomsky"]
     # Fisher against the base, per item (checked independently below)
     assert v["classical_rejections"].to_list() == [30, 19, 34, 32, 0, 11, 27, 33, 9]
-    assert v["classical_share_bh"].to_list() == pytest.approx([0.25, 0.15, 0.30, 0.28, 0.0, 0.05, 0.23, 0.28, 0.01])
+    # Shares are over the items Fisher's test can reject at all (smallest attainable p <= alpha; the others
+    # are classical no_power, as the composite test's untested items): e.g. 25 BH rejections of 93 items
+    # for 'answ_schema' (0.25 of all 100 before). Checked by brute force over every table with scipy's
+    # fisher_exact and false_discovery_control in test_classical_no_power_matches_brute_force.
+    assert v["classical_share_bh"].to_list() == pytest.approx([25 / 93, 15 / 86, 30 / 96, 31 / 78, 0.0, 8 / 36,
+                                                               23 / 90, 28 / 87, 2 / 60])
     assert v["composite_rejections"].sum() == 0 and v["n_tested"].sum() == int(v["n_ok"].sum())
     assert (v["n_no_power"] + v["n_no_alternative"] + v["n_ok"] == 100).all()
     assert v["composite_share"].is_null().sum() == (v["n_tested"] == 0).sum()     # no 0% for untested
@@ -94,6 +99,42 @@ def test_classical_counts_are_fisher_per_item(store):
         kb, rb = cells[(item, "0")]
         n += fisher_exact([[kt, rt - kt], [kb, rb - kb]]).pvalue <= ALPHA
     assert n == 34
+
+
+def test_classical_no_power_matches_brute_force(grice, store):
+    """Fisher's test cannot reject an item whose smallest attainable p-value (over every table with its
+    replicate counts) exceeds alpha, e.g. 1 tested run against 10 base runs (1/11). Such items are
+    classical no_power, with no p-value and outside Benjamini-Hochberg; before, they counted as tested
+    and not significant (variant 'no-schema': a 0% share of which 96 of 100 items could not reject)."""
+    from scipy.stats import false_discovery_control
+
+    with open_store(store, write=False) as con:
+        counts = load_variant_counts(con, GRICE)
+    cells = {(r["item_id"], r["variant"]): (r["k"], r["r"]) for r in counts.iter_rows(named=True)}
+    items = grice[1].tables["perturbation_items"]
+    v = {r["variant"]: r for r in grice[1].tables["perturbation_variants"].iter_rows(named=True)}
+    min_p = {}
+    for variant in ("no-schema", "str_chomsky"):
+        p, powerless = [], 0
+        for item in sorted({i for i, _ in cells}):
+            (kt, rt), (kb, rb) = cells[(item, variant)], cells[(item, "0")]
+            key = (rt, rb)
+            if key not in min_p:
+                min_p[key] = min(fisher_exact([[a, rt - a], [b, rb - b]]).pvalue
+                                 for a in range(rt + 1) for b in range(rb + 1))
+            if min_p[key] > ALPHA:
+                powerless += 1
+            else:
+                p.append(fisher_exact([[kt, rt - kt], [kb, rb - kb]]).pvalue)
+        bh = int(np.sum(false_discovery_control(np.array(p), method="bh") <= ALPHA))
+        assert (v[variant]["n_classical_no_power"], v[variant]["classical_tested"]) == (powerless, len(p))
+        assert v[variant]["classical_share_bh"] == pytest.approx(bh / len(p))
+    assert (v["no-schema"]["n_classical_no_power"], v["no-schema"]["classical_tested"]) == (96, 4)
+    assert "cannot reject at alpha = 0.05" in v["no-schema"]["classical_no_power"]
+    nopower = items.filter(pl.col("classical_status") == "no_power")
+    assert nopower["classical_p"].is_null().all() and nopower["classical_reject_bh"].is_null().all()
+    assert (nopower["classical_min_p"] > ALPHA).all()
+    assert any("classical test(s) no_power" in w for w in grice[1].warnings)
 
 
 def test_one_item_by_hand(grice):
@@ -192,6 +233,39 @@ def test_two_variants_and_non_binary_scores(tmp_path):
     # fractional scores are tested (mean scores; energy test against the base), here without power
     assert y["scores"] == "fractional" and y["status"] == "no_power" and y["classical_method"] == "energy_distance"
     assert y["test_rate"] == 0.75
+
+
+def test_energy_test_at_two_plus_two_replicates_says_no_power():
+    """Fractional scores with 2 replicates per variant: the energy test's smallest attainable p-value is
+    1/3 (6 splits, the observed one and its mirror image), so it cannot reject at 0.05 even when the
+    tested variant scores 1 and the base 0 on every item. Before, each item read "not significant"
+    and the variant's classical share was 0%; now the items are classical no_power and the share is
+    not given."""
+    n = 20
+    rows = {"model": [], "item_id": [], "variant": [], "k": [], "r": [], "binary": [], "s": [], "scores": []}
+    for item in range(n):
+        for variant, sc in (("base", [0.0, 0.25]), ("n1", [0.5, 0.25]), ("n2", [0.75, 0.25]), ("t", [1.0, 1.0])):
+            for key, val in (("model", "m"), ("item_id", str(item)), ("variant", variant), ("k", round(sum(sc))),
+                             ("r", 2), ("binary", False), ("s", sum(sc)), ("scores", sc)):
+                rows[key].append(val)
+    counts = pl.DataFrame(rows).cast({"k": pl.Int64, "r": pl.Int64})
+    design = make_design(["base", "n1", "n2", "t"], base="base", null=["n1", "n2"], test=["t"])
+    audit = run_design(counts, design, alpha=ALPHA)
+    items = audit.items
+    assert (items["classical_method"] == "energy_distance").all()
+    assert (items["classical_status"] == "no_power").all() and items["classical_p"].is_null().all()
+    assert items["classical_min_p"].to_list() == pytest.approx([1 / 3] * n)
+    (v,) = audit.variants.iter_rows(named=True)
+    assert v["classical_tested"] == 0 and v["classical_share"] is None and v["classical_share_bh"] is None
+    assert v["n_classical_no_power"] == n and "cannot reject at alpha = 0.05" in v["classical_no_power"]
+    assert "0.333" in v["classical_no_power"] and "2 tested and 2 base replicates" in v["classical_no_power"]
+    assert any("classical test(s) no_power" in note for note in audit.notes)
+    # one more replicate pair (3 + 3: 20 splits, smallest p 1/10) still has none; 4 + 4 (2/70) has power
+    from benchcert.stats.two_sample import energy_min_p, energy_test
+
+    assert energy_min_p(3, 3) == pytest.approx(0.1) and energy_min_p(4, 4) == pytest.approx(2 / 70)
+    e = energy_test([1.0] * 4, [0.0] * 4, alpha=ALPHA, rng=np.random.default_rng(0))
+    assert e.exact and e.p_value == pytest.approx(2 / 70) and e.reject
 
 
 def _fractional_counts(rng, n_items, n_var, r, shift=None):

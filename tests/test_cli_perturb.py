@@ -149,3 +149,27 @@ def test_perturb_fractional_scores_reach_the_energy_test(capsys, tmp_path):
     assert {i["scores"] for i in d["items"]} == {"fractional"}
     assert {i["method"] for i in d["items"] if i["method"]} == {"widened_mean_score"}
     assert all(v["classical_tested"] == 5 for v in d["variants"])
+
+
+def test_perturb_classical_test_without_power_says_so(capsys, tmp_path):
+    """Fractional scores, 2 replicates per variant: the energy test's smallest p-value is 1/3, so the
+    classical columns say 'no power' (they printed 0.0% before) and the sentence names the replicates."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    for item in range(10):
+        for variant, scores in (("a", (0, 0.25)), ("b", (0.5, 0.25)), ("c", (0.75, 0.5)), ("d", (1, 1))):
+            rows += [f"fr2,m,{item},s,d,{variant},{rep},{x}" for rep, x in enumerate(scores)]
+    path = tmp_path / "fr2.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "fr2.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr2", "--base", "a", "--null", "b,c",
+                       "--test", "d")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("m ") and "'d'" in x)
+    assert line.split()[-4:] == ["no", "power", "no", "power"] and "%" not in line
+    assert ("(classical): 10 of 10 items - with 2 tested and 2 base replicates the energy test cannot reject at "
+            "alpha = 0.05 (its smallest attainable p-value is 0.333)") in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr2", "--base", "a", "--null", "b,c",
+                       "--test", "d", "--json")
+    (v,) = json.loads(out)["variants"]
+    assert v["classical_share"] is None and v["n_classical_no_power"] == 10

@@ -509,3 +509,17 @@ def test_energy_test_oracle_size_and_power():
     pw = [energy_test(rng.normal(size=(20, 3)), rng.normal(size=(20, 3)) + 1.0, n_permutations=99,
                         alpha=0.05, rng=np.random.default_rng(i)).reject for i in range(40)]
     assert np.mean(pw) > 0.9
+
+
+def test_plugin_paths_say_no_power_when_no_outcome_can_reject():
+    """The plug-in calibrations had the widened test's defect: a threshold of 1 (the statistic, a
+    distance between rates, never exceeds it) or a Fisher fallback whose smallest attainable p-value
+    is above alpha (1 tested run against 3 pooled null runs: 1/4) read as 'ok, not rejected'."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        exact = P.composite_test([1, 0, 1], 1, 1, 1, method="plugin_exact")
+        fallback = P.composite_test([1, 1, 1], 1, 0, 1, method="plugin_union")
+        tested = P.composite_test([3, 3], 3, 0, 3, method="plugin_exact")       # 3 vs 6 runs: p_min < alpha
+    assert exact.eps == 1.0 and exact.status == "no_power" and math.isnan(exact.p_value) and not exact.reject
+    assert fallback.method == "fisher_fallback" and fallback.status == "no_power" and not fallback.reject
+    assert tested.status == "identical_null_rates" and tested.reject

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._common import check_alpha, warn_degenerate
-from ..two_sample import _fisher_p
+from ..two_sample import _fisher_p, fisher_min_p
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _MAX_CANDIDATES, _PLUG_IN, _REPLICATES, METHODS, _choice)
 from .bounds import _s, _size_bound
 from .exact import (_exact_size_core, _flush, _groups, _log_binom_pmf, _p_grid, _pow, _sup_over_p,
@@ -210,6 +210,8 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
       null variants (``status="identical_null_rates"``, ``method="fisher_fallback"``);
     * one null variant - no range can be estimated; Fisher's exact test against it
       (``status="one_null_variant"``).
+    * a threshold of 1 or more (no statistic can exceed it), or either of these where no table with these replicate counts gives Fisher a p-value <= alpha
+      (:func:`~benchcert.stats.two_sample.fisher_min_p`): ``status="no_power"``, no p-value.
 
     ASSUMPTION-DEPENDENT, NOT THE DEFAULT.  The plug-in range comes from the same null variants
     the statistic uses and is then treated as the true range (the paper's Corollary 2 makes
@@ -238,6 +240,15 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
                f"all {m} null variants have rate {rates[0]:g}, so the range estimate is a point")
         warn_degenerate(f"plugin_test: {why}; the composite null collapses to a simple null, decided by "
                         "Fisher's exact test against the pooled null variants")
+        min_p = fisher_min_p(rt, int(r.sum()))
+        if min_p > alpha:   # no outcome could reject: not "not significant"
+            return CompositeTestResult(eps=None, reject=False, p_value=math.nan, eps_union=None, eps_exact=None,
+                                       p_union=None, p_exact=None, a_hat=None, b_hat=None, status="no_power",
+                                       method="fisher_fallback",
+                                       assumptions=("pooled null variants share one p (simple null)", _REPLICATES),
+                                       notes=tuple(notes + [f"{why}; Fisher's exact test against the pooled null "
+                                                            f"variants cannot reject at alpha = {alpha:g} (smallest "
+                                                            f"attainable p-value {min_p:.3g})"]), **base)
         p = _fisher_p(kt, rt, int(k.sum()), int(r.sum()))
         return CompositeTestResult(eps=None, reject=bool(p <= alpha), p_value=p, eps_union=None, eps_exact=None,
                                    p_union=None, p_exact=None, a_hat=None, b_hat=None, status=status,
@@ -260,7 +271,12 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
             notes.append(f"2m/sqrt(r_min) = {2 * m / math.sqrt(r_min):.3g} >= alpha: Theorem 2 admits no threshold "
                          "at these replicate counts (use the exact calibration)")
     status = "ok" if eps is not None else "no_valid_eps"
-    reject = bool(eps is not None and _exceeds(k, r, kt, rt, eps))
+    if eps is not None and eps >= 1.0 - _TIE:
+        # T is a distance between rates in [0, 1]: no outcome exceeds a threshold of 1
+        status = "no_power"
+        notes.append(f"threshold {eps:.3g}: no outcome at these replicate counts can exceed it at alpha = {alpha:g}")
+        p = math.nan
+    reject = bool(status == "ok" and _exceeds(k, r, kt, rt, eps))
     return CompositeTestResult(eps=eps, reject=reject, p_value=float(p), eps_union=eps_u, eps_exact=eps_e,
                                p_union=p_u, p_exact=p_e, a_hat=a, b_hat=b, status=status, method=f"plugin_{method}",
                                assumptions=assumptions, notes=tuple(notes), **base)

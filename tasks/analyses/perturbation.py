@@ -81,7 +81,8 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
     intro = (f"<p>Does a prompt variant change the answers beyond what semantically irrelevant rewordings "
              f"do? For every item, the <b>composite test</b> {test_text}. The <b>classical test</b> (Fisher's exact "
              f"test against the base prompt alone) treats any difference as a change. Shares are over the items "
-             f"tested; BH = Benjamini-Hochberg across items at {escape(level)}.</p>"
+             f"each test can reject at all (the others are marked no power); BH = Benjamini-Hochberg across items "
+             f"at {escape(level)}.</p>"
              f"<p>The composite test assumes: {escape('; '.join(audit.assumptions))}.</p>"
              f"<p>Design: base <code>{escape(repr(d.base))}</code>; null variants "
              f"{escape(', '.join(map(repr, d.null)))}; tested {escape(', '.join(map(repr, d.test)))}. "
@@ -97,6 +98,10 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
     no_power = "".join(f"<p class=\"no-power\"><b>No power</b> - {escape(r['model'])} {escape(repr(r['variant']))}: "
                        f"{r['n_no_power']} of {r['n_items']} items: {escape(r['no_power'])}.</p>"
                        for r in v.iter_rows(named=True) if r["no_power"])
+    no_power += "".join(f"<p class=\"no-power\"><b>No power</b> (classical test) - {escape(r['model'])} "
+                        f"{escape(repr(r['variant']))}: {r['n_classical_no_power']} of {r['n_items']} items: "
+                        f"{escape(r['classical_no_power'])}.</p>"
+                        for r in v.iter_rows(named=True) if r["classical_no_power"])
     status_counts = v.select("model", "variant", pl.col("n_ok").alias("ok"),
                              pl.col("n_no_power").alias("no power"),
                              pl.col("n_no_alternative").alias("no alternative"),
