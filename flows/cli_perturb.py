@@ -99,7 +99,7 @@ def cmd_perturb(args) -> int:
     def pct(x):
         return "-" if x is None else f"{100 * x:.1f}%"
 
-    no_power = []
+    no_power, low_power = [], []
     for r in audit.variants.iter_rows(named=True):
         model = r["model"] if len(r["model"]) <= 24 else r["model"][:21] + "..."
         variant = repr(r["variant"])[:20]
@@ -114,6 +114,9 @@ def cmd_perturb(args) -> int:
         clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
         if r["classical_tested"] == 0 and r["n_classical_no_power"]:
             clas = clas_bh = "no power"
+        if r["low_power"]:
+            low_power.append(f"{r['model']} {r['variant']!r}: {r['n_low_power']} of {r['n_tested']} tested items - "
+                             f"{r['low_power']}")
         if r["classical_no_power"]:
             no_power.append(f"{r['model']} {r['variant']!r} (classical): {r['n_classical_no_power']} of "
                             f"{r['n_items']} items - {r['classical_no_power']}")
@@ -124,6 +127,8 @@ def cmd_perturb(args) -> int:
           "no alt. = every item's null range covers every rate (no alternative left to detect)")
     for line in no_power:
         print(f"no power: {line}")
+    for line in low_power:
+        print(f"{line}")
     print("the composite test assumes:")
     for a in audit.assumptions:
         print(f"  - {a}")

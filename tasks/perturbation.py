@@ -24,8 +24,8 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats._common import DegenerateDataWarning
-from benchcert.stats.perturbation import (TEST_METHODS, benjamini_hochberg, composite_test, no_power_sentence,
-                                          widened_range_test_scores)
+from benchcert.stats.perturbation import (LOW_POWER_GAP, TEST_METHODS, benjamini_hochberg, composite_test,
+                                          low_power_sentence, no_power_sentence, widened_range_test_scores)
 from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
 from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.matrices import BenchmarkMatrices, MatrixError, available_variants
@@ -47,6 +47,7 @@ ITEMS_SCHEMA = {
     "classical_p": pl.Float64, "classical_reject": pl.Boolean, "classical_reject_bh": pl.Boolean,
     "classical_method": pl.String, "classical_status": pl.String, "classical_min_p": pl.Float64,
     "scores": pl.String, "unequal_replicates": pl.Boolean, "status": pl.String, "method": pl.String,
+    "min_detectable_gap": pl.Float64, "low_power": pl.Boolean,
 }
 
 VARIANTS_SCHEMA = {
@@ -57,6 +58,7 @@ VARIANTS_SCHEMA = {
     "n_ok": pl.Int64, "n_identical_null_rates": pl.Int64,
     "n_one_null_variant": pl.Int64, "n_no_null_variants": pl.Int64, "n_no_valid_eps": pl.Int64,
     "n_no_alternative": pl.Int64, "n_no_power": pl.Int64, "no_power": pl.String,
+    "n_low_power": pl.Int64, "low_power": pl.String,
     "n_non_binary": pl.Int64, "n_unequal_replicates": pl.Int64, "median_eps": pl.Float64,
     "test_accuracy": pl.Float64, "alpha": pl.Float64, "method": pl.String,
 }
@@ -268,7 +270,8 @@ def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
            "statistic": None, "eps": None, "eps_union": None,
            "p_value": None, "reject": None, "classical_p": None, "classical_reject": None,
            "unequal_replicates": False, "status": "", "method": None, "classical_method": None,
-           "classical_status": None, "classical_min_p": None, "scores": "binary"}
+           "classical_status": None, "classical_min_p": None, "scores": "binary", "min_detectable_gap": None,
+           "low_power": None}
     present = [v for v in nulls if v in cells]
     row["m"] = len(present)
     binary = bt and all(cells[v][2] for v in present) and (base not in cells or cells[base][2])
@@ -330,6 +333,10 @@ def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
                b_hat=res.b_hat, range_low=res.range_low, range_high=res.range_high, statistic=res.statistic,
                eps=res.eps, eps_union=res.eps_union, p_value=p, reject=res.reject,
                unequal_replicates=res.r_min != res.r_max, status=res.status, method=res.method)
+    gap = getattr(res, "min_detectable_gap", None)
+    if gap is not None and res.status == "ok":
+        row["min_detectable_gap"] = gap
+        row["low_power"] = bool(gap > LOW_POWER_GAP)
     return row
 
 
@@ -420,6 +427,10 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         n_status("ok"), n_status("identical_null_rates"), n_status("one_null_variant"),
         n_status("no_null_variants"), n_status("no_valid_eps"), n_status("no_alternative"), n_status("no_power"),
         (pl.col("classical_status") == "no_power").sum().cast(pl.Int64).alias("n_classical_no_power"),
+        pl.col("low_power").fill_null(False).sum().cast(pl.Int64).alias("n_low_power"),
+        pl.when(pl.col("low_power").fill_null(False)).then(pl.col("m")).min().alias("_lp_mlo"),
+        pl.when(pl.col("low_power").fill_null(False)).then(pl.col("m")).max().alias("_lp_mhi"),
+        pl.when(pl.col("low_power").fill_null(False)).then(pl.col("min_detectable_gap")).median().alias("_lp_gap"),
         pl.when(pl.col("status") == "no_power").then(pl.col("r_min")).min().alias("_np_lo"),
         pl.when(pl.col("status") == "no_power").then(pl.col("r_max")).max().alias("_np_hi"),
         pl.when(pl.col("status") == "no_power").then(pl.col("m")).min().alias("_np_mlo"),
@@ -440,6 +451,10 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
                                        out["_np_mhi"])], dtype=pl.String))
     out = out.with_columns(pl.Series("classical_no_power", _classical_no_power(items, out, alpha),
                                      dtype=pl.String))
+    out = out.with_columns(pl.Series("low_power", [
+        None if not n else low_power_sentence(int(lo), int(hi), float(g), alpha)
+        for n, lo, hi, g in zip(out["n_low_power"], out["_lp_mlo"], out["_lp_mhi"], out["_lp_gap"])],
+        dtype=pl.String))
     order = {v: i for i, v in enumerate(design.test)}
     return (out.with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_o"))
             .sort("model", "_o").select(list(VARIANTS_SCHEMA)).cast(VARIANTS_SCHEMA))
@@ -495,6 +510,12 @@ def _notes(items: pl.DataFrame, design: VariantDesign, method: str, alpha: float
                                              int(part["m"].min()), int(part["m"].max())))
         elif status != "ok":
             notes.append(f"{n} item x variant test(s) {status}: {STATUS_TEXT.get(status, status)}")
+    low = items.filter(pl.col("low_power").fill_null(False))
+    if low.height:
+        notes.append(f"{low.height} of {int((items['status'] == 'ok').sum())} tested item x variant test(s) "
+                     + low_power_sentence(int(low["m"].min()), int(low["m"].max()),
+                                          float(low["min_detectable_gap"].median()), alpha)
+                     + f" (low power: the smallest detectable change exceeds {LOW_POWER_GAP:g})")
     n_classical = int((items["classical_status"] == "no_power").sum())
     if n_classical:
         part = items.filter(pl.col("classical_status") == "no_power")

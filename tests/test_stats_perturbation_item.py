@@ -209,3 +209,77 @@ def test_fractional_scores_keep_the_level():
             assert res.reject == bool(rej[i]) and res.method == "widened_mean_score"
     with pytest.raises(ValueError, match="null_sums"):
         P.widened_range_test_scores([5.5, 11.0], 10, 3.0, 10)
+
+
+def test_min_detectable_gap_is_the_rejection_boundary_when_the_null_rates_agree():
+    """g* = max t_ij: with every null variant at the same rate p0, the test rejects iff the tested rate
+    is more than g* away (fractional scores make the rates continuous); a spread of the null rates
+    only widens the range, so no outcome with these counts rejects a smaller change."""
+    rng = np.random.default_rng(21)
+    for m, r, rt in [(8, 400, 400), (5, 2000, 2000), (3, 2000, 500), (4, [300, 500, 800, 1000], 600)]:
+        reps = np.broadcast_to(np.asarray(r), (m,)).astype(np.int64)
+        g = P.min_detectable_gap(reps, rt, alpha=ALPHA)
+        p0 = 0.5 + g if 0.5 + 2 * g <= 1 else 0.98
+        assert 0 < p0 - g
+        null = p0 * reps
+        equal = np.unique(reps).size == 1
+        # equal counts: all null rates equal is the optimum, the boundary is exact; unequal counts: the
+        # equal-rates boundary is an upper bound and a spread of the rates can do a little better
+        g_eq = P.widened_range_test_scores(null, reps, 0.0, rt, alpha=ALPHA)
+        g_eq = p0 - g_eq.range_low
+        assert g == pytest.approx(g_eq, rel=1e-9) if equal else g <= g_eq + 1e-12
+        for sign in (-1, 1):   # just beyond / just inside the boundary, below p0 and (mirror) above 1 - p0
+            x = P.widened_range_test_scores(null, reps, (p0 - g_eq - sign * 1e-9) * rt, rt, alpha=ALPHA)
+            y = P.widened_range_test_scores((1 - p0) * reps, reps, (1 - p0 + g_eq + sign * 1e-9) * rt, rt,
+                                            alpha=ALPHA)
+            assert x.reject == y.reject == (sign == 1), (m, r, sign)
+            assert x.min_detectable_gap == pytest.approx(g)
+        # no spread of the null rates lets a smaller change (from the nearest null rate) reject
+        for _ in range(200):
+            rates = p0 + rng.uniform(0, 0.3, m) * rng.integers(0, 2, m)
+            rates[rng.integers(m)] = p0
+            assert not P.widened_range_test_scores(np.minimum(rates, 1) * reps, reps, (p0 - g + 1e-7) * rt, rt,
+                                                   alpha=ALPHA).reject
+    gaps = [[P.min_detectable_gap([r] * m, r) for r in RS] for m in MS]
+    assert all(np.all(np.diff(row) < 0) for row in gaps) and np.all(np.diff(np.array(gaps), axis=0) < 0)
+    assert P.min_detectable_gap([400] * 3, 400) == pytest.approx(0.527, abs=1e-3)
+    assert P.min_detectable_gap([400] * 8, 400) == pytest.approx(0.160, abs=1e-3)
+
+
+def test_low_power_label_matches_simulated_power():
+    """The label's meaning by simulation (null rates ~ Unif[0.5, 0.52], close enough for the widened
+    range to leave alternatives, the tested rate 0.2, a change of 0.3, 2,000 items, r = 1,000 runs per
+    variant): m = 3 null variants (g* = 0.33 > 0.25, labelled low power) detect it in at most 1% of
+    items (99% Clopper-Pearson upper bound), m = 8 (g* = 0.10, not labelled) in at least 99%; the
+    audit labels exactly the first."""
+    import polars as pl
+
+    from benchcert.tasks.perturbation import make_design, run_design
+
+    rng = np.random.default_rng(13)
+    n, r = 2000, 1000
+    assert P.min_detectable_gap([r] * 3, r) == pytest.approx(0.333, abs=1e-3)
+    assert P.min_detectable_gap([r] * 8, r) == pytest.approx(0.101, abs=1e-3)
+    power = {}
+    for m in (3, 8):
+        rej = reject_many(rng.binomial(r, rng.uniform(0.5, 0.52, (n, m))), r, rng.binomial(r, 0.2, n), r,
+                          alpha=ALPHA)
+        power[m] = int(rej.sum())
+    assert ci99(power[3], n)[1] <= 0.01 and ci99(power[8], n)[0] >= 0.99, power
+    for m, labelled in ((3, True), (8, False)):
+        variants = [f"n{j}" for j in range(m)] + ["t"]
+        k = np.c_[rng.binomial(r, rng.uniform(0.5, 0.52, (20, m))), rng.binomial(r, 0.2, 20)]
+        counts = pl.DataFrame({"model": "x", "item_id": np.repeat(np.arange(20), m + 1).astype(str),
+                               "variant": variants * 20, "k": k.ravel(), "r": r, "binary": True})
+        design = make_design(variants, base="n0", null=variants[:-1], test=["t"])
+        audit = run_design(counts, design, alpha=ALPHA)
+        ok = audit.items.filter(pl.col("status") == "ok")
+        assert ok.height >= 15 and ok["low_power"].to_list() == [labelled] * ok.height
+        assert audit.items.filter(pl.col("status") != "ok")["low_power"].is_null().all()
+        (v,) = audit.variants.iter_rows(named=True)
+        assert v["n_low_power"] == (ok.height if labelled else 0) and (v["low_power"] is not None) == labelled
+        if labelled:
+            assert v["low_power"].startswith("low power: with m = 3 null variants") and "0.33" in v["low_power"]
+            assert v["composite_rejections"] == 0 and any("low power" in note for note in audit.notes)
+        else:
+            assert v["composite_rejections"] == ok.height

@@ -56,8 +56,8 @@ from .bounds import lemma2_m, power_curve, theory_bounds
 from .design import design_search, minimal_budget
 from .exact import exact_power, exact_size
 from .multiplicity import benjamini_hochberg
-from .item_test import (TEST_METHODS, composite_test, no_power_sentence, possible_rejection, widened_range_test,
-                        widened_range_test_scores)
+from .item_test import (LOW_POWER_GAP, TEST_METHODS, composite_test, low_power_sentence, min_detectable_gap,
+                        no_power_sentence, possible_rejection, widened_range_test, widened_range_test_scores)
 from .plugin import plugin_test
 from .results import (BudgetResult, CompositeStatistic, CompositeTestResult, ExactPower, ExactSize,
                       MultipleTestResult, PerturbationDesign, PowerCurve, RangeEstimate, TheoryBounds)
@@ -89,6 +89,9 @@ __all__ = [
     "plugin_test",
     "possible_rejection",
     "no_power_sentence",
+    "LOW_POWER_GAP",
+    "low_power_sentence",
+    "min_detectable_gap",
     "TEST_METHODS",
     "benjamini_hochberg",
 ]

@@ -19,7 +19,8 @@ from .plugin import plugin_test
 from .results import CompositeTestResult
 from .statistic import _composite_statistic_iv, composite_statistic
 
-__all__ = ["TEST_METHODS", "composite_test", "no_power_sentence", "possible_rejection", "reject_many",
+__all__ = ["LOW_POWER_GAP", "TEST_METHODS", "composite_test", "low_power_sentence", "min_detectable_gap",
+           "no_power_sentence", "possible_rejection", "reject_many",
            "widened_range_test", "widened_range_test_scores"]
 
 #: Methods of :func:`composite_test`; the first is the default.
@@ -130,6 +131,73 @@ def _possible(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_s
     res = linprog(np.r_[np.zeros(m), -1.0], A_ub=np.array(rows), b_ub=np.array(rhs),
                   bounds=[(0.0, 1.0)] * m + [(None, None)], method="highs")
     return bool(res.status == 0 and -res.fun > 1e-12)
+
+
+#: Items whose :func:`min_detectable_gap` exceeds this are labelled low power (a convention: a change
+#: of more than a quarter of the score scale is rarely what a prompt study is after).
+LOW_POWER_GAP = 0.25
+
+
+def min_detectable_gap(null_replicates, test_replicates, *, alpha=0.05, ideal_share=0.8) -> float:
+    r"""Smallest observed change :func:`widened_range_test` can detect at these replicate counts.
+
+    The change is the distance from the tested rate to the nearest end of the null variants'
+    observed range. A rejection below needs
+    :math:`\hat p' < \min_{i,j}\{(1 + c)\hat p_i - c\hat p_j - t_{ij}\}`, i.e. a gap
+    :math:`\min_k \hat p_k - \hat p'` larger than
+    :math:`f(\hat p) = \max_{i,j}\{t_{ij} + c\hat p_j - (1 + c)\hat p_i\} + \min_k \hat p_k`,
+    which does not change when all rates move together. :math:`g^* = \min f` over null rates
+    with a spread of at most 1, a linear programme per choice of the lowest variant k
+    (:math:`x_k = 0 \le x \le 1`; the mirror side is the same programme). With equal counts the
+    optimum has every null rate equal and :math:`g^* = \max_{i,j} t_{ij}` (a spread only adds the
+    margin cR); with unequal counts a spread can lower it a little. :math:`g^*` depends on the
+    number of null variants m (through c), the replicate counts and alpha only: a design
+    property, known before any data. Items with :math:`g^* >` LOW_POWER_GAP (0.25) are labelled
+    low power. With alpha = 0.05 and r replicates for every variant, :math:`g^* \approx 0.53`
+    for m = 3, r = 400 (c = 4) and 0.16 for m = 8, r = 400 (c = 0.58); m = 2 (c = 24) needs r
+    above about 3,200 for any power at all. Beyond m = 60 the equal-rates value
+    :math:`\max t_{ij}` is returned (an upper bound: the label can then err towards "low power").
+    """
+    r = np.atleast_1d(np.asarray(null_replicates, dtype=np.int64))
+    return _min_gap(tuple(sorted(int(x) for x in r)), int(test_replicates), check_alpha(alpha), float(ideal_share))
+
+
+@lru_cache(maxsize=4096)
+def _min_gap(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_share: float) -> float:
+    r = np.asarray(reps, dtype=float)
+    m = int(r.size)
+    if m < 2:
+        return math.inf
+    ideal, gamma = _split(alpha, ideal_share)
+    c = _widening(ideal, m)
+    t = _margins(r, test_replicates, c, gamma)
+    if m > 60 or np.unique(r).size == 1:
+        return float(t.max())
+    rows, rhs = [], []
+    for i in range(m):
+        for j in range(m):
+            a = np.zeros(m + 1)
+            a[i] -= 1.0 + c
+            a[j] += c
+            a[m] = -1.0                                         # t_ij + c x_j - (1+c) x_i <= s
+            rows.append(a)
+            rhs.append(-t[i, j])
+    best = float(t.max())
+    for k in np.unique(r, return_index=True)[1]:            # variants with equal counts are interchangeable
+        bounds = [(0.0, 0.0) if i == k else (0.0, 1.0) for i in range(m)] + [(None, None)]
+        res = linprog(np.r_[np.zeros(m), 1.0], A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds,
+                      method="highs")
+        if res.status == 0:
+            best = min(best, float(res.fun))
+    return best
+
+
+def low_power_sentence(m_min: int, m_max: int, gap: float, alpha: float) -> str:
+    """The words shown when the tested items of a variant have low power (median gap over them)."""
+    ms = f"m = {m_min}" if m_min == m_max else f"m = {m_min} to {m_max}"
+    return (f"low power: with {ms} null variant{'s' if m_max != 1 else ''} and these replicate counts the test "
+            f"detects only a change of the rate by more than {gap:.2f} (median over the items), even when the null "
+            f"rewordings agree, at alpha = {alpha:g}; not rejecting says little about smaller changes")
 
 
 def no_power_sentence(r_min: int, r_max: int, alpha: float, m_min: int | None = None,
@@ -284,7 +352,8 @@ def _widened(rates, r, pt, rt, alpha, ideal_share, stat, method, assumptions) ->
                                    notes=("one null variant cannot span a range: under Assumption 2 the tested "
                                           "rate can lie outside it with probability 1; not tested",), **base)
     low, high, c, ideal, gamma = _range(rates, r, rt, alpha, ideal_share)
-    extra = dict(range_low=low, range_high=high, widening=c, ideal_alpha=ideal, coverage_alpha=2 * gamma)
+    extra = dict(range_low=low, range_high=high, widening=c, ideal_alpha=ideal, coverage_alpha=2 * gamma,
+                 min_detectable_gap=min_detectable_gap(r, rt, alpha=alpha, ideal_share=ideal_share))
     if rates.min() == 0.0 and rates.max() == 1.0:
         return CompositeTestResult(reject=False, p_value=math.nan, status="no_alternative",
                                    notes=("the null variants' rates run from 0 to 1: no rate lies outside their "

@@ -293,6 +293,11 @@ class CompositeTestResult:
         The split of alpha: ``ideal_alpha`` for the chance that the tested probability lies beyond
         the null variants' widened true range, ``coverage_alpha`` (two one-sided bounds) for the
         binomial noise.
+    min_detectable_gap : float or None
+        ``"widened"`` only: the smallest observed change the test can detect at these replicate
+        counts in the most favourable case, all null variants showing the same rate
+        (the largest Hoeffding half-width t_ij); a design property, see
+        :func:`~benchcert.stats.perturbation.item_test.widened_range_test`.
     """
 
     statistic: float
@@ -322,6 +327,7 @@ class CompositeTestResult:
     widening: float | None = None
     ideal_alpha: float | None = None
     coverage_alpha: float | None = None
+    min_detectable_gap: float | None = None
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,9 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
                         f"{escape(repr(r['variant']))}: {r['n_classical_no_power']} of {r['n_items']} items: "
                         f"{escape(r['classical_no_power'])}.</p>"
                         for r in v.iter_rows(named=True) if r["classical_no_power"])
+    no_power += "".join(f"<p class=\"low-power\"><b>Low power</b> - {escape(r['model'])} {escape(repr(r['variant']))}: "
+                        f"{r['n_low_power']} of {r['n_tested']} tested items: {escape(r['low_power'])}.</p>"
+                        for r in v.iter_rows(named=True) if r["low_power"])
     status_counts = v.select("model", "variant", pl.col("n_ok").alias("ok"),
                              pl.col("n_no_power").alias("no power"),
                              pl.col("n_no_alternative").alias("no alternative"),
