@@ -62,7 +62,8 @@ def register(sub) -> None:
         description="Per model and environment: the score with bounds that hold simultaneously for every "
                     "environment (and every mix of a [family]) with probability >= 1 - delta. With --subset, on a "
                     "plan drawn by `benchcert plan environments` (its protocol's estimator); without it, on the "
-                    "full benchmark (per-domain exact intervals for the task distribution the benchmark samples). "
+                    "full benchmark (per-domain exact intervals for new items from the same subjects, and a band for "
+                    "new subjects of each domain beside them). "
                     "Also, per model, the one-sided upper bound on the failure rate under random sampling; being "
                     "correct on every instance cannot be certified by black-box testing.")
     sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")

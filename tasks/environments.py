@@ -497,9 +497,12 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
     """Per model and environment: score with bounds holding for all environments at once w.p. >= 1 - delta.
 
     ``items`` (item_id, subject, domain) are the rows of ``scores`` (items x models, NaN = not
-    answered). Without a plan: every atom's answered items are taken as an i.i.d. sample of its
-    task distribution (stratified_superpopulation; the score itself is exact for the
-    benchmark). With a plan: the plan's protocol estimator on the plan's draws; a model must
+    answered). Without a plan (stratified_superpopulation; the score itself is exact for the
+    benchmark): at domain level the bounds are for new items from the same subjects (items
+    independent given their subject) and ``lower_new_subjects``/``upper_new_subjects`` for new
+    subjects of each domain (row key ``question``; see
+    :func:`benchcert.stats.certify.stratified_means`); at subject level a subject's items are
+    taken as independent draws from its task distribution. With a plan: the plan's protocol estimator on the plan's draws; a model must
     have answered every item of the plan. Returns (rows, failure_rate_upper per model, notes).
     """
     level = spec.level
