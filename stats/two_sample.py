@@ -143,7 +143,7 @@ def _fisher_min_p(na: int, nb: int) -> float:
         k = np.arange(max(0, s - nb), min(s, na) + 1)
         pmf = hypergeom.pmf(k, N, na, s)
         # scipy's fisher_exact counts tables with probability <= the observed one (relative tolerance 1e-7)
-        p = np.array([pmf[pmf <= q * (1 + 1e-7)].sum() for q in pmf])
+        p = (pmf[None, :] <= pmf[:, None] * (1 + 1e-7)) @ pmf
         best = min(best, float(p.min()))
     return min(best, 1.0)
 
