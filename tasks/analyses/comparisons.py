@@ -40,12 +40,12 @@ The report gets a rank plot (rank intervals), the tied groups and the table.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.comparisons import (
     MIN_SUBJECTS_CLUSTERED,
     QUESTIONS,
@@ -200,7 +200,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
-        notes += _named_pair_warnings(caught, r, models)
+        _pass_on(caught, pm, pv)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
         bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
@@ -253,36 +253,25 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     )
 
 
-def _named_pair_warnings(caught, r, models: list[str]) -> list[str]:
-    """The stats layer's degenerate-data warnings name pairs by index; restate them by model names,
-    one line per condition."""
-    def names(mask) -> str:
-        idx = np.flatnonzero(mask)
-        pairs = [f"{models[r.pair_b[j]]} vs {models[r.pair_a[j]]}" for j in idx]
-        return ", ".join(pairs[:8]) + (f" ... ({len(pairs)} in all)" if len(pairs) > 8 else "")
+_FAMILY_POSITIONS = re.compile(r"\bcomparison\(s\) \[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
 
-    conditions = []
-    for name, t in r.tests.items():
-        if t.se is not None:
-            se = np.asarray(t.se, dtype=float)
-            if (se == 0).any():
-                conditions.append((f"{name}: zero standard error (every shared item has the same difference)", se == 0))
-    disc = (np.asarray(r.n_b_wins) + np.asarray(r.n_a_wins)) == 0
-    if disc.any():
-        conditions.append(("no discordant item, so the exact test has no information (p = 1)", disc))
-    if (np.asarray(r.n) < 2).any():
-        conditions.append(("a single shared item: worst-case standard errors", np.asarray(r.n) < 2))
-    if r.n_clusters is not None and (np.asarray(r.n_clusters) < 2).any():
-        conditions.append(("fewer than 2 subjects with shared items: the clustered test uses the worst-case SE",
-                           np.asarray(r.n_clusters) < 2))
-    out = [f"comparisons: {text} for {names(mask)}" for text, mask in conditions]
-    for w in caught:
-        msg = str(w.message)
-        if issubclass(w.category, DegenerateDataWarning) and ("comparison(s)" in msg or msg.startswith(
-                ("mcnemar_exact", "paired_clt", "clustered_subject", "stratified_items"))):
-            continue  # restated above by name
-        out.append(f"comparisons: {w.category.__name__}: {msg}")
-    return list(dict.fromkeys(out))
+
+def _pass_on(caught, model: np.ndarray, versus: np.ndarray, prefix: str = "") -> None:
+    """Warn again every warning the stats layer gave, each once, for run_analysis to record.
+
+    The stats layer names pairs by their position in the family computed ("comparison(s) [4]");
+    that becomes the pair's model columns ("model column pair(s) [(model, versus)]"), which
+    run_analysis turns into model names (tasks/analyses/__init__.py ``_named``) like every other
+    analysis' column indices. Nothing is re-derived from the results.
+    """
+    def columns(match: re.Match) -> str:
+        idx = [int(i) for i in match.group(1).split(",") if i.strip()]
+        pairs = ", ".join(f"({int(model[j])}, {int(versus[j])})" for j in idx)
+        more = f", ... ({match.group(3)} in all)" if match.group(2) else ""
+        return f"model column pair(s) [{pairs}{more}]"
+
+    for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
+        warnings.warn(prefix + _FAMILY_POSITIONS.sub(columns, text), category, stacklevel=2)
 
 
 def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False):
@@ -303,10 +292,11 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False
         pairs = np.column_stack([i[ok], j[ok]])
         gap = p = np.zeros(0)
         if pairs.shape[0]:
-            with warnings.catch_warnings():
-                # the same conditions are reported, by name, for the table's own family
-                warnings.simplefilter("ignore", DegenerateDataWarning)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+            # pairs are (i, j), gap = j - i; the table's own family was passed on already
+            _pass_on(caught, pairs[:, 1], pairs[:, 0], prefix=f"rank intervals ({'leaderboard family' if leaderboard else 'every pair'}): ")
             gap, p = r.estimate, r.p_value
     if pairs.shape[0]:
         # Mean shared-item gaps order models only when every pair is compared; in the leaderboard
