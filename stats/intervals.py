@@ -3,7 +3,8 @@
 These are reported beside benchcert's exchangeable bounds so that users can see
 what each familiar interval assumes and where it goes wrong:
 
-* ``iid_clt`` - the textbook p +/- z sqrt(p(1-p)/n) (paper Table 3 "iid item half-width");
+* ``iid_clt`` - the textbook p +/- z sqrt(p(1-p)/n) (paper Table 3 "iid item half-width"), with
+  the sample variance of the item scores in place of p(1-p) for fractional scores;
 * ``wilson`` - the Wilson score interval (valid at small n, never zero width);
 * ``clustered_subject`` - the cluster-robust SE by subject (Miller 2024, inspect_ai);
 * ``lm_eval_group`` - lm-evaluation-harness' pooled group stderr, which ignores
@@ -20,8 +21,6 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import t as _st_t
 
-from .comparisons import cr2_mean
-
 from ._common import (
     Grouping,
     _short,
@@ -29,6 +28,7 @@ from ._common import (
     check_alpha,
     check_codes,
     check_scores,
+    cr2_mean,
     warn_degenerate,
 )
 
@@ -92,18 +92,20 @@ _WEIGHTINGS = ("pooled", "macro")
 _WORST_CASE_SE = 0.5
 _SE_ZERO = 1e-12
 
-_IID_ASSUMPTIONS = (
+_IID_BASE = (
     "items are independent draws from a single item population (no subject clustering)",
     "normal (CLT) approximation to the sampling distribution of the mean; unreliable for "
     "small n or an estimate near 0 or 1 (use wilson there)",
-    "item variance taken as p(1-p): exact for binary scores, an upper bound for scores in "
-    "[0, 1]",
 )
+_IID_BINARY = ("item variance p(1-p): the variance of binary (0/1) scores with mean p (the paper's "
+               "Table 3 convention)")
+_IID_SAMPLE = ("item variance: the sample variance of the item scores (ddof = 1), for fractional scores; "
+               "p(1-p) is only an upper bound there (1.6-2.3x too wide on judge scores)")
+_IID_ASSUMPTIONS = _IID_BASE + (_IID_BINARY,)
 
 _IID_FRACTIONAL_NOTE = (
-    "in comparator_intervals, models with non-binary scores use the sample variance of their "
-    "item scores (ddof = 1) instead of p(1-p), which for fractional scores is 1.6-2.3x too wide "
-    "(the standard error users compare with)"
+    "in comparator_intervals, models with binary scores use p(1-p) and models with non-binary "
+    "scores the sample variance of their item scores (ddof = 1), as iid_interval(item_var=) does"
 )
 _WILSON_BINARY_NOTE = "in comparator_intervals, reported only for models whose scores are all 0/1 (NaN otherwise)"
 
@@ -265,23 +267,45 @@ def _compact(codes: np.ndarray):
 # iid CLT
 
 
-def _iid_interval_iv(estimate, n, alpha):
+def _iid_interval_iv(estimate, n, alpha, item_var):
     alpha = check_alpha(alpha)
     p, nn = _check_estimate_n(estimate, n)
-    return p, nn, alpha
+    if item_var is None:
+        return p, nn, alpha, None
+    if isinstance(item_var, (bool, np.bool_)):
+        raise ValueError(f"item_var must be a variance of [0, 1] scores; got {item_var!r}")
+    try:
+        v = np.asarray(item_var, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"item_var must be numeric; got {item_var!r}") from exc
+    try:
+        p, nn, v = np.broadcast_arrays(p, nn, v)
+    except ValueError as exc:
+        raise ValueError(f"item_var must broadcast against estimate and n; got shape {v.shape}") from exc
+    # the largest ddof = 1 variance n values in [0, 1] can have: n / (4 (n - 1)) (half 0s, half 1s)
+    with np.errstate(divide="ignore"):
+        most = np.where(nn > 1, nn / (4.0 * (nn - 1.0)), np.inf)
+    bad = ~np.isnan(v) & ~((v >= 0) & (v <= most * (1 + 1e-12)))
+    if bad.any():
+        raise ValueError(f"item_var must be a sample variance of [0, 1] scores, in [0, n/(4(n-1))], or NaN "
+                         f"(not estimable); got {float(v[bad].flat[0])!r}")
+    return p, nn, alpha, v
 
 
-def _iid_core(p, nn, alpha, label, stacklevel=5):
+def _iid_core(p, nn, alpha, label, var=None, stacklevel=5):
+    """p +/- z sqrt(var / n); var = p(1-p) (binary scores) when None, NaN where not estimable."""
     z = _z(alpha)
-    se = np.sqrt(p * (1.0 - p) / nn)
-    est, lower, upper, hw, se = _clt(
-        p, se, np.ones(p.shape, bool), z, label=label, method="iid_clt", reason="",
-        zero_reason="the estimate is 0 or 1, so p(1-p) = 0", stacklevel=stacklevel,
-    )
-    return est, lower, upper, hw, se
+    if var is None:
+        return _clt(p, np.sqrt(p * (1.0 - p) / nn), np.ones(p.shape, bool), z, label=label, method="iid_clt",
+                    reason="", zero_reason="the estimate is 0 or 1, so p(1-p) = 0", stacklevel=stacklevel)
+    ok = ~np.isnan(var)
+    return _clt(p, np.sqrt(np.where(ok, var, 0.0) / nn), ok, z, label=label, method="iid_clt",
+                reason="a single answered item, so the item variance cannot be estimated",
+                zero_reason="every answered item has the same score (for binary scores: the estimate is 0 or 1)",
+                stacklevel=stacklevel)
 
 
-def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
+def iid_interval(estimate, n, *, alpha=0.05, item_var=None) -> IntervalResult:
     r"""Textbook normal-approximation (Wald) interval for a mean score.
 
     Parameters
@@ -292,6 +316,10 @@ def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
         Number of items behind each estimate (broadcast against ``estimate``).
     alpha : float, keyword-only
         Miscoverage level in (0, 1).
+    item_var : float or array_like, optional, keyword-only
+        Sample variance of the item scores (ddof = 1), for fractional scores; NaN where it
+        cannot be estimated (a single item: the worst-case interval [0, 1] is returned, with a
+        warning). Default None: binary scores, item variance p(1-p).
 
     Returns
     -------
@@ -300,7 +328,7 @@ def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
 
     Notes
     -----
-    .. math:: p \pm z_{1-\alpha/2}\sqrt{p(1-p)/n},
+    .. math:: p \pm z_{1-\alpha/2}\sqrt{v/n}, \qquad v = p(1-p) \text{ (binary) or } s^2 \text{ (fractional)},
 
     clipped to [0, 1]; ``half_width`` is the unclipped :math:`z\,SE`. This is
     the "iid item half-width" baseline of Table 3 in the exchangeable
@@ -310,11 +338,17 @@ def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
     model's *pooled* accuracy from Table 1 (e.g. 45.09% -> 0.82%, 74.36% ->
     0.72%; the macro 76.44% would give 0.70%). Pass whichever estimate you mean.
 
+    For binary scores p(1-p) is the item variance (up to the factor n/(n - 1) of
+    ddof = 1), and the paper's Table 3 uses it. For fractional scores (a judge's 0-1 grade,
+    a share of unit tests passed) p(1-p) is only an upper bound - Var(X) <= E[X](1 - E[X])
+    for X in [0, 1] - and 1.6-2.3x the sample SD on such scores, so the variance must come
+    from the scores: pass ``item_var`` (:func:`comparator_intervals` does, per model).
+
     It assumes independent, identically distributed items and a CLT; it has
     zero width when p is 0 or 1 (warned: use :func:`wilson_interval`).
     """
-    p, nn, alpha = _iid_interval_iv(estimate, n, alpha)
-    est, lower, upper, hw, se = _iid_core(p, nn, alpha, "entries")
+    p, nn, alpha, v = _iid_interval_iv(estimate, n, alpha, item_var)
+    est, lower, upper, hw, se = _iid_core(p, nn, alpha, "entries", var=v)
     return IntervalResult(
         estimate=_out(est),
         lower=_out(lower),
@@ -323,7 +357,7 @@ def iid_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
         alpha=alpha,
         n=_out_int(nn),
         method="iid_clt",
-        assumptions=_IID_ASSUMPTIONS,
+        assumptions=_IID_ASSUMPTIONS if v is None else _IID_BASE + (_IID_SAMPLE,),
         se=_out(se),
     )
 
@@ -670,25 +704,23 @@ def comparator_intervals(
 
     out: dict[str, IntervalResult] = {}
 
-    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance.
+    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance, as
+    # iid_interval(item_var=) - one formula for both.
     binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
-    est, lower, upper, hw, se = _iid_core(theta, n_items, alpha, label)
-    if not binary.all():
+    if binary.all():
+        est, lower, upper, hw, se = _iid_core(theta, n_items, alpha, label)
+        iid_notes = _IID_ASSUMPTIONS
+    else:
         sq = grouping.reduce_sorted(filled * filled).sum(axis=0)
         tot = t_km.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            var = np.maximum(sq - tot * tot / n_items, 0.0) / (n_items - 1.0)
-            se_f = np.sqrt(var / n_items)
-        ok_f = n_items >= 2
-        e_f, l_f, u_f, h_f, s_f = _clt(theta, se_f, ok_f, z, label=label, method="iid_clt",
-                                       reason="a single answered item, so the item variance cannot be estimated",
-                                       zero_reason="every answered item has the same score")
-        frac = ~binary
-        lower, upper, hw, se = (np.where(frac, b, a) for a, b in ((lower, l_f), (upper, u_f), (hw, h_f), (se, s_f)))
+            sample = np.where(n_items >= 2, np.maximum(sq - tot * tot / n_items, 0.0) / (n_items - 1.0), np.nan)
+        var = np.where(binary, theta * (1.0 - theta), sample)
+        est, lower, upper, hw, se = _iid_core(theta, n_items, alpha, label, var=var)
+        iid_notes = _IID_BASE + (_IID_BINARY, _IID_SAMPLE, _IID_FRACTIONAL_NOTE)
     out["iid_clt"] = IntervalResult(
         estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
-        method="iid_clt", assumptions=_IID_ASSUMPTIONS + extra + ((_IID_FRACTIONAL_NOTE,) if not binary.all() else ()),
-        se=se, weighting=weighting,
+        method="iid_clt", assumptions=iid_notes + extra, se=se, weighting=weighting,
     )
 
     est, lower, upper, hw = _wilson_core(theta, n_items, alpha)

@@ -455,7 +455,10 @@ SUBJECTS_NOTE = ("items of a domain cluster by subject: lower/upper hold for new
                  "sampling unit, so a domain with few subjects gets a wide band - one subject gives [0, 1])")
 
 
-def _failure(scores: np.ndarray, alpha: float, sampling: str) -> dict:
+def failure_bound(scores: np.ndarray, alpha: float, sampling: str) -> dict:
+    """One model's answered scores: failures (items scored below 1) and the exact one-sided upper
+    bound on the failure rate (:func:`benchcert.stats.certify.failure_rate_upper`); the audit's
+    ``failure_rate_bounds`` table and the environment certificates both use this."""
     k = int(np.sum(scores < 1.0))
     fr = failure_rate_upper(k, int(scores.size), alpha=alpha)
     return {"failures": fr.failures, "n": fr.n, "estimate": fr.estimate, "upper": fr.upper, "alpha": fr.alpha,
@@ -545,7 +548,7 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                                   "their subject), per-domain exact intervals at delta/K; lower/upper_new_subjects: "
                                   "new subjects of each domain (subjects as the sampling unit; wide with few "
                                   "subjects)", new_subjects=bn)
-            failure[model] = _failure(col[ok], delta, "uniform over the benchmark's answered items")
+            failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items")
         return rows, failure, notes
 
     d = plan.design
@@ -596,7 +599,7 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
         rows += _rows_for(model, names, is_vertex, b, spec,
                           f"plan {plan.plan_id} ({plan.protocol}); target: the environment's mean over the "
                           "benchmark's items")
-        failure[model] = _failure(x, delta, sampling)
+        failure[model] = failure_bound(x, delta, sampling)
     skipped = [m for m in models if m not in failure]
     if skipped:
         notes.append(f"{len(skipped)} model(s) did not answer every item of plan {plan.plan_id} and get no "

@@ -111,25 +111,28 @@ def test_clustered_interval_matches_an_independent_computation(all_pairs, raw):
 
 
 def test_ties_are_reported_as_ties(all_pairs):
-    # The top of the leaderboard: gemini-1.5-pro-002 is ahead of everyone (rank interval [1, 1]);
-    # gemini-1.5-flash-002 (64.1%), DeepSeek-Coder-V2 (63.6%) and Meta-Llama-3_1-70B-Instruct (62.8%)
-    # are not distinguished from each other: one tied group, rank interval [2, 4] or [2, 5] (CR2 with
-    # Bell-McCaffrey df is a little wider than CR1 with C - 1 df, which gave [2, 4] for all three). Llama-2-7b-hf
-    # is last and alone. (Reference values from this analysis' run on the bundled data, checked
-    # against the pairwise table below.)
+    # The top of the leaderboard: gemini-1.5-pro-002 is ahead of all but two (rank interval [1, 3]):
+    # its gaps over gemini-1.5-flash-002 (6.1 pp, p = 4e-4) and DeepSeek-Coder-V2 (8.2 pp, p = 1.4e-4)
+    # are Holm rejections but not Bonferroni ones over 406 pairs, and decisions are the simultaneous
+    # intervals' (Bonferroni), so that no verdict contradicts its interval; with Holm decisions the
+    # interval was [1, 1]. gemini-1.5-flash-002 (64.1%), DeepSeek-Coder-V2 (63.6%) and
+    # Meta-Llama-3_1-70B-Instruct (62.8%) are not distinguished from each other: one tied group, rank
+    # interval from 1 or 2 to 4 or 5 (CR2 with Bell-McCaffrey df is a little wider than CR1 with C - 1
+    # df). Llama-2-7b-hf is last and alone. (Reference values from this analysis' run on the bundled
+    # data, checked against the pairwise table below.)
     ranks = all_pairs.tables["comparison_ranks"]
     tied = all_pairs.tables["tied_groups"]
     t = all_pairs.tables["comparisons"]
     r = {row["model"]: row for row in ranks.iter_rows(named=True)}
-    assert (r["gemini-1.5-pro-002"]["rank_lower"], r["gemini-1.5-pro-002"]["rank_upper"]) == (1, 1)
+    assert (r["gemini-1.5-pro-002"]["rank_lower"], r["gemini-1.5-pro-002"]["rank_upper"]) == (1, 3)
     assert (r["Llama-2-7b-hf"]["rank_lower"], r["Llama-2-7b-hf"]["rank_upper"]) == (29, 29)
     top3 = {"gemini-1.5-flash-002", "DeepSeek-Coder-V2", "Meta-Llama-3_1-70B-Instruct"}
     for name in top3:
-        assert r[name]["rank_lower"] == 2 and r[name]["rank_upper"] in (4, 5)
+        assert r[name]["rank_lower"] in (1, 2) and r[name]["rank_upper"] in (4, 5)
     groups = {g: set(ms) for g, ms in tied.group_by("group").agg(pl.col("model")).iter_rows()}
     assert top3 in groups.values()
     assert sum(len(ms) > 1 for ms in groups.values()) >= 10
-    # Consistency: inside every tied group every pair is inconclusive (Holm), and every model
+    # Consistency: inside every tied group every pair is inconclusive, and every model
     # pair that is inconclusive has overlapping rank intervals.
     for ms in groups.values():
         for x, y in itertools.combinations(sorted(ms), 2):

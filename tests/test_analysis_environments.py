@@ -59,3 +59,17 @@ def test_hull_family_worst_mix_is_one_of_its_environments():
     for model in ("a", "b"):
         sub = {x["environment"]: x for x in r.filter(pl.col("model") == model).iter_rows(named=True)}
         assert sub["between (worst mix)"]["lower"] == min(sub["s"]["lower"], sub["m"]["lower"])
+
+
+def test_the_failure_table_is_the_certificates_failure_bound():
+    # one computation (tasks/environments.failure_bound) behind the audit table and the certificates
+    from benchcert.tasks.environments import certify_scores
+
+    m = _matrices()
+    spec = parse_environments({"environments": {"all": {"weights": {"stem": 0.5, "arts": 0.5}}}}, "e.toml")
+    _, failure, _ = certify_scores(spec, m.items, m.models, m.scores, delta=0.1)
+    table = {r["model"]: r for r in analyze(m, AuditConfig(alpha=0.1)).tables["failure_rate_bounds"].iter_rows(named=True)}
+    for model, f in failure.items():
+        row = table[model]
+        assert (row["items"], row["failures"], row["failure_rate"], row["upper"], row["alpha"], row["method"]) == (
+            f["n"], f["failures"], f["estimate"], f["upper"], f["alpha"], f["method"])

@@ -48,6 +48,7 @@ def test_degenerate_models_are_named_once_per_condition():
     m = _matrices({"all-right": np.ones(100), "all-right-too": np.ones(100),
                    "mixed": np.tile([0.0, 1.0], 50)}, subjects)
     out = run_analysis("comparator_intervals", analyze, m, AuditConfig())
-    zero = [w for w in out.warnings if "zero-width iid_clt" in w and "(pooled)" in w]
-    assert len(zero) == 1 and "all-right, all-right-too" in zero[0]
+    # the stats layer's own warning, with the score it concerns and the models' names
+    zero = [w for w in out.warnings if "iid_clt: zero-width" in w and "pooled score" in w]
+    assert len(zero) == 1 and "model(s) 'all-right', 'all-right-too'" in zero[0]
     assert not any("column(s)" in w for w in out.warnings)

@@ -183,3 +183,27 @@ def test_a_store_from_before_labels_is_upgraded_and_says_what_is_missing(tmp_pat
     assert code == 0 and r["n"] == 100 and r["n_unlabelled"] == 100 and "100 item(s) without" in r["note"]
     assert r["delta_min"] is None and "at least 200 items" in r["note"]
     assert native.OPTION_PROBS_LABEL.startswith("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS")
+
+
+def test_gof_command_chooses_and_reports_the_crossfit_variance(store):
+    # review finding 5: gof_test's crossfit_variance is a flag of the command, and the JSON names the variance
+    base = ("gof", "--db", store["db"], "--benchmark", "mmlu", "--model", "org/calibrated", "--json", "--seed", "4")
+    code, out, err = cli(*base)
+    assert code == 0, err
+    assert json.loads(out)["models"][0]["variance"] == "(13)"  # split: the paper's (13)
+    code, out, err = cli(*base, "--method", "crossfit")
+    assert code == 0, err
+    (adj,) = json.loads(out)["models"]
+    code, out, err = cli(*base, "--method", "crossfit", "--crossfit-variance", "paper")
+    assert code == 0, err
+    (paper,) = json.loads(out)["models"]
+    assert (adj["variance"], paper["variance"]) == ("2 x (14)", "(14)")
+    # the same folds and statistic; only the variance differs, by the factor 2
+    assert paper["statistic"] == adj["statistic"] and adj["sigma"] == pytest.approx(paper["sigma"] * 2 ** 0.5)
+    assert "does NOT hold its level" in paper["note"] and "does NOT" not in adj["note"]
+    code, out, err = cli(*base, "--method", "crossfit", "--crossfit-variance", "adjusted")
+    assert code == 0 and json.loads(out)["models"][0] == adj
+    code, _, err = cli(*base, "--crossfit-variance", "paper")
+    assert code == 2 and "--method crossfit only" in err
+    code, text, err = cli(*base[:-3], "--method", "crossfit", "--crossfit-variance", "paper")
+    assert code == 0 and "variance (14)" in text

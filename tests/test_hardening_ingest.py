@@ -415,3 +415,57 @@ def test_invalid_utf8_far_into_a_csv_is_located(tmp_path, db, gz):
     p = tmp_path / ("far.csv.gz" if gz else "far.csv")
     p.write_bytes(gzip.compress(data) if gz else data)
     refused(db, p, f"line {bad_line}, byte offset {len(body) + 1}", "not UTF-8")
+
+
+# --- gzip members (review finding 6) -----------------------------------------------------------
+
+def test_gzip_with_too_many_members_is_refused_naming_the_file(tmp_path, db, monkeypatch):
+    # 20-byte empty members decompress to nothing: the byte and ratio limits never see them
+    from benchcert.tasks.adapters import limits
+
+    assert limits.current().max_gzip_members == 1_000_000  # the default (a BGZF file at 16 GiB has 262,144)
+    p = tmp_path / "members.csv.gz"
+    p.write_bytes(gzip.compress(b"model,item_id,score\nm9,q1,1\n") + gzip.compress(b"", mtime=0) * 200)
+    monkeypatch.setenv("BENCHCERT_MAX_GZIP_MEMBERS", "100")
+    refused(db, p, "the gzip stream has more than 100 members", "BENCHCERT_MAX_GZIP_MEMBERS")
+    monkeypatch.setenv("BENCHCERT_MAX_GZIP_MEMBERS", "201")
+    r = ingest_file(db, p, benchmark="b", mapping=CANON)
+    assert r.status == "ingested", r.message
+
+
+def test_multi_member_gzip_reads_exactly_as_the_gzip_module(tmp_path):
+    # the member-counting reader against gzip.decompress: members of every size, zero padding
+    # between them, reads of any size; and truncated streams fail with the gzip module's error class
+    import os
+    import random
+
+    from benchcert.tasks.adapters.limits import GzipMembers
+
+    rng = random.Random(6)
+
+    def read_all(data: bytes, step: int) -> bytes:
+        r, out = GzipMembers(io.BytesIO(data), "x", max_members=10**6), []
+        while chunk := r.read(step):
+            out.append(chunk)
+        return b"".join(out)
+
+    def outcome(f):
+        try:
+            return f()
+        except (EOFError, gzip.BadGzipFile) as exc:
+            return type(exc)
+        except Exception as exc:  # zlib.error
+            return type(exc).__name__
+
+    for _ in range(60):
+        parts = []
+        for _ in range(rng.randint(1, 4)):
+            n = rng.choice([0, 1, 33, 5000, 100_000])
+            payload = rng.choice([bytes(n), os.urandom(n), b"m,q,1\n" * (n // 6 + 1)])
+            parts.append(gzip.compress(payload, compresslevel=rng.randint(1, 9)) + bytes(rng.choice([0, 0, 2])))
+        data = b"".join(parts)
+        ref = gzip.decompress(data)
+        for step in (7, 4096, 1 << 20):
+            assert read_all(data, step) == ref
+        cut = data[:rng.randint(1, len(data) - 1)]
+        assert outcome(lambda: read_all(cut, 4096)) == outcome(lambda: gzip.decompress(cut))

@@ -13,7 +13,13 @@ per process through environment variables:
     members of one zip archive (default 100,000);
 ``BENCHCERT_MAX_COMPRESSION_RATIO``
     decompressed / compressed size once more than 64 MiB have come out (default 200; real
-    JSON and CSV logs compress 5-30x, a bomb of zeros ~1000x).
+    JSON and CSV logs compress 5-30x, a bomb of zeros ~1000x);
+``BENCHCERT_MAX_GZIP_MEMBERS``
+    members of one gzip stream (default 1,000,000). A gzip file may be many members one after
+    another (``cat a.gz b.gz``; BGZF writes one per 64 KiB), and an empty member is 20 bytes
+    that decompress to nothing, so neither the byte nor the ratio limit ever sees a file of
+    millions of them. The default admits a BGZF file at the byte limit (16 GiB / 64 KiB =
+    262,144 members).
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-_DEFAULTS = {"max_bytes": 16 << 30, "max_members": 100_000, "max_ratio": 200.0}
+_DEFAULTS = {"max_bytes": 16 << 30, "max_members": 100_000, "max_ratio": 200.0, "max_gzip_members": 1_000_000}
 _ENV = {"max_bytes": "BENCHCERT_MAX_DECOMPRESSED_BYTES", "max_members": "BENCHCERT_MAX_ARCHIVE_MEMBERS",
-        "max_ratio": "BENCHCERT_MAX_COMPRESSION_RATIO"}
+        "max_ratio": "BENCHCERT_MAX_COMPRESSION_RATIO", "max_gzip_members": "BENCHCERT_MAX_GZIP_MEMBERS"}
 #: Below this many decompressed bytes the ratio is not judged (small, repetitive files are fine).
 RATIO_FLOOR = 64 << 20
 
@@ -40,6 +47,7 @@ class Limits:
     max_bytes: int
     max_members: int
     max_ratio: float
+    max_gzip_members: int = _DEFAULTS["max_gzip_members"]
 
 
 def current() -> Limits:
@@ -102,11 +110,82 @@ class LimitedReader(io.RawIOBase):
             super().close()
 
 
-def open_gzip(path: Path) -> io.BufferedReader:
-    """A gzip file's decompressed bytes, within the limits."""
-    import gzip
+_GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 16
 
-    raw = LimitedReader(gzip.open(path, "rb"), path, "the gzip stream", compressed=os.path.getsize(path))
+
+class GzipMembers(io.RawIOBase):
+    """A gzip stream's decompressed bytes, member by member, refusing more than ``max_members``.
+
+    What :func:`gzip.open` reads, with the members counted: each member is inflated by its own
+    zlib decompressor (gzip header, CRC-32 and length checked by zlib); zero bytes between or
+    after members are skipped and anything else there is not gzip, as in the gzip module. A
+    stream that ends inside a member raises EOFError, a corrupt one zlib.error or
+    gzip.BadGzipFile - the errors ingest already reports per file.
+    """
+
+    def __init__(self, fh, path, *, max_members: int):
+        self._fh, self._path, self._max = fh, path, max_members
+        self._d = None
+        self._pending = b""  # compressed bytes read but not yet given to a decompressor
+        self.members = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _next_member(self) -> bool:
+        data, self._pending = self._pending, b""
+        while True:
+            data = data.lstrip(b"\0")
+            if data:
+                break
+            data = self._fh.read(_CHUNK)
+            if not data:
+                return False
+        if len(data) < 2:
+            data += self._fh.read(1)
+        if data[:2] != _GZIP_MAGIC:
+            import gzip
+
+            raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
+        self.members += 1
+        if self.members > self._max:
+            raise DecompressionLimitError(
+                f"{self._path}: the gzip stream has more than {self._max:,} members (limit "
+                f"{_ENV['max_gzip_members']}); refused")
+        self._d = zlib.decompressobj(31)  # 16 + 15: one gzip member
+        self._pending = data
+        return True
+
+    def readinto(self, b) -> int:
+        if not len(b):
+            return 0
+        while True:
+            if self._d is None and not self._next_member():
+                return 0
+            data = self._d.unconsumed_tail or self._pending or self._fh.read(_CHUNK)
+            self._pending = b""
+            out = self._d.decompress(data, len(b))  # b"" drains output zlib still holds
+            if self._d.eof:
+                self._pending, self._d = self._d.unused_data, None
+            elif not out and not data:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+            if out:
+                b[:len(out)] = out
+                return len(out)
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        finally:
+            super().close()
+
+
+def open_gzip(path: Path) -> io.BufferedReader:
+    """A gzip file's decompressed bytes, within the limits (bytes, ratio and members)."""
+    lim = current()
+    members = GzipMembers(open(path, "rb"), path, max_members=lim.max_gzip_members)
+    raw = LimitedReader(members, path, "the gzip stream", compressed=os.path.getsize(path), limits=lim)
     return io.BufferedReader(raw, buffer_size=1 << 20)
 
 
@@ -132,7 +211,7 @@ def read_member(z: zipfile.ZipFile, name: str, path, *, limit: int | None = None
     limits = current()
     if limit is not None:
         limits = Limits(max_bytes=min(limits.max_bytes, limit), max_members=limits.max_members,
-                        max_ratio=limits.max_ratio)
+                        max_ratio=limits.max_ratio, max_gzip_members=limits.max_gzip_members)
     info = z.getinfo(name)
     with z.open(info) as fh:
         reader = LimitedReader(fh, path, f"member {name!r}", compressed=max(info.compress_size, 1), limits=limits)

@@ -117,11 +117,13 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 
 
 _INDEX_LIST = re.compile(r"\b(model column\(s\)|subject\(s\)|domain\(s\))\s*\[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
+_PAIR_LIST = re.compile(r"\bmodel column pair\(s\)\s*\[((?:\(\d+, \d+\)(?:, )?)*)(, \.\.\. \((\d+) in all\))?\]")
 
 
 def _named(message: str, m: BenchmarkMatrices) -> str:
     """The stats layer knows columns and codes, not names: a warning that lists "model column(s)
-    [3, 7]" (or subject/domain codes) reaches the user as the names of those models."""
+    [3, 7]" (or subject/domain codes, or "model column pair(s) [(3, 7)]") reaches the user as the
+    names of those models."""
     def names_of(kind: str) -> list[str]:
         if kind.startswith("model"):
             return list(m.models)
@@ -142,7 +144,17 @@ def _named(message: str, m: BenchmarkMatrices) -> str:
         rest = f", ... ({total} in all)" if more else ""
         return f"{label} {', '.join(repr(n) for n in picked)}{rest}"
 
-    return _INDEX_LIST.sub(swap, message)
+    def swap_pairs(match: re.Match) -> str:
+        # "model column pair(s) [(b, a), ...]" (comparisons: model b against model a)
+        try:
+            picked = [f"{m.models[int(b)]} vs {m.models[int(a)]}"
+                      for b, a in re.findall(r"\((\d+), (\d+)\)", match.group(1))]
+        except IndexError:
+            return match.group(0)
+        rest = f", ... ({match.group(3)} in all)" if match.group(2) else ""
+        return f"model pair(s) {', '.join(repr(n) for n in picked)}{rest}"
+
+    return _INDEX_LIST.sub(swap, _PAIR_LIST.sub(swap_pairs, message))
 
 
 def _registry() -> dict[str, Analysis]:

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats.calibration import calibration_summary
-from benchcert.stats.gof import PROB_TOLERANCE, GofSampleSizeError, gof_test
+from benchcert.stats.gof import CROSSFIT_LEVEL_NOTE, PROB_TOLERANCE, GofSampleSizeError, gof_test
 from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, escape, reliability_svg, table_html
@@ -127,8 +127,12 @@ def _bad_row(probs: np.ndarray, labels: np.ndarray) -> str | None:
 
 def evaluate_model(frame: pl.DataFrame, *, alpha: float = 0.05, method: str = "split", folds: int = 5,
                    distinguisher: str = "logistic", delta: float = 0.0, seed: int = AUDIT_SEED,
-                   n_bins: int = 15, null_draws: int = 0) -> tuple[dict, dict | None]:
+                   n_bins: int = 15, null_draws: int = 0,
+                   crossfit_variance: str = "adjusted") -> tuple[dict, dict | None]:
     """Calibration summaries and the GoF test of one model's rows; (row, reliability bins or None).
+
+    ``crossfit_variance`` is :func:`benchcert.stats.gof.gof_test`'s (cross-fitting only); the
+    row's ``gof_variance`` names the variance used ("(13)", "2 x (14)" or "(14)").
 
     A model with too few labelled items for the test gets its calibration numbers and a
     ``note`` saying why there is no test result (never a number from a test that cannot hold).
@@ -154,13 +158,16 @@ def evaluate_model(frame: pl.DataFrame, *, alpha: float = 0.05, method: str = "s
                log_loss_upper=cal.log_loss.upper, ece=cal.ece, ece_null=cal.ece_null)
     try:
         g = gof_test(x, y, p, method=method, folds=folds, distinguisher=distinguisher, delta=delta, alpha=alpha,
-                     rng=rng, null_draws=null_draws)
+                     rng=rng, null_draws=null_draws, crossfit_variance=crossfit_variance)
         row.update(gof_n_eval=g.n_eval, gof_statistic=g.statistic, gof_sigma=g.sigma, gof_delta_min=g.delta_min,
-                   gof_reject=g.reject, gof_p_value=g.p_value)
+                   gof_reject=g.reject, gof_p_value=g.p_value, gof_variance=g.variance)
         row["gof_critical_value"] = g.critical_value
         if method == "crossfit" and not null_draws:
-            notes.append("cross-fit with variance 2 x (14): the paper's (14) alone rejects 0.09-0.13 of correct "
-                         "models at alpha 0.05 because the fold statistics are correlated (see README)")
+            if crossfit_variance == "paper":
+                notes.append("cross-fit with the paper's variance (14) " + CROSSFIT_LEVEL_NOTE)
+            else:
+                notes.append("cross-fit with variance 2 x (14): the paper's (14) alone rejects 0.09-0.13 of correct "
+                             "models at alpha 0.05 because the fold statistics are correlated (see README)")
     except GofSampleSizeError as exc:
         notes.append(f"no goodness-of-fit test: {exc}")
     row["note"] = "; ".join(notes) or None

@@ -12,12 +12,18 @@ Tables:
   generalise to new subjects" - when the hierarchy has 30 or more subjects; subjects as fixed
   strata - "is the model better on this benchmark's items" - with fewer, with a note; paired
   CLT without subjects) and its Bonferroni-simultaneous version on the same t reference
-  (it excludes 0 exactly when ``p_bonferroni`` <= alpha, which implies a Holm rejection), p-values of every method (paired CLT, clustered, exact
-  McNemar / sign test, Hoeffding, and the unpaired z-test peers use), Holm and
-  Benjamini-Hochberg adjusted p-values, the minimum detectable effect and the verdict
-  (Holm at alpha: ``improved`` = model significantly better than versus);
+  (it excludes 0 exactly when ``p_bonferroni`` <= alpha), p-values of every method (paired
+  CLT, clustered, exact McNemar / sign test, Hoeffding, and the unpaired z-test peers use),
+  Holm, Bonferroni and Benjamini-Hochberg adjusted p-values, the minimum detectable effect
+  and the verdict. The verdict is the simultaneous interval's: ``improved`` when it lies above
+  0 (model significantly better than versus), ``regressed`` below 0, else ``inconclusive``;
+  so a verdict and its interval never disagree. ``p_holm`` is reported for reference only:
+  Holm's step-down can reject a pair whose simultaneous interval still covers 0, and no
+  informative interval agrees with those extra rejections (see
+  :func:`benchcert.stats.comparisons.simultaneous_intervals`, Notes);
 * ``tied_groups`` - one row per (group, model): maximal runs of models, in score order,
-  within which no pair differs after Holm over the pairs tested; a model may sit in several;
+  within which no pair differs (Bonferroni over the pairs tested, the verdicts' rule); a
+  model may sit in several;
 * ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval. The
   rank order (and the order of tied groups) is by ``shared_gap``, the model's mean gap against
   every other on the items each pair shares - what the tests compare - not by its score on
@@ -25,7 +31,7 @@ Tables:
 
 Beyond ``ALL_PAIRS_MAX_MODELS`` models (without a baseline) the family is the leaderboard's:
 each model against the next one in the ranking and every pair among the top ``TOP_N``
-(``family = "leaderboard"``); Holm/BH adjust over exactly the pairs tested, and the rank
+(``family = "leaderboard"``); the adjustments are over exactly the pairs tested, and the rank
 intervals and tied groups come from them (untested pairs count as not distinguished, which only
 widens the intervals). ``AuditConfig.all_pairs`` (``--all-pairs``) asks for every pair.
 
@@ -34,12 +40,12 @@ The report gets a rank plot (rank intervals), the tied groups and the table.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.comparisons import (
     MIN_SUBJECTS_CLUSTERED,
     QUESTIONS,
@@ -194,16 +200,16 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
-        notes += _named_pair_warnings(caught, r, models)
+        _pass_on(caught, pm, pv)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
         bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
         # The same reference distribution as the p-values (t with the clustered test's df), so an
-        # interval excluding 0 means a Bonferroni rejection, which implies Holm's.
+        # interval excluding 0 is a Bonferroni rejection. The verdict is read off the interval, not
+        # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
         sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
         exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-        verdict = np.where(holm.rejected & (r.estimate > 0), "improved",
-                           np.where(holm.rejected & (r.estimate < 0), "regressed", "inconclusive"))
+        verdict = np.where(sim.lower > 0, "improved", np.where(sim.upper < 0, "regressed", "inconclusive"))
         cl = r.tests.get("clustered_subject")
         frame = pl.DataFrame({
             "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,
@@ -247,41 +253,33 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     )
 
 
-def _named_pair_warnings(caught, r, models: list[str]) -> list[str]:
-    """The stats layer's degenerate-data warnings name pairs by index; restate them by model names,
-    one line per condition."""
-    def names(mask) -> str:
-        idx = np.flatnonzero(mask)
-        pairs = [f"{models[r.pair_b[j]]} vs {models[r.pair_a[j]]}" for j in idx]
-        return ", ".join(pairs[:8]) + (f" ... ({len(pairs)} in all)" if len(pairs) > 8 else "")
+_FAMILY_POSITIONS = re.compile(r"\bcomparison\(s\) \[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
 
-    conditions = []
-    for name, t in r.tests.items():
-        if t.se is not None:
-            se = np.asarray(t.se, dtype=float)
-            if (se == 0).any():
-                conditions.append((f"{name}: zero standard error (every shared item has the same difference)", se == 0))
-    disc = (np.asarray(r.n_b_wins) + np.asarray(r.n_a_wins)) == 0
-    if disc.any():
-        conditions.append(("no discordant item, so the exact test has no information (p = 1)", disc))
-    if (np.asarray(r.n) < 2).any():
-        conditions.append(("a single shared item: worst-case standard errors", np.asarray(r.n) < 2))
-    if r.n_clusters is not None and (np.asarray(r.n_clusters) < 2).any():
-        conditions.append(("fewer than 2 subjects with shared items: the clustered test uses the worst-case SE",
-                           np.asarray(r.n_clusters) < 2))
-    out = [f"comparisons: {text} for {names(mask)}" for text, mask in conditions]
-    for w in caught:
-        msg = str(w.message)
-        if issubclass(w.category, DegenerateDataWarning) and ("comparison(s)" in msg or msg.startswith(
-                ("mcnemar_exact", "paired_clt", "clustered_subject", "stratified_items"))):
-            continue  # restated above by name
-        out.append(f"comparisons: {w.category.__name__}: {msg}")
-    return list(dict.fromkeys(out))
+
+def _pass_on(caught, model: np.ndarray, versus: np.ndarray, prefix: str = "") -> None:
+    """Warn again every warning the stats layer gave, each once, for run_analysis to record.
+
+    The stats layer names pairs by their position in the family computed ("comparison(s) [4]");
+    that becomes the pair's model columns ("model column pair(s) [(model, versus)]"), which
+    run_analysis turns into model names (tasks/analyses/__init__.py ``_named``) like every other
+    analysis' column indices. Nothing is re-derived from the results.
+    """
+    def columns(match: re.Match) -> str:
+        idx = [int(i) for i in match.group(1).split(",") if i.strip()]
+        pairs = ", ".join(f"({int(model[j])}, {int(versus[j])})" for j in idx)
+        more = f", ... ({match.group(3)} in all)" if match.group(2) else ""
+        return f"model column pair(s) [{pairs}{more}]"
+
+    for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
+        warnings.warn(prefix + _FAMILY_POSITIONS.sub(columns, text), category, stacklevel=2)
 
 
 def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False):
-    """Rank intervals and tied groups from every comparable pair (Holm over all pairs), or from
-    the leaderboard family (Holm over it; untested pairs count as not distinguished)."""
+    """Rank intervals and tied groups from every comparable pair (Bonferroni over all pairs), or
+    from the leaderboard family (Bonferroni over it; untested pairs count as not distinguished).
+
+    Bonferroni, like the table's verdicts: a pair counts as distinguished exactly when its
+    simultaneous interval excludes 0, so ranks, tied groups and verdicts never disagree."""
     k = len(models)
     if all_pairs is not None:
         pv, pm, r = all_pairs
@@ -294,15 +292,16 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False
         pairs = np.column_stack([i[ok], j[ok]])
         gap = p = np.zeros(0)
         if pairs.shape[0]:
-            with warnings.catch_warnings():
-                # the same conditions are reported, by name, for the table's own family
-                warnings.simplefilter("ignore", DegenerateDataWarning)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+            # pairs are (i, j), gap = j - i; the table's own family was passed on already
+            _pass_on(caught, pairs[:, 1], pairs[:, 0], prefix=f"rank intervals ({'leaderboard family' if leaderboard else 'every pair'}): ")
             gap, p = r.estimate, r.p_value
     if pairs.shape[0]:
         # Mean shared-item gaps order models only when every pair is compared; in the leaderboard
         # family a model meets one or two neighbours, whose local gaps say nothing about its place.
-        rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="holm",
+        rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="bonferroni",
                              order="estimate" if leaderboard else "gaps")
         rank, lo, hi, groups, order_score = rc.rank, rc.lower, rc.upper, rc.groups, rc.order_score
         n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
@@ -355,14 +354,15 @@ def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
         fam = "every pair of models"
     intro = (f"<p>Paired comparisons of {fam} on the items both models answered (items only one answered are "
              f"excluded and counted in <code>n_excluded</code>). Gap = model &minus; versus; {level} interval "
-             f"{method}; verdict by Holm at &alpha; = {alpha:g} over the {frame.filter(pl.col('n_shared') > 0).height} "
-             "comparisons (<code>improved</code> = model significantly ahead). Benjamini-Hochberg adjusted "
-             "p-values (FDR) and Bonferroni-simultaneous intervals (same t reference as the p-values: an interval "
-             "that excludes 0 is always a Holm rejection) are in the table; so is the unpaired z-test "
-             f"peers report, which ignores that both models answered the same items.</p><p>The question answered: "
+             f"{method}; verdict by the Bonferroni-simultaneous {level} intervals over the "
+             f"{frame.filter(pl.col('n_shared') > 0).height} comparisons (<code>improved</code> = the model's "
+             "interval lies above 0: significantly ahead), so a verdict never contradicts its interval. Holm and "
+             "Benjamini-Hochberg (FDR) adjusted p-values are in the table for reference; Holm's step-down can reject "
+             "a pair whose simultaneous interval covers 0, and the verdict does not claim those. So is the unpaired "
+             f"z-test peers report, which ignores that both models answered the same items.</p><p>The question answered: "
              f"<b>{escape(question)}</b>.</p>")
     ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
-            "level (Holm over the pairs tested) - a tie here means <em>not distinguished</em>, not proven equal. "
+            "level (Bonferroni over the pairs tested, as the verdicts) - a tie here means <em>not distinguished</em>, not proven equal. "
             "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
     shown = frame.sort("p_value", nulls_last=True).select(
         "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),

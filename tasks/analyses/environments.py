@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from benchcert.stats.certify import BLACK_BOX_SENTENCE, failure_rate_upper
+from benchcert.stats.certify import BLACK_BOX_SENTENCE
 from benchcert.tasks.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, escape, interval_plot_svg, table_html  # escape: NUL, bidi controls
@@ -35,15 +35,19 @@ FAILURE_SCHEMA = {"model": pl.String, "items": pl.Int64, "failures": pl.Int64, "
 
 
 def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
+    """Per model with answered items: the failure-rate bound of tasks/environments.py
+    (:func:`~benchcert.tasks.environments.failure_bound`), the one the certificates report."""
+    from benchcert.tasks.environments import failure_bound
+
     rows = []
     for j, model in enumerate(m.models):
         x = m.scores[:, j]
         x = x[~np.isnan(x)]
         if x.size == 0:
             continue
-        fr = failure_rate_upper(int(np.sum(x < 1.0)), int(x.size), alpha=alpha)
-        rows.append({"model": model, "items": fr.n, "failures": fr.failures, "failure_rate": fr.estimate,
-                     "upper": fr.upper, "alpha": alpha, "method": fr.method})
+        fr = failure_bound(x, alpha, "uniform over the benchmark's answered items")
+        rows.append({"model": model, "items": fr["n"], "failures": fr["failures"], "failure_rate": fr["estimate"],
+                     "upper": fr["upper"], "alpha": fr["alpha"], "method": fr["method"]})
     return pl.DataFrame(rows, schema=FAILURE_SCHEMA)
 
 

@@ -3,7 +3,8 @@ lm-evaluation-harness' group stderr, for the pooled and the macro score of every
 (the exchangeable-bounds paper's Table 3 comparators; formulas in stats/intervals.py).
 
 Models with fractional scores get the iid interval from their sample variance and no Wilson
-row. Degenerate cases are reported one line per condition, naming the models."""
+row. The stats layer's warnings (zero-width or worst-case intervals) reach the run's warnings with
+the score they concern and the models' names (one line per condition)."""
 
 from __future__ import annotations
 
@@ -13,50 +14,35 @@ from html import escape
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.intervals import comparator_intervals
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, table_html
 
 
-def _names(models: list[str], idx) -> str:
-    names = [models[i] for i in idx]
-    return ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
-
-
-def _grouped_warnings(models: list[str], results: dict[str, dict], binary: np.ndarray) -> list[str]:
-    """One line per condition, listing the models by name (the stats layer only knows columns)."""
-    out = []
-    if not binary.all():
-        out.append("comparator intervals: non-binary scores for " + _names(models, np.flatnonzero(~binary))
-                   + ": iid_clt uses the sample variance of the item scores, and wilson (defined for 0/1 scores) "
-                   "is not reported")
-    for metric, res in results.items():
-        for method, r in res.items():
-            hw = np.broadcast_to(np.asarray(r.half_width, dtype=float), (len(models),))
-            zero = np.flatnonzero(hw == 0)
-            if zero.size:
-                out.append(f"comparator intervals ({metric}): zero-width {method} interval for {_names(models, zero)}: "
-                           "the data show no variation, which is not the same as none")
-            if r.se is not None:
-                worst = np.flatnonzero(np.broadcast_to(np.asarray(r.se, dtype=float), (len(models),)) == 0.5)
-                if worst.size:
-                    out.append(f"comparator intervals ({metric}): {method} standard error not estimable for "
-                               f"{_names(models, worst)}; the interval is the worst case [0, 1]")
-    return out
+def _fractional_note(models: list[str], binary: np.ndarray) -> list[str]:
+    """What the table does for non-binary models (a choice of this analysis, not a stats warning)."""
+    if binary.all():
+        return []
+    names = [models[i] for i in np.flatnonzero(~binary)]
+    listed = ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+    return [f"comparator intervals: non-binary scores for {listed}: iid_clt uses the sample variance of the item "
+            "scores, and wilson (defined for 0/1 scores) is not reported"]
 
 
 def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     frames = []
     assumptions = {}
     all_results = {}
-    with warnings.catch_warnings():
-        # restated below by model name, one line per condition
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        for metric in ("pooled", "macro"):
+    for metric in ("pooled", "macro"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             all_results[metric] = comparator_intervals(m.scores, m.item_subject, weighting=metric,
                                                        alpha=config.alpha)
+        # Passed on with the score they concern; run_analysis turns "model column(s) [i]" into
+        # model names (tasks/analyses/__init__.py _named), one line per condition and score.
+        for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
+            warnings.warn(f"{metric} score: {text}", category, stacklevel=2)
     s = m.scores
     binary = np.all(np.isnan(s) | (s == 0.0) | (s == 1.0), axis=0)
     for metric, results in all_results.items():
@@ -81,7 +67,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
                     for method, assumption in assumptions.items())
     return AnalysisOutput(
         name="comparator_intervals",
-        warnings=_grouped_warnings(m.models, all_results, binary),
+        warnings=_fractional_note(m.models, binary),
         tables={"comparator_intervals": intervals},
         intervals=intervals,
         sections=[Section(
