@@ -237,3 +237,43 @@ def test_many_subjects_bet_on_subject_entry_means(tmp_path):
     seq = betting_test(units["d"].to_numpy(), cum, alpha=0.025)
     assert v2.log_e_improved == pytest.approx(seq.log_e_improved[-1])
     assert v2.log_e_regressed == pytest.approx(seq.log_e_regressed[-1])
+
+
+def _size_gap_rows(small_d, big_d, n_small=30, n_big=30, small=5, big=200):
+    """30 small subjects (5 items) and 30 big ones (200 items): on small subjects the candidate wins
+    ``small_d`` of each subject's items (baseline wrong, candidate right), on big ones the baseline wins
+    ``big_d`` of each subject's items; every other item is a tie (both right)."""
+    rows = []
+    for s in range(n_small + n_big):
+        size, wins = (small, small_d) if s < n_small else (big, big_d)
+        for i in range(size):
+            flip = i < abs(wins)
+            cand_better = wins > 0
+            sb, sc = (0, 1) if flip and cand_better else (1, 0) if flip else (1, 1)
+            rows += [(BASE, f"s{s}q{i}", f"s{s}", "d0", sb), (CAND, f"s{s}q{i}", f"s{s}", "d0", sc)]
+    return rows
+
+
+@pytest.mark.parametrize("small_d, big_d, direction", [(5, -6, "improved"), (-5, 6, "regressed")])
+def test_verdict_gap_and_intervals_answer_one_estimand(tmp_path, small_d, big_d, direction):
+    # Constructed so the two estimands have opposite signs: the candidate wins every item of the 30
+    # small subjects and loses 6 of 200 items of each of the 30 big ones. Item-weighted gap
+    # (150 - 180) / 6150 = -0.49 pp; subject-weighted gap (30 * 1 - 30 * 0.03) / 60 = +48.5 pp.
+    # Before the fix the betting part (on subject means) said 'improved' while the reported gap
+    # (and the clustered first-look test, inconclusive) were item-weighted: 'improved' with a gap
+    # of -0.49 pp (checked against main's code: this test fails there). Now every number is about
+    # the one estimand the verdict names, and they agree (mirrored for 'regressed').
+    db = tmp_path / "sz.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(small_d, big_d)))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    sign = 1 if direction == "improved" else -1
+    assert v.verdict == direction, v
+    assert sign * v.gap > 0, (v.verdict, v.gap)  # the headline and the reported gap agree
+    assert v.estimand.startswith("subject-weighted") and v.gap == pytest.approx(sign * 0.485)
+    assert v.lower <= v.gap <= v.upper and v.cs_lower <= v.gap <= v.cs_upper
+    assert v.fixed_verdict in (direction, "inconclusive")
+    assert (v.cs_lower > 0) if sign > 0 else (v.cs_upper < 0)  # the anytime interval excludes 0 the same way
+    assert v.hoeffding_lower <= v.gap <= v.hoeffding_upper
+    with open_store(db, write=False) as con:
+        row = query_pl(con, "SELECT question, estimand, gap, verdict FROM verdicts").row(0, named=True)
+    assert row["question"] == v.question and row["estimand"] == v.estimand and row["verdict"] == direction
