@@ -277,3 +277,43 @@ def test_verdict_gap_and_intervals_answer_one_estimand(tmp_path, small_d, big_d,
     with open_store(db, write=False) as con:
         row = query_pl(con, "SELECT question, estimand, gap, verdict FROM verdicts").row(0, named=True)
     assert row["question"] == v.question and row["estimand"] == v.estimand and row["verdict"] == direction
+
+
+def test_cli_names_the_estimand_for_both_questions(tmp_path, capsys):
+    import json
+
+    from benchcert.flows.cli import main
+
+    db = tmp_path / "cli.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))  # 60 subjects: the subjects question
+    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record", "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["estimand"].startswith("subject-weighted") and js["n_subjects"] == 60
+    assert js["p_exact"] is None and js["exact_test"] == "none" and js["gap"] > 0 and js["verdict"] == "improved"
+    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record"]) == 0
+    out = capsys.readouterr().out
+    assert "estimand (gap, intervals and tests): subject-weighted" in out and "in 60 subjects" in out
+    db2 = tmp_path / "cli2.duckdb"
+    _ingest(db2, _write(tmp_path / "b.csv", _night(np.random.default_rng(5), 0, 300, 0.6, 0.6)))  # 8 subjects
+    assert main(["compare", BASE, CAND, "--db", str(db2), "--benchmark", "bench", "--record"]) == 0
+    out = capsys.readouterr().out
+    assert "estimand (gap, intervals and tests): item-weighted" in out and "mcnemar_exact p = " in out
+
+
+def test_a_store_recorded_before_the_estimand_columns_is_continued(tmp_path):
+    # A question recorded by the earlier version (no question / estimand columns, method
+    # 'clustered_subject', first look = item-weighted CR2 test) gains the columns; its first-look
+    # decision is about another estimand, so it is not used (its share of alpha stays spent).
+    db = tmp_path / "old.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))
+    checkpoint_verdict(db, "bench", BASE, CAND)
+    with open_store(db, write=True) as con:
+        con.execute("ALTER TABLE verdicts DROP COLUMN question")
+        con.execute("ALTER TABLE verdicts DROP COLUMN estimand")
+        con.execute("UPDATE verdicts SET method = 'clustered_subject', first_p_value = 1e-9, first_gap = -0.0049")
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.look == 2 and v.method == "subject_means_t" and v.first_p_value == 1.0
+    assert v.verdict == "improved" and v.decided_by == "anytime"  # the betting part alone (entry means > 0)
+    assert any("earlier version" in w for w in v.warnings)
+    hist = verdict_history(db, "bench", BASE, CAND)
+    assert hist["estimand"].to_list() == [None, v.estimand]
