@@ -297,6 +297,15 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
             caught.append(f"{n_subj_now} subjects (fewer than 30): the verdict answers 'is "
                           "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
                           "generalises to new subjects cannot be answered reliably with so few subjects")
+        if primary == "clustered_subject":
+            answered = ~np.isnan(a) | ~np.isnan(b)
+            uncovered = np.setdiff1d(np.unique(subjects[answered]), np.unique(subjects[shared])).size
+            if uncovered:
+                caught.append(f"{uncovered} subject(s) have items one model answered but no shared item: the verdict "
+                              f"is about subjects like the {n_subj_now} with shared items, which stand for all "
+                              "subjects only if which subjects are covered does not depend on their gaps (it can: "
+                              "when items arrive at random over many looks, small subjects come late, and a gap that "
+                              "varies with subject size then biases the early looks)")
         with _warnings.catch_warnings(record=True) as rec:
             _warnings.simplefilter("always")
             fixed = paired_comparison(a, b, subjects, alpha=alpha, power=power, primary=primary)

@@ -317,3 +317,14 @@ def test_a_store_recorded_before_the_estimand_columns_is_continued(tmp_path):
     assert any("earlier version" in w for w in v.warnings)
     hist = verdict_history(db, "bench", BASE, CAND)
     assert hist["estimand"].to_list() == [None, v.estimand]
+
+
+def test_subjects_without_a_shared_item_are_named(tmp_path):
+    # The baseline answered two more subjects the candidate has not reached yet: the subjects with
+    # shared items may not stand for all of them (e.g. when small subjects come late), so it is said.
+    db = tmp_path / "cov.duckdb"
+    rows = _size_gap_rows(5, -6) + [(BASE, f"late{s}q{i}", f"late{s}", "d0", 1) for s in range(2) for i in range(5)]
+    _ingest(db, _write(tmp_path / "a.csv", rows))
+    v = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
+    assert v.n_subjects == 60 and v.n_only_baseline == 10
+    assert any(w.startswith("2 subject(s) have items one model answered but no shared item") for w in v.warnings)
