@@ -15,6 +15,7 @@ acceptance: the upper bound must stay <= alpha + 0.01.
 from __future__ import annotations
 
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -51,12 +52,9 @@ def _arrivals(rng, n, looks, arrival):
     elif arrival == "present":
         first = np.maximum(n // 2, 1)
         out[..., 0] = first
-        rest = n - first
-        for s in range(k):
-            out[:, s, 1:] = np.stack([rng.multinomial(m, np.full(looks - 1, 1 / (looks - 1))) for m in rest[:, s]])
+        out[..., 1:] = rng.multinomial(n - first, np.full(looks - 1, 1 / (looks - 1)))
     elif arrival == "uniform":
-        for s in range(k):
-            out[:, s, :] = np.stack([rng.multinomial(m, np.full(looks, 1 / looks)) for m in n[:, s]])
+        out[...] = rng.multinomial(n, np.full(looks, 1 / looks))
     else:
         raise AssertionError(arrival)
     return out
@@ -139,3 +137,82 @@ def test_entry_layout_matches_each_replicates_own_units():
         ref = betting_test(val[rr == r], np.cumsum(counts[r]), alpha=0.025, interval=False)
         assert np.allclose(ref.log_e_improved, seq.log_e_improved[r])
         assert np.allclose(ref.log_e_regressed, seq.log_e_regressed[r])
+
+
+def _judge(res, alpha=ALPHA):
+    """(two-sided rate, CI), (false 'improved' rate, CI) of the final verdicts."""
+    hits = res["verdict"] != "inconclusive"
+    up = res["verdict"] == "improved"
+    return rate_ci(hits, hits.size, level=0.95), rate_ci(up, up.size, level=0.95)
+
+
+# Measured (2,000 reps each, seeds as below; tau = 0.07): two-sided false-alarm rates 2.1-3.5%
+# for whole subjects arriving over 1 or 30 looks, 2.4-3.4% when every subject is present at the
+# first look (5 or 30 looks); every 95% upper bound <= 4.4%.
+@pytest.mark.parametrize("arrival, looks", [("subjects", 1), ("subjects", 30), ("present", 5), ("present", 30)])
+@pytest.mark.parametrize("k", [40, 90])
+@pytest.mark.parametrize("beta", [-0.1, 0.1])
+def test_false_alarms_under_the_subject_weighted_null_with_size_correlated_gaps(arrival, looks, k, beta):
+    # Subject-weighted gap exactly 0; the item-weighted gap is 0.67 * beta (-6.7 or +6.7 points):
+    # big subjects on one side, small ones on the other. The verdict must stay within alpha over
+    # all looks together, and a false 'improved' within alpha / 2.
+    seed = 1000 * looks + k + (1 if beta > 0 else 0) + (7 if arrival == "present" else 0)
+    res = simulate(2000, k, looks, beta, 0.07, arrival, seed)
+    assert res["n_first"].min() >= 30  # the subjects question: 30 or more subjects at the first look
+    (rate, lo, hi), _ = _judge(res)
+    assert hi <= ALPHA + 0.01, (rate, lo, hi)
+    # at the first look the headline and the gap cannot disagree (both are the subject-weighted gap)
+    first = res["verdict_first"]
+    assert not np.any((first == "improved") & (res["first_gap"] <= 0))
+    assert not np.any((first == "regressed") & (res["first_gap"] >= 0))
+
+
+@pytest.mark.parametrize("k", [30, 40])
+def test_false_improved_stays_within_half_alpha_with_skewed_subject_means(k):
+    # The directional claim (a false 'improved' <= alpha / 2 when the subject-weighted gap is <= 0)
+    # in the setting that strains it most: one look, 30-40 subjects, small noisy subjects on the
+    # negative side and big precise ones on the positive side, so the subject means are skewed and
+    # the first look's t-test errs upwards more than its share (alpha/4 = 1.25%; measured 2.0-2.3%
+    # with 20,000 reps). The verdict stays within alpha / 2 = 2.5% because the betting part uses little
+    # of its share at one look: measured 2.31% [2.11, 2.53] (30 subjects), 2.05% [1.86, 2.26] (40).
+    res = simulate(8000, k, 1, 0.1, 0.07, "subjects", seed=21 + k)
+    up = res["verdict"] == "improved"
+    rate, lo, hi = rate_ci(up, up.size, level=0.95)
+    assert hi <= ALPHA / 2 + 0.005, (rate, lo, hi)
+
+
+def test_power_under_a_subject_weighted_improvement():
+    # The same simulation detects a 5-point subject-weighted gap (whole subjects, 90 subjects, one look)
+    # most of the time, so the false-alarm tests above are not passing by saying nothing.
+    res = simulate(1000, 90, 1, -0.1, 0.07, "subjects", seed=11, delta=0.05)
+    up = res["verdict"] == "improved"
+    rate, lo, _ = rate_ci(up, up.size, level=0.95)
+    assert lo > 0.5, rate
+
+
+def test_items_arriving_at_random_over_many_looks_are_outside_the_assumption():
+    # The subjects question assumes the subjects with shared items at the first look are not chosen
+    # by their gaps. When items arrive at random over 30 looks, the first look holds 1/30 of the
+    # items: big subjects are all there, small ones mostly not, and with a gap that moves with size
+    # the first look's subjects lean to one side. Measured: 6.4% [5.4, 7.6] and 7.6% [6.4, 8.8]
+    # (beta = -0.1 / +0.1, 90 subjects, 2,000 reps; with 5 looks 2.8-3.1%). The simulation can see
+    # it; the verdict names subjects that have items but no shared one
+    # (tests/test_verdicts.py::test_subjects_without_a_shared_item_are_named) and states the assumption.
+    res = simulate(2000, 90, 30, 0.1, 0.07, "uniform", seed=30091)
+    (rate, lo, _), _ = _judge(res)
+    assert lo > ALPHA, rate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arrival, looks", [("subjects", 1), ("subjects", 5), ("subjects", 30), ("present", 5),
+                                            ("present", 30), ("uniform", 3)])
+@pytest.mark.parametrize("k", [40, 60, 90])
+@pytest.mark.parametrize("beta", [-0.1, -0.05, 0.0, 0.05, 0.1])
+@pytest.mark.parametrize("tau", [0.0, 0.07, 0.11])
+def test_false_alarm_grid(arrival, looks, k, beta, tau):
+    seed = zlib.crc32(repr((arrival, looks, k, beta, tau)).encode())
+    res = simulate(5000, k, looks, beta, tau, arrival, seed)
+    if res["n_first"].min() < 30:
+        pytest.skip("fewer than 30 subjects at the first look: the items question")
+    (rate, lo, hi), (up, _, up_hi) = _judge(res)
+    assert hi <= ALPHA + 0.01 and up_hi <= ALPHA / 2 + 0.01, (rate, hi, up, up_hi)
