@@ -294,6 +294,26 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
         if primary is None:
             primary = "paired_clt" if subjects is None else default_primary(n_subj_now)
         if primary == "stratified_items":
+            # Subjects are fixed strata, fixed with the question at its first look: a subject first
+            # shared at a later look is a stratum the question never sampled, not more of the same
+            # items (betting on its items as if they were raised false alarms far above alpha when
+            # subjects' gaps differ and arrive subject by subject; tests/test_verdicts_estimand.py).
+            item_ids_all = m.items["item_id"].to_numpy()
+            if ledger.height:
+                first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
+                strata = np.unique(subjects[np.isin(item_ids_all, list(first_ids))])
+            else:
+                strata = np.unique(subjects[shared])
+            outside = ~np.isin(subjects, strata) & (~np.isnan(a) | ~np.isnan(b))
+            if outside.any():
+                n_out = int(np.unique(subjects[outside]).size)
+                caught.append(f"{n_out} subject(s) ({int((outside & shared).sum())} shared item(s)) were not shared at "
+                              f"this question's first look: the items question is about the {strata.size} subjects "
+                              "it had then (fixed strata), so their items are left out of every number here; ask "
+                              "about them as a question of their own once they are in")
+                a, b = np.where(outside, np.nan, a), np.where(outside, np.nan, b)
+                shared = shared & ~outside
+            n_subj_now = int(strata.size)
             caught.append(f"{n_subj_now} subjects (fewer than 30): the verdict answers 'is "
                           "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
                           "generalises to new subjects cannot be answered reliably with so few subjects")
