@@ -418,6 +418,10 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
     return out
 
 
+_ITEMS_ARRIVAL = ("betting on items: each look's new items are a representative sample of the question's items "
+                  "(their mean gap has expectation <= the question's under its null), e.g. items arriving at random "
+                  "or every subject's items spread over the looks; not so when one look brings only some subjects "
+                  "whose gaps differ - which is why subjects first shared after the first look are left out")
 _ITEMS_EXACT_NOTE = ("McNemar / sign test and Hoeffding are on items (independent items): they answer the items "
                      "question, not reported for the subjects question")
 
@@ -450,14 +454,18 @@ def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
     """
     if primary != "clustered_subject":
         exact_name = "mcnemar_exact" if "mcnemar_exact" in fixed.tests else "sign_test"
+        estimand = ITEM_WEIGHTED
+        if primary == "stratified_items":
+            estimand += (f", in the {int(np.unique(subjects[shared]).size)} subjects shared at the question's first "
+                         "look (fixed strata; a subject first shared later is not part of it)")
         return dict(verdict=str(fixed.verdict), method=str(fixed.method), gap=float(fixed.estimate),
                     lower=float(fixed.lower), upper=float(fixed.upper), se=float(fixed.se),
                     p_value=float(fixed.p_value), p_exact=float(fixed.tests[exact_name].p_value),
                     exact_test=exact_name, hoeffding_lower=float(fixed.tests["hoeffding"].lower),
                     hoeffding_upper=float(fixed.tests["hoeffding"].upper), mde=float(fixed.mde),
-                    assumptions=tuple(fixed.assumptions), estimand=ITEM_WEIGHTED,
+                    assumptions=tuple(fixed.assumptions) + (_ITEMS_ARRIVAL,), estimand=estimand,
                     n_subjects=None if subjects is None else int(np.unique(subjects[shared]).size),
-                    estimand_note=f"estimand: {ITEM_WEIGHTED}; the fixed-sample test, the betting test (on items), "
+                    estimand_note=f"estimand: {estimand}; the fixed-sample test, the betting test (on items), "
                                   "the anytime interval and the gap are all about it")
     _, means, _ = subject_means((b - a)[shared], subjects[shared])
     r = subject_weighted_gap(means, alpha=alpha, power=power)

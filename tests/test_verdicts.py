@@ -328,3 +328,27 @@ def test_subjects_without_a_shared_item_are_named(tmp_path):
     v = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
     assert v.n_subjects == 60 and v.n_only_baseline == 10
     assert any(w.startswith("2 subject(s) have items one model answered but no shared item") for w in v.warnings)
+
+
+def test_items_question_keeps_the_subjects_of_its_first_look(tmp_path):
+    # Look 1: subjects s0..s4. Look 2: more items of s0..s4
+    # and three new subjects where the candidate wins everything. The new subjects are not part of
+    # the items question (fixed strata, fixed at its first look): left out of the betting ledger
+    # and of the fixed-sample numbers, and named in a warning.
+    rng = np.random.default_rng(8)
+    db = tmp_path / "strata.duckdb"
+    _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 400, 0.6, 0.6, n_subj=5)))
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    # (subjects are keyed within domains: s0..s4 in d0 and d1 are 10 subjects)
+    assert v1.method == "stratified_items" and v1.n_subjects == 10 and "in the 10 subjects" in v1.estimand
+    rows = _night(rng, 400, 100, 0.6, 0.6, n_subj=5)
+    rows += [(m, f"new{i}", f"t{i % 3}", "d0", 0 if m == BASE else 1) for i in range(150) for m in (BASE, CAND)]
+    _ingest(db, _write(tmp_path / "n2.csv", rows))
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert (v2.n_new, v2.n_sequential, v2.n_shared, v2.n_subjects) == (100, 500, 500, 10)
+    assert any(w.startswith("3 subject(s) (150 shared item(s)) were not shared at this question's first look")
+               for w in v2.warnings)
+    with open_store(db, write=False) as con:
+        n_new_subjects = con.execute("SELECT count(*) FROM verdict_items WHERE item_id LIKE 'new%'").fetchall()[0][0]
+    assert n_new_subjects == 0
+    assert v2.gap < 0.2  # the new subjects' +100 pp gap is not pooled in
