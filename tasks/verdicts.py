@@ -1,4 +1,4 @@
-"""Checkpoint verdicts: is the candidate better than the baseline? (anytime-valid, by betting)
+r"""Checkpoint verdicts: is the candidate better than the baseline? (anytime-valid, by betting)
 
 :func:`checkpoint_verdict` answers one question - (benchmark, variant, baseline, candidate) -
 from the store and records the answer as one *look* in the ``verdicts`` table. Asking the
@@ -13,19 +13,40 @@ stays honest however many looks there are:
   <= alpha (union bound; Ville's inequality for the betting part).
 
 Both parts answer the same question, fixed at the first look and named in the verdict
-(``question``):
+(``question``), and every number the verdict reports - both tests, the anytime interval and the
+``gap`` - is about ONE estimand, named in the verdict (``estimand``, recorded in the table):
 
 * with 30 or more subjects (and a hierarchy with subjects): "does the gap generalise to new
-  subjects" - the fixed-sample test is clustered by subject (CR2, Bell-McCaffrey df) and the
-  betting test bets on SUBJECTS: each subject enters once, at the look where its first item was
-  shared, with the mean difference of its items at that look
-  (:func:`benchcert.stats.sequential.subject_entry_means`). Betting on items here was invalid:
-  items of one subject share its gap, and with a between-subject SD of the gap of 0.10 the
-  verdict raised false alarms 12.5% of the time at alpha = 5%;
-* with fewer subjects (or hierarchy none): "is the candidate better on this benchmark's items"
-  - the fixed-sample test treats subjects as fixed strata (paired CLT without subjects) and the
-  betting test bets on items, whose null (each new item's expected difference is <= 0) is that
-  question's.
+  subjects", estimand the SUBJECT-weighted mean gap :math:`\theta_S = E_s[\mu_s]`
+  (:math:`\mu_s` = subject s's mean difference; every subject counts once). The first look's
+  fixed-sample test is the one-sample t-test on the subjects' mean differences
+  (:func:`benchcert.stats.subject_means.subject_weighted_gap`, K - 1 df) and ``gap`` is the mean
+  of the subject means; the betting test bets on SUBJECTS: each subject enters once, at the look
+  where its first item was shared, with the mean difference of its items at that look
+  (:func:`benchcert.stats.sequential.subject_entry_means`), whose expectation is
+  :math:`\mu_s` however few items it had then, so the betting null is :math:`\theta_S \le 0`.
+  Betting on items here was invalid (items of one subject share its gap: 12.5% false alarms at
+  alpha = 5% with a between-subject SD of 0.10). Until this version the fixed-sample part and the
+  gap were ITEM-weighted (clustered CR2 test) while the betting part was subject-weighted; with
+  unequal subject sizes and a gap that moves with size the headline could say ``improved`` with a
+  negative gap (tests/test_verdicts.py). Why not item-weighted throughout: the betting units would
+  be subject sums scaled by a cap, which weight a subject by its items at entry rather than by its
+  size, and need a cap fixed before the data (benchcert.stats.subject_means explains both).
+  Assumption: which subjects are shared at a look does not depend on their gaps. When items arrive
+  at random over many looks, small subjects come late and the first look's subjects lean to the
+  big ones; with a gap that moves with size the false-alarm rate was 6.4-7.6% at alpha = 5% (30
+  looks, 90 subjects; 2.8-3.1% with 5 looks; tests/test_verdicts_estimand.py). The verdict names
+  subjects that have items but no shared item;
+* with fewer subjects (or hierarchy none): "is the candidate better on this benchmark's items",
+  estimand the ITEM-weighted mean gap over the shared items - the fixed-sample test treats subjects
+  as fixed strata (paired CLT without subjects) and the betting test bets on items, whose null
+  (each look's new items have expected mean difference <= 0) is that question's when every look's
+  new items represent the question's items. The strata are fixed with the question at its first
+  look: a subject first shared at a later look is a stratum the question never sampled, so its
+  items are left out of every number and named in a warning. Pooling them raised false alarms
+  7-30% of the time at alpha = 5% when subjects arrived one block per look with gaps that differ
+  (tests/test_verdicts_items_arrival.py); no test at the first look can speak for subjects that
+  have not arrived.
 
 Each shared item enters the ledger once, at the look where it was first shared, with the
 difference it had then; ``verdict_items`` is that ledger. A later look adds only items not
@@ -110,9 +131,14 @@ class CheckpointVerdict:
     """The answer to "is ``candidate`` better than ``baseline`` on ``benchmark``?" at one look.
 
     ``verdict`` is the headline: valid over every look of this question so far (see the module
-    docstring). ``fixed_verdict``, ``gap``, ``lower``/``upper``, ``p_value`` and ``mde`` are
-    this look's fixed-sample paired test on every currently shared item (valid if the question
-    is asked once). ``cs_lower``/``cs_upper`` are the betting test's anytime-valid interval (at
+    docstring). ``estimand`` names what every number is about (subject- or item-weighted mean
+    gap). ``fixed_verdict``, ``gap``, ``lower``/``upper``, ``p_value`` and ``mde`` are this
+    look's fixed-sample test of that estimand on every currently shared item of the question
+    (valid if the question is asked once): the t-test on subject means for the subjects
+    question, the paired test for the items questions. ``p_exact`` (McNemar / sign test) is
+    reported for the items questions only (None for the subjects question: it assumes
+    independent items); ``hoeffding_lower``/``hoeffding_upper`` are on items or on subject means
+    accordingly. ``n_subjects`` counts the subjects behind the numbers. ``cs_lower``/``cs_upper`` are the betting test's anytime-valid interval (at
     its share of alpha), ``anytime_p`` its anytime-valid p-value. ``question`` names what the
     verdict answers (fixed at the first look); ``sequential_unit`` is what the betting test
     bets on ("subject" for the clustered question, else "item") and ``n_sequential_units`` how
