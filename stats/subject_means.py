@@ -201,6 +201,8 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     if few.any():
         warn_degenerate("subject_weighted_gap: fewer than 2 subjects, so the between-subject variance cannot be "
                         "estimated; interval [-1, 1], p-value 1", stacklevel=2)
+    # rounding leaves ~1e-17 where every mean is equal; treat it as zero spread
+    se = np.where(se < 1e-12, 0.0, se)
     flat = (se == 0) & ~few
     if flat.any():
         warn_degenerate("subject_weighted_gap: every subject has the same mean difference; zero-width interval",

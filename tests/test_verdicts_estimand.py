@@ -216,3 +216,40 @@ def test_false_alarm_grid(arrival, looks, k, beta, tau):
         pytest.skip("fewer than 30 subjects at the first look: the items question")
     (rate, lo, hi), (up, _, up_hi) = _judge(res)
     assert hi <= ALPHA + 0.01 and up_hi <= ALPHA / 2 + 0.01, (rate, hi, up, up_hi)
+
+
+def test_subject_weighted_gap_against_scipy_and_its_edges():
+    from scipy import stats
+
+    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.subject_means import subject_means
+
+    rng = np.random.default_rng(4)
+    m = rng.uniform(-0.3, 0.5, size=(3, 12))
+    m[1, [2, 7]] = np.nan  # absent subjects are not counted
+    r = subject_weighted_gap(m, alpha=0.1, power=0.9)
+    for j in range(3):
+        x = m[j][~np.isnan(m[j])]
+        ref = stats.ttest_1samp(x, 0.0)  # oracle: scipy's one-sample t-test
+        ci = ref.confidence_interval(0.9)
+        assert r.p_value[j] == pytest.approx(ref.pvalue) and r.estimate[j] == pytest.approx(x.mean())
+        assert (r.lower[j], r.upper[j]) == (pytest.approx(ci.low), pytest.approx(ci.high)) and r.n_subjects[j] == x.size
+        hw = np.sqrt(2 * np.log(2 / 0.1) / x.size)
+        assert r.hoeffding_upper[j] == pytest.approx(min(1.0, x.mean() + hw))
+        t = stats.t(x.size - 1)
+        assert r.mde[j] == pytest.approx((t.ppf(0.95) + t.ppf(0.9)) * x.std(ddof=1) / np.sqrt(x.size))
+    codes, means, counts = subject_means(np.array([1, 0, -1, 0.5]), np.array([3, 3, 0, 3]))
+    assert codes.tolist() == [0, 3] and means.tolist() == [-1.0, 0.5] and counts.tolist() == [1, 3]
+    with pytest.warns(DegenerateDataWarning, match="fewer than 2 subjects"):
+        one = subject_weighted_gap([0.4])
+    assert (one.lower, one.upper, one.p_value, one.verdict) == (-1.0, 1.0, 1.0, "inconclusive")
+    with pytest.warns(DegenerateDataWarning, match="same mean difference"):
+        flat = subject_weighted_gap([0.2, 0.2, 0.2])
+    assert flat.lower == flat.upper == pytest.approx(0.2) and flat.verdict == "improved"
+    for bad, match in (([1.5, 0.0], "means must lie"), ([np.nan, np.nan], "no subject"), ([], "at least one")):
+        with pytest.raises(ValueError, match=match):
+            subject_weighted_gap(bad)
+    with pytest.raises(ValueError, match="alpha"):
+        subject_weighted_gap([0.1, 0.2], alpha=0)
+    with pytest.raises(ValueError, match="power"):
+        subject_weighted_gap([0.1, 0.2], power=1)
