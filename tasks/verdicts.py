@@ -138,7 +138,8 @@ class CheckpointVerdict:
     question, the paired test for the items questions. ``p_exact`` (McNemar / sign test) is
     reported for the items questions only (None for the subjects question: it assumes
     independent items); ``hoeffding_lower``/``hoeffding_upper`` are on items or on subject means
-    accordingly. ``n_subjects`` counts the subjects behind the numbers. ``cs_lower``/``cs_upper`` are the betting test's anytime-valid interval (at
+    accordingly. ``n_subjects`` counts the subjects behind the numbers.
+    ``cs_lower``/``cs_upper`` are the betting test's anytime-valid interval (at
     its share of alpha), ``anytime_p`` its anytime-valid p-value. ``question`` names what the
     verdict answers (fixed at the first look); ``sequential_unit`` is what the betting test
     bets on ("subject" for the clustered question, else "item") and ``n_sequential_units`` how
@@ -323,7 +324,7 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
             # Subjects are fixed strata, fixed with the question at its first look: a subject first
             # shared at a later look is a stratum the question never sampled, not more of the same
             # items (betting on its items as if they were raised false alarms far above alpha when
-            # subjects' gaps differ and arrive subject by subject; tests/test_verdicts_estimand.py).
+            # subjects' gaps differ and arrive subject by subject; tests/test_verdicts_items_arrival.py).
             item_ids_all = m.items["item_id"].to_numpy()
             if ledger.height:
                 first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
@@ -446,8 +447,9 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
 
 _ITEMS_ARRIVAL = ("betting on items: each look's new items are a representative sample of the question's items "
                   "(their mean gap has expectation <= the question's under its null), e.g. items arriving at random "
-                  "or every subject's items spread over the looks; not so when one look brings only some subjects "
-                  "whose gaps differ - which is why subjects first shared after the first look are left out")
+                  "or every subject's items spread over the looks")
+_STRATA_ARRIVAL = _ITEMS_ARRIVAL + ("; not so when one look brings only some subjects whose gaps differ - which is why "
+                                    "subjects first shared after the first look are left out")
 _ITEMS_EXACT_NOTE = ("McNemar / sign test and Hoeffding are on items (independent items): they answer the items "
                      "question, not reported for the subjects question")
 
@@ -489,7 +491,9 @@ def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
                     p_value=float(fixed.p_value), p_exact=float(fixed.tests[exact_name].p_value),
                     exact_test=exact_name, hoeffding_lower=float(fixed.tests["hoeffding"].lower),
                     hoeffding_upper=float(fixed.tests["hoeffding"].upper), mde=float(fixed.mde),
-                    assumptions=tuple(fixed.assumptions) + (_ITEMS_ARRIVAL,), estimand=estimand,
+                    assumptions=tuple(fixed.assumptions)
+                    + (_STRATA_ARRIVAL if primary == "stratified_items" else _ITEMS_ARRIVAL,),
+                    estimand=estimand,
                     n_subjects=None if subjects is None else int(np.unique(subjects[shared]).size),
                     estimand_note=f"estimand: {estimand}; the fixed-sample test, the betting test (on items), "
                                   "the anytime interval and the gap are all about it")

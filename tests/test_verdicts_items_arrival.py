@@ -108,3 +108,15 @@ def test_the_items_question_still_detects_a_real_gap():
     v = simulate_items(1000, 25, 12, 5, 0.03, seed=5, rule="first_strata", arrival="spread", delta=0.04)
     rate, lo, _ = rate_ci(v == "improved", v.size, level=0.95)
     assert lo > 0.5, rate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arrival", ["subjects", "spread"])
+@pytest.mark.parametrize("tau", [0.0, 0.03, 0.05, 0.08])
+@pytest.mark.parametrize("looks", [2, 5, 10])
+@pytest.mark.parametrize("k_first, k", [(3, 12), (5, 20), (12, 25), (25, 40)])
+def test_items_arrival_grid(arrival, tau, looks, k_first, k):
+    seed = k_first * 100000 + looks * 1000 + int(100 * tau) + (7 if arrival == "spread" else 0)
+    v = simulate_items(5000, k, k_first, looks, tau, seed=seed, rule="first_strata", arrival=arrival)
+    rate, lo, hi = _rate(v)
+    assert hi <= ALPHA + 0.01, (rate, lo, hi)
