@@ -51,7 +51,9 @@ def register(sub) -> None:
                     help="clustering for the primary interval: subject,domain (default; clusters by subject), "
                          "subject, or none")
     sp.add_argument("--record", action="store_true",
-                    help="record a two-model comparison as the next look of its checkpoint-verdict question")
+                    help="record a two-model comparison as the next look of its checkpoint-verdict question "
+                         "(its own estimand, named in the output: the subject-weighted gap with 30 or more "
+                         "subjects, else the item-weighted gap)")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
