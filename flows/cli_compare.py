@@ -51,7 +51,9 @@ def register(sub) -> None:
                     help="clustering for the primary interval: subject,domain (default; clusters by subject), "
                          "subject, or none")
     sp.add_argument("--record", action="store_true",
-                    help="record a two-model comparison as the next look of its checkpoint-verdict question")
+                    help="record a two-model comparison as the next look of its checkpoint-verdict question "
+                         "(its own estimand, named in the output: the subject-weighted gap with 30 or more "
+                         "subjects, else the item-weighted gap)")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -233,14 +235,17 @@ def _record(args, baseline: str, candidate: str) -> int:
         return gate.finish(decision)
     print(f"{args.benchmark!r}: {candidate!r} vs {baseline!r}, look {v.look}: {v.verdict}"
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))
+    exact = "" if v.p_exact is None else f"{v.exact_test} p = {v.p_exact:.3g}, "
+    subj = "" if v.n_subjects is None else f" in {v.n_subjects} subjects"
     print(f"  this look: gap {100 * v.gap:.2f} pp, {100 * (1 - v.alpha):g}% interval [{100 * v.lower:.2f}, "
-          f"{100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {v.exact_test} p = {v.p_exact:.3g}, "
-          f"MDE {100 * v.mde:.2f} pp; {v.n_shared} shared items, {v.n_excluded} excluded")
+          f"{100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {exact}"
+          f"MDE {100 * v.mde:.2f} pp; {v.n_shared} shared items{subj}, {v.n_excluded} excluded")
     cs = ("" if v.cs_lower is None else f", anytime interval [{100 * v.cs_lower:.2f}, {100 * v.cs_upper:.2f}] pp")
     unit = (f"{v.n_sequential_units} subject(s) in the sequential test (one mean each, at its first look)"
             if v.sequential_unit == "subject" else f"{v.n_sequential} in the sequential test")
     print(f"  over all looks: anytime p = {v.anytime_p:.3g}{cs}; {v.n_new} new item(s), {unit}")
     print(f"  question: {v.question}")
+    print(f"  estimand (gap, intervals and tests): {v.estimand}")
     for w in v.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return gate.finish(decision)

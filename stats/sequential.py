@@ -48,7 +48,10 @@ When items cluster by subject and the question is whether a gap generalises to n
 the units bet on must be the subjects, not their items (:func:`subject_entry_means`): items of
 one subject share its gap, so their conditional means are not <= 0 under that question's null,
 and betting on them raised false alarms 13-38% of the time at alpha = 5% in the tests'
-simulations (between-subject SD of the gap 0.07-0.13; 91 subjects).
+simulations (between-subject SD of the gap 0.07-0.13; 91 subjects). The null is then about the
+SUBJECT-weighted mean gap (each subject's mean counts once), so whatever is combined with this
+test (the first-look test of :func:`nightly_verdicts`, a reported gap) must be about that
+estimand too: benchcert.stats.subject_means has the fixed-sample test of it.
 
 This is an alternative to alpha-spending group-sequential designs, which need the number
 and timing of looks fixed in advance; here neither is.
@@ -580,7 +583,7 @@ class EntryMeans:
 _ENTRY_ASSUMPTIONS = (
     "subjects are independent draws from a population of subjects, in an order that does not "
     "depend on their gaps; for 'improved' the null is E[subject mean gap] <= 0 for each new "
-    "subject (equal weight per subject)",
+    "subject (equal weight per subject: the subject-weighted mean gap, not the item-weighted one)",
     "each subject enters once, with the mean of the items it had at its first look; items of "
     "that subject arriving later are not used by the sequential test (they still enter the "
     "fixed-sample numbers of each look)",

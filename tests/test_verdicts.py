@@ -189,7 +189,22 @@ def test_real_mmlu_pro_checkpoint_verdicts(mmlu_db, tmp_path):
     shutil.copy(mmlu_db, db)
     v = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "gemini-1.5-pro-002")
     assert (v.verdict, v.decided_by) == ("improved", "first_look")
-    assert v.gap == pytest.approx(0.0741, abs=5e-4) and v.n_shared == 12020 and v.n_only_baseline == 12
+    assert v.n_shared == 12020 and v.n_only_baseline == 12
+    # 91 subjects: the subjects question, whose estimand is the subject-weighted gap (+7.75 pp, the
+    # mean of the 91 subjects' gaps; oracle below from the store). This test asserted the
+    # item-weighted +7.41 pp before the verdict answered one estimand; that is the accuracy
+    # difference, a different estimand (kept here as the contrast).
+    assert v.estimand.startswith("subject-weighted") and v.n_subjects == 91 and v.method == "subject_means_t"
+    with open_store(db, write=False) as con:
+        per = query_pl(con, "SELECT i.subject, r.item_id, r.model, r.score FROM responses r JOIN items i "
+                            "ON i.item_id = r.item_id AND i.benchmark = r.benchmark WHERE r.benchmark = 'mmlu_pro' "
+                            "AND r.model IN ('Meta-Llama-3_1-70B-Instruct', 'gemini-1.5-pro-002')")
+    wide = per.group_by("subject", "item_id", "model").agg(pl.col("score").mean()).pivot(
+        on="model", index=["subject", "item_id"], values="score").drop_nulls()
+    wide = wide.with_columns(d=pl.col("gemini-1.5-pro-002") - pl.col("Meta-Llama-3_1-70B-Instruct"))
+    assert wide.height == 12020 and wide["d"].mean() == pytest.approx(0.0741, abs=5e-4)  # item-weighted
+    assert v.gap == pytest.approx(wide.group_by("subject").agg(pl.col("d").mean())["d"].mean(), abs=1e-12)
+    assert v.gap == pytest.approx(0.0775, abs=5e-4) and v.lower > 0 and v.cs_lower is not None
     w = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "DeepSeek-Coder-V2")
     assert w.verdict == "inconclusive" and (w.n_shared, w.n_only_baseline, w.n_excluded) == (10351, 1681, 1681)
     assert w.mde > abs(w.gap)
@@ -203,14 +218,14 @@ def test_many_subjects_bet_on_subject_entry_means(tmp_path):
     db = tmp_path / "s.duckdb"
     _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 500, 0.6, 0.62, n_subj=40)))
     v1 = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v1.method == "clustered_subject" and v1.question.startswith("subjects")
+    assert v1.method == "subject_means_t" and v1.question.startswith("subjects")  # was the item-weighted CR2 test
     assert v1.sequential_unit == "subject" and v1.n_sequential_units == 40
     # night 2: new items of the same subjects and of 10 new subjects s40..s49
     rows = _night(rng, 500, 300, 0.6, 0.62, n_subj=40)
     rows += [(m, f"x{i}", f"s{40 + i % 10}", "d0", float(rng.random() < 0.6)) for i in range(50) for m in (BASE, CAND)]
     _ingest(db, _write(tmp_path / "n2.csv", rows))
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v2.method == "clustered_subject" and v2.n_sequential_units == 50 and v2.n_new == 350
+    assert v2.method == "subject_means_t" and v2.n_sequential_units == 50 and v2.n_new == 350
     with open_store(db, write=False) as con:
         led = query_pl(con, "SELECT v.item_id, v.look, v.d, i.subject FROM verdict_items v JOIN items i "
                             "ON i.item_id = v.item_id AND i.benchmark = v.benchmark ORDER BY v.look, v.item_id")
@@ -222,3 +237,118 @@ def test_many_subjects_bet_on_subject_entry_means(tmp_path):
     seq = betting_test(units["d"].to_numpy(), cum, alpha=0.025)
     assert v2.log_e_improved == pytest.approx(seq.log_e_improved[-1])
     assert v2.log_e_regressed == pytest.approx(seq.log_e_regressed[-1])
+
+
+def _size_gap_rows(small_d, big_d, n_small=30, n_big=30, small=5, big=200):
+    """30 small subjects (5 items) and 30 big ones (200 items): on small subjects the candidate wins
+    ``small_d`` of each subject's items (baseline wrong, candidate right), on big ones the baseline wins
+    ``big_d`` of each subject's items; every other item is a tie (both right)."""
+    rows = []
+    for s in range(n_small + n_big):
+        size, wins = (small, small_d) if s < n_small else (big, big_d)
+        for i in range(size):
+            flip = i < abs(wins)
+            cand_better = wins > 0
+            sb, sc = (0, 1) if flip and cand_better else (1, 0) if flip else (1, 1)
+            rows += [(BASE, f"s{s}q{i}", f"s{s}", "d0", sb), (CAND, f"s{s}q{i}", f"s{s}", "d0", sc)]
+    return rows
+
+
+@pytest.mark.parametrize("small_d, big_d, direction", [(5, -6, "improved"), (-5, 6, "regressed")])
+def test_verdict_gap_and_intervals_answer_one_estimand(tmp_path, small_d, big_d, direction):
+    # Constructed so the two estimands have opposite signs: the candidate wins every item of the 30
+    # small subjects and loses 6 of 200 items of each of the 30 big ones. Item-weighted gap
+    # (150 - 180) / 6150 = -0.49 pp; subject-weighted gap (30 * 1 - 30 * 0.03) / 60 = +48.5 pp.
+    # Before the fix the betting part (on subject means) said 'improved' while the reported gap
+    # (and the clustered first-look test, inconclusive) were item-weighted: 'improved' with a gap
+    # of -0.49 pp (checked against main's code: this test fails there). Now every number is about
+    # the one estimand the verdict names, and they agree (mirrored for 'regressed').
+    db = tmp_path / "sz.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(small_d, big_d)))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    sign = 1 if direction == "improved" else -1
+    assert v.verdict == direction, v
+    assert sign * v.gap > 0, (v.verdict, v.gap)  # the headline and the reported gap agree
+    assert v.estimand.startswith("subject-weighted") and v.gap == pytest.approx(sign * 0.485)
+    assert v.lower <= v.gap <= v.upper and v.cs_lower <= v.gap <= v.cs_upper
+    assert v.fixed_verdict in (direction, "inconclusive")
+    assert (v.cs_lower > 0) if sign > 0 else (v.cs_upper < 0)  # the anytime interval excludes 0 the same way
+    assert v.hoeffding_lower <= v.gap <= v.hoeffding_upper
+    with open_store(db, write=False) as con:
+        row = query_pl(con, "SELECT question, estimand, gap, verdict FROM verdicts").row(0, named=True)
+    assert row["question"] == v.question and row["estimand"] == v.estimand and row["verdict"] == direction
+
+
+def test_cli_names_the_estimand_for_both_questions(tmp_path, capsys):
+    import json
+
+    from benchcert.flows.cli import main
+
+    db = tmp_path / "cli.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))  # 60 subjects: the subjects question
+    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record", "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["estimand"].startswith("subject-weighted") and js["n_subjects"] == 60
+    assert js["p_exact"] is None and js["exact_test"] == "none" and js["gap"] > 0 and js["verdict"] == "improved"
+    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record"]) == 0
+    out = capsys.readouterr().out
+    assert "estimand (gap, intervals and tests): subject-weighted" in out and "in 60 subjects" in out
+    db2 = tmp_path / "cli2.duckdb"
+    _ingest(db2, _write(tmp_path / "b.csv", _night(np.random.default_rng(5), 0, 300, 0.6, 0.6)))  # 8 subjects
+    assert main(["compare", BASE, CAND, "--db", str(db2), "--benchmark", "bench", "--record"]) == 0
+    out = capsys.readouterr().out
+    assert "estimand (gap, intervals and tests): item-weighted" in out and "mcnemar_exact p = " in out
+
+
+def test_a_store_recorded_before_the_estimand_columns_is_continued(tmp_path):
+    # A question recorded by the earlier version (no question / estimand columns, method
+    # 'clustered_subject', first look = item-weighted CR2 test) gains the columns; its first-look
+    # decision is about another estimand, so it is not used (its share of alpha stays spent).
+    db = tmp_path / "old.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))
+    checkpoint_verdict(db, "bench", BASE, CAND)
+    with open_store(db, write=True) as con:
+        con.execute("ALTER TABLE verdicts DROP COLUMN question")
+        con.execute("ALTER TABLE verdicts DROP COLUMN estimand")
+        con.execute("UPDATE verdicts SET method = 'clustered_subject', first_p_value = 1e-9, first_gap = -0.0049")
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.look == 2 and v.method == "subject_means_t" and v.first_p_value == 1.0
+    assert v.verdict == "improved" and v.decided_by == "anytime"  # the betting part alone (entry means > 0)
+    assert any("earlier version" in w for w in v.warnings)
+    hist = verdict_history(db, "bench", BASE, CAND)
+    assert hist["estimand"].to_list() == [None, v.estimand]
+
+
+def test_subjects_without_a_shared_item_are_named(tmp_path):
+    # The baseline answered two more subjects the candidate has not reached yet: the subjects with
+    # shared items may not stand for all of them (e.g. when small subjects come late), so it is said.
+    db = tmp_path / "cov.duckdb"
+    rows = _size_gap_rows(5, -6) + [(BASE, f"late{s}q{i}", f"late{s}", "d0", 1) for s in range(2) for i in range(5)]
+    _ingest(db, _write(tmp_path / "a.csv", rows))
+    v = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
+    assert v.n_subjects == 60 and v.n_only_baseline == 10
+    assert any(w.startswith("2 subject(s) have items one model answered but no shared item") for w in v.warnings)
+
+
+def test_items_question_keeps_the_subjects_of_its_first_look(tmp_path):
+    # Look 1: subjects s0..s4. Look 2: more items of s0..s4
+    # and three new subjects where the candidate wins everything. The new subjects are not part of
+    # the items question (fixed strata, fixed at its first look): left out of the betting ledger
+    # and of the fixed-sample numbers, and named in a warning.
+    rng = np.random.default_rng(8)
+    db = tmp_path / "strata.duckdb"
+    _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 400, 0.6, 0.6, n_subj=5)))
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    # (subjects are keyed within domains: s0..s4 in d0 and d1 are 10 subjects)
+    assert v1.method == "stratified_items" and v1.n_subjects == 10 and "in the 10 subjects" in v1.estimand
+    rows = _night(rng, 400, 100, 0.6, 0.6, n_subj=5)
+    rows += [(m, f"new{i}", f"t{i % 3}", "d0", 0 if m == BASE else 1) for i in range(150) for m in (BASE, CAND)]
+    _ingest(db, _write(tmp_path / "n2.csv", rows))
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert (v2.n_new, v2.n_sequential, v2.n_shared, v2.n_subjects) == (100, 500, 500, 10)
+    assert any(w.startswith("3 subject(s) (150 shared item(s)) were not shared at this question's first look")
+               for w in v2.warnings)
+    with open_store(db, write=False) as con:
+        n_new_subjects = con.execute("SELECT count(*) FROM verdict_items WHERE item_id LIKE 'new%'").fetchall()[0][0]
+    assert n_new_subjects == 0
+    assert v2.gap < 0.2  # the new subjects' +100 pp gap is not pooled in
