@@ -5,7 +5,8 @@
     benchcert compare --baseline M C1 C2 ... --db FILE --benchmark NAME  # these against M
 
 Paired comparisons on the items both models answered (items only one answered are excluded
-and counted): gap, intervals, raw and (for several candidates) Holm/BH-adjusted p-values,
+and counted): gap, intervals, raw and (for several candidates) Bonferroni/Holm/BH-adjusted p-values and the
+Bonferroni simultaneous interval that decides the family verdict,
 verdict improved / regressed / inconclusive, and the minimum detectable effect. ``--record``
 stores a two-model comparison as a look of the checkpoint-verdict question
 (benchcert.tasks.verdicts), whose headline verdict stays valid however often it is asked.
@@ -35,8 +36,9 @@ def register(sub) -> None:
         "compare", help="paired comparison of models on one benchmark (gap, intervals, p-values, verdict, MDE)",
         description="Compare model B against model A (or every candidate against --baseline) on the items both "
                     "answered. Gap = candidate - baseline; verdict 'improved' means the candidate is significantly "
-                    "better. With several candidates p-values are also Holm- and BH-adjusted and the verdict uses "
-                    "Holm. With 30 or more subjects the primary interval is clustered by subject (does the gap "
+                    "better. With several candidates the verdict is the Bonferroni simultaneous interval's (improved "
+                    "or regressed only when that interval excludes 0, so no verdict contradicts its interval); "
+                    "Holm- and BH-adjusted p-values are reported for reference. With 30 or more subjects the primary interval is clustered by subject (does the gap "
                     "generalise to new subjects); with fewer it treats subjects as fixed strata (is the candidate "
                     "better on this benchmark's items); --hierarchy none: paired CLT. The output names the question.")
     sp.add_argument("models", nargs="*", metavar="MODEL",
@@ -158,6 +160,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
         notes.insert(0, "a single subject: nothing to cluster over, so intervals are paired CLT")
     many = len(candidates) > 1
     holm = adjust_pvalues(r.p_value, alpha=args.alpha, method="holm")
+    bonf = adjust_pvalues(r.p_value, alpha=args.alpha, method="bonferroni")
     bh = adjust_pvalues(r.p_value, alpha=args.alpha, method="bh")
     sim = simultaneous_intervals(r.estimate, r.se, alpha=args.alpha, df=r.tests[r.method].df)
     if r.method == "stratified_items":
@@ -168,9 +171,11 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     rows = []
     for j, cand in enumerate(candidates):
         verdict = str(r.verdict[j])
-        if many:  # the family's verdict: Holm at alpha over all candidates
-            verdict = ("improved" if holm.rejected[j] and r.estimate[j] > 0 else
-                       "regressed" if holm.rejected[j] and r.estimate[j] < 0 else "inconclusive")
+        if many:
+            # The family's verdict is its simultaneous interval's: Holm's step-down can reject a pair
+            # whose Bonferroni interval still covers 0, and a verdict must not contradict the interval
+            # shown beside it (the audit's comparisons decide the same way).
+            verdict = ("improved" if sim.lower[j] > 0 else "regressed" if sim.upper[j] < 0 else "inconclusive")
         rows.append({
             "candidate": cand, "baseline": baseline, "verdict": verdict,
             "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
@@ -182,14 +187,15 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
                                       if many else None),
             "p_value": _num(r.p_value[j]),
             "p_values": {name: _num(t.p_value[j]) for name, t in r.tests.items()},
-            "p_adjusted": {"holm": _num(holm.p_adjusted[j]), "bh": _num(bh.p_adjusted[j])} if many else None,
+            "p_adjusted": ({"bonferroni": _num(bonf.p_adjusted[j]), "holm": _num(holm.p_adjusted[j]),
+                            "bh": _num(bh.p_adjusted[j])} if many else None),
             "exact_test": exact, "mde": _num(r.mde[j]), "power": args.power,
             "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
             "n_excluded": int(r.n_excluded[j]),
         })
     out = {"benchmark": args.benchmark, "variant": m.variant, "baseline": baseline, "alpha": args.alpha,
            "method": r.method, "question": r.question, "family_size": len(candidates),
-           "adjustment": "holm" if many else None, "comparisons": rows, "warnings": notes,
+           "adjustment": "bonferroni" if many else None, "comparisons": rows, "warnings": notes,
            "assumptions": list(r.assumptions)}
     decision = gate.decide(args, rows, args.alpha)  # --fail-on: the CI gate (flows/gate.py)
     if decision is not None:
@@ -199,17 +205,19 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
         return gate.finish(decision)
     level = f"{100 * (1 - args.alpha):g}%"
     print(f"{args.benchmark!r}: candidate vs baseline {baseline!r}; gap = candidate - baseline on shared items, "
-          f"{level} interval {r.method}" + ("; verdict by Holm over all candidates" if many else ""))
+          f"{level} interval {r.method}" + ("; with several candidates the interval shown is the Bonferroni "
+                                            "simultaneous one and decides the verdict" if many else ""))
     print(f"question: {r.question}")
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
-            + (f"{'p holm':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
+            + (f"{'p bonf':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
     print(head)
     print("-" * len(head))
     for row in rows:
         name = row["candidate"] if len(row["candidate"]) <= 32 else row["candidate"][:29] + "..."
-        iv = f"[{100 * row['interval']['lower']:6.2f}, {100 * row['interval']['upper']:6.2f}]"
+        shown = row["simultaneous_interval"] or row["interval"]
+        iv = f"[{100 * shown['lower']:6.2f}, {100 * shown['upper']:6.2f}]"
         line = (f"{name:<32} {100 * row['gap']:7.2f}  {iv:<18} {row['p_value']:9.3g} "
-                + (f"{row['p_adjusted']['holm']:9.3g} " if many else "")
+                + (f"{row['p_adjusted']['bonferroni']:9.3g} " if many else "")
                 + f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f} {row['n_shared']:7d} "
                   f"{row['n_excluded']:5d}  {row['verdict']}")
         print(line)

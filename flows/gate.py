@@ -3,7 +3,7 @@
     benchcert compare --baseline M CAND ... --db F --benchmark B --fail-on regressed [--margin D]
 
 Without ``--margin``: the gate fails when a candidate's verdict is ``regressed`` (with several
-candidates, the Holm-adjusted family verdict), i.e. it is significantly worse than the baseline
+candidates, the family verdict, decided by the Bonferroni simultaneous interval), i.e. it is significantly worse than the baseline
 at level alpha.
 
 With ``--margin D`` (a non-inferiority question, D in accuracy units, e.g. 0.02 = 2 points):

@@ -77,12 +77,14 @@ def test_baseline_against_all_and_some(capsys, db):
     code, out, _ = cli(capsys, "compare", "--baseline", "base", "--db", db, "--benchmark", "b", "--json",
                        "--hierarchy", "none")
     res = json.loads(out)
-    assert code == 0 and res["family_size"] == 3 and res["adjustment"] == "holm" and res["method"] == "paired_clt"
+    assert code == 0 and res["family_size"] == 3 and res["adjustment"] == "bonferroni" and res["method"] == "paired_clt"
     rows = {r["candidate"]: r for r in res["comparisons"]}
     assert set(rows) == {"strong", "twin", "partial"}
     assert rows["strong"]["verdict"] == "improved" and rows["twin"]["verdict"] == "inconclusive"
     for r in rows.values():
         assert r["p_adjusted"]["holm"] >= r["p_value"] and r["simultaneous_interval"]["lower"] <= r["interval"]["lower"]
+        sim = r["simultaneous_interval"]
+        assert r["verdict"] == ("improved" if sim["lower"] > 0 else "regressed" if sim["upper"] < 0 else "inconclusive")
     code, out, _ = cli(capsys, "compare", "--baseline", "base", "twin", "--db", db, "--benchmark", "b")
     assert code == 0 and "twin" in out and "strong" not in out
 
@@ -134,3 +136,33 @@ def test_real_mmlu_pro_pair(capsys, mmlu_db):
     row = json.loads(out)["comparisons"][0]
     assert code == 0 and row["verdict"] == "inconclusive"
     assert (row["n_shared"], row["n_excluded"]) == (10351, 1681)
+
+
+def test_family_verdict_never_contradicts_its_simultaneous_interval(capsys, tmp_path):
+    """Three candidates against one baseline on 400 items (paired CLT). 'mid' gains 12 items and
+    loses 3: its p = 0.0195 lies between alpha/3 and alpha/2, so Holm's step-down rejects it
+    while its Bonferroni simultaneous interval still covers 0 (p_bonf = 0.059). The verdict
+    shown beside that interval must be 'inconclusive' (it was 'improved' under the Holm verdict)."""
+    n = 400
+    base = np.zeros(n, dtype=int)
+    base[350:360] = 1
+    big = base.copy()
+    big[:100] = 1
+    mid = base.copy()
+    mid[200:212] = 1
+    mid[350:353] = 0
+    models = {"base": base, "big": big, "mid": mid, "same": base.copy()}
+    lines = ["model,item_id,subject,domain,score"]
+    lines += [f"{m},q{i},s0,d0,{sc[i]}" for m, sc in models.items() for i in range(n)]
+    path = tmp_path / "fam.csv"
+    path.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "fam.duckdb"
+    assert ingest_file(store, path, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "compare", "--baseline", "base", "--db", store, "--benchmark", "b", "--json",
+                       "--hierarchy", "none")
+    rows = {r["candidate"]: r for r in json.loads(out)["comparisons"]}
+    mid_row = rows["mid"]
+    assert code == 0 and 0.05 / 3 < mid_row["p_value"] < 0.05 / 2 and mid_row["p_adjusted"]["holm"] < 0.05
+    assert mid_row["simultaneous_interval"]["lower"] < 0 < mid_row["simultaneous_interval"]["upper"]
+    assert mid_row["verdict"] == "inconclusive" and mid_row["p_adjusted"]["bonferroni"] > 0.05
+    assert rows["big"]["verdict"] == "improved" and rows["same"]["verdict"] == "inconclusive"
