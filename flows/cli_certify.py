@@ -265,8 +265,13 @@ def _certify(args, prog: str) -> int:
               f"{100 * r['upper']:6.2f}%  {r['method']}")
     print()
     for model, f in failure.items():
-        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% ({level} one-sided exact binomial, {f['failures']} "
-              f"failure(s) in {f['n']} items; {f['sampling']})")
+        question = {"same_subjects": "new items from the same subjects",
+                    "finite_population": "the plan's mix of the benchmark's items"}.get(f["question"], f["question"])
+        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided exact binomial, "
+              f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
+        if f.get("upper_new_subjects") is not None:
+            print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for new subjects ({level} one-sided "
+                  f"Hoeffding on {f['effective_subjects']:.1f} effective subjects)")
     print(BLACK_BOX_SENTENCE)
     if any(r.get("question") == "same_subjects" for r in rows):
         from benchcert.tasks.environments import SUBJECTS_NOTE

@@ -541,7 +541,9 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
         # Items of a domain cluster by subject: the bounds answer "new items from the same subjects"
         # (valid with subject effects), and a second band answers "new subjects" (subjects as the
         # sampling unit). At the subject level the items of a subject are taken as independent.
-        subject_all = np.unique(items["subject"].cast(pl.String).fill_null("").to_numpy(), return_inverse=True)[1]
+        # (domain, subject) pairs: a subject name reused in two domains is two subjects
+        subject_all = np.unique((items["domain"].cast(pl.String).fill_null("") + "\x00"
+                                 + items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
         subject = subject_all if level == "domain" else None
         for j, model in enumerate(models):
             col = scores[:, j]
