@@ -14,8 +14,11 @@ two truths:
 A bound covers when it is >= its target; the claim is coverage >= 1 - alpha, judged by the 95%
 Clopper-Pearson lower bound of the simulated rate over 2000 runs (a true coverage of 0.87 at
 alpha = 0.1 fails the check with probability > 0.99; the measured coverages are in the README).
-Measured before the fix: the bound for independent items covered the same-subjects target in
-93-94% of runs but the new-subjects target in only 59-69%; hence the second bound.
+Measured (95% CI of the simulated rate in brackets): the same-subjects bound covers in 93.2% [91.9,
+94.2] (rare), 94.7% [93.6, 95.6] (boundary), 93.5% [92.3, 94.5] (mid); the new-subjects bound in
+100% [99.8, 100] everywhere (Hoeffding is conservative). Before the fix, the bound for independent
+items covered the same-subjects target in 92-95% but the new-subjects target in only 61.1%
+[58.9, 63.2], 69.6% [67.5, 71.6] and 60.3% [58.1, 62.5]; hence the second bound.
 
 The same-subjects bound for independent items can also miss with probability above alpha when
 rates are unequal; random effects do not reach that case, so it is shown by exact
@@ -79,8 +82,7 @@ def _coverage(setting, bound, question):
 
 
 @pytest.mark.parametrize("setting", sorted(MU))
-@pytest.mark.parametrize("bound, question", [("same_subjects", "same"), ("new_subjects", "new"),
-                                             ("independent_items", "same")])
+@pytest.mark.parametrize("bound, question", [("same_subjects", "same"), ("new_subjects", "new")])
 def test_failure_bound_covers_its_question_with_clustered_items(setting, bound, question):
     hits = _coverage(setting, bound, question)
     rate, lo, _ = rate_ci(hits, hits.size, level=0.95)
