@@ -64,8 +64,9 @@ def register(sub) -> None:
                     "plan drawn by `benchcert plan environments` (its protocol's estimator); without it, on the "
                     "full benchmark (per-domain exact intervals for new items from the same subjects, and a band for "
                     "new subjects of each domain beside them). "
-                    "Also, per model, the one-sided upper bound on the failure rate under random sampling; being "
-                    "correct on every instance cannot be certified by black-box testing.")
+                    "Also, per model, one-sided upper bounds on the failure rate for the same questions (new items "
+                    "from the same subjects; new subjects); being correct on every instance cannot be certified by "
+                    "black-box testing.")
     sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", required=True)

@@ -16,8 +16,9 @@ their half-widths *simultaneously* with probability >= 1 - delta:
   those atoms at once (any finite family, simplex or convex region), not just the m named.
 
 And Theorem 3.10's lesson: under random sampling a failure *rate* can be bounded (exact
-one-sided binomial, :func:`failure_rate_upper`), but "correct on every instance" cannot be
-certified by black-box testing (:data:`BLACK_BOX_SENTENCE`).
+one-sided binomial, :func:`failure_rate_upper`, made valid for subjects of different difficulty
+with ``unequal_rates=True``; for new subjects :func:`failure_rate_upper_new_subjects`), but
+"correct on every instance" cannot be certified by black-box testing (:data:`BLACK_BOX_SENTENCE`).
 
 Pure numpy/scipy; randomness only from the ``rng`` passed in.
 """
