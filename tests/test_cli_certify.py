@@ -102,6 +102,14 @@ def test_certify_on_a_plan_covers_the_benchmark_scores(capsys, db, truth, tmp_pa
     worst = [r for r in rows if r["worst_of_family"]]
     assert worst and all(w["environment"] == "care_mix (worst mix)" for w in worst)
     assert set(c["failure_rate_upper"]) == {r["model"] for r in rows}
+    # the failure bound is for the plan's items, as the band; exact binomial for i.i.d. draws from q,
+    # the unequal-rate bound for pooled environments or atoms (stats.certify.failure_rate_upper)
+    iid = protocol == "theorem"
+    for f in c["failure_rate_upper"].values():
+        assert f["question"] == "finite_population" and f["upper_new_subjects"] is None
+        assert f["method"] == "clopper_pearson_one_sided" + ("" if iid else "_unequal_rates")
+        assert f["upper"] == pytest.approx(failure_rate_upper(f["failures"], f["n"], alpha=0.05,
+                                                              unequal_rates=not iid).upper)
     assert "black-box" in c["black_box"]
 
 
