@@ -268,7 +268,8 @@ def _certify(args, prog: str) -> int:
     for model, f in failure.items():
         question = {"same_subjects": "new items from the same subjects",
                     "finite_population": "the plan's mix of the benchmark's items"}.get(f["question"], f["question"])
-        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided exact binomial, "
+        kind = "exact binomial, valid for unequal rates" if f["method"].endswith("unequal_rates") else "exact binomial"
+        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided {kind}, "
               f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
         if f.get("upper_new_subjects") is not None:
             print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for new subjects ({level} one-sided "
