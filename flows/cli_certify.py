@@ -64,8 +64,9 @@ def register(sub) -> None:
                     "plan drawn by `benchcert plan environments` (its protocol's estimator); without it, on the "
                     "full benchmark (per-domain exact intervals for new items from the same subjects, and a band for "
                     "new subjects of each domain beside them). "
-                    "Also, per model, the one-sided upper bound on the failure rate under random sampling; being "
-                    "correct on every instance cannot be certified by black-box testing.")
+                    "Also, per model, one-sided upper bounds on the failure rate for the same questions (new items "
+                    "from the same subjects; new subjects); being correct on every instance cannot be certified by "
+                    "black-box testing.")
     sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", required=True)
@@ -265,8 +266,14 @@ def _certify(args, prog: str) -> int:
               f"{100 * r['upper']:6.2f}%  {r['method']}")
     print()
     for model, f in failure.items():
-        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% ({level} one-sided exact binomial, {f['failures']} "
-              f"failure(s) in {f['n']} items; {f['sampling']})")
+        question = {"same_subjects": "new items from the same subjects",
+                    "finite_population": "the plan's mix of the benchmark's items"}.get(f["question"], f["question"])
+        kind = "exact binomial, valid for unequal rates" if f["method"].endswith("unequal_rates") else "exact binomial"
+        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided {kind}, "
+              f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
+        if f.get("upper_new_subjects") is not None:
+            print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for new subjects ({level} one-sided "
+                  f"Hoeffding on {f['effective_subjects']:.1f} effective subjects)")
     print(BLACK_BOX_SENTENCE)
     if any(r.get("question") == "same_subjects" for r in rows):
         from benchcert.tasks.environments import SUBJECTS_NOTE

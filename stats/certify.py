@@ -16,8 +16,9 @@ their half-widths *simultaneously* with probability >= 1 - delta:
   those atoms at once (any finite family, simplex or convex region), not just the m named.
 
 And Theorem 3.10's lesson: under random sampling a failure *rate* can be bounded (exact
-one-sided binomial, :func:`failure_rate_upper`), but "correct on every instance" cannot be
-certified by black-box testing (:data:`BLACK_BOX_SENTENCE`).
+one-sided binomial, :func:`failure_rate_upper`, made valid for subjects of different difficulty
+with ``unequal_rates=True``; for new subjects :func:`failure_rate_upper_new_subjects`), but
+"correct on every instance" cannot be certified by black-box testing (:data:`BLACK_BOX_SENTENCE`).
 
 Pure numpy/scipy; randomness only from the ``rng`` passed in.
 """
@@ -49,6 +50,7 @@ __all__ = [
     "per_environment_means",
     "stratified_means",
     "failure_rate_upper",
+    "failure_rate_upper_new_subjects",
     "clopper_pearson",
     "draw_from_atoms",
     "draw_stratified",
@@ -670,7 +672,13 @@ def draw_stratified(item_atoms, allocation, *, rng: np.random.Generator) -> np.n
 
 @dataclass(frozen=True)
 class FailureRateBound:
-    """One-sided exact (Clopper-Pearson) upper confidence bound on a failure rate."""
+    """One-sided upper confidence bound on a failure rate, for the question named in ``question``.
+
+    ``question``: ``"independent_items"`` (i.i.d. items, the exact binomial bound),
+    ``"same_subjects"`` (new items from the same subjects, items independent given their
+    subject; valid for unequal rates) or ``"new_subjects"`` (subjects as the sampling unit;
+    ``effective_subjects`` is Kish's effective number of subjects). ``n`` counts items.
+    """
 
     failures: int
     n: int
@@ -681,21 +689,138 @@ class FailureRateBound:
     statement: str = BLACK_BOX_SENTENCE
     assumptions: tuple[str, ...] = ("the n items are an i.i.d. random sample of the task distribution",
                                     "a failure is an item scored below 1")
+    question: str = "independent_items"
+    effective_subjects: float | None = None
 
 
-def failure_rate_upper(failures: int, n: int, *, alpha: float = 0.05) -> FailureRateBound:
+def failure_rate_upper(failures: int, n: int, *, alpha: float = 0.05, unequal_rates: bool = False) -> FailureRateBound:
     r"""Exact one-sided upper bound on the failure rate from ``failures`` in ``n`` random items.
 
-    :math:`u = \mathrm{Beta}^{-1}(1-\alpha;\,k+1,\,n-k)` for k < n and 1 for k = n: the
-    largest rate p with :math:`P(\mathrm{Bin}(n, p) \le k) \ge \alpha`. With no failure it
-    is :math:`1-\alpha^{1/n} \approx \log(1/\alpha)/n` (about 3/n at 95%). Equals the upper
-    end of ``scipy.stats.binomtest(k, n, alternative='less').proportion_ci(1 - alpha)``.
+    Parameters
+    ----------
+    failures, n : int
+        Failures (items scored below 1) among n >= 1 items.
+    alpha : float, keyword-only
+        The bound holds with probability >= 1 - alpha.
+    unequal_rates : bool, keyword-only
+        False (default): the items are i.i.d. draws, one common failure rate p (question
+        ``"independent_items"``). True: the items are independent but may fail with different
+        probabilities :math:`p_i` - the items of one subject share its difficulty - and the
+        target is their mean :math:`ar p` (question ``"same_subjects"``: new items from the
+        same subjects, weighted by their items). See Notes.
+
+    Returns
+    -------
+    FailureRateBound
+
+    Notes
+    -----
+    *Common rate.* :math:`u(k) = \mathrm{Beta}^{-1}(1-lpha;\,k+1,\,n-k)` for k < n and 1 for
+    k = n: the largest rate p with :math:`P(\mathrm{Bin}(n, p) \le k) \ge lpha`
+    (:func:`clopper_pearson`, ``sided="upper"``). With no failure it is
+    :math:`1-lpha^{1/n} pprox \log(1/lpha)/n` (about 3/n at 95%). Equals the upper end of
+    ``scipy.stats.binomtest(k, n, alternative='less').proportion_ci(1 - alpha)``.
+
+    *Unequal rates* (``unequal_rates=True``). The failure count S is then Poisson-binomial
+    with mean :math:`nar p`, not binomial, and :math:`u(S)` can miss :math:`ar p` with
+    probability above alpha: with failure probabilities (1, ..., 1, 1 - x), alpha < x <
+    :math:`n(1-(1-lpha)^{1/n})`, it misses exactly when the last item passes, probability
+    x (a model that fails almost everything). The bound used instead is
+
+    .. math:: u^*(k) = \max\{u(k),\ (k+1)/n\},
+
+    which holds for every :math:`(p_1, \dots, p_n)`: it misses :math:`ar p` iff
+    :math:`F_{n,ar p}(S) < lpha` and :math:`S < nar p - 1` (F the binomial CDF), a set
+    :math:`\{S \le c\}` with :math:`c \le nar p - 1`, and for such c Hoeffding (1956,
+    Ann. Math. Statist. 27, Theorem 4) gives :math:`P(S \le c) \le F_{n,ar p}(c) < lpha`.
+    The max changes u only when u(k) < (k+1)/n, which at alpha <= 0.2 happens only at
+    k = n - 1 (one item passed), so the usual bound near zero failures (3/n) is unchanged. It
+    is the same theorem as the one-count shift of :func:`clopper_pearson` (``shift=1``) used
+    by the band of :func:`stratified_means`, applied where it is needed rather than to every
+    count: the shift would cost e.g. 4.7/n instead of 3/n with no failure, the usual case of
+    a failure bound. The count of a sample drawn without replacement from a finite set
+    (hypergeometric), and a sum of independent such counts, is also Poisson-binomial
+    (Vatutin & Mikhailov 1982), so u* also holds for a stratified sample of the benchmark's
+    items, target the allocation-weighted failure rate of the atoms.
+
+    Departure from the certifying-capabilities paper: its section 3.1 samples items i.i.d. from
+    the task distribution (one rate); the unequal-rate bound and its question are this
+    project's. For new subjects see :func:`failure_rate_upper_new_subjects`.
     """
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"n must be a positive integer; got {n!r}")
     if isinstance(failures, bool) or not isinstance(failures, numbers.Integral) or not 0 <= failures <= n:
         raise ValueError(f"failures must be an integer in [0, n = {n}]; got {failures!r}")
     alpha = check_alpha(alpha)
+    if not isinstance(unequal_rates, (bool, np.bool_)):
+        raise ValueError(f"unequal_rates must be True or False; got {unequal_rates!r}")
     k, n = int(failures), int(n)
     upper = clopper_pearson(k, n, alpha=alpha, sided="upper")[1]
-    return FailureRateBound(failures=k, n=n, estimate=k / n, upper=upper, alpha=alpha)
+    if not unequal_rates:
+        return FailureRateBound(failures=k, n=n, estimate=k / n, upper=upper, alpha=alpha)
+    return FailureRateBound(
+        failures=k, n=n, estimate=k / n, upper=max(upper, min(1.0, (k + 1) / n)), alpha=alpha,
+        method="clopper_pearson_one_sided_unequal_rates", question="same_subjects",
+        assumptions=("question: new items from the same subjects (subjects fixed); items independent given their "
+                     "subject, subjects may differ in difficulty; target: the mean failure rate of the subjects, "
+                     "weighted by their items", "a failure is an item scored below 1"))
+
+
+def failure_rate_upper_new_subjects(failed, subjects, *, alpha: float = 0.05) -> FailureRateBound:
+    r"""One-sided upper bound on a new subject's failure rate, subjects as the sampling unit.
+
+    Parameters
+    ----------
+    failed : array of bool or {0, 1}, shape (n,)
+        Whether each item failed (scored below 1).
+    subjects : array, shape (n,)
+        Subject label of each item (any hashable dtype numpy can sort).
+    alpha : float, keyword-only
+        The bound holds with probability >= 1 - alpha.
+
+    Returns
+    -------
+    FailureRateBound
+        ``question="new_subjects"``, ``method="cluster_hoeffding_one_sided"``,
+        ``effective_subjects`` = :math:`J_{\mathrm{eff}}`.
+
+    Notes
+    -----
+    Question: how often would the model fail on items of *new subjects*? The benchmark's J
+    subjects are independent draws of subjects (within each domain, if domains are strata),
+    their sizes :math:`n_j` unrelated to their failure rates; items within a subject may
+    depend on each other in any way. With :math:`ar f_j` the failure share of subject j and
+    :math:`w_j = n_j/n`, the pooled failure rate :math:`\hat f = \sum_j w_j ar f_j` is a
+    weighted sum of independent variables in [0, 1] whose expectation is the target
+    :math:`\mu = \sum_j w_j E[ar f_j]` (a new subject's expected failure rate, domains
+    weighted as in the benchmark). Hoeffding's inequality for weighted sums (Hoeffding 1963,
+    Theorem 2) gives :math:`P(\hat f \le \mu - t) \le \exp(-2 J_{\mathrm{eff}} t^2)`,
+    :math:`J_{\mathrm{eff}} = 1/\sum_j w_j^2`, hence
+
+    .. math:: u = \min\{1,\ \hat f + \sqrt{\log(1/lpha) / (2 J_{\mathrm{eff}})}\}.
+
+    This is the one-sided form of the subject-level bound of :func:`stratified_means`
+    (``new_clusters=True``), the same function at 2 alpha per side. It is wide with few
+    subjects (one subject gives 1 for alpha < exp(-2)) - the honest answer, since a
+    failure rate on new subjects cannot be pinned down from a handful of subjects. Coverage
+    with subject random effects, unequal sizes and boundary rates is checked by seeded
+    simulation (tests/test_failure_clustered.py). Departure from the certifying-capabilities
+    paper: its section 3.1 draws items i.i.d. and has no subjects.
+    """
+    f = np.asarray(failed)
+    if f.ndim != 1 or f.size == 0 or not np.all((f == 0) | (f == 1)):
+        raise ValueError(f"failed must be a non-empty 1-D array of 0/1 (or bool); got shape {f.shape}")
+    labels = np.asarray(subjects)
+    if labels.shape != f.shape:
+        raise ValueError(f"subjects must label each of the {f.size} items; got shape {labels.shape}")
+    alpha = check_alpha(alpha)
+    f = f.astype(float)
+    # one-sided at alpha = the two-sided half-width at 2 alpha (log(2 / (2 alpha)) = log(1 / alpha))
+    est, h, n_eff = _cluster_hoeffding(f, labels, min(2.0 * alpha, 1.0))
+    k = int(f.sum())
+    return FailureRateBound(
+        failures=k, n=int(f.size), estimate=est, upper=min(1.0, est + h), alpha=alpha,
+        method="cluster_hoeffding_one_sided", question="new_subjects", effective_subjects=n_eff,
+        assumptions=("question: new subjects - the subjects are independent draws of subjects, their sizes "
+                     "unrelated to their failure rates, items within a subject may depend on each other; target: a "
+                     "new subject's expected failure rate", "a failure is an item scored below 1"))

@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_rate_upper, importance_mom,
+from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_rate_upper,
+                                     failure_rate_upper_new_subjects, importance_mom,
                                      per_environment_budget, per_environment_means, stratified_budget,
                                      stratified_means, theorem_3_4_budget)
 from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
@@ -455,14 +456,28 @@ SUBJECTS_NOTE = ("items of a domain cluster by subject: lower/upper hold for new
                  "sampling unit, so a domain with few subjects gets a wide band - one subject gives [0, 1])")
 
 
-def failure_bound(scores: np.ndarray, alpha: float, sampling: str) -> dict:
-    """One model's answered scores: failures (items scored below 1) and the exact one-sided upper
-    bound on the failure rate (:func:`benchcert.stats.certify.failure_rate_upper`); the audit's
-    ``failure_rate_bounds`` table and the environment certificates both use this."""
-    k = int(np.sum(scores < 1.0))
-    fr = failure_rate_upper(k, int(scores.size), alpha=alpha)
-    return {"failures": fr.failures, "n": fr.n, "estimate": fr.estimate, "upper": fr.upper, "alpha": fr.alpha,
-            "method": fr.method, "sampling": sampling, "statement": fr.statement}
+def failure_bound(scores: np.ndarray, alpha: float, sampling: str, *, subjects: np.ndarray | None = None,
+             unequal_rates: bool = True) -> dict:
+    """The failure-rate bound of a model, for the band's questions; the audit's ``failure_rate_bounds``
+    table and the environment certificates both use this.
+
+    ``upper``: question ``question`` - ``"same_subjects"`` (``unequal_rates``: items independent,
+    rates may differ by subject or atom; also right for a stratified plan's draws) or
+    ``"independent_items"`` (i.i.d. draws, as from a plan's proposal). With ``subjects``:
+    ``upper_new_subjects`` for new subjects (subjects as the sampling unit), as the band's
+    ``lower_new_subjects``/``upper_new_subjects``; see :mod:`benchcert.stats.certify`.
+    """
+    failed = scores < 1.0
+    fr = failure_rate_upper(int(np.sum(failed)), int(scores.size), alpha=alpha, unequal_rates=unequal_rates)
+    out = {"failures": fr.failures, "n": fr.n, "estimate": fr.estimate, "upper": fr.upper, "alpha": fr.alpha,
+           "method": fr.method, "question": fr.question, "sampling": sampling, "statement": fr.statement,
+           "question_new_subjects": None, "upper_new_subjects": None, "method_new_subjects": None,
+           "effective_subjects": None}
+    if subjects is not None:
+        nb = failure_rate_upper_new_subjects(failed, subjects, alpha=alpha)
+        out.update(question_new_subjects=nb.question, upper_new_subjects=nb.upper, method_new_subjects=nb.method,
+                   effective_subjects=nb.effective_subjects)
+    return out
 
 
 def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note: str,
@@ -507,6 +522,12 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
     :func:`benchcert.stats.certify.stratified_means`); at subject level a subject's items are
     taken as independent draws from its task distribution. With a plan: the plan's protocol estimator on the plan's draws; a model must
     have answered every item of the plan. Returns (rows, failure_rate_upper per model, notes).
+
+    The failure bound per model answers the same questions as the band: without a plan, ``upper``
+    for new items from the same subjects (question ``same_subjects``, the exact bound made valid
+    for subjects of different difficulty) and ``upper_new_subjects`` for new subjects (subjects as
+    the sampling unit); with a plan, the plan's items (question ``finite_population``, for the mix
+    of the benchmark the plan draws from). See :func:`benchcert.stats.certify.failure_rate_upper`.
     """
     level = spec.level
     notes: list[str] = []
@@ -521,8 +542,10 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
         # Items of a domain cluster by subject: the bounds answer "new items from the same subjects"
         # (valid with subject effects), and a second band answers "new subjects" (subjects as the
         # sampling unit). At the subject level the items of a subject are taken as independent.
-        subject = np.unique(items["subject"].cast(pl.String).fill_null("").to_numpy(),
-                            return_inverse=True)[1] if level == "domain" else None
+        # (domain, subject) pairs: a subject name reused in two domains is two subjects
+        subject_all = np.unique((items["domain"].cast(pl.String).fill_null("") + "\x00"
+                                 + items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
+        subject = subject_all if level == "domain" else None
         for j, model in enumerate(models):
             col = scores[:, j]
             ok = ~np.isnan(col)
@@ -548,7 +571,9 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                                   "their subject), per-domain exact intervals at delta/K; lower/upper_new_subjects: "
                                   "new subjects of each domain (subjects as the sampling unit; wide with few "
                                   "subjects)", new_subjects=bn)
-            failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items")
+            # The failure bound answers the band's two questions (subjects fixed / new subjects).
+            failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items",
+                                      subjects=subject_all[ok])
         return rows, failure, notes
 
     d = plan.design
@@ -577,6 +602,7 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                 raise EnvironmentsError(f"{spec.source}: environment(s) {uncovered} put weight where the plan's "
                                         "proposal has none; draw a plan for them")
             sampling = "i.i.d. draws from the plan's proposal q (not the benchmark's uniform distribution)"
+            iid = True
         elif plan.protocol == "per_environment":
             plan_w = dict(zip(d["names"], [np.asarray(r) for r in d["P"]]))
             samples = []
@@ -587,7 +613,8 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                                             f"({', '.join(d['names'])}) or draw a new plan")
                 samples.append(x[(draws["stratum"] == name).to_numpy()])
             b = per_environment_means(samples, delta=delta)
-            sampling = "i.i.d. draws from each environment, pooled"
+            sampling = "i.i.d. draws from each environment, pooled (target: the draws' mix of the environments)"
+            iid = False   # environments fail at different rates
         else:
             samples = [x[draw_atoms == a] for a in range(len(atoms))]
             need = [atoms[a] for a in range(len(atoms)) if P[:, a].max() > 0 and samples[a].size == 0]
@@ -595,11 +622,12 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                 raise EnvironmentsError(f"{spec.source}: the stratified plan {plan.plan_id} sampled no items of "
                                         f"{', '.join(need)}; draw a plan that covers them")
             b = stratified_means(samples, sizes, P, delta=delta, finite_population=True)
-            sampling = "uniform within atoms, pooled over the plan's allocation"
+            sampling = "uniform within atoms, pooled over the plan's allocation (target: the allocation's mix)"
+            iid = False   # a sum of hypergeometric counts of atoms with different rates
         rows += _rows_for(model, names, is_vertex, b, spec,
                           f"plan {plan.plan_id} ({plan.protocol}); target: the environment's mean over the "
                           "benchmark's items")
-        failure[model] = failure_bound(x, delta, sampling)
+        failure[model] = {**failure_bound(x, delta, sampling, unequal_rates=not iid), "question": "finite_population"}
     skipped = [m for m in models if m not in failure]
     if skipped:
         notes.append(f"{len(skipped)} model(s) did not answer every item of plan {plan.plan_id} and get no "

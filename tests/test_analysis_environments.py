@@ -3,6 +3,8 @@ audit --environments (certifying-capabilities paper, section 3 and Theorem 3.10)
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
@@ -28,6 +30,14 @@ def test_every_audit_states_the_failure_rate_bound_and_the_black_box_sentence():
     f = {r["model"]: r for r in out.tables["failure_rate_bounds"].iter_rows(named=True)}
     assert f["a"]["failures"] == 0 and f["a"]["upper"] == pytest.approx(1 - 0.05 ** (1 / 6))
     assert f["b"]["failures"] == 3 and f["b"]["upper"] == pytest.approx(failure_rate_upper(3, 6).upper)  # 0.5 fails
+    # Both questions named: same subjects (u* = max(u, (k+1)/n) = u here: 4/6 < u(3, 6)) and new
+    # subjects (two subjects of 3 items: J_eff = 2, Hoeffding half-width sqrt(log(20)/4)).
+    assert {r["question"] for r in f.values()} == {"same_subjects"}
+    h = math.sqrt(math.log(1 / 0.05) / (2 * 2))
+    assert f["b"]["upper_new_subjects"] == 1.0 and 0.5 + h > 1.0
+    assert f["a"]["upper_new_subjects"] == pytest.approx(h)
+    assert f["a"]["effective_subjects"] == 2.0
+    assert "new items from the same subjects" in out.sections[0].html and "new subjects" in out.sections[0].html
     assert "cannot be certified by black-box testing" in out.sections[0].html
     assert BLACK_BOX_SENTENCE.split(":")[0] in out.sections[0].html
 

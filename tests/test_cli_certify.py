@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from benchcert.flows.cli import main
-from benchcert.stats.certify import failure_rate_upper
+from benchcert.stats.certify import failure_rate_upper, failure_rate_upper_new_subjects
 from benchcert.tasks.environments import EnvironmentsError, parse_environments
 from benchcert.tasks.matrices import load_matrices
 from benchcert.tasks.store import open_store
@@ -102,6 +102,14 @@ def test_certify_on_a_plan_covers_the_benchmark_scores(capsys, db, truth, tmp_pa
     worst = [r for r in rows if r["worst_of_family"]]
     assert worst and all(w["environment"] == "care_mix (worst mix)" for w in worst)
     assert set(c["failure_rate_upper"]) == {r["model"] for r in rows}
+    # the failure bound is for the plan's items, as the band; exact binomial for i.i.d. draws from q,
+    # the unequal-rate bound for pooled environments or atoms (stats.certify.failure_rate_upper)
+    iid = protocol == "theorem"
+    for f in c["failure_rate_upper"].values():
+        assert f["question"] == "finite_population" and f["upper_new_subjects"] is None
+        assert f["method"] == "clopper_pearson_one_sided" + ("" if iid else "_unequal_rates")
+        assert f["upper"] == pytest.approx(failure_rate_upper(f["failures"], f["n"], alpha=0.05,
+                                                              unequal_rates=not iid).upper)
     assert "black-box" in c["black_box"]
 
 
@@ -116,9 +124,16 @@ def test_certify_full_benchmark_and_failure_rate(capsys, db):
     x = m.scores[:, j][~np.isnan(m.scores[:, j])]
     f = c["failure_rate_upper"]["DeepSeek-Coder-V2"]
     assert f["failures"] == int((x < 1).sum()) and f["n"] == x.size
-    assert f["upper"] == pytest.approx(failure_rate_upper(f["failures"], f["n"], alpha=0.05).upper)
+    # the failure bound answers the band's questions: same subjects (unequal-rate exact bound) and new subjects
+    assert f["question"] == "same_subjects" and {r["question"] for r in c["environments"]} == {"same_subjects"}
+    assert f["upper"] == pytest.approx(failure_rate_upper(f["failures"], f["n"], alpha=0.05, unequal_rates=True).upper)
+    subjects = (m.items["domain"] + "\x00" + m.items["subject"]).to_numpy()[~np.isnan(m.scores[:, j])]
+    nb = failure_rate_upper_new_subjects(x < 1, subjects, alpha=0.05)
+    assert f["upper_new_subjects"] == pytest.approx(nb.upper) and f["question_new_subjects"] == "new_subjects"
+    assert f["upper"] <= f["upper_new_subjects"] and f["effective_subjects"] == pytest.approx(nb.effective_subjects)
     code, out, _ = cli(capsys, "certify", "--envs", ENVS, "--db", db, "--benchmark", "mmlu_pro")
-    assert "cannot be certified by black-box testing" in out and "failure rate <=" in out
+    assert "cannot be certified by black-box testing" in out
+    assert "for new items from the same subjects" in out and "for new subjects" in out
 
 
 @pytest.mark.parametrize("body,needle", [

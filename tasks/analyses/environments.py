@@ -1,7 +1,9 @@
 """Deployment environments and what black-box testing can certify (certifying-capabilities paper, section 3).
 
-Every audit reports, per model, the exact one-sided upper confidence bound on its failure rate
-under random sampling from the benchmark's task distribution (table ``failure_rate_bounds``)
+Every audit reports, per model, one-sided upper confidence bounds on its failure rate (table
+``failure_rate_bounds``) for new items from the same subjects (``upper``, question
+``same_subjects``) and for new subjects (``upper_new_subjects``; see
+:func:`benchcert.stats.certify.failure_rate_upper` and ``failure_rate_upper_new_subjects``)
 and says that being correct on every instance cannot be certified by black-box testing
 (Theorem 3.10). With ``audit --environments FILE`` it adds table ``environment_risks``: each
 model's score in every environment (and the worst mix of a family) with a band that holds for
@@ -31,23 +33,31 @@ RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64
                "alpha": pl.Float64, "family_vertex": pl.Boolean, "worst_of_family": pl.Boolean, "note": pl.String,
                "question": pl.String, "lower_new_subjects": pl.Float64, "upper_new_subjects": pl.Float64}
 FAILURE_SCHEMA = {"model": pl.String, "items": pl.Int64, "failures": pl.Int64, "failure_rate": pl.Float64,
-                  "upper": pl.Float64, "alpha": pl.Float64, "method": pl.String}
+                  "upper": pl.Float64, "alpha": pl.Float64, "method": pl.String, "question": pl.String,
+                  "upper_new_subjects": pl.Float64, "effective_subjects": pl.Float64}
 
 
 def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
-    """Per model with answered items: the failure-rate bound of tasks/environments.py
-    (:func:`~benchcert.tasks.environments.failure_bound`), the one the certificates report."""
+    """Per model: ``upper`` for new items from the same subjects (question ``same_subjects``; the exact
+    bound made valid for subjects of different difficulty) and ``upper_new_subjects`` for new
+    subjects (subjects as the sampling unit, on ``effective_subjects``): the band's two questions,
+    from :func:`~benchcert.tasks.environments.failure_bound`, the one the certificates report."""
     from benchcert.tasks.environments import failure_bound
 
     rows = []
+    # (domain, subject) pairs: a subject name reused in two domains is two subjects
+    subjects = np.unique((m.items["domain"].cast(pl.String).fill_null("") + "\x00"
+                          + m.items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
     for j, model in enumerate(m.models):
         x = m.scores[:, j]
-        x = x[~np.isnan(x)]
+        ok = ~np.isnan(x)
+        x = x[ok]
         if x.size == 0:
             continue
-        fr = failure_bound(x, alpha, "uniform over the benchmark's answered items")
+        fr = failure_bound(x, alpha, "uniform over the benchmark's answered items", subjects=subjects[ok])
         rows.append({"model": model, "items": fr["n"], "failures": fr["failures"], "failure_rate": fr["estimate"],
-                     "upper": fr["upper"], "alpha": fr["alpha"], "method": fr["method"]})
+                     "upper": fr["upper"], "alpha": alpha, "method": fr["method"], "question": fr["question"],
+                     "upper_new_subjects": fr["upper_new_subjects"], "effective_subjects": fr["effective_subjects"]})
     return pl.DataFrame(rows, schema=FAILURE_SCHEMA)
 
 
@@ -97,9 +107,14 @@ def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, sp
         for n in notes:
             parts.append(f"<p>{escape(n)}</p>")
     parts.append(
-        f"<h3>What can be certified about failures</h3><p>Per model: the {level} one-sided exact binomial "
-        "(Clopper-Pearson) upper bound on the failure rate (an item scored below 1), treating the answered items as "
-        "a random sample of the task distribution; with no failure in n items it is about 3/n.</p>"
+        f"<h3>What can be certified about failures</h3><p>Per model, {level} one-sided upper bounds on the failure "
+        "rate (an item scored below 1) for the same two questions as the band. Column <i>upper</i>: new items from "
+        "the same subjects (question <code>same_subjects</code>; items independent given their subject, subjects "
+        "may differ in difficulty): the exact binomial (Clopper-Pearson) bound, raised to (k+1)/n where it is "
+        "lower so that it holds for unequal subject rates (Hoeffding 1956, Theorem 4); with no failure in n items "
+        "it is about 3/n. Column <i>upper_new_subjects</i>: new subjects (subjects as the sampling unit, "
+        "Hoeffding's bound on <i>effective_subjects</i>): wide with few subjects, since a failure rate on new "
+        "subjects cannot be pinned down from a handful of them.</p>"
         + table_html(failures, float_digits=4, max_rows=400)
         + f'<p class="black-box"><b>{escape(BLACK_BOX_SENTENCE)}</b></p>')
     return Section(title="Deployment environments and failure rates", anchor="environments", html="".join(parts))
