@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+from benchcert.flows.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from benchcert.flows.errors import print_json as _print_json
 
 #: Modules that add sub-commands: each defines ``register(subparsers)`` which adds its parsers
 #: and sets ``func`` (a callable taking the parsed args and returning an exit code).
@@ -29,10 +30,6 @@ def _run_mode_options(sp) -> None:
                         "starts a temporary local API, which takes seconds)")
     g.add_argument("--in-process", dest="prefect", action="store_false",
                    help="run in this process even when a Prefect API is configured (default without one)")
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=str))
 
 
 def _expand(paths: list[str]) -> tuple[list[str], list[dict]]:
@@ -462,6 +459,7 @@ def _main(argv: list[str] | None) -> int:
     from benchcert.flows import errors
 
     debug, argv = errors.debug_requested(list(sys.argv[1:] if argv is None else argv))
+    errors.set_debug(debug)
     errors.quiet_prefect_console(debug)
     parser = build_parser()
     args = parser.parse_args(argv)
