@@ -213,3 +213,24 @@ def test_cli_flow_runs_have_no_heartbeat_unless_configured(monkeypatch):
     with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}):  # the user's setting wins
         with short_run_settings():
             assert get_current_settings().flows.heartbeat_frequency == 60
+
+
+def test_schema_names_of_the_parser_are_the_schemas():
+    from benchcert.flows.cli import SCHEMA_NAMES
+    from benchcert.tasks.schemas import SCHEMAS
+
+    assert list(SCHEMA_NAMES) == list(SCHEMAS)
+
+
+def test_help_and_a_small_ingest_import_no_scipy(tmp_path):
+    csv = tmp_path / "s.csv"
+    csv.write_text("model,item_id,subject,score\nm1,q1,s1,1\nm1,q2,s1,0\n")
+    for argv, unwanted in ((["--help"], ("scipy", "prefect", "sklearn", "benchcert.tasks.schemas")),
+                           (["ingest", str(csv), "--db", str(tmp_path / "s.duckdb"), "--benchmark", "s"],
+                            ("scipy", "prefect", "sklearn"))):
+        code = ("import sys, contextlib, io; from benchcert.flows.cli import main\n"
+                "try:\n    with contextlib.redirect_stdout(io.StringIO()): main(" + repr(argv) + ")\n"
+                "except SystemExit: pass\n"
+                "print(sorted(m for m in " + repr(unwanted) + " if m in sys.modules))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip().splitlines()[-1] == "[]", (argv, out)
