@@ -17,8 +17,10 @@ What it measures (``make bench`` runs it with no arguments):
 
 Steps 2-5 run without a Prefect API (the in-process mode).  Then, unless ``--no-server``, a
 local ``prefect server start`` is started on a free loopback port and steps 3-5 run again
-against it (``PREFECT_API_URL`` set: real Prefect flow runs); overhead there = that wall minus
-the in-process wall of the same step.
+against it (``PREFECT_API_URL`` set: real Prefect flow runs).  There the audits' overhead is
+again wall - work (as the issue measured it; the part Prefect adds to the in-process run of the
+same step is printed beside it), and the ingest's, which reports no work figure, is its wall
+minus the in-process wall of the same step.
 
 Each step runs ``--runs`` times (default 5), each in a fresh process; min / median / max wall,
 median CPU seconds of the child (user + system, all threads) and the ratio of the median to
@@ -211,8 +213,16 @@ def report(res: dict, load: tuple, runs: int) -> str:
                            ("audit_mmlu", "audit MMLU-Pro (Prefect server)")):
             o = ps[key]["median"] - ip[key]["median"]
             oc = ps[key]["cpu_median"] - ip[key]["cpu_median"]
-            row(label, ps[key], f"overhead vs in-process {o:+.2f} s wall ({oc:+.2f} CPU s), target <= 2 s: "
-                                f"{'PASS' if o <= 2 else 'FAIL'}")
+            if "work_median" in ps[key]:
+                # As issue 19 measured it ("overhead 3.4-4.0 s" = wall - work against a server): the
+                # target applies to wall - work, not only to the part Prefect adds to the in-process run.
+                ow = ps[key]["median"] - ps[key]["work_median"]
+                row(label, ps[key], f"work {ps[key]['work_median']:.2f} s, overhead {ow:.2f} s (vs in-process "
+                                    f"{o:+.2f} s wall, {oc:+.2f} CPU s), target <= work + 2 s: "
+                                    f"{'PASS' if ow <= 2 else 'FAIL'}")
+            else:  # ingest reports no work figure: the in-process run of the same command stands for it
+                row(label, ps[key], f"overhead vs in-process {o:+.2f} s wall ({oc:+.2f} CPU s), target <= 2 s: "
+                                    f"{'PASS' if o <= 2 else 'FAIL'}")
     return "\n".join(L)
 
 

@@ -15,7 +15,8 @@ import secrets
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+from benchcert.flows.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from benchcert.flows.errors import print_json as _print_json
 PROTOCOL_CHOICES = ("theorem", "naive", "stratified")
 
 
@@ -23,10 +24,6 @@ class _Problem(Exception):
     def __init__(self, message: str, code: int):
         super().__init__(message)
         self.code = code
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=str))
 
 
 

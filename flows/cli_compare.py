@@ -20,14 +20,13 @@ benchcert.flows.gate and docs/ci-gate.md).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 
 from benchcert.flows import gate
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+from benchcert.flows.errors import EXIT_DATA, EXIT_STORE, EXIT_USAGE, print_json, show_traceback
 HIERARCHIES = {"subject,domain": ("subject", "domain"), "subject": ("subject",), "none": ()}
 
 
@@ -64,11 +63,8 @@ def register(sub) -> None:
 
 
 def _err(msg: str) -> None:
+    show_traceback()  # --debug: the traceback of an error being reported, if any
     print(f"benchcert compare: {msg}", file=sys.stderr)
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=str, allow_nan=False))
 
 
 def _num(x):
@@ -201,7 +197,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     if decision is not None:
         out["gate"] = decision
     if args.json:
-        _print_json(out)
+        print_json(out, strict=True)
         return gate.finish(decision)
     level = f"{100 * (1 - args.alpha):g}%"
     print(f"{args.benchmark!r}: candidate vs baseline {baseline!r}; gap = candidate - baseline on shared items, "
@@ -239,7 +235,7 @@ def _record(args, baseline: str, candidate: str) -> int:
                                                 "upper": v.cs_upper if anytime else v.upper,
                                                 "method": "anytime" if anytime else v.method}}], args.alpha)
     if args.json:
-        _print_json({**v.as_dict(), **({"gate": decision} if decision else {})})
+        print_json({**v.as_dict(), **({"gate": decision} if decision else {})}, strict=True)
         return gate.finish(decision)
     print(f"{args.benchmark!r}: {candidate!r} vs {baseline!r}, look {v.look}: {v.verdict}"
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))

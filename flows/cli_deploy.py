@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+from benchcert.flows.errors import EXIT_DATA, EXIT_OK, EXIT_USAGE
 
 
 def register(sub) -> None:

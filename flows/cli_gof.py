@@ -16,7 +16,7 @@ import math
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+from benchcert.flows.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE
 
 
 def _json_default(x):

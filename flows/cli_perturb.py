@@ -8,23 +8,13 @@ variant, no valid design); 2 usage error; 3 the store is locked or unusable.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import warnings
 from pathlib import Path
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=_json_default))
-
-
-def _json_default(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return str(x)
+from benchcert.flows.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, show_traceback
+from benchcert.flows.errors import print_json as _print_json
 
 
 def _variants(text: str | None) -> list[str] | None:
@@ -74,12 +64,15 @@ def cmd_perturb(args) -> int:
                                     test=_variants(args.test), alpha=args.alpha, method=args.method,
                                     models=_variants(args.model))
     except StoreLockedError as exc:
+        show_traceback()  # --debug
         print(f"benchcert perturb: {exc}", file=sys.stderr)
         return EXIT_STORE
     except StoreError as exc:
+        show_traceback()
         print(f"benchcert perturb: {exc}", file=sys.stderr)
         return EXIT_STORE
     except (MatrixError, DesignError) as exc:
+        show_traceback()
         print(f"benchcert perturb: {exc}", file=sys.stderr)
         return EXIT_DATA
     if args.json:

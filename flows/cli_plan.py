@@ -18,7 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+from benchcert.flows.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, show_traceback
+from benchcert.flows.errors import print_json as _print_json
 
 _PLAN_SUB_ATTR = "_benchcert_plan_subparsers"
 
@@ -27,10 +28,6 @@ class _StoreProblem(Exception):
     def __init__(self, message: str, code: int):
         super().__init__(message)
         self.code = code
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=str))
 
 
 def plan_subparsers(sub) -> argparse._SubParsersAction:
@@ -217,6 +214,7 @@ def _run(args, prog: str, build, *, need_N: bool, extra_source: dict | None = No
         except ValueError as exc:
             raise _StoreProblem(f"{prog}: {exc}", EXIT_USAGE) from None
     except _StoreProblem as exc:
+        show_traceback()
         msg = str(exc)
         print(msg if msg.startswith(prog) else f"{prog}: {msg}", file=sys.stderr)
         return exc.code
@@ -229,11 +227,44 @@ def _run(args, prog: str, build, *, need_N: bool, extra_source: dict | None = No
 # commands
 
 
-def cmd_plan_subsample(args) -> int:
-    from benchcert.stats.planning import plan_budget
+def worst_case_cached(db, n: int, N: int, alpha: float) -> tuple[float, int]:
+    """h*(n, N, alpha) and its worst count K, kept beside the store ``db`` once computed
+    (tasks/hstar_cache.py: the same file and values the audit's subsample step uses)."""
+    from benchcert.stats.subsample import worst_case_halfwidth
+    from benchcert.tasks import hstar_cache
 
+    def compute(missing):
+        out = {}
+        for m in missing:
+            w = worst_case_halfwidth(m, N, alpha=alpha)
+            out[m] = (float(w.half_width), int(w.worst_K))
+        return out
+
+    values, _ = hstar_cache.worst_cases([int(n)], int(N), float(alpha), db, compute)
+    return values[int(n)]
+
+
+def _budget_plan(n: int, N: int, alpha: float, exact: bool, db=None):
+    """stats.planning.plan_budget, with h* from the cache beside ``db`` when a store is given."""
+    from benchcert.stats import planning
+    from benchcert.stats.subsample import worst_case_halfwidth
+
+    if not exact or db is None:
+        return planning.plan_budget(n, N, alpha=alpha, exact=exact)
+    plan = planning.plan_budget(n, N, alpha=alpha, exact=False)  # validates n, N, alpha
+    n, N, alpha = plan.inputs["n"], plan.N, plan.alpha
+    hw, worst_K = worst_case_cached(db, n, N, alpha)
+    assumptions = worst_case_halfwidth(1, 1, alpha=alpha).assumptions  # the same for every (n, N)
+    exact_answer = planning._answer("exact_worst_case", "sufficient", n, N, None, alpha, hw,
+                                    f"min h: max_K P(|H/n - K/N| > h) <= alpha (worst K = {worst_K})", assumptions)
+    # plan_budget's order: the exact worst case before the paired Theorem 5.2 (the last answer).
+    answers = (*plan.answers[:-1], exact_answer, plan.answers[-1])
+    return dataclasses.replace(plan, answers=answers)
+
+
+def cmd_plan_subsample(args) -> int:
     return _run(args, "benchcert plan subsample",
-                lambda N: plan_budget(args.n, N, alpha=args.alpha, exact=not args.no_exact), need_N=True)
+                lambda N: _budget_plan(args.n, N, args.alpha, not args.no_exact, args.db), need_N=True)
 
 
 def cmd_plan_estimate(args) -> int:
@@ -335,7 +366,7 @@ def cmd_plan_zero_failure(args) -> int:
 
 
 def cmd_subsample(args) -> int:
-    from benchcert.stats.subsample import posthoc_interval, theorem_5_2_halfwidth, worst_case_halfwidth
+    from benchcert.stats.subsample import posthoc_interval, theorem_5_2_halfwidth
     from benchcert.tasks.store import StoreError, StoreLockedError
     from benchcert.tasks.subsets import SubsetError, create_subset
 
@@ -356,12 +387,15 @@ def cmd_subsample(args) -> int:
         man = create_subset(args.db, args.benchmark, args.n, seed=args.seed, stratified=args.stratified,
                             lock_timeout=args.lock_timeout)
     except StoreLockedError as exc:
+        show_traceback()
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_STORE
     except StoreError as exc:
+        show_traceback()
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_STORE
     except SubsetError as exc:
+        show_traceback()
         msg = str(exc)
         # n outside [1, N] (or too few items for the strata) is a usage error; no items is the data's.
         code = EXIT_DATA if "no items" in msg else EXIT_USAGE
@@ -371,8 +405,7 @@ def cmd_subsample(args) -> int:
     if man.n < man.N:
         guarantee["theorem_5_2_half_width"] = float(theorem_5_2_halfwidth(man.n, man.N, alpha=args.alpha).half_width)
         if not man.stratified:
-            guarantee["exact_worst_case_half_width"] = float(
-                worst_case_halfwidth(man.n, man.N, alpha=args.alpha).half_width)
+            guarantee["exact_worst_case_half_width"] = worst_case_cached(args.db, man.n, man.N, args.alpha)[0]
             mid = posthoc_interval(man.n // 2, man.n, man.N, alpha=args.alpha)
             guarantee["posthoc_half_width_at_50pct"] = float(mid.half_width)
     if args.out is not None:

@@ -12,18 +12,53 @@ API still receives every log of a flow run).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
+#: The one definition of the exit codes; every command module imports them from here.
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
 DEBUG_FLAG = "--debug"
+_debug = False  # set by flows/cli.py main() for the command being run
+
+
+def _env_debug() -> bool:
+    return os.environ.get("BENCHCERT_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
     """Whether tracebacks were asked for, and argv without ``--debug`` (it may stand anywhere)."""
-    env = os.environ.get("BENCHCERT_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     rest = [a for a in argv if a != DEBUG_FLAG]
-    return env or len(rest) != len(argv), rest
+    return _env_debug() or len(rest) != len(argv), rest
+
+
+def set_debug(on: bool) -> None:
+    global _debug
+    _debug = bool(on)
+
+
+def show_traceback(exc: BaseException | None = None) -> None:
+    """Under ``--debug`` (or BENCHCERT_DEBUG=1): print the traceback of ``exc`` (default: the
+    exception being handled) on stderr, for commands that catch their own errors to report them
+    in one line.  The errors it was raised from are printed too, even when a command re-raised
+    them ``from None`` to keep the one-line message short."""
+    if not (_debug or _env_debug()):
+        return
+    import traceback
+
+    exc = exc if exc is not None else sys.exc_info()[1]
+    chain = []
+    while exc is not None and exc not in chain and len(chain) < 10:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    for e in reversed(chain):
+        traceback.print_exception(type(e), e, e.__traceback__, chain=False, file=sys.stderr)
+
+
+def print_json(obj, *, strict: bool = False) -> None:
+    """``--json`` output: indented, anything else as its string; ``strict``: NaN or infinity is
+    an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
+    print(json.dumps(obj, indent=2, default=str, allow_nan=not strict))
 
 
 def quiet_prefect_console(debug: bool) -> None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import sys
 
-EXIT_GATE = 4
+from benchcert.flows.errors import EXIT_GATE
+
 FAIL_ON = ("regressed",)
 
 

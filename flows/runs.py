@@ -9,14 +9,14 @@ and ``make serve`` need anyway) or ``--prefect`` is given, the same bodies run i
 Prefect flows of flows/audit.py and flows/ingest.py with the steps as Prefect tasks, and the
 run is also published as Prefect artifacts.
 
-Nothing here imports Prefect.
+Nothing here imports Prefect at import time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -61,6 +61,25 @@ def prefect_env() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
+@contextlib.contextmanager
+def short_run_settings():
+    """Prefect settings for a flow run started by a command at a terminal (seconds long).
+
+    Flow-run heartbeats are off unless the user set ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` (in
+    the environment or the profile): they exist to notice a crashed run minutes later (the
+    first one is due after 180 s, past the end of such a run), and Prefect's heartbeat thread
+    sleeps in one-second steps, so ending the flow waited for it up to a second (0.5 s on
+    average).  Deployments started by ``benchcert serve`` keep Prefect's defaults.
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
+
+    if "heartbeat_frequency" in get_current_settings().flows.model_fields_set:
+        yield
+        return
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
 # --------------------------------------------------------------------------- entry points
 
 
@@ -73,7 +92,8 @@ def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapp
             progress.update(f"ingesting {len(paths)} file(s) as a Prefect flow run")
         from benchcert.flows.ingest import ingest_flow
 
-        return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout, atomic=atomic)
+        with short_run_settings():
+            return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout, atomic=atomic)
     from benchcert.tasks.steps import plain_steps
 
     return ingest_body(plain_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout, progress=progress,
@@ -89,7 +109,8 @@ def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifac
             progress.update(f"auditing {benchmark} as a Prefect flow run")
         from benchcert.flows.audit import audit_flow
 
-        return audit_flow(db, benchmark, artifacts_root, alpha, variant, lock_timeout, **kwargs)
+        with short_run_settings():
+            return audit_flow(db, benchmark, artifacts_root, alpha, variant, lock_timeout, **kwargs)
     from benchcert.tasks.steps import plain_steps
 
     return audit_body(plain_steps(), db, benchmark, artifacts_root, alpha, variant, lock_timeout, progress=progress,
@@ -152,11 +173,11 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
         from benchcert.tasks import changes as _changes
 
         _changes.check_webhook_url(webhook_url)  # before any work: a URL benchcert will not call
+    # The analyses are imported before the clock starts: importing is not the run's work, and on
+    # a thread beside the store's read it would only move that cost into the read's timing (the
+    # GIL), not save it.
+    _import_analyses()
     wall = time.perf_counter()
-    # The analyses (scipy.stats and all) are imported on a second thread while the store is read:
-    # DuckDB releases the GIL, so on two cores the import costs the command little wall time.
-    preload = threading.Thread(target=_import_analyses, name="benchcert-import", daemon=True)
-    preload.start()
     started = dt.datetime.now(dt.timezone.utc)
     run_id = artifacts.new_run_id(started)
     flow_run_id = steps.flow_run_id()
@@ -178,7 +199,6 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
 
             say("reading the export")
             matrices, sources, read_s = read_benchmark_export(export_dir, benchmark, variant)
-        preload.join()
         from benchcert.tasks import changes, results
         from benchcert.tasks.analyses import ANALYSES, AuditConfig
 
@@ -258,9 +278,10 @@ def _import_analyses() -> None:
     import importlib
 
     try:
-        for name in ("benchcert.tasks.analyses", "benchcert.tasks.results"):
+        for name in ("benchcert.tasks.analyses", "benchcert.tasks.results", "benchcert.tasks.perturbation"):
             importlib.import_module(name)
-    except Exception:  # the main thread imports them again and reports any error itself
+        importlib.import_module("benchcert.tasks.analyses").ANALYSES  # imports every analysis module
+    except Exception:  # imported again where used, which reports any error itself
         pass
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import t as student_t
+from benchcert.stats._dist import t as student_t
 
 from ._common import check_alpha, warn_degenerate
 from .gof import _check_labels, _rng, check_probabilities

@@ -30,7 +30,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from benchcert.stats import _dist as stats  # scipy.stats, imported only when beta is used
 
 from benchcert.stats._common import check_alpha, warn_degenerate
 from benchcert.stats.subsample import serfling_halfwidth

@@ -45,7 +45,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as _st
+from benchcert.stats import _dist as _st  # scipy.stats' t and binom without its import cost
 from scipy.special import ndtr, ndtri
 
 from ._blas import loop_blas_threads

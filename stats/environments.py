@@ -26,7 +26,6 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize
 from scipy.special import gammaln
 
 from benchcert.stats._common import warn_degenerate
@@ -173,6 +172,8 @@ def _slsqp_start(W2: np.ndarray) -> np.ndarray:
     def neg_h(lam):
         a = np.maximum(lam @ W2, 1e-300)
         return -float(np.sqrt(a).sum()), -(W2 / (2.0 * np.sqrt(a))).sum(axis=1)
+
+    from scipy import optimize  # here, not at import: scipy.optimize costs every command ~0.1 s
 
     with np.errstate(all="ignore"):
         res = optimize.minimize(neg_h, lam0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * m,

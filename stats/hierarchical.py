@@ -758,7 +758,7 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     Both choices can only raise the value, so the result is >= the exact psi_U. With one
     domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
     """
-    from scipy.stats import norm
+    from benchcert.stats._dist import norm
 
     crit = float(norm.isf(alpha)) ** 2
     prof = np.asarray(profile, dtype=float)
@@ -802,7 +802,7 @@ _PROFILE_CELLS = 1 << 21
 
 def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
     """(nu_lower, s2_upper) from the profile bound at one-sided level upper_alpha per row."""
-    from scipy.stats import norm
+    from benchcert.stats._dist import norm
 
     crit = np.broadcast_to(norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2, t_hat.shape)
     # The profile over the grid holds up to G rows per fit: fits are taken in chunks of at most

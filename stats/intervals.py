@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import t as _st_t
+from benchcert.stats._dist import t as _st_t  # scipy.stats.t without its import cost
 
 from ._common import (
     Grouping,

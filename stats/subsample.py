@@ -30,7 +30,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
+from benchcert.stats import _dist as _st  # scipy.stats, imported only where hypergeom is used
 from scipy.special import digamma
 
 from ._common import _short, check_alpha, warn_degenerate

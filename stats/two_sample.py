@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.stats import fisher_exact, hypergeom
 
 from ._common import check_alpha
 
@@ -79,6 +78,8 @@ class EnergyTestResult:
 
 
 def _fisher_p(k1, n1, k2, n2) -> float:
+    from scipy.stats import fisher_exact  # here: importing scipy.stats costs ~0.5 s
+
     return float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="two-sided").pvalue)
 
 
@@ -135,6 +136,7 @@ def fisher_min_p(reps_a: int, reps_b: int) -> float:
 
 @lru_cache(maxsize=4096)
 def _fisher_min_p(na: int, nb: int) -> float:
+    from scipy.stats import hypergeom  # here: importing scipy.stats costs ~0.5 s
     N = na + nb
     if N > 400:
         return _fisher_p(na, na, 0, nb)

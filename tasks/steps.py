@@ -29,8 +29,6 @@ def read_benchmark(db: str, benchmark: str, variant: str | None,
     start = time.perf_counter()
     with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
         m = load_matrices(con, benchmark, variant)
-        # Imported after the read (it brings scipy.stats): flows/runs.py imports the analyses on
-        # another thread meanwhile, while DuckDB reads without holding the GIL.
         from benchcert.tasks.perturbation import with_variant_counts
 
         # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).

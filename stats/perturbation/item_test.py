@@ -11,7 +11,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.optimize import linprog
 
 from .._common import check_alpha
 from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
@@ -128,6 +127,8 @@ def _possible(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_s
             a[m] = 1.0                                          # s - (1+c) x_i + c x_j <= -t_ij
             rows.append(a)
             rhs.append(-t[i, j])
+    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs every command ~0.1 s
+
     res = linprog(np.r_[np.zeros(m), -1.0], A_ub=np.array(rows), b_ub=np.array(rhs),
                   bounds=[(0.0, 1.0)] * m + [(None, None)], method="highs")
     return bool(res.status == 0 and -res.fun > 1e-12)

@@ -167,4 +167,15 @@ def _registry() -> dict[str, Analysis]:
             "calibration": calibration.analyze}
 
 
-ANALYSES: dict[str, Analysis] = _registry()
+#: name -> analysis, in the order a run executes them.  Built on first use (PEP 562), so that
+#: importing one analysis module, or this package for its dataclasses, does not import them all;
+#: an audit imports them all before its clock starts (flows/runs.py).
+ANALYSES: dict[str, Analysis]
+
+
+def __getattr__(name: str):
+    if name == "ANALYSES":
+        registry = _registry()
+        globals()["ANALYSES"] = registry
+        return registry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
