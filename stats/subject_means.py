@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
+from . import _dist as _st  # scipy.stats' t through scipy.special (importing scipy.stats costs ~0.5 s)
 
 from ._common import check_alpha, warn_degenerate
 

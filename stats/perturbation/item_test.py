@@ -165,6 +165,8 @@ def min_detectable_gap(null_replicates, test_replicates, *, alpha=0.05, ideal_sh
 
 @lru_cache(maxsize=4096)
 def _min_gap(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_share: float) -> float:
+    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs every command ~0.1 s
+
     r = np.asarray(reps, dtype=float)
     m = int(r.size)
     if m < 2:
