@@ -1,0 +1,214 @@
+"""The per-model-block fan-out of one audit (tasks/distributed.py): blocking changes no number.
+
+Oracles: the single-process computation on the whole matrix. In process, the hierarchical
+analysis assembled from blocks of models and the paired comparisons computed group by group
+through a block runner equal the whole-matrix ones to the last bit (0/1, fractional and
+missing scores, degenerate pairs). On a real 2-process LocalCluster (started by the tests,
+shared by this module's tests: no other service), an audit whose hierarchical fits and pairs
+go out in blocks of 3 models (5 blocks, 15 pairs of blocks) writes the single-process
+artifacts, and Holm / Bonferroni / Benjamini-Hochberg are applied to the whole family after
+the blocks are assembled, not block by block.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchcert.stats import comparisons as C
+from benchcert.tasks.analyses import AuditConfig, run_analysis
+from benchcert.tasks.analyses import hierarchical as H
+from benchcert.tasks.matrices import BenchmarkMatrices
+
+from test_distributed import _artifacts, _same_artifacts
+
+N_MODELS, N_ITEMS, BLOCK = 14, 480, 3
+
+
+def _matrix(seed: int, n_items: int, k: int, n_subjects: int = 40):
+    """0/1 scores with one fractional model, 5 % missing answers, a model that skipped a subject and
+    two identical models (zero-SE pair)."""
+    rng = np.random.default_rng(seed)
+    subj = np.sort(rng.integers(0, n_subjects, n_items))
+    p = rng.beta(2, 2, (n_subjects, k))
+    s = (rng.random((n_items, k)) < p[subj]).astype(float)
+    s[:, 5] = rng.random(n_items)
+    s[rng.random(s.shape) < 0.05] = np.nan
+    s[subj == 3, 7] = np.nan
+    s[:, 4] = s[:, 6]
+    return s, subj
+
+
+def _benchmark(seed: int, n_items: int, k: int) -> BenchmarkMatrices:
+    s, subj = _matrix(seed, n_items, k)
+    i, j = np.nonzero(~np.isnan(s))
+    long = pl.DataFrame({"model": [f"m{c:02d}" for c in j], "item_id": [f"i{r:05d}" for r in i],
+                         "subject": [f"s{subj[r]:02d}" for r in i], "domain": [f"d{subj[r] % 5}" for r in i],
+                         "score": s[i, j]})
+    return BenchmarkMatrices("b", "", long)
+
+
+@pytest.mark.parametrize("block", [2, 3, 10])
+def test_hierarchical_assembled_from_model_blocks_is_the_whole_analysis(block):
+    from benchcert.tasks.distributed import model_blocks
+
+    m = _benchmark(3, 1500, 23)
+    cfg = AuditConfig(subject_weights={"s01": 2.0, "s02": 1.0})
+    whole = run_analysis("hierarchical", H.analyze, m, cfg)
+    parts = [H.model_block(BenchmarkMatrices("b", "", items=m.items, models=m.models[lo:hi],
+                                             scores=np.ascontiguousarray(m.scores[:, lo:hi]),
+                                             n_replicates=m.n_replicates[:, lo:hi]), cfg)
+             for lo, hi in model_blocks(len(m.models), block)]
+    assert len(parts) > 2
+    blocked = run_analysis("hierarchical", lambda mm, c: H.assemble(mm, c, parts, H.split_part(mm, c)), m, cfg)
+    assert whole.tables.keys() == blocked.tables.keys()
+    for name in whole.tables:
+        assert whole.tables[name].equals(blocked.tables[name]), name
+    assert whole.intervals.equals(blocked.intervals)
+    assert whole.warnings == blocked.warnings and len(whole.warnings) >= 2  # named warnings, same order
+    assert [s.html for s in whole.sections] == [s.html for s in blocked.sections]
+
+
+def _fields_equal(a: C.PairedComparison, b: C.PairedComparison) -> None:
+    import dataclasses
+
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "tests":
+            assert x.keys() == y.keys()
+            for name in x:
+                for g in dataclasses.fields(x[name]):
+                    np.testing.assert_array_equal(getattr(x[name], g.name), getattr(y[name], g.name),
+                                                  err_msg=f"{name}.{g.name}")
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f.name)
+
+
+@pytest.mark.parametrize("fractional", [False, True])
+@pytest.mark.parametrize("pairs", [None, [[0, 1]], [[0, 1], [5, 18], [2, 17], [3, 9], [4, 6]]])
+@pytest.mark.parametrize("block", [2, 3, 7])
+def test_pairs_through_a_block_runner_equal_the_one_process_computation(fractional, pairs, block):
+    # The runner gets the groups of pairs (here computed in turn, as a worker would, from the group's
+    # columns only) and the whole matrix' column statistics; every field of every test equals the
+    # dense computation's, and so do the warnings (which name pairs by their place in the family).
+    s, subj = _matrix(1, 2000, 19)
+    if not fractional:
+        s[:, 5] = np.round(s[:, 5])
+    pairs = None if pairs is None else np.asarray(pairs)
+    calls = []
+
+    def run(groups, codes, colstats, **settings):
+        calls.append(len(groups))
+        return [C.pair_block(s[:, g.cols], codes, g, tuple(c[g.cols] for c in colstats), **settings) for g in groups]
+
+    with warnings.catch_warnings(record=True) as w_dense:
+        warnings.simplefilter("always")
+        dense = C.pairwise_comparisons(s, subj, pairs=pairs)
+    with warnings.catch_warnings(record=True) as w_blocked:
+        warnings.simplefilter("always")
+        with C.pair_block_runner(run, block):
+            blocked = C.pairwise_comparisons(s, subj, pairs=pairs)
+    _fields_equal(dense, blocked)
+    assert [str(w.message) for w in w_blocked] == [str(w.message) for w in w_dense]
+    # 0/1 scores go out in blocks; fractional ones in the blocks the one-process computation uses
+    # (here one group: Gram sums of fractions depend on the order BLAS adds them in).
+    assert calls == [1] if fractional or pairs is not None and len(pairs) == 1 else calls[0] > 1
+
+
+# --------------------------------------------------------------------------------------------
+# on a LocalCluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A LocalCluster of 2 worker processes for this module's tests (its start costs seconds)."""
+    from benchcert.tasks.distributed import dask_cluster
+
+    with dask_cluster(workers=2) as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def block_store(tmp_path_factory) -> Path:
+    """A store of N_MODELS models x N_ITEMS 0/1 items (40 subjects in 5 domains), some answers missing."""
+    from benchcert.tasks.ingest import ingest_file
+    from benchcert.tasks.mapping import parse_mapping
+
+    rng = np.random.default_rng(7)
+    subj = np.arange(N_ITEMS) * 40 // N_ITEMS
+    p = rng.beta(3, 2, (40, N_MODELS))
+    s = (rng.random((N_ITEMS, N_MODELS)) < p[subj]).astype(float)
+    s[rng.random(s.shape) < 0.03] = np.nan
+    i, j = np.nonzero(~np.isnan(s))
+    path = tmp_path_factory.mktemp("blocks") / "log.csv"
+    pl.DataFrame({"model": [f"model-{c:02d}" for c in j], "item_id": [f"q{r:04d}" for r in i],
+                  "subject": [f"s{subj[r]:02d}" for r in i], "domain": [f"d{subj[r] % 5}" for r in i],
+                  "score": s[i, j].astype(np.int64)}).write_csv(path)
+    db = path.with_name("store.duckdb")
+    assert ingest_file(db, path, benchmark="blocks", mapping=parse_mapping()).status == "ingested"
+    return db
+
+
+def _worker_block_reads() -> int:
+    from benchcert.tasks.distributed import _cached_block
+
+    return _cached_block.cache_info().misses
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(block_store, cluster, tmp_path):
+    from distributed import Client
+
+    from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.distributed import dask_task_runner, model_blocks
+    from benchcert.tasks.export import export_parquet
+
+    assert len(model_blocks(N_MODELS, BLOCK)) == 5  # 4 blocks of 3 models and one of 2
+    single = audit_flow(str(block_store), "blocks", str(tmp_path / "single"))
+    export = tmp_path / "export"
+    export_parquet(block_store, export)
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=cluster))
+    dask = flow(str(block_store), "blocks", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=BLOCK)
+    with Client(cluster) as client:
+        reads = client.run(_worker_block_reads)
+    # Blocks of models were read by the workers (the hierarchical parts and the pairs of blocks).
+    assert sum(reads.values()) >= 5, reads
+    assert dask["n_models"] == N_MODELS
+    a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
+    b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
+    _same_artifacts(a, b)
+
+    # Multiplicity over the whole family, after the blocks were assembled: Holm, Bonferroni and BH
+    # of the table are those of all 91 p-values at once, not of each pair of blocks on its own.
+    table = pl.read_parquet(Path(dask["run_dir"]) / "tables" / "comparisons.parquet")
+    assert table.height == N_MODELS * (N_MODELS - 1) // 2
+    p = table["p_value"].to_numpy()
+    for column, method in (("p_holm", "holm"), ("p_bonferroni", "bonferroni"), ("p_bh", "bh")):
+        np.testing.assert_array_equal(table[column].to_numpy(), C.adjust_pvalues(p, alpha=0.05, method=method).p_adjusted)
+    idx = {name: i for i, name in enumerate(sorted(set(table["model"]) | set(table["versus"])))}
+    block_of = np.array([(min(idx[x], idx[y]) // BLOCK, max(idx[x], idx[y]) // BLOCK)
+                         for x, y in zip(table["model"], table["versus"])])
+    per_block = np.empty_like(p)
+    for key in {tuple(k) for k in block_of}:
+        rows = np.flatnonzero((block_of == key).all(axis=1))
+        per_block[rows] = C.adjust_pvalues(p[rows], alpha=0.05, method="holm").p_adjusted
+    assert (table["p_holm"].to_numpy() > per_block).any()  # the test could tell the two apart
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_one_block_audit_sends_whole_analyses(block_store, cluster, tmp_path):
+    # With a block as large as the benchmark nothing is split: every analysis is one task.
+    from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.distributed import dask_task_runner
+    from benchcert.tasks.export import export_parquet
+
+    export = tmp_path / "export"
+    export_parquet(block_store, export)
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=cluster))
+    out = flow(str(block_store), "blocks", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=100)
+    assert out["n_models"] == N_MODELS and {"hierarchical", "comparisons"} <= set(
+        k.split(":", 1)[1] for k in out["timings_s"] if k.startswith("analysis:"))
