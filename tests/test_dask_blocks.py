@@ -4,7 +4,7 @@ Oracles: the single-process computation on the whole matrix. In process, the hie
 analysis assembled from blocks of models and the paired comparisons computed group by group
 through a block runner equal the whole-matrix ones to the last bit (0/1, fractional and
 missing scores, degenerate pairs). On a real 2-process LocalCluster (started by the tests,
-shared by this module's tests: no other service), an audit whose hierarchical fits and pairs
+shared by the session's Dask tests: no other service), an audit whose hierarchical fits and pairs
 go out in blocks of 3 models (5 blocks, 15 pairs of blocks) writes the single-process
 artifacts, and Holm / Bonferroni / Benjamini-Hochberg are applied to the whole family after
 the blocks are assembled, not block by block.
@@ -124,15 +124,6 @@ def test_pairs_through_a_block_runner_equal_the_one_process_computation(fraction
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A LocalCluster of 2 worker processes for this module's tests (its start costs seconds)."""
-    from benchcert.tasks.distributed import dask_cluster
-
-    with dask_cluster(workers=2) as address:
-        yield address
-
-
-@pytest.fixture(scope="module")
 def block_store(tmp_path_factory) -> Path:
     """A store of N_MODELS models x N_ITEMS 0/1 items (40 subjects in 5 domains), some answers missing."""
     from benchcert.tasks.ingest import ingest_file
@@ -160,7 +151,7 @@ def _worker_block_reads() -> int:
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(block_store, cluster, tmp_path):
+def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(block_store, dask_address, tmp_path):
     from distributed import Client
 
     from benchcert.flows.audit import audit_flow
@@ -171,9 +162,9 @@ def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(bl
     single = audit_flow(str(block_store), "blocks", str(tmp_path / "single"))
     export = tmp_path / "export"
     export_parquet(block_store, export)
-    flow = audit_flow.with_options(task_runner=dask_task_runner(address=cluster))
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
     dask = flow(str(block_store), "blocks", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=BLOCK)
-    with Client(cluster) as client:
+    with Client(dask_address) as client:
         reads = client.run(_worker_block_reads)
     # Blocks of models were read by the workers (the hierarchical parts and the pairs of blocks).
     assert sum(reads.values()) >= 5, reads
@@ -197,18 +188,3 @@ def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(bl
         rows = np.flatnonzero((block_of == key).all(axis=1))
         per_block[rows] = C.adjust_pvalues(p[rows], alpha=0.05, method="holm").p_adjusted
     assert (table["p_holm"].to_numpy() > per_block).any()  # the test could tell the two apart
-
-
-@pytest.mark.usefixtures("prefect_harness")
-def test_one_block_audit_sends_whole_analyses(block_store, cluster, tmp_path):
-    # With a block as large as the benchmark nothing is split: every analysis is one task.
-    from benchcert.flows.audit import audit_flow
-    from benchcert.tasks.distributed import dask_task_runner
-    from benchcert.tasks.export import export_parquet
-
-    export = tmp_path / "export"
-    export_parquet(block_store, export)
-    flow = audit_flow.with_options(task_runner=dask_task_runner(address=cluster))
-    out = flow(str(block_store), "blocks", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=100)
-    assert out["n_models"] == N_MODELS and {"hierarchical", "comparisons"} <= set(
-        k.split(":", 1)[1] for k in out["timings_s"] if k.startswith("analysis:"))

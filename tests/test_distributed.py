@@ -1,6 +1,7 @@
 """The Dask path (prefect-dask DaskTaskRunner on a real distributed.LocalCluster of 2 worker
-processes, started by the test itself; no other service): the same artifacts as the
-single-process audit, and the nightly flow audits benchmarks in parallel."""
+processes, started by the tests themselves and shared by the session: conftest.py dask_address;
+no other service): the same artifacts as the single-process audit, and the nightly flow audits
+benchmarks in parallel."""
 
 from __future__ import annotations
 
@@ -58,24 +59,33 @@ def _export_reads() -> int:
     return _cached_inputs.cache_info().misses
 
 
+def _block_reads() -> int:
+    from benchcert.tasks.distributed import _cached_block
+
+    return _cached_block.cache_info().misses
+
+
 @pytest.mark.usefixtures("prefect_harness")
-def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, tmp_path):
+def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, dask_address, tmp_path):
     from benchcert.flows.audit import audit_flow
     from distributed import Client
 
-    from benchcert.tasks.distributed import dask_cluster, dask_task_runner
+    from benchcert.tasks.distributed import dask_task_runner
 
     single = audit_flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "single"))
     export = tmp_path / "export"
     export_parquet(mmlu_db, export)
-    with dask_cluster(workers=2) as address:  # a LocalCluster of 2 worker processes, reached by address
-        flow = audit_flow.with_options(task_runner=dask_task_runner(address=address))
-        dask = flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "dask"), export_dir=str(export))
-        with Client(address) as client:
-            reads = client.run(_export_reads)
+    # A LocalCluster of 2 worker processes (conftest.py), reached by address; the hierarchical fits and
+    # the pairs go out in blocks of 10 models (3 blocks, 6 pairs of blocks).
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
+    dask = flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=10)
+    with Client(dask_address) as client:
+        reads = client.run(_export_reads)
+        block_reads = client.run(_block_reads)
     assert dask["n_models"] == 29
     # The analyses ran in the worker processes, and each worker that worked read the export.
     assert len(reads) == 2 and sum(reads.values()) >= 1
+    assert sum(block_reads.values()) >= 3
     a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
     b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
     _same_artifacts(a, b)
@@ -87,7 +97,7 @@ def _interval(run_dir: str) -> tuple[str, str]:
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(tmp_path):
+def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(dask_address, tmp_path):
     import shutil
 
     from benchcert.flows.nightly import nightly_flow
@@ -103,7 +113,7 @@ def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(tmp_p
     (inbox / "small" / "mapping.toml").write_text(
         '[map]\nmodel = "model"\nitem_id = "question"\nsubject = "topic"\ndomain = "area"\nscore = "correct"\n')
     db, arts = tmp_path / "store.duckdb", tmp_path / "artifacts"
-    out = nightly_flow(str(inbox), str(db), str(arts), dask_workers=2)
+    out = nightly_flow(str(inbox), str(db), str(arts), dask_address=dask_address)
     runs = out["benchmarks"]
     assert runs["mmlu_pro"]["audited"] and runs["small"]["audited"]
     # Both audits were running at the same time: each started before the other finished.
