@@ -125,7 +125,7 @@ def analysis_from_export(export_dir: str, benchmark: str, variant: str | None, n
     return run_analysis(name, fn, m, dataclasses.replace(config, db=None))
 
 
-analysis_from_export_task = task(name="analysis", cache_policy=NO_CACHE)(analysis_from_export)
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,9 +231,48 @@ def pair_block_from_export(export_dir: str, benchmark: str, variant: str, models
     return part, [(w.category, str(w.message)) for w in caught]
 
 
-hierarchical_block_task = task(name="hierarchical-block", cache_policy=NO_CACHE)(hierarchical_block)
-split_half_task = task(name="split-half", cache_policy=NO_CACHE)(split_half_whole)
-pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(pair_block_from_export)
+#: What each block task of this worker process cost (benchmarks/scale.py reads it with Client.run).
+BLOCK_COSTS: list[dict] = []
+
+
+class _costed:  # noqa: N801 - a callable that records what its calls cost
+    """``fn``, recording each call's wall and CPU seconds in this worker's :data:`BLOCK_COSTS`."""
+
+    def __init__(self, kind: str, fn):
+        self.kind, self.fn = kind, fn
+
+    def __call__(self, *args, **kwargs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            BLOCK_COSTS.append({"kind": self.kind, "wall_s": time.perf_counter() - wall,
+                                "cpu_s": time.process_time() - cpu})
+
+
+def _analysis_costed(export_dir: str, benchmark: str, variant: str | None, name: str,
+                     config: AuditConfig) -> AnalysisOutput:
+    return _costed(f"analysis:{name}", analysis_from_export)(export_dir, benchmark, variant, name, config)
+
+
+analysis_from_export_task = task(name="analysis", cache_policy=NO_CACHE)(_analysis_costed)
+def _hierarchical_block_costed(export_dir, benchmark, variant, models, n_items, config):
+    return _costed("hierarchical-block", hierarchical_block)(export_dir, benchmark, variant, models, n_items, config)
+
+
+def _split_half_costed(export_dir, benchmark, variant, config):
+    return _costed("split-half", split_half_whole)(export_dir, benchmark, variant, config)
+
+
+def _pair_block_costed(export_dir, benchmark, variant, models_i, models_j, n_items, group, codes, colstats, settings):
+    return _costed("comparisons-block", pair_block_from_export)(export_dir, benchmark, variant, models_i, models_j,
+                                                                 n_items, group, codes, colstats, settings)
+
+
+# (module-level functions: a worker runs them from its own import of this module, so BLOCK_COSTS is its own)
+hierarchical_block_task = task(name="hierarchical-block", cache_policy=NO_CACHE)(_hierarchical_block_costed)
+split_half_task = task(name="split-half", cache_policy=NO_CACHE)(_split_half_costed)
+pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(_pair_block_costed)
 
 
 class _PairBlocksOnCluster:
