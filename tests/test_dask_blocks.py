@@ -188,3 +188,18 @@ def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(bl
         rows = np.flatnonzero((block_of == key).all(axis=1))
         per_block[rows] = C.adjust_pvalues(p[rows], alpha=0.05, method="holm").p_adjusted
     assert (table["p_holm"].to_numpy() > per_block).any()  # the test could tell the two apart
+
+
+def test_block_size_option_is_checked_before_any_work(tmp_path):
+    import argparse
+
+    from benchcert.flows.cli_export import dask_audit
+
+    args = argparse.Namespace(dask_address=None, dask_workers=None, export=None, dask_block_models=5,
+                              db=tmp_path / "none.duckdb", artifacts=tmp_path, benchmark="b", lock_timeout=1.0)
+    with pytest.raises(ValueError, match="--dask-block-models"):
+        dask_audit(args, None)  # without a cluster
+    args.dask_workers, args.dask_block_models = 2, 1
+    with pytest.raises(ValueError, match="block_models must be an integer >= 2"):
+        dask_audit(args, None)  # before the export is written
+    assert not (tmp_path / ".export").exists()
