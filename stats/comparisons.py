@@ -529,10 +529,13 @@ class pair_block_runner:  # noqa: N801 - used as a context manager, like warning
     ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=)`` returns, for each
     :class:`PairBlock`, what :func:`pair_block` returns on the columns ``group.cols`` of the
     matrix, and raises the groups' warnings here (the Dask fan-out: tasks/distributed.py, whose
-    workers read the columns from a Parquet export). Blocking changes no number when every compared
-    column is 0/1 (Gram sums of 0/1 values are exact integers); with other scores the sums of
-    products depend on the order BLAS adds them in, so the blocks are then those the computation
-    would use anyway (dense: one group), and the result is still the one computed in one process.
+    workers read the columns from a Parquet export). Families of many pairs (all pairs: the Gram
+    path, O(n_items K^2)) are blocked; a few pairs among many models (the leaderboard family,
+    each model against a baseline: O(n_items P), pairs scattered over most pairs of blocks) are
+    one group. Blocking changes no number when every compared column is 0/1 (Gram sums of 0/1
+    values are exact integers); with other scores the sums of products depend on the order BLAS
+    adds them in, so the blocks are then those the computation would use anyway (dense: one
+    group), and the result is still the one computed in one process.
     """
 
     def __init__(self, run, block_models: int):
@@ -1038,7 +1041,10 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     c = 1 if codes is None else int(np.unique(codes).size)
     runner = _BLOCK_RUNNER.get()
     if block_models is None:
-        if runner is not None and all_binary:  # exact integer sums: any blocking gives the same numbers
+        if runner is not None and all_binary and pa.size * PAIR_DIRECT_RATIO >= s.shape[1] ** 2:
+            # Many pairs (the Gram path, O(n_items K^2)): by blocks. Exact integer sums: any blocking gives
+            # the same numbers. A few pairs among many models (leaderboard, baseline) cost O(n_items P) and
+            # would touch most pairs of blocks: one group.
             block_models = runner.block_models
         elif c * pa.size * 24 <= DENSE_PAIR_BYTES:
             block_models = s.shape[1]
