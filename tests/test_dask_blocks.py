@@ -13,7 +13,6 @@ the blocks are assembled, not block by block.
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -24,9 +23,6 @@ from benchcert.tasks.analyses import AuditConfig, run_analysis
 from benchcert.tasks.analyses import hierarchical as H
 from benchcert.tasks.matrices import BenchmarkMatrices
 
-from test_distributed import _artifacts, _same_artifacts
-
-N_MODELS, N_ITEMS, BLOCK = 14, 480, 3
 
 
 def _matrix(seed: int, n_items: int, k: int, n_subjects: int = 40):
@@ -118,77 +114,6 @@ def test_pairs_through_a_block_runner_equal_the_one_process_computation(fraction
     # computation uses (here one group: Gram sums of fractions depend on the order BLAS adds them in),
     # and so do a few pairs among many models (the direct path: one group).
     assert calls == [1] if fractional or pairs is not None else calls[0] > 1
-
-
-# --------------------------------------------------------------------------------------------
-# on a LocalCluster
-
-
-@pytest.fixture(scope="module")
-def block_store(tmp_path_factory) -> Path:
-    """A store of N_MODELS models x N_ITEMS 0/1 items (40 subjects in 5 domains), some answers missing."""
-    from benchcert.tasks.ingest import ingest_file
-    from benchcert.tasks.mapping import parse_mapping
-
-    rng = np.random.default_rng(7)
-    subj = np.arange(N_ITEMS) * 40 // N_ITEMS
-    p = rng.beta(3, 2, (40, N_MODELS))
-    s = (rng.random((N_ITEMS, N_MODELS)) < p[subj]).astype(float)
-    s[rng.random(s.shape) < 0.03] = np.nan
-    i, j = np.nonzero(~np.isnan(s))
-    path = tmp_path_factory.mktemp("blocks") / "log.csv"
-    pl.DataFrame({"model": [f"model-{c:02d}" for c in j], "item_id": [f"q{r:04d}" for r in i],
-                  "subject": [f"s{subj[r]:02d}" for r in i], "domain": [f"d{subj[r] % 5}" for r in i],
-                  "score": s[i, j].astype(np.int64)}).write_csv(path)
-    db = path.with_name("store.duckdb")
-    assert ingest_file(db, path, benchmark="blocks", mapping=parse_mapping()).status == "ingested"
-    return db
-
-
-def _worker_block_reads() -> int:
-    from benchcert.tasks.distributed import _cached_block
-
-    return _cached_block.cache_info().misses
-
-
-@pytest.mark.usefixtures("prefect_harness")
-def test_blocked_audit_on_a_local_cluster_writes_the_single_process_artifacts(block_store, dask_address, tmp_path):
-    from distributed import Client
-
-    from benchcert.flows.audit import audit_flow
-    from benchcert.tasks.distributed import dask_task_runner, model_blocks
-    from benchcert.tasks.export import export_parquet
-
-    assert len(model_blocks(N_MODELS, BLOCK)) == 5  # 4 blocks of 3 models and one of 2
-    single = audit_flow(str(block_store), "blocks", str(tmp_path / "single"))
-    export = tmp_path / "export"
-    export_parquet(block_store, export)
-    flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
-    dask = flow(str(block_store), "blocks", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=BLOCK)
-    with Client(dask_address) as client:
-        reads = client.run(_worker_block_reads)
-    # Blocks of models were read by the workers (the hierarchical parts and the pairs of blocks).
-    assert sum(reads.values()) >= 5, reads
-    assert dask["n_models"] == N_MODELS
-    a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
-    b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
-    _same_artifacts(a, b)
-
-    # Multiplicity over the whole family, after the blocks were assembled: Holm, Bonferroni and BH
-    # of the table are those of all 91 p-values at once, not of each pair of blocks on its own.
-    table = pl.read_parquet(Path(dask["run_dir"]) / "tables" / "comparisons.parquet")
-    assert table.height == N_MODELS * (N_MODELS - 1) // 2
-    p = table["p_value"].to_numpy()
-    for column, method in (("p_holm", "holm"), ("p_bonferroni", "bonferroni"), ("p_bh", "bh")):
-        np.testing.assert_array_equal(table[column].to_numpy(), C.adjust_pvalues(p, alpha=0.05, method=method).p_adjusted)
-    idx = {name: i for i, name in enumerate(sorted(set(table["model"]) | set(table["versus"])))}
-    block_of = np.array([(min(idx[x], idx[y]) // BLOCK, max(idx[x], idx[y]) // BLOCK)
-                         for x, y in zip(table["model"], table["versus"])])
-    per_block = np.empty_like(p)
-    for key in {tuple(k) for k in block_of}:
-        rows = np.flatnonzero((block_of == key).all(axis=1))
-        per_block[rows] = C.adjust_pvalues(p[rows], alpha=0.05, method="holm").p_adjusted
-    assert (table["p_holm"].to_numpy() > per_block).any()  # the test could tell the two apart
 
 
 def test_block_size_option_is_checked_before_any_work(tmp_path):

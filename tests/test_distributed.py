@@ -89,6 +89,31 @@ def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, dask_ad
     a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
     b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
     _same_artifacts(a, b)
+    _multiplicity_over_the_whole_family(Path(dask["run_dir"]), block=10)
+
+
+def _multiplicity_over_the_whole_family(run_dir: Path, block: int) -> None:
+    """Holm, Bonferroni and BH of the comparisons table are those of all its p-values at once, applied
+    after the blocks were assembled, not of each pair of model blocks on its own."""
+    import numpy as np
+
+    from benchcert.stats.comparisons import adjust_pvalues
+
+    table = pl.read_parquet(run_dir / "tables" / "comparisons.parquet")
+    models = sorted(set(table["model"]) | set(table["versus"]))
+    assert table.height == len(models) * (len(models) - 1) // 2
+    p = table["p_value"].to_numpy()
+    for column, method in (("p_holm", "holm"), ("p_bonferroni", "bonferroni"), ("p_bh", "bh")):
+        np.testing.assert_array_equal(table[column].to_numpy(), adjust_pvalues(p, alpha=0.05, method=method).p_adjusted)
+    idx = {name: i for i, name in enumerate(models)}
+    block_of = np.array([(min(idx[x], idx[y]) // block, max(idx[x], idx[y]) // block)
+                         for x, y in zip(table["model"], table["versus"])])
+    assert len({tuple(k) for k in block_of}) > 1
+    per_block = np.empty_like(p)
+    for key in {tuple(k) for k in block_of}:
+        rows = np.flatnonzero((block_of == key).all(axis=1))
+        per_block[rows] = adjust_pvalues(p[rows], alpha=0.05, method="holm").p_adjusted
+    assert (table["p_holm"].to_numpy() > per_block).any()  # the check could tell the two apart
 
 
 def _interval(run_dir: str) -> tuple[str, str]:
@@ -102,22 +127,21 @@ def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(dask_
 
     from benchcert.flows.nightly import nightly_flow
 
-    from conftest import MMLU_CSV, MMLU_MAP, SMALL_CSV
+    from conftest import MMLU_CSV, MMLU_MAP
 
+    # The demo log under two names: two audits long enough (seconds) that their overlap does not hang
+    # on which subflow's Dask client connects first.
     inbox = tmp_path / "inbox"
-    (inbox / "mmlu_pro").mkdir(parents=True)
-    (inbox / "small").mkdir()
-    shutil.copy(MMLU_CSV, inbox / "mmlu_pro" / MMLU_CSV.name)
-    shutil.copy(MMLU_MAP, inbox / "mmlu_pro" / "mapping.toml")
-    shutil.copy(SMALL_CSV, inbox / "small" / SMALL_CSV.name)
-    (inbox / "small" / "mapping.toml").write_text(
-        '[map]\nmodel = "model"\nitem_id = "question"\nsubject = "topic"\ndomain = "area"\nscore = "correct"\n')
+    for name in ("mmlu_pro", "mmlu_pro_b"):
+        (inbox / name).mkdir(parents=True)
+        shutil.copy(MMLU_CSV, inbox / name / MMLU_CSV.name)
+        shutil.copy(MMLU_MAP, inbox / name / "mapping.toml")
     db, arts = tmp_path / "store.duckdb", tmp_path / "artifacts"
     out = nightly_flow(str(inbox), str(db), str(arts), dask_address=dask_address)
     runs = out["benchmarks"]
-    assert runs["mmlu_pro"]["audited"] and runs["small"]["audited"]
+    assert runs["mmlu_pro"]["audited"] and runs["mmlu_pro_b"]["audited"]
     # Both audits were running at the same time: each started before the other finished.
-    (s1, f1), (s2, f2) = _interval(runs["mmlu_pro"]["run_dir"]), _interval(runs["small"]["run_dir"])
+    (s1, f1), (s2, f2) = _interval(runs["mmlu_pro"]["run_dir"]), _interval(runs["mmlu_pro_b"]["run_dir"])
     assert s1 < f2 and s2 < f1, (s1, f1, s2, f2)
     # Workers read the export, which holds what was audited.
-    assert json.loads((arts / ".export" / "export.json").read_text())["benchmarks"] == ["mmlu_pro", "small"]
+    assert json.loads((arts / ".export" / "export.json").read_text())["benchmarks"] == ["mmlu_pro", "mmlu_pro_b"]
