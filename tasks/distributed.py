@@ -125,15 +125,13 @@ def analysis_from_export(export_dir: str, benchmark: str, variant: str | None, n
     return run_analysis(name, fn, m, dataclasses.replace(config, db=None))
 
 
-
-
-
 # ---------------------------------------------------------------------------------------------
 # per-model-block work
 
 #: Models per block of the per-model-block fan-out. A block's matrix is n_items x block x 8 bytes
-#: (80 MB at 20,000 items); its hierarchical part costs about 10 ms CPU per model and its pairs
-#: of blocks (all pairs) about 2 x block^2 Gram cells per item (docs/scale.md has the measured costs).
+#: (80 MB at 20,000 items); measured at 20,000 items (docs/scale.md), its hierarchical task costs
+#: about 19 ms CPU per model and a pair of blocks (all pairs) about 0.14 ms CPU per pair, reads of
+#: the export included: tasks of seconds to a minute, well above Prefect's orchestration per task.
 BLOCK_MODELS = 500
 
 #: Blocked analyses: their per-model / pairwise work goes out by blocks; the rest as one task.
