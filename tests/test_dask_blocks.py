@@ -12,6 +12,7 @@ the blocks are assembled, not block by block.
 
 from __future__ import annotations
 
+import gc
 import warnings
 
 import numpy as np
@@ -54,6 +55,7 @@ def test_hierarchical_assembled_from_model_blocks_is_the_whole_analysis(block):
 
     m = _benchmark(3, 1500, 23)
     cfg = AuditConfig(subject_weights={"s01": 2.0, "s02": 1.0})
+    gc.collect()
     whole = run_analysis("hierarchical", H.analyze, m, cfg)
     parts = [H.model_block(BenchmarkMatrices("b", "", items=m.items, models=m.models[lo:hi],
                                              scores=np.ascontiguousarray(m.scores[:, lo:hi]),
@@ -65,7 +67,12 @@ def test_hierarchical_assembled_from_model_blocks_is_the_whole_analysis(block):
     for name in whole.tables:
         assert whole.tables[name].equals(blocked.tables[name]), name
     assert whole.intervals.equals(blocked.intervals)
-    assert whole.warnings == blocked.warnings and len(whole.warnings) >= 2  # named warnings, same order
+    # Named warnings, in the same order. (A ResourceWarning of another test's unclosed file, raised when
+    # the garbage collector happens to run inside one of the two calls, is no warning of the analysis.)
+    def own(ws):
+        return [w for w in ws if "ResourceWarning" not in w]
+
+    assert own(whole.warnings) == own(blocked.warnings) and len(own(whole.warnings)) >= 2
     assert [s.html for s in whole.sections] == [s.html for s in blocked.sections]
 
 
