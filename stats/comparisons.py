@@ -505,8 +505,9 @@ class PairBlock:
     ``blocks`` = (i, j), i <= j, of ``block_models`` columns each.
 
     ``cols`` are the matrix columns of those blocks (block i's, then block j's when j != i);
-    ``pa``/``pb`` index ``cols``; ``index`` is each pair's position in the whole family (a group of
-    one pair lists it twice, see :func:`_pairwise_blocked`).
+    ``pa``/``pb`` index ``cols``; ``index`` is each pair's position in the whole family, and its first
+    ``n_pairs`` entries are the group's pairs (a group of one pair lists it twice, see
+    :func:`_pair_groups`).
     """
 
     blocks: tuple[int, int]

@@ -28,6 +28,7 @@ so several tasks of one benchmark on one worker read the export once.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -229,8 +230,9 @@ def pair_block_from_export(export_dir: str, benchmark: str, variant: str, models
     return part, [(w.category, str(w.message)) for w in caught]
 
 
-#: What each block task of this worker process cost (benchmarks/scale.py reads it with Client.run).
-BLOCK_COSTS: list[dict] = []
+#: What the last tasks of this worker process cost (benchmarks/scale.py reads it with Client.run);
+#: bounded, for a worker that lives through many nights.
+BLOCK_COSTS: collections.deque = collections.deque(maxlen=100_000)
 
 
 class _costed:  # noqa: N801 - a callable that records what its calls cost
