@@ -1066,14 +1066,14 @@ def _binary_columns(s: np.ndarray) -> np.ndarray:
     return np.all((x == 0) | (x == 1), axis=0)
 
 
-def _pair_groups(k: int, pa: np.ndarray, pb: np.ndarray, bm: int) -> list[PairBlock]:
-    """The pairs grouped by the model blocks (of ``bm`` columns) of their two models."""
+def _pair_groups(k: int, pa: np.ndarray, pb: np.ndarray, bm: int):
+    """The pairs grouped by the model blocks (of ``bm`` columns) of their two models (a generator of
+    :class:`PairBlock`)."""
     nb = -(-k // bm)
     lo_b, hi_b = np.minimum(pa, pb) // bm, np.maximum(pa, pb) // bm
     key = lo_b * nb + hi_b
     order = np.argsort(key, kind="stable")
     bounds = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0, True])
-    groups = []
     for g0, g1 in zip(bounds[:-1], bounds[1:]):
         idx = order[g0:g1]
         i, j = int(lo_b[idx[0]]), int(hi_b[idx[0]])
@@ -1085,9 +1085,8 @@ def _pair_groups(k: int, pa: np.ndarray, pb: np.ndarray, bm: int) -> list[PairBl
         # order (pairwise) than the columns of a (C, P) array, and the last bit would differ (unless
         # the family is that one pair, which the dense computation sums as a (C, 1) array too).
         run = idx if idx.size > 1 or pa.size == 1 else np.r_[idx, idx]
-        groups.append(PairBlock(blocks=(i, j), block_models=bm, cols=cols, pa=local[pa[run]], pb=local[pb[run]],
-                                index=run, n_pairs=idx.size))
-    return groups
+        yield PairBlock(blocks=(i, j), block_models=bm, cols=cols, pa=local[pa[run]], pb=local[pb[run]], index=run,
+                        n_pairs=idx.size)
 
 
 def _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, bm, runner=None):
@@ -1108,7 +1107,9 @@ def _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, bm, r
         groups = _pair_groups(k, pa, pb, bm)
     colstats = column_stats(s)
     if runner is not None:
-        parts = runner.run(groups, codes, colstats, alpha=alpha, power=power, primary=primary, all_binary=all_binary)
+        groups = list(groups)
+        done = zip(groups, runner.run(groups, codes, colstats, alpha=alpha, power=power, primary=primary,
+                                      all_binary=all_binary))
     else:
 
         def local(group):
@@ -1119,9 +1120,9 @@ def _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, bm, r
             finally:
                 _PAIR_INDEX.reset(token)
 
-        parts = (local(g) for g in groups)
+        done = ((g, local(g)) for g in groups)  # one group's index arrays at a time
     out = None
-    for group, part in zip(groups, parts):
+    for group, part in done:
         idx = group.index[:group.n_pairs]
         if out is None:
             out = _empty_like_result(part, pa.size)
