@@ -129,6 +129,14 @@ def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(dask_
 
     from conftest import MMLU_CSV, MMLU_MAP
 
+    # Imported first, as in a server that has audited before: otherwise the first audit's imports
+    # (Python's module locks) hold the second one back for seconds, and at low load a 2-second
+    # audit can finish before the other has started.
+    import benchcert.tasks.analyses  # noqa: F401
+    import benchcert.tasks.distributed  # noqa: F401
+    import benchcert.tasks.results  # noqa: F401
+    import prefect_dask  # noqa: F401
+
     # The demo log under two names: two audits long enough (seconds) that their overlap does not hang
     # on which subflow's Dask client connects first.
     inbox = tmp_path / "inbox"
