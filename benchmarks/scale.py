@@ -17,6 +17,13 @@ peak RSS, and the 1-minute load average before and after (the machine may be sha
     .venv/bin/python benchmarks/scale.py                 # every shape of docs/scale.md (long)
     .venv/bin/python benchmarks/scale.py --quick         # three small shapes (~2 min)
     .venv/bin/python benchmarks/scale.py --shape 4000x20000 --json out.json
+    .venv/bin/python benchmarks/scale.py --shape 1000x20000 --dask-workers 2 --dask-block-models 250
+
+With ``--dask-workers N`` the audit runs on a LocalCluster of N worker processes (the store
+exported to Parquet first, as ``benchcert audit --dask-workers`` does), and the output adds
+each worker's CPU seconds and peak, and per kind of task (hierarchical-block, comparisons-block,
+split-half, analysis:NAME) the number of tasks and their wall and CPU seconds: the per-block
+costs docs/scale.md extrapolates from.
 """
 
 from __future__ import annotations
@@ -118,7 +125,10 @@ def child_audit(args) -> dict:
 
     pt.run_analysis = measured  # instrumentation only: tasks/steps.py looks the name up at call time
     load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
-    if args.mode == "prefect":
+    dask = None
+    if args.dask_workers:
+        out, dask = _dask_audit(args, audit_flow)
+    elif args.mode == "prefect":
         out = audit_flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
     else:
         from benchcert.flows.runs import run_audit
@@ -130,9 +140,47 @@ def child_audit(args) -> dict:
     sizes = {p.name: p.stat().st_size for p in run_dir.rglob("*") if p.is_file()}
     timings = out["timings_s"]
     return {"wall_s": wall, "cpu_s": _cpu() - cpu0, "peak_rss": max(peaks), "load_before": load0,
-            "load_after": _load(), "analyses": per, "timings_s": timings,
+            "load_after": _load(), "analyses": per, "timings_s": timings, "dask": dask,
             "work_s": sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead")),
             "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes}
+
+
+def _worker_stats() -> dict:
+    from benchcert.tasks.distributed import BLOCK_COSTS
+
+    return {"cpu_s": _cpu(), "peak_rss": _status("VmHWM"), "tasks": list(BLOCK_COSTS)}
+
+
+def _dask_audit(args, audit_flow):
+    """The audit on a LocalCluster of ``--dask-workers`` processes (export first, as the CLI does), with
+    what the workers spent: CPU s and peak RSS per worker process, and wall / CPU s of every task."""
+    from distributed import Client
+
+    from benchcert.tasks.distributed import dask_cluster, dask_task_runner
+    from benchcert.tasks.export import export_parquet
+
+    export = Path(args.artifacts).parent / "export"
+    t = time.perf_counter()
+    export_parquet(args.db, export)
+    export_s = time.perf_counter() - t
+    with dask_cluster(workers=args.dask_workers) as address:
+        with Client(address) as client:
+            before = client.run(_worker_stats)
+            flow = audit_flow.with_options(task_runner=dask_task_runner(address=address))
+            out = flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs, export_dir=str(export),
+                       dask_block_models=args.dask_block_models)
+            after = client.run(_worker_stats)
+    workers = {w: {"cpu_s": after[w]["cpu_s"] - before[w]["cpu_s"], "peak_rss": after[w]["peak_rss"]} for w in after}
+    tasks = [c for w in after for c in after[w]["tasks"]]
+    by_kind: dict[str, dict] = {}
+    for c in tasks:
+        k = by_kind.setdefault(c["kind"], {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0})
+        k["n"] += 1
+        k["wall_s"] += c["wall_s"]
+        k["cpu_s"] += c["cpu_s"]
+        k["max_wall_s"] = max(k["max_wall_s"], c["wall_s"])
+    return out, {"workers": workers, "tasks": by_kind, "export_s": export_s, "n_workers": args.dask_workers,
+                 "block_models": args.dask_block_models}
 
 
 # --------------------------------------------------------------------------------------
@@ -216,6 +264,17 @@ def render(results: list[dict]) -> str:
             f"{_gib(i['peak_rss'])} | {a['wall_s']:.1f} / {a['cpu_s']:.1f} / {_gib(a['peak_rss'])} | "
             f"{a['load_before']:.1f} / {a['load_after']:.1f} | {slow_txt} | "
             f"{arts.get('report.html', 0) / 2**20:.2f} MiB / {sum(arts.values()) / 2**20:.1f} MiB |")
+    for r in results:
+        d = r["audit"].get("dask")
+        if not d:
+            continue
+        lines.append("")
+        lines.append(f"Dask ({d['n_workers']} local worker processes, blocks of {d['block_models'] or 'default'} models; "
+                     f"export {d['export_s']:.1f} s, flow process {r['audit']['cpu_s']:.1f} CPU s): workers "
+                     + ", ".join(f"{v['cpu_s']:.1f} CPU s / {_gib(v['peak_rss'])}" for v in d["workers"].values()))
+        for kind, v in sorted(d["tasks"].items()):
+            lines.append(f"  {kind}: {v['n']} task(s), {v['wall_s']:.1f} wall s / {v['cpu_s']:.1f} CPU s in all, "
+                         f"{v['cpu_s'] / v['n']:.2f} CPU s per task, slowest {v['max_wall_s']:.1f} s")
     lines.append("")
     lines.append("Per analysis (audit child; wall s / CPU s / peak RSS):")
     for r in results:
@@ -239,6 +298,8 @@ def main(argv=None) -> int:
         ap.add_argument("--artifacts")
         ap.add_argument("--all-pairs", action="store_true")
         ap.add_argument("--mode", default="in_process")
+        ap.add_argument("--dask-workers", type=int)
+        ap.add_argument("--dask-block-models", type=int)
         a = ap.parse_args(argv)
         res = child_ingest(a) if a.kind == "_ingest" else child_audit(a)
         Path(a.out).write_text(json.dumps(res, indent=2, default=str))
@@ -254,6 +315,10 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=["in_process", "prefect"], default="in_process",
                     help="audit as benchcert audit runs it without a Prefect API (default), or as a Prefect flow "
                          "run with an embedded API")
+    ap.add_argument("--dask-workers", type=int, metavar="N",
+                    help="audit on a LocalCluster of N worker processes (export first; Prefect flow run), with the "
+                         "workers' CPU s and peak and the cost of every block task")
+    ap.add_argument("--dask-block-models", type=int, metavar="N", help="models per block on Dask (default 500)")
     args, unknown = ap.parse_known_args(argv)
     if unknown:
         print(f"scale.py: ignoring options it does not know: {' '.join(unknown)}", file=sys.stderr)
@@ -281,7 +346,8 @@ def main(argv=None) -> int:
             ing = run_child("ingest", d / "ingest.json", args.timeout, db=db, data=d / "data")
             print(f"[{shape}] ingest {ing['wall_s']:.1f} s, peak {_gib(ing['peak_rss'])}; audit ...", file=sys.stderr)
             aud = run_child("audit", d / "audit.json", args.timeout, db=db, artifacts=d / "artifacts",
-                            all_pairs=args.all_pairs, mode=args.mode)
+                            all_pairs=args.all_pairs, mode=args.mode, dask_workers=args.dask_workers,
+                            dask_block_models=args.dask_block_models)
             print(f"[{shape}] audit {aud['wall_s']:.1f} s, peak {_gib(aud['peak_rss'])}", file=sys.stderr)
             results.append({**info, "ingest": ing, "audit": aud})
             print(render(results[-1:]).splitlines()[2], file=sys.stderr)

@@ -20,7 +20,7 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
                hierarchy: list[str] | None = None, subject_weights: dict[str, float] | None = None,
                baseline: str | None = None, webhook_url: str | None = None,
                verdicts: list[dict] | None = None, environments: dict | None = None,
-               export_dir: str | None = None, all_pairs: bool = False) -> dict:
+               export_dir: str | None = None, all_pairs: bool = False, dask_block_models: int | None = None) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``.
 
     The summary names what changed since the previous run of the benchmark under the same
@@ -31,10 +31,11 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
     With ``export_dir`` (a Parquet export of the store, tasks/export.py) the benchmark is read
     from the export and every analysis is submitted to the flow's task runner: run the flow
     ``with_options(task_runner=dask_task_runner(...))`` (tasks/distributed.py) to fan the
-    analyses out to Dask workers, which read the export, never the store. Artifacts are the
-    same as without it.
+    analyses out to Dask workers, which read the export, never the store; the per-model and
+    pairwise work goes out in blocks of ``dask_block_models`` models (default
+    tasks/distributed.BLOCK_MODELS). Artifacts are the same as without it.
     """
     return audit_body(prefect_steps(), db, benchmark, artifacts_root, alpha, variant, lock_timeout,
                       hierarchy=hierarchy, subject_weights=subject_weights, baseline=baseline,
                       webhook_url=webhook_url, verdicts=verdicts, environments=environments,
-                      export_dir=export_dir, all_pairs=all_pairs)
+                      export_dir=export_dir, all_pairs=all_pairs, dask_block_models=dask_block_models)

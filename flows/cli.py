@@ -201,7 +201,7 @@ def cmd_audit(args) -> int:
         except StoreError as exc:
             print(f"benchcert audit: {exc}", file=sys.stderr)
             return EXIT_STORE
-    if args.dask_address or args.dask_workers is not None or args.export:
+    if args.dask_address or args.dask_workers is not None or args.export or args.dask_block_models is not None:
         # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
         from benchcert.flows.runs import prefect_env
 

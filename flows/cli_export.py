@@ -65,20 +65,27 @@ def add_dask_arguments(sp) -> None:
                    help="run the analyses on a local Dask cluster of N worker processes started for this audit")
     g.add_argument("--export", type=Path, metavar="DIR",
                    help="where the store is exported for the workers (default ARTIFACTS/.export)")
+    g.add_argument("--dask-block-models", type=int, metavar="N",
+                   help="models per block of the per-model and pairwise work sent to the workers (hierarchical "
+                        "fits, paired comparisons; default 500)")
 
 
 def dask_audit(args, audit_flow):
     """The audit flow and its extra keyword arguments: unchanged without Dask options; else the store's
     benchmark is exported to Parquet and the flow gets a DaskTaskRunner. ValueError on bad options."""
     address, workers = getattr(args, "dask_address", None), getattr(args, "dask_workers", None)
+    block = getattr(args, "dask_block_models", None)
     if not address and workers is None:
-        if getattr(args, "export", None):
-            raise ValueError("--export is for the Dask workers; give --dask-address or --dask-workers with it")
+        if getattr(args, "export", None) or block is not None:
+            raise ValueError("--export and --dask-block-models are for the Dask workers; give --dask-address or "
+                             "--dask-workers with them")
         return audit_flow, {}
-    from benchcert.tasks.distributed import dask_task_runner
+    from benchcert.tasks.distributed import dask_task_runner, model_blocks
     from benchcert.tasks.export import export_parquet
 
     runner = dask_task_runner(address=address, workers=workers)  # validates the options before any work
+    if block is not None:
+        model_blocks(1, block)  # validates it (ValueError: an integer >= 2)
     export = args.export or (Path(args.artifacts) / ".export")
     export_parquet(args.db, export, benchmarks=[args.benchmark], lock_timeout=args.lock_timeout)
-    return audit_flow.with_options(task_runner=runner), {"export_dir": str(export)}
+    return audit_flow.with_options(task_runner=runner), {"export_dir": str(export), "dask_block_models": block}

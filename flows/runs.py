@@ -148,7 +148,8 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
                variant: str | None = None, lock_timeout: float = 600.0, hierarchy: list[str] | None = None,
                subject_weights: dict[str, float] | None = None, baseline: str | None = None,
                webhook_url: str | None = None, verdicts: list[dict] | None = None, environments: dict | None = None,
-               export_dir: str | None = None, all_pairs: bool = False, progress=None) -> dict:
+               export_dir: str | None = None, all_pairs: bool = False, dask_block_models: int | None = None,
+               progress=None) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``.
 
     The summary names what changed since the previous run of the benchmark under the same
@@ -157,10 +158,10 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
     carried into summary.json.
 
     With ``export_dir`` (a Parquet export of the store, tasks/export.py) the benchmark is read
-    from the export and the analyses go through ``steps.analyses_from_export``: as Prefect
-    tasks submitted to the flow's task runner (a DaskTaskRunner fans them out to workers, which
-    read the export, never the store; tasks/distributed.py), or one after another in-process.
-    Artifacts are the same as without it.
+    from the export and the analyses go through ``steps.analyses_from_export``: Prefect tasks
+    submitted to the flow's task runner (a DaskTaskRunner fans them out to workers, which read
+    the export, never the store; tasks/distributed.py), the per-model and pairwise work in
+    blocks of ``dask_block_models`` models. Artifacts are the same as without it.
     """
     import benchcert
     from benchcert.tasks import artifacts
@@ -195,10 +196,12 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
             say("reading the store")
             matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
         else:
-            from benchcert.tasks.distributed import read_benchmark_export
+            if steps.analyses_from_export is None:
+                raise ValueError("export_dir is for the Dask path, which runs as a Prefect flow (--prefect)")
+            from benchcert.tasks.steps import read_benchmark
 
             say("reading the export")
-            matrices, sources, read_s = read_benchmark_export(export_dir, benchmark, variant)
+            matrices, sources, read_s = read_benchmark(None, benchmark, variant, lock_timeout, export_dir=export_dir)
         from benchcert.tasks import changes, results
         from benchcert.tasks.analyses import ANALYSES, AuditConfig
 
@@ -210,7 +213,8 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
         outputs = []
         if export_dir is not None:
             say(f"{len(ANALYSES)} analyses on the task runner")
-            outputs = steps.analyses_from_export(export_dir, benchmark, matrices.variant, list(ANALYSES), config)
+            outputs = steps.analyses_from_export(export_dir, benchmark, matrices.variant, list(ANALYSES), config,
+                                                 matrices, block_models=dask_block_models)
         for i, name in enumerate(ANALYSES if export_dir is None else ()):
             say(f"analysis {i + 1}/{len(ANALYSES)}: {name}")
             outputs.append(steps.analysis(name, matrices, config))

@@ -435,6 +435,82 @@ BLOCK_PAIR_BYTES = 128 * 2**20
 _PAIR_INDEX: contextvars.ContextVar[np.ndarray | None] = contextvars.ContextVar("_PAIR_INDEX", default=None)
 
 
+@dataclass(frozen=True)
+class PairBlock:
+    """One group of a blocked pairwise computation: the pairs whose two models fall in model blocks
+    ``blocks`` = (i, j), i <= j, of ``block_models`` columns each.
+
+    ``cols`` are the matrix columns of those blocks (block i's, then block j's when j != i);
+    ``pa``/``pb`` index ``cols``; ``index`` is each pair's position in the whole family, and its first
+    ``n_pairs`` entries are the group's pairs (a group of one pair lists it twice, see
+    :func:`_pair_groups`).
+    """
+
+    blocks: tuple[int, int]
+    block_models: int
+    cols: np.ndarray
+    pa: np.ndarray
+    pb: np.ndarray
+    index: np.ndarray
+    n_pairs: int
+
+
+#: Where the groups of a blocked computation run (:func:`pair_block_runner`): None = here.
+_BLOCK_RUNNER: contextvars.ContextVar = contextvars.ContextVar("_BLOCK_RUNNER", default=None)
+
+
+class pair_block_runner:  # noqa: N801 - used as a context manager, like warnings.catch_warnings
+    """Within this context, :func:`pairwise_comparisons` computes its pairs in blocks of ``block_models``
+    models and hands the groups to ``run`` instead of computing them here.
+
+    ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=)`` returns, for each
+    :class:`PairBlock`, what :func:`pair_block` returns on the columns ``group.cols`` of the
+    matrix, and raises the groups' warnings here (the Dask fan-out: tasks/distributed.py, whose
+    workers read the columns from a Parquet export). Families of many pairs (all pairs: the Gram
+    path, O(n_items K^2)) are blocked; a few pairs among many models (the leaderboard family,
+    each model against a baseline: O(n_items P), pairs scattered over most pairs of blocks) are
+    one group. Blocking changes no number when every compared column is 0/1 (Gram sums of 0/1
+    values are exact integers); with other scores the sums of products depend on the order BLAS
+    adds them in, so the blocks are then those the computation would use anyway (dense: one
+    group), and the result is still the one computed in one process.
+    """
+
+    def __init__(self, run, block_models: int):
+        if isinstance(block_models, bool) or not isinstance(block_models, numbers.Integral) or block_models < 2:
+            raise ValueError(f"block_models must be an integer >= 2; got {block_models!r}")
+        self.run, self.block_models = run, int(block_models)
+        self._token = None
+
+    def __enter__(self):
+        self._token = _BLOCK_RUNNER.set(self)
+        return self
+
+    def __exit__(self, *exc):
+        _BLOCK_RUNNER.reset(self._token)
+        return False
+
+
+def pair_block(s_cols, codes, group: PairBlock, colstats, *, alpha, power, primary, all_binary) -> PairedComparison:
+    """The pairs of one group, from the columns ``group.cols`` of the score matrix (``s_cols``) alone.
+
+    What :func:`_pairwise_blocked` computes for the group. ``colstats`` are the (count, mean,
+    variance) of those columns as computed on the whole matrix (:func:`column_stats`; numpy
+    sums a column of a narrower array in another order, so they are passed, not recomputed).
+    Warnings name the pairs by their position in the whole family.
+    """
+    s_cols = np.asarray(s_cols, dtype=float)
+    if s_cols.shape[1] != group.cols.size or any(np.shape(c) != (group.cols.size,) for c in colstats):
+        raise ValueError(f"s_cols and colstats must hold the group's {group.cols.size} columns; got "
+                         f"{s_cols.shape[1]} and {[np.shape(c) for c in colstats]}")
+    token = _PAIR_INDEX.set(group.index)
+    try:
+        with loop_blas_threads():
+            return _pairwise_core(s_cols, codes, group.pa, group.pb, alpha, power, primary, all_binary,
+                                  cols=group.cols, colstats=colstats, colstats_of_cols=True)
+    finally:
+        _PAIR_INDEX.reset(token)
+
+
 def _where(mask: np.ndarray) -> str:
     if mask.ndim == 0:
         return ""
@@ -713,7 +789,7 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
     mean_a = vals[0].sum(axis=0) / nn
     mean_b = vals[1].sum(axis=0) / nn
     # The contrast peers report: each model on all the items it answered, as if independent.
-    ca, cb = _column_stats(a2), _column_stats(b2)
+    ca, cb = column_stats(a2), column_stats(b2)
     fields["tests"]["unpaired_z"] = _unpaired_core(ca[1], ca[2], ca[0], cb[1], cb[2], cb[0], alpha)
     if a.ndim == 1:
         fields = {k: (_scalar(v) if k not in ("tests",) else {m: _scalar_test(t) for m, t in v.items()})
@@ -900,8 +976,14 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     binary_col = _binary_columns(s)
     all_binary = bool(binary_col[pa].all() and binary_col[pb].all())
     c = 1 if codes is None else int(np.unique(codes).size)
+    runner = _BLOCK_RUNNER.get()
     if block_models is None:
-        if c * pa.size * 24 <= DENSE_PAIR_BYTES:
+        if runner is not None and all_binary and pa.size * PAIR_DIRECT_RATIO >= s.shape[1] ** 2:
+            # Many pairs (the Gram path, O(n_items K^2)): by blocks. Exact integer sums: any blocking gives
+            # the same numbers. A few pairs among many models (leaderboard, baseline) cost O(n_items P) and
+            # would touch most pairs of blocks: one group.
+            block_models = runner.block_models
+        elif c * pa.size * 24 <= DENSE_PAIR_BYTES:
             block_models = s.shape[1]
         else:  # a block pair's statistics (C x at most B^2 pairs x 3 arrays) within the budget
             block_models = max(2, int(math.isqrt(BLOCK_PAIR_BYTES // (24 * c))))
@@ -909,9 +991,10 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
             or block_models < 1:
         raise ValueError(f"block_models must be a positive integer; got {block_models!r}")
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
-        if block_models >= s.shape[1]:
+        if block_models >= s.shape[1] and runner is None:
             return _pairwise_core(s, codes, pa, pb, alpha, power, primary, all_binary)
-        return _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, int(block_models))
+        return _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary,
+                                 min(int(block_models), s.shape[1]), runner=runner)
 
 
 def _binary_columns(s: np.ndarray) -> np.ndarray:
@@ -919,39 +1002,64 @@ def _binary_columns(s: np.ndarray) -> np.ndarray:
     return np.all((x == 0) | (x == 1), axis=0)
 
 
-def _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, bm):
+def _pair_groups(k: int, pa: np.ndarray, pb: np.ndarray, bm: int):
+    """The pairs grouped by the model blocks (of ``bm`` columns) of their two models (a generator of
+    :class:`PairBlock`)."""
+    nb = -(-k // bm)
+    lo_b, hi_b = np.minimum(pa, pb) // bm, np.maximum(pa, pb) // bm
+    key = lo_b * nb + hi_b
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0, True])
+    for g0, g1 in zip(bounds[:-1], bounds[1:]):
+        idx = order[g0:g1]
+        i, j = int(lo_b[idx[0]]), int(hi_b[idx[0]])
+        cols = np.r_[np.arange(i * bm, min((i + 1) * bm, k)),
+                     np.arange(j * bm, min((j + 1) * bm, k)) if j != i else np.zeros(0, np.int64)].astype(np.intp)
+        local = np.full(k, -1, dtype=np.intp)
+        local[cols] = np.arange(cols.size)
+        # A group of one pair is computed twice over: numpy sums a (C, 1) array along C in another
+        # order (pairwise) than the columns of a (C, P) array, and the last bit would differ (unless
+        # the family is that one pair, which the dense computation sums as a (C, 1) array too).
+        run = idx if idx.size > 1 or pa.size == 1 else np.r_[idx, idx]
+        yield PairBlock(blocks=(i, j), block_models=bm, cols=cols, pa=local[pa[run]], pb=local[pb[run]], index=run,
+                        n_pairs=idx.size)
+
+
+def _pairwise_blocked(s, codes, pa, pb, alpha, power, primary, all_binary, bm, runner=None):
     """:func:`_pairwise_core` block pair by block pair of models; results scattered into place.
 
     Pairs are grouped by the model blocks (of ``bm`` columns) of their two models; each group
     is computed from the columns of its (at most two) blocks only, so the per-subject
     statistics held at once are C x (at most bm^2) instead of C x P, and the Gram products
     total about twice those of the dense path. Every per-pair number is the dense one
-    (tested); warnings name the pairs by their position in the whole family.
+    (tested); warnings name the pairs by their position in the whole family. With a
+    ``runner`` (:class:`pair_block_runner`) the groups are computed by it (on a Dask cluster).
     """
     k = s.shape[1]
-    nb = -(-k // bm)
-    lo_b, hi_b = np.minimum(pa, pb) // bm, np.maximum(pa, pb) // bm
-    key = lo_b * nb + hi_b
-    order = np.argsort(key, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0, True])
+    if bm >= k:  # one group: the dense computation itself, wherever the runner computes it
+        groups = [PairBlock(blocks=(0, 0), block_models=k, cols=np.arange(k, dtype=np.intp), pa=pa, pb=pb,
+                            index=np.arange(pa.size), n_pairs=pa.size)]
+    else:
+        groups = _pair_groups(k, pa, pb, bm)
+    colstats = column_stats(s)
+    if runner is not None:
+        groups = list(groups)
+        done = zip(groups, runner.run(groups, codes, colstats, alpha=alpha, power=power, primary=primary,
+                                      all_binary=all_binary))
+    else:
+
+        def local(group):
+            token = _PAIR_INDEX.set(group.index)
+            try:
+                return _pairwise_core(s[:, group.cols], codes, group.pa, group.pb, alpha, power, primary,
+                                      all_binary, cols=group.cols, colstats=colstats)
+            finally:
+                _PAIR_INDEX.reset(token)
+
+        done = ((g, local(g)) for g in groups)  # one group's index arrays at a time
     out = None
-    colstats = _column_stats(s)
-    for g0, g1 in zip(bounds[:-1], bounds[1:]):
-        idx = order[g0:g1]
-        i, j = int(lo_b[idx[0]]), int(hi_b[idx[0]])
-        cols = np.r_[np.arange(i * bm, min((i + 1) * bm, k)),
-                     np.arange(j * bm, min((j + 1) * bm, k)) if j != i else np.zeros(0, np.int64)]
-        local = np.full(k, -1, dtype=np.intp)
-        local[cols] = np.arange(cols.size)
-        # A group of one pair is computed twice over: numpy sums a (C, 1) array along C in another
-        # order (pairwise) than the columns of a (C, P) array, and the last bit would differ.
-        run = idx if idx.size > 1 else np.r_[idx, idx]
-        token = _PAIR_INDEX.set(run)
-        try:
-            part = _pairwise_core(s[:, cols], codes, local[pa[run]], local[pb[run]], alpha, power, primary,
-                                  all_binary, cols=cols, colstats=colstats)
-        finally:
-            _PAIR_INDEX.reset(token)
+    for group, part in done:
+        idx = group.index[:group.n_pairs]
         if out is None:
             out = _empty_like_result(part, pa.size)
         _scatter(out, part, idx, idx.size)
@@ -1014,7 +1122,8 @@ def _pair_sums_direct(o, x, codes, pa, pb, both_binary, n_c, s_c, q_c, n_pos, n_
         sum_a[lo:lo + step] = ox_ba.sum(axis=0)
 
 
-def _pairwise_core(s, codes, pa, pb, alpha, power, primary, all_binary, cols=None, colstats=None):
+def _pairwise_core(s, codes, pa, pb, alpha, power, primary, all_binary, cols=None, colstats=None,
+                   colstats_of_cols=False):
     """The dense computation: per-subject Gram matrices of all K columns, every pair at once."""
     obs = ~np.isnan(s)
     x = np.where(obs, s, 0.0)
@@ -1078,9 +1187,9 @@ def _pairwise_core(s, codes, pa, pb, alpha, power, primary, all_binary, cols=Non
                      primary=primary, alpha=alpha, power=power, all_binary=all_binary)
     fields["n"] = np.asarray(fields["n"]).astype(np.int64)
     if colstats is None:
-        cn, cm, cv = _column_stats(s)
+        cn, cm, cv = column_stats(s)
     else:  # of the whole matrix (blocked path): the same numbers as the dense path's
-        cn, cm, cv = (c if cols is None else c[cols] for c in colstats)
+        cn, cm, cv = (c if cols is None or colstats_of_cols else c[cols] for c in colstats)
     fields["tests"]["unpaired_z"] = _unpaired_core(cm[pa], cv[pa], cn[pa], cm[pb], cv[pb], cn[pb], alpha)
     return PairedComparison(mean_a=sum_a / n, mean_b=sum_b / n, pair_a=pa, pair_b=pb, **fields)
 
@@ -1103,7 +1212,7 @@ def _unpaired_core(ma, va, na, mb, vb, nb, alpha, stacklevel=3):
     return ComparisonTest(est, lo, hi, se, zs, p, alpha, np.minimum(na, nb), "unpaired_z", _UNPAIRED_ASSUMPTIONS)
 
 
-def _column_stats(x2: np.ndarray):
+def column_stats(x2: np.ndarray):
     """Per-column count, mean and sample variance (ddof=1; 0 where fewer than 2) ignoring NaN."""
     obs = ~np.isnan(x2)
     n = obs.sum(axis=0)
@@ -1150,8 +1259,8 @@ def unpaired_z_test(a, b, *, alpha=0.05) -> ComparisonTest:
     a [0, 1] variable is used, with a warning.
     """
     a, b, alpha = _unpaired_z_test_iv(a, b, alpha)
-    na, ma, va = _column_stats(a.reshape(a.shape[0], -1))
-    nb, mb, vb = _column_stats(b.reshape(b.shape[0], -1))
+    na, ma, va = column_stats(a.reshape(a.shape[0], -1))
+    nb, mb, vb = column_stats(b.reshape(b.shape[0], -1))
     out = _unpaired_core(ma, va, na, mb, vb, nb, alpha)
     if a.ndim == 1:
         out = _scalar_test(out)

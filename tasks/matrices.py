@@ -234,14 +234,21 @@ def _positions(codes: np.ndarray, keys: np.ndarray, what: str) -> np.ndarray:
     return pos
 
 
-def matrices_from_raw(benchmark: str, variant: str, raw: RawResponses) -> BenchmarkMatrices:
+def matrices_from_raw(benchmark: str, variant: str, raw: RawResponses, *,
+                      keep_items: bool = False) -> BenchmarkMatrices:
     """Matrices from coded responses: rows = answered items sorted by (domain, subject, item_id),
-    columns = answering models sorted by name."""
+    columns = answering models sorted by name.
+
+    ``keep_items``: every item of ``raw.items`` is a row, answered or not (the rows of a block of
+    models read apart from the others, tasks/distributed.py: the rows of the whole matrix).
+    """
     cells = raw.cells
     item_pos = _positions(cells["item_code"].to_numpy(), raw.items["item_code"].to_numpy(), "item")
     model_pos = _positions(cells["model_code"].to_numpy(), raw.models["model_code"].to_numpy(), "model")
     # Only items and models with at least one response are part of the matrix.
     item_seen = np.bincount(item_pos, minlength=raw.items.height) > 0
+    if keep_items:
+        item_seen[:] = True
     model_seen = np.bincount(model_pos, minlength=raw.models.height) > 0
     items = (raw.items.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("pos"),
                               *(pl.col(c).cast(t) for c, t in ITEM_SCHEMA.items()))

@@ -99,11 +99,10 @@ def prefect_steps():
             fields["results"] = quote(fields["results"])
         return record_run_task(db, lock_timeout, **fields)
 
-    def analyses_step(export_dir, benchmark, variant, names, config):
-        from benchcert.tasks.distributed import analysis_from_export_task
+    def analyses_step(export_dir, benchmark, variant, names, config, matrices, block_models=None):
+        from benchcert.tasks.distributed import analyses_on_cluster
 
-        futures = [analysis_from_export_task.submit(export_dir, benchmark, variant, name, config) for name in names]
-        return [f.result() for f in futures]
+        return analyses_on_cluster(export_dir, benchmark, variant, names, config, matrices, block_models=block_models)
 
     return Steps(mode="prefect", load_matrices=load_matrices_task, analysis=analysis_task,
                  write_artifacts=write_step, record_run=record_step,

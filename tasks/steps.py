@@ -21,13 +21,23 @@ if TYPE_CHECKING:  # imported where used: an ingest should not pay for scipy and
     from benchcert.tasks.matrices import BenchmarkMatrices
 
 
-def read_benchmark(db: str, benchmark: str, variant: str | None,
-                   lock_timeout: float) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
+def read_benchmark(db: str | None, benchmark: str, variant: str | None, lock_timeout: float,
+                   export_dir: str | None = None) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
+    """Matrices and sources of one benchmark, from the store ``db`` or, with ``export_dir``, from its
+    Parquet export (tasks/export.py: what Dask workers read; the same loaders, the same matrices)."""
+    import contextlib
+
     from benchcert.tasks import store
     from benchcert.tasks.matrices import load_matrices, source_refs
 
     start = time.perf_counter()
-    with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
+    if export_dir is not None:
+        from benchcert.tasks.export import open_export
+
+        opened = contextlib.closing(open_export(export_dir, benchmark))
+    else:
+        opened = store.open_store(db, write=False, lock_timeout=lock_timeout)
+    with opened as con:
         m = load_matrices(con, benchmark, variant)
         from benchcert.tasks.perturbation import with_variant_counts
 
@@ -120,13 +130,6 @@ def ingest_one(db: str, path: str, benchmark: str | None, mapping, allow_rejects
                        lock_timeout=lock_timeout)
 
 
-def analyses_from_export(export_dir: str, benchmark: str, variant: str, names: list[str], config) -> list:
-    """Each analysis on the benchmark as exported, one after another (the in-process path)."""
-    from benchcert.tasks.distributed import analysis_from_export
-
-    return [analysis_from_export(export_dir, benchmark, variant, name, config) for name in names]
-
-
 def ingest_atomic(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
                   lock_timeout: float):
     from benchcert.tasks.ingest import ingest_files_atomic
@@ -152,7 +155,7 @@ class Steps:
     notify: Callable
     ingest_file: Callable
     ingest_atomic: Callable
-    analyses_from_export: Callable
+    analyses_from_export: Callable | None  # the Dask fan-out (Prefect mode only)
     flow_run_id: Callable[[], str | None]
 
 
@@ -182,5 +185,5 @@ def plain_steps() -> Steps:
     return Steps(mode="in_process", load_matrices=_retrying(read_benchmark, 2, 2.0), analysis=analysis,
                  write_artifacts=_retrying(write_run_artifacts, 2, 1.0), record_run=_retrying(record_run, 2, 2.0),
                  publish=None, notify=notify_step, ingest_file=ingest_one, ingest_atomic=ingest_atomic,
-                 analyses_from_export=analyses_from_export,
+                 analyses_from_export=None,
                  flow_run_id=lambda: None)

@@ -31,6 +31,16 @@ def prefect_harness():
 
 
 @pytest.fixture(scope="session")
+def dask_address():
+    """One LocalCluster of 2 worker processes shared by every Dask test of the session (its start
+    costs seconds); the tests reach it by address, as a remote cluster is reached."""
+    from benchcert.tasks.distributed import dask_cluster
+
+    with dask_cluster(workers=2) as address:
+        yield address
+
+
+@pytest.fixture(scope="session")
 def mmlu_db(tmp_path_factory) -> Path:
     """The real MMLU-Pro file ingested once (plain function, no Prefect); tests only read it."""
     from benchcert.tasks.ingest import ingest_file

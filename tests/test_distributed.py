@@ -1,6 +1,7 @@
 """The Dask path (prefect-dask DaskTaskRunner on a real distributed.LocalCluster of 2 worker
-processes, started by the test itself; no other service): the same artifacts as the
-single-process audit, and the nightly flow audits benchmarks in parallel."""
+processes, started by the tests themselves and shared by the session: conftest.py dask_address;
+no other service): the same artifacts as the single-process audit, and the nightly flow audits
+benchmarks in parallel."""
 
 from __future__ import annotations
 
@@ -58,27 +59,61 @@ def _export_reads() -> int:
     return _cached_inputs.cache_info().misses
 
 
+def _block_reads() -> int:
+    from benchcert.tasks.distributed import _cached_block
+
+    return _cached_block.cache_info().misses
+
+
 @pytest.mark.usefixtures("prefect_harness")
-def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, tmp_path):
+def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, dask_address, tmp_path):
     from benchcert.flows.audit import audit_flow
     from distributed import Client
 
-    from benchcert.tasks.distributed import dask_cluster, dask_task_runner
+    from benchcert.tasks.distributed import dask_task_runner
 
     single = audit_flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "single"))
     export = tmp_path / "export"
     export_parquet(mmlu_db, export)
-    with dask_cluster(workers=2) as address:  # a LocalCluster of 2 worker processes, reached by address
-        flow = audit_flow.with_options(task_runner=dask_task_runner(address=address))
-        dask = flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "dask"), export_dir=str(export))
-        with Client(address) as client:
-            reads = client.run(_export_reads)
+    # A LocalCluster of 2 worker processes (conftest.py), reached by address; the hierarchical fits and
+    # the pairs go out in blocks of 10 models (3 blocks, 6 pairs of blocks).
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
+    dask = flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=10)
+    with Client(dask_address) as client:
+        reads = client.run(_export_reads)
+        block_reads = client.run(_block_reads)
     assert dask["n_models"] == 29
     # The analyses ran in the worker processes, and each worker that worked read the export.
     assert len(reads) == 2 and sum(reads.values()) >= 1
+    assert sum(block_reads.values()) >= 3
     a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
     b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
     _same_artifacts(a, b)
+    _multiplicity_over_the_whole_family(Path(dask["run_dir"]), block=10)
+
+
+def _multiplicity_over_the_whole_family(run_dir: Path, block: int) -> None:
+    """Holm, Bonferroni and BH of the comparisons table are those of all its p-values at once, applied
+    after the blocks were assembled, not of each pair of model blocks on its own."""
+    import numpy as np
+
+    from benchcert.stats.comparisons import adjust_pvalues
+
+    table = pl.read_parquet(run_dir / "tables" / "comparisons.parquet")
+    models = sorted(set(table["model"]) | set(table["versus"]))
+    assert table.height == len(models) * (len(models) - 1) // 2
+    p = table["p_value"].to_numpy()
+    for column, method in (("p_holm", "holm"), ("p_bonferroni", "bonferroni"), ("p_bh", "bh")):
+        np.testing.assert_array_equal(table[column].to_numpy(), adjust_pvalues(p, alpha=0.05, method=method).p_adjusted)
+    idx = {name: i for i, name in enumerate(models)}
+    block_of = np.array([(min(idx[x], idx[y]) // block, max(idx[x], idx[y]) // block)
+                         for x, y in zip(table["model"], table["versus"])])
+    assert len({tuple(k) for k in block_of}) > 1
+    per_block = np.empty_like(p)
+    for key in {tuple(k) for k in block_of}:
+        rows = np.flatnonzero((block_of == key).all(axis=1))
+        per_block[rows] = adjust_pvalues(p[rows], alpha=0.05, method="holm").p_adjusted
+    assert (table["p_holm"].to_numpy() > per_block).any()  # the check could tell the two apart
 
 
 def _interval(run_dir: str) -> tuple[str, str]:
@@ -87,27 +122,34 @@ def _interval(run_dir: str) -> tuple[str, str]:
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(tmp_path):
+def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(dask_address, tmp_path):
     import shutil
 
     from benchcert.flows.nightly import nightly_flow
 
-    from conftest import MMLU_CSV, MMLU_MAP, SMALL_CSV
+    from conftest import MMLU_CSV, MMLU_MAP
 
+    # Imported first, as in a server that has audited before: otherwise the first audit's imports
+    # (Python's module locks) hold the second one back for seconds, and at low load a 2-second
+    # audit can finish before the other has started.
+    import benchcert.tasks.analyses  # noqa: F401
+    import benchcert.tasks.distributed  # noqa: F401
+    import benchcert.tasks.results  # noqa: F401
+    import prefect_dask  # noqa: F401
+
+    # The demo log under two names: two audits long enough (seconds) that their overlap does not hang
+    # on which subflow's Dask client connects first.
     inbox = tmp_path / "inbox"
-    (inbox / "mmlu_pro").mkdir(parents=True)
-    (inbox / "small").mkdir()
-    shutil.copy(MMLU_CSV, inbox / "mmlu_pro" / MMLU_CSV.name)
-    shutil.copy(MMLU_MAP, inbox / "mmlu_pro" / "mapping.toml")
-    shutil.copy(SMALL_CSV, inbox / "small" / SMALL_CSV.name)
-    (inbox / "small" / "mapping.toml").write_text(
-        '[map]\nmodel = "model"\nitem_id = "question"\nsubject = "topic"\ndomain = "area"\nscore = "correct"\n')
+    for name in ("mmlu_pro", "mmlu_pro_b"):
+        (inbox / name).mkdir(parents=True)
+        shutil.copy(MMLU_CSV, inbox / name / MMLU_CSV.name)
+        shutil.copy(MMLU_MAP, inbox / name / "mapping.toml")
     db, arts = tmp_path / "store.duckdb", tmp_path / "artifacts"
-    out = nightly_flow(str(inbox), str(db), str(arts), dask_workers=2)
+    out = nightly_flow(str(inbox), str(db), str(arts), dask_address=dask_address)
     runs = out["benchmarks"]
-    assert runs["mmlu_pro"]["audited"] and runs["small"]["audited"]
+    assert runs["mmlu_pro"]["audited"] and runs["mmlu_pro_b"]["audited"]
     # Both audits were running at the same time: each started before the other finished.
-    (s1, f1), (s2, f2) = _interval(runs["mmlu_pro"]["run_dir"]), _interval(runs["small"]["run_dir"])
+    (s1, f1), (s2, f2) = _interval(runs["mmlu_pro"]["run_dir"]), _interval(runs["mmlu_pro_b"]["run_dir"])
     assert s1 < f2 and s2 < f1, (s1, f1, s2, f2)
     # Workers read the export, which holds what was audited.
-    assert json.loads((arts / ".export" / "export.json").read_text())["benchmarks"] == ["mmlu_pro", "small"]
+    assert json.loads((arts / ".export" / "export.json").read_text())["benchmarks"] == ["mmlu_pro", "mmlu_pro_b"]

@@ -12,8 +12,10 @@ Tables: ``hierarchical_components``, ``domain_fits``, ``split_half``, ``subject_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -21,9 +23,9 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats._common import DegenerateDataWarning
-from benchcert.stats.diagnostics import split_half, subject_correlation
-from benchcert.stats.hierarchical import PROXY_SHARE, fit_domains, hierarchical_bound
-from benchcert.stats.intervals import comparator_intervals
+from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
+from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
+from benchcert.stats.intervals import IntervalResult, comparator_intervals
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, heatmap_svg, interval_plot_svg, table_html
@@ -206,45 +208,163 @@ def _user_weights(m: BenchmarkMatrices, weights: dict[str, float]) -> tuple[np.n
     return w, notes
 
 
-def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+@dataclass(frozen=True)
+class _Caught:
+    """A warning caught in one part of the analysis (picklable: a part may run on a Dask worker)."""
+
+    category: type
+    message: str
+
+
+def _caught(records) -> list[_Caught]:
+    return [_Caught(w.category, str(w.message)) for w in records]
+
+
+@dataclass(frozen=True)
+class ModelBlock:
+    """The per-model part of the analysis for the model columns of a matrix: the domain fits, the
+    hierarchical bounds per metric and the comparator intervals of the Table 3 layout.
+
+    Every number of a column depends on that column alone (each fit, bound and interval is
+    computed on its own), so the parts of blocks of models, concatenated in column order, are
+    the part of the whole matrix to the last bit (tests/test_dask_blocks.py); the Dask audit
+    computes them block by block on the workers (tasks/distributed.py).
+    """
+
+    fits: DomainFits
+    bounds: dict[str, HierarchicalBound]
+    comparators: dict[str, dict[str, IntervalResult]]
+    fit_warnings: list[_Caught]
+    bound_warnings: list[_Caught]
+    other_warnings: list[_Caught]
+
+
+def _domains(m: BenchmarkMatrices, levels: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    if "domain" in levels:
+        return np.asarray(m.subject_domain, dtype=np.int64), list(m.domains)
+    return np.zeros(m.subjects.height, dtype=np.int64), [ALL_SUBJECTS]
+
+
+def _metrics(m: BenchmarkMatrices, config: AuditConfig) -> tuple[dict[str, object], list[str]]:
+    metrics: dict[str, object] = {"macro": "macro", "pooled": "pooled"}
+    notes: list[str] = []
+    if config.subject_weights:
+        w, notes = _user_weights(m, config.subject_weights)
+        if w is not None:
+            metrics["weighted"] = w
+    return metrics, notes
+
+
+def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
+    """Fits, bounds and comparator intervals of ``m``'s models (all of them, or a block of them)."""
     levels = tuple(config.hierarchy)
     item_only = levels == ()
-    subjects = m.subjects
-    n_subj = subjects.height
-    if "domain" in levels:
-        doms, dom_names = np.asarray(m.subject_domain, dtype=np.int64), list(m.domains)
-    else:
-        doms, dom_names = np.zeros(n_subj, dtype=np.int64), [ALL_SUBJECTS]
-    models = m.models
-    notes: list[str] = []
-
-    with warnings.catch_warnings(record=True) as caught:
+    doms, _ = _domains(m, levels)
+    metrics, _ = _metrics(m, config)
+    # The subject proxies used are upper confidence bounds at a share of alpha (valid with few
+    # subjects per domain); the plug-in fit stays in the domain_fits table for reference.
+    proxy_alpha = PROXY_SHARE * config.alpha
+    with warnings.catch_warnings(record=True) as caught_fits:
         warnings.simplefilter("always")
-        # The subject proxies used are upper confidence bounds at a share of alpha (valid with few
-        # subjects per domain); the plug-in fit stays in the domain_fits table for reference.
-        proxy_alpha = PROXY_SHARE * config.alpha
         fits = fit_domains(m.scores, m.item_subject, doms, proxy_alpha=proxy_alpha)
+    with warnings.catch_warnings(record=True) as caught_bounds:
+        warnings.simplefilter("always")
         means = np.nan_to_num(fits.subject_means, nan=0.0)
-        metrics: dict[str, object] = {"macro": "macro", "pooled": "pooled"}
-        if config.subject_weights:
-            w, wnotes = _user_weights(m, config.subject_weights)
-            notes += wnotes
-            if w is not None:
-                metrics["weighted"] = w
         bounds = {name: hierarchical_bound(means, fits.n, doms, None if item_only else fits.s2_upper, weights=wts,
                                            alpha=config.alpha, proxy_alpha=0.0 if item_only else proxy_alpha,
                                            profile=None if item_only else fits.profile)
                   for name, wts in metrics.items()}
-        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS,
-                           rng=np.random.default_rng(SPLIT_SEED))
-        corr = (subject_correlation(fits.subject_means, np.asarray(m.subject_domain, dtype=np.int64))
-                if len(models) >= 3 else None)
-
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught_other:
+        warnings.simplefilter("always")
         # Recomputed only for the Table 3 layout; the comparator analysis reports their warnings.
         warnings.simplefilter("ignore", DegenerateDataWarning)
         comparators = {metric: comparator_intervals(m.scores, m.item_subject, weighting=metric, alpha=config.alpha)
                        for metric in ("macro", "pooled")}
+    return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, fit_warnings=_caught(caught_fits),
+                      bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
+
+
+def split_part(m: BenchmarkMatrices, config: AuditConfig) -> tuple[SplitHalfResult, list[_Caught]]:
+    """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block)."""
+    doms, _ = _domains(m, tuple(config.hierarchy))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED))
+    return split, _caught(caught)
+
+
+def _concat(cls, parts: list, model_axis: dict[str, int]):
+    """One dataclass from per-block ones: the fields in ``model_axis`` concatenated along that axis
+    (the model axis), every other field taken from the first block (the same in all of them)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    fields = {}
+    for f in dataclasses.fields(cls):
+        v = getattr(first, f.name)
+        if f.name in model_axis and v is not None:
+            v = np.concatenate([getattr(p, f.name) for p in parts], axis=model_axis[f.name])
+        fields[f.name] = v
+    return cls(**fields)
+
+
+#: Model axis of each per-model field of DomainFits, HierarchicalBound and IntervalResult.
+_FIT_AXES = {**{f: 1 for f in ("a", "b", "nu", "mean", "s2", "icc", "loglik", "n_subjects", "n_items", "status",
+                               "degenerate", "converged", "n", "total", "nu_lower", "s2_upper", "upper_alpha",
+                               "profile")},
+             "fit_method": 0, "binary": 0}
+_BOUND_AXES = {f: 0 for f in ("estimate", "lower", "upper", "half_width", "sigma2_item", "sigma2_subj", "sigma2_dom",
+                              "sigma2_eff", "n", "n_subjects")} | {"weights": 1}
+
+
+def merge_blocks(parts: list[ModelBlock]) -> ModelBlock:
+    """The blocks' parts (in column order) as the part of all their models."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+
+    def interval_axes(r):
+        return {f.name: 0 for f in dataclasses.fields(r) if isinstance(getattr(r, f.name), np.ndarray)}
+
+    fits = _concat(DomainFits, [p.fits for p in parts], _FIT_AXES)
+    # The fits' assumptions name the beta fit on subject means when some model is not binary.
+    fits = dataclasses.replace(fits, assumptions=max((p.fits.assumptions for p in parts), key=len))
+    return ModelBlock(
+        fits=fits,
+        bounds={k: _concat(HierarchicalBound, [p.bounds[k] for p in parts], _BOUND_AXES) for k in first.bounds},
+        comparators={metric: {meth: _concat(type(r), [p.comparators[metric][meth] for p in parts], interval_axes(r))
+                              for meth, r in first.comparators[metric].items()} for metric in first.comparators},
+        fit_warnings=[w for p in parts for w in p.fit_warnings],
+        bound_warnings=[w for p in parts for w in p.bound_warnings],
+        other_warnings=[w for p in parts for w in p.other_warnings])
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    return assemble(m, config, [model_block(m, config)], split_part(m, config))
+
+
+def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock],
+             split: tuple[SplitHalfResult, list[_Caught]]) -> AnalysisOutput:
+    """The analysis from its per-model parts (one block, or the blocks of models in column order) and
+    the split-half diagnostic: what needs every model at once (the subject correlation across
+    models), the tables, warnings and report sections."""
+    levels = tuple(config.hierarchy)
+    item_only = levels == ()
+    subjects = m.subjects
+    n_subj = subjects.height
+    doms, dom_names = _domains(m, levels)
+    models = m.models
+    metrics, notes = _metrics(m, config)
+    part = merge_blocks(blocks)
+    fits, bounds, comparators = part.fits, part.bounds, part.comparators
+    split, split_warnings = split
+    for w in part.other_warnings:  # (outside the restated families: as in one process, to run_analysis)
+        warnings.warn(w.message, w.category, stacklevel=2)
+    with warnings.catch_warnings(record=True) as caught_corr:
+        warnings.simplefilter("always")
+        corr = (subject_correlation(fits.subject_means, np.asarray(m.subject_domain, dtype=np.int64))
+                if len(models) >= 3 else None)
+    caught = part.fit_warnings + part.bound_warnings + split_warnings + _caught(caught_corr)
 
     hier = _hierarchy_name(levels)
     intervals = pl.concat([pl.DataFrame({
