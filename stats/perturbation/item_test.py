@@ -55,6 +55,24 @@ def _margins(r, rt, c, gamma):
     return np.sqrt(var * math.log(1.0 / gamma) / 2.0)
 
 
+def _pair_margins(r, test_replicates, alpha, ideal_share):
+    """The widening c and the pair margins t_ij of an item whose null variants have counts r."""
+    ideal, gamma = _split(alpha, ideal_share)
+    c = _widening(ideal, int(r.size))
+    return c, _margins(r, int(test_replicates), c, gamma)
+
+
+def _pair_rows(c, t, *, s_sign):
+    """The linear programme's rows over (x_1..x_m, s): -(1+c) x_i + c x_j + s_sign * s <= -t_ij."""
+    m = t.shape[0]
+    rows = np.zeros((m * m, m + 1))
+    i, j = np.divmod(np.arange(m * m), m)
+    rows[np.arange(m * m), i] -= 1.0 + c
+    rows[np.arange(m * m), j] += c
+    rows[:, m] = s_sign
+    return rows, -t.reshape(-1)
+
+
 def _range(rates, r, rt, alpha, ideal_share):
     """(range_low, range_high, c, alpha_I, gamma): reject iff the tested rate is outside [low, high]."""
     m = rates.size
@@ -110,26 +128,16 @@ def _possible(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_s
     m = int(r.size)
     if m < 2:
         return False
-    ideal, gamma = _split(alpha, ideal_share)
-    c = _widening(ideal, m)
-    t = _margins(r, int(test_replicates), c, gamma)
+    c, t = _pair_margins(r, test_replicates, alpha, ideal_share)
     if m > 100:
         # The programme would have m^2 rows; the common rate 1 is optimal for equal counts.  With
         # unequal counts this may call an item powerless that some outcome could reject - a
         # conservative label, never a wrong rejection.
         return bool(1.0 - t.max() > 0.0)
-    rows, rhs = [], []
-    for i in range(m):
-        for j in range(m):
-            a = np.zeros(m + 1)
-            a[i] -= 1.0 + c
-            a[j] += c
-            a[m] = 1.0                                          # s - (1+c) x_i + c x_j <= -t_ij
-            rows.append(a)
-            rhs.append(-t[i, j])
+    rows, rhs = _pair_rows(c, t, s_sign=1.0)                   # s - (1+c) x_i + c x_j <= -t_ij
     from scipy.optimize import linprog  # here, not at import: scipy.optimize costs every command ~0.1 s
 
-    res = linprog(np.r_[np.zeros(m), -1.0], A_ub=np.array(rows), b_ub=np.array(rhs),
+    res = linprog(np.r_[np.zeros(m), -1.0], A_ub=rows, b_ub=rhs,
                   bounds=[(0.0, 1.0)] * m + [(None, None)], method="highs")
     return bool(res.status == 0 and -res.fun > 1e-12)
 
@@ -171,24 +179,14 @@ def _min_gap(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_sh
     m = int(r.size)
     if m < 2:
         return math.inf
-    ideal, gamma = _split(alpha, ideal_share)
-    c = _widening(ideal, m)
-    t = _margins(r, test_replicates, c, gamma)
+    c, t = _pair_margins(r, test_replicates, alpha, ideal_share)
     if m > 60 or np.unique(r).size == 1:
         return float(t.max())
-    rows, rhs = [], []
-    for i in range(m):
-        for j in range(m):
-            a = np.zeros(m + 1)
-            a[i] -= 1.0 + c
-            a[j] += c
-            a[m] = -1.0                                         # t_ij + c x_j - (1+c) x_i <= s
-            rows.append(a)
-            rhs.append(-t[i, j])
+    rows, rhs = _pair_rows(c, t, s_sign=-1.0)                  # t_ij + c x_j - (1+c) x_i <= s
     best = float(t.max())
     for k in np.unique(r, return_index=True)[1]:            # variants with equal counts are interchangeable
         bounds = [(0.0, 0.0) if i == k else (0.0, 1.0) for i in range(m)] + [(None, None)]
-        res = linprog(np.r_[np.zeros(m), 1.0], A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds,
+        res = linprog(np.r_[np.zeros(m), 1.0], A_ub=rows, b_ub=rhs, bounds=bounds,
                       method="highs")
         if res.status == 0:
             best = min(best, float(res.fun))
