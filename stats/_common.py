@@ -27,6 +27,13 @@ class DegenerateDataWarning(RuntimeWarning):
     """
 
 
+def unwrap_scalar(x):
+    """0-d results as plain Python scalars (``x.item()``), arrays as they are: what a function
+    given scalars returns."""
+    x = np.asarray(x)
+    return x.item() if x.ndim == 0 else x
+
+
 def warn_degenerate(message: str, stacklevel: int = 3) -> None:
     """Emit a :class:`DegenerateDataWarning` attributed to the public caller."""
     warnings.warn(message, DegenerateDataWarning, stacklevel=stacklevel)

@@ -57,6 +57,7 @@ from ._common import (  # cr2_mean: re-exported, it lived here first
     check_scores,
     cr2_mean,
     segment_sums,
+    unwrap_scalar,
     warn_degenerate,
 )
 
@@ -385,12 +386,7 @@ def _z(alpha: float) -> float:
     return float(ndtri(1.0 - alpha / 2.0))
 
 
-def _out(x):
-    x = np.asarray(x)
-    if x.ndim == 0:
-        v = x.item()
-        return v
-    return x
+_out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
 def _check_power(power) -> float:

@@ -33,7 +33,7 @@ import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats, imported only where hypergeom is used
 from scipy.special import digamma
 
-from ._common import _short, check_alpha, warn_degenerate
+from ._common import _short, check_alpha, unwrap_scalar, warn_degenerate
 
 __all__ = [
     "SubsampleBound",
@@ -302,9 +302,7 @@ def _range(R) -> float:
     return float(R)
 
 
-def _out(x):
-    x = np.asarray(x)
-    return x.item() if x.ndim == 0 else x
+_out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
 def _log_term(alpha: float) -> float:

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._common import check_alpha
+from ._common import check_alpha, unwrap_scalar
 
 __all__ = ["FisherResult", "EnergyTestResult", "fisher_contrast", "fisher_min_p", "energy_test", "energy_min_p"]
 
@@ -37,9 +37,7 @@ def _positive_int(x, name: str) -> int:
     return int(x)
 
 
-def _out(x):
-    x = np.asarray(x)
-    return x.item() if x.ndim == 0 else x
+_out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import numbers
 
 import numpy as np
 
+from .._common import unwrap_scalar
+
 EPS_MAX_RULES = ("auto", "algorithm_c", "width")
 METHODS = ("union", "exact")
 
@@ -81,9 +83,4 @@ def _choice(x, name: str, options) -> str:
     return x
 
 
-def _out(x):
-    x = np.asarray(x)
-    if x.ndim == 0:
-        v = x.item()
-        return v
-    return x
+_out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
