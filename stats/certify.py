@@ -706,7 +706,7 @@ def failure_rate_upper(failures: int, n: int, *, alpha: float = 0.05, unequal_ra
         False (default): the items are i.i.d. draws, one common failure rate p (question
         ``"independent_items"``). True: the items are independent but may fail with different
         probabilities :math:`p_i` - the items of one subject share its difficulty - and the
-        target is their mean :math:`ar p` (question ``"same_subjects"``: new items from the
+        target is their mean :math:`\bar p` (question ``"same_subjects"``: new items from the
         same subjects, weighted by their items). See Notes.
 
     Returns
@@ -715,24 +715,24 @@ def failure_rate_upper(failures: int, n: int, *, alpha: float = 0.05, unequal_ra
 
     Notes
     -----
-    *Common rate.* :math:`u(k) = \mathrm{Beta}^{-1}(1-lpha;\,k+1,\,n-k)` for k < n and 1 for
-    k = n: the largest rate p with :math:`P(\mathrm{Bin}(n, p) \le k) \ge lpha`
+    *Common rate.* :math:`u(k) = \mathrm{Beta}^{-1}(1-\alpha;\,k+1,\,n-k)` for k < n and 1 for
+    k = n: the largest rate p with :math:`P(\mathrm{Bin}(n, p) \le k) \ge \alpha`
     (:func:`clopper_pearson`, ``sided="upper"``). With no failure it is
-    :math:`1-lpha^{1/n} pprox \log(1/lpha)/n` (about 3/n at 95%). Equals the upper end of
+    :math:`1-\alpha^{1/n} \approx \log(1/\alpha)/n` (about 3/n at 95%). Equals the upper end of
     ``scipy.stats.binomtest(k, n, alternative='less').proportion_ci(1 - alpha)``.
 
     *Unequal rates* (``unequal_rates=True``). The failure count S is then Poisson-binomial
-    with mean :math:`nar p`, not binomial, and :math:`u(S)` can miss :math:`ar p` with
+    with mean :math:`n\bar p`, not binomial, and :math:`u(S)` can miss :math:`\bar p` with
     probability above alpha: with failure probabilities (1, ..., 1, 1 - x), alpha < x <
-    :math:`n(1-(1-lpha)^{1/n})`, it misses exactly when the last item passes, probability
+    :math:`n(1-(1-\alpha)^{1/n})`, it misses exactly when the last item passes, probability
     x (a model that fails almost everything). The bound used instead is
 
     .. math:: u^*(k) = \max\{u(k),\ (k+1)/n\},
 
-    which holds for every :math:`(p_1, \dots, p_n)`: it misses :math:`ar p` iff
-    :math:`F_{n,ar p}(S) < lpha` and :math:`S < nar p - 1` (F the binomial CDF), a set
-    :math:`\{S \le c\}` with :math:`c \le nar p - 1`, and for such c Hoeffding (1956,
-    Ann. Math. Statist. 27, Theorem 4) gives :math:`P(S \le c) \le F_{n,ar p}(c) < lpha`.
+    which holds for every :math:`(p_1, \dots, p_n)`: it misses :math:`\bar p` iff
+    :math:`F_{n,\bar p}(S) < \alpha` and :math:`S < n\bar p - 1` (F the binomial CDF), a set
+    :math:`\{S \le c\}` with :math:`c \le n\bar p - 1`, and for such c Hoeffding (1956,
+    Ann. Math. Statist. 27, Theorem 4) gives :math:`P(S \le c) \le F_{n,\bar p}(c) < \alpha`.
     The max changes u only when u(k) < (k+1)/n, which at alpha <= 0.2 happens only at
     k = n - 1 (one item passed), so the usual bound near zero failures (3/n) is unchanged. It
     is the same theorem as the one-count shift of :func:`clopper_pearson` (``shift=1``) used
@@ -789,15 +789,15 @@ def failure_rate_upper_new_subjects(failed, subjects, *, alpha: float = 0.05) ->
     Question: how often would the model fail on items of *new subjects*? The benchmark's J
     subjects are independent draws of subjects (within each domain, if domains are strata),
     their sizes :math:`n_j` unrelated to their failure rates; items within a subject may
-    depend on each other in any way. With :math:`ar f_j` the failure share of subject j and
-    :math:`w_j = n_j/n`, the pooled failure rate :math:`\hat f = \sum_j w_j ar f_j` is a
+    depend on each other in any way. With :math:`\bar f_j` the failure share of subject j and
+    :math:`w_j = n_j/n`, the pooled failure rate :math:`\hat f = \sum_j w_j \bar f_j` is a
     weighted sum of independent variables in [0, 1] whose expectation is the target
-    :math:`\mu = \sum_j w_j E[ar f_j]` (a new subject's expected failure rate, domains
+    :math:`\mu = \sum_j w_j E[\bar f_j]` (a new subject's expected failure rate, domains
     weighted as in the benchmark). Hoeffding's inequality for weighted sums (Hoeffding 1963,
     Theorem 2) gives :math:`P(\hat f \le \mu - t) \le \exp(-2 J_{\mathrm{eff}} t^2)`,
     :math:`J_{\mathrm{eff}} = 1/\sum_j w_j^2`, hence
 
-    .. math:: u = \min\{1,\ \hat f + \sqrt{\log(1/lpha) / (2 J_{\mathrm{eff}})}\}.
+    .. math:: u = \min\{1,\ \hat f + \sqrt{\log(1/\alpha) / (2 J_{\mathrm{eff}})}\}.
 
     This is the one-sided form of the subject-level bound of :func:`stratified_means`
     (``new_clusters=True``), the same function at 2 alpha per side. It is wide with few
