@@ -122,3 +122,16 @@ def test_every_verdict_is_its_simultaneous_interval(seed, k, n, fractional, subj
         return
     out = _analyze(m, AuditConfig(alpha=alpha, hierarchy=("subject",) if subjects else ()))
     _check_consistent(out, alpha)
+
+
+def test_with_a_baseline_the_report_says_the_tied_groups_answer_the_wider_ranking_family():
+    # With --baseline the verdicts are the K - 1 pairs against it, the rank intervals and tied groups
+    # every pair: a different family, which the report must name so the two do not read as a contradiction.
+    rng = np.random.default_rng(5)
+    base = (rng.random(300) < 0.5).astype(float)
+    m = _matrices({"base": base, "b": (rng.random(300) < 0.6).astype(float),
+                   "c": (rng.random(300) < 0.55).astype(float)}, np.repeat(np.arange(10), 30))
+    html = _analyze(m, AuditConfig(baseline="base")).sections[0].html
+    assert "a wider family than the verdicts against the baseline" in html
+    html = _analyze(m, AuditConfig()).sections[0].html
+    assert "as the verdicts" in html and "wider family" not in html

@@ -192,8 +192,9 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     if family == "leaderboard":
         notes.append(f"comparisons: {len(models)} models (more than {ALL_PAIRS_MAX_MODELS}): compared are each model "
                      f"against the next one in the ranking and every pair among the top {TOP_N} ({pv.size} pairs, "
-                     "family 'leaderboard'); Holm and Benjamini-Hochberg adjust over exactly these pairs, and rank "
-                     "intervals count untested pairs as not distinguished (wider). Every pair: --all-pairs")
+                     "family 'leaderboard'); the Bonferroni intervals (which decide the verdicts), Holm and "
+                     "Benjamini-Hochberg adjust over exactly these pairs, and rank intervals count untested pairs as "
+                     "not distinguished (wider). Every pair: --all-pairs")
     frame = pl.DataFrame(schema=COMPARISON_SCHEMA)
     r = None
     if pv.size:
@@ -240,7 +241,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         frame = pl.concat([frame, none], how="diagonal_relaxed").select(list(COMPARISON_SCHEMA)).cast(COMPARISON_SCHEMA)
 
     # Ranks come from every pair (the leaderboard family beyond ALL_PAIRS_MAX_MODELS); without a
-    # baseline that is the table's own family.
+    # baseline that is the table's own family. With one they answer the ranking question over a wider
+    # family than the K - 1 verdicts, and the report's text says so.
     all_pairs = (pv, pm, r) if baseline is None else None
     ranks, tied, rank_groups = _ranks(scores, subjects, models, pooled, alpha, all_pairs,
                                       leaderboard=_family(len(models), None, all_pairs_asked) == "leaderboard")
@@ -361,8 +363,12 @@ def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
              "a pair whose simultaneous interval covers 0, and the verdict does not claim those. So is the unpaired "
              f"z-test peers report, which ignores that both models answered the same items.</p><p>The question answered: "
              f"<b>{escape(question)}</b>.</p>")
+    family = ("Bonferroni over the pairs tested, as the verdicts" if baseline is None else
+              "Bonferroni over every pair of models: the ranking question, a wider family than the verdicts "
+              "against the baseline, so a model can be <code>improved</code> against the baseline and still share "
+              "a group with it here")
     ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
-            "level (Bonferroni over the pairs tested, as the verdicts) - a tie here means <em>not distinguished</em>, not proven equal. "
+            f"level ({family}) - a tie here means <em>not distinguished</em>, not proven equal. "
             "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
     shown = frame.sort("p_value", nulls_last=True).select(
         "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),
