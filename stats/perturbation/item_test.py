@@ -36,6 +36,12 @@ ASSUMPTIONS_SCORES = (_ASSUMPTION_1, ASSUMPTION_RANDOM_NULLS.replace("response p
                       "Hoeffding's bound holds")
 
 
+#: Above this many null variants the power check and the smallest detectable gap both use the
+#: equal-rates value max t_ij instead of a linear programme with m^2 rows - one cut-off, so an item
+#: the check calls testable never reads "detects only a change above 1".
+LP_MAX_VARIANTS = 60
+
+
 def _split(alpha: float, ideal_share: float) -> tuple[float, float]:
     """(ideal_alpha, gamma): alpha_I for the sampling of the null variants, gamma per one-sided bound."""
     ideal = ideal_share * alpha
@@ -129,7 +135,7 @@ def _possible(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_s
     if m < 2:
         return False
     c, t = _pair_margins(r, test_replicates, alpha, ideal_share)
-    if m > 100:
+    if m > LP_MAX_VARIANTS:
         # The programme would have m^2 rows; the common rate 1 is optimal for equal counts.  With
         # unequal counts this may call an item powerless that some outcome could reject - a
         # conservative label, never a wrong rejection.
@@ -180,7 +186,7 @@ def _min_gap(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_sh
     if m < 2:
         return math.inf
     c, t = _pair_margins(r, test_replicates, alpha, ideal_share)
-    if m > 60 or np.unique(r).size == 1:
+    if m > LP_MAX_VARIANTS or np.unique(r).size == 1:
         return float(t.max())
     rows, rhs = _pair_rows(c, t, s_sign=-1.0)                  # t_ij + c x_j - (1+c) x_i <= s
     best = float(t.max())
