@@ -278,9 +278,20 @@ pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(_pair_bl
 class _PairBlocksOnCluster:
     """The groups of a blocked pairwise computation as Prefect tasks (stats/comparisons.py pair_block_runner)."""
 
-    def __init__(self, export_dir: str, benchmark: str, variant: str, models: list[str], n_items: int):
+    def __init__(self, export_dir: str, benchmark: str, variant: str, models: list[str], n_items: int,
+                 scores: np.ndarray):
         self.where = (export_dir, benchmark, variant)
-        self.models, self.n_items = models, n_items
+        self.models, self.n_items, self.scores = models, n_items, scores
+
+    def _here(self, g, codes, colstats, settings):
+        """A group over every model (a few pairs among many: leaderboard or baseline family) is computed
+        on the flow's own matrix: sending it out would make a worker read the whole matrix again."""
+        from benchcert.stats.comparisons import pair_block
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            part = pair_block(self.scores, codes, g, tuple(c[g.cols] for c in colstats), **settings)
+        return part, [(w.category, str(w.message)) for w in caught]
 
     def __call__(self, groups, codes, colstats, **settings):
         futures = []
@@ -289,12 +300,15 @@ class _PairBlocksOnCluster:
             bm = g.block_models
             models_i = self.models[i * bm:(i + 1) * bm]
             models_j = self.models[j * bm:(j + 1) * bm] if j != i else []
+            if len(models_i) == len(self.models):
+                futures.append(self._here(g, codes, colstats, settings))
+                continue
             # (arrays: Prefect does not walk them element by element, so no quote() is needed)
             group = {f.name: getattr(g, f.name) for f in dataclasses.fields(g)}
             futures.append(pair_block_task.submit(*self.where, models_i, models_j, self.n_items, group, codes,
                                                   tuple(c[g.cols] for c in colstats), settings))
         for f in futures:
-            part, caught = f.result()
+            part, caught = f if isinstance(f, tuple) else f.result()
             for category, message in caught:  # raised here, inside the analysis' own warning capture
                 warnings.warn(message, category, stacklevel=2)
             yield part
@@ -323,7 +337,8 @@ def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: li
     if "comparisons" in names and len(blocks) > 1:
         # The analysis runs here, on the flow's matrix (pairs chosen, family adjusted, ranks); its pairs
         # go to the workers by pairs of model blocks.
-        runner = _PairBlocksOnCluster(export_dir, benchmark, variant, matrices.models, n_items)
+        runner = _PairBlocksOnCluster(export_dir, benchmark, variant, matrices.models, n_items,
+                                      matrices.scores)
 
         def comparisons(m, c):
             with pair_block_runner(lambda *a, **k: list(runner(*a, **k)), bm):

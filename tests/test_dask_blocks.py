@@ -136,3 +136,25 @@ def test_block_size_option_is_checked_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="block_models must be an integer >= 2"):
         dask_audit(args, None)  # before the export is written
     assert not (tmp_path / ".export").exists()
+
+
+def test_a_group_over_every_model_is_computed_on_the_flow_not_sent_out():
+    # A few pairs among many models (leaderboard or baseline family) form one group over every column;
+    # sending it to a worker made that worker read the whole matrix again from the export. The cluster
+    # runner computes it on the flow's matrix: no Prefect task is submitted (there is no flow or export
+    # here, so a submission would fail), and every field equals the one-process computation.
+    from benchcert.tasks.distributed import _PairBlocksOnCluster
+
+    s, subj = _matrix(2, 1500, 19)
+    s[:, 5] = np.round(s[:, 5])  # all 0/1: the cluster path's condition
+    pairs = np.asarray([[0, 1], [5, 18], [2, 17]])
+    runner = _PairBlocksOnCluster(None, "b", "", [f"m{i}" for i in range(19)], s.shape[0], s)
+    with warnings.catch_warnings(record=True) as w_dense:
+        warnings.simplefilter("always")
+        dense = C.pairwise_comparisons(s, subj, pairs=pairs)
+    with warnings.catch_warnings(record=True) as w_here:
+        warnings.simplefilter("always")
+        with C.pair_block_runner(lambda *a, **k: list(runner(*a, **k)), 5):
+            here = C.pairwise_comparisons(s, subj, pairs=pairs)
+    _fields_equal(dense, here)
+    assert [str(w.message) for w in w_here] == [str(w.message) for w in w_dense]
