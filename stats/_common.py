@@ -39,6 +39,13 @@ def warn_degenerate(message: str, stacklevel: int = 3) -> None:
     warnings.warn(message, DegenerateDataWarning, stacklevel=stacklevel)
 
 
+def check_power(power) -> float:
+    """A power in (0, 1) as a float; ValueError naming ``power`` otherwise (numpy reals accepted)."""
+    if isinstance(power, (bool, np.bool_)) or not isinstance(power, numbers.Real) or not 0 < power < 1:
+        raise ValueError(f"power must be in (0, 1); got {power!r}")
+    return float(power)
+
+
 def check_alpha(alpha) -> float:
     """Return ``alpha`` as a float after checking it lies in the open interval (0, 1).
 

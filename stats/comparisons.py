@@ -54,6 +54,7 @@ from ._common import (  # cr2_mean: re-exported, it lived here first
     _short,
     check_alpha,
     check_codes,
+    check_power,
     check_scores,
     cr2_mean,
     segment_sums,
@@ -389,10 +390,7 @@ def _z(alpha: float) -> float:
 _out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
-def _check_power(power) -> float:
-    if isinstance(power, (bool, np.bool_)) or not isinstance(power, numbers.Real) or not 0 < power < 1:
-        raise ValueError(f"power must be a real number in (0, 1); got {power!r}")
-    return float(power)
+_check_power = check_power  # stats/_common.py
 
 
 def default_primary(n_subjects: int | None) -> str:

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 from scipy.special import ndtri
 
-from ._common import check_alpha
+from ._common import check_alpha, check_power
 from .subsample import (
     _worst_case_one,
     barber_halfwidth,
@@ -379,8 +379,7 @@ def plan_k_models(eps, k, *, alpha=0.05, N=None, exact=True) -> Plan:
 def _plan_two_models_iv(eps, alpha, power, var_d, N):
     alpha = check_alpha(alpha)
     eps = _eps(eps, upper_inclusive=True)
-    if isinstance(power, (bool, np.bool_)) or not isinstance(power, numbers.Real) or not 0.0 < float(power) < 1.0:
-        raise ValueError(f"power must be in (0, 1); got {power!r}")
+    check_power(power)
     if var_d is not None:
         if isinstance(var_d, (bool, np.bool_)) or not isinstance(var_d, numbers.Real) or not 0.0 < float(var_d) <= 1.0:
             raise ValueError(f"var_d must be the variance of a paired difference in (0, 1]; got {var_d!r}")

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from . import _dist as _st  # scipy.stats' t through scipy.special (importing scipy.stats costs ~0.5 s)
 
-from ._common import check_alpha, warn_degenerate
+from ._common import check_alpha, check_power, warn_degenerate
 
 __all__ = ["SubjectWeightedGap", "subject_weighted_gap", "subject_means", "SUBJECT_WEIGHTED", "ITEM_WEIGHTED"]
 
@@ -130,8 +130,7 @@ def subject_means(d, subjects) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _subject_weighted_gap_iv(means, alpha, power):
     alpha = check_alpha(alpha)
-    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 0 < power < 1:
-        raise ValueError(f"power must be in (0, 1); got {power!r}")
+    power = check_power(power)
     try:
         m = np.asarray(means, dtype=float)
     except (TypeError, ValueError) as exc:

@@ -532,3 +532,21 @@ def test_cr2_mean_lives_in_the_shared_module_and_intervals_do_not_load_the_compa
     assert comparisons.cr2_mean is _common.cr2_mean is cr2_mean  # re-exported where it was
     code = "import sys, benchcert.stats.intervals; print('benchcert.stats.comparisons' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_power_is_checked_once_and_numpy_reals_are_accepted_everywhere():
+    # The power check was written three times (comparisons, planning, subject means); the subject-means
+    # copy refused np.float32(0.8). One check in stats/_common.py serves all three.
+    from benchcert.stats.comparisons import paired_comparison
+    from benchcert.stats.planning import plan_two_models
+    from benchcert.stats.subject_means import subject_weighted_gap
+
+    rng = np.random.default_rng(1)
+    a, b = (rng.random(200) < 0.5).astype(float), (rng.random(200) < 0.6).astype(float)
+    for power in (np.float32(0.8), np.float64(0.8), 0.8):
+        assert subject_weighted_gap(np.linspace(-0.2, 0.3, 40), power=power).mde > 0
+        assert paired_comparison(a, b, power=power).mde > 0
+        assert plan_two_models(0.05, power=power).answers
+    for bad in (1.0, 0, True, "0.8"):
+        with pytest.raises(ValueError, match=r"power must be in \(0, 1\)"):
+            subject_weighted_gap(np.linspace(-0.2, 0.3, 40), power=bad)
