@@ -272,7 +272,7 @@ def _certify(args, prog: str) -> int:
             print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for new subjects ({level} one-sided "
                   f"Hoeffding on {f['effective_subjects']:.1f} effective subjects)")
     print(BLACK_BOX_SENTENCE)
-    if any(r.get("question") == "same_subjects" for r in rows):
+    if any(r.get("question") == "same_subjects" and r.get("lower_new_subjects") is not None for r in rows):
         from benchcert.tasks.environments import SUBJECTS_NOTE
 
         print(f"note: {SUBJECTS_NOTE}")

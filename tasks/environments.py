@@ -556,10 +556,14 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                 continue
             if subject is None:
                 b = stratified_means(samples, sizes, P, delta=delta, finite_population=False)
-                rows += _rows_for(model, names, is_vertex, b, spec,
-                                  "score = the benchmark's mean under the environment (answered items); bounds: "
-                                  "new items from each subject's task distribution (ASSUMPTION: the items of a "
-                                  "subject are independent), per-subject exact intervals at delta/K")
+                # Subjects are the atoms: per-subject exact intervals answer "new items from the same
+                # subjects", the question the failure bound beside them names (one rate per atom, so
+                # no unequal-rates correction is needed).
+                rows += [{**r, "question": "same_subjects"} for r in _rows_for(
+                    model, names, is_vertex, b, spec,
+                    "score = the benchmark's mean under the environment (answered items); bounds: "
+                    "new items from each subject's task distribution (ASSUMPTION: the items of a "
+                    "subject are independent), per-subject exact intervals at delta/K")]
             else:
                 groups = [subject[ok & (item_atom == a)] for a in range(len(atoms))]
                 b = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups)

@@ -198,3 +198,19 @@ def test_certify_failure_bounds_name_their_questions_like_the_band():
                          np.vstack([shares, [1.0, 0, 0, 0]]), delta=ALPHA, finite_population=False,
                          clusters=[items.filter(pl.col("domain") == d)["subject"].to_numpy() for d in domains])
     assert b.details["question"] == "same_subjects"
+
+
+def test_at_subject_level_the_band_and_the_failure_bound_name_the_same_question():
+    # Subjects as atoms: the per-subject exact intervals answer "new items from the same subjects",
+    # the question the failure bound beside them names (the band said 'independent_items' before).
+    rng = np.random.default_rng(13)
+    domains = ["d0", "d1", "d2", "d3"]
+    rows = [(f"s{a}_{j}", domains[a]) for a, sizes in enumerate(SIZES) for j, n in enumerate(sizes)
+            for _ in range(int(n))]
+    items = pl.DataFrame(rows, schema=["subject", "domain"], orient="row").with_columns(
+        pl.Series("item_id", [f"i{r}" for r in range(N)]))
+    spec = parse_environments({"level": "subject", "environments": {"two": {"weights": {"s0_0": 0.5, "s1_0": 0.5}}}},
+                              "e.toml")
+    failed, _ = _draw(rng, MU["mid"])
+    band, failure, _ = certify_scores(spec, items, ["m"], np.c_[1.0 - failed], delta=ALPHA)
+    assert {r["question"] for r in band} == {failure["m"]["question"]} == {"same_subjects"}
