@@ -141,7 +141,9 @@ def child_audit(args) -> dict:
     timings = out["timings_s"]
     return {"wall_s": wall, "cpu_s": _cpu() - cpu0, "peak_rss": max(peaks), "load_before": load0,
             "load_after": _load(), "analyses": per, "timings_s": timings, "dask": dask,
-            "work_s": sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead")),
+            # on Dask the analyses overlap: their step's wall (analyses_on_cluster) is the work
+            "work_s": sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead")
+                          and not ("analyses_on_cluster" in timings and k.startswith("analysis:"))),
             "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes}
 
 

@@ -83,6 +83,13 @@ def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, dask_ad
         reads = client.run(_export_reads)
         block_reads = client.run(_block_reads)
     assert dask["n_models"] == 29
+    # On the cluster the analyses overlap: the work counted is the wall of their step, so work fits
+    # inside the flow's wall and the overhead is what remains (summing per-analysis waits counted
+    # the same seconds twice and left the overhead at 0).
+    t = dask["timings_s"]
+    work = sum(v for k, v in t.items() if k not in ("flow_wall", "prefect_overhead") and not k.startswith("analysis:"))
+    assert "analyses_on_cluster" in t and work <= t["flow_wall"]
+    assert t["prefect_overhead"] == pytest.approx(t["flow_wall"] - work)
     # The analyses ran in the worker processes, and each worker that worked read the export.
     assert len(reads) == 2 and sum(reads.values()) >= 1
     assert sum(block_reads.values()) >= 3
