@@ -247,19 +247,9 @@ def worst_case_cached(db, n: int, N: int, alpha: float) -> tuple[float, int]:
 def _budget_plan(n: int, N: int, alpha: float, exact: bool, db=None):
     """stats.planning.plan_budget, with h* from the cache beside ``db`` when a store is given."""
     from benchcert.stats import planning
-    from benchcert.stats.subsample import worst_case_halfwidth
 
-    if not exact or db is None:
-        return planning.plan_budget(n, N, alpha=alpha, exact=exact)
-    plan = planning.plan_budget(n, N, alpha=alpha, exact=False)  # validates n, N, alpha
-    n, N, alpha = plan.inputs["n"], plan.N, plan.alpha
-    hw, worst_K = worst_case_cached(db, n, N, alpha)
-    assumptions = worst_case_halfwidth(1, 1, alpha=alpha).assumptions  # the same for every (n, N)
-    exact_answer = planning._answer("exact_worst_case", "sufficient", n, N, None, alpha, hw,
-                                    f"min h: max_K P(|H/n - K/N| > h) <= alpha (worst K = {worst_K})", assumptions)
-    # plan_budget's order: the exact worst case before the paired Theorem 5.2 (the last answer).
-    answers = (*plan.answers[:-1], exact_answer, plan.answers[-1])
-    return dataclasses.replace(plan, answers=answers)
+    cached = None if db is None else (lambda n, N, alpha: worst_case_cached(db, n, N, alpha))
+    return planning.plan_budget(n, N, alpha=alpha, exact=exact, worst_case=cached)
 
 
 def cmd_plan_subsample(args) -> int:

@@ -28,6 +28,7 @@ from scipy.special import ndtri
 
 from ._common import check_alpha, check_power
 from .subsample import (
+    WORST_CASE_ASSUMPTIONS,
     _worst_case_one,
     barber_halfwidth,
     serfling_halfwidth,
@@ -557,7 +558,7 @@ def _plan_budget_iv(n, N, alpha, exact):
     return n, N, check_alpha(alpha), bool(exact)
 
 
-def plan_budget(n, N, *, alpha=0.05, exact=True) -> Plan:
+def plan_budget(n, N, *, alpha=0.05, exact=True, worst_case=None) -> Plan:
     r"""Half-widths a budget of n random items buys for the full-benchmark score.
 
     Parameters
@@ -570,6 +571,10 @@ def plan_budget(n, N, *, alpha=0.05, exact=True) -> Plan:
         Error probability in (0, 1).
     exact : bool, keyword-only
         Include the exact worst case h*(n, N, alpha).
+    worst_case : callable, keyword-only
+        ``worst_case(n, N, alpha) -> (half_width, worst_K)`` in place of
+        :func:`~benchcert.stats.subsample.worst_case_halfwidth` (e.g. the h* cache beside a
+        store, tasks/hstar_cache.py); it must return that function's values.
 
     Returns
     -------
@@ -594,9 +599,14 @@ def plan_budget(n, N, *, alpha=0.05, exact=True) -> Plan:
     ]
     answers = [_answer(m, "sufficient", n, N, None, alpha, r.half_width, f, r.assumptions) for m, r, f in rows]
     if exact:
-        w = worst_case_halfwidth(n, N, alpha=alpha)
-        answers.append(_answer("exact_worst_case", "sufficient", n, N, None, alpha, w.half_width,
-                               f"min h: max_K P(|H/n - K/N| > h) <= alpha (worst K = {w.worst_K})", w.assumptions))
+        if worst_case is None:
+            w = worst_case_halfwidth(n, N, alpha=alpha)
+            hw, worst_K = w.half_width, w.worst_K
+        else:
+            hw, worst_K = worst_case(n, N, alpha)
+        answers.append(_answer("exact_worst_case", "sufficient", n, N, None, alpha, hw,
+                               f"min h: max_K P(|H/n - K/N| > h) <= alpha (worst K = {worst_K})",
+                               WORST_CASE_ASSUMPTIONS))
     paired = theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0)
     answers.append(_answer("theorem_5_2_paired", "sufficient", n, N, None, alpha, paired.half_width,
                            "2 sqrt((N - n)/(2 n N) log(2/alpha)): the gap between two models (R = 2)",

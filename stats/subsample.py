@@ -757,6 +757,14 @@ def _worst_case_one(n: int, N: int, alpha: float, k_from: int = 0) -> tuple[int,
     return best_D, best_K, float(_tail(N, Kw, n, lo, W, C, best_D)[0])
 
 
+#: What :func:`worst_case_halfwidth` assumes: the same for every (n, N, alpha).
+WORST_CASE_ASSUMPTIONS = (
+    "binary item scores",
+    "the subset is drawn uniformly at random from the N items before evaluation, independently of the scores",
+    "holds for every response vector (worst case over the count K of correct answers): no exchangeability needed",
+    "exact hypergeometric computation (conservative by a 1e-12 margin); no Monte Carlo")
+
+
 def worst_case_halfwidth(n, N, *, alpha=0.05) -> WorstCaseBound:
     r"""Exact worst-case planning half-width h*(n, N, alpha) for binary scores (paper section 7.5).
 
@@ -804,11 +812,7 @@ def worst_case_halfwidth(n, N, *, alpha=0.05) -> WorstCaseBound:
     return WorstCaseBound(
         half_width=_out(hw.reshape(ns.shape)), worst_K=_out(wk.reshape(ns.shape)),
         worst_K_violation=_out(mv.reshape(ns.shape)), n=_out(ns), N=N, alpha=alpha, method="exact_worst_case",
-        assumptions=("binary item scores", "the subset is drawn uniformly at random from the N items before "
-                     "evaluation, independently of the scores",
-                     "holds for every response vector (worst case over the count K of correct answers): no "
-                     "exchangeability needed",
-                     "exact hypergeometric computation (conservative by a 1e-12 margin); no Monte Carlo"))
+        assumptions=WORST_CASE_ASSUMPTIONS)
 
 
 # --------------------------------------------------------------------------------------

@@ -135,10 +135,6 @@ def analysis_from_export(export_dir: str, benchmark: str, variant: str | None, n
 #: the export included: tasks of seconds to a minute, well above Prefect's orchestration per task.
 BLOCK_MODELS = 500
 
-#: Blocked analyses: their per-model / pairwise work goes out by blocks; the rest as one task.
-BLOCKED = ("hierarchical", "comparisons")
-
-
 def model_blocks(n_models: int, block_models: int) -> list[tuple[int, int]]:
     """[lo, hi) column ranges of ``block_models`` models; a last block of one model joins the one
     before it (every block has two columns or more: numpy sums a one-column array in another order)."""
@@ -316,8 +312,9 @@ class _PairBlocksOnCluster:
 
 def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: list[str], config: AuditConfig,
                         matrices: BenchmarkMatrices, *, block_models: int | None = None) -> list[AnalysisOutput]:
-    """Every analysis of ``names`` on the flow's task runner; the blocked ones (:data:`BLOCKED`) by
-    blocks of ``block_models`` models, assembled here. Outputs in the order of ``names``."""
+    """Every analysis of ``names`` on the flow's task runner; the hierarchical and comparisons ones
+    (their per-model and pairwise work) by blocks of ``block_models`` models, assembled here.
+    Outputs in the order of ``names``."""
     from benchcert.stats.comparisons import pair_block_runner
     from benchcert.tasks.analyses import hierarchical
 
