@@ -96,6 +96,30 @@ def test_uint64_parquet_replicate_beyond_int64(tmp_path, db):
     assert r.status == "ingested" and r.rows_added == 1, r.message
 
 
+def test_decimal_parquet_columns_are_numbers(tmp_path, db):
+    """A decimal column (as SQL exports write scores) is a number: its scores are stored as
+    floats, an integral decimal id as its digits, and a decimal outside [0, 1] is a rejected row."""
+    import decimal
+
+    import duckdb
+
+    D = decimal.Decimal
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"model": ["m9", "m9"], "item_id": pa.array([D("1"), D("2")], pa.decimal128(10, 0)),
+                             "score": pa.array([D("1.0"), D("0.25")], pa.decimal128(5, 2))}), p)
+    r = ingest_file(db, p, benchmark="dec", mapping=CANON)
+    assert r.status == "ingested" and r.rows_added == 2, r.message
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT item_id, score FROM responses WHERE benchmark = ? ORDER BY item_id", ["dec"]).fetchall()
+    assert rows == [("1", 1.0), ("2", 0.25)]
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"model": ["m9"], "item_id": ["q1"], "score": pa.array([D("1.5")], pa.decimal128(5, 2))}), bad)
+    before = snapshot(db)
+    r = ingest_file(db, bad, benchmark="dec2", mapping=CANON)
+    assert r.status == "rejected" and r.rejects[0]["field"] == "score", r.message
+    assert_unchanged(before, db)
+
+
 @pytest.mark.parametrize("column", [pa.array([["a"], ["b"]], pa.list_(pa.string())), pa.array([b"m", b"n"], pa.binary()),
                                     pa.array([{"x": 1}, {"x": 2}])])
 def test_list_binary_struct_parquet_columns_are_named(tmp_path, db, column):

@@ -399,7 +399,7 @@ def _scalar_type(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         return _scalar_type(t.value_type)
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
-            or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
+            or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
             or getattr(pa.types, "is_string_view", lambda _: False)(t))
 
 
