@@ -40,13 +40,16 @@ def build_summary(*, run_id: str, created_at: str, matrices: BenchmarkMatrices, 
                   outputs: list[AnalysisOutput]) -> Summary:
     tables = collect_tables(outputs)
     scores = tables["model_scores"]
-    intervals = all_intervals(outputs)
+    # One pass over the intervals, grouped by (model, metric) in table order: a filter per model
+    # and metric made the summary quadratic in models (15 of 18 s at 5,000 models).
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for r in all_intervals(outputs).iter_rows(named=True):
+        grouped.setdefault((r["model"], r["metric"]), []).append(r)
     models = []
     for row in scores.iter_rows(named=True):
         per_metric = {}
         for metric in ("pooled", "macro"):
-            rows = sorted(intervals.filter((pl.col("model") == row["model"]) & (pl.col("metric") == metric))
-                          .iter_rows(named=True), key=lambda r: _method_rank(r["method"]))
+            rows = sorted(grouped.get((row["model"], metric), []), key=lambda r: _method_rank(r["method"]))
             per_metric[metric] = ScoreSummary(estimate=row[metric], intervals=[
                 Interval(method=r["method"], lower=r["lower"], upper=r["upper"], half_width=r["half_width"],
                          alpha=r["alpha"]) for r in rows])
