@@ -8,37 +8,48 @@ size and rate are related. Both bounds under test - the failure-rate bound
 ``new_clusters=True`` (two-sided, every environment at once) - weigh each subject equally; their
 target is a new subject's expected rate, E[p_J] (per domain for the band).
 
-Model (seeded). A subject's size is 2, 5, 20, 60 or 200 items (equally likely) and its failure
-rate p = expit(m_size + sigma u), u ~ N(0, 1), sigma = 1, with the centre m_size depending on the
-size:
+Model (seeded). A subject's size is 2, 5, 20, 60 or 200 items (equally likely, except in
+``few_big_easy``) and its failure rate p = expit(m_size + sigma u), u ~ N(0, 1), sigma = 1, with
+the centre m_size depending on the size:
 
 * ``graded``: rates 70%, 50%, 20%, 5%, 1% at the centre (big subjects easy);
 * ``boundary``: 98%, 90%, 30%, 1% and exactly 0 (the 200-item subjects never fail);
-* ``reversed``: 1%, 5%, 20%, 50%, 70% (big subjects hard; for the band's other side).
+* ``reversed``: 1%, 5%, 20%, 50%, 70% (big subjects hard; for the band's other side);
+* ``few_big_easy``: sizes 2 (70% of subjects, rate 98% at the centre) and 200 (30%, rate exactly 0).
 
 Items are clustered beyond the shared rate: in half of the subjects (at random) all items share
-one Bernoulli(p) draw, in the others they are independent given p. The truth E[p_J] is the mean
-over the five sizes of E[expit(m_size + sigma Z)] (Gauss-Hermite quadrature; 0 for m = -inf).
+one Bernoulli(p) draw, in the others they are independent given p. The truth E[p_J] is the
+average over the sizes, weighted by their probabilities, of E[expit(m_size + sigma Z)]
+(Gauss-Hermite quadrature; 0 for m = -inf). The band is on scores, 1 - failed, of two domains.
 A run covers when the bound is on the right side of the truth (the band: for every environment at
 once). The claim, coverage >= 1 - alpha, is judged by the 95% Clopper-Pearson lower bound of the
 simulated rate (1000 runs for the failure bound: a true coverage of 0.87 at alpha = 0.1 fails the
 check with probability > 0.999).
 
-Measured with these seeds, alpha = 0.1, coverage and its 95% Clopper-Pearson interval, before the
-fix (subjects weighted by their items, w_j = n_j / n, Hoeffding on Kish's J_eff) -> after (equal
-subject weights, J_eff = J):
+Measured with these seeds at alpha = 0.1: coverage % [95% Clopper-Pearson interval], before the
+fix (subjects weighted by their items, w_j = n_j / n, Hoeffding on Kish's J_eff) -> after (every
+subject weighs 1/J, Hoeffding on J).
 
-failure bound, 1000 runs    J = 5                  J = 10                 J = 40
-  graded                    100 [99.6, 100] -> 100   100 -> 100              82.7 [80.2, 85.0] -> 99.9 [99.4, 100]
-  boundary                  100 -> 100               97.7 -> 99.1 [98.3, 99.6]   1.8 [1.1, 2.8] -> 98.7 [97.8, 99.3]
-  few_big_easy              83.4 [80.9, 85.7] -> 99.5 [98.8, 99.8]   38.8 [35.8, 41.9] -> 98.7 [97.8, 99.3]
-                            0.0 [0.0, 0.4] -> 99.1 [98.3, 99.6] (J = 40)
-band, 400 runs: (graded J=5, reversed J=40) 71.0 [66.3, 75.4] -> 100 [99.1, 100];
-  (few_big_easy J=10, boundary J=10) 84.2 [80.3, 87.7] -> 99.8 [98.6, 100];
-  (reversed J=40, few_big_easy J=6) 73.8 [69.1, 78.0] -> 99.5 [98.2, 99.9].
+Failure bound, 1000 runs:
+  graded        J=5   100 [99.6, 100]      -> 100 [99.6, 100]
+                J=10  100 [99.6, 100]      -> 100 [99.6, 100]
+                J=40  82.7 [80.2, 85.0]    -> 99.9 [99.4, 100]
+  boundary      J=5   100 [99.6, 100]      -> 100 [99.6, 100]
+                J=10  97.7 [96.6, 98.5]    -> 99.1 [98.3, 99.6]
+                J=40  1.8 [1.1, 2.8]       -> 98.7 [97.8, 99.3]
+  few_big_easy  J=5   83.4 [80.9, 85.7]    -> 99.5 [98.8, 99.8]
+                J=10  38.8 [35.8, 41.9]    -> 98.7 [97.8, 99.3]
+                J=40  0.0 [0.0, 0.4]       -> 99.1 [98.3, 99.6]
+Band (all three environments at once), 400 runs:
+  graded J=5 + reversed J=40               71.0 [66.3, 75.4]  -> 100 [99.1, 100]
+  few_big_easy J=10 + boundary J=10        84.2 [80.3, 87.7]  -> 99.8 [98.6, 100]
+  reversed J=40 + few_big_easy J=6         73.8 [69.1, 78.0]  -> 99.5 [98.2, 99.9]
+
 The old code fails 5 of the 9 failure-bound checks and all 3 band checks. With few subjects it
 often covered only because Hoeffding on 2-3 effective subjects is nearly [0, 1]; with 40 subjects
-its pooled rate sat far from a new subject's.
+its pooled rate sat far from a new subject's (``few_big_easy``: 30% of subjects have 200 items
+and never fail, 70% have 2 items and fail about 97% of the time; the pooled rate is about 2%, a
+new subject's 68%).
 """
 
 from __future__ import annotations
