@@ -831,15 +831,15 @@ def failure_rate_upper_new_subjects(failed, subjects, *, alpha: float = 0.05) ->
     failure rate of a new subject J, every subject counted once whatever its size (the
     *subject-weighted* rate; when domains are fixed strata, the mean over the benchmark's
     subjects of their domains' rates, i.e. domains weighted by their numbers of subjects). With
-    :math:`ar f_j` the failure share of subject j, the estimate
+    :math:`\bar f_j` the failure share of subject j, the estimate
 
-    .. math:: \hat f = rac1J\sum_j ar f_j
+    .. math:: \hat f = \frac1J\sum_j \bar f_j
 
     is a mean of J independent variables in [0, 1] with
-    :math:`Ear f_j = E[E(ar f_j \mid n_j, f_j)] = \mu`, so Hoeffding's inequality (1963,
+    :math:`E\bar f_j = E[E(\bar f_j \mid n_j, f_j)] = \mu`, so Hoeffding's inequality (1963,
     Theorem 2) gives :math:`P(\hat f \le \mu - t) \le \exp(-2Jt^2)`, hence
 
-    .. math:: u = \min\{1,\ \hat f + \sqrt{\log(1/lpha) / (2J)}\}.
+    .. math:: u = \min\{1,\ \hat f + \sqrt{\log(1/\alpha) / (2J)}\}.
 
     Weighting subjects by their items instead (:math:`w_j = n_j/n`, Hoeffding on Kish's
     :math:`1/\sum_j w_j^2`, this function before) assumed sizes unrelated to failure rates:
