@@ -59,11 +59,12 @@ def register(sub) -> None:
         description="Per model and environment: the score with bounds that hold simultaneously for every "
                     "environment (and every mix of a [family]) with probability >= 1 - delta. With --subset, on a "
                     "plan drawn by `benchcert plan environments` (its protocol's estimator); without it, on the "
-                    "full benchmark (per-domain exact intervals for new items from the same subjects, and a band for "
-                    "new subjects of each domain beside them). "
+                    "full benchmark (per-domain exact intervals for new items from the same subjects, item-weighted, "
+                    "and beside them a new subject's expected score in each domain with its band: subjects as the "
+                    "sampling unit, each weighing the same whatever its size). "
                     "Also, per model, one-sided upper bounds on the failure rate for the same questions (new items "
-                    "from the same subjects; new subjects); being correct on every instance cannot be certified by "
-                    "black-box testing.")
+                    "from the same subjects; a new subject's expected failure rate); being correct on every instance "
+                    "cannot be certified by black-box testing.")
     sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", required=True)
@@ -269,8 +270,9 @@ def _certify(args, prog: str) -> int:
         print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided {kind}, "
               f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
         if f.get("upper_new_subjects") is not None:
-            print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for new subjects ({level} one-sided "
-                  f"Hoeffding on {f['effective_subjects']:.1f} effective subjects)")
+            print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for a new subject ({level} one-sided "
+                  f"Hoeffding on {f['effective_subjects']:.0f} subjects, each weighing the same; subject-weighted "
+                  f"failure rate {100 * f['estimate_new_subjects']:.2f}%)")
     print(BLACK_BOX_SENTENCE)
     if any(r.get("question") == "same_subjects" and r.get("lower_new_subjects") is not None for r in rows):
         from benchcert.tasks.environments import SUBJECTS_NOTE

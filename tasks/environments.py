@@ -451,9 +451,11 @@ def load_plan(con, plan_id: str, benchmark: str) -> Plan:
 
 
 #: Printed under every certificate of the full benchmark at domain level (rows with question "same_subjects").
-SUBJECTS_NOTE = ("items of a domain cluster by subject: lower/upper hold for new items from the same subjects; "
-                 "for new subjects of a domain see lower_new_subjects/upper_new_subjects (subjects are the "
-                 "sampling unit, so a domain with few subjects gets a wide band - one subject gives [0, 1])")
+SUBJECTS_NOTE = ("items of a domain cluster by subject: score/lower/upper are item-weighted and hold for new items "
+                 "from the same subjects; for new subjects of a domain see score_new_subjects/lower_new_subjects/"
+                 "upper_new_subjects (subjects are the sampling unit and weigh the same whatever their size, so the "
+                 "score differs from the item-weighted one when sizes are unequal, and a domain with few subjects "
+                 "gets a wide band - one subject gives [0, 1])")
 
 
 def failure_bound(scores: np.ndarray, alpha: float, sampling: str, *, subjects: np.ndarray | None = None,
@@ -463,27 +465,31 @@ def failure_bound(scores: np.ndarray, alpha: float, sampling: str, *, subjects: 
 
     ``upper``: question ``question`` - ``"same_subjects"`` (``unequal_rates``: items independent,
     rates may differ by subject or atom; also right for a stratified plan's draws) or
-    ``"independent_items"`` (i.i.d. draws, as from a plan's proposal). With ``subjects``:
-    ``upper_new_subjects`` for new subjects (subjects as the sampling unit), as the band's
+    ``"independent_items"`` (i.i.d. draws, as from a plan's proposal); ``estimate`` is the
+    item-weighted failure rate. With ``subjects``: ``upper_new_subjects`` for a new subject's
+    expected failure rate (subjects as the sampling unit, each weighing the same), whose point
+    estimate is ``estimate_new_subjects`` (the subject-weighted failure rate) and
+    ``effective_subjects`` the number of subjects, as the band's ``score_new_subjects``/
     ``lower_new_subjects``/``upper_new_subjects``; see :mod:`benchcert.stats.certify`.
     """
     failed = scores < 1.0
     fr = failure_rate_upper(int(np.sum(failed)), int(scores.size), alpha=alpha, unequal_rates=unequal_rates)
     out = {"failures": fr.failures, "n": fr.n, "estimate": fr.estimate, "upper": fr.upper, "alpha": fr.alpha,
            "method": fr.method, "question": fr.question, "sampling": sampling, "statement": fr.statement,
-           "question_new_subjects": None, "upper_new_subjects": None, "method_new_subjects": None,
-           "effective_subjects": None}
+           "question_new_subjects": None, "estimate_new_subjects": None, "upper_new_subjects": None,
+           "method_new_subjects": None, "effective_subjects": None}
     if subjects is not None:
         nb = failure_rate_upper_new_subjects(failed, subjects, alpha=alpha)
-        out.update(question_new_subjects=nb.question, upper_new_subjects=nb.upper, method_new_subjects=nb.method,
-                   effective_subjects=nb.effective_subjects)
+        out.update(question_new_subjects=nb.question, estimate_new_subjects=nb.estimate, upper_new_subjects=nb.upper,
+                   method_new_subjects=nb.method, effective_subjects=nb.effective_subjects)
     return out
 
 
 def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note: str,
               new_subjects=None) -> list[dict]:
     """One row per environment (and the family's worst mix). ``question`` names what the bounds are
-    about; ``new_subjects`` (no plan, domain level) adds the band for new subjects of each domain."""
+    about; ``new_subjects`` (no plan, domain level) adds the band for new subjects of each domain
+    with its own, subject-weighted, score."""
     question = bounds.details.get("question", "finite_population")
     rows = []
     for j, name in enumerate(names):
@@ -492,6 +498,7 @@ def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note:
                      "half_width": float(bounds.half_width[j]), "method": bounds.method, "delta": bounds.delta,
                      "n": bounds.n, "family_vertex": bool(is_vertex[j]), "worst_of_family": False, "note": note,
                      "question": question,
+                     "score_new_subjects": None if new_subjects is None else float(new_subjects.estimate[j]),
                      "lower_new_subjects": None if new_subjects is None else float(new_subjects.lower[j]),
                      "upper_new_subjects": None if new_subjects is None else float(new_subjects.upper[j])})
     if spec.family_kind is not None:
@@ -504,6 +511,7 @@ def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note:
                          f"lower bound is at the vertex {names[j]!r} (scores are linear in the mix)"}
         if new_subjects is not None:   # its worst vertex may be another one
             jn = min(idx, key=lambda i: new_subjects.lower[i])
+            worst["score_new_subjects"] = float(new_subjects.estimate[jn])
             worst["lower_new_subjects"] = float(new_subjects.lower[jn])
             worst["upper_new_subjects"] = float(new_subjects.upper[jn])
         rows.append(worst)
@@ -517,16 +525,17 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
     ``items`` (item_id, subject, domain) are the rows of ``scores`` (items x models, NaN = not
     answered). Without a plan (stratified_superpopulation; the score itself is exact for the
     benchmark): at domain level the bounds are for new items from the same subjects (items
-    independent given their subject) and ``lower_new_subjects``/``upper_new_subjects`` for new
-    subjects of each domain (row key ``question``; see
+    independent given their subject; the score item-weighted) and ``score_new_subjects``/
+    ``lower_new_subjects``/``upper_new_subjects`` for new subjects of each domain (each subject
+    weighing the same; row key ``question``; see
     :func:`benchcert.stats.certify.stratified_means`); at subject level a subject's items are
     taken as independent draws from its task distribution. With a plan: the plan's protocol estimator on the plan's draws; a model must
     have answered every item of the plan. Returns (rows, failure_rate_upper per model, notes).
 
     The failure bound per model answers the same questions as the band: without a plan, ``upper``
     for new items from the same subjects (question ``same_subjects``, the exact bound made valid
-    for subjects of different difficulty) and ``upper_new_subjects`` for new subjects (subjects as
-    the sampling unit); with a plan, the plan's items (question ``finite_population``, for the mix
+    for subjects of different difficulty) and ``upper_new_subjects`` for a new subject's expected
+    failure rate (subjects as the sampling unit, subject-weighted); with a plan, the plan's items (question ``finite_population``, for the mix
     of the benchmark the plan draws from). See :func:`benchcert.stats.certify.failure_rate_upper`.
     """
     level = spec.level
@@ -572,9 +581,9 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
                 rows += _rows_for(model, names, is_vertex, b, spec,
                                   "score = the benchmark's mean under the environment (answered items); bounds: "
                                   "new items from the same subjects (subjects fixed, items independent given "
-                                  "their subject), per-domain exact intervals at delta/K; lower/upper_new_subjects: "
-                                  "new subjects of each domain (subjects as the sampling unit; wide with few "
-                                  "subjects)", new_subjects=bn)
+                                  "their subject), per-domain exact intervals at delta/K; score/lower/"
+                                  "upper_new_subjects: new subjects of each domain (subjects as the sampling unit, "
+                                  "each weighing the same; wide with few subjects)", new_subjects=bn)
             # The failure bound answers the band's two questions (subjects fixed / new subjects).
             failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items",
                                       subjects=subject_all[ok])

@@ -112,6 +112,13 @@ def test_new_subjects_band_uses_the_effective_number_of_subjects():
     b = stratified_means([x], [4], np.eye(1), delta=0.1, finite_population=False, clusters=[np.arange(4)],
                          new_clusters=True)
     assert b.half_width[0] == pytest.approx(np.sqrt(np.log(2 / 0.1) / 8))
+    # Every subject weighs the same whatever its size: subjects of 3 and 1 items with means 2/3
+    # and 0 give 1/3 (item-weighted: 1/2), J = 2; the atom's mean is that estimate.
+    b = stratified_means([np.array([1.0, 1.0, 0.0, 0.0])], [4], np.array([[1.0]]), delta=0.5,
+                         finite_population=False, clusters=[np.array([0, 0, 0, 1])], new_clusters=True)
+    assert b.estimate[0] == pytest.approx(1 / 3) and b.details["atom_mean"] == [pytest.approx(1 / 3)]
+    assert b.details["atom_effective_subjects"] == [2.0]
+    assert b.half_width[0] == pytest.approx(np.sqrt(np.log(2 / 0.5) / 4))
     with pytest.raises(ValueError, match="new_clusters=True needs clusters"):
         stratified_means([x], [4], np.eye(1), delta=0.1, finite_population=False, new_clusters=True)
     with pytest.raises(ValueError, match="clusters\\[0\\] must label"):
@@ -125,32 +132,54 @@ def _poisson_binomial(p):
     return d
 
 
-def _exact_miss(p, alpha, shift):
+def _exact_miss(p, alpha, unequal_rates):
     """Exact probabilities that the bounds miss the mean rate below and above (Poisson-binomial law)."""
     n, pbar, d = len(p), float(np.mean(p)), _poisson_binomial(p)
     below = above = 0.0
     for k in range(n + 1):
-        lo, hi = clopper_pearson(k, n, alpha=alpha, shift=shift)
+        lo, hi = clopper_pearson(k, n, alpha=alpha, unequal_rates=unequal_rates)
         below += d[k] * (pbar < lo)
         above += d[k] * (pbar > hi)
     return below, above
 
 
-def test_shifted_clopper_pearson_is_exact_for_unequal_rates():
+def test_unequal_rates_clopper_pearson_is_exact_for_unequal_rates():
     """Items of one domain with different rates (its subjects'): the count is Poisson-binomial. The
-    shifted bounds (Hoeffding 1956, Theorem 4) miss each side with probability <= alpha/2, computed
-    exactly here; the unshifted ones can exceed it (p = (1, ..., 1, 1 - x), x just above alpha/2)."""
-    alpha = 0.05
+    bounds [min(L, (k-1)/n), max(U, (k+1)/n)] (Hoeffding 1956, Theorem 4; proof in clopper_pearson's
+    Notes) miss each side with probability <= alpha/2, computed exactly here over rate vectors with
+    boundary rates (0 and 1), the adversarial (1, ..., 1, 1 - x) and its mirror, and random ones; the
+    plain exact bounds can exceed alpha/2 (p = (1, ..., 1, 1 - x), x just above alpha/2)."""
     rng = np.random.default_rng(56)
-    cases = [np.r_[np.ones(n - 1), 1 - x] for n in (2, 10, 40) for x in (0.0251, 0.1, 0.6)]
-    cases += [rng.beta(a, b, size=n) for n in (3, 12, 60) for a, b in ((0.3, 0.3), (5, 1), (1, 8))]
-    for p in cases + [1 - c for c in cases]:
-        below, above = _exact_miss(p, alpha, 1)
-        assert below <= alpha / 2 + 1e-12 and above <= alpha / 2 + 1e-12, p
-    below, above = _exact_miss(np.r_[np.ones(9), 1 - 0.02501], alpha, 0)
-    assert above > alpha / 2                                         # why the shift is needed
-    assert clopper_pearson(3, 10, alpha=alpha, shift=1) == (clopper_pearson(2, 10, alpha=alpha)[0],
-                                                            clopper_pearson(4, 10, alpha=alpha)[1])
+    worst = 0.0
+    for alpha in (0.01, 0.05, 0.2):
+        cases = [np.r_[np.ones(n - 1), 1 - x] for n in (2, 10, 40) for x in (alpha / 2 + 1e-4, 0.1, 0.6)]
+        cases += [rng.beta(a, b, size=n) for n in (1, 3, 12, 60) for a, b in ((0.3, 0.3), (5, 1), (1, 8), (0.1, 5))]
+        cases += [np.where(rng.random(n) < 0.7, 1.0, rng.random(n)) for n in (5, 25)]
+        cases += [np.r_[np.zeros(n - 3), 1.0, 1.0, 0.5] for n in (4, 30)] + [np.full(20, 0.3)]
+        for p in cases + [1 - c for c in cases]:
+            below, above = _exact_miss(p, alpha, True)
+            assert below <= alpha / 2 + 1e-12 and above <= alpha / 2 + 1e-12, (alpha, p)
+            worst = max(worst, below / (alpha / 2), above / (alpha / 2))
+    assert worst > 0.5       # the check is not vacuous: some case comes within a factor 2 of alpha / 2
+    below, above = _exact_miss(np.r_[np.ones(9), 1 - 0.02501], 0.05, False)
+    assert above > 0.05 / 2                                          # why the plain bounds need widening
+
+
+def test_unequal_rates_bounds_are_the_exact_ones_except_one_count_from_each_end():
+    # The max/min form replaces the one-count shift (L(k - 1), U(k + 1)) the band used before: never
+    # wider than it, and equal to the exact bounds except at k = 1 (lower 0) and k = n - 1 (upper 1)
+    # for tails <= 0.2, so it does not cost a count everywhere.
+    for n in (1, 2, 7, 50, 400):
+        for alpha in (0.01, 0.05, 0.2):
+            for k in range(n + 1):
+                lo, hi = clopper_pearson(k, n, alpha=alpha, unequal_rates=True)
+                plain = clopper_pearson(k, n, alpha=alpha)
+                shifted = (clopper_pearson(max(k - 1, 0), n, alpha=alpha)[0] if k > 0 else 0.0,
+                           clopper_pearson(min(k + 1, n), n, alpha=alpha)[1])
+                assert shifted[0] <= lo <= plain[0] and plain[1] <= hi <= shifted[1], (n, alpha, k)
+                assert lo == (0.0 if k == 1 else plain[0]) and hi == (1.0 if k == n - 1 else plain[1]), (n, alpha, k)
+    with pytest.raises(ValueError, match="unequal_rates must be"):
+        clopper_pearson(1, 4, alpha=0.05, unequal_rates=1)
 
 
 def test_certify_without_a_plan_names_its_question_and_reports_new_subjects():
@@ -177,6 +206,6 @@ def test_certify_without_a_plan_names_its_question_and_reports_new_subjects():
         hits.append(bool(np.all((lo <= new_truth + 1e-12) & (new_truth <= hi + 1e-12))))
     assert {r["question"] for r in rows} == {"same_subjects"} and not notes
     assert all("new items from the same subjects" in r["note"] for r in rows)
-    assert all(r["lower_new_subjects"] <= r["score"] <= r["upper_new_subjects"] for r in rows)
+    assert all(r["lower_new_subjects"] <= r["score_new_subjects"] <= r["upper_new_subjects"] for r in rows)
     rate, lo, _ = rate_ci(np.array(hits), reps, level=0.95)
     assert lo >= 1 - DELTA, rate

@@ -130,10 +130,14 @@ def test_certify_full_benchmark_and_failure_rate(capsys, db):
     subjects = (m.items["domain"] + "\x00" + m.items["subject"]).to_numpy()[~np.isnan(m.scores[:, j])]
     nb = failure_rate_upper_new_subjects(x < 1, subjects, alpha=0.05)
     assert f["upper_new_subjects"] == pytest.approx(nb.upper) and f["question_new_subjects"] == "new_subjects"
-    assert f["upper"] <= f["upper_new_subjects"] and f["effective_subjects"] == pytest.approx(nb.effective_subjects)
+    # new subjects: each subject weighs the same (oracle: the mean of the subjects' failure shares)
+    shares = pl.DataFrame({"s": subjects, "f": (x < 1).astype(float)}).group_by("s").agg(pl.col("f").mean())["f"]
+    assert f["estimate_new_subjects"] == pytest.approx(shares.mean()) and f["effective_subjects"] == shares.len()
+    assert f["estimate_new_subjects"] <= f["upper_new_subjects"] and f["estimate"] <= f["upper"]
     code, out, _ = cli(capsys, "certify", "--envs", ENVS, "--db", db, "--benchmark", "mmlu_pro")
     assert "cannot be certified by black-box testing" in out
-    assert "for new items from the same subjects" in out and "for new subjects" in out
+    assert "for new items from the same subjects" in out and "for a new subject" in out
+    assert "subjects, each weighing the same; subject-weighted failure rate" in out
 
 
 @pytest.mark.parametrize("body,needle", [

@@ -2,7 +2,8 @@
 
 Every audit reports, per model, one-sided upper confidence bounds on its failure rate (table
 ``failure_rate_bounds``) for new items from the same subjects (``upper``, question
-``same_subjects``) and for new subjects (``upper_new_subjects``; see
+``same_subjects``, on the item-weighted ``failure_rate``) and for a new subject's expected failure
+rate (``upper_new_subjects``, on the subject-weighted ``failure_rate_new_subjects``; see
 :func:`benchcert.stats.certify.failure_rate_upper` and ``failure_rate_upper_new_subjects``)
 and says that being correct on every instance cannot be certified by black-box testing
 (Theorem 3.10). With ``audit --environments FILE`` it adds table ``environment_risks``: each
@@ -12,8 +13,9 @@ all environments at once with probability >= 1 - alpha, and a plot of each model
 The band is :func:`benchcert.stats.certify.stratified_means` with ``finite_population=False``,
 per-atom exact intervals at alpha/K combined linearly (so it covers every mix at once), for the
 question in column ``question``: at domain level, new items from the same subjects (items
-independent given their subject); ``lower_new_subjects``/``upper_new_subjects`` answer "new
-subjects of each domain" (subjects as the sampling unit). At subject level the items of a subject
+independent given their subject); ``score_new_subjects``/``lower_new_subjects``/
+``upper_new_subjects`` answer "new subjects of each domain" (subjects as the sampling unit, each
+weighing the same, so that score is subject-weighted). At subject level the items of a subject
 are assumed independent. The score itself is the benchmark's exact mean under the environment.
 """
 
@@ -31,16 +33,20 @@ from benchcert.tasks.report import Section, escape, interval_plot_svg, table_htm
 RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64, "lower": pl.Float64,
                "upper": pl.Float64, "half_width": pl.Float64, "risk": pl.Float64, "method": pl.String,
                "alpha": pl.Float64, "family_vertex": pl.Boolean, "worst_of_family": pl.Boolean, "note": pl.String,
-               "question": pl.String, "lower_new_subjects": pl.Float64, "upper_new_subjects": pl.Float64}
+               "question": pl.String, "score_new_subjects": pl.Float64, "lower_new_subjects": pl.Float64,
+               "upper_new_subjects": pl.Float64}
 FAILURE_SCHEMA = {"model": pl.String, "items": pl.Int64, "failures": pl.Int64, "failure_rate": pl.Float64,
                   "upper": pl.Float64, "alpha": pl.Float64, "method": pl.String, "question": pl.String,
-                  "upper_new_subjects": pl.Float64, "effective_subjects": pl.Float64}
+                  "failure_rate_new_subjects": pl.Float64, "upper_new_subjects": pl.Float64,
+                  "effective_subjects": pl.Float64}
 
 
 def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
     """Per model: ``upper`` for new items from the same subjects (question ``same_subjects``; the exact
-    bound made valid for subjects of different difficulty) and ``upper_new_subjects`` for new
-    subjects (subjects as the sampling unit, on ``effective_subjects``): the band's two questions,
+    bound made valid for subjects of different difficulty; item-weighted) and ``upper_new_subjects``
+    for a new subject's expected failure rate (subjects as the sampling unit, each weighing the
+    same; ``failure_rate_new_subjects`` is the subject-weighted rate, ``effective_subjects`` the
+    number of subjects): the band's two questions,
     from :func:`~benchcert.tasks.environments.failure_bound`, the one the certificates report."""
     from benchcert.tasks.environments import failure_bound
 
@@ -57,6 +63,7 @@ def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
         fr = failure_bound(x, alpha, "uniform over the benchmark's answered items", subjects=subjects[ok])
         rows.append({"model": model, "items": fr["n"], "failures": fr["failures"], "failure_rate": fr["estimate"],
                      "upper": fr["upper"], "alpha": alpha, "method": fr["method"], "question": fr["question"],
+                     "failure_rate_new_subjects": fr["estimate_new_subjects"],
                      "upper_new_subjects": fr["upper_new_subjects"], "effective_subjects": fr["effective_subjects"]})
     return pl.DataFrame(rows, schema=FAILURE_SCHEMA)
 
@@ -96,11 +103,14 @@ def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, sp
             f"(and every mix of the family) at once</b> with probability &ge; {level} for new items from the same "
             "subjects (items independent given their subject; at subject level, independent items): per-atom exact "
             "Clopper-Pearson intervals at alpha/K combined linearly (certifying-capabilities paper, section 3.1; a "
-            "family's worst mix is one of its vertices). Columns <i>new subjects</i> give the band for new "
-            "subjects of each domain (subjects as the sampling unit: wide when a domain has few subjects). "
+            "family's worst mix is one of its vertices). Columns <i>new subjects</i> give a new subject's expected "
+            "score in each domain and its band (subjects as the sampling unit, each weighing the same whatever its "
+            "size, so this score differs from the item-weighted one when big and small subjects differ; wide when "
+            "a domain has few subjects). "
             "Plan a cheaper evaluation with <code>benchcert plan environments</code>.</p>"
             f'<div class="environment-profiles">{svg}</div>'
             + table_html(risks.select("model", "environment", "score", "lower", "upper",
+                                      pl.col("score_new_subjects").alias("score (new subjects)"),
                                       pl.col("lower_new_subjects").alias("lower (new subjects)"),
                                       pl.col("upper_new_subjects").alias("upper (new subjects)"), "method",
                                       "worst_of_family"), float_digits=4, max_rows=400))
@@ -112,9 +122,12 @@ def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, sp
         "the same subjects (question <code>same_subjects</code>; items independent given their subject, subjects "
         "may differ in difficulty): the exact binomial (Clopper-Pearson) bound, raised to (k+1)/n where it is "
         "lower so that it holds for unequal subject rates (Hoeffding 1956, Theorem 4); with no failure in n items "
-        "it is about 3/n. Column <i>upper_new_subjects</i>: new subjects (subjects as the sampling unit, "
-        "Hoeffding's bound on <i>effective_subjects</i>): wide with few subjects, since a failure rate on new "
-        "subjects cannot be pinned down from a handful of them.</p>"
+        "it is about 3/n; its estimate <i>failure_rate</i> is item-weighted. Column <i>upper_new_subjects</i>: a "
+        "new subject's expected failure rate (subjects as the sampling unit, each weighing the same whatever its "
+        "size: Hoeffding's bound on the <i>effective_subjects</i> = number of subjects, around the subject-weighted "
+        "<i>failure_rate_new_subjects</i>): wide with few subjects, since a failure rate on new subjects cannot be "
+        "pinned down from a handful of them. The two estimates differ when big and small subjects fail at "
+        "different rates; each bound is about its own.</p>"
         + table_html(failures, float_digits=4, max_rows=400)
         + f'<p class="black-box"><b>{escape(BLACK_BOX_SENTENCE)}</b></p>')
     return Section(title="Deployment environments and failure rates", anchor="environments", html="".join(parts))
