@@ -9,7 +9,9 @@ estimand in all its parts: the subject-weighted mean gap
 the expectation over the population of subjects the benchmark's subjects are a sample of. Its
 anytime-valid part bets on subject means (:func:`benchcert.stats.sequential.subject_entry_means`),
 whose null is exactly :math:`\theta_S \le 0`; this module gives the fixed-sample test of the
-same estimand for the first look: a one-sample t-test on the subjects' mean differences.
+same estimand for the first look: a one-sample t-test on the subjects' mean differences,
+skewness-corrected (Hall 1992's monotone transformation with a skewness allowance) so that each
+directional claim holds its alpha/2 when unequal subject sizes skew the subject means.
 
 Why not the item-weighted gap :math:`E[\sum_{i \in s} D_i]/E[n_s]` (the ratio the clustered CR2
 test of benchcert.stats.comparisons targets)? Its anytime-valid part would have to bet on

@@ -36,8 +36,9 @@ Both parts answer the same question, fixed at the first look and named in the ve
   size, and need a cap fixed before the data (benchcert.stats.subject_means explains both).
   Assumption: which subjects are shared at a look does not depend on their gaps. When items arrive
   at random over many looks, small subjects come late and the first look's subjects lean to the
-  big ones; with a gap that moves with size the false-alarm rate was 6.4-7.6% at alpha = 5% (30
-  looks, 90 subjects; 2.8-3.1% with 5 looks; tests/test_verdicts_estimand.py). The verdict names
+  big ones; with a gap that moves with size the false-alarm rate was 8.8-9.2% at alpha = 5% (30
+  looks, 90 subjects, a 36-point swing of the gap with size; 3.2-3.5% with a 20-point swing;
+  tests/test_verdicts_estimand.py). The verdict names
   subjects that have items but no shared item;
 * with fewer subjects (or hierarchy none): "is the candidate better on this benchmark's items",
   estimand the ITEM-weighted mean gap over the shared items - the fixed-sample test treats subjects
