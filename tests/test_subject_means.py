@@ -225,5 +225,6 @@ def test_directional_error_grid(scores, k, a1):
         up, down = one_sided(means, a1)
         for hits in (up, down):
             rate, lo, hi = rate_ci(hits, hits.size, level=0.99)
-            worst.append((lo, rate, hi, beta, tau))
+            worst.append((rate, lo, hi, beta, tau))
             assert lo <= a1 / 2 and hi <= 1.3 * a1 / 2, (beta, tau, rate, lo, hi)
+    print(f"\n{scores} K={k} one-sided {a1 / 2:.2%}: worst cell {max(worst)}")
