@@ -140,8 +140,8 @@ class CheckpointVerdict:
     docstring). ``estimand`` names what every number is about (subject- or item-weighted mean
     gap). ``fixed_verdict``, ``gap``, ``lower``/``upper``, ``p_value`` and ``mde`` are this
     look's fixed-sample test of that estimand on every currently shared item of the question
-    (valid if the question is asked once): the t-test on subject means for the subjects
-    question, the paired test for the items questions. ``p_exact`` (McNemar / sign test) is
+    (valid if the question is asked once): the skewness-corrected t-test on subject means for the
+    subjects question, the paired test for the items questions. ``p_exact`` (McNemar / sign test) is
     reported for the items questions only (None for the subjects question: it assumes
     independent items); ``hoeffding_lower``/``hoeffding_upper`` are on items or on subject means
     accordingly. ``n_subjects`` counts the subjects behind the numbers.
@@ -524,8 +524,9 @@ def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
                 hoeffding_lower=float(r.hoeffding_lower), hoeffding_upper=float(r.hoeffding_upper),
                 mde=float(r.mde), assumptions=tuple(r.assumptions) + (_ITEMS_EXACT_NOTE,), estimand=SUBJECT_WEIGHTED,
                 n_subjects=int(r.n_subjects),
-                estimand_note=f"estimand: {SUBJECT_WEIGHTED}; the fixed-sample test (t on subject means), the "
-                              "betting test (on subject means), the anytime interval and the gap are all about it")
+                estimand_note=f"estimand: {SUBJECT_WEIGHTED}; the fixed-sample test (skewness-corrected t on subject "
+                              "means), the betting test (on subject means), the anytime interval and the gap are all "
+                              "about it")
 
 
 def _sequential(d_all, cum, seq_alpha, ledger, look):

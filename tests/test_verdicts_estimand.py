@@ -1,7 +1,7 @@
 """The checkpoint verdict answers one estimand (tasks/verdicts.py, stats/subject_means.py).
 
 For the subjects question (30 or more subjects) every part of the verdict is about the
-subject-weighted mean gap theta_S = E_s[mu_s]: the first look's fixed-sample test (t on subject
+subject-weighted mean gap theta_S = E_s[mu_s]: the first look's fixed-sample test (skewness-corrected t on subject
 means), the betting test over looks (on subject entry means) and the reported gap. These seeded
 simulations run the verdict's own pieces (subject_weighted_gap, subject_entry_means' units,
 betting_test, nightly_verdicts - tests/test_verdicts.py checks that checkpoint_verdict records
