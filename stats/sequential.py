@@ -518,7 +518,10 @@ def nightly_verdicts(first_p_value, first_estimate, sequential, *, alpha=0.05,
     null, s = ``first_look_share``) or the betting test to err at some look (<= alpha (1 - s)
     by Ville's inequality), so the false-alarm rate over all looks together is <= alpha
     (union bound) - for any number of looks. Directionally: a false ``improved`` when the
-    gap is <= 0 has probability <= alpha/2 (each component's one-sided share). Verdicts are
+    gap is <= 0 has probability <= alpha/2 (each component's one-sided share) - provided the
+    first-look test holds its ONE-sided level, not only its two-sided one (the plain t on skewed
+    subject means did not; :func:`benchcert.stats.subject_means.subject_weighted_gap` is
+    skewness-corrected for that reason). Verdicts are
     sticky; if the two components ever point in opposite directions the verdict reverts to
     inconclusive with a :class:`DegenerateDataWarning`.
     """

@@ -330,7 +330,7 @@ def _clustered_false_alarms(tau, n_looks, reps, seed, alpha=0.05, share=0.5, ite
 def test_checkpoint_false_alarms_with_clustered_items(tau):
     # Acceptance (issue 18): false-alarm rate upper bound <= alpha + 0.01 at 1 look and at 30
     # looks. Measured (1,000 reps, seeds below; tau = between-subject SD of the gap), with the
-    # verdict's first-look t-test on subject means: 1 look 2.2% / 2.4% / 2.0% / 2.2% at tau = 0 /
+    # verdict's first-look plain t-test on subject means (the skewness-corrected one is stricter): 1 look 2.2% / 2.4% / 2.0% / 2.2% at tau = 0 /
     # 0.07 / 0.10 / 0.13, 30 looks 2.1% / 1.9% / 3.1% / 2.4% (95% CP upper bounds <= 4.4%); with the
     # item-weighted CR2 first-look test it replaced, 1.3-3.5% (<= 4.9%). Betting on items instead
     # (and CR2), same data, one look: 2.2% / 13.8% / 26.4% / 38.5%.

@@ -194,7 +194,7 @@ def test_real_mmlu_pro_checkpoint_verdicts(mmlu_db, tmp_path):
     # mean of the 91 subjects' gaps; oracle below from the store). This test asserted the
     # item-weighted +7.41 pp before the verdict answered one estimand; that is the accuracy
     # difference, a different estimand (kept here as the contrast).
-    assert v.estimand.startswith("subject-weighted") and v.n_subjects == 91 and v.method == "subject_means_t"
+    assert v.estimand.startswith("subject-weighted") and v.n_subjects == 91 and v.method == "subject_means_hall_t"
     with open_store(db, write=False) as con:
         per = query_pl(con, "SELECT i.subject, r.item_id, r.model, r.score FROM responses r JOIN items i "
                             "ON i.item_id = r.item_id AND i.benchmark = r.benchmark WHERE r.benchmark = 'mmlu_pro' "
@@ -218,14 +218,14 @@ def test_many_subjects_bet_on_subject_entry_means(tmp_path):
     db = tmp_path / "s.duckdb"
     _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 500, 0.6, 0.62, n_subj=40)))
     v1 = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v1.method == "subject_means_t" and v1.question.startswith("subjects")  # was the item-weighted CR2 test
+    assert v1.method == "subject_means_hall_t" and v1.question.startswith("subjects")  # was the item-weighted CR2 test
     assert v1.sequential_unit == "subject" and v1.n_sequential_units == 40
     # night 2: new items of the same subjects and of 10 new subjects s40..s49
     rows = _night(rng, 500, 300, 0.6, 0.62, n_subj=40)
     rows += [(m, f"x{i}", f"s{40 + i % 10}", "d0", float(rng.random() < 0.6)) for i in range(50) for m in (BASE, CAND)]
     _ingest(db, _write(tmp_path / "n2.csv", rows))
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v2.method == "subject_means_t" and v2.n_sequential_units == 50 and v2.n_new == 350
+    assert v2.method == "subject_means_hall_t" and v2.n_sequential_units == 50 and v2.n_new == 350
     with open_store(db, write=False) as con:
         led = query_pl(con, "SELECT v.item_id, v.look, v.d, i.subject FROM verdict_items v JOIN items i "
                             "ON i.item_id = v.item_id AND i.benchmark = v.benchmark ORDER BY v.look, v.item_id")
@@ -312,7 +312,7 @@ def test_a_store_recorded_before_the_estimand_columns_is_continued(tmp_path):
         con.execute("ALTER TABLE verdicts DROP COLUMN estimand")
         con.execute("UPDATE verdicts SET method = 'clustered_subject', first_p_value = 1e-9, first_gap = -0.0049")
     v = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v.look == 2 and v.method == "subject_means_t" and v.first_p_value == 1.0
+    assert v.look == 2 and v.method == "subject_means_hall_t" and v.first_p_value == 1.0
     assert v.verdict == "improved" and v.decided_by == "anytime"  # the betting part alone (entry means > 0)
     assert any("earlier version" in w for w in v.warnings)
     hist = verdict_history(db, "bench", BASE, CAND)
@@ -352,3 +352,21 @@ def test_items_question_keeps_the_subjects_of_its_first_look(tmp_path):
         n_new_subjects = con.execute("SELECT count(*) FROM verdict_items WHERE item_id LIKE 'new%'").fetchall()[0][0]
     assert n_new_subjects == 0
     assert v2.gap < 0.2  # the new subjects' +100 pp gap is not pooled in
+
+
+def test_a_first_look_recorded_with_the_plain_t_is_redone(tmp_path):
+    # A subjects question whose first look was recorded by the version with the plain t on subject
+    # means (method 'subject_means_t', one-sided error above alpha/2 with skewed subject means): its
+    # first-look test is redone from the ledger's look-1 items with the skewness-corrected one, so
+    # the recorded decision (faked here as p = 1e-9) is not used.
+    db = tmp_path / "plain.duckdb"
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    with open_store(db, write=True) as con:
+        con.execute("UPDATE verdicts SET method = 'subject_means_t', first_p_value = 1e-9")
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v2.look == 2 and v2.method == "subject_means_hall_t"
+    assert v2.first_p_value == pytest.approx(v1.first_p_value, rel=1e-12)
+    assert v2.first_gap == pytest.approx(v1.first_gap)
+    assert any("plain t-test on subject means" in w for w in v2.warnings)
+    assert v2.verdict == v1.verdict

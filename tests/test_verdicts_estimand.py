@@ -1,7 +1,7 @@
 """The checkpoint verdict answers one estimand (tasks/verdicts.py, stats/subject_means.py).
 
 For the subjects question (30 or more subjects) every part of the verdict is about the
-subject-weighted mean gap theta_S = E_s[mu_s]: the first look's fixed-sample test (t on subject
+subject-weighted mean gap theta_S = E_s[mu_s]: the first look's fixed-sample test (skewness-corrected t on subject
 means), the betting test over looks (on subject entry means) and the reported gap. These seeded
 simulations run the verdict's own pieces (subject_weighted_gap, subject_entry_means' units,
 betting_test, nightly_verdicts - tests/test_verdicts.py checks that checkpoint_verdict records
@@ -146,7 +146,8 @@ def _judge(res, alpha=ALPHA):
     return rate_ci(hits, hits.size, level=0.95), rate_ci(up, up.size, level=0.95)
 
 
-# Measured (2,000 reps each, seeds as below; tau = 0.07): two-sided false-alarm rates 2.1-3.5%
+# Measured with the plain t at the first look (2,000 reps each, seeds as below; tau = 0.07): two-sided
+# false-alarm rates 2.1-3.5% (the skewness-corrected test only makes the first look stricter)
 # for whole subjects arriving over 1 or 30 looks, 2.4-3.4% when every subject is present at the
 # first look (5 or 30 looks); every 95% upper bound <= 4.4%.
 @pytest.mark.parametrize("arrival, looks", [("subjects", 1), ("subjects", 30), ("present", 5), ("present", 30)])
@@ -167,21 +168,22 @@ def test_false_alarms_under_the_subject_weighted_null_with_size_correlated_gaps(
     assert not np.any((first == "regressed") & (res["first_gap"] >= 0))
 
 
+@pytest.mark.parametrize("tau", [0.0, 0.07])
 @pytest.mark.parametrize("k", [30, 40])
-def test_false_improved_stays_within_half_alpha_with_skewed_subject_means(k):
+def test_false_improved_stays_within_half_alpha_with_skewed_subject_means(k, tau):
     # The directional claim (a false 'improved' <= alpha / 2 when the subject-weighted gap is <= 0)
     # in the setting that strains it most: one look, 30-40 subjects, small noisy subjects on the
-    # negative side and big precise ones on the positive side, so the subject means are skewed and
-    # the first look's t-test errs upwards more than its share (alpha/4 = 1.25%; measured 2.0-2.3%
-    # with 20,000 reps). The verdict stays within alpha / 2 = 2.5% because the betting part uses little
-    # of its share at one look: measured 2.31% [2.11, 2.53] (30 subjects), 2.05% [1.86, 2.26] (40).
-    # Not in every setting: with no between-subject spread (tau = 0) review simulations measured
-    # 2.58-2.90% (upper CI 3.29%), beyond alpha / 2; the stats layer's assumptions say the claim is
-    # two-sided only (stats/subject_means.py). This cell checks the setting where it does hold.
-    res = simulate(8000, k, 1, 0.1, 0.07, "subjects", seed=21 + k)
+    # negative side and big precise ones on the positive side, so the subject means are skewed.
+    # Under the plain t on subject means the verdict's false 'improved' was 2.6-2.9% with tau = 0
+    # (review: 10,000 reps) - beyond alpha / 2; the skewness-corrected first-look test
+    # (stats/subject_means.py; its own share is checked in tests/test_subject_means.py) keeps it
+    # within. Measured here (8,000 reps, k / tau = 30/0, 30/0.07, 40/0, 40/0.07): 0.81%, 0.61%, 0.85%,
+    # 0.80% (95% upper bounds <= 1.08%); the plain t on the same seeds 2.90% [2.54, 3.29], 2.49%,
+    # 2.74% [2.39, 3.12], 2.31%.
+    res = simulate(8000, k, 1, 0.1, tau, "subjects", seed=21 + k + int(100 * tau))
     up = res["verdict"] == "improved"
     rate, lo, hi = rate_ci(up, up.size, level=0.95)
-    assert hi <= ALPHA / 2 + 0.005, (rate, lo, hi)
+    assert lo <= ALPHA / 2 and hi <= ALPHA / 2 + 0.0025, (rate, lo, hi)
 
 
 def test_power_under_a_subject_weighted_improvement():
@@ -197,11 +199,12 @@ def test_items_arriving_at_random_over_many_looks_are_outside_the_assumption():
     # The subjects question assumes the subjects with shared items at the first look are not chosen
     # by their gaps. When items arrive at random over 30 looks, the first look holds 1/30 of the
     # items: big subjects are all there, small ones mostly not, and with a gap that moves with size
-    # the first look's subjects lean to one side. Measured: 6.4% [5.4, 7.6] and 7.6% [6.4, 8.8]
-    # (beta = -0.1 / +0.1, 90 subjects, 2,000 reps; with 5 looks 2.8-3.1%). The simulation can see
+    # the first look's subjects lean to one side. Measured (90 subjects, 2,000 reps): 9.2% [8.0, 10.6]
+    # and 8.8% [7.6, 10.1] with beta = +0.18 / -0.18; with beta = +-0.1, 3.2-3.5% (6.4-7.6% under the
+    # plain t on subject means, whose own skewness error added to the bias). The simulation can see
     # it; the verdict names subjects that have items but no shared one
     # (tests/test_verdicts.py::test_subjects_without_a_shared_item_are_named) and states the assumption.
-    res = simulate(2000, 90, 30, 0.1, 0.07, "uniform", seed=30091)
+    res = simulate(2000, 90, 30, 0.18, 0.05, "uniform", seed=30092)
     (rate, lo, _), _ = _judge(res)
     assert lo > ALPHA, rate
 
@@ -221,38 +224,12 @@ def test_false_alarm_grid(arrival, looks, k, beta, tau):
     assert hi <= ALPHA + 0.01 and up_hi <= ALPHA / 2 + 0.01, (rate, hi, up, up_hi)
 
 
-def test_subject_weighted_gap_against_scipy_and_its_edges():
-    from scipy import stats
-
-    from benchcert.stats._common import DegenerateDataWarning
+def test_subject_means_per_code():
+    # subject_weighted_gap itself (oracle, edges, validation) is tested in tests/test_subject_means.py
     from benchcert.stats.subject_means import subject_means
 
-    rng = np.random.default_rng(4)
-    m = rng.uniform(-0.3, 0.5, size=(3, 12))
-    m[1, [2, 7]] = np.nan  # absent subjects are not counted
-    r = subject_weighted_gap(m, alpha=0.1, power=0.9)
-    for j in range(3):
-        x = m[j][~np.isnan(m[j])]
-        ref = stats.ttest_1samp(x, 0.0)  # oracle: scipy's one-sample t-test
-        ci = ref.confidence_interval(0.9)
-        assert r.p_value[j] == pytest.approx(ref.pvalue) and r.estimate[j] == pytest.approx(x.mean())
-        assert (r.lower[j], r.upper[j]) == (pytest.approx(ci.low), pytest.approx(ci.high)) and r.n_subjects[j] == x.size
-        hw = np.sqrt(2 * np.log(2 / 0.1) / x.size)
-        assert r.hoeffding_upper[j] == pytest.approx(min(1.0, x.mean() + hw))
-        t = stats.t(x.size - 1)
-        assert r.mde[j] == pytest.approx((t.ppf(0.95) + t.ppf(0.9)) * x.std(ddof=1) / np.sqrt(x.size))
     codes, means, counts = subject_means(np.array([1, 0, -1, 0.5]), np.array([3, 3, 0, 3]))
     assert codes.tolist() == [0, 3] and means.tolist() == [-1.0, 0.5] and counts.tolist() == [1, 3]
-    with pytest.warns(DegenerateDataWarning, match="fewer than 2 subjects"):
-        one = subject_weighted_gap([0.4])
-    assert (one.lower, one.upper, one.p_value, one.verdict) == (-1.0, 1.0, 1.0, "inconclusive")
-    with pytest.warns(DegenerateDataWarning, match="same mean difference"):
-        flat = subject_weighted_gap([0.2, 0.2, 0.2])
-    assert flat.lower == flat.upper == pytest.approx(0.2) and flat.verdict == "improved"
-    for bad, match in (([1.5, 0.0], "means must lie"), ([np.nan, np.nan], "no subject"), ([], "at least one")):
+    for d, g, match in (([2.0], [0], "d must lie"), ([0.1], [-1], "non-negative integer"), ([], [], "1-D")):
         with pytest.raises(ValueError, match=match):
-            subject_weighted_gap(bad)
-    with pytest.raises(ValueError, match="alpha"):
-        subject_weighted_gap([0.1, 0.2], alpha=0)
-    with pytest.raises(ValueError, match="power"):
-        subject_weighted_gap([0.1, 0.2], power=1)
+            subject_means(np.array(d, dtype=float), np.array(g, dtype=np.int64))
