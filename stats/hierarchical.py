@@ -811,19 +811,19 @@ def _profile_grid(form, t_hat, w_hat):
     lp = np.full((g.size, f), -np.inf)
     tg = np.zeros((g.size, f))
     top_j = np.searchsorted(g, w_hat + step, side="right") - 1  # last grid index with g_j <= w_hat + step
-    prev1, prev2 = t_hat.copy(), t_hat.copy()
     for j in range(g.size - 1, -1, -1):
         rows = np.flatnonzero(top_j >= j)
         if not rows.size:
             continue
-        first = top_j[rows] == j
-        start = np.where(first, t_hat[rows], 2.0 * prev1[rows] - prev2[rows])
+        # Start: the fit's mean at its first grid point, then the maximisers of the points
+        # above extrapolated (linearly from two, quadratically from three).
+        seen = top_j[rows] - j
+        t1, t2, t3 = (tg[np.minimum(j + i, g.size - 1), rows] for i in (1, 2, 3))
+        start = np.select([seen == 0, seen == 1, seen == 2], [t_hat[rows], t1, 2.0 * t1 - t2],
+                          3.0 * t1 - 3.0 * t2 + t3)
         start = np.clip(start, -_LOGIT_MAX, _LOGIT_MAX)
         sub = form if rows.size == f else form.take(rows)
-        t_j, lp[j, rows] = _max_over_mean(sub, start, g[j])
-        tg[j, rows] = t_j
-        prev2[rows] = np.where(first, t_j, prev1[rows])
-        prev1[rows] = t_j
+        tg[j, rows], lp[j, rows] = _max_over_mean(sub, start, g[j])
     return lp, tg
 
 

@@ -25,7 +25,7 @@ import polars as pl
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
-from benchcert.stats.intervals import IntervalResult, comparator_intervals
+from benchcert.stats.intervals import IntervalResult, comparator_intervals_both
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, heatmap_svg, interval_plot_svg, table_html
@@ -278,8 +278,7 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
         warnings.simplefilter("always")
         # Recomputed only for the Table 3 layout; the comparator analysis reports their warnings.
         warnings.simplefilter("ignore", DegenerateDataWarning)
-        comparators = {metric: comparator_intervals(m.scores, m.item_subject, weighting=metric, alpha=config.alpha)
-                       for metric in ("macro", "pooled")}
+        comparators = comparator_intervals_both(m.scores, m.item_subject, alpha=config.alpha)  # one pass, both scores
     return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, fit_warnings=_caught(caught_fits),
                       bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
 
