@@ -207,9 +207,13 @@ class _HypergeomTable:
         u = rng.random((self.n_cells, size))
         return self._invert(u)
 
-    def _invert(self, u: np.ndarray) -> np.ndarray:
+    def _invert(self, u: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
+        """Inverse CDF of the uniforms ``u`` (one row per cell; ``cells``: which cells the rows are,
+        default all of them in order)."""
+        dist, lo, start, end = ((self.dist, self.lo, self.start, self.end) if cells is None else
+                                (self.dist[cells], self.lo[cells], self.start[cells], self.end[cells]))
         q = (u * self._q).astype(np.int64)
-        q += (self.dist * self._q)[:, None]
+        q += (dist * self._q)[:, None]
         idx = self._guide[q].astype(np.int64)
         del q
         flat = idx.reshape(-1)
@@ -217,16 +221,16 @@ class _HypergeomTable:
         if amb.size:
             cnt = -1 - flat[amb]
             cell = amb // u.shape[1]
-            pos = self.start[cell] + cnt
+            pos = start[cell] + cnt
             uu = u.reshape(-1)[amb]
-            last = self.end[cell] - 1
+            last = end[cell] - 1
             todo = np.arange(amb.size)
             while todo.size:  # step forward while F(next point) <= u
                 fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
                 todo = todo[fwd]
                 pos[todo] += 1
-            flat[amb] = pos - self.start[cell]
-        idx += self.lo[:, None]
+            flat[amb] = pos - start[cell]
+        idx += lo[:, None]
         return idx
 
     def _draw_per_cell(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -375,8 +379,14 @@ def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_
                   inv_a, inv_b, k, mdl, n_splits, chunk, rng):
     """Accumulate the split-half sums over ``n_splits`` splits, ``chunk`` splits at a time."""
     done = 0
+    # every (subject, model) cell binary and splittable
+    whole = table is not None and hyper_cols.size == mdl and table.n_cells == k * mdl
     while done < n_splits:
         b = min(chunk, n_splits - done)
+        if whole:
+            _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng)
+            done += b
+            continue
         a_sum = np.zeros((k, mdl, b))
         if table is not None:
             if hyper_cols.size == mdl:
@@ -393,6 +403,31 @@ def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_
         done += b
 
 
+#: Cells (subjects x models x splits) per block of models in :func:`_split_whole`: its
+#: temporaries stay in a core's cache instead of streaming the chunk through memory ~20 times.
+_SPLIT_BLOCK_CELLS = 1 << 17
+
+
+def _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng):
+    """One chunk of ``b`` splits when every (subject, model) cell is drawn from the table: the
+    chunk's uniforms are drawn at once (the same stream as ``table.draw``), then inverted and
+    summed one block of models at a time. Every number is a sum over subjects within one model
+    column, in subject order, or over the splits of one column, so the blocks change no bit
+    (blocks hold at least two models: numpy sums a lone column pairwise)."""
+    u = rng.random((table.n_cells, b)).reshape(k, mdl, b)
+    per = max(2, _SPLIT_BLOCK_CELLS // max(k * b, 1))
+    edges = list(range(0, mdl, per)) + [mdl]
+    if len(edges) > 2 and edges[-1] - edges[-2] < 2:
+        del edges[-2]
+    rows = np.arange(k)[:, None] * mdl
+    for j0, j1 in zip(edges[:-1], edges[1:]):
+        cells = (rows + np.arange(j0, j1)[None, :]).ravel()
+        a_sum = table._invert(np.ascontiguousarray(u[:, j0:j1]).reshape(-1, b), cells).reshape(k, j1 - j0, b)
+        pa = a_sum * inv_a[:, j0:j1]
+        pb = (total[:, j0:j1, None] - a_sum) * inv_b[:, j0:j1]
+        sums.add(grouping, splittable, pa, pb, cols=slice(j0, j1))
+
+
 class _SplitSums:
     """Running sums of the per-split, per-domain Pearson correlations."""
 
@@ -400,9 +435,13 @@ class _SplitSums:
         self.s1 = np.zeros((d, mdl))
         self.s2 = np.zeros((d, mdl))
         self.cnt = np.zeros((d, mdl), dtype=np.int64)
+        self.nd = None
 
-    def add(self, grouping, valid, pa, pb):
-        nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]  # (D, M, 1) subjects per domain
+    def add(self, grouping, valid, pa, pb, cols=slice(None)):
+        """Add the splits of ``pa``, ``pb`` (K, models ``cols``, splits)."""
+        if self.nd is None:  # (D, M, 1) subjects per domain: the same for every chunk
+            self.nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]
+        nd = self.nd[:, cols]
         dsum = grouping.reduce_sorted
 
         sa, sb = dsum(pa), dsum(pb)
@@ -417,9 +456,9 @@ class _SplitSums:
             ok = (var_a > 1e-12 * ndd) & (var_b > 1e-12 * ndd)
             r = np.where(ok, cov / np.sqrt(np.where(ok, var_a * var_b, 1.0)), 0.0)
         r = np.clip(r, -1.0, 1.0)
-        self.s1 += r.sum(axis=-1)
-        self.s2 += (r * r).sum(axis=-1)
-        self.cnt += ok.sum(axis=-1)
+        self.s1[:, cols] += r.sum(axis=-1)
+        self.s2[:, cols] += (r * r).sum(axis=-1)
+        self.cnt[:, cols] += ok.sum(axis=-1)
 
     def result(self):
         c = np.maximum(self.cnt, 1)

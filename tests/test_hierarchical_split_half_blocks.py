@@ -1,0 +1,46 @@
+"""Split-half in cache-sized blocks of models (issue #15): when every (subject, model) cell is a
+binary, splittable one, each chunk of splits is inverted and summed one block of models at a time
+(stats/diagnostics.py _split_whole). Oracle: the former whole-chunk computation (draws scattered
+into a zero array, then summed over all models at once), kept here; the results must be equal to
+the last bit for any block size, including blocks of two models and an odd number of models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchcert.stats import diagnostics as D
+
+
+def _former_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng):
+    a_sum = np.zeros((k, mdl, b))
+    a_sum[np.ones((k, mdl), dtype=bool)] = table.draw(b, rng)
+    pa = a_sum * inv_a
+    pb = (total[:, :, None] - a_sum) * inv_b
+    sums.add(grouping, splittable, pa, pb)
+
+
+def _scores(seed, n_models):
+    rng = np.random.default_rng(seed)
+    subj = np.sort(rng.integers(0, 30, 600))
+    subj[:4] = [0, 0, 1, 1]  # every subject has >= 2 items
+    p = rng.beta(2, 3, (30, n_models))
+    return (rng.random((600, n_models)) < p[subj]).astype(float), subj, np.arange(30) % 4
+
+
+@pytest.mark.parametrize("cells", [1, 200, 5_000, 1 << 40])
+@pytest.mark.parametrize("n_models", [7, 12])
+def test_blocks_of_models_give_the_former_split_half_bit_for_bit(cells, n_models, monkeypatch):
+    s, subj, doms = _scores(n_models, n_models)
+    out = {}
+    for name in ("former", "blocks"):
+        with monkeypatch.context() as mp:
+            mp.setattr(D, "_SPLIT_BLOCK_CELLS", cells)
+            calls = []
+            inner = _former_whole if name == "former" else D._split_whole
+            mp.setattr(D, "_split_whole", lambda *a: calls.append(1) or inner(*a))
+            out[name] = D.split_half(s, subj, doms, n_splits=37, rng=np.random.default_rng(4))
+            assert calls  # the all-binary, all-splittable path was taken
+    for f in ("corr", "sd", "n_valid", "n_subjects", "status", "negative"):
+        np.testing.assert_array_equal(getattr(out["blocks"], f), getattr(out["former"], f), err_msg=f)
+    assert np.isfinite(out["blocks"].corr).all()
