@@ -951,19 +951,22 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
         return base + val.max(axis=1)
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
-    bins = np.arange(nb + 1)
+    # padded[m, s:s + nb + 1] for s = nb + 1 - c is best[m] shifted right by c bins (-inf below c):
+    # one contiguous window per model instead of an index per bin.
+    padded = np.full((mdl, 2 * nb + 2), -np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, nb + 1, axis=1)
     for dd in range(d):
         use = ~fixed[dd] & (a[dd] > 0)
         if not use.any():
             continue
+        padded[:, nb + 1:] = best
         new = np.full((mdl, nb + 1), -np.inf)
         for j in range(gi):
             c = cost[dd, :, j]
             r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
             if not r.size:
                 continue
-            src = bins[None, :] - c[r, None]
-            val = np.where(src >= 0, best[r[:, None], np.maximum(src, 0)], -np.inf) + (a[dd, r] * s2j[j])[:, None]
+            val = windows[r, nb + 1 - c[r]] + (a[dd, r] * s2j[j])[:, None]
             new[r] = np.maximum(new[r], val)
         best = np.where(use[:, None], new, best)
     return base + best[:, nb]

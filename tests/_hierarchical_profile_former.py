@@ -3,7 +3,7 @@ speed-up (commit 0aa6626 of this project), kept verbatim as the oracle of
 tests/test_stats_hierarchical_profile_oracle.py: a grid of 116 values of log(a + b), each
 maximised over the mean from the fit's own mean by safeguarded Newton (stopping at 1e-7), the
 crossing refined by 30 bisections; the likelihood by subject through log-gammas, digammas
-and trigammas.
+and trigammas; and the joint bound's knapsack with an index per budget bin.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 from scipy.special import betaln, gammaln, psi
 
 import benchcert.stats.hierarchical as H
-from benchcert.stats.hierarchical import _LOG_NU_MIN, _LOGIT_MAX, _W_GRID, _ab, _row_sum, _trigamma
+from benchcert.stats.hierarchical import (_BUDGET_BINS, _LOG_NU_MIN, _LOGIT_MAX, _W_GRID, WORST_CASE_S2, _ab,
+                                          _row_sum, _trigamma)
 
 _PROFILE_CELLS = 1 << 21
 
@@ -172,3 +173,70 @@ def upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
     return nu_lo, 0.25 / (nu_lo + 1.0), mdev
 
 
+def joint_subject_bound(profile, a2_dom, *, alpha):
+    r"""Upper confidence bound on the subject term sum_d A_d s_d^2 from every domain's profile likelihood.
+
+    Parameters
+    ----------
+    profile : ndarray, shape (D, M, G - 1)
+        :attr:`DomainFits.profile`: per (domain, model) and grid interval of w = log(a + b), a
+        lower bound on the profile deviance over the interval; inf everywhere for a domain
+        whose proxy is the worst case 1/4 (inf for single intervals not computed).
+    a2_dom : ndarray, shape (D, M)
+        A_d = sum of the squared subject weights of domain d (0 for unanswered domains).
+    alpha : float, keyword-only
+        One-sided level of the bound.
+
+    Returns
+    -------
+    ndarray, shape (M,)
+
+    Notes
+    -----
+    The subject term is one number, psi = sum_d A_d s^2(nu_d), s^2(nu) = 1/(4 (nu + 1)), so
+    its one-sided profile-likelihood bound is (domains are independent, so their deviances add)
+
+    .. math:: \psi_U = \max\Big\{\sum_d A_d s^2(\nu_d) : \sum_d \mathrm{dev}_d(\nu_d) \le z^2_{1-\alpha}\Big\},
+
+    one constraint for the whole term instead of a Bonferroni share per domain. It is solved
+    as a knapsack over the grid intervals of log(nu): each domain picks one interval, worth
+    A_d times the proxy at the interval's lower end (the largest in it) and costing the
+    interval's smallest deviance (:attr:`BetaFit.profile`) rounded down to 1/400 of the budget.
+    Both choices can only raise the value, so the result is >= the exact psi_U. With one
+    domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
+    """
+    from benchcert.stats._dist import norm
+
+    crit = float(norm.isf(alpha)) ** 2
+    prof = np.asarray(profile, dtype=float)
+    a = np.asarray(a2_dom, dtype=float)
+    d, mdl, gi = prof.shape
+    s2j = 0.25 / (np.exp(_W_GRID[:gi]) + 1.0)
+    s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
+    fixed = ~np.isfinite(prof).any(axis=-1)
+    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
+    nb = _BUDGET_BINS
+    unit = crit / nb
+    with np.errstate(invalid="ignore", over="ignore"):
+        cost = np.where(np.isfinite(prof), np.floor(prof / unit), nb + 1).clip(0, nb + 1).astype(np.int64)
+    if d == 1:  # one domain: the largest proxy within the budget, no knapsack needed
+        val = np.where(~fixed[0][:, None] & (cost[0] <= nb), a[0][:, None] * s2j[None, :], 0.0)
+        return base + val.max(axis=1)
+    # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
+    best = np.zeros((mdl, nb + 1))
+    bins = np.arange(nb + 1)
+    for dd in range(d):
+        use = ~fixed[dd] & (a[dd] > 0)
+        if not use.any():
+            continue
+        new = np.full((mdl, nb + 1), -np.inf)
+        for j in range(gi):
+            c = cost[dd, :, j]
+            r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
+            if not r.size:
+                continue
+            src = bins[None, :] - c[r, None]
+            val = np.where(src >= 0, best[r[:, None], np.maximum(src, 0)], -np.inf) + (a[dd, r] * s2j[j])[:, None]
+            new[r] = np.maximum(new[r], val)
+        best = np.where(use[:, None], new, best)
+    return base + best[:, nb]

@@ -215,3 +215,23 @@ def test_profile_of_a_fit_does_not_depend_on_its_batch():
         part = H.fit_beta_binomial(y[10:30:3], m[10:30:3], upper_alpha=0.01)
         np.testing.assert_array_equal(part.nu_lower, whole.nu_lower[10:30:3])
         np.testing.assert_array_equal(part.profile, whole.profile[10:30:3])
+
+
+@pytest.mark.parametrize("d", [1, 4])
+def test_joint_bound_knapsack_equals_the_former_one(d):
+    """joint_subject_bound's knapsack reads each model's shifted budget row as one window of a
+    padded copy; the former one indexed every bin: equal to the last bit (the same values are
+    picked and added)."""
+    rng = np.random.default_rng(d)
+    mdl, gi = 23, H._W_GRID.size - 1
+    # unimodal deviance curves around a per-fit maximum, some beyond the budget, some fits worst-case
+    centre = rng.integers(20, gi, (d, mdl, 1))
+    prof = np.abs(np.arange(gi)[None, None, :] - centre) * rng.uniform(0.05, 3.0, (d, mdl, 1))
+    prof[..., :5] = np.inf
+    prof[rng.random((d, mdl)) < 0.15] = np.inf
+    a2 = rng.uniform(0, 0.05, (d, mdl))
+    a2[rng.random((d, mdl)) < 0.1] = 0.0
+    new = H.joint_subject_bound(prof, a2, alpha=0.02)
+    old = former.joint_subject_bound(prof, a2, alpha=0.02)
+    np.testing.assert_array_equal(new, old)
+    assert np.isfinite(new).all() and len(np.unique(new)) > mdl // 2
