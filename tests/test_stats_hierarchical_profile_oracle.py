@@ -235,3 +235,15 @@ def test_joint_bound_knapsack_equals_the_former_one(d):
     old = former.joint_subject_bound(prof, a2, alpha=0.02)
     np.testing.assert_array_equal(new, old)
     assert np.isfinite(new).all() and len(np.unique(new)) > mdl // 2
+
+
+def test_rough_trigamma_is_within_its_stated_accuracy():
+    """The profile search's Newton steps use trigamma to 2e-8 (reference: scipy's polygamma(1, x)),
+    over the whole range of arguments a + j the search meets (a + b from 1e-4 to 1e6)."""
+    from scipy.special import polygamma
+
+    rng = np.random.default_rng(6)
+    x = np.concatenate([10 ** rng.uniform(-10, 7, 100_000), np.arange(0.25, 60.0, 0.25)])
+    rel = np.abs(H._trigamma_rough(x) / polygamma(1, x) - 1.0)
+    assert rel.max() < 2e-8
+    np.testing.assert_array_equal(H._trigamma_rough(x.reshape(-1, 4).T), H._trigamma_rough(x).reshape(-1, 4).T)
