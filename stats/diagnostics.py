@@ -205,24 +205,24 @@ class _HypergeomTable:
         oracle), at a few array passes per draw instead of a Python call per cell.
         """
         u = rng.random((self.n_cells, size))
-        return self._invert(u)
+        return self._invert(u, scratch=True)
 
-    def _invert(self, u: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
-        """Inverse CDF of the uniforms ``u`` (one row per cell; ``cells``: which cells the rows are,
-        default all of them in order)."""
-        dist, lo, start, end = ((self.dist, self.lo, self.start, self.end) if cells is None else
-                                (self.dist[cells], self.lo[cells], self.start[cells], self.end[cells]))
-        q = (u * self._q).astype(np.int64)
+    def _invert(self, u: np.ndarray, *, scratch: bool = False) -> np.ndarray:
+        """Inverse CDF of ``u`` (one row per cell); int32 counts. With ``scratch`` the caller's ``u``
+        is overwritten by u * Q (exact: Q is a power of 2, so u is recovered where needed)."""
+        dist, lo, start, end = self.dist, self.lo, self.start, self.end
+        uq = np.multiply(u, self._q, out=u if scratch else None)
+        q = uq.astype(np.int64)
         q += (dist * self._q)[:, None]
-        idx = self._guide[q].astype(np.int64)
+        idx = self._guide[q]  # int32: counts below 2^20
         del q
         flat = idx.reshape(-1)
         amb = np.flatnonzero(flat < 0)
         if amb.size:
-            cnt = -1 - flat[amb]
+            cnt = -1 - flat[amb].astype(np.int64)
             cell = amb // u.shape[1]
             pos = start[cell] + cnt
-            uu = u.reshape(-1)[amb]
+            uu = uq.reshape(-1)[amb] / self._q
             last = end[cell] - 1
             todo = np.arange(amb.size)
             while todo.size:  # step forward while F(next point) <= u
@@ -230,7 +230,7 @@ class _HypergeomTable:
                 todo = todo[fwd]
                 pos[todo] += 1
             flat[amb] = pos - start[cell]
-        idx += lo[:, None]
+        idx += lo.astype(np.int32)[:, None]
         return idx
 
     def _draw_per_cell(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -403,29 +403,14 @@ def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_
         done += b
 
 
-#: Cells (subjects x models x splits) per block of models in :func:`_split_whole`: its
-#: temporaries stay in a core's cache instead of streaming the chunk through memory ~20 times.
-_SPLIT_BLOCK_CELLS = 1 << 17
-
-
 def _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng):
-    """One chunk of ``b`` splits when every (subject, model) cell is drawn from the table: the
-    chunk's uniforms are drawn at once (the same stream as ``table.draw``), then inverted and
-    summed one block of models at a time. Every number is a sum over subjects within one model
-    column, in subject order, or over the splits of one column, so the blocks change no bit
-    (blocks hold at least two models: numpy sums a lone column pairwise)."""
-    u = rng.random((table.n_cells, b)).reshape(k, mdl, b)
-    per = max(2, _SPLIT_BLOCK_CELLS // max(k * b, 1))
-    edges = list(range(0, mdl, per)) + [mdl]
-    if len(edges) > 2 and edges[-1] - edges[-2] < 2:
-        del edges[-2]
-    rows = np.arange(k)[:, None] * mdl
-    for j0, j1 in zip(edges[:-1], edges[1:]):
-        cells = (rows + np.arange(j0, j1)[None, :]).ravel()
-        a_sum = table._invert(np.ascontiguousarray(u[:, j0:j1]).reshape(-1, b), cells).reshape(k, j1 - j0, b)
-        pa = a_sum * inv_a[:, j0:j1]
-        pb = (total[:, j0:j1, None] - a_sum) * inv_b[:, j0:j1]
-        sums.add(grouping, splittable, pa, pb, cols=slice(j0, j1))
+    """One chunk of ``b`` splits when every (subject, model) cell is binary and splittable: the
+    table's draws, in cell order, are the whole (K, M, b) array of half-A counts (no zero array
+    and no masked copy of it)."""
+    a_sum = table.draw(b, rng).reshape(k, mdl, b)
+    pa = a_sum * inv_a
+    pb = (total[:, :, None] - a_sum) * inv_b
+    sums.add(grouping, splittable, pa, pb)
 
 
 class _SplitSums:
@@ -437,11 +422,10 @@ class _SplitSums:
         self.cnt = np.zeros((d, mdl), dtype=np.int64)
         self.nd = None
 
-    def add(self, grouping, valid, pa, pb, cols=slice(None)):
-        """Add the splits of ``pa``, ``pb`` (K, models ``cols``, splits)."""
+    def add(self, grouping, valid, pa, pb):
         if self.nd is None:  # (D, M, 1) subjects per domain: the same for every chunk
             self.nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]
-        nd = self.nd[:, cols]
+        nd = self.nd
         dsum = grouping.reduce_sorted
 
         sa, sb = dsum(pa), dsum(pb)
@@ -456,9 +440,9 @@ class _SplitSums:
             ok = (var_a > 1e-12 * ndd) & (var_b > 1e-12 * ndd)
             r = np.where(ok, cov / np.sqrt(np.where(ok, var_a * var_b, 1.0)), 0.0)
         r = np.clip(r, -1.0, 1.0)
-        self.s1[:, cols] += r.sum(axis=-1)
-        self.s2[:, cols] += (r * r).sum(axis=-1)
-        self.cnt[:, cols] += ok.sum(axis=-1)
+        self.s1 += r.sum(axis=-1)
+        self.s2 += (r * r).sum(axis=-1)
+        self.cnt += ok.sum(axis=-1)
 
     def result(self):
         c = np.maximum(self.cnt, 1)
