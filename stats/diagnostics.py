@@ -260,7 +260,8 @@ def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method):
     return s, codes, doms, k, int(n_splits), rng, method
 
 
-def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto") -> SplitHalfResult:
+def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto",
+               fits: DomainFits | None = None) -> SplitHalfResult:
     r"""Split-half correlation of subject accuracies within each domain (paper section 7.3).
 
     Parameters
@@ -277,6 +278,10 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     method : {"auto", "hypergeometric", "shuffle"}, keyword-only
         "auto" draws hypergeometric half counts for models with binary scores and shuffles
         items otherwise; the other values force one path (the tests compare them).
+    fits : DomainFits, keyword-only, optional
+        :func:`~benchcert.stats.hierarchical.fit_domains` of the same ``scores`` and
+        ``subjects``: its per-subject counts are used instead of counting again (the same
+        numbers; the matrix is then not gathered a second time).
 
     Returns
     -------
@@ -304,7 +309,13 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     """
     s, codes, doms, k, n_splits, rng, method = _split_half_iv(scores, subjects, subject_domains, n_splits,
                                                              rng, method)
-    n, total, binary = _counts(s, codes, k)
+    if fits is not None:
+        if not isinstance(fits, DomainFits) or fits.n.shape != (k, s.shape[1]):
+            raise ValueError(f"fits must be the DomainFits of these scores, shape (K, M) = {(k, s.shape[1])}; got "
+                             f"{getattr(getattr(fits, 'n', None), 'shape', type(fits).__name__)}")
+        n, total, binary = fits.n, fits.total, fits.binary
+    else:
+        n, total, binary = _counts(s, codes, k)
     mdl = s.shape[1]
     d = int(doms.max()) + 1
     if method == "hypergeometric" and not binary.all():

@@ -41,3 +41,20 @@ def test_draws_as_they_come_give_the_former_split_half_bit_for_bit(n_models, mon
     for f in ("corr", "sd", "n_valid", "n_subjects", "status", "negative"):
         np.testing.assert_array_equal(getattr(out["new"], f), getattr(out["former"], f), err_msg=f)
     assert np.isfinite(out["new"].corr).all()
+
+
+def test_counts_from_the_domain_fits_change_nothing():
+    """split_half(fits=fit_domains(...)) reuses the fits' subject counts: the same result, to the bit,
+    on 0/1, fractional and missing scores; fits of other scores are refused."""
+    from benchcert.stats.hierarchical import fit_domains
+
+    s, subj, doms = _scores(3, 6)
+    s[::7, 2] = np.nan
+    s[:, 4] = np.random.default_rng(0).random(s.shape[0])
+    fits = fit_domains(s, subj, doms)
+    a = D.split_half(s, subj, doms, n_splits=50, rng=np.random.default_rng(1))
+    b = D.split_half(s, subj, doms, n_splits=50, rng=np.random.default_rng(1), fits=fits)
+    for f in ("corr", "sd", "n_valid", "n_subjects", "status", "negative", "n"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    with pytest.raises(ValueError, match="fits must be the DomainFits"):
+        D.split_half(s[:, :3], subj, doms, n_splits=5, rng=np.random.default_rng(1), fits=fits)

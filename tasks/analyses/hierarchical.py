@@ -283,12 +283,15 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
                       bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
 
 
-def split_part(m: BenchmarkMatrices, config: AuditConfig) -> tuple[SplitHalfResult, list[_Caught]]:
-    """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block)."""
+def split_part(m: BenchmarkMatrices, config: AuditConfig, fits: DomainFits | None = None
+               ) -> tuple[SplitHalfResult, list[_Caught]]:
+    """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block);
+    ``fits``: the whole matrix' domain fits, whose subject counts it then reuses."""
     doms, _ = _domains(m, tuple(config.hierarchy))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED))
+        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED),
+                           fits=fits)
     return split, _caught(caught)
 
 
@@ -339,7 +342,8 @@ def merge_blocks(parts: list[ModelBlock]) -> ModelBlock:
 
 
 def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
-    return assemble(m, config, [model_block(m, config)], split_part(m, config))
+    block = model_block(m, config)
+    return assemble(m, config, [block], split_part(m, config, block.fits))
 
 
 def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock],
