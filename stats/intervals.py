@@ -40,6 +40,7 @@ __all__ = [
     "lm_eval_group_interval",
     "comparator_intervals",
     "comparator_intervals_both",
+    "comparator_intervals_counts",
 ]
 
 
@@ -690,6 +691,35 @@ def comparator_intervals_both(scores, subjects, *, alpha=0.05) -> dict[str, dict
     return _comparators(s, codes, ("macro", "pooled"), alpha)
 
 
+def comparator_intervals_counts(n_km, t_km, *, alpha=0.05) -> dict[str, dict[str, IntervalResult]]:
+    """iid_clt, wilson and clustered_subject intervals of the macro and pooled scores of 0/1 scores
+    from their per-subject counts: what :func:`comparator_intervals_both` gives for those three
+    methods, to the last bit, without the score matrix (``lm_eval_group`` needs the items: not
+    computed).
+
+    Parameters
+    ----------
+    n_km : array_like of int, shape (K, M)
+        Answered items per subject and model (every subject of the benchmark: 0 where a model
+        answered none of it).
+    t_km : array_like, shape (K, M)
+        Correct answers per subject and model (0 <= t_km <= n_km).
+    alpha : float, keyword-only
+    """
+    alpha = check_alpha(alpha)
+    n = np.asarray(n_km)
+    t = np.asarray(t_km, dtype=np.float64)
+    if n.ndim != 2 or t.shape != n.shape or not np.issubdtype(n.dtype, np.integer):
+        raise ValueError(f"n_km (integer) and t_km must both have shape (K, M); got {n.dtype} {n.shape} and {t.shape}")
+    if np.any(n < 0) or np.any(~np.isfinite(t) | (t < 0) | (t > n) | (t != np.round(t))):
+        raise ValueError("n_km must be >= 0 and t_km whole numbers in [0, n_km]")
+    empty = np.flatnonzero(n.sum(axis=0) == 0)
+    if empty.size:
+        raise ValueError(f"n_km has no answered item for model column(s) {_short(empty)}")
+    return _comparators_from_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None,
+                                  ("macro", "pooled"), alpha)
+
+
 def _comparators(s, codes, weightings, alpha) -> dict[str, dict[str, IntervalResult]]:
     # One row gather serves every group sum below; it dominates the cost at MMLU scale.
     grouping = Grouping(codes)
@@ -701,6 +731,14 @@ def _comparators(s, codes, weightings, alpha) -> dict[str, dict[str, IntervalRes
 
     n_km = grouping.reduce_sorted(obs_sorted).astype(np.float64)
     t_km = grouping.reduce_sorted(filled)
+    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance, as
+    # iid_interval(item_var=) - one formula for both.
+    binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
+    sq = None if binary.all() else grouping.reduce_sorted(filled * filled).sum(axis=0)
+    return _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping, filled, obs_sorted)
+
+
+def _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping=None, filled=None, obs_sorted=None):
     answered = n_km > 0
     n_items = n_km.sum(axis=0)
     c = answered.sum(axis=0)
@@ -711,10 +749,6 @@ def _comparators(s, codes, weightings, alpha) -> dict[str, dict[str, IntervalRes
     label = "model column(s)"
     n_out = n_items.astype(np.int64)
     c_out = c.astype(np.int64)
-    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance, as
-    # iid_interval(item_var=) - one formula for both.
-    binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
-    sq = None if binary.all() else grouping.reduce_sorted(filled * filled).sum(axis=0)
     results = {}
     for weighting in weightings:
         results[weighting] = _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, grouping,
@@ -780,7 +814,7 @@ def _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, group
         n_clusters=c_out, se=se, weighting=weighting,
     )
 
-    if weighting == "pooled":
+    if weighting == "pooled" and grouping is not None:
         # Deviations from each item's own subject mean, zeroed where missing; two-pass
         # (rather than sum of squares minus squared sum) so nothing cancels.
         dev = filled - grouping.expand_sorted(mean_km)

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from benchcert.stats.intervals import comparator_intervals, comparator_intervals_both
+from benchcert.stats.intervals import comparator_intervals, comparator_intervals_both, comparator_intervals_counts
 
 
 def _matrix(seed, fractional):
@@ -48,3 +48,29 @@ def test_both_scores_from_one_pass_equal_two_calls(seed, fractional):
                     np.testing.assert_array_equal(a, b, err_msg=f"{weighting} {method} {f.name}")
                 else:
                     assert a == b, (weighting, method, f.name)
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_counts_give_the_matrix_intervals_bit_for_bit(seed):
+    """comparator_intervals_counts (per-subject counts of 0/1 scores, as fit_domains keeps them) gives
+    iid_clt, wilson and clustered_subject of both scores exactly as comparator_intervals_both does
+    from the matrix, missing cells and a skipped subject included."""
+    from benchcert.stats.hierarchical import fit_domains
+
+    s, subj = _matrix(seed, fractional=False)
+    fits = fit_domains(s, subj)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = comparator_intervals_both(s, subj, alpha=0.1)
+        got = comparator_intervals_counts(fits.n, fits.total, alpha=0.1)
+    for weighting in ("macro", "pooled"):
+        assert set(got[weighting]) == {"iid_clt", "wilson", "clustered_subject"}
+        for method, r in got[weighting].items():
+            for f in dataclasses.fields(r):
+                a, b = getattr(r, f.name), getattr(ref[weighting][method], f.name)
+                if isinstance(b, np.ndarray):
+                    np.testing.assert_array_equal(a, b, err_msg=f"{weighting} {method} {f.name}")
+                else:
+                    assert a == b, (weighting, method, f.name)
+    with pytest.raises(ValueError, match="whole numbers"):
+        comparator_intervals_counts(fits.n, fits.total + 0.5)

@@ -25,7 +25,7 @@ import polars as pl
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
-from benchcert.stats.intervals import IntervalResult, comparator_intervals_both
+from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, heatmap_svg, interval_plot_svg, table_html
@@ -255,6 +255,22 @@ def _metrics(m: BenchmarkMatrices, config: AuditConfig) -> tuple[dict[str, objec
     return metrics, notes
 
 
+#: The comparator methods of the Table 3 layout (lm_eval_group is the comparator analysis' own).
+TABLE3_METHODS = ("iid_clt", "wilson", "clustered_subject")
+
+
+def _table3_comparators(m: BenchmarkMatrices, fits: DomainFits, alpha: float) -> dict[str, dict[str, IntervalResult]]:
+    """The Table 3 comparator intervals of both scores: from the fits' per-subject counts when every
+    score is 0/1 and every subject has items (the same numbers as from the matrix, without reading
+    it again), else from one pass over the matrix."""
+    codes = np.asarray(m.item_subject)
+    if fits.binary.all() and np.bincount(codes, minlength=fits.n.shape[0]).all():
+        out = comparator_intervals_counts(fits.n, fits.total, alpha=alpha)
+    else:
+        out = comparator_intervals_both(m.scores, codes, alpha=alpha)
+    return {w: {meth: out[w][meth] for meth in TABLE3_METHODS} for w in out}
+
+
 def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
     """Fits, bounds and comparator intervals of ``m``'s models (all of them, or a block of them)."""
     levels = tuple(config.hierarchy)
@@ -278,7 +294,7 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
         warnings.simplefilter("always")
         # Recomputed only for the Table 3 layout; the comparator analysis reports their warnings.
         warnings.simplefilter("ignore", DegenerateDataWarning)
-        comparators = comparator_intervals_both(m.scores, m.item_subject, alpha=config.alpha)  # one pass, both scores
+        comparators = _table3_comparators(m, fits, config.alpha)
     return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, fit_warnings=_caught(caught_fits),
                       bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
 
