@@ -205,28 +205,32 @@ class _HypergeomTable:
         oracle), at a few array passes per draw instead of a Python call per cell.
         """
         u = rng.random((self.n_cells, size))
-        return self._invert(u)
+        return self._invert(u, scratch=True)
 
-    def _invert(self, u: np.ndarray) -> np.ndarray:
-        q = (u * self._q).astype(np.int64)
-        q += (self.dist * self._q)[:, None]
-        idx = self._guide[q].astype(np.int64)
+    def _invert(self, u: np.ndarray, *, scratch: bool = False) -> np.ndarray:
+        """Inverse CDF of ``u`` (one row per cell); int32 counts. With ``scratch`` the caller's ``u``
+        is overwritten by u * Q (exact: Q is a power of 2, so u is recovered where needed)."""
+        dist, lo, start, end = self.dist, self.lo, self.start, self.end
+        uq = np.multiply(u, self._q, out=u if scratch else None)
+        q = uq.astype(np.int64)
+        q += (dist * self._q)[:, None]
+        idx = self._guide[q]  # int32: counts below 2^20
         del q
         flat = idx.reshape(-1)
         amb = np.flatnonzero(flat < 0)
         if amb.size:
-            cnt = -1 - flat[amb]
+            cnt = -1 - flat[amb].astype(np.int64)
             cell = amb // u.shape[1]
-            pos = self.start[cell] + cnt
-            uu = u.reshape(-1)[amb]
-            last = self.end[cell] - 1
+            pos = start[cell] + cnt
+            uu = uq.reshape(-1)[amb] / self._q
+            last = end[cell] - 1
             todo = np.arange(amb.size)
             while todo.size:  # step forward while F(next point) <= u
                 fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
                 todo = todo[fwd]
                 pos[todo] += 1
-            flat[amb] = pos - self.start[cell]
-        idx += self.lo[:, None]
+            flat[amb] = pos - start[cell]
+        idx += lo.astype(np.int32)[:, None]
         return idx
 
     def _draw_per_cell(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -256,7 +260,8 @@ def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method):
     return s, codes, doms, k, int(n_splits), rng, method
 
 
-def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto") -> SplitHalfResult:
+def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto",
+               fits: DomainFits | None = None) -> SplitHalfResult:
     r"""Split-half correlation of subject accuracies within each domain (paper section 7.3).
 
     Parameters
@@ -273,6 +278,10 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     method : {"auto", "hypergeometric", "shuffle"}, keyword-only
         "auto" draws hypergeometric half counts for models with binary scores and shuffles
         items otherwise; the other values force one path (the tests compare them).
+    fits : DomainFits, keyword-only, optional
+        :func:`~benchcert.stats.hierarchical.fit_domains` of the same ``scores`` and
+        ``subjects``: its per-subject counts are used instead of counting again (the same
+        numbers; the matrix is then not gathered a second time).
 
     Returns
     -------
@@ -300,7 +309,13 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     """
     s, codes, doms, k, n_splits, rng, method = _split_half_iv(scores, subjects, subject_domains, n_splits,
                                                              rng, method)
-    n, total, binary = _counts(s, codes, k)
+    if fits is not None:
+        if not isinstance(fits, DomainFits) or fits.n.shape != (k, s.shape[1]):
+            raise ValueError(f"fits must be the DomainFits of these scores, shape (K, M) = {(k, s.shape[1])}; got "
+                             f"{getattr(getattr(fits, 'n', None), 'shape', type(fits).__name__)}")
+        n, total, binary = fits.n, fits.total, fits.binary
+    else:
+        n, total, binary = _counts(s, codes, k)
     mdl = s.shape[1]
     d = int(doms.max()) + 1
     if method == "hypergeometric" and not binary.all():
@@ -375,8 +390,14 @@ def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_
                   inv_a, inv_b, k, mdl, n_splits, chunk, rng):
     """Accumulate the split-half sums over ``n_splits`` splits, ``chunk`` splits at a time."""
     done = 0
+    # every (subject, model) cell binary and splittable
+    whole = table is not None and hyper_cols.size == mdl and table.n_cells == k * mdl
     while done < n_splits:
         b = min(chunk, n_splits - done)
+        if whole:
+            _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng)
+            done += b
+            continue
         a_sum = np.zeros((k, mdl, b))
         if table is not None:
             if hyper_cols.size == mdl:
@@ -393,6 +414,16 @@ def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_
         done += b
 
 
+def _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng):
+    """One chunk of ``b`` splits when every (subject, model) cell is binary and splittable: the
+    table's draws, in cell order, are the whole (K, M, b) array of half-A counts (no zero array
+    and no masked copy of it)."""
+    a_sum = table.draw(b, rng).reshape(k, mdl, b)
+    pa = a_sum * inv_a
+    pb = (total[:, :, None] - a_sum) * inv_b
+    sums.add(grouping, splittable, pa, pb)
+
+
 class _SplitSums:
     """Running sums of the per-split, per-domain Pearson correlations."""
 
@@ -400,9 +431,12 @@ class _SplitSums:
         self.s1 = np.zeros((d, mdl))
         self.s2 = np.zeros((d, mdl))
         self.cnt = np.zeros((d, mdl), dtype=np.int64)
+        self.nd = None
 
     def add(self, grouping, valid, pa, pb):
-        nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]  # (D, M, 1) subjects per domain
+        if self.nd is None:  # (D, M, 1) subjects per domain: the same for every chunk
+            self.nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]
+        nd = self.nd
         dsum = grouping.reduce_sorted
 
         sa, sb = dsum(pa), dsum(pb)

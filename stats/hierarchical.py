@@ -381,7 +381,7 @@ def _trigamma(x):
     z^-11; the truncation error is below 3e-14 relative (the tests compare with polygamma).
     The recurrence runs on the entries below 10 only (most counts Y_k + a are larger).
     """
-    z = np.array(x, dtype=float, copy=True)
+    z = np.array(x, dtype=float, copy=True, order="C")  # C order: the flat views below must be views
     acc = np.zeros_like(z)
     zf, af = z.reshape(-1), acc.reshape(-1)
     low = np.flatnonzero(zf < 10.0)
@@ -412,6 +412,39 @@ def _trigamma(x):
     return acc
 
 
+def _trigamma_rough(x):
+    """Trigamma to about 2e-8 relative, for Newton's step sizes in the profile search only (a step
+    from a Hessian off by 1e-8 converges as fast, and the stopping rules read the gradient, which is
+    exact): the recurrence lifts x to >= 6, then the asymptotic series to z^-7 (truncation error
+    below 1/(30 z^9))."""
+    z = np.array(x, dtype=float, copy=True, order="C")
+    acc = np.zeros_like(z)
+    zf, af = z.reshape(-1), acc.reshape(-1)
+    low = np.flatnonzero(zf < 6.0)
+    if low.size:
+        zs = zf[low]
+        accs = np.zeros_like(zs)
+        for _ in range(6):
+            small = zs < 6.0
+            if not small.any():
+                break
+            accs += np.where(small, 1.0 / (zs * zs), 0.0)
+            zs += small
+        zf[low], af[low] = zs, accs
+    r = np.divide(1.0, z, out=z)
+    r2 = r * r
+    poly = r2 / 42.0
+    poly -= 1.0 / 30
+    poly *= r2
+    poly += 1.0 / 6
+    poly *= r
+    poly += 0.5
+    poly *= r2
+    poly += r
+    acc += poly
+    return acc
+
+
 def _row_sum(x, mask, full):
     return np.sum(x if full else np.where(mask, x, 0.0), axis=1)
 
@@ -430,16 +463,6 @@ class _BetaBinomialLik:
         terms = betaln(self.y + a2, self.f + b2)
         return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
 
-    def profile_loglik(self, a, b):
-        """:meth:`loglik` for the profile search (many more rows than the fit): log B(Y + a,
-        m - Y + b) as three log-gammas, what scipy's betaln itself does for arguments above 171
-        and 10x faster than its ratio of gammas below; the two agree to about 1e-13 per term."""
-        a2, b2 = a[:, None], b[:, None]
-        terms = gammaln(self.y + a2)
-        terms += gammaln(self.f + b2)
-        terms -= gammaln(self.m + (a + b)[:, None])
-        return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
-
     def derivs(self, a, b):
         a2, b2 = a[:, None], b[:, None]
         nu = a + b
@@ -455,16 +478,6 @@ class _BetaBinomialLik:
         lbb = _row_sum(_trigamma(fb), mask, full) - self.k * _trigamma(b) + lab
         return la, lb, laa, lbb, lab
 
-    def mean_derivs(self, a, b):
-        """(la - lb, laa - 2 lab + lbb): what a step in the mean alone needs. The terms in
-        a + b (psi and trigamma of m_k + a + b and of a + b) cancel, so they are not computed."""
-        a2, b2 = a[:, None], b[:, None]
-        mask, full = self.mask, self.full
-        ya, fb = self.y + a2, self.f + b2
-        d1 = _row_sum(psi(ya) - psi(fb), mask, full) - self.k * (psi(a) - psi(b))
-        d2 = _row_sum(_trigamma(ya) + _trigamma(fb), mask, full) - self.k * (_trigamma(a) + _trigamma(b))
-        return d1, d2
-
 
 class _BetaLik:
     """Beta log-likelihood of padded rows of values in (0, 1)."""
@@ -478,8 +491,6 @@ class _BetaLik:
     def loglik(self, a, b):
         return (a - 1.0) * self.s1 + (b - 1.0) * self.s2 - self.k * betaln(a, b)
 
-    profile_loglik = loglik
-
     def derivs(self, a, b):
         nu = a + b
         la = self.s1 - self.k * (psi(a) - psi(nu))
@@ -488,12 +499,6 @@ class _BetaLik:
         laa = -self.k * _trigamma(a) + lab
         lbb = -self.k * _trigamma(b) + lab
         return la, lb, laa, lbb, lab
-
-    def mean_derivs(self, a, b):
-        """(la - lb, laa - 2 lab + lbb), as :meth:`_BetaBinomialLik.mean_derivs`."""
-        d1 = self.s1 - self.s2 - self.k * (psi(a) - psi(b))
-        d2 = -self.k * (_trigamma(a) + _trigamma(b))
-        return d1, d2
 
 
 def _ab(t, w):
@@ -632,86 +637,288 @@ def _stack(lik, times):
 
 #: Grid of w = log(a + b) on which the profile likelihood is evaluated for the lower
 #: confidence bound on the precision (spacing 0.2: the per-domain crossing is then refined by
-#: bisection; the joint bound is conservative between grid points).
+#: a bracketing root search; the joint bound is conservative between grid points).
 _W_GRID = np.linspace(_LOG_NU_MIN, _LOG_NU_MAX, 116)
 
+#: A fit's profile uses the count form (:class:`_CountProfile`) when its largest subject has at
+#: most this many items per subject of the fit: J logs or reciprocals cost less than K special
+#: functions up to about that ratio.
+_COUNT_FORM_RATIO = 3
+#: Newton's stopping rules in t = logit(mean) at fixed precision: a decrement (log-likelihood
+#: still to gain) below _L_TOL, or a step below _T_TOL (what is left after either is of the
+#: order of its square); and the width in w = log(a + b) at which the crossing search stops.
+_L_TOL = 1e-9
+_T_TOL = 1e-10
+_W_TOL = 2e-11
 
-def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):
-    """Maximise each row's log-likelihood over t = logit(mean) with w = log(a + b) held fixed
-    (safeguarded Newton: a step is halved until it does not lower the log-likelihood)."""
-    t = t.astype(float).copy()
-    a, b, mu, nu = _ab(t, w)
-    ll = lik.profile_loglik(a, b)
-    act = np.ones(t.shape, dtype=bool)
-    for _ in range(iters):
-        idx = np.flatnonzero(act)
-        if not idx.size:
+
+def _colsum(x):
+    """Sum of each column of a (J, F) array, strictly row after row (a running sum, whatever the
+    shape: np.sum may sum a lone column pairwise), so that zero padding rows and the other
+    columns of the batch leave each column's sum unchanged to the last bit."""
+    return np.add.accumulate(x, axis=0)[-1]
+
+
+class _CountProfile:
+    r"""Beta-binomial log-likelihood at fixed precision through count statistics.
+
+    For integer counts, log Gamma(y + a) - log Gamma(a) = sum_{j < y} log(a + j), so
+
+    .. math:: \sum_k [\log B(y_k + a, f_k + b) - \log B(a, b)]
+              = \sum_{j<J} [A_j \log(a + j) + B_j \log(b + j) - N_j \log(a + b + j)]
+
+    with A_j = #{k : y_k > j}, B_j = #{k : f_k > j}, N_j = #{k : m_k > j}, J = max m_k: the
+    mean-dependent part and its derivatives need J logs or reciprocals per side instead of
+    K log-gammas, digammas and trigammas. Arrays are (J, F), one column per fit.
+    """
+
+    def __init__(self, A, B, N):
+        self.A, self.B, self.N = A, B, N
+        self.j = np.arange(A.shape[0], dtype=float)[:, None]
+
+    @classmethod
+    def from_counts(cls, y, m, mask):
+        """From padded (F, K) successes and trials (``mask`` = subject present)."""
+        f_rows = y.shape[0]
+        yy = np.where(mask, y, 0).astype(np.int64)
+        mm = np.where(mask, m, 0).astype(np.int64)
+        jmax = max(int(mm.max()) if mm.size else 0, 1)
+        row = np.repeat(np.arange(f_rows), y.shape[1]).reshape(y.shape) * (jmax + 1)
+
+        def above(v):  # (J, F): #{k : v_k > j}
+            hist = np.bincount((row + v).ravel(), minlength=f_rows * (jmax + 1)).reshape(f_rows, jmax + 1)
+            tail = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # #{k : v_k >= j}
+            return np.ascontiguousarray(tail[:, 1:].T, dtype=float)
+
+        return cls(above(yy), above(mm - yy), above(mm))
+
+    def take(self, idx):
+        return _CountProfile(*(np.ascontiguousarray(v[:, idx]) for v in (self.A, self.B, self.N)))
+
+    def const(self, nu):
+        """The part that depends on the precision only."""
+        return -_colsum(self.N * np.log(nu + self.j))
+
+    def value(self, a, b):
+        return _colsum(self.A * np.log(a + self.j)) + _colsum(self.B * np.log(b + self.j))
+
+    def mean_grad(self, a, b):
+        """(l_a - l_b, l_aa + l_bb): the terms in a + b cancel in a step of the mean alone."""
+        ra = 1.0 / (a + self.j)
+        wa = self.A * ra
+        rb = 1.0 / (b + self.j)
+        wb = self.B * rb
+        d1 = _colsum(wa) - _colsum(wb)
+        wa *= ra
+        wb *= rb
+        return d1, -(_colsum(wa) + _colsum(wb))
+
+
+class _SubjectProfile:
+    """Beta-binomial log-likelihood at fixed precision, one term per subject: (K, F) arrays of
+    successes, failures and trials (padding: all 0, whose terms are exactly 0)."""
+
+    def __init__(self, y, f, m):
+        self.y, self.f, self.m = y, f, m
+
+    @classmethod
+    def from_counts(cls, y, m, mask):
+        yy = np.ascontiguousarray(np.where(mask, y, 0.0).T)
+        mm = np.ascontiguousarray(np.where(mask, m, 0.0).T)
+        return cls(yy, mm - yy, mm)
+
+    def take(self, idx):
+        return _SubjectProfile(*(np.ascontiguousarray(v[:, idx]) for v in (self.y, self.f, self.m)))
+
+    def const(self, nu):
+        return _colsum(gammaln(nu) - gammaln(self.m + nu))
+
+    def value(self, a, b):
+        return _colsum(gammaln(self.y + a) - gammaln(a)) + _colsum(gammaln(self.f + b) - gammaln(b))
+
+    def mean_grad(self, a, b):
+        pa, pb = psi(a), psi(b)
+        ta, tb = _trigamma_rough(a), _trigamma_rough(b)
+        ya, fb = self.y + a, self.f + b
+        d1 = _colsum(psi(ya) - pa) - _colsum(psi(fb) - pb)
+        return d1, _colsum(_trigamma_rough(ya) - ta) + _colsum(_trigamma_rough(fb) - tb)
+
+
+class _MeansProfile:
+    """Beta log-likelihood of subject means at fixed precision, from its sufficient statistics
+    (sum log x_k, sum log(1 - x_k), K) per fit."""
+
+    def __init__(self, s1, s2, k):
+        self.s1, self.s2, self.k = s1, s2, k.astype(float)
+
+    def take(self, idx):
+        return _MeansProfile(self.s1[idx], self.s2[idx], self.k[idx])
+
+    def const(self, nu):
+        return self.k * gammaln(nu) - self.s1 - self.s2
+
+    def value(self, a, b):
+        return a * self.s1 + b * self.s2 - self.k * (gammaln(a) + gammaln(b))
+
+    def mean_grad(self, a, b):
+        return (self.s1 - self.s2 - self.k * (psi(a) - psi(b)),
+                -self.k * (_trigamma_rough(a) + _trigamma_rough(b)))
+
+
+def _profile_forms(lik):
+    """[(rows, form)]: the fits of ``lik`` split by the cheaper evaluation of their profile."""
+    if isinstance(lik, _BetaLik):
+        return [(np.arange(lik.k.size), _MeansProfile(lik.s1, lik.s2, lik.k))]
+    jmax = np.max(np.where(lik.mask, lik.m, 0), axis=1)
+    count = jmax <= _COUNT_FORM_RATIO * np.maximum(lik.k, 1)
+    out = []
+    for use_count in (True, False):
+        rows = np.flatnonzero(count == use_count)
+        if rows.size:
+            cls = _CountProfile if use_count else _SubjectProfile
+            out.append((rows, cls.from_counts(lik.y[rows], lik.m[rows], lik.mask[rows])))
+    return out
+
+
+def _max_over_mean(form, t, w, *, max_iter=200):
+    """Maximise each fit's log-likelihood over t = logit(mean) with w = log(a + b) held fixed.
+
+    At fixed a + b the log-likelihood is concave in the mean (a sum of logs, or of minus
+    log-gammas, of a + j and b + j, linear in it), so its t-derivative changes sign once:
+    Newton's method in t inside a bracket of that sign change (a step that leaves the bracket,
+    or is not uphill, is replaced by the bracket's midpoint) reaches the maximiser in [-25, 25]
+    from any start. Each fit stops on its own once a step is below ``_T_TOL``. Returns
+    (t, profile log-likelihood at w).
+    """
+    t = np.array(t, dtype=float)
+    w = np.broadcast_to(np.asarray(w, dtype=float), t.shape)
+    lo = np.full(t.shape, -np.inf)  # largest t seen with derivative > 0
+    hi = np.full(t.shape, np.inf)  # smallest t seen with derivative < 0
+    act = np.arange(t.size)
+    sub = form
+    for _ in range(max_iter):
+        if not act.size:
             break
-        sub = lik if idx.size == t.size else _subset(lik, idx)
-        ta, wa, lla = t[idx], w[idx], ll[idx]
+        ta, wa = t[act], w[act]
         a, b, mu, nu = _ab(ta, wa)
-        d1, d2 = sub.mean_derivs(a, b)
+        d1, d2 = sub.mean_grad(a, b)
         v = nu * mu * (1.0 - mu)
         g = v * d1
         h = v * v * d2 + v * (1.0 - 2.0 * mu) * d1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(h < 0, -g / h, np.sign(g))
+        lo_a = np.where(g > 0, ta, lo[act])
+        hi_a = np.where(g < 0, ta, hi[act])
+        newton = (h < 0) & np.isfinite(g) & np.isfinite(h)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = np.where(newton, -g / h, np.sign(g) * 3.0)
         step = np.clip(np.nan_to_num(step), -3.0, 3.0)
-        new_t, new_ll = ta.copy(), lla.copy()
-        pending = np.abs(step) > tol
-        for _ in range(30):
-            if not pending.any():
-                break
-            rows = np.flatnonzero(pending)
-            cand = np.clip(ta[rows] + step[rows], -_LOGIT_MAX, _LOGIT_MAX)
-            ca, cb, _, _ = _ab(cand, wa[rows])
-            cll = _subset(sub, rows).profile_loglik(ca, cb)
-            ok = cll >= lla[rows] - 1e-12 * (1.0 + np.abs(lla[rows]))
-            new_t[rows[ok]], new_ll[rows[ok]] = cand[ok], cll[ok]
-            pending[rows[ok]] = False
-            step[rows[~ok]] *= 0.5
-            pending &= np.abs(step) > tol
-        moved = np.abs(new_t - ta)
-        t[idx], ll[idx] = new_t, new_ll
-        act[idx] = (moved > tol) & (np.abs(g) > tol * (1.0 + np.abs(lla)))
-    return t, ll
+        cand = np.clip(ta + step, -_LOGIT_MAX, _LOGIT_MAX)
+        # Newton's decrement g^2 / (2 |h|), the log-likelihood still to gain, below _L_TOL: the
+        # step is taken and ends the search (it leaves a gain of the order of the decrement's
+        # square). Any other step must land strictly inside the bracket, else the midpoint.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            small = newton & (g * g <= -2.0 * _L_TOL * h)
+        done = (g == 0) | ~np.isfinite(g) | small | (newton & (np.abs(step) <= _T_TOL))
+        ok = done | ((cand > lo_a) & (cand < hi_a))
+        mid = 0.5 * (np.maximum(lo_a, -_LOGIT_MAX) + np.minimum(hi_a, _LOGIT_MAX))
+        cand = np.where(ok, cand, mid)
+        done |= np.abs(cand - ta) <= _T_TOL * 1e-3  # the bracket itself has closed
+        t[act] = np.where((g == 0) | ~np.isfinite(g), ta, cand)
+        lo[act], hi[act] = lo_a, hi_a
+        keep = ~done
+        if not keep.all():
+            act = act[keep]
+            sub = form.take(act) if act.size else sub
+    a, b, _, nu = _ab(t, w)
+    return t, form.value(a, b) + form.const(nu)
 
 
-def _precision_lower_bound(lik, t_hat, w_hat, ll_hat, crit):
-    """One-sided profile-likelihood lower confidence bound on w = log(a + b), per row.
+def _profile_grid(form, t_hat, w_hat):
+    """(G, F) profile log-likelihood on :data:`_W_GRID` (-inf where not needed) and the (G, F)
+    maximising t. Only grid points up to the first one at or above w_hat are needed: both
+    bounds look at precisions below the maximum (above it the deviance rises and the proxy
+    falls). The grid is walked downwards from w_hat, each fit's maximiser at one point starting
+    the search at the next (extrapolated linearly)."""
+    g = _W_GRID
+    step = g[1] - g[0]
+    f = t_hat.size
+    lp = np.full((g.size, f), -np.inf)
+    tg = np.zeros((g.size, f))
+    top_j = np.searchsorted(g, w_hat + step, side="right") - 1  # last grid index with g_j <= w_hat + step
+    for j in range(g.size - 1, -1, -1):
+        rows = np.flatnonzero(top_j >= j)
+        if not rows.size:
+            continue
+        # Start: the fit's mean at its first grid point, then the maximisers of the points
+        # above extrapolated (linearly from two, quadratically from three).
+        seen = top_j[rows] - j
+        t1, t2, t3 = (tg[np.minimum(j + i, g.size - 1), rows] for i in (1, 2, 3))
+        start = np.select([seen == 0, seen == 1, seen == 2], [t_hat[rows], t1, 2.0 * t1 - t2],
+                          3.0 * t1 - 3.0 * t2 + t3)
+        start = np.clip(start, -_LOGIT_MAX, _LOGIT_MAX)
+        sub = form if rows.size == f else form.take(rows)
+        tg[j, rows], lp[j, rows] = _max_over_mean(sub, start, g[j])
+    return lp, tg
+
+
+def _crossing(form, lo, hi, f_lo, f_hi, t_lo, t_hi, top, crit, *, max_iter=80):
+    """The outside end of a bracket [lo, hi] of the crossing of the profile deviance
+    2 (top - l_p(w)) with crit (f = deviance - crit: > 0 at lo, <= 0 at hi), narrowed to
+    :data:`_W_TOL` by the Illinois variant of regula falsi (a bisection every fourth step keeps
+    the bracket shrinking). The outside end is returned, so the bound errs low."""
+    lo, hi, f_lo, f_hi = (np.array(v, dtype=float) for v in (lo, hi, f_lo, f_hi))
+    t_lo, t_hi = np.array(t_lo, dtype=float), np.array(t_hi, dtype=float)
+    side = np.zeros(lo.shape, dtype=np.int8)  # which end moved last: -1 lo, +1 hi
+    act = np.flatnonzero(hi - lo > _W_TOL)
+    for it in range(max_iter):
+        if not act.size:
+            break
+        l, h, fl, fh = lo[act], hi[act], f_lo[act], f_hi[act]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = h - fh * (h - l) / (fh - fl)
+        bisect = ~((x > l) & (x < h)) | (it % 4 == 3)
+        x = np.where(bisect, 0.5 * (l + h), x)
+        frac = np.where(h > l, (x - l) / (h - l), 0.5)
+        t0 = t_lo[act] + frac * (t_hi[act] - t_lo[act])
+        sub = form.take(act)
+        tx, lpx = _max_over_mean(sub, t0, x)
+        fx = 2.0 * (top[act] - lpx) - crit[act]
+        out = fx > 0
+        # Illinois: an end kept twice in a row has its value halved
+        f_hi[act] = np.where(out & (side[act] == -1), 0.5 * fh, fh)
+        f_lo[act] = np.where(~out & (side[act] == 1), 0.5 * fl, fl)
+        r_out, r_in = act[out], act[~out]
+        lo[r_out], f_lo[r_out], t_lo[r_out] = x[out], fx[out], tx[out]
+        hi[r_in], f_hi[r_in], t_hi[r_in] = x[~out], fx[~out], tx[~out]
+        side[r_out], side[r_in] = -1, 1
+        act = act[hi[act] - lo[act] > _W_TOL]
+    return lo
+
+
+def _precision_lower_bound(form, t_hat, w_hat, ll_hat, crit):
+    """One-sided profile-likelihood lower confidence bound on w = log(a + b), per fit.
 
     The bound is the infimum of {w : 2 (l(w_hat) - l_p(w)) <= crit}: the lowest grid point of
-    :data:`_W_GRID` (w <= w_hat) inside the set, refined by bisection between it and the grid
-    point below it (keeping the outside end). Taking the infimum of the whole set (not only
-    the connected piece around the maximum) errs on the low side, i.e. conservative.
+    :data:`_W_GRID` (w <= w_hat) inside the set, refined between it and the grid point below
+    it (keeping the outside end). Taking the infimum of the whole set (not only the connected
+    piece around the maximum) errs on the low side, i.e. conservative.
     """
-    g, f = _W_GRID, t_hat.size
-    # Only grid points up to the first one at or above w_hat are needed: both bounds look at
-    # precisions below the maximum (above it the deviance rises and the proxy falls).
-    step = g[1] - g[0]
-    jj, ff = np.nonzero(g[:, None] <= w_hat[None, :] + step)
-    _, lp_v = _max_over_mean(_subset(lik, ff), t_hat[ff], g[jj])
-    lp = np.full((g.size, f), -np.inf)
-    lp[jj, ff] = lp_v
+    g = _W_GRID
+    lp, tg = _profile_grid(form, t_hat, w_hat)
     top = np.maximum(ll_hat, np.max(lp, axis=0))
     dev = 2.0 * (top[None, :] - lp)
     inside = (dev <= crit[None, :]) & (g[:, None] <= w_hat[None, :] + 1e-12)
     any_in = inside.any(axis=0)
     j0 = np.where(any_in, np.argmax(inside, axis=0), 0)
-    # The crossing lies between grid points j0 - 1 (outside) and j0 (inside): bisection on w,
-    # the mean re-profiled at each step; the outside end is kept, so the bound errs low.
+    # The crossing lies between grid points j0 - 1 (outside) and j0 (inside).
     lo, hi = g[np.maximum(j0 - 1, 0)], np.minimum(g[j0], w_hat)
     refine = np.flatnonzero(any_in & (j0 > 0))
     if refine.size:
-        sub = _subset(lik, refine)
-        lo_r, hi_r, tr = lo[refine], hi[refine], t_hat[refine]
-        for _ in range(30):
-            mid = 0.5 * (lo_r + hi_r)
-            tr, lp_mid = _max_over_mean(sub, tr, mid)
-            out = 2.0 * (top[refine] - lp_mid) > crit[refine]
-            lo_r = np.where(out, mid, lo_r)
-            hi_r = np.where(out, hi_r, mid)
-        lo[refine] = lo_r
+        jr = j0[refine]
+        at_hat = g[jr] > w_hat[refine]
+        f_hi = np.where(at_hat, 2.0 * (top[refine] - ll_hat[refine]), dev[jr, refine]) - crit[refine]
+        t_hi = np.where(at_hat, t_hat[refine], tg[jr, refine])
+        lo[refine] = _crossing(form.take(refine), lo[refine], hi[refine], dev[jr - 1, refine] - crit[refine],
+                               f_hi, tg[jr - 1, refine], t_hi, top[refine], crit[refine])
     w_lo = np.where(any_in & (j0 > 0), lo, np.where(any_in, np.minimum(g[0], w_hat), _LOG_NU_MIN))
     # For the joint bound: a lower bound on the deviance over each grid interval [g_j, g_j+1],
     # assuming the profile deviance is unimodal in w (falls to 0 at w_hat, then rises): the
@@ -777,47 +984,50 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
         return base + val.max(axis=1)
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
-    bins = np.arange(nb + 1)
+    # padded[m, s:s + nb + 1] for s = nb + 1 - c is best[m] shifted right by c bins (-inf below c):
+    # one contiguous window per model instead of an index per bin.
+    padded = np.full((mdl, 2 * nb + 2), -np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, nb + 1, axis=1)
     for dd in range(d):
         use = ~fixed[dd] & (a[dd] > 0)
         if not use.any():
             continue
+        padded[:, nb + 1:] = best
         new = np.full((mdl, nb + 1), -np.inf)
         for j in range(gi):
             c = cost[dd, :, j]
             r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
             if not r.size:
                 continue
-            src = bins[None, :] - c[r, None]
-            val = np.where(src >= 0, best[r[:, None], np.maximum(src, 0)], -np.inf) + (a[dd, r] * s2j[j])[:, None]
+            val = windows[r, nb + 1 - c[r]] + (a[dd, r] * s2j[j])[:, None]
             new[r] = np.maximum(new[r], val)
         best = np.where(use[:, None], new, best)
     return base + best[:, nb]
 
 
-#: Grid cells (fits x grid points x subjects) of one chunk of the profile computation: about
-#: 16 MiB per temporary array.
-_PROFILE_CELLS = 1 << 21
+#: Cells (fits x subjects) of one chunk of the profile computation: its temporaries, (subjects or
+#: count rows) x fits, stay within a core's cache (the count form is at most _COUNT_FORM_RATIO
+#: times wider).
+_PROFILE_CELLS = 1 << 16
 
 
 def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
-    """(nu_lower, s2_upper) from the profile bound at one-sided level upper_alpha per row."""
+    """(nu_lower, s2_upper, profile deviances) from the profile bound at one-sided level upper_alpha per row."""
     from benchcert.stats._dist import norm
 
     crit = np.broadcast_to(norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2, t_hat.shape)
-    # The profile over the grid holds up to G rows per fit: fits are taken in chunks of at most
-    # _PROFILE_CELLS grid cells, so that the temporaries stay bounded whatever the number of
-    # models (every fit is computed on its own, so the chunks do not change the results).
+    # Fits are taken in chunks of at most _PROFILE_CELLS cells, so that the temporaries stay
+    # small whatever the number of models; every fit is computed on its own (sums over axis 0
+    # only), so neither the chunks nor the split by form change any result.
     f = t_hat.size
-    per = max(1, _PROFILE_CELLS // (_W_GRID.size * lik.mask.shape[1]))
-    if f <= per:
-        w_lo, mdev = _precision_lower_bound(lik, t_hat, w_hat, ll_hat, crit)
-    else:
-        w_lo, mdev = np.empty(f), np.empty((_W_GRID.size - 1, f))
-        for lo in range(0, f, per):
-            rows = np.arange(lo, min(f, lo + per))
-            w_lo[rows], mdev[:, rows] = _precision_lower_bound(_subset(lik, rows), t_hat[rows], w_hat[rows],
-                                                               ll_hat[rows], crit[rows])
+    per = max(1, _PROFILE_CELLS // max(lik.mask.shape[1], 1))
+    w_lo, mdev = np.empty(f), np.empty((_W_GRID.size - 1, f))
+    for lo in range(0, f, per):
+        chunk = np.arange(lo, min(f, lo + per))
+        for sel, form in _profile_forms(_subset(lik, chunk) if chunk.size < f else lik):
+            rows = chunk[sel]
+            w_lo[rows], mdev[:, rows] = _precision_lower_bound(form, t_hat[rows], w_hat[rows], ll_hat[rows],
+                                                               crit[rows])
     nu_lo = np.exp(w_lo)
     return nu_lo, 0.25 / (nu_lo + 1.0), mdev
 

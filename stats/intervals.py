@@ -39,6 +39,8 @@ __all__ = [
     "clustered_interval",
     "lm_eval_group_interval",
     "comparator_intervals",
+    "comparator_intervals_both",
+    "comparator_intervals_counts",
 ]
 
 
@@ -679,6 +681,46 @@ def comparator_intervals(
     s, codes, weighting, alpha = _comparator_intervals_iv(
         scores, subjects, weighting, alpha
     )
+    return _comparators(s, codes, (weighting,), alpha)[weighting]
+
+
+def comparator_intervals_both(scores, subjects, *, alpha=0.05) -> dict[str, dict[str, IntervalResult]]:
+    """:func:`comparator_intervals` for ``"macro"`` and ``"pooled"`` (keys of the result) from one
+    pass over the matrix: the same numbers as two calls, at little more than the cost of one."""
+    s, codes, _, alpha = _comparator_intervals_iv(scores, subjects, "pooled", alpha)
+    return _comparators(s, codes, ("macro", "pooled"), alpha)
+
+
+def comparator_intervals_counts(n_km, t_km, *, alpha=0.05) -> dict[str, dict[str, IntervalResult]]:
+    """iid_clt, wilson and clustered_subject intervals of the macro and pooled scores of 0/1 scores
+    from their per-subject counts: what :func:`comparator_intervals_both` gives for those three
+    methods, to the last bit, without the score matrix (``lm_eval_group`` needs the items: not
+    computed).
+
+    Parameters
+    ----------
+    n_km : array_like of int, shape (K, M)
+        Answered items per subject and model (every subject of the benchmark: 0 where a model
+        answered none of it).
+    t_km : array_like, shape (K, M)
+        Correct answers per subject and model (0 <= t_km <= n_km).
+    alpha : float, keyword-only
+    """
+    alpha = check_alpha(alpha)
+    n = np.asarray(n_km)
+    t = np.asarray(t_km, dtype=np.float64)
+    if n.ndim != 2 or t.shape != n.shape or not np.issubdtype(n.dtype, np.integer):
+        raise ValueError(f"n_km (integer) and t_km must both have shape (K, M); got {n.dtype} {n.shape} and {t.shape}")
+    if np.any(n < 0) or np.any(~np.isfinite(t) | (t < 0) | (t > n) | (t != np.round(t))):
+        raise ValueError("n_km must be >= 0 and t_km whole numbers in [0, n_km]")
+    empty = np.flatnonzero(n.sum(axis=0) == 0)
+    if empty.size:
+        raise ValueError(f"n_km has no answered item for model column(s) {_short(empty)}")
+    return _comparators_from_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None,
+                                  ("macro", "pooled"), alpha)
+
+
+def _comparators(s, codes, weightings, alpha) -> dict[str, dict[str, IntervalResult]]:
     # One row gather serves every group sum below; it dominates the cost at MMLU scale.
     grouping = Grouping(codes)
     s_sorted = grouping.gather(s)
@@ -689,29 +731,43 @@ def comparator_intervals(
 
     n_km = grouping.reduce_sorted(obs_sorted).astype(np.float64)
     t_km = grouping.reduce_sorted(filled)
+    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance, as
+    # iid_interval(item_var=) - one formula for both.
+    binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
+    sq = None if binary.all() else grouping.reduce_sorted(filled * filled).sum(axis=0)
+    return _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping, filled, obs_sorted)
+
+
+def _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping=None, filled=None, obs_sorted=None):
     answered = n_km > 0
     n_items = n_km.sum(axis=0)
     c = answered.sum(axis=0)
     mean_km = np.where(answered, t_km / np.where(answered, n_km, 1.0), 0.0)
     pooled = t_km.sum(axis=0) / n_items
     macro = mean_km.sum(axis=0) / c
-    theta = pooled if weighting == "pooled" else macro
     z = _z(alpha)
     label = "model column(s)"
     n_out = n_items.astype(np.int64)
     c_out = c.astype(np.int64)
+    results = {}
+    for weighting in weightings:
+        results[weighting] = _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, grouping,
+                                              filled, obs_sorted, n_km, t_km, answered, n_items, c,
+                                              mean_km, pooled, macro)
+    return results
+
+
+def _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, grouping, filled, obs_sorted, n_km,
+                     t_km, answered, n_items, c, mean_km, pooled, macro):
+    theta = pooled if weighting == "pooled" else macro
     extra = (_MACRO_N_NOTE,) if weighting == "macro" else ()
 
     out: dict[str, IntervalResult] = {}
 
-    # Binary models: p(1-p) is the item variance. Fractional scores: the sample variance, as
-    # iid_interval(item_var=) - one formula for both.
-    binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
     if binary.all():
         est, lower, upper, hw, se = _iid_core(theta, n_items, alpha, label)
         iid_notes = _IID_ASSUMPTIONS
     else:
-        sq = grouping.reduce_sorted(filled * filled).sum(axis=0)
         tot = t_km.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             sample = np.where(n_items >= 2, np.maximum(sq - tot * tot / n_items, 0.0) / (n_items - 1.0), np.nan)
@@ -758,7 +814,7 @@ def comparator_intervals(
         n_clusters=c_out, se=se, weighting=weighting,
     )
 
-    if weighting == "pooled":
+    if weighting == "pooled" and grouping is not None:
         # Deviations from each item's own subject mean, zeroed where missing; two-pass
         # (rather than sum of squares minus squared sum) so nothing cancels.
         dev = filled - grouping.expand_sorted(mean_km)

@@ -25,7 +25,7 @@ import polars as pl
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
-from benchcert.stats.intervals import IntervalResult, comparator_intervals
+from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
 from benchcert.tasks.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.matrices import BenchmarkMatrices
 from benchcert.tasks.report import Section, heatmap_svg, interval_plot_svg, table_html
@@ -255,6 +255,22 @@ def _metrics(m: BenchmarkMatrices, config: AuditConfig) -> tuple[dict[str, objec
     return metrics, notes
 
 
+#: The comparator methods of the Table 3 layout (lm_eval_group is the comparator analysis' own).
+TABLE3_METHODS = ("iid_clt", "wilson", "clustered_subject")
+
+
+def _table3_comparators(m: BenchmarkMatrices, fits: DomainFits, alpha: float) -> dict[str, dict[str, IntervalResult]]:
+    """The Table 3 comparator intervals of both scores: from the fits' per-subject counts when every
+    score is 0/1 and every subject has items (the same numbers as from the matrix, without reading
+    it again), else from one pass over the matrix."""
+    codes = np.asarray(m.item_subject)
+    if fits.binary.all() and np.bincount(codes, minlength=fits.n.shape[0]).all():
+        out = comparator_intervals_counts(fits.n, fits.total, alpha=alpha)
+    else:
+        out = comparator_intervals_both(m.scores, codes, alpha=alpha)
+    return {w: {meth: out[w][meth] for meth in TABLE3_METHODS} for w in out}
+
+
 def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
     """Fits, bounds and comparator intervals of ``m``'s models (all of them, or a block of them)."""
     levels = tuple(config.hierarchy)
@@ -278,18 +294,20 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
         warnings.simplefilter("always")
         # Recomputed only for the Table 3 layout; the comparator analysis reports their warnings.
         warnings.simplefilter("ignore", DegenerateDataWarning)
-        comparators = {metric: comparator_intervals(m.scores, m.item_subject, weighting=metric, alpha=config.alpha)
-                       for metric in ("macro", "pooled")}
+        comparators = _table3_comparators(m, fits, config.alpha)
     return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, fit_warnings=_caught(caught_fits),
                       bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
 
 
-def split_part(m: BenchmarkMatrices, config: AuditConfig) -> tuple[SplitHalfResult, list[_Caught]]:
-    """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block)."""
+def split_part(m: BenchmarkMatrices, config: AuditConfig, fits: DomainFits | None = None
+               ) -> tuple[SplitHalfResult, list[_Caught]]:
+    """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block);
+    ``fits``: the whole matrix' domain fits, whose subject counts it then reuses."""
     doms, _ = _domains(m, tuple(config.hierarchy))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED))
+        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED),
+                           fits=fits)
     return split, _caught(caught)
 
 
@@ -340,7 +358,8 @@ def merge_blocks(parts: list[ModelBlock]) -> ModelBlock:
 
 
 def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
-    return assemble(m, config, [model_block(m, config)], split_part(m, config))
+    block = model_block(m, config)
+    return assemble(m, config, [block], split_part(m, config, block.fits))
 
 
 def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock],
