@@ -374,7 +374,7 @@ def _kl_upper(est, J, level):
     about 0.4 s per command; every audit computes this bound.)
     """
     est = np.clip(np.asarray(est, dtype=float), 0.0, 1.0)
-    est, J = np.broadcast_arrays(est, np.asarray(J, dtype=float))
+    est, J, level = np.broadcast_arrays(est, np.asarray(J, dtype=float), np.asarray(level, dtype=float))
     c = level / J
     lo = est.copy()
     hi = np.minimum(1.0, est + np.sqrt(c / 2.0))
