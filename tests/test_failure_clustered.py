@@ -18,8 +18,8 @@ Clopper-Pearson lower bound of the simulated rate over 2000 runs (a true coverag
 alpha = 0.1 fails the check with probability > 0.99; the measured coverages are in the README).
 Measured (95% CI of the simulated rate in brackets): the same-subjects bound covers in 93.2% [91.9,
 94.2] (rare), 94.7% [93.6, 95.6] (boundary), 93.5% [92.3, 94.5] (mid); the new-subjects bound in
-100% [99.8, 100] everywhere (Hoeffding is conservative; the same with the earlier item-weighted
-bound and target). The bound for independent items covers the same-subjects target in 92-95% but
+100% [99.8, 100] everywhere (Hoeffding is conservative with 12 subjects; the same with its
+additive form and with the earlier item-weighted bound and target). The bound for independent items covers the same-subjects target in 92-95% but
 the (subject-weighted) new-subjects target in only 79.6% [77.8, 81.3], 80.2% [78.4, 81.9] and
 53.0% [50.8, 55.3] (61-70% against the earlier item-weighted target); hence the second bound.
 
