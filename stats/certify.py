@@ -368,7 +368,7 @@ def _kl_upper(est, J, level):
     Pinsker (:math:`\mathrm{kl}(p\|q) \ge 2(p-q)^2`); every step keeps the right end where
     kl >= level/J, and the right end is returned, so the result is never below the root (the
     conservative side) and never above Hoeffding's additive bound (if rounding ever makes the
-    Pinsker end look inside the set, bisection stops there and returns that additive bound).
+    Pinsker end look inside the set, the left end climbs to it and that additive bound is returned).
     All entries are bisected together, to a bracket of a few units in the last place.
     (``scipy.optimize.elementwise.find_root`` would do the same but imports scipy.optimize,
     about 0.4 s per command; every audit computes this bound.)
