@@ -271,8 +271,8 @@ def _certify(args, prog: str) -> int:
               f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
         if f.get("upper_new_subjects") is not None:
             print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for a new subject ({level} one-sided "
-                  f"Hoeffding on {f['effective_subjects']:.0f} subjects, each weighing the same; subject-weighted "
-                  f"failure rate {100 * f['estimate_new_subjects']:.2f}%)")
+                  f"relative-entropy Hoeffding on {f['effective_subjects']:.0f} subjects, each weighing the same; "
+                  f"subject-weighted failure rate {100 * f['estimate_new_subjects']:.2f}%)")
     print(BLACK_BOX_SENTENCE)
     if any(r.get("question") == "same_subjects" and r.get("lower_new_subjects") is not None for r in rows):
         from benchcert.tasks.environments import SUBJECTS_NOTE

@@ -455,7 +455,7 @@ SUBJECTS_NOTE = ("items of a domain cluster by subject: score/lower/upper are it
                  "from the same subjects; for new subjects of a domain see score_new_subjects/lower_new_subjects/"
                  "upper_new_subjects (subjects are the sampling unit and weigh the same whatever their size, so the "
                  "score differs from the item-weighted one when sizes are unequal, and a domain with few subjects "
-                 "gets a wide band - one subject gives [0, 1])")
+                 "gets a wide band - one subject gives nearly [0, 1])")
 
 
 def failure_bound(scores: np.ndarray, alpha: float, sampling: str, *, subjects: np.ndarray | None = None,

@@ -31,11 +31,12 @@ def test_every_audit_states_the_failure_rate_bound_and_the_black_box_sentence():
     assert f["a"]["failures"] == 0 and f["a"]["upper"] == pytest.approx(1 - 0.05 ** (1 / 6))
     assert f["b"]["failures"] == 3 and f["b"]["upper"] == pytest.approx(failure_rate_upper(3, 6).upper)  # 0.5 fails
     # Both questions named: same subjects (u* = max(u, (k+1)/n) = u here: 4/6 < u(3, 6)) and new
-    # subjects (two subjects of 3 items: J_eff = 2, Hoeffding half-width sqrt(log(20)/4)).
+    # subjects (two subjects of 3 items: J_eff = 2; Hoeffding's relative-entropy bound, the m with
+    # 2 kl(est || m) = log(20): at est = 1/2, m(1 - m) = 1/80; at est = 0, 1 - 0.05^(1/2)).
     assert {r["question"] for r in f.values()} == {"same_subjects"}
     h = math.sqrt(math.log(1 / 0.05) / (2 * 2))
-    assert f["b"]["upper_new_subjects"] == 1.0 and 0.5 + h > 1.0
-    assert f["a"]["upper_new_subjects"] == pytest.approx(h)
+    assert f["b"]["upper_new_subjects"] == pytest.approx((1 + math.sqrt(1 - 4 / 80)) / 2) and 0.5 + h > 1.0
+    assert f["a"]["upper_new_subjects"] == pytest.approx(1 - 0.05 ** (1 / 2)) and 1 - 0.05 ** (1 / 2) < h
     assert f["a"]["effective_subjects"] == 2.0
     assert "new items from the same subjects" in out.sections[0].html and "new subjects" in out.sections[0].html
     assert "cannot be certified by black-box testing" in out.sections[0].html

@@ -18,8 +18,8 @@ Clopper-Pearson lower bound of the simulated rate over 2000 runs (a true coverag
 alpha = 0.1 fails the check with probability > 0.99; the measured coverages are in the README).
 Measured (95% CI of the simulated rate in brackets): the same-subjects bound covers in 93.2% [91.9,
 94.2] (rare), 94.7% [93.6, 95.6] (boundary), 93.5% [92.3, 94.5] (mid); the new-subjects bound in
-100% [99.8, 100] everywhere (Hoeffding is conservative; the same with the earlier item-weighted
-bound and target). The bound for independent items covers the same-subjects target in 92-95% but
+100% [99.8, 100] everywhere (Hoeffding is conservative with 12 subjects; the same with its
+additive form and with the earlier item-weighted bound and target). The bound for independent items covers the same-subjects target in 92-95% but
 the (subject-weighted) new-subjects target in only 79.6% [77.8, 81.3], 80.2% [78.4, 81.9] and
 53.0% [50.8, 55.3] (61-70% against the earlier item-weighted target); hence the second bound.
 
@@ -35,7 +35,7 @@ import zlib
 import numpy as np
 import polars as pl
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 from scipy.special import expit, logit
 
 from benchcert.stats.certify import failure_rate_upper, failure_rate_upper_new_subjects, stratified_means
@@ -152,21 +152,32 @@ def test_unequal_rates_bound_holds_for_a_stratified_sample_without_replacement()
         assert _exact_miss(dist, pbar / n, alpha, True) <= alpha + 1e-12, atoms
 
 
+def _kl_upper_oracle(est, J, alpha):
+    """The root m > est of J kl(est || m) = log(1 / alpha), by scipy's brentq on scipy's entropy."""
+    return optimize.brentq(lambda m: J * stats.entropy([est, 1 - est], [m, 1 - m]) - np.log(1 / alpha), est,
+                           1 - 1e-15, xtol=1e-14)
+
+
 def test_new_subjects_bound_uses_the_effective_number_of_subjects():
     failed = np.array([0, 0, 1, 0])
-    b = failure_rate_upper_new_subjects(failed, np.zeros(4), alpha=0.05)   # one subject: nothing known
-    assert b.upper == 1.0 and b.effective_subjects == 1.0 and b.question == "new_subjects"
+    b = failure_rate_upper_new_subjects(failed, np.zeros(4), alpha=0.05)   # one subject: little known
+    assert b.upper == pytest.approx(_kl_upper_oracle(0.25, 1, 0.05), abs=1e-12) and b.upper > 0.99
+    assert b.effective_subjects == 1.0 and b.question == "new_subjects"
     b = failure_rate_upper_new_subjects(failed, np.arange(4), alpha=0.05)  # one item per subject
-    assert b.upper == pytest.approx(0.25 + np.sqrt(np.log(1 / 0.05) / 8)) and b.effective_subjects == 4.0
+    assert b.upper == pytest.approx(_kl_upper_oracle(0.25, 4, 0.05), abs=1e-12) and b.effective_subjects == 4.0
+    assert b.upper < 0.25 + np.sqrt(np.log(1 / 0.05) / 8)                  # inside the additive form (Pinsker)
     # Every subject weighs the same whatever its size: 10 one-item subjects that fail and 10 of
     # 19 items with one failure each: subject-weighted rate (10 + 10/19)/20 = 0.526 (item-weighted
-    # 20/200 = 0.1), J = 20, upper = 0.526 + sqrt(log(20)/40).
+    # 20/200 = 0.1), J = 20, upper: the root of 20 kl(0.526 || m) = log(20).
     sizes = np.r_[np.ones(10, dtype=int), np.full(10, 19)]
     subjects = np.repeat(np.arange(20), sizes)
     failed = np.r_[np.ones(10), np.tile(np.r_[1, np.zeros(18)], 10)]
     b = failure_rate_upper_new_subjects(failed, subjects, alpha=0.05)
     assert b.estimate == pytest.approx((10 + 10 / 19) / 20) and b.effective_subjects == 20.0
-    assert b.upper == pytest.approx((10 + 10 / 19) / 20 + np.sqrt(np.log(1 / 0.05) / 40))
+    assert b.upper == pytest.approx(_kl_upper_oracle((10 + 10 / 19) / 20, 20, 0.05), abs=1e-12)
+    assert b.method == "cluster_kl_hoeffding_one_sided"
+    # no failure: the closed form 1 - alpha^(1/J)
+    assert failure_rate_upper_new_subjects(np.zeros(200), subjects, alpha=0.05).upper == pytest.approx(1 - 0.05 ** (1 / 20))
     assert (b.failures, b.n) == (20, 200)
     with pytest.raises(ValueError, match="subjects must label"):
         failure_rate_upper_new_subjects(failed, np.zeros(3))

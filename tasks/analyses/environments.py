@@ -124,8 +124,9 @@ def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, sp
         "lower so that it holds for unequal subject rates (Hoeffding 1956, Theorem 4); with no failure in n items "
         "it is about 3/n; its estimate <i>failure_rate</i> is item-weighted. Column <i>upper_new_subjects</i>: a "
         "new subject's expected failure rate (subjects as the sampling unit, each weighing the same whatever its "
-        "size: Hoeffding's bound on the <i>effective_subjects</i> = number of subjects, around the subject-weighted "
-        "<i>failure_rate_new_subjects</i>): wide with few subjects, since a failure rate on new subjects cannot be "
+        "size: Hoeffding's relative-entropy bound on the <i>effective_subjects</i> = number of subjects, around the "
+        "subject-weighted <i>failure_rate_new_subjects</i>; never above his additive bound, and 1 - alpha^(1/J) "
+        "with no failure): wide with few subjects, since a failure rate on new subjects cannot be "
         "pinned down from a handful of them. The two estimates differ when big and small subjects fail at "
         "different rates; each bound is about its own.</p>"
         + table_html(failures, float_digits=4, max_rows=400)
