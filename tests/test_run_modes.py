@@ -127,7 +127,7 @@ def test_flow_parameters_are_serialised_as_prefect_serialises_them():
 @pytest.mark.usefixtures("prefect_harness")
 def test_prefect_mode_audit_is_a_flow_run_with_its_parameters_and_no_fastapi(capsys, tmp_path):
     """A Prefect-mode audit in a fresh process: a real flow run on the API, its parameters recorded,
-    its tasks run; FastAPI (0.2-0.6 s to import) and the ingest code are never imported."""
+    its tasks run and recorded; FastAPI (0.2-0.6 s to import) and the ingest code are never imported."""
     import time
     import uuid
 
@@ -139,9 +139,12 @@ def test_prefect_mode_audit_is_a_flow_run_with_its_parameters_and_no_fastapi(cap
     _json(capsys, "ingest", SMALL_CSV, "--db", db, "--benchmark", "b", *MAPS, "--json", "--in-process")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_HOME=str(tmp_path / "prefect-home"))
+    # As the program runs (main() reads sys.argv): the process ends right after Prefect's exit
+    # handlers (flows/cli.py _before_exit), and the task runs below show that they delivered.
     probe = ("import sys\n"
              "from benchcert.flows.cli import main\n"
-             "code = main(sys.argv[1:])\n"
+             "sys.argv = ['benchcert', *sys.argv[1:]]\n"
+             "code = main()\n"
              "odd = [m for m in sys.modules if m.split('.')[0] == 'fastapi' or m == 'benchcert.tasks.ingest']\n"
              "assert not odd, odd\n"
              "sys.exit(code)\n")
@@ -167,3 +170,32 @@ def test_prefect_mode_audit_is_a_flow_run_with_its_parameters_and_no_fastapi(cap
         names = sorted(t.name.rsplit("-", 1)[0] for t in tasks)
     assert names.count("analysis") == n_analyses > 0
     assert {"load-matrices", "write-artifacts", "record-run", "publish-prefect-artifacts"} <= set(names)
+
+
+def test_the_program_exits_with_its_code_and_all_its_output(tmp_path):
+    """The benchcert program ends without the interpreter's teardown once its exit handlers ran
+    (flows/cli.py _before_exit): the exit code and every byte of output still arrive, and an
+    exit handler registered during the command still runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "PYTHONUNBUFFERED"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    probe = ("import atexit, sys\n"
+             "from benchcert.flows import cli\n"
+             "real = cli._main\n"
+             "def _main(argv):\n"
+             "    atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+             "    code = real(argv)\n"
+             "    for _ in range(20000):  # more than a pipe holds; the last part stays in Python's buffer\n"
+             "        sys.stdout.write('xxxxxxxxxx')\n"
+             "    sys.stdout.write('END')\n"
+             "    return code\n"
+             "cli._main = _main\n"
+             "sys.argv = ['benchcert', *sys.argv[1:]]\n"
+             "sys.exit(cli.main())\n")
+    db = tmp_path / "s.duckdb"
+    ok = subprocess.run([sys.executable, "-c", probe, "ingest", str(SMALL_CSV), "--db", str(db), "--benchmark", "b",
+                         *MAPS], capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.endswith("x" * 200000 + "END") and "stored: 1 file" in ok.stdout
+    assert "handler ran" in ok.stderr
+    missing = subprocess.run([sys.executable, "-c", probe, "audit", "--db", str(tmp_path / "none.duckdb"),
+                              "--benchmark", "b"], capture_output=True, text=True, env=env, timeout=120)
+    assert missing.returncode == 3 and "no such store" in missing.stderr and "handler ran" in missing.stderr
