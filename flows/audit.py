@@ -7,9 +7,7 @@ CLI uses when no Prefect API is configured; here its steps are Prefect tasks.
 
 from __future__ import annotations
 
-from prefect import flow
-
-from benchcert.flows.runs import audit_body
+from benchcert.flows.runs import audit_body, flow
 from benchcert.tasks.prefect_tasks import prefect_steps
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 

@@ -5,9 +5,7 @@ The body is :func:`benchcert.flows.runs.ingest_body`, shared with the in-process
 
 from __future__ import annotations
 
-from prefect import flow
-
-from benchcert.flows.runs import ingest_body
+from benchcert.flows.runs import flow, ingest_body
 from benchcert.tasks.ingest import FileReport
 from benchcert.tasks.mapping import ColumnMapping
 from benchcert.tasks.prefect_tasks import prefect_steps

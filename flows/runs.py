@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import time
 from pathlib import Path
@@ -59,6 +60,83 @@ def prefect_env() -> None:
     os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
+def flow(**options):
+    """``prefect.flow(**options)`` for benchcert's flows: the same Prefect flow, whose parameters are
+    recorded on the flow run without importing FastAPI when they are plain JSON values.
+
+    Prefect records a flow run's parameters with FastAPI's ``jsonable_encoder``, and importing
+    FastAPI for it took 0.2-0.6 CPU s of a command's start (benchmarks/cli_latency.py).  Our flows
+    take strings, numbers, lists and dicts of them (and dataclasses of those: an ingest's column
+    mapping), which that encoder returns unchanged (a dataclass as its ``dataclasses.asdict``,
+    a tuple as a list); :func:`json_parameter` builds exactly that.  Any other value goes to
+    Prefect's own serialisation, so what the API records is the same either way
+    (tests/test_run_modes.py compares the two).
+    """
+    cls = _json_parameter_flow()
+    return lambda fn: cls(fn=fn, **options)
+
+
+def __getattr__(name: str):
+    # ``JsonParameterFlow`` is made on first use (it subclasses Prefect's Flow, and this module must
+    # not import Prefect), and can be found here by name, e.g. when a flow is unpickled.
+    if name == "JsonParameterFlow":
+        return _json_parameter_flow()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _json_parameter_flow() -> type:
+    from prefect.flows import Flow
+
+    class JsonParameterFlow(Flow):
+        """A Prefect Flow that serialises JSON-like parameters itself (see :func:`flow`)."""
+
+        def serialize_parameters(self, parameters):
+            plain, other = {}, {}
+            for key, value in parameters.items():
+                try:
+                    plain[key] = json_parameter(value)
+                except _NotJson:
+                    other[key] = value
+            if other:  # includes the bound self of a method flow, which Prefect leaves out
+                plain.update(super().serialize_parameters(other))
+            return {key: plain[key] for key in parameters if key in plain}
+
+    JsonParameterFlow.__module__, JsonParameterFlow.__qualname__ = __name__, "JsonParameterFlow"
+    return JsonParameterFlow
+
+
+class _NotJson(Exception):
+    pass
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_parameter(value, _depth: int = 0):
+    """``value`` as FastAPI's ``jsonable_encoder`` returns it, for JSON-like values (raises _NotJson else).
+
+    Exact types only (an Enum, a str or int subclass, a Path: Prefect's own path), dict keys
+    that are strings not starting with ``_sa`` (which the encoder drops), lists and tuples
+    (both become lists), and dataclass instances (as their ``dataclasses.asdict``).
+    """
+    import dataclasses
+
+    if _depth > 50:
+        raise _NotJson
+    if type(value) in _JSON_SCALARS:
+        return value
+    if type(value) in (list, tuple):
+        return [json_parameter(v, _depth + 1) for v in value]
+    if type(value) is dict:
+        if not all(type(k) is str and not k.startswith("_sa") for k in value):
+            raise _NotJson
+        return {k: json_parameter(v, _depth + 1) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_parameter(dataclasses.asdict(value), _depth + 1)
+    raise _NotJson
 
 
 @contextlib.contextmanager

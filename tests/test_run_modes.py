@@ -86,3 +86,116 @@ def test_in_process_commands_never_import_prefect(tmp_path):
         r = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["run_mode"] == IN_PROCESS
+
+
+def test_flow_parameters_are_serialised_as_prefect_serialises_them():
+    """Oracle: benchcert's flows record JSON-like parameters themselves (no FastAPI import); the
+    result equals Prefect's own serialisation (FastAPI's jsonable_encoder) value for value, and
+    anything else is left to Prefect."""
+    import enum
+    from prefect.flows import Flow
+
+    from benchcert.flows.audit import audit_flow
+    from benchcert.flows.runs import JsonParameterFlow, json_parameter
+    from benchcert.tasks.adapters.native import NativeMapping
+    from benchcert.tasks.mapping import ColumnMapping
+
+    class Colour(enum.Enum):
+        red = "r"
+
+    class Name(str):
+        pass
+
+    values = dict(db="a.duckdb", benchmark="b", alpha=0.05, variant=None, lock_timeout=600.0, n=3, flag=True,
+                  hierarchy=["subject", "domain"], weights={"s1": 1.0, "s2": 0.5}, pair=(1, 2.5, "x"),
+                  nested={"a": [{"b": (1, None)}], "c": {}}, mapping=ColumnMapping({"score": "s"}, format="csv"),
+                  native=NativeMapping(columns={"a": "b"}, model="m", metric="acc"),
+                  # left to Prefect: not plain JSON
+                  path=Path("/x/y"), colour=Colour.red, name=Name("n"), keys={1: "a"}, sa={"_sa_x": 1, "y": 2},
+                  numbers={3, 1})
+    assert type(audit_flow) is JsonParameterFlow
+    got = audit_flow.serialize_parameters(values)
+    want = Flow.serialize_parameters(audit_flow, values)
+    assert got == want and list(got) == list(want)
+    assert got["mapping"] == {"columns": {"score": "s"}, "format": "csv", "model": None}  # not vacuous
+    assert got["path"] == "/x/y" and got["colour"] == "r" and got["sa"] == {"y": 2}
+    for odd in (values["path"], values["colour"], values["name"], values["keys"], values["sa"], values["numbers"]):
+        with pytest.raises(Exception):
+            json_parameter(odd)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_prefect_mode_audit_is_a_flow_run_with_its_parameters_and_no_fastapi(capsys, tmp_path):
+    """A Prefect-mode audit in a fresh process: a real flow run on the API, its parameters recorded,
+    its tasks run and recorded; FastAPI (0.2-0.6 s to import) and the ingest code are never imported."""
+    import time
+    import uuid
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.settings import PREFECT_API_URL
+
+    db = tmp_path / "s.duckdb"
+    _json(capsys, "ingest", SMALL_CSV, "--db", db, "--benchmark", "b", *MAPS, "--json", "--in-process")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_HOME=str(tmp_path / "prefect-home"))
+    # As the program runs (main() reads sys.argv): the process ends right after Prefect's exit
+    # handlers (flows/cli.py _before_exit), and the task runs below show that they delivered.
+    probe = ("import sys\n"
+             "from benchcert.flows.cli import main\n"
+             "sys.argv = ['benchcert', *sys.argv[1:]]\n"
+             "code = main()\n"
+             "odd = [m for m in sys.modules if m.split('.')[0] == 'fastapi' or m == 'benchcert.tasks.ingest']\n"
+             "assert not odd, odd\n"
+             "sys.exit(code)\n")
+    r = subprocess.run([sys.executable, "-c", probe, "audit", "--db", str(db), "--benchmark", "b", "--artifacts",
+                        str(tmp_path / "a"), "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    assert out["run_mode"] == PREFECT
+    manifest = json.loads((Path(out["run_dir"]) / "manifest.json").read_text())
+    flow_run_id = uuid.UUID(manifest["flow_run_id"])
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(flow_run_id)
+        assert run.state.is_completed()
+        assert run.parameters["db"] == str(db) and run.parameters["benchmark"] == "b"
+        assert run.parameters["hierarchy"] == ["subject", "domain"] and run.parameters["alpha"] == 0.05
+        # Task runs reach the API as events: wait for them a little.
+        n_analyses = sum(k.startswith("analysis:") for k in out["timings_s"])
+        for _ in range(60):
+            tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            if len(tasks) >= n_analyses + 4:
+                break
+            time.sleep(0.5)
+        names = sorted(t.name.rsplit("-", 1)[0] for t in tasks)
+    assert names.count("analysis") == n_analyses > 0
+    assert {"load-matrices", "write-artifacts", "record-run", "publish-prefect-artifacts"} <= set(names)
+
+
+def test_the_program_exits_with_its_code_and_all_its_output(tmp_path):
+    """The benchcert program ends without the interpreter's teardown once its exit handlers ran
+    (flows/cli.py _before_exit): the exit code and every byte of output still arrive, and an
+    exit handler registered during the command still runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "PYTHONUNBUFFERED"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    probe = ("import atexit, sys\n"
+             "from benchcert.flows import cli\n"
+             "real = cli._main\n"
+             "def _main(argv):\n"
+             "    atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+             "    code = real(argv)\n"
+             "    for _ in range(20000):  # more than a pipe holds; the last part stays in Python's buffer\n"
+             "        sys.stdout.write('xxxxxxxxxx')\n"
+             "    sys.stdout.write('END')\n"
+             "    return code\n"
+             "cli._main = _main\n"
+             "sys.argv = ['benchcert', *sys.argv[1:]]\n"
+             "sys.exit(cli.main())\n")
+    db = tmp_path / "s.duckdb"
+    ok = subprocess.run([sys.executable, "-c", probe, "ingest", str(SMALL_CSV), "--db", str(db), "--benchmark", "b",
+                         *MAPS], capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.endswith("x" * 200000 + "END") and "stored: 1 file" in ok.stdout
+    assert "handler ran" in ok.stderr
+    missing = subprocess.run([sys.executable, "-c", probe, "audit", "--db", str(tmp_path / "none.duckdb"),
+                              "--benchmark", "b"], capture_output=True, text=True, env=env, timeout=120)
+    assert missing.returncode == 3 and "no such store" in missing.stderr and "handler ran" in missing.stderr
