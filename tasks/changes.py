@@ -6,7 +6,6 @@ not the live database, so this works wherever the artifacts are readable.
 
 from __future__ import annotations
 
-import http.client
 import json
 from pathlib import Path
 
@@ -108,6 +107,8 @@ def notify_webhook(url: str, summary: Summary, run_dir: str, *, timeout: float =
             "run_dir": run_dir, "regressions": changes.regressions if changes else [],
             "moves": [m.model_dump() for m in changes.moves] if changes else [],
             "verdicts": [v.model_dump() for v in summary.verdicts if v.verdict == "regressed"]}
+    import http.client  # here, not at import: only a webhook needs it (20 ms of every audit)
+
     try:
         status = post_json(url, body, deadline=timeout)
     except (OSError, ValueError, http.client.HTTPException) as exc:
@@ -121,6 +122,7 @@ def notify_webhook(url: str, summary: Summary, run_dir: str, *, timeout: float =
 
 def post_json(url: str, body: dict, *, deadline: float) -> int:
     """POST ``body`` as JSON and return the status code; the whole exchange ends by ``deadline`` seconds."""
+    import http.client
     import socket
     import threading
     import urllib.parse
