@@ -140,18 +140,23 @@ def failure_coverage(setting, J, reps, seed):
 P = np.array([[1.0, 0.0], [0.0, 1.0], [0.3, 0.7]])
 
 
+def _band(rng, settings, Js):
+    """The new-subjects band of one draw: J subjects of each setting, one atom per setting."""
+    samples, labels = [], []
+    for s, J in zip(settings, Js):
+        failed, lab = _subjects(rng, s, J)
+        samples.append(1.0 - failed)
+        labels.append(lab)
+    return stratified_means(samples, [x.size for x in samples], P, delta=ALPHA, finite_population=False,
+                            clusters=labels, new_clusters=True)
+
+
 def band_coverage(settings, Js, reps, seed):
     rng = np.random.default_rng(seed)
     truth = P @ np.array([1.0 - _new_subject_rate(s) for s in settings])    # scores: 1 - failure rate
     hits = np.empty(reps, dtype=bool)
     for r in range(reps):
-        samples, labels = [], []
-        for s, J in zip(settings, Js):
-            failed, lab = _subjects(rng, s, J)
-            samples.append(1.0 - failed)
-            labels.append(lab)
-        b = stratified_means(samples, [x.size for x in samples], P, delta=ALPHA, finite_population=False,
-                             clusters=labels, new_clusters=True)
+        b = _band(rng, settings, Js)
         hits[r] = bool(np.all((b.lower <= truth + 1e-12) & (truth <= b.upper + 1e-12)))
     return hits
 
@@ -319,13 +324,7 @@ def test_new_subjects_band_at_boundary_rates_is_narrower_and_still_covers(settin
     truth = P @ np.array([1.0 - _new_subject_rate(s) for s in settings])
     hits, width, additive = np.empty(400, dtype=bool), np.empty((400, P.shape[0])), np.empty((400, P.shape[0]))
     for r in range(400):
-        samples, labels = [], []
-        for s, J in zip(settings, Js):
-            failed, lab = _subjects(rng, s, J)
-            samples.append(1.0 - failed)
-            labels.append(lab)
-        b = stratified_means(samples, [x.size for x in samples], P, delta=ALPHA, finite_population=False,
-                             clusters=labels, new_clusters=True)
+        b = _band(rng, settings, Js)
         hits[r] = bool(np.all((b.lower <= truth + 1e-12) & (truth <= b.upper + 1e-12)))
         h = np.sqrt(np.log(2 * 2 / ALPHA) / (2 * np.array(b.details["atom_effective_subjects"])))
         mean = np.array(b.details["atom_mean"])
