@@ -15,6 +15,23 @@ MMLU_MAP = DATA / "mmlu_pro" / "mapping.toml"
 SMALL_CSV = TESTS / "data" / "small.csv"
 SMALL_MAP = ["model=model", "item_id=question", "subject=topic", "domain=area", "score=correct"]
 
+
+def matrices_from_scores(scores: dict, subjects):
+    """BenchmarkMatrices of one domain from ``{model: score per item}`` and each item's subject
+    code (NaN = the model did not answer that item)."""
+    import numpy as np
+    import polars as pl
+
+    from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
+
+    n = subjects.size
+    long = pl.DataFrame({
+        "model": np.repeat(list(scores), n), "item_id": np.tile([f"q{i:04d}" for i in range(n)], len(scores)),
+        "subject": np.tile([f"s{k}" for k in subjects], len(scores)), "domain": "all",
+        "score": np.concatenate(list(scores.values())), "n_replicates": 1})
+    long = long.filter(pl.col("score").is_not_nan()).sort("subject", "item_id", "model")
+    return BenchmarkMatrices(benchmark="b", variant="", long=long.cast(LONG_SCHEMA))
+
 for key, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
                    "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
                    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}.items():

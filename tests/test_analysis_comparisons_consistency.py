@@ -19,21 +19,13 @@ from hypothesis import strategies as st
 
 from benchcert.tasks.analyses import AuditConfig
 from benchcert.tasks.analyses.comparisons import analyze
-from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
+from benchcert.tasks.matrices import BenchmarkMatrices
+
+from conftest import matrices_from_scores
 
 N = int(os.environ.get("BENCHCERT_HYPOTHESIS_EXAMPLES", "40"))
 FAST = settings(max_examples=N, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
-
-
-def _matrices(scores: dict[str, np.ndarray], subjects: np.ndarray) -> BenchmarkMatrices:
-    n = subjects.size
-    long = pl.DataFrame({
-        "model": np.repeat(list(scores), n), "item_id": np.tile([f"q{i:04d}" for i in range(n)], len(scores)),
-        "subject": np.tile([f"s{k}" for k in subjects], len(scores)), "domain": "all",
-        "score": np.concatenate(list(scores.values())), "n_replicates": 1})
-    long = long.filter(pl.col("score").is_not_nan()).sort("subject", "item_id", "model")
-    return BenchmarkMatrices(benchmark="b", variant="", long=long.cast(LONG_SCHEMA))
 
 
 def _analyze(m: BenchmarkMatrices, config: AuditConfig):
@@ -86,7 +78,7 @@ def test_holm_rejection_inside_a_covering_interval_is_not_called_significant():
     b[:230] = 1.0          # both right on 0..199, b alone on 200..229
     c[:200] = 1.0
     c[230:245] = 1.0       # c alone on 230..244
-    out = _analyze(_matrices({"top": top, "b": b, "c": c}, np.zeros(n, dtype=int)), AuditConfig(hierarchy=()))
+    out = _analyze(matrices_from_scores({"top": top, "b": b, "c": c}, np.zeros(n, dtype=int)), AuditConfig(hierarchy=()))
     t = out.tables["comparisons"]
     row = t.filter((pl.col("model") == "b") & (pl.col("versus") == "c")).row(0, named=True)
     assert row["method"] == "paired_clt" and row["gap"] == pytest.approx(0.0375)
@@ -117,7 +109,7 @@ def test_every_verdict_is_its_simultaneous_interval(seed, k, n, fractional, subj
     scores = np.round(scores, 2)
     scores[rng.random((n, k)) < missing] = np.nan
     subj = rng.integers(0, max(subjects, 1), n)
-    m = _matrices({f"m{i}": scores[:, i] for i in range(k)}, subj)
+    m = matrices_from_scores({f"m{i}": scores[:, i] for i in range(k)}, subj)
     if len(m.models) < 2:
         return
     out = _analyze(m, AuditConfig(alpha=alpha, hierarchy=("subject",) if subjects else ()))
@@ -129,7 +121,7 @@ def test_with_a_baseline_the_report_says_the_tied_groups_answer_the_wider_rankin
     # every pair: a different family, which the report must name so the two do not read as a contradiction.
     rng = np.random.default_rng(5)
     base = (rng.random(300) < 0.5).astype(float)
-    m = _matrices({"base": base, "b": (rng.random(300) < 0.6).astype(float),
+    m = matrices_from_scores({"base": base, "b": (rng.random(300) < 0.6).astype(float),
                    "c": (rng.random(300) < 0.55).astype(float)}, np.repeat(np.arange(10), 30))
     html = _analyze(m, AuditConfig(baseline="base")).sections[0].html
     assert "a wider family than the verdicts against the baseline" in html

@@ -10,23 +10,15 @@ import pytest
 
 from benchcert.tasks.analyses import AuditConfig, run_analysis
 from benchcert.tasks.analyses.intervals import analyze
-from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
 
-
-def _matrices(scores: dict[str, np.ndarray], subjects: np.ndarray) -> BenchmarkMatrices:
-    n = subjects.size
-    long = pl.DataFrame({
-        "model": np.repeat(list(scores), n), "item_id": np.tile([f"q{i:04d}" for i in range(n)], len(scores)),
-        "subject": np.tile([f"s{k}" for k in subjects], len(scores)), "domain": "all",
-        "score": np.concatenate(list(scores.values())), "n_replicates": 1}).sort("subject", "item_id", "model")
-    return BenchmarkMatrices(benchmark="b", variant="", long=long.cast(LONG_SCHEMA))
+from conftest import matrices_from_scores
 
 
 def test_fractional_scores_use_the_sample_variance_and_have_no_wilson_row():
     rng = np.random.default_rng(8)
     subjects = np.repeat(np.arange(6), 50)
     frac = {f"judge-{i}": np.round(rng.beta(4, 2, 300), 3) for i in range(3)}
-    m = _matrices({"binary": (rng.random(300) < 0.6).astype(float), **frac}, subjects)
+    m = matrices_from_scores({"binary": (rng.random(300) < 0.6).astype(float), **frac}, subjects)
     out = run_analysis("comparator_intervals", analyze, m, AuditConfig())
     t = out.tables["comparator_intervals"]
     wilson = t.filter(pl.col("method") == "wilson")
@@ -45,7 +37,7 @@ def test_fractional_scores_use_the_sample_variance_and_have_no_wilson_row():
 
 def test_degenerate_models_are_named_once_per_condition():
     subjects = np.repeat(np.arange(4), 25)
-    m = _matrices({"all-right": np.ones(100), "all-right-too": np.ones(100),
+    m = matrices_from_scores({"all-right": np.ones(100), "all-right-too": np.ones(100),
                    "mixed": np.tile([0.0, 1.0], 50)}, subjects)
     out = run_analysis("comparator_intervals", analyze, m, AuditConfig())
     # the stats layer's own warning, with the score it concerns and the models' names

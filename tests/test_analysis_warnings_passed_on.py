@@ -5,25 +5,15 @@ second time from the results (review finding 2)."""
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from benchcert.tasks.analyses import AuditConfig, _named, run_analysis
 from benchcert.tasks.analyses import comparisons, intervals
-from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
 
-
-def _matrices(scores: dict[str, np.ndarray], subjects: np.ndarray) -> BenchmarkMatrices:
-    n = subjects.size
-    long = pl.DataFrame({
-        "model": np.repeat(list(scores), n), "item_id": np.tile([f"q{i:04d}" for i in range(n)], len(scores)),
-        "subject": np.tile([f"s{k}" for k in subjects], len(scores)), "domain": "all",
-        "score": np.concatenate(list(scores.values())), "n_replicates": 1})
-    long = long.filter(pl.col("score").is_not_nan()).sort("subject", "item_id", "model")
-    return BenchmarkMatrices(benchmark="b", variant="", long=long.cast(LONG_SCHEMA))
+from conftest import matrices_from_scores
 
 
 def test_pairs_of_model_columns_are_named():
-    m = _matrices({"a": np.r_[0.0, 1.0], "b": np.r_[1.0, 1.0], "c": np.r_[0.0, 0.0]}, np.zeros(2, int))
+    m = matrices_from_scores({"a": np.r_[0.0, 1.0], "b": np.r_[1.0, 1.0], "c": np.r_[0.0, 0.0]}, np.zeros(2, int))
     assert _named("x (model column pair(s) [(1, 0), (2, 1)]) y", m) == "x (model pair(s) 'b vs a', 'c vs b') y"
     assert (_named("model column pair(s) [(0, 2), ... (9 in all)]", m)
             == "model pair(s) 'a vs c', ... (9 in all)")
@@ -35,7 +25,7 @@ def test_a_degenerate_pair_outside_the_baseline_family_is_reported_not_suppresse
     # twin-a against twin-b has a zero standard error. The old code silenced that family's warnings.
     rng = np.random.default_rng(3)
     x = (rng.random(120) < 0.6).astype(float)
-    m = _matrices({"twin-a": x, "twin-b": x.copy(), "other": (rng.random(120) < 0.5).astype(float)},
+    m = matrices_from_scores({"twin-a": x, "twin-b": x.copy(), "other": (rng.random(120) < 0.5).astype(float)},
                   np.repeat(np.arange(4), 30))
     out = run_analysis("comparisons", comparisons.analyze, m, AuditConfig(baseline="other"))
     ranks = [w for w in out.warnings if w.startswith("comparisons: DegenerateDataWarning: rank intervals (every pair)")]
@@ -47,7 +37,7 @@ def test_a_degenerate_pair_outside_the_baseline_family_is_reported_not_suppresse
 def test_every_comparison_warning_is_the_stats_layers_once():
     rng = np.random.default_rng(9)
     x = (rng.random(120) < 0.6).astype(float)
-    m = _matrices({"twin-a": x, "twin-b": x.copy(), "other": (rng.random(120) < 0.5).astype(float)},
+    m = matrices_from_scores({"twin-a": x, "twin-b": x.copy(), "other": (rng.random(120) < 0.5).astype(float)},
                   np.repeat(np.arange(4), 30))
     out = run_analysis("comparisons", comparisons.analyze, m, AuditConfig())
     degenerate = [w for w in out.warnings if "DegenerateDataWarning" in w]
@@ -63,7 +53,7 @@ def test_every_comparison_warning_is_the_stats_layers_once():
 def test_a_single_answered_item_is_the_stats_layers_worst_case_warning_by_name():
     n = 40
     scores = {"full": (np.arange(n) % 3 == 0).astype(float), "one-item": np.r_[0.5, np.full(n - 1, np.nan)]}
-    out = run_analysis("comparator_intervals", intervals.analyze, m := _matrices(scores, np.repeat(np.arange(4), 10)),
+    out = run_analysis("comparator_intervals", intervals.analyze, m := matrices_from_scores(scores, np.repeat(np.arange(4), 10)),
                        AuditConfig())
     assert m.models == ["full", "one-item"]
     worst = [w for w in out.warnings if "a single answered item" in w]
