@@ -187,6 +187,16 @@ def test_new_subjects_bound_uses_the_effective_number_of_subjects():
         failure_rate_upper(1, 4, unequal_rates="yes")
 
 
+def _clustered_items():
+    """The simulated benchmark's items: subject s{a}_{j} of domain d{a} with SIZES[a][j] items."""
+    domains = ["d0", "d1", "d2", "d3"]
+    rows = [(f"s{a}_{j}", domains[a]) for a, sizes in enumerate(SIZES) for j, n in enumerate(sizes)
+            for _ in range(int(n))]
+    items = pl.DataFrame(rows, schema=["subject", "domain"], orient="row").with_columns(
+        pl.Series("item_id", [f"i{r}" for r in range(N)]))
+    return domains, items
+
+
 def test_certify_failure_bounds_name_their_questions_like_the_band():
     # certify_scores (no plan) on a simulated clustered benchmark: the failure bound answers the
     # same two questions as the band, names them, and for binary scores neither contradicts the
@@ -195,11 +205,7 @@ def test_certify_failure_bounds_name_their_questions_like_the_band():
     # new-subjects one. Each failure bound is >= that environment's estimated risk, which lies in
     # the band's risk interval.
     rng = np.random.default_rng(12)
-    domains = ["d0", "d1", "d2", "d3"]
-    rows = [(f"s{a}_{j}", domains[a]) for a, sizes in enumerate(SIZES) for j, n in enumerate(sizes)
-            for _ in range(int(n))]
-    items = pl.DataFrame(rows, schema=["subject", "domain"], orient="row").with_columns(
-        pl.Series("item_id", [f"i{r}" for r in range(N)]))
+    domains, items = _clustered_items()
     shares = N_A / N
     subject_shares = J_A / J_A.sum()
     spec = parse_environments({"environments": {"benchmark": {"weights": dict(zip(domains, shares.tolist()))},
@@ -238,11 +244,7 @@ def test_at_subject_level_the_band_and_the_failure_bound_name_the_same_question(
     # Subjects as atoms: the per-subject exact intervals answer "new items from the same subjects",
     # the question the failure bound beside them names (the band said 'independent_items' before).
     rng = np.random.default_rng(13)
-    domains = ["d0", "d1", "d2", "d3"]
-    rows = [(f"s{a}_{j}", domains[a]) for a, sizes in enumerate(SIZES) for j, n in enumerate(sizes)
-            for _ in range(int(n))]
-    items = pl.DataFrame(rows, schema=["subject", "domain"], orient="row").with_columns(
-        pl.Series("item_id", [f"i{r}" for r in range(N)]))
+    _, items = _clustered_items()
     spec = parse_environments({"level": "subject", "environments": {"two": {"weights": {"s0_0": 0.5, "s1_0": 0.5}}}},
                               "e.toml")
     failed, _ = _draw(rng, MU["mid"])
