@@ -255,13 +255,21 @@ def _certify(args, prog: str) -> int:
     print(f"{args.benchmark!r}: {len({r['model'] for r in rows})} model(s), bounds hold for every environment at "
           f"once with probability >= {level} ({out['protocol']}"
           + (f", plan {plan.plan_id}" if plan else "") + ")")
-    head = f"{'model':<32} {'environment':<28} {'score':>7} {'lower':>7} {'upper':>7}  method"
+    # The new-subjects estimate and band (subject-weighted) beside the same-subjects ones, where computed.
+    new = any(r.get("score_new_subjects") is not None for r in rows)
+    head = (f"{'model':<32} {'environment':<28} {'score':>7} {'lower':>7} {'upper':>7}"
+            + (f" {'new-subj':>8} {'lower':>7} {'upper':>7}" if new else "") + "  method")
     print(head)
     print("-" * len(head))
     for r in rows:
         name = r["model"] if len(r["model"]) <= 32 else r["model"][:29] + "..."
+        extra = ""
+        if new:
+            extra = (f" {100 * r['score_new_subjects']:7.2f}% {100 * r['lower_new_subjects']:6.2f}% "
+                     f"{100 * r['upper_new_subjects']:6.2f}%" if r.get("score_new_subjects") is not None
+                     else f" {'':>8} {'':>7} {'':>7}")
         print(f"{name:<32} {r['environment'][:28]:<28} {100 * r['score']:6.2f}% {100 * r['lower']:6.2f}% "
-              f"{100 * r['upper']:6.2f}%  {r['method']}")
+              f"{100 * r['upper']:6.2f}%{extra}  {r['method']}")
     print()
     for model, f in failure.items():
         question = {"same_subjects": "new items from the same subjects",

@@ -452,10 +452,10 @@ def load_plan(con, plan_id: str, benchmark: str) -> Plan:
 
 #: Printed under every certificate of the full benchmark at domain level (rows with question "same_subjects").
 SUBJECTS_NOTE = ("items of a domain cluster by subject: score/lower/upper are item-weighted and hold for new items "
-                 "from the same subjects; for new subjects of a domain see score_new_subjects/lower_new_subjects/"
-                 "upper_new_subjects (subjects are the sampling unit and weigh the same whatever their size, so the "
-                 "score differs from the item-weighted one when sizes are unequal, and a domain with few subjects "
-                 "gets a wide band - one subject gives nearly [0, 1])")
+                 "from the same subjects; for new subjects of a domain see the new-subj columns (score_new_subjects, "
+                 "lower_new_subjects, upper_new_subjects in --json and the tables): subjects are the sampling unit "
+                 "and weigh the same whatever their size, so the score differs from the item-weighted one when sizes "
+                 "are unequal, and a domain with few subjects gets a wide band - one subject gives nearly [0, 1]")
 
 
 def failure_bound(scores: np.ndarray, alpha: float, sampling: str, *, subjects: np.ndarray | None = None,

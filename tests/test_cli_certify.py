@@ -138,6 +138,11 @@ def test_certify_full_benchmark_and_failure_rate(capsys, db):
     assert "cannot be certified by black-box testing" in out
     assert "for new items from the same subjects" in out and "for a new subject" in out
     assert "subjects, each weighing the same; subject-weighted failure rate" in out
+    # the text table shows the new-subjects score and band the note points to, as --json has them
+    assert "new-subj" in out.splitlines()[1]
+    row = next(r for r in c["environments"] if r["model"] == "DeepSeek-Coder-V2")
+    line = next(ln for ln in out.splitlines() if ln.startswith("DeepSeek-Coder-V2") and row["environment"][:28] in ln)
+    assert f"{100 * row['score_new_subjects']:.2f}% {100 * row['lower_new_subjects']:6.2f}%" in line
 
 
 @pytest.mark.parametrize("body,needle", [
