@@ -57,7 +57,6 @@ from ._common import (  # cr2_mean: re-exported, it lived here first
     check_power,
     check_scores,
     cr2_mean,
-    segment_sums,
     unwrap_scalar,
     warn_degenerate,
 )
@@ -390,9 +389,6 @@ def _z(alpha: float) -> float:
 _out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
-_check_power = check_power  # stats/_common.py
-
-
 def default_primary(n_subjects: int | None) -> str:
     """The default primary method for a benchmark with ``n_subjects`` subjects (None: no
     subject structure): clustered by subject from :data:`MIN_SUBJECTS_CLUSTERED` subjects on,
@@ -680,7 +676,7 @@ def _engine(n_c, s_c, q_c, n_pos, n_neg, binary, n_only_a, n_only_b, *, clustere
 
 def _paired_comparison_iv(a, b, subjects, alpha, power, primary):
     alpha = check_alpha(alpha)
-    power = _check_power(power)
+    power = check_power(power)
     a = check_scores(a, "a", ndim=np.ndim(a) if np.ndim(a) in (1, 2) else 1, allow_nan=True)
     b = check_scores(b, "b", ndim=np.ndim(b) if np.ndim(b) in (1, 2) else 1, allow_nan=True)
     if a.shape != b.shape:
@@ -809,7 +805,7 @@ def _scalar_test(t: ComparisonTest) -> ComparisonTest:
 
 def _paired_comparison_counts_iv(n_b_wins, n_a_wins, n, alpha, power, primary, by_subject):
     alpha = check_alpha(alpha)
-    power = _check_power(power)
+    power = check_power(power)
     arrs = []
     for name, x in (("n_b_wins", n_b_wins), ("n_a_wins", n_a_wins), ("n", n)):
         arr = np.asarray(x)
@@ -893,7 +889,7 @@ def paired_comparison_counts(n_b_wins, n_a_wins, n, *, alpha=0.05, power=0.8, pr
 
 def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, primary):
     alpha = check_alpha(alpha)
-    power = _check_power(power)
+    power = check_power(power)
     s = check_scores(scores, "scores", ndim=2, allow_nan=True)
     k = s.shape[1]
     if k < 2:
@@ -1619,7 +1615,7 @@ def _tied_runs(distinct: np.ndarray, by_score: np.ndarray) -> list[tuple[int, ..
 
 def _mde_iv(se, n, alpha, power):
     alpha = check_alpha(alpha)
-    power = _check_power(power)
+    power = check_power(power)
     try:
         s = np.asarray(se, dtype=float)
         nn = np.asarray(n, dtype=float)
@@ -1687,7 +1683,7 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8, df=None) -> Detec
 
 def _paired_sample_size_iv(delta, var_d, alpha, power):
     alpha = check_alpha(alpha)
-    power = _check_power(power)
+    power = check_power(power)
     d = np.asarray(delta, dtype=float)
     v = np.asarray(var_d, dtype=float)
     if not np.all(np.isfinite(d)) or np.any(d <= 0) or np.any(d > 2):
