@@ -241,9 +241,14 @@ def _record(args, baseline: str, candidate: str) -> int:
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))
     exact = "" if v.p_exact is None else f"{v.exact_test} p = {v.p_exact:.3g}, "
     subj = "" if v.n_subjects is None else f" in {v.n_subjects} subjects"
-    print(f"  this look: gap {100 * v.gap:.2f} pp, {100 * (1 - v.alpha):g}% interval [{100 * v.lower:.2f}, "
-          f"{100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {exact}"
+    # The fixed-sample numbers are at alpha (what one look alone would say); the verdict's own tests
+    # are at alpha * first_look_share (first look) and the anytime interval: say so, so that an
+    # interval excluding 0 beside 'inconclusive' reads as what it is.
+    print(f"  this look, fixed-sample (not the verdict's test): gap {100 * v.gap:.2f} pp, {100 * (1 - v.alpha):g}% "
+          f"interval [{100 * v.lower:.2f}, {100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {exact}"
           f"MDE {100 * v.mde:.2f} pp; {v.n_shared} shared items{subj}, {v.n_excluded} excluded")
+    print(f"  the verdict decides at the first look by p <= {v.alpha * v.first_look_share:g} (alpha x first-look "
+          f"share; first look p = {v.first_p_value:.3g}), after it by the anytime-valid test")
     cs = ("" if v.cs_lower is None else f", anytime interval [{100 * v.cs_lower:.2f}, {100 * v.cs_upper:.2f}] pp")
     unit = (f"{v.n_sequential_units} subject(s) in the sequential test (one mean each, at its first look)"
             if v.sequential_unit == "subject" else f"{v.n_sequential} in the sequential test")

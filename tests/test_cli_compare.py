@@ -99,6 +99,9 @@ def test_record_makes_nightly_looks(capsys, db):
     assert second["look"] == 2 and second["n_new"] == 0 and second["decided_at_look"] == 1
     code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--record")
     assert code == 0 and "look 3" in out and "question: items" in out
+    # the fixed-sample line says it is not the verdict's test, and the line after names the level that is
+    assert "fixed-sample (not the verdict's test)" in out
+    assert f"p <= {first['alpha'] * first['first_look_share']:g} (alpha x first-look share" in out
     assert first["question"].startswith("items") and first["sequential_unit"] == "item"
 
 
