@@ -491,8 +491,12 @@ def _exit_now() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said on it
-            pass
+        except BrokenPipeError:  # the reader went away: the code _main gives a broken pipe
+            os._exit(141)
+        except (OSError, ValueError):
+            # The output could not be written (a full disk, a closed stream): the usual shutdown
+            # reports it and exits non-zero, where ending here would say the command succeeded.
+            return
     os._exit(_exit_code)
 
 

@@ -199,3 +199,13 @@ def test_the_program_exits_with_its_code_and_all_its_output(tmp_path):
     missing = subprocess.run([sys.executable, "-c", probe, "audit", "--db", str(tmp_path / "none.duckdb"),
                               "--benchmark", "b"], capture_output=True, text=True, env=env, timeout=120)
     assert missing.returncode == 3 and "no such store" in missing.stderr and "handler ran" in missing.stderr
+    # output that cannot be written (stdout on a full device) is not a success
+    if Path("/dev/full").exists():
+        with open("/dev/full", "w") as full:
+            # (a few lines, all still in Python's buffer when the command returns: the last flush fails)
+            plain = ("import sys\nfrom benchcert.flows import cli\n"
+                     "sys.argv = ['benchcert', *sys.argv[1:]]\nsys.exit(cli.main())\n")
+            lost = subprocess.run([sys.executable, "-c", plain, "ingest", str(SMALL_CSV), "--db",
+                                   str(tmp_path / "f.duckdb"), "--benchmark", "b", *MAPS], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+        assert lost.returncode != 0, lost.stderr
