@@ -230,3 +230,32 @@ def test_directional_error_grid(scores, k, a1):
             worst.append((rate, lo, hi, beta, tau))
             assert lo <= a1 / 2 and hi <= 1.3 * a1 / 2, (beta, tau, rate, lo, hi)
     print(f"\n{scores} K={k} one-sided {a1 / 2:.2%}: worst cell {max(worst)}")
+
+
+def _draw_sizes(reps, k, sizes, probs, beta, base, seed):
+    """Subject means with a subject-weighted gap of exactly 0: the gap moves with log size
+    (``beta``), ``base`` is the disagreement rate each way."""
+    rng = np.random.default_rng(seed)
+    sizes, probs = np.asarray(sizes), np.asarray(probs, float) / np.sum(probs)
+    z = np.log(sizes) - (probs * np.log(sizes)).sum()
+    z = z / np.abs(z).max()
+    idx = rng.choice(sizes.size, size=(reps, k), p=probs)
+    n, mu = sizes[idx], beta * z[idx]
+    nb = rng.binomial(n, base + mu / 2)
+    na = rng.binomial(n - nb, (base - mu / 2) / (1 - base - mu / 2))
+    return (nb - na) / n
+
+
+@pytest.mark.xfail(strict=True, reason="known limit (review, measured): the skewness allowance does not cover "
+                                       "these settings; the docstring and the verdict's assumptions say so")
+@pytest.mark.parametrize("sizes, probs, beta, base", [
+    (SIZES, np.ones(6), 0.04, 0.02),        # near-ceiling models: 96% of items tie, the gap swings 4 points
+    ([5, 200], [1, 9], 0.2, 0.15),          # rare small subjects with a large gap of the other sign
+])
+def test_directional_level_outside_the_calibrated_settings(sizes, probs, beta, base):
+    # One-sided 1.25% (the first look's share of alpha = 5%), 30 subjects, 20,000 seeded reps.
+    # Measured: 3.2% [3.0, 3.5] and 6.2%: the claim fails there, so this test is marked xfail(strict):
+    # it turns red when a mend makes these cells hold, to be moved into the suite proper.
+    up, _ = one_sided(_draw_sizes(20_000, 30, sizes, probs, beta, base, seed=77), 0.025)
+    rate, lo, hi, ok = judge(up, 0.0125)
+    assert ok, (rate, lo, hi)
