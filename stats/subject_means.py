@@ -105,7 +105,8 @@ class SubjectWeightedGap:
         ``improved`` (interval above 0), ``regressed`` (below 0) or ``inconclusive``.
     mde : float or ndarray
         Smallest gap (in either direction) detected with probability about ``power``: the
-        distance from the estimate to the interval's farther end plus t_{K-1, power} SE.
+        distance from the estimate to the interval's farther end plus t_{K-1, power} SE; 2 (the
+        width of [-1, 1]: no gap detectable) with fewer than two subjects.
     hoeffding_lower, hoeffding_upper : float or ndarray
         Finite-sample interval for the same estimand from Hoeffding's inequality on the K
         subject means in [-1, 1] (half-width sqrt(2 log(2/alpha) / K)).
@@ -329,7 +330,9 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     hi = np.where(few, 1.0, np.clip(est - sd_eff * x_dn, -1.0, 1.0))
     verdict = np.where(lo > 0, "improved", np.where(hi < 0, "regressed", "inconclusive")).astype(object)
     reach = np.maximum(sd_eff * x_up, -sd_eff * x_dn)
-    mde = np.where(few, tcrit + _st.t.ppf(power, df), reach + _st.t.ppf(power, df) * se)
+    # one subject: no gap in [-1, 1] can be detected, so the MDE is the whole range's width (it
+    # was t quantiles added up, about 14, read as a gap of 1,400 points)
+    mde = np.where(few, 2.0, reach + _st.t.ppf(power, df) * se)
     hw = np.sqrt(2.0 * np.log(2.0 / alpha) / kf)
     h_lo, h_hi = np.clip(est - hw, -1.0, 1.0), np.clip(est + hw, -1.0, 1.0)
 

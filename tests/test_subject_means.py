@@ -200,6 +200,7 @@ def test_edges_and_validation():
     with pytest.warns(DegenerateDataWarning, match="fewer than 2 subjects"):
         one = subject_weighted_gap([0.4])
     assert (one.lower, one.upper, one.p_value, one.verdict) == (-1.0, 1.0, 1.0, "inconclusive")
+    assert one.mde == 2.0  # no gap in [-1, 1] is detectable from one subject
     with pytest.warns(DegenerateDataWarning, match="same mean difference"):
         flat = subject_weighted_gap([0.2, 0.2, 0.2])
     assert flat.lower == flat.upper == pytest.approx(0.2) and flat.verdict == "improved" and flat.p_value == 0
