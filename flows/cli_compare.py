@@ -126,6 +126,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
     import numpy as np
 
     from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
+    from benchcert.stats.subject_means import ITEM_WEIGHTED
     from benchcert.tasks.matrices import models_with_responses
     from benchcert.tasks.store import open_store
     from benchcert.tasks.verdicts import VerdictError, load_models
@@ -190,7 +191,7 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
             "n_excluded": int(r.n_excluded[j]),
         })
     out = {"benchmark": args.benchmark, "variant": m.variant, "baseline": baseline, "alpha": args.alpha,
-           "method": r.method, "question": r.question, "family_size": len(candidates),
+           "method": r.method, "question": r.question, "estimand": ITEM_WEIGHTED, "family_size": len(candidates),
            "adjustment": "bonferroni" if many else None, "comparisons": rows, "warnings": notes,
            "assumptions": list(r.assumptions)}
     decision = gate.decide(args, rows, args.alpha)  # --fail-on: the CI gate (flows/gate.py)
@@ -204,6 +205,9 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
           f"{level} interval {r.method}" + ("; with several candidates the interval shown is the Bonferroni "
                                             "simultaneous one and decides the verdict" if many else ""))
     print(f"question: {r.question}")
+    # --record's checkpoint verdict answers the subjects question about the subject-weighted gap: say
+    # which one this is, so the two outputs are not read as one number.
+    print(f"estimand: {ITEM_WEIGHTED}")
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
             + (f"{'p bonf':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
     print(head)

@@ -102,6 +102,11 @@ def test_record_makes_nightly_looks(capsys, db):
     # the fixed-sample line says it is not the verdict's test, and the line after names the level that is
     assert "fixed-sample (not the verdict's test)" in out
     assert f"p <= {first['alpha'] * first['first_look_share']:g} (alpha x first-look share" in out
+    # plain compare names its estimand (item-weighted) as --record's verdict does
+    code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--json")
+    assert code == 0 and json.loads(out)["estimand"].startswith("item-weighted mean gap")
+    code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b")
+    assert "estimand: item-weighted mean gap" in out
     assert first["question"].startswith("items") and first["sequential_unit"] == "item"
 
 
