@@ -54,8 +54,8 @@ def make_inputs(folder: Path, mib: int) -> dict[str, Path]:
 
 
 def child(path: str, db: str) -> None:
-    from benchcert.tasks.ingest import ingest_file
-    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+    from benchcert.tasks.ingest.mapping import parse_mapping
 
     start, cpu0 = time.perf_counter(), time.process_time()
     r = ingest_file(db, path, benchmark="b", mapping=parse_mapping())

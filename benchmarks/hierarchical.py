@@ -35,7 +35,7 @@ TARGET_S = 1.0
 def load_matrices():
     import polars as pl
 
-    from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
+    from benchcert.tasks.store.matrices import LONG_SCHEMA, BenchmarkMatrices
 
     raw = pl.read_csv(MMLU_CSV_GZ, schema_overrides={"question_id": pl.String, "correct": pl.Float64})
     long = (raw.select(pl.col("model"), pl.col("question_id").alias("item_id"), pl.col("src").alias("subject"),
@@ -109,8 +109,8 @@ def main(argv=None) -> int:
     import numpy as np
 
     import benchcert
-    from benchcert.tasks.analyses import AuditConfig
-    from benchcert.tasks.analyses.hierarchical import analyze
+    from benchcert.tasks.audit.analyses import AuditConfig
+    from benchcert.tasks.audit.hierarchical import analyze
 
     t0 = time.perf_counter()
     m = load_matrices()

@@ -103,7 +103,7 @@ def _write_result(path: str, result: dict) -> None:
 
 
 def _mapping(config: str | None):
-    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.ingest.mapping import parse_mapping
 
     return parse_mapping(config=config) if config else parse_mapping()
 
@@ -160,7 +160,7 @@ def _flow_run_times(flow_run_id) -> dict:
 def child_ingest(args) -> None:
     """Plain ``ingest_file`` of one file into a fresh store; no Prefect imported."""
     t_imp = time.perf_counter()
-    from benchcert.tasks.ingest import ingest_file
+    from benchcert.tasks.ingest.service import ingest_file
 
     mapping = _mapping(args.config)
     import_s = time.perf_counter() - t_imp
@@ -187,7 +187,7 @@ def child_flow_ingest(args) -> None:
     """``ingest_flow`` over each file into its own fresh store, in one fresh process."""
     t_spawn = args.t_spawn
     t_imp = time.perf_counter()
-    import benchcert.tasks.prefect_tasks as pt
+    import benchcert.tasks.audit.prefect_tasks as pt
     from benchcert.flows.ingest import ingest_flow
 
     import_s = time.perf_counter() - t_imp

@@ -86,8 +86,8 @@ def _load() -> float:
 
 
 def child_ingest(args) -> dict:
-    from benchcert.tasks.ingest import ingest_file
-    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+    from benchcert.tasks.ingest.mapping import parse_mapping
 
     db = Path(args.db)
     files = sorted(Path(args.data).glob("*.parquet"))
@@ -105,7 +105,7 @@ def child_ingest(args) -> dict:
 
 
 def child_audit(args) -> dict:
-    import benchcert.tasks.analyses as pt
+    import benchcert.tasks.audit.analyses as pt
     from benchcert.flows.audit import audit_flow
 
     per: dict[str, dict] = {}
@@ -123,7 +123,7 @@ def child_audit(args) -> dict:
             per[name] = {"wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak_rss": peak}
             peaks.append(peak or 0)
 
-    pt.run_analysis = measured  # instrumentation only: tasks/steps.py looks the name up at call time
+    pt.run_analysis = measured  # instrumentation only: tasks/audit/steps.py looks the name up at call time
     load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
     dask = None
     if args.dask_workers:
@@ -148,7 +148,7 @@ def child_audit(args) -> dict:
 
 
 def _worker_stats() -> dict:
-    from benchcert.tasks.distributed import BLOCK_COSTS
+    from benchcert.tasks.audit.distributed import BLOCK_COSTS
 
     return {"cpu_s": _cpu(), "peak_rss": _status("VmHWM"), "tasks": list(BLOCK_COSTS)}
 
@@ -158,8 +158,8 @@ def _dask_audit(args, audit_flow):
     what the workers spent: CPU s and peak RSS per worker process, and wall / CPU s of every task."""
     from distributed import Client
 
-    from benchcert.tasks.distributed import dask_cluster, dask_task_runner
-    from benchcert.tasks.export import export_parquet
+    from benchcert.tasks.audit.distributed import dask_cluster, dask_task_runner
+    from benchcert.tasks.store.export import export_parquet
 
     export = Path(args.artifacts).parent / "export"
     t = time.perf_counter()

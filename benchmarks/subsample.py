@@ -89,8 +89,8 @@ def main(argv=None) -> int:
     print(f"\nfast, all six n: {fast_total:.2f} s of work (target < {TARGET_S:g} s)")
     print(f"naive, all six n (extrapolated from {args.slice} K per n): {naive_total:.0f} s "
           f"= {naive_total / 60:.1f} min; ratio naive/fast = {naive_total / fast_total:.0f}x")
-    # The audit spreads the six sizes over the cores (tasks/analyses/subsample.py); same work.
-    from benchcert.tasks.analyses.subsample import _worst_case, _worst_cases
+    # The audit spreads the six sizes over the cores (tasks/subsample/analysis.py); same work.
+    from benchcert.tasks.subsample.analysis import _worst_case, _worst_cases
 
     _worst_case.cache_clear()
     t = time.perf_counter()

@@ -28,7 +28,7 @@ def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "
         schedule=CronSchedule(cron=cron, timezone=timezone),
         parameters={"inbox": inbox, "db": db, "artifacts_root": artifacts_root, "alpha": alpha,
                     "webhook_url": webhook_url, "dashboard_dir": dashboard_dir,
-                    # the nightly audits on a Dask cluster (tasks/distributed.py), only when asked
+                    # the nightly audits on a Dask cluster (tasks/audit/distributed.py), only when asked
                     **({"dask_address": dask_address} if dask_address else {}),
                     **({"dask_workers": dask_workers} if dask_workers else {})},
         description=f"Ingest new logs from {inbox} and audit changed benchmarks ({cron}, {timezone}).",

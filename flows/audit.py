@@ -8,8 +8,8 @@ CLI uses when no Prefect API is configured; here its steps are Prefect tasks.
 from __future__ import annotations
 
 from benchcert.flows.runs import audit_body, flow
-from benchcert.tasks.prefect_tasks import prefect_steps
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+from benchcert.tasks.audit.prefect_tasks import prefect_steps
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
 
 @flow(name="benchcert-audit", log_prints=False)
@@ -26,9 +26,9 @@ def audit_flow(db: str, benchmark: str, artifacts_root: str = "artifacts", alpha
     ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
     carried into summary.json.
 
-    With ``export_dir`` (a Parquet export of the store, tasks/export.py) the benchmark is read
+    With ``export_dir`` (a Parquet export of the store, tasks/store/export.py) the benchmark is read
     from the export and every analysis is submitted to the flow's task runner: run the flow
-    ``with_options(task_runner=dask_task_runner(...))`` (tasks/distributed.py) to fan the
+    ``with_options(task_runner=dask_task_runner(...))`` (tasks/audit/distributed.py) to fan the
     analyses out to Dask workers, which read the export, never the store; the per-model and
     pairwise work goes out in blocks of ``dask_block_models`` models (default
     tasks/distributed.BLOCK_MODELS). Artifacts are the same as without it.

@@ -12,9 +12,9 @@ from pathlib import Path
 from prefect import flow
 
 from benchcert.flows.audit import audit_flow
-from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.prefect_tasks import ingest_file_task, rebuild_dashboard_task, verdict_task
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.ingest.mapping import ColumnMapping
+from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task, verdict_task
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
 
@@ -70,7 +70,7 @@ def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_ro
     (``<inbox>/<benchmark>/mapping.toml``) when there is one, else the canonical names.
     """
     from benchcert.flows.nightly import MAPPING_FILE, inbox_files
-    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.ingest.mapping import parse_mapping
 
     path = allowed_logs_path(logs, inbox, allowed_logs)
     if path.is_dir():

@@ -6,10 +6,10 @@ The body is :func:`benchcert.flows.runs.ingest_body`, shared with the in-process
 from __future__ import annotations
 
 from benchcert.flows.runs import flow, ingest_body
-from benchcert.tasks.ingest import FileReport
-from benchcert.tasks.mapping import ColumnMapping
-from benchcert.tasks.prefect_tasks import prefect_steps
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+from benchcert.tasks.ingest.service import FileReport
+from benchcert.tasks.ingest.mapping import ColumnMapping
+from benchcert.tasks.audit.prefect_tasks import prefect_steps
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
 
 @flow(name="benchcert-ingest", log_prints=False, validate_parameters=False)

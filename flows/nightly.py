@@ -13,9 +13,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from benchcert.flows.audit import audit_flow
-from benchcert.tasks.mapping import parse_mapping
-from benchcert.tasks.prefect_tasks import ingest_file_task, rebuild_dashboard_task
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+from benchcert.tasks.ingest.mapping import parse_mapping
+from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
 MAPPING_FILE = "mapping.toml"
 
@@ -40,7 +40,7 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     the run), the benchmarks that changed are exported to Parquet (``export_dir``, default
     ``<artifacts_root>/.export``: a folder every worker can read) after all ingests, and audited
     in parallel, one audit per benchmark, each fanning its analyses out to the cluster
-    (tasks/distributed.py). This flow still writes every artifact and run record.
+    (tasks/audit/distributed.py). This flow still writes every artifact and run record.
     """
     inbox_path = Path(inbox)
     if not inbox_path.is_dir():
@@ -96,7 +96,7 @@ class NightlyProblems(RuntimeError):
 
 def nightly_problems(out: dict) -> list[str]:
     """One line per refused file and per benchmark that could not be ingested or audited."""
-    from benchcert.tasks.ingest import OK_STATUSES
+    from benchcert.tasks.ingest.service import OK_STATUSES
 
     problems = []
     for bench, entry in out["benchmarks"].items():
@@ -110,7 +110,7 @@ def nightly_problems(out: dict) -> list[str]:
 def audit_benchmark_task(db: str, benchmark: str, artifacts_root: str, alpha: float, lock_timeout: float,
                          webhook_url: str | None, export_dir: str, dask_address: str) -> dict:
     """One benchmark's audit (a subflow) whose analyses run on the Dask cluster at ``dask_address``."""
-    from benchcert.tasks.distributed import dask_task_runner
+    from benchcert.tasks.audit.distributed import dask_task_runner
 
     flow_ = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
     return flow_(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url,
@@ -120,8 +120,8 @@ def audit_benchmark_task(db: str, benchmark: str, artifacts_root: str, alpha: fl
 def _audit_on_dask(benchmarks, db, artifacts_root, alpha, lock_timeout, webhook_url, dask_address, dask_workers,
                    export_dir) -> list[dict]:
     """Export the benchmarks, then audit them concurrently (threads of this flow, work on the cluster)."""
-    from benchcert.tasks.distributed import dask_cluster
-    from benchcert.tasks.export import export_parquet
+    from benchcert.tasks.audit.distributed import dask_cluster
+    from benchcert.tasks.store.export import export_parquet
 
     export_dir = export_dir or str(Path(artifacts_root) / ".export")
     export_parquet(db, export_dir, benchmarks=benchmarks, lock_timeout=lock_timeout)

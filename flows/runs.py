@@ -2,7 +2,7 @@
 
 A command typed at a terminal should not wait for a Prefect server to start.  So when no
 Prefect API is configured, ``benchcert ingest`` and ``benchcert audit`` run the flow bodies
-below in-process, calling the plain steps of tasks/steps.py; the run is recorded in the
+below in-process, calling the plain steps of tasks/audit/steps.py; the run is recorded in the
 store's catalog and written as artifacts exactly as under Prefect.  When an API is configured
 (``PREFECT_API_URL`` in the environment or the active Prefect profile, as ``benchcert serve``
 and ``make serve`` need anyway) or ``--prefect`` is given, the same bodies run inside the
@@ -72,7 +72,7 @@ def flow(**options):
     mapping), which that encoder returns unchanged (a dataclass as its ``dataclasses.asdict``,
     a tuple as a list); :func:`json_parameter` builds exactly that.  Any other value goes to
     Prefect's own serialisation, so what the API records is the same either way
-    (tests/test_run_modes.py compares the two).
+    (tests/flows/test_run_modes.py compares the two).
     """
     cls = _json_parameter_flow()
     return lambda fn: cls(fn=fn, **options)
@@ -172,7 +172,7 @@ def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapp
 
         with short_run_settings():
             return ingest_flow(paths, db, benchmark, mapping, allow_rejects, lock_timeout, atomic=atomic)
-    from benchcert.tasks.steps import plain_steps
+    from benchcert.tasks.audit.steps import plain_steps
 
     return ingest_body(plain_steps(), paths, db, benchmark, mapping, allow_rejects, lock_timeout, progress=progress,
                        atomic=atomic)
@@ -189,7 +189,7 @@ def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifac
 
         with short_run_settings():
             return audit_flow(db, benchmark, artifacts_root, alpha, variant, lock_timeout, **kwargs)
-    from benchcert.tasks.steps import plain_steps
+    from benchcert.tasks.audit.steps import plain_steps
 
     return audit_body(plain_steps(), db, benchmark, artifacts_root, alpha, variant, lock_timeout, progress=progress,
                       **kwargs)
@@ -235,21 +235,21 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
     ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
     carried into summary.json.
 
-    With ``export_dir`` (a Parquet export of the store, tasks/export.py) the benchmark is read
+    With ``export_dir`` (a Parquet export of the store, tasks/store/export.py) the benchmark is read
     from the export and the analyses go through ``steps.analyses_from_export``: Prefect tasks
     submitted to the flow's task runner (a DaskTaskRunner fans them out to workers, which read
-    the export, never the store; tasks/distributed.py), the per-model and pairwise work in
+    the export, never the store; tasks/audit/distributed.py), the per-model and pairwise work in
     blocks of ``dask_block_models`` models. Artifacts are the same as without it.
     """
     import benchcert
-    from benchcert.tasks import artifacts
+    from benchcert.tasks.audit import artifacts
 
     def say(text: str) -> None:
         if progress is not None:
             progress.update(text)
 
     if webhook_url:
-        from benchcert.tasks import changes as _changes
+        from benchcert.tasks.audit import changes as _changes
 
         _changes.check_webhook_url(webhook_url)  # before any work: a URL benchcert will not call
     # The analyses are imported before the clock starts: importing is not the run's work, and on
@@ -276,12 +276,13 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
         else:
             if steps.analyses_from_export is None:
                 raise ValueError("export_dir is for the Dask path, which runs as a Prefect flow (--prefect)")
-            from benchcert.tasks.steps import read_benchmark
+            from benchcert.tasks.audit.steps import read_benchmark
 
             say("reading the export")
             matrices, sources, read_s = read_benchmark(None, benchmark, variant, lock_timeout, export_dir=export_dir)
-        from benchcert.tasks import changes, results
-        from benchcert.tasks.analyses import ANALYSES, AuditConfig
+        from benchcert.tasks.audit import changes
+        from benchcert.tasks.audit import results
+        from benchcert.tasks.audit.analyses import ANALYSES, AuditConfig
 
         config = AuditConfig(alpha=alpha, variant=variant,
                              hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
@@ -367,16 +368,16 @@ def _import_analyses() -> None:
     import importlib
 
     try:
-        for name in ("benchcert.tasks.analyses", "benchcert.tasks.results", "benchcert.tasks.perturbation"):
+        for name in ("benchcert.tasks.audit.analyses", "benchcert.tasks.audit.results", "benchcert.tasks.perturbation.service"):
             importlib.import_module(name)
-        importlib.import_module("benchcert.tasks.analyses").ANALYSES  # imports every analysis module
+        importlib.import_module("benchcert.tasks.audit.analyses").ANALYSES  # imports every analysis module
     except Exception:  # imported again where used, which reports any error itself
         pass
 
 
 def _record_failure(db, lock_timeout, run_id, benchmark, flow_run_id, started, run_config, exc) -> None:
     """Keep failed runs in the catalog too; never mask the original error."""
-    from benchcert.tasks.steps import record_run
+    from benchcert.tasks.audit.steps import record_run
 
     if not Path(db).is_file():
         return

@@ -9,7 +9,7 @@ Each is one :mod:`scipy.special` call, the very call scipy.stats makes for it (`
 ``_binom_cdf``/``_binom_sf`` ufuncs; ``beta``: ``_beta_ppf``), wrapped here with scipy.stats'
 own handling of arguments: invalid shape parameters and NaN give NaN, the ends of the support
 give 0, 1 or +-inf, arrays broadcast, and a scalar comes back as a NumPy scalar.
-tests/test_dist_shim.py checks, value for value, that every method returns what scipy.stats
+tests/stats/test_dist_shim.py checks, value for value, that every method returns what scipy.stats
 returns on a grid that includes those edge cases (scipy is pinned; the test guards upgrades).
 
 Any other attribute (``hypergeom``, ``beta.pdf``, a keyword such as ``loc=``) is scipy.stats

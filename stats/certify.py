@@ -328,7 +328,7 @@ def clopper_pearson(k, n, *, alpha: float, sided: str = "two-sided",
     last trial fails, probability x. :math:`U^* \ne U` only where :math:`U(k) < (k+1)/n`, which
     for a tail :math:`\le 0.2` happens only at k = n - 1 (and :math:`L^* \ne L` only at
     k = 1), so the bounds are the exact ones except one count from either end. Tests:
-    tests/test_certify_clustered.py (exact Poisson-binomial miss probabilities over rate
+    tests/tasks/certify/test_certify_clustered.py (exact Poisson-binomial miss probabilities over rate
     vectors, boundary and adversarial ones included, and seeded simulation with subject effects).
     The previous form, both bounds taken one count further out (L(k - 1), U(k + 1)), also
     holds but is wider at every count.
@@ -604,7 +604,7 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
       (:math:`w_j = n_j/n_a`, Hoeffding on Kish's :math:`1/\sum_j w_j^2`) is not valid for this
       target when size tracks difficulty: the weights are random and correlated with the
       cluster means, the weighted mean is biased, and in the seeded simulation of
-      tests/test_certify_new_subjects.py such bands covered 71-84% at a nominal 90%. With few
+      tests/stats/test_certify_new_subjects.py such bands covered 71-84% at a nominal 90%. With few
       subjects the band is wide - one subject gives nearly [0, 1] - which is the honest answer: a
       domain's difficulty for new subjects cannot be pinned down from two or three subjects.
       The estimate (``estimate``) is then the cluster-weighted score, which differs from the
@@ -612,9 +612,9 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
 
     Coverage is checked by seeded simulation with subject random effects on the logit scale,
     unequal subject sizes, few subjects per domain and boundary rates
-    (tests/test_certify_clustered.py), and with subject sizes (2 to 200 items) that track the
+    (tests/tasks/certify/test_certify_clustered.py), and with subject sizes (2 to 200 items) that track the
     subjects' difficulty, 5 to 40 subjects and items of a subject moving together
-    (tests/test_certify_new_subjects.py). Departure from the certifying-capabilities paper: its
+    (tests/stats/test_certify_new_subjects.py). Departure from the certifying-capabilities paper: its
     section 3 draws i.i.d. items from each environment (Remark 3.2) and has no clusters; the
     two clustered questions and their bounds are this project's.
     """
@@ -924,7 +924,7 @@ def failure_rate_upper_new_subjects(failed, subjects, *, alpha: float = 0.05) ->
     Weighting subjects by their items instead (:math:`w_j = n_j/n`, Hoeffding on Kish's
     :math:`1/\sum_j w_j^2`, this function before) assumed sizes unrelated to failure rates:
     when big subjects are easy the pooled rate sits far below :math:`\mu`, and in the seeded
-    simulation of tests/test_certify_new_subjects.py that bound covered a new subject's
+    simulation of tests/stats/test_certify_new_subjects.py that bound covered a new subject's
     failure rate in 0-2% of runs with 40 subjects (39% with 10) at a nominal 90%. The
     item-weighted rate of new subjects has no bound here: it is a ratio
     :math:`E[n_J f_J]/E[n_J]` that a few big subjects can dominate.
@@ -934,8 +934,8 @@ def failure_rate_upper_new_subjects(failed, subjects, *, alpha: float = 0.05) ->
     with few subjects (one subject gives at least :math:`1 - \alpha`) - the honest answer, since a
     failure rate on new subjects cannot be pinned down from a handful of subjects. Coverage
     with subject random effects, unequal sizes, sizes that track difficulty and boundary rates
-    is checked by seeded simulation (tests/test_failure_clustered.py,
-    tests/test_certify_new_subjects.py). Departure from the certifying-capabilities paper: its
+    is checked by seeded simulation (tests/tasks/certify/test_failure_clustered.py,
+    tests/stats/test_certify_new_subjects.py). Departure from the certifying-capabilities paper: its
     section 3.1 draws items i.i.d. and has no subjects.
     """
     f = np.asarray(failed)

@@ -455,7 +455,7 @@ class pair_block_runner:  # noqa: N801 - used as a context manager, like warning
 
     ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=)`` returns, for each
     :class:`PairBlock`, what :func:`pair_block` returns on the columns ``group.cols`` of the
-    matrix, and raises the groups' warnings here (the Dask fan-out: tasks/distributed.py, whose
+    matrix, and raises the groups' warnings here (the Dask fan-out: tasks/audit/distributed.py, whose
     workers read the columns from a Parquet export). Families of many pairs (all pairs: the Gram
     path, O(n_items K^2)) are blocked; a few pairs among many models (the leaderboard family,
     each model against a baseline: O(n_items P), pairs scattered over most pairs of blocks) are

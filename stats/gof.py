@@ -64,7 +64,7 @@ Two ways of keeping the fitting and evaluation data apart (section 2.3):
 
   - ``"adjusted"`` (default): sigma_hat^2 = 2 x (14), which holds the level at the exact null
     in the paper's logistic setting (0.052 / 0.038 / 0.054 at n = 1,000 / 2,000 / 3,000, 500
-    replications each; tests/test_stats_gof.py; README) and is conservative away from it.
+    replications each; tests/stats/test_stats_gof.py; README) and is conservative away from it.
     Its bound is about as wide as sample-splitting's (variance about 2 sigma^2 / n either
     way) with a distinguisher fitted on (K - 1) / K of the items instead of half, so it keeps
     Figure 1's ordering (README);
@@ -88,7 +88,7 @@ Departures from the paper, all documented in the result's ``assumptions``:
   items per fold) is refused with :class:`GofSampleSizeError`: the normal approximation
   behind delta_min is asymptotic.  The minimum is a cautious choice, not a measured edge: the
   split version held its level at n = 100-400 in our known-truth runs (0.04-0.06 at alpha =
-  0.05), and at n = 200 its evaluation half has 100 items (see tests/test_stats_gof.py).
+  0.05), and at n = 200 its evaluation half has 100 items (see tests/stats/test_stats_gof.py).
 
 Nothing here performs I/O; randomness comes only from the ``rng`` given.
 """

@@ -574,7 +574,7 @@ def plan_budget(n, N, *, alpha=0.05, exact=True, worst_case=None) -> Plan:
     worst_case : callable, keyword-only
         ``worst_case(n, N, alpha) -> (half_width, worst_K)`` in place of
         :func:`~benchcert.stats.subsample.worst_case_halfwidth` (e.g. the h* cache beside a
-        store, tasks/hstar_cache.py); it must return that function's values.
+        store, tasks/subsample/hstar_cache.py); it must return that function's values.
 
     Returns
     -------

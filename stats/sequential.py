@@ -3,7 +3,7 @@ r"""Anytime-valid comparison of two models for a question asked again every nigh
 "Is the candidate better than the baseline?" asked every night on a growing set of items,
 each night with the fixed-sample paired test at level alpha, raises a false alarm with
 probability far above alpha - 30 looks at alpha = 0.05 give about 29% (simulated in
-tests/test_stats_sequential.py). This module gives a test and a confidence sequence whose guarantees hold
+tests/stats/test_stats_sequential.py). This module gives a test and a confidence sequence whose guarantees hold
 simultaneously over every look, however many there are and whenever they happen.
 
 Construction (betting / test martingales; Ville 1939; Shafer & Vovk; Waudby-Smith &
@@ -42,7 +42,7 @@ Because every bet is constant, :math:`K_n` is a function of the multiset of proc
 :math:`D_i` only: the order of items inside a night is irrelevant, and for binary scores
 (:math:`D \in \{-1, 0, 1\}`) the counts of items each model won suffice
 (:func:`betting_test_counts`). Each item must enter once; a nightly look adds the items
-not seen before (tasks/verdicts.py keeps that ledger in the store).
+not seen before (tasks/compare/verdicts.py keeps that ledger in the store).
 
 When items cluster by subject and the question is whether a gap generalises to new subjects,
 the units bet on must be the subjects, not their items (:func:`subject_entry_means`): items of

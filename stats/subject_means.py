@@ -1,6 +1,6 @@
 r"""Fixed-sample test of the subject-weighted mean gap (each subject counts once).
 
-The checkpoint verdict's "subjects" question (benchcert.tasks.verdicts) is answered about ONE
+The checkpoint verdict's "subjects" question (benchcert.tasks.compare.verdicts) is answered about ONE
 estimand in all its parts: the subject-weighted mean gap
 
 .. math:: \theta_{S} = E_s[\mu_s], \qquad \mu_s = \text{mean of } D_i = b_i - a_i
@@ -55,7 +55,7 @@ ITEM_WEIGHTED = ("item-weighted mean gap: the mean difference (candidate - basel
 
 #: Skewness allowance of the subject-means test (Hall 1992's transformation is evaluated at a
 #: population skewness of at least this size, in the direction that makes each claim harder).
-#: Calibrated by simulation (tests/test_subject_means.py); see :func:`subject_weighted_gap`.
+#: Calibrated by simulation (tests/stats/test_subject_means.py); see :func:`subject_weighted_gap`.
 SKEW_ALLOWANCE = 1.25
 
 #: Method name recorded with each verdict (the plain t it replaced was "subject_means_t").
@@ -221,7 +221,7 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     The studentized mean :math:`T = \sqrt K(\hat\theta_S - \theta_S)/s` then has
     :math:`P(T \le x) = \Phi(x) + K^{-1/2}\gamma(2x^2+1)\phi(x)/6 + O(K^{-1})` (the Edgeworth
     expansion of the Studentized mean; Hall 1992, The Bootstrap and Edgeworth Expansion,
-    Springer): one tail is heavier. Measured (tests/test_subject_means.py, 20,000 reps): the
+    Springer): one tail is heavier. Measured (tests/stats/test_subject_means.py, 20,000 reps): the
     plain t's false ``improved`` at a one-sided 1.25% was 2.0-2.9% with 30-40 subjects and
     2.0-2.5% with 60-90 (1.7% at a one-sided 0.5%), so the checkpoint verdict's directional
     claim (a false ``improved`` <= alpha/2, :func:`benchcert.stats.sequential.nightly_verdicts`)
@@ -261,7 +261,7 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     *Departure and cost.* The allowance is a calibration, not a theorem: it was chosen so that
     the one-sided error stays within alpha/2 in simulations of the settings a user reaches (30-90
     subjects of 5..200 items, the gap tied to size with no or some between-subject spread,
-    binary and fractional scores, alpha/2 of 0.5%-2.5%; tests/test_subject_means.py); an
+    binary and fractional scores, alpha/2 of 0.5%-2.5%; tests/stats/test_subject_means.py); an
     allowance of 1.0 did not hold (1.3% at a one-sided 1.25%, 2.6% at 2.5%). It costs power on symmetric data: at 30
     subjects the interval's ends move out by about 20% (a 5-point gap is detected 16% instead
     of 36% of the time at a one-sided 1.25%, an 8-point gap 52% instead of 75%). And it does not
@@ -270,7 +270,7 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     one-sided 1.25% with 30 subjects, 3.0% [2.8, 3.2] for near-ceiling models (4% of items
     disagree, the gap moving 4 points with log size) and 6.5% [6.1, 6.8] with subjects of 5 items
     (one in ten, gap -20 points) among subjects of 200 (20,000 reps each,
-    tests/test_subject_means.py, marked as known failures). No single allowance fixes both
+    tests/stats/test_subject_means.py, marked as known failures). No single allowance fixes both
     without leaving symmetric data with no power (2.0 passes the first, 0.01% on symmetric data).
 
     Hoeffding's inequality on the K means in [-1, 1] (Hoeffding 1963, Theorem 2) gives the

@@ -33,7 +33,7 @@ class ResponseRow(_Frozen):
     """One model's scored response to one benchmark item (the canonical row).
 
     Primary key: (benchmark, model, item_id, variant, replicate).  The bulk ingest path
-    applies exactly these rules column-wise (see ``tasks/validate.py``); a property test
+    applies exactly these rules column-wise (see ``tasks/ingest/validate.py``); a property test
     checks that both agree row by row.
     """
 

@@ -22,7 +22,7 @@ def matrices_from_scores(scores: dict, subjects):
     import numpy as np
     import polars as pl
 
-    from benchcert.tasks.matrices import LONG_SCHEMA, BenchmarkMatrices
+    from benchcert.tasks.store.matrices import LONG_SCHEMA, BenchmarkMatrices
 
     n = subjects.size
     long = pl.DataFrame({
@@ -51,7 +51,7 @@ def prefect_harness():
 def dask_address():
     """One LocalCluster of 2 worker processes shared by every Dask test of the session (its start
     costs seconds); the tests reach it by address, as a remote cluster is reached."""
-    from benchcert.tasks.distributed import dask_cluster
+    from benchcert.tasks.audit.distributed import dask_cluster
 
     with dask_cluster(workers=2) as address:
         yield address
@@ -60,8 +60,8 @@ def dask_address():
 @pytest.fixture(scope="session")
 def mmlu_db(tmp_path_factory) -> Path:
     """The real MMLU-Pro file ingested once (plain function, no Prefect); tests only read it."""
-    from benchcert.tasks.ingest import ingest_file
-    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+    from benchcert.tasks.ingest.mapping import parse_mapping
 
     db = tmp_path_factory.mktemp("mmlu") / "store.duckdb"
     report = ingest_file(db, MMLU_CSV, benchmark="mmlu_pro", mapping=parse_mapping(config=MMLU_MAP))
@@ -71,6 +71,6 @@ def mmlu_db(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def small_mapping():
-    from benchcert.tasks.mapping import parse_mapping
+    from benchcert.tasks.ingest.mapping import parse_mapping
 
     return parse_mapping(SMALL_MAP)

@@ -1,0 +1,295 @@
+"""``benchcert plan environments`` (chi-square radius, budgets, a seeded sampling plan) and
+``benchcert certify`` (scores per deployment environment with bounds that hold for all of them at
+once), after the certifying-capabilities paper, section 3.
+
+Exit codes as in flows/cli/__init__.py: 0 success; 1 the data do not allow it (unknown benchmark or plan,
+no model answered the plan); 2 usage error (bad environments file, epsilon or delta outside
+(0, 1)); 3 the store is locked or unusable.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import secrets
+import sys
+from pathlib import Path
+
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from benchcert.flows.cli.errors import print_json as _print_json
+PROTOCOL_CHOICES = ("theorem", "naive", "stratified")
+
+
+class _Problem(Exception):
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+
+def register(sub) -> None:
+    from benchcert.flows.cli.plan import plan_subparsers
+
+    sp = plan_subparsers(sub).add_parser(
+        "environments", help="certify many deployment environments at once: chi-square radius, budgets, a plan",
+        description="For the environments in --envs (mixes of the benchmark's domains or subjects): the chi-square "
+                    "radius V with its optimal proposal and Example 4's upper bounds, the items each protocol needs "
+                    "for +/- epsilon on every environment at once with probability 1 - delta (Theorem 3.4's "
+                    "importance-weighted median of means, the per-environment protocol of Remark 3.2, an exact "
+                    "stratified design), and a seeded item sample drawn from the chosen protocol, recorded in the "
+                    "store for `benchcert certify --subset`.")
+    sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
+    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--epsilon", type=float, required=True, help="half-width wanted on every environment's score")
+    sp.add_argument("--delta", type=float, required=True, help="probability that any environment is further off")
+    sp.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="stratified",
+                    help="which protocol's sample to draw: theorem (Theorem 3.4), naive (per environment, Remark "
+                         "3.2) or stratified (default; all three budgets are reported)")
+    sp.add_argument("--seed", type=int, default=None, help="random seed (default: drawn at random and recorded)")
+    sp.add_argument("--out", type=Path, metavar="SUBSET",
+                    help="write the plan: .csv = item_id,subject,domain,draws; otherwise JSON (plan, item ids, draws)")
+    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
+                    help="seconds to wait for another benchcert process using the store (default 600)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sp.set_defaults(func=cmd_plan_environments)
+
+    sp = sub.add_parser(
+        "certify", help="each model's score per deployment environment, bounded for all environments at once",
+        description="Per model and environment: the score with bounds that hold simultaneously for every "
+                    "environment (and every mix of a [family]) with probability >= 1 - delta. With --subset, on a "
+                    "plan drawn by `benchcert plan environments` (its protocol's estimator); without it, on the "
+                    "full benchmark (per-domain exact intervals for new items from the same subjects, item-weighted, "
+                    "and beside them a new subject's expected score in each domain with its band: subjects as the "
+                    "sampling unit, each weighing the same whatever its size). "
+                    "Also, per model, one-sided upper bounds on the failure rate for the same questions (new items "
+                    "from the same subjects; a new subject's expected failure rate); being correct on every instance "
+                    "cannot be certified by black-box testing.")
+    sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
+    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--subset", metavar="SUBSET",
+                    help="plan id (env-...) or the JSON file written by plan environments --out")
+    sp.add_argument("--delta", type=float, default=None,
+                    help="1 - joint confidence (default: the plan's delta, else 0.05)")
+    sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
+    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
+                    help="seconds to wait for another benchcert process using the store (default 600)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sp.set_defaults(func=cmd_certify)
+
+
+def _unit(value, name: str, prog: str) -> float:
+    if value is None or not 0 < value < 1:
+        raise _Problem(f"{prog}: --{name} must be in (0, 1); got {value}", EXIT_USAGE)
+    return float(value)
+
+
+def _spec(path, prog: str):
+    from benchcert.tasks.certify.service import EnvironmentsError, read_environments
+
+    try:
+        return read_environments(path)
+    except EnvironmentsError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_USAGE) from None
+
+
+def _store_items(db, benchmark: str, lock_timeout: float, prog: str):
+    from benchcert.tasks.store.connection import StoreError, open_store
+    from benchcert.tasks.subsample.subsets import benchmark_items
+
+    if not Path(db).is_file():
+        raise _Problem(f"{prog}: {db}: no such store; ingest something first", EXIT_STORE)
+    try:
+        with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+            items = benchmark_items(con, benchmark)
+            known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM items ORDER BY 1").fetchall()]
+    except StoreError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_STORE) from None
+    if items.height == 0:
+        raise _Problem(f"{prog}: benchmark {benchmark!r} has no items in {db} (empty or unknown); benchmarks "
+                       f"stored: {known}", EXIT_DATA)
+    return items
+
+
+def _command(prog: str, body):
+    """A sub-command: ``body(args, prog)``, with a _Problem reported in one line and its exit code."""
+    def run(args) -> int:
+        try:
+            return body(args, prog)
+        except _Problem as exc:
+            print(str(exc), file=sys.stderr)
+            return exc.code
+    return run
+
+
+def _plan(args, prog: str) -> int:
+    from benchcert.tasks.certify.service import (PROTOCOLS, EnvironmentsError, atom_sizes, build_design, draw_plan,
+                                              record_plan)
+    from benchcert.tasks.store.connection import StoreError
+
+    eps = _unit(args.epsilon, "epsilon", prog)
+    delta = _unit(args.delta, "delta", prog)
+    if args.seed is not None and not 0 <= args.seed < 2 ** 63:
+        raise _Problem(f"{prog}: --seed must be in [0, 2^63); got {args.seed}", EXIT_USAGE)
+    spec = _spec(args.envs, prog)
+    items = _store_items(args.db, args.benchmark, args.lock_timeout, prog)
+    atoms, sizes = atom_sizes(items, spec.level)
+    try:
+        design = build_design(spec, atoms, sizes, eps, delta)
+    except EnvironmentsError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_USAGE) from None
+    protocol = PROTOCOLS[args.protocol]
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    draws = draw_plan(design, protocol, items, seed)
+    try:
+        head = record_plan(args.db, args.benchmark, design, protocol, seed, draws, lock_timeout=args.lock_timeout)
+    except StoreError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_STORE) from None
+    out = {**design.to_dict(protocol), **head, "envs": str(args.envs), "out": None if args.out is None else str(args.out)}
+    notes = []
+    N = int(sizes.sum())
+    for k, b in design.budgets.items():
+        if b.n > N:
+            notes.append(f"{k} needs {b.n:,} draws, more than the benchmark's {N:,} items: evaluating the whole "
+                         "benchmark once gives every environment's benchmark score exactly")
+    cheapest = min(design.budgets, key=lambda k: design.budgets[k].n)
+    notes.append(f"cheapest protocol here: {cheapest} ({design.budgets[cheapest].n:,} items)")
+    out["notes"] = notes
+    if args.out is not None:
+        _write_manifest(Path(args.out), out, draws)
+    if args.json:
+        _print_json({**out, "item_ids": None if args.out else sorted(draws["item_id"].unique().to_list())})
+        return EXIT_OK
+    r = design.radius
+    print(f"{len(design.names)} environment(s) over {len(atoms)} {spec.level}s of {args.benchmark!r} "
+          f"({N:,} items), epsilon = {eps:g}, delta = {delta:g}")
+    print(f"chi-square radius V = {r.value:.4f} (certified: {r.lower:.4f} <= V <= {r.value:.4f}); Example 4 upper "
+          f"bounds: mixture {design.bounds.mixture_value:.4f}, uniform {design.bounds.uniform_value:.4f}, "
+          f"Shtarkov {design.bounds.shtarkov_value:.4f}")
+    print(f"{'protocol':<18} {'items':>12}  rule")
+    for k, b in design.budgets.items():
+        print(f"{k:<18} {b.n:>12,}  {b.formula}")
+    if design.cover is not None:
+        c = design.cover
+        print(f"family {spec.family_name!r}: Theorem 3.8 TV cover of radius {c.radius:.4g} has {c.size:.4g} members "
+              f"(Theorem 3.4 on it: {design.cover_budget.n:,} items); the vertices suffice here (scores are linear "
+              "in the mix)")
+    print("sampling distribution (" + args.protocol + "): "
+          + ", ".join(f"{a} {p:.3f}" for a, p in out["sampling_distribution"].items()))
+    for n in notes:
+        print(f"note: {n}")
+    print(f"plan {head['plan_id']}: {head['n_draws']:,} draws, {head['n_items']:,} distinct items (seed {seed})"
+          + (f"; written to {args.out}" if args.out else ""))
+    print(f"evaluate the model on these items, ingest its logs, then: benchcert certify --envs {args.envs} "
+          f"--db {args.db} --benchmark {args.benchmark} --subset {head['plan_id']}")
+    return EXIT_OK
+
+
+def _write_manifest(out: Path, plan: dict, draws) -> None:
+    import polars as pl
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".csv":
+        counts = draws.group_by("item_id", "subject", "domain").agg(pl.len().alias("draws")).sort("item_id")
+        with out.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["item_id", "subject", "domain", "draws"])
+            w.writerows(counts.iter_rows())
+    else:
+        body = {**plan, "item_ids": sorted(draws["item_id"].unique().to_list()),
+                "draws": draws.select("item_id", "stratum").to_dicts()}
+        out.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def _plan_id_of(subset: str, prog: str) -> str:
+    p = Path(subset)
+    if p.suffix.lower() == ".json" or (p.is_file() and not subset.startswith("env-")):
+        try:
+            return str(json.loads(p.read_text(encoding="utf-8"))["plan_id"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise _Problem(f"{prog}: --subset {subset}: not a plan manifest written by plan environments --out "
+                           f"({exc})", EXIT_USAGE) from None
+    return subset
+
+
+def _certify(args, prog: str) -> int:
+    from benchcert.stats.certify import BLACK_BOX_SENTENCE
+    from benchcert.tasks.certify.service import EnvironmentsError, certify_scores, load_plan
+    from benchcert.tasks.store.matrices import MatrixError, load_matrices
+    from benchcert.tasks.store.connection import StoreError, open_store
+
+    spec = _spec(args.envs, prog)
+    if args.delta is not None:
+        _unit(args.delta, "delta", prog)
+    if not Path(args.db).is_file():
+        raise _Problem(f"{prog}: {args.db}: no such store; ingest something first", EXIT_STORE)
+    plan = None
+    try:
+        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
+            if args.subset is not None:
+                plan = load_plan(con, _plan_id_of(args.subset, prog), args.benchmark)
+            m = load_matrices(con, args.benchmark, args.variant)
+    except StoreError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_STORE) from None
+    except EnvironmentsError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_DATA) from None
+    except MatrixError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_DATA) from None
+    delta = args.delta if args.delta is not None else (plan.delta if plan is not None else 0.05)
+    try:
+        rows, failure, notes = certify_scores(spec, m.items, m.models, m.scores, delta=delta, plan=plan)
+    except EnvironmentsError as exc:
+        raise _Problem(f"{prog}: {exc}", EXIT_USAGE) from None
+    if not rows:
+        msg = "; ".join(notes) or "no model to certify"
+        raise _Problem(f"{prog}: no model could be certified: {msg}", EXIT_DATA)
+    out = {"benchmark": args.benchmark, "variant": m.variant, "delta": delta, "envs": str(args.envs),
+           "subset": None if plan is None else plan.plan_id, "protocol": "full_benchmark" if plan is None
+           else plan.protocol, "environments": rows, "failure_rate_upper": failure,
+           "black_box": BLACK_BOX_SENTENCE, "notes": notes}
+    if args.json:
+        _print_json(out)
+        return EXIT_OK
+    level = f"{100 * (1 - delta):g}%"
+    print(f"{args.benchmark!r}: {len({r['model'] for r in rows})} model(s), bounds hold for every environment at "
+          f"once with probability >= {level} ({out['protocol']}"
+          + (f", plan {plan.plan_id}" if plan else "") + ")")
+    # The new-subjects estimate and band (subject-weighted) beside the same-subjects ones, where computed.
+    new = any(r.get("score_new_subjects") is not None for r in rows)
+    head = (f"{'model':<32} {'environment':<28} {'score':>7} {'lower':>7} {'upper':>7}"
+            + (f" {'new-subj':>8} {'lower':>7} {'upper':>7}" if new else "") + "  method")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        name = r["model"] if len(r["model"]) <= 32 else r["model"][:29] + "..."
+        extra = ""
+        if new:
+            extra = (f" {100 * r['score_new_subjects']:7.2f}% {100 * r['lower_new_subjects']:6.2f}% "
+                     f"{100 * r['upper_new_subjects']:6.2f}%" if r.get("score_new_subjects") is not None
+                     else f" {'':>8} {'':>7} {'':>7}")
+        print(f"{name:<32} {r['environment'][:28]:<28} {100 * r['score']:6.2f}% {100 * r['lower']:6.2f}% "
+              f"{100 * r['upper']:6.2f}%{extra}  {r['method']}")
+    print()
+    for model, f in failure.items():
+        question = {"same_subjects": "new items from the same subjects",
+                    "finite_population": "the plan's mix of the benchmark's items"}.get(f["question"], f["question"])
+        kind = "exact binomial, valid for unequal rates" if f["method"].endswith("unequal_rates") else "exact binomial"
+        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided {kind}, "
+              f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
+        if f.get("upper_new_subjects") is not None:
+            print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for a new subject ({level} one-sided "
+                  f"relative-entropy Hoeffding on {f['effective_subjects']:.0f} subjects, each weighing the same; "
+                  f"subject-weighted failure rate {100 * f['estimate_new_subjects']:.2f}%)")
+    print(BLACK_BOX_SENTENCE)
+    if any(r.get("question") == "same_subjects" and r.get("lower_new_subjects") is not None for r in rows):
+        from benchcert.tasks.certify.service import SUBJECTS_NOTE
+
+        print(f"note: {SUBJECTS_NOTE}")
+    for n in notes:
+        print(f"note: {n}")
+    return EXIT_OK
+
+
+cmd_plan_environments = _command("benchcert plan environments", _plan)
+cmd_certify = _command("benchcert certify", _certify)

@@ -1,0 +1,127 @@
+"""Sub-commands for operating benchcert: the dashboard (and, beside it, deployment commands).
+
+``register(sub)`` is called by ``benchcert.flows.cli`` (COMMAND_MODULES); each group of
+commands lives in its own ``register_<group>`` function so groups can be added without
+touching each other.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_USAGE
+
+
+def register(sub) -> None:
+    register_dashboard(sub)
+
+
+# --------------------------------------------------------------------------- dashboard
+
+
+def cmd_dashboard_build(args) -> int:
+    from benchcert.tasks.render.dashboard import DEFAULT_METHODS, DashboardError, OutputFolderError, build_site
+
+    methods = (args.method,) if args.method else DEFAULT_METHODS
+    try:
+        report = build_site(args.artifacts, args.out, methods=methods, max_trend_runs=args.max_runs)
+    except OutputFolderError as exc:
+        print(f"benchcert dashboard build: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DashboardError as exc:
+        print(f"benchcert dashboard build: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    except ValueError as exc:
+        print(f"benchcert dashboard build: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    index = report.out / "index.html"
+    if args.json:
+        print(json.dumps({"out": str(report.out), "index": str(index), "benchmarks": report.benchmarks,
+                          "runs": report.runs, "pages": report.pages, "problems": list(report.problems)}, indent=2))
+    else:
+        for p in report.problems:
+            print(f"warning: skipped: {p}", file=sys.stderr)
+        print(f"dashboard: {report.benchmarks} benchmark(s), {report.runs} run(s), {report.pages} page(s)")
+        print(f"open {index}  (or: benchcert dashboard serve --dir {report.out})")
+    return EXIT_OK
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def cmd_dashboard_serve(args) -> int:
+    from benchcert.tasks.render.dashboard import DashboardError, make_server
+
+    if not 0 <= args.port <= 65535:
+        print(f"benchcert dashboard serve: --port must be in 0..65535; got {args.port}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        server = make_server(args.dir, args.host, args.port, quiet=args.quiet)
+    except DashboardError as exc:
+        print(f"benchcert dashboard serve: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    except OSError as exc:
+        print(f"benchcert dashboard serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    if not _is_loopback(args.host):
+        print(f"warning: {args.host} is not a loopback address: anyone who can reach it can read the dashboard",
+              file=sys.stderr)
+    host, port = server.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    # Flushed at once: scripts (and the browser test) wait for this line to learn the port.
+    if threading.current_thread() is threading.main_thread():
+        # A service manager stops with SIGTERM: close the socket the same way as on Ctrl-C.
+        signal.signal(signal.SIGTERM, _interrupt)
+    print(f"serving {args.dir} at http://{shown}:{port}/  (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
+
+
+def register_dashboard(sub) -> None:
+    sp = sub.add_parser("dashboard", help="build or serve the static ops dashboard of an artifacts root",
+                        description="A static, offline site from the run artifacts (never the live store): an "
+                                    "index of benchmarks and runs, per benchmark the trend of each model's score "
+                                    "with its interval across runs and checkpoints, per run its report.")
+    dsub = sp.add_subparsers(dest="dashboard_command", required=True, metavar="ACTION")
+
+    b = dsub.add_parser("build", help="write the site from an artifacts root",
+                        description="Write the dashboard of --artifacts into --out (replaced atomically; an "
+                                    "existing --out must be empty or an earlier dashboard). Runs that cannot be "
+                                    "read are listed as skipped; the rest is built.")
+    b.add_argument("--artifacts", type=Path, required=True, metavar="DIR", help="artifacts root (holds index.json)")
+    b.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder to write")
+    b.add_argument("--method", default=None,
+                   help="interval method to show (default: the first of hierarchical, clustered_subject, wilson, "
+                        "iid_clt in each benchmark's latest run)")
+    b.add_argument("--max-runs", type=int, default=90, metavar="N", help="runs per trend chart (default 90)")
+    b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    b.set_defaults(func=cmd_dashboard_build)
+
+    s = dsub.add_parser("serve", help="serve a built site over HTTP (loopback by default)",
+                        description="Serve the files of a built dashboard (and nothing outside it) until "
+                                    "interrupted. Prints the URL once listening.")
+    s.add_argument("--dir", type=Path, required=True, metavar="DIR", help="site folder (from dashboard build)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    s.add_argument("--quiet", action="store_true", help="do not log requests")
+    s.set_defaults(func=cmd_dashboard_serve)

@@ -1,0 +1,113 @@
+"""How the command line reports a failure: one line on stderr and a documented exit code.
+
+Exit codes (flows/cli/__init__.py): 0 success; 1 the data or the run failed (unknown benchmark, variant
+or model, rejected or conflicting file); 2 usage error (bad option value, bad mapping);
+3 the store is locked or unusable; 4 a CI gate failed (``compare --fail-on``).
+
+``--debug`` anywhere on the command line, or ``BENCHCERT_DEBUG=1``, lets the traceback through
+(and Prefect's own console logging, which is otherwise kept to critical messages; the Prefect
+API still receives every log of a flow run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+#: The one definition of the exit codes; every command module imports them from here.
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
+DEBUG_FLAG = "--debug"
+_debug = False  # set by flows/cli/__init__.py main() for the command being run
+
+
+def _env_debug() -> bool:
+    return os.environ.get("BENCHCERT_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
+    """Whether tracebacks were asked for, and argv without ``--debug`` (it may stand anywhere)."""
+    rest = [a for a in argv if a != DEBUG_FLAG]
+    return _env_debug() or len(rest) != len(argv), rest
+
+
+def set_debug(on: bool) -> None:
+    global _debug
+    _debug = bool(on)
+
+
+def show_traceback(exc: BaseException | None = None) -> None:
+    """Under ``--debug`` (or BENCHCERT_DEBUG=1): print the traceback of ``exc`` (default: the
+    exception being handled) on stderr, for commands that catch their own errors to report them
+    in one line.  The errors it was raised from are printed too, even when a command re-raised
+    them ``from None`` to keep the one-line message short."""
+    if not (_debug or _env_debug()):
+        return
+    import traceback
+
+    exc = exc if exc is not None else sys.exc_info()[1]
+    chain = []
+    while exc is not None and exc not in chain and len(chain) < 10:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    for e in reversed(chain):
+        traceback.print_exception(type(e), e, e.__traceback__, chain=False, file=sys.stderr)
+
+
+def print_json(obj, *, strict: bool = False) -> None:
+    """``--json`` output: indented, anything else as its string; ``strict``: NaN or infinity is
+    an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
+    print(json.dumps(obj, indent=2, default=str, allow_nan=not strict))
+
+
+def quiet_prefect_console(debug: bool) -> None:
+    """Prefect prints a task's traceback to the console before the flow re-raises it: keep that for --debug."""
+    if not debug:
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+
+
+def exit_code(exc: BaseException) -> int:
+    """The documented exit code of an error that reached the top of a command."""
+    from benchcert.tasks.store.connection import StoreError
+
+    try:
+        from benchcert.tasks.ingest.mapping import MappingError
+    except ImportError:  # pragma: no cover
+        MappingError = ()  # type: ignore[assignment]
+    if isinstance(exc, StoreError):
+        return EXIT_STORE
+    if isinstance(exc, MappingError):
+        return EXIT_USAGE
+    return EXIT_DATA
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+#: Errors that describe the user's input or data; anything else is reported as unexpected.
+def is_user_error(exc: BaseException) -> bool:
+    from benchcert.tasks.store.connection import StoreError
+
+    return isinstance(exc, (ValueError, LookupError, StoreError, FileNotFoundError, PermissionError,
+                            IsADirectoryError, NotADirectoryError))
+
+
+def report(command: str | None, exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr; return its exit code."""
+    prog = f"benchcert {command}" if command else "benchcert"
+    if is_user_error(exc):
+        print(f"{prog}: {one_line(exc)}", file=sys.stderr)
+    else:
+        print(f"{prog}: unexpected error: {type(exc).__name__}: {one_line(exc)} "
+              f"(run again with {DEBUG_FLAG} for the traceback)", file=sys.stderr)
+    return exit_code(exc)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the message and where to read more), exit 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")

@@ -1,0 +1,278 @@
+"""``benchcert perturb`` (audit logs with prompt variants) and ``benchcert plan perturbation``
+(design a study: choose eps, m, r under a budget; composite-null paper, Algorithm C).
+
+Exit codes as in flows/cli/__init__.py: 0 success; 1 the data do not allow it (unknown benchmark or
+variant, no valid design); 2 usage error; 3 the store is locked or unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from pathlib import Path
+
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, show_traceback
+from benchcert.flows.cli.errors import print_json as _print_json
+
+
+def _variants(text: str | None) -> list[str] | None:
+    # A comma list; "" names the unnamed base variant, as in the canonical row.
+    return None if text is None else [v.strip() for v in text.split(",")]
+
+
+def _count(text: str) -> int:
+    """A positive count, accepting 1e7-style input."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 1 or not v.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(v)
+
+
+# --------------------------------------------------------------------------------------
+# benchcert perturb
+
+
+_METHOD_NAMES = {"widened": "widened-range test",
+                 "plugin_exact": "plug-in exact calibration, assumption-dependent",
+                 "plugin_union": "plug-in union bound, assumption-dependent"}
+
+
+def cmd_perturb(args) -> int:
+    from benchcert.tasks.store.matrices import MatrixError, available_variants, choose_variant
+    from benchcert.tasks.perturbation.service import DesignError, audit_benchmark
+    from benchcert.tasks.store.connection import StoreError, StoreLockedError, open_store
+
+    if not 0 < args.alpha < 1:
+        print(f"benchcert perturb: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
+        return EXIT_USAGE
+    if not Path(args.db).is_file():
+        print(f"benchcert perturb: {args.db}: no such store; ingest something first", file=sys.stderr)
+        return EXIT_STORE
+    try:
+        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
+            # The base follows the rule every command uses for its variant (tasks/store/matrices.py).
+            base = choose_variant(con, args.benchmark, args.base, flag="--base")
+            present = available_variants(con, args.benchmark)
+            if args.base is None and base == ("" if "" in present else present[0]):
+                base = None  # the built-in design (and its checks) picks this base itself
+            audit = audit_benchmark(con, args.benchmark, base=base, null=_variants(args.null),
+                                    test=_variants(args.test), alpha=args.alpha, method=args.method,
+                                    models=_variants(args.model))
+    except StoreLockedError as exc:
+        show_traceback()  # --debug
+        print(f"benchcert perturb: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    except StoreError as exc:
+        show_traceback()
+        print(f"benchcert perturb: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    except (MatrixError, DesignError) as exc:
+        show_traceback()
+        print(f"benchcert perturb: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    if args.json:
+        _print_json({"benchmark": args.benchmark, "alpha": audit.alpha, "method": audit.method,
+                     "assumptions": list(audit.assumptions), "design": audit.design.as_dict(),
+                     "variants": audit.variants.to_dicts(), "items": audit.items.to_dicts(),
+                     "notes": list(audit.notes)})
+        return EXIT_OK
+    d = audit.design
+    print(f"benchmark {args.benchmark!r}: base {d.base!r}; null {', '.join(map(repr, d.null))}; "
+          f"tested {', '.join(map(repr, d.test))} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
+    head = (f"{'model':<24} {'variant':<20} {'items':>5} {'composite':>9} {'comp. BH':>8} {'classical':>9} "
+            f"{'class. BH':>9}")
+    print(head)
+    print("-" * len(head))
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    no_power, low_power = [], []
+    for r in audit.variants.iter_rows(named=True):
+        model = r["model"] if len(r["model"]) <= 24 else r["model"][:21] + "..."
+        variant = repr(r["variant"])[:20]
+        comp, comp_bh = pct(r["composite_share"]), pct(r["composite_share_bh"])
+        if r["n_tested"] == 0:
+            # nothing could be tested: a share would read as "the prompt does not matter"
+            comp = comp_bh = ("no power" if r["n_no_power"] else "no alt." if r["n_no_alternative"] else
+                              "untested")
+        if r["no_power"]:
+            no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
+                            f"{r['no_power']}")
+        clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
+        if r["classical_tested"] == 0 and r["n_classical_no_power"]:
+            clas = clas_bh = "no power"
+        if r["low_power"]:
+            low_power.append(f"{r['model']} {r['variant']!r}: {r['n_low_power']} of {r['n_tested']} tested items - "
+                             f"{r['low_power']}")
+        if r["classical_no_power"]:
+            no_power.append(f"{r['model']} {r['variant']!r} (classical): {r['n_classical_no_power']} of "
+                            f"{r['n_items']} items - {r['classical_no_power']}")
+        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} {clas:>9} {clas_bh:>9}")
+    print("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
+          "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
+          "fractional scores), over the items it can reject at all; BH = Benjamini-Hochberg across items; "
+          "no alt. = every item's null range covers every rate (no alternative left to detect)")
+    for line in no_power:
+        print(f"no power: {line}")
+    for line in low_power:
+        print(f"{line}")
+    print("the composite test assumes:")
+    for a in audit.assumptions:
+        print(f"  - {a}")
+    if args.items:
+        top = audit.items.filter(audit.items["p_value"].is_not_null()).sort("p_value").head(args.items)
+        print(f"\n{'model':<20} {'item':<12} {'variant':<16} {'rate':>6} {'null range':>15} {'p':>8} {'m':>3} "
+              f"{'r':>7}  status")
+        for r in top.iter_rows(named=True):
+            lo, hi = (r["range_low"], r["range_high"]) if r["range_low"] is not None else (r["a_hat"], r["b_hat"])
+            rng = "-" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+            rr = "-" if r["r_min"] is None else f"{r['r_min']}-{r['r_max']}"
+            print(f"{r['model'][:20]:<20} {str(r['item_id'])[:12]:<12} {repr(r['variant'])[:16]:<16} "
+                  f"{r['test_rate']:6.3f} {rng:>15} {r['p_value']:8.2g} {r['m']:>3} {rr:>7}  {r['status']}")
+    for n in audit.notes:
+        print(f"note: {n}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------
+# benchcert plan perturbation
+
+
+def cmd_plan_perturbation(args) -> int:
+    from benchcert.stats.perturbation import design_search, estimate_range
+
+    if not 0 < args.alpha < 1:
+        print(f"benchcert plan perturbation: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
+        return EXIT_USAGE
+    range_info = None
+    pilot_m, pilot_r = args.pilot_m, args.pilot_r
+    if args.pilot_rates is not None:
+        if args.a_hat is not None or args.b_hat is not None:
+            print("benchcert plan perturbation: give --pilot-rates or --a-hat/--b-hat, not both", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            rates = [float(x) for x in args.pilot_rates.split(",")]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est = estimate_range(rates)
+        except ValueError as exc:
+            print(f"benchcert plan perturbation: --pilot-rates: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        a_hat, b_hat = est.a_hat, est.b_hat
+        pilot_m = len(rates)
+        if pilot_r == 0:
+            print("benchcert plan perturbation: --pilot-rates needs --pilot-r (replicates per pilot variant)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        range_info = {"a_hat": a_hat, "b_hat": b_hat, "raw_min": est.raw_min, "raw_max": est.raw_max,
+                      "method": est.method, "warnings": [str(w.message) for w in caught]}
+    else:
+        if args.a_hat is None or args.b_hat is None:
+            print("benchcert plan perturbation: give --a-hat and --b-hat (or --pilot-rates with --pilot-r)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        a_hat, b_hat = args.a_hat, args.b_hat
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            design = design_search(a_hat, b_hat, args.budget, alpha=args.alpha, pilot_m=pilot_m, pilot_r=pilot_r,
+                                   eps_step=args.eps_step, eps_max_rule=args.eps_max_rule, method=args.method)
+    except ValueError as exc:
+        print(f"benchcert plan perturbation: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out = design.as_dict()
+    out["warnings"] = [str(w.message) for w in caught]
+    if range_info is not None:
+        out["pilot_range"] = range_info
+    if args.json:
+        _print_json(out)
+        return EXIT_OK if design.valid else EXIT_DATA
+    print(f"null range [{design.a_hat:g}, {design.b_hat:g}] (width {design.width:g}), budget {design.budget:,} "
+          f"(pilot {design.pilot_cost:,}), alpha {design.alpha:g}, {design.method}")
+    print(f"eps_max = {design.eps_max:g}: {design.eps_max_rule}")
+    if design.valid:
+        print(f"design: eps = {design.eps:g}, m = {design.m} null variants, r = {design.r:,} replicates each "
+              f"(m r = {design.m * design.r:,})")
+        print(f"size bound (Theorem 2) = {design.size_bound:.4f} <= {design.alpha:g}; "
+              f"average-power bound (Theorem 4) = {design.power_bound:.4f}")
+        if design.exact_size is not None:
+            print(f"exact size = {design.exact_size:.4f}; exact average power = {design.exact_power:.4f}")
+        print(f"{design.n_valid} of {design.n_candidates} thresholds on the grid admit a valid design")
+    else:
+        more = (f"the smallest budget that gives one is {design.min_budget:,}" if design.min_budget
+                else "no budget gives one on this grid")
+        print(f"no valid (eps, m, r) under this budget; {more}")
+    for n in design.notes:
+        print(f"note: {n}")
+    for w in out["warnings"]:
+        print(f"warning: {w}")
+    return EXIT_OK if design.valid else EXIT_DATA
+
+
+def register_plan(plan_sub) -> None:
+    """Add ``perturbation`` to the sub-parsers of ``benchcert plan``."""
+    sp = plan_sub.add_parser(
+        "perturbation", help="choose eps, m and r for a prompt-perturbation test under a budget (Algorithm C)",
+        description="Algorithm C of the composite-null paper with Theorems 2 and 4 (not the misprinted "
+                    "pseudo-code): the threshold eps, the number m of null variants and the replicates r per "
+                    "variant that maximise the average-power bound while keeping the size bound at alpha, "
+                    "within a budget of model calls. Exit 1 when no design is valid (the output then names the "
+                    "smallest budget that gives one).")
+    sp.add_argument("--a-hat", type=float, help="lower end of the null range (estimated)")
+    sp.add_argument("--b-hat", type=float, help="upper end of the null range (estimated)")
+    sp.add_argument("--pilot-rates", metavar="P1,P2,...",
+                    help="instead of --a-hat/--b-hat: pilot null variants' response rates (Algorithm B, "
+                         "bias-corrected); sets --pilot-m to their number")
+    sp.add_argument("--budget", type=_count, required=True, help="total model calls nu, pilot included (1e7 ok)")
+    sp.add_argument("--alpha", type=float, default=0.05, help="level (default 0.05)")
+    sp.add_argument("--pilot-m", type=int, default=0, help="pilot null variants m~ (default 0)")
+    sp.add_argument("--pilot-r", type=int, default=0, help="pilot replicates per variant r~ (default 0)")
+    sp.add_argument("--eps-step", type=float, default=0.001, help="grid step for eps (default 0.001)")
+    sp.add_argument("--eps-max-rule", choices=["auto", "algorithm_c", "width"], default="auto",
+                    help="auto (default): min(a, b-a, 1-b) unless that is 0, then b-a")
+    sp.add_argument("--method", choices=["union", "exact"], default="union",
+                    help="union (default): the paper's bounds; exact: exact size/power under Assumption 2 (slower)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sp.set_defaults(func=cmd_plan_perturbation)
+
+
+def register(sub) -> None:
+    sp = sub.add_parser(
+        "perturb", help="does a prompt variant matter beyond semantically irrelevant rewordings?",
+        description="Per item and tested variant: the composite-null test (does the tested variant's response "
+                    "rate lie outside the null variants' range, widened for their sampling and binomial noise? "
+                    "valid at alpha without estimating the null range; items where no outcome could reject are "
+                    "reported as 'no power', never as 0%) beside the classical Fisher test against the base "
+                    "(energy-distance permutation test for fractional scores); per tested variant the share of items where the change "
+                    "matters, raw and after Benjamini-Hochberg across items. Without --null/--test every other variant is "
+                    "tested against all the rest. The base is --base, else the benchmark's default variant "
+                    "(benchcert default-variant), else the only one, else '', else the command refuses.")
+    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--base", help="base variant (the prompt as written; '' is the unnamed variant)")
+    sp.add_argument("--null", metavar="V1,V2,...", help="null variants: rewordings that should not matter")
+    sp.add_argument("--test", metavar="V[,V...]", help="variants to test (default: every non-base variant)")
+    sp.add_argument("--model", metavar="M[,M...]", help="only these models")
+    sp.add_argument("--alpha", type=float, default=0.05, help="level per item and BH FDR level (default 0.05)")
+    sp.add_argument("--method", choices=["widened", "plugin_exact", "plugin_union"], default="widened",
+                    help="widened (default): the valid widened-range test; plugin_exact / plugin_union: the "
+                         "paper's plug-in calibrations, which assume the estimated null range is the true one and "
+                         "do not hold their level with few null variants (for comparison only)")
+    sp.add_argument("--items", type=int, default=0, metavar="N", help="also list the N most significant items")
+    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
+                    help="seconds to wait for another benchcert process using the store (default 600)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sp.set_defaults(func=cmd_perturb)
+
+    import importlib.util
+
+    if importlib.util.find_spec("benchcert.flows.cli.plan") is not None:
+        from benchcert.flows.cli.plan import plan_subparsers
+
+        register_plan(plan_subparsers(sub))

@@ -1,0 +1,107 @@
+"""`benchcert serve` (the deployments) and `benchcert notify-checkpoint` (the trigger event)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def cmd_serve(args) -> int:
+    if not os.environ.get("PREFECT_API_URL"):
+        print("benchcert serve: set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
+              "on 127.0.0.1)", file=sys.stderr)
+        return 2
+    if args.webhook:
+        from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(args.webhook)
+        except WebhookError as exc:
+            print(f"benchcert serve: --webhook: {exc}", file=sys.stderr)
+            return 2
+    # The runner looks for due runs this often; short, so an event starts a run within seconds.
+    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
+    from prefect import serve
+
+    from benchcert.deployments.definitions import build_deployments
+
+    for folder in (args.inbox, args.artifacts):
+        folder.mkdir(parents=True, exist_ok=True)
+    deployments = build_deployments(db=str(args.db), inbox=str(args.inbox), artifacts_root=str(args.artifacts),
+                                    cron=args.cron, timezone=args.timezone, baseline=args.baseline,
+                                    webhook_url=args.webhook, alpha=args.alpha,
+                                    dashboard_dir=str(args.dashboard) if args.dashboard else None,
+                                    allowed_logs=[str(p) for p in args.allow_logs],
+                                    dask_address=args.dask_address, dask_workers=args.dask_workers)
+    serve(*deployments, print_starting_message=True)
+    return 0
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("serve", help="serve the nightly and checkpoint deployments on a Prefect server",
+                        description="Register and serve two deployments against PREFECT_API_URL: "
+                                    "nightly-audit (cron schedule) and checkpoint-audit (event trigger). "
+                                    "Runs until interrupted.")
+    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
+    sp.add_argument("--inbox", type=Path, required=True, help="inbox folder: one subfolder per benchmark")
+    sp.add_argument("--artifacts", type=Path, required=True, metavar="DIR", help="artifacts root")
+    sp.add_argument("--cron", default="0 2 * * *", help="nightly schedule (default '0 2 * * *')")
+    sp.add_argument("--timezone", default="UTC", help="time zone of the schedule (default UTC)")
+    sp.add_argument("--baseline", help="baseline model for checkpoint verdicts")
+    sp.add_argument("--webhook", help="URL that gets a JSON POST when a run finds regressions")
+    sp.add_argument("--alpha", type=float, default=0.05)
+    sp.add_argument("--dashboard", type=Path, metavar="DIR",
+                    help="rebuild the static dashboard here after every run (serve it with benchcert dashboard serve)")
+    sp.add_argument("--allow-logs", action="append", default=[], type=Path, metavar="DIR",
+                    help="a folder outside the inbox that checkpoint events may name as their logs (repeatable); "
+                         "any other path is refused")
+    sp.add_argument("--poll", type=float, default=2.0, help="seconds between polls for due runs (default 2)")
+    sp.add_argument("--dask-address", metavar="URL",
+                    help="nightly: audit the changed benchmarks in parallel on this Dask scheduler (tcp://HOST:PORT)")
+    sp.add_argument("--dask-workers", type=int, metavar="N",
+                    help="nightly: audit the changed benchmarks in parallel on a local Dask cluster of N processes")
+    sp.set_defaults(func=cmd_serve)
+
+    sp = sub.add_parser("notify-checkpoint", help="emit the event that starts a checkpoint audit",
+                        description="Send 'benchcert.checkpoint.logged' to the Prefect server at PREFECT_API_URL "
+                                    "(resource id = the model id; payload = benchmark and log location).")
+    sp.add_argument("--model", required=True, help='model id, e.g. "org/model@step-12000"')
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--logs", required=True, help="log file or folder, as the serving machine sees it")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_notify)
+
+
+def cmd_notify(args) -> int:
+    if not os.environ.get("PREFECT_API_URL"):
+        print("benchcert notify-checkpoint: set PREFECT_API_URL to the Prefect server that serves benchcert",
+              file=sys.stderr)
+        return 2
+    import asyncio
+
+    from prefect.events import Event
+    from prefect.events.clients import get_events_client
+
+    from benchcert.flows.checkpoint import CHECKPOINT_EVENT
+
+    event = Event(event=CHECKPOINT_EVENT, resource={"prefect.resource.id": args.model,
+                                                    "prefect.resource.name": args.model},
+                  payload={"benchmark": args.benchmark, "logs": str(args.logs)})
+
+    async def emit() -> None:
+        async with get_events_client() as client:
+            await client.emit(event)
+
+    try:
+        asyncio.run(emit())
+    except Exception as exc:  # network and server errors: say what failed, exit non-zero
+        print(f"benchcert notify-checkpoint: could not send the event: {exc}", file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
+                          "benchmark": args.benchmark, "logs": str(args.logs)}))
+    else:
+        print(f"sent {CHECKPOINT_EVENT} for {args.model} ({args.benchmark}, {args.logs}); event id {event.id}")
+    return 0

@@ -1,0 +1,187 @@
+"""Analyses: one plain function per family, each over the whole benchmark matrix.
+
+An analysis takes :class:`~benchcert.tasks.store.matrices.BenchmarkMatrices` and an
+:class:`AuditConfig` and returns an :class:`AnalysisOutput`: its long tables (written as
+``tables/<name>.parquet``), any per-model intervals (merged into summary.json and the
+interval plot), report sections and warnings.  The audit flow runs every entry of
+:data:`ANALYSES` as one Prefect task; a new family (hierarchical bounds, subsample
+guarantees, comparisons, ...) plugs in by adding a module and one line to ANALYSES,
+without touching the others.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import Section
+
+#: Columns of the per-model interval frame every analysis may return.
+INTERVAL_SCHEMA = {
+    "model": pl.String,
+    "metric": pl.String,      # "pooled" | "macro" | an analysis-specific score name
+    "method": pl.String,      # e.g. "iid_clt", "wilson", "clustered_subject"
+    "estimate": pl.Float64,
+    "lower": pl.Float64,
+    "upper": pl.Float64,
+    "half_width": pl.Float64,
+    "alpha": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Settings every analysis may read.
+
+    ``hierarchy`` names the levels analyses may treat as clusters: ("subject", "domain")
+    (default), ("subject",) to ignore domains (one domain), or () for no clustering.
+    ``subject_weights`` optionally gives user weights per subject (normalised to sum 1) for
+    weighted scores beside pooled and macro.  ``baseline`` names a model that comparisons
+    are made against (None = all pairs).
+    """
+
+    alpha: float = 0.05
+    variant: str | None = None
+    hierarchy: tuple[str, ...] = ("subject", "domain")
+    subject_weights: dict[str, float] | None = None
+    baseline: str | None = None
+    db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
+    environments: dict | None = None  # parsed environments file (tasks/certify/service.py), for audit --environments
+    all_pairs: bool = False  # comparisons: every pair even beyond comparisons.ALL_PAIRS_MAX_MODELS models
+
+    def __post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1); got {self.alpha!r}")
+        if self.hierarchy not in (("subject", "domain"), ("subject",), ()):
+            raise ValueError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
+        if self.subject_weights is not None:
+            bad = {k: v for k, v in self.subject_weights.items() if not v >= 0}
+            if bad or not sum(self.subject_weights.values()) > 0:
+                raise ValueError(f"subject_weights must be >= 0 and not all 0; got {bad or self.subject_weights}")
+
+
+@dataclass(frozen=True)
+class AnalysisOutput:
+    name: str
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    intervals: pl.DataFrame | None = None
+    sections: list[Section] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+Analysis = Callable[[BenchmarkMatrices, AuditConfig], AnalysisOutput]
+
+
+#: Analyses every run needs (summary.json is built from them); a failure of any other one skips it.
+REQUIRED = ("scores",)
+
+
+class AnalysisSkipped(UserWarning):
+    """An analysis could not run on this benchmark's structure and was left out of the run."""
+
+
+def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    """Run one analysis, timing its work and keeping its warnings for the run summary.
+
+    An analysis other than :data:`REQUIRED` that raises on this data (one model, one item,
+    one subject, subjects of one item each, ...) is skipped: the run keeps the others and
+    says which one was skipped and why, instead of failing as a whole.
+    """
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = fn(matrices, config)
+        # Data whose structure an analysis cannot use raises ValueError (the stats validators) or a
+        # numerical error; a KeyError, IndexError or TypeError is a bug and must fail the run, not
+        # read as "skipped".
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            if name in REQUIRED:
+                raise
+            reason = (f"{name}: {AnalysisSkipped.__name__}: skipped, it cannot run on this benchmark's structure "
+                      f"({len(matrices.models)} model(s), {matrices.n_items} item(s), {matrices.subjects.height} subject(s)): "
+                      f"{type(exc).__name__}: {exc}")
+            out = AnalysisOutput(name=name, warnings=[reason[:1000]])
+    seconds = time.perf_counter() - start
+    msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {_named(str(w.message), matrices)}" for w in caught))
+    return AnalysisOutput(name=out.name, tables=out.tables, intervals=out.intervals, sections=out.sections,
+                          warnings=out.warnings + msgs, seconds=seconds)
+
+
+_INDEX_LIST = re.compile(r"\b(model column\(s\)|subject\(s\)|domain\(s\))\s*\[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
+_PAIR_LIST = re.compile(r"\bmodel column pair\(s\)\s*\[((?:\(\d+, \d+\)(?:, )?)*)(, \.\.\. \((\d+) in all\))?\]")
+
+
+def _named(message: str, m: BenchmarkMatrices) -> str:
+    """The stats layer knows columns and codes, not names: a warning that lists "model column(s)
+    [3, 7]" (or subject/domain codes, or "model column pair(s) [(3, 7)]") reaches the user as the
+    names of those models."""
+    def names_of(kind: str) -> list[str]:
+        if kind.startswith("model"):
+            return list(m.models)
+        subj = m.subjects.sort("subject_code")
+        if kind.startswith("subject"):
+            return subj["subject"].to_list()
+        dom = subj.select("domain", "domain_code").unique().sort("domain_code")
+        return dom["domain"].to_list()
+
+    def swap(match: re.Match) -> str:
+        kind, listed, more, total = match.group(1), match.group(2), match.group(3), match.group(4)
+        try:
+            names = names_of(kind)
+            picked = [names[int(i)] for i in listed.split(",") if i.strip()]
+        except (IndexError, ValueError, KeyError, pl.exceptions.PolarsError):
+            return match.group(0)
+        label = {"model column(s)": "model(s)"}.get(kind, kind)
+        rest = f", ... ({total} in all)" if more else ""
+        return f"{label} {', '.join(repr(n) for n in picked)}{rest}"
+
+    def swap_pairs(match: re.Match) -> str:
+        # "model column pair(s) [(b, a), ...]" (comparisons: model b against model a)
+        try:
+            picked = [f"{m.models[int(b)]} vs {m.models[int(a)]}"
+                      for b, a in re.findall(r"\((\d+), (\d+)\)", match.group(1))]
+        except IndexError:
+            return match.group(0)
+        rest = f", ... ({match.group(3)} in all)" if match.group(2) else ""
+        return f"model pair(s) {', '.join(repr(n) for n in picked)}{rest}"
+
+    return _INDEX_LIST.sub(swap, _PAIR_LIST.sub(swap_pairs, message))
+
+
+def _registry() -> dict[str, Analysis]:
+    from benchcert.tasks.compare import analysis as comparisons
+    from benchcert.tasks.audit import hierarchical
+    from benchcert.tasks.audit import intervals
+    from benchcert.tasks.perturbation import analysis as perturbation
+    from benchcert.tasks.audit import scores
+    from benchcert.tasks.subsample import analysis as subsample
+    from benchcert.tasks.gof import analysis as calibration
+    from benchcert.tasks.certify import analysis as environments
+
+    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
+            "comparisons": comparisons.analyze, "subsample": subsample.analyze,
+            "perturbation": perturbation.analyze, "environments": environments.analyze,
+            "calibration": calibration.analyze}
+
+
+#: name -> analysis, in the order a run executes them.  Built on first use (PEP 562), so that
+#: importing one analysis module, or this package for its dataclasses, does not import them all;
+#: an audit imports them all before its clock starts (flows/runs.py).
+ANALYSES: dict[str, Analysis]
+
+
+def __getattr__(name: str):
+    if name == "ANALYSES":
+        registry = _registry()
+        globals()["ANALYSES"] = registry
+        return registry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,570 @@
+"""Hierarchical exchangeable intervals and the diagnostics behind them (exchangeable-bounds paper, sections 6-7).
+
+Per model: macro and pooled (and user-weighted) intervals from Corollary 6.1 with
+beta-binomial proxies per domain, reported as method ``"hierarchical"`` beside the
+comparator intervals (the exchangeable-bounds paper's Table 3 layout), their three variance
+components, and every domain fit with its degenerate flag. Per benchmark: split-half
+correlations within domains (Table 2 layout) and the model-centred subject correlation
+matrix (Figure 3, a domain-ordered heatmap).
+
+Tables: ``hierarchical_components``, ``domain_fits``, ``split_half``, ``subject_correlation``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
+from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
+from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
+from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import Section, heatmap_svg, interval_plot_svg, table_html
+
+#: Split-half settings: the paper's 500 splits, and a fixed seed so a run is reproducible.
+N_SPLITS = 500
+SPLIT_SEED = 20240607
+#: Colours shared with the report's other interval plots (tasks/audit/results.py METHOD_COLORS).
+COLORS = {"iid_clt": "#0072b2", "clustered_subject": "#009e73", "hierarchical": "#e69f00"}
+ALL_SUBJECTS = "(all subjects)"
+
+COMPONENT_SCHEMA = {
+    "model": pl.String, "metric": pl.String, "hierarchy": pl.String, "estimate": pl.Float64,
+    "sigma2_item": pl.Float64, "sigma2_subj": pl.Float64, "sigma2_dom": pl.Float64, "sigma2_eff": pl.Float64,
+    "half_width": pl.Float64, "lower": pl.Float64, "upper": pl.Float64, "alpha": pl.Float64,
+    "n_items": pl.Int64, "n_subjects": pl.Int64,
+}
+FIT_SCHEMA = {
+    "model": pl.String, "domain": pl.String, "K_d": pl.Int64, "n_items": pl.Int64, "mean": pl.Float64,
+    "a": pl.Float64, "b": pl.Float64, "nu": pl.Float64, "s2": pl.Float64, "icc": pl.Float64,
+    "loglik": pl.Float64, "method": pl.String, "status": pl.String, "degenerate": pl.Boolean,
+    "reason": pl.String, "used_in_bound": pl.Boolean, "nu_lower": pl.Float64, "s2_upper": pl.Float64,
+    "upper_alpha": pl.Float64,
+}
+SPLIT_SCHEMA = {
+    "model": pl.String, "domain": pl.String, "n_subjects": pl.Int64, "corr": pl.Float64, "sd": pl.Float64,
+    "n_valid_splits": pl.Int64, "n_splits": pl.Int64, "negative": pl.Boolean, "status": pl.String,
+}
+CORR_SCHEMA = {
+    "subject_i": pl.String, "domain_i": pl.String, "subject_j": pl.String, "domain_j": pl.String,
+    "corr": pl.Float64, "n_models": pl.Int64,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration helpers (for the CLI and config files)
+
+
+def parse_hierarchy(text: str) -> tuple[str, ...]:
+    """``--hierarchy`` value -> AuditConfig.hierarchy.
+
+    Accepts ``subject,domain`` (default), ``subject``, ``none``, and the explicit form
+    ``subject=subject,domain=domain`` (levels name the canonical fields the store holds; to
+    use another log column as a level, map it to ``subject``/``domain`` at ingest).
+    """
+    raw = (text or "").strip().lower()
+    if raw in ("", "none", "()", "-"):
+        return ()
+    levels = []
+    for part in raw.split(","):
+        part = part.strip()
+        level, _, col = part.partition("=")
+        level, col = level.strip(), (col.strip() or level.strip())
+        if level not in ("subject", "domain") or col != level:
+            raise ValueError(f"--hierarchy: {part!r} is not a level; use subject,domain | subject | none "
+                             "(to use another column as a level, map it with --map subject=COL or "
+                             "--map domain=COL at ingest)")
+        levels.append(level)
+    out = tuple(levels)
+    if out not in (("subject", "domain"), ("subject",)):
+        raise ValueError(f"--hierarchy must be subject,domain | subject | none; got {text!r}")
+    return out
+
+
+def read_subject_weights(path: str | Path) -> dict[str, float]:
+    """Subject weights from a file: TOML (a ``[subject_weights]`` table or top-level
+    ``subject = weight`` pairs), JSON (an object) or CSV (columns ``subject,weight``)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".toml", ".json", ".csv"):
+        raise ValueError(f"{p}: weights file must be .toml, .json or .csv")
+    text = p.read_text(encoding="utf-8")
+    if suffix == ".toml":
+        import tomllib
+
+        data = tomllib.loads(text)
+        data = data.get("subject_weights", data)
+    elif suffix == ".json":
+        data = json.loads(text)
+    elif suffix == ".csv":
+        frame = pl.read_csv(p, schema_overrides={"subject": pl.String, "weight": pl.Float64})
+        if not {"subject", "weight"} <= set(frame.columns):
+            raise ValueError(f"{p}: a weights CSV needs columns subject,weight; got {frame.columns}")
+        data = dict(zip(frame["subject"].to_list(), frame["weight"].to_list()))
+    if not isinstance(data, dict) or not data:
+        raise ValueError(f"{p}: expected a non-empty mapping subject -> weight")
+    out = {}
+    for k, v in data.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise ValueError(f"{p}: weight of subject {k!r} must be a number >= 0; got {v!r}")
+        out[str(k)] = float(v)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the analysis
+
+
+def _hierarchy_name(levels: tuple[str, ...]) -> str:
+    return ",".join(levels) if levels else "none"
+
+
+_RESTATED = ("beta_binomial_mle:", "beta_mle_on_subject_means:", "split_half:", "fit_domains:",
+             "hierarchical_bound:", "subject_correlation:")
+
+
+def _short_list(items: list[str], limit: int = 8) -> str:
+    return ", ".join(items[:limit]) + (f" ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def _data_warnings(m: BenchmarkMatrices, fits, weights: np.ndarray | None, corr) -> list[str]:
+    """Named versions of the stats layer's data warnings that do not live in a table."""
+    models, names = m.models, m.subjects["subject"].to_list()
+    out = []
+    single = np.argwhere(fits.n == 1)
+    if single.size:
+        out.append("subject(s) with a single answered item (their accuracy is 0 or 1 and informs only the domain "
+                   "mean): " + _short_list([f"{models[j]} / {names[k]}" for k, j in single]))
+    missing = np.argwhere(fits.n == 0)
+    if missing.size:
+        out.append("model(s) answered none of a subject, which is left out of their scores and fits: "
+                   + _short_list([f"{models[j]} / {names[k]}" for k, j in missing]))
+    if weights is not None:
+        partial = ((weights[:, None] > 0) & (fits.n == 0)).any(axis=0)
+        if partial.any():
+            out.append("weighted score: weights renormalised over the answered subjects for "
+                       + _short_list([models[j] for j in np.flatnonzero(partial)]))
+    if corr is not None and corr.negative_within.any():
+        doms = list(m.domains)
+        out.append("model-centred subject correlation: negative mean within-domain correlation (descriptive "
+                   "evidence that the domain's subjects share no common factor) in "
+                   + _short_list([f"{doms[d]} ({corr.within_domain_mean[d]:.2f})"
+                                  for d in np.flatnonzero(corr.negative_within)]))
+    if corr is not None and not np.diag(corr.defined).all():
+        out.append("subject correlation undefined (constant centred profile across models) for "
+                   + _short_list([names[k] for k in np.flatnonzero(~np.diag(corr.defined))]))
+    return out
+
+
+def _named_warnings(caught, fits_frame: pl.DataFrame, split_frame: pl.DataFrame) -> list[str]:
+    """Replace index-based stats warnings by messages that name models and domains."""
+    msgs = []
+    for w in caught:
+        text = str(w.message)
+        if issubclass(w.category, DegenerateDataWarning) and text.startswith(_RESTATED):
+            continue  # restated by name (the stats layer only knows row and column numbers)
+        msgs.append(f"{w.category.__name__}: {text}")
+    bad = fits_frame.filter(pl.col("degenerate"))
+    for status, group in bad.group_by("status", maintain_order=True):
+        pairs = [f"{r['model']} / {r['domain']}" for r in group.head(8).iter_rows(named=True)]
+        more = f" ... ({group.height} in all)" if group.height > 8 else ""
+        msgs.append(f"domain fit {status[0]} in {group.height} (model / domain) fit(s): {', '.join(pairs)}{more}: "
+                    f"{group['reason'][0]}")
+    neg = split_frame.filter(pl.col("negative"))
+    if neg.height:
+        pairs = [f"{r['model']} / {r['domain']} ({r['corr']:.2f})" for r in neg.head(8).iter_rows(named=True)]
+        more = f" ... ({neg.height} in all)" if neg.height > 8 else ""
+        msgs.append("negative within-domain split-half correlation (evidence against exchangeable subjects in "
+                    f"that domain) for {', '.join(pairs)}{more}")
+    undefined = split_frame.filter(pl.col("status") != "ok")
+    if undefined.height:
+        msgs.append(f"split-half correlation not defined for {undefined.height} (model, domain) pair(s) "
+                    f"(e.g. {undefined['model'][0]} / {undefined['domain'][0]}: {undefined['status'][0]})")
+    return msgs
+
+
+def _user_weights(m: BenchmarkMatrices, weights: dict[str, float]) -> tuple[np.ndarray | None, list[str]]:
+    names = m.subjects["subject"].to_list()
+    known = set(names)
+    notes = []
+    unknown = sorted(set(weights) - known)
+    if unknown:
+        notes.append(f"subject_weights names {len(unknown)} subject(s) not in the benchmark, ignored: "
+                     f"{unknown[:8]}")
+    w = np.array([weights.get(s, 0.0) for s in names], dtype=float)
+    if not w.sum() > 0:
+        notes.append("subject_weights gives no positive weight to any subject of the benchmark; "
+                     "no weighted score reported")
+        return None, notes
+    return w, notes
+
+
+@dataclass(frozen=True)
+class _Caught:
+    """A warning caught in one part of the analysis (picklable: a part may run on a Dask worker)."""
+
+    category: type
+    message: str
+
+
+def _caught(records) -> list[_Caught]:
+    return [_Caught(w.category, str(w.message)) for w in records]
+
+
+@dataclass(frozen=True)
+class ModelBlock:
+    """The per-model part of the analysis for the model columns of a matrix: the domain fits, the
+    hierarchical bounds per metric and the comparator intervals of the Table 3 layout.
+
+    Every number of a column depends on that column alone (each fit, bound and interval is
+    computed on its own), so the parts of blocks of models, concatenated in column order, are
+    the part of the whole matrix to the last bit (tests/tasks/audit/test_dask_blocks.py); the Dask audit
+    computes them block by block on the workers (tasks/audit/distributed.py).
+    """
+
+    fits: DomainFits
+    bounds: dict[str, HierarchicalBound]
+    comparators: dict[str, dict[str, IntervalResult]]
+    fit_warnings: list[_Caught]
+    bound_warnings: list[_Caught]
+    other_warnings: list[_Caught]
+
+
+def _domains(m: BenchmarkMatrices, levels: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    if "domain" in levels:
+        return np.asarray(m.subject_domain, dtype=np.int64), list(m.domains)
+    return np.zeros(m.subjects.height, dtype=np.int64), [ALL_SUBJECTS]
+
+
+def _metrics(m: BenchmarkMatrices, config: AuditConfig) -> tuple[dict[str, object], list[str]]:
+    metrics: dict[str, object] = {"macro": "macro", "pooled": "pooled"}
+    notes: list[str] = []
+    if config.subject_weights:
+        w, notes = _user_weights(m, config.subject_weights)
+        if w is not None:
+            metrics["weighted"] = w
+    return metrics, notes
+
+
+#: The comparator methods of the Table 3 layout (lm_eval_group is the comparator analysis' own).
+TABLE3_METHODS = ("iid_clt", "wilson", "clustered_subject")
+
+
+def _table3_comparators(m: BenchmarkMatrices, fits: DomainFits, alpha: float) -> dict[str, dict[str, IntervalResult]]:
+    """The Table 3 comparator intervals of both scores: from the fits' per-subject counts when every
+    score is 0/1 and every subject has items (the same numbers as from the matrix, without reading
+    it again), else from one pass over the matrix."""
+    codes = np.asarray(m.item_subject)
+    if fits.binary.all() and np.bincount(codes, minlength=fits.n.shape[0]).all():
+        out = comparator_intervals_counts(fits.n, fits.total, alpha=alpha)
+    else:
+        out = comparator_intervals_both(m.scores, codes, alpha=alpha)
+    return {w: {meth: out[w][meth] for meth in TABLE3_METHODS} for w in out}
+
+
+def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
+    """Fits, bounds and comparator intervals of ``m``'s models (all of them, or a block of them)."""
+    levels = tuple(config.hierarchy)
+    item_only = levels == ()
+    doms, _ = _domains(m, levels)
+    metrics, _ = _metrics(m, config)
+    # The subject proxies used are upper confidence bounds at a share of alpha (valid with few
+    # subjects per domain); the plug-in fit stays in the domain_fits table for reference.
+    proxy_alpha = PROXY_SHARE * config.alpha
+    with warnings.catch_warnings(record=True) as caught_fits:
+        warnings.simplefilter("always")
+        fits = fit_domains(m.scores, m.item_subject, doms, proxy_alpha=proxy_alpha)
+    with warnings.catch_warnings(record=True) as caught_bounds:
+        warnings.simplefilter("always")
+        means = np.nan_to_num(fits.subject_means, nan=0.0)
+        bounds = {name: hierarchical_bound(means, fits.n, doms, None if item_only else fits.s2_upper, weights=wts,
+                                           alpha=config.alpha, proxy_alpha=0.0 if item_only else proxy_alpha,
+                                           profile=None if item_only else fits.profile)
+                  for name, wts in metrics.items()}
+    with warnings.catch_warnings(record=True) as caught_other:
+        warnings.simplefilter("always")
+        # Recomputed only for the Table 3 layout; the comparator analysis reports their warnings.
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        comparators = _table3_comparators(m, fits, config.alpha)
+    return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, fit_warnings=_caught(caught_fits),
+                      bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
+
+
+def split_part(m: BenchmarkMatrices, config: AuditConfig, fits: DomainFits | None = None
+               ) -> tuple[SplitHalfResult, list[_Caught]]:
+    """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block);
+    ``fits``: the whole matrix' domain fits, whose subject counts it then reuses."""
+    doms, _ = _domains(m, tuple(config.hierarchy))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED),
+                           fits=fits)
+    return split, _caught(caught)
+
+
+def _concat(cls, parts: list, model_axis: dict[str, int]):
+    """One dataclass from per-block ones: the fields in ``model_axis`` concatenated along that axis
+    (the model axis), every other field taken from the first block (the same in all of them)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    fields = {}
+    for f in dataclasses.fields(cls):
+        v = getattr(first, f.name)
+        if f.name in model_axis and v is not None:
+            v = np.concatenate([getattr(p, f.name) for p in parts], axis=model_axis[f.name])
+        fields[f.name] = v
+    return cls(**fields)
+
+
+#: Model axis of each per-model field of DomainFits, HierarchicalBound and IntervalResult.
+_FIT_AXES = {**{f: 1 for f in ("a", "b", "nu", "mean", "s2", "icc", "loglik", "n_subjects", "n_items", "status",
+                               "degenerate", "converged", "n", "total", "nu_lower", "s2_upper", "upper_alpha",
+                               "profile")},
+             "fit_method": 0, "binary": 0}
+_BOUND_AXES = {f: 0 for f in ("estimate", "lower", "upper", "half_width", "sigma2_item", "sigma2_subj", "sigma2_dom",
+                              "sigma2_eff", "n", "n_subjects")} | {"weights": 1}
+
+
+def merge_blocks(parts: list[ModelBlock]) -> ModelBlock:
+    """The blocks' parts (in column order) as the part of all their models."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+
+    def interval_axes(r):
+        return {f.name: 0 for f in dataclasses.fields(r) if isinstance(getattr(r, f.name), np.ndarray)}
+
+    fits = _concat(DomainFits, [p.fits for p in parts], _FIT_AXES)
+    # The fits' assumptions name the beta fit on subject means when some model is not binary.
+    fits = dataclasses.replace(fits, assumptions=max((p.fits.assumptions for p in parts), key=len))
+    return ModelBlock(
+        fits=fits,
+        bounds={k: _concat(HierarchicalBound, [p.bounds[k] for p in parts], _BOUND_AXES) for k in first.bounds},
+        comparators={metric: {meth: _concat(type(r), [p.comparators[metric][meth] for p in parts], interval_axes(r))
+                              for meth, r in first.comparators[metric].items()} for metric in first.comparators},
+        fit_warnings=[w for p in parts for w in p.fit_warnings],
+        bound_warnings=[w for p in parts for w in p.bound_warnings],
+        other_warnings=[w for p in parts for w in p.other_warnings])
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    block = model_block(m, config)
+    return assemble(m, config, [block], split_part(m, config, block.fits))
+
+
+def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock],
+             split: tuple[SplitHalfResult, list[_Caught]]) -> AnalysisOutput:
+    """The analysis from its per-model parts (one block, or the blocks of models in column order) and
+    the split-half diagnostic: what needs every model at once (the subject correlation across
+    models), the tables, warnings and report sections."""
+    levels = tuple(config.hierarchy)
+    item_only = levels == ()
+    subjects = m.subjects
+    n_subj = subjects.height
+    doms, dom_names = _domains(m, levels)
+    models = m.models
+    metrics, notes = _metrics(m, config)
+    part = merge_blocks(blocks)
+    fits, bounds, comparators = part.fits, part.bounds, part.comparators
+    split, split_warnings = split
+    for w in part.other_warnings:  # (outside the restated families: as in one process, to run_analysis)
+        warnings.warn(w.message, w.category, stacklevel=2)
+    with warnings.catch_warnings(record=True) as caught_corr:
+        warnings.simplefilter("always")
+        corr = (subject_correlation(fits.subject_means, np.asarray(m.subject_domain, dtype=np.int64))
+                if len(models) >= 3 else None)
+    caught = part.fit_warnings + part.bound_warnings + split_warnings + _caught(caught_corr)
+
+    hier = _hierarchy_name(levels)
+    intervals = pl.concat([pl.DataFrame({
+        "model": models, "metric": name, "method": "hierarchical", "estimate": b.estimate, "lower": b.lower,
+        "upper": b.upper, "half_width": b.half_width, "alpha": float(b.alpha)}, schema=INTERVAL_SCHEMA)
+        for name, b in bounds.items()])
+    components = pl.concat([pl.DataFrame({
+        "model": models, "metric": name, "hierarchy": hier, "estimate": b.estimate, "sigma2_item": b.sigma2_item,
+        "sigma2_subj": b.sigma2_subj, "sigma2_dom": b.sigma2_dom, "sigma2_eff": b.sigma2_eff,
+        "half_width": b.half_width, "lower": b.lower, "upper": b.upper, "alpha": float(b.alpha),
+        "n_items": b.n, "n_subjects": b.n_subjects}, schema=COMPONENT_SCHEMA) for name, b in bounds.items()])
+
+    d, mdl = fits.s2.shape
+    reasons = fits.reason
+    fit_frame = pl.DataFrame({
+        "model": np.tile(models, d), "domain": np.repeat(dom_names, mdl),
+        "K_d": fits.n_subjects.ravel(), "n_items": fits.n_items.ravel(), "mean": fits.mean.ravel(),
+        "a": fits.a.ravel(), "b": fits.b.ravel(), "nu": fits.nu.ravel(), "s2": fits.s2.ravel(),
+        "icc": fits.icc.ravel(), "loglik": fits.loglik.ravel(),
+        "method": np.tile(fits.fit_method, d), "status": fits.status.ravel(),
+        "degenerate": fits.degenerate.ravel(), "reason": [str(r) for r in reasons.ravel()],
+        "used_in_bound": np.full(d * mdl, not item_only), "nu_lower": fits.nu_lower.ravel(),
+        "s2_upper": fits.s2_upper.ravel(), "upper_alpha": fits.upper_alpha.ravel()}, schema=FIT_SCHEMA)
+    # A fit over no answered subject is no fit at all; keep the table to real ones.
+    fit_frame = fit_frame.filter(pl.col("K_d") > 0)
+
+    split_frame = pl.DataFrame({
+        "model": np.tile(models, d), "domain": np.repeat(dom_names, mdl),
+        "n_subjects": split.n_subjects.ravel(),
+        "corr": [None if not ok else float(v) for v, ok in zip(split.corr.ravel(), split.defined.ravel())],
+        "sd": [None if not ok else float(v) for v, ok in zip(split.sd.ravel(), split.defined.ravel())],
+        "n_valid_splits": split.n_valid.ravel(), "n_splits": N_SPLITS, "negative": split.negative.ravel(),
+        "status": split.status.ravel()}, schema=SPLIT_SCHEMA)
+
+    subj_names = subjects["subject"].to_list()
+    subj_doms = subjects["domain"].to_list()
+    if corr is not None:
+        ii, jj = np.meshgrid(np.arange(n_subj), np.arange(n_subj), indexing="ij")
+        ok = corr.defined.ravel()
+        corr_frame = pl.DataFrame({
+            "subject_i": [subj_names[i] for i in ii.ravel()], "domain_i": [subj_doms[i] for i in ii.ravel()],
+            "subject_j": [subj_names[j] for j in jj.ravel()], "domain_j": [subj_doms[j] for j in jj.ravel()],
+            "corr": [float(v) if o else None for v, o in zip(corr.corr.ravel(), ok)],
+            "n_models": corr.n_models.ravel()}, schema=CORR_SCHEMA)
+    else:
+        corr_frame = pl.DataFrame(schema=CORR_SCHEMA)
+        notes.append(f"subject correlation heatmap needs at least 3 models; the benchmark has {len(models)}")
+
+    if item_only:
+        notes.append("hierarchy 'none': the hierarchical intervals use the item-level proxy only (items treated "
+                     "as independent); they are not robust to dependence within subjects")
+    run_warnings = (notes + _data_warnings(m, fits, metrics.get("weighted"), corr)
+                    + _named_warnings(caught, fit_frame, split_frame))
+
+    sections = _sections(m, config, hier, bounds, comparators, components, fit_frame, split_frame, corr, dom_names,
+                         item_only)
+    return AnalysisOutput(
+        name="hierarchical",
+        tables={"hierarchical_components": components, "domain_fits": fit_frame, "split_half": split_frame,
+                "subject_correlation": corr_frame},
+        intervals=intervals, sections=sections, warnings=run_warnings)
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+
+
+def _wide_tables(frame: pl.DataFrame, *, index: str = "model", per_table: int = 7, digits: int = 3) -> str:
+    """A models x domains pivot as several narrower tables (14 domain columns do not fit a page)."""
+    cols = [c for c in frame.columns if c != index]
+    return "".join(table_html(frame.select(index, *cols[i:i + per_table]), float_digits=digits)
+                   for i in range(0, max(len(cols), 1), per_table))
+
+
+def _series(name: str, order: list[str], idx: dict[str, int], est, lower, upper) -> dict:
+    sel = [idx[o] for o in order]
+    return {"name": name, "color": COLORS[name], "estimate": np.asarray(est)[sel].tolist(),
+            "lower": np.asarray(lower)[sel].tolist(), "upper": np.asarray(upper)[sel].tolist()}
+
+
+def _sections(m, config, hier, bounds, comparators, components, fit_frame, split_frame, corr, dom_names,
+              item_only) -> list[Section]:
+    models = m.models
+    level = f"{100 * (1 - config.alpha):g}%"
+    idx = {name: i for i, name in enumerate(models)}
+    macro = bounds["macro"]
+
+    def table3(metric: str):
+        b, c = bounds[metric], comparators[metric]
+        return pl.DataFrame({
+            "model": models, f"{metric} %": b.estimate * 100, "iid ±": c["iid_clt"].half_width * 100,
+            "wilson ±": c["wilson"].half_width * 100, "clustered ±": c["clustered_subject"].half_width * 100,
+            "hierarchical ±": b.half_width * 100,
+            "hierarchical / iid": b.half_width / np.maximum(c["iid_clt"].half_width, 1e-12)}).sort(f"{metric} %")
+
+    plots = []
+    for metric in ("macro", "pooled"):
+        b, c = bounds[metric], comparators[metric]
+        order = [models[i] for i in np.argsort(b.estimate, kind="stable")]
+        series = [_series("iid_clt", order, idx, c["iid_clt"].estimate, c["iid_clt"].lower, c["iid_clt"].upper),
+                  _series("clustered_subject", order, idx, c["clustered_subject"].estimate,
+                          c["clustered_subject"].lower, c["clustered_subject"].upper),
+                  _series("hierarchical", order, idx, b.estimate, b.lower, b.upper)]
+        plots.append(interval_plot_svg(order, series, title=f"{metric.capitalize()} score: iid vs clustered vs "
+                                                            f"hierarchical, {level}", x_label=f"{metric} score"))
+
+    comp = (components.select(
+        "model", "metric", (pl.col("estimate") * 100).alias("score %"),
+        (pl.col("sigma2_item") * 1e4).alias("σ²_item ×1e4"), (pl.col("sigma2_subj") * 1e4).alias("σ²_subj ×1e4"),
+        (pl.col("sigma2_dom") * 1e4).alias("σ²_dom ×1e4"), (pl.col("sigma2_eff") * 1e4).alias("σ²_eff ×1e4"),
+        (pl.col("sigma2_subj") / pl.col("sigma2_eff") * 100).alias("subject share %"),
+        (pl.col("half_width") * 100).alias("half-width pp"))
+        .sort("metric", "score %"))
+    ratio = macro.half_width / np.maximum(comparators["macro"]["iid_clt"].half_width, 1e-12)
+    hier_text = {"subject,domain": "subjects exchangeable within each domain, domains fixed strata",
+                 "subject": "all subjects exchangeable in one group (domains ignored)",
+                 "none": "no clustering: item-level proxy only"}[hier]
+    notes = "".join(f"<li>{escape(a)}</li>" for a in macro.assumptions)
+    head = (f"<p>{level} intervals from Corollary 6.1 of the exchangeable-bounds paper: "
+            f"h = √(2 σ²_eff log(2/α)) with σ²_eff = σ²_item + σ²_subj + σ²_dom, the subject term from a "
+            f"beta-binomial fit per domain (Marchal-Arbel proxy 1/(4(a+b+1))), as a profile-likelihood upper "
+            f"confidence bound over all domains, so that the interval keeps its level with few subjects per domain "
+            f"(half of α is spent on that bound). Hierarchy: <b>{escape(hier)}</b> "
+            f"({escape(hier_text)}). The macro half-width is {np.median(ratio):.1f}× the iid one (median over "
+            f"models; range {ratio.min():.1f}-{ratio.max():.1f}×). Half-widths in percentage points.</p>")
+    if item_only:
+        head += ("<p><b>Item-level only.</b> With hierarchy 'none' items are treated as independent, so these "
+                 "intervals ignore the subject dependence that the diagnostics below measure.</p>")
+    sections = [Section(
+        title="Hierarchical exchangeable intervals", anchor="hierarchical",
+        html=(head + "<h3>Macro score (paper Table 3 layout)</h3>" + table_html(table3("macro"), float_digits=2)
+              + "<h3>Pooled score</h3>" + table_html(table3("pooled"), float_digits=2) + "".join(plots)
+              + "<h3>Where the uncertainty comes from</h3>"
+              + table_html(comp, float_digits=3, max_rows=500)
+              + f'<ul class="assumptions">{notes}</ul>'))]
+
+    fits_used = fit_frame.filter(pl.col("K_d") > 0)
+    icc = (fits_used.select("model", "domain", "icc").pivot(on="domain", index="model", values="icc")
+           .sort("model"))
+    bad = fits_used.filter(pl.col("degenerate")).select("model", "domain", "K_d", "status", "s2", "s2_upper", "reason")
+    sections.append(Section(
+        title="Domain fits (beta-binomial)", anchor="domain-fits",
+        html=("<p>Intraclass correlation 1/(a+b+1) of each domain's beta-binomial fit per model: the share of "
+              "item variance that lies between subjects (paper section 7.3). Larger means the subject term "
+              "dominates the interval." + (" <b>Not used in the bound (hierarchy 'none').</b>" if item_only else "")
+              + "</p>" + _wide_tables(icc)
+              + (f"<h3>Degenerate fits ({bad.height})</h3>"
+                 "<p>Each is flagged in <code>domain_fits.parquet</code>. The interval does not plug in these fits: "
+                 "it uses the worst case 1/4 where a + b is not identifiable, and otherwise an upper confidence "
+                 "bound on the whole subject term from the domains' profile likelihoods (finite even for an "
+                 "under-dispersed fit). <code>s2_upper</code> is each domain's own bound (Bonferroni over "
+                 "domains), shown for reference.</p>" + table_html(bad, float_digits=6)
+                 if bad.height else "<p>No degenerate fit.</p>"))))
+
+    t2 = (split_frame.select("model", "domain", "corr").pivot(on="domain", index="model", values="corr")
+          .sort("model"))
+    neg = split_frame.filter(pl.col("negative"))
+    sections.append(Section(
+        title="Split-half reliability within domains", anchor="split-half",
+        html=(f"<p>Mean over {N_SPLITS} random splits (seed {SPLIT_SEED}) of the correlation, across the "
+              "subjects of a domain, between the accuracies on two random halves of each subject's items "
+              "(paper Table 2 layout). High values: stable subject differences, so the subject term is real. "
+              "Empty: fewer than 3 splittable subjects or no informative split. Negative values are evidence "
+              "against exchangeable subjects in that domain.</p>" + _wide_tables(t2)
+              + (f"<p><b>{neg.height} negative</b> (model, domain) value(s) flagged.</p>" if neg.height else ""))))
+
+    if corr is not None:
+        subj = m.subjects
+        labels = subj["subject"].to_list()
+        groups = subj["domain"].to_list()
+        summary = pl.DataFrame({
+            "domain": list(m.domains), "subjects": np.bincount(np.asarray(m.subject_domain), minlength=len(m.domains)),
+            "within-domain mean r": [None if not np.isfinite(v) else float(v) for v in corr.within_domain_mean],
+            "negative": corr.negative_within})
+        svg = heatmap_svg(corr.corr, labels, groups=groups,
+                          title="Model-centred subject-subject correlation across models")
+        sections.append(Section(
+            title="Subject correlation across models", anchor="subject-correlation",
+            html=("<p>Correlation across models of subject accuracies after removing each model's macro score "
+                  "(paper Figure 3), subjects ordered by domain. Red blocks on the diagonal: subjects of a domain "
+                  "that are easy or hard together. Descriptive only: it pools models, not repeated draws. "
+                  f"Between-domain mean r = {corr.between_domain_mean:.3f}.</p>" + svg
+                  + table_html(summary, float_digits=3))))
+    return sections

@@ -1,0 +1,81 @@
+"""Comparator intervals users already know: iid CLT, Wilson, clustered by subject, and
+lm-evaluation-harness' group stderr, for the pooled and the macro score of every model
+(the exchangeable-bounds paper's Table 3 comparators; formulas in stats/intervals.py).
+
+Models with fractional scores get the iid interval from their sample variance and no Wilson
+row. The stats layer's warnings (zero-width or worst-case intervals) reach the run's warnings with
+the score they concern and the models' names (one line per condition)."""
+
+from __future__ import annotations
+
+import warnings
+from html import escape
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.intervals import comparator_intervals
+from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import Section, table_html
+
+
+def _fractional_note(models: list[str], binary: np.ndarray) -> list[str]:
+    """What the table does for non-binary models (a choice of this analysis, not a stats warning)."""
+    if binary.all():
+        return []
+    names = [models[i] for i in np.flatnonzero(~binary)]
+    listed = ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+    return [f"comparator intervals: non-binary scores for {listed}: iid_clt uses the sample variance of the item "
+            "scores, and wilson (defined for 0/1 scores) is not reported"]
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    frames = []
+    assumptions = {}
+    all_results = {}
+    for metric in ("pooled", "macro"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            all_results[metric] = comparator_intervals(m.scores, m.item_subject, weighting=metric,
+                                                       alpha=config.alpha)
+        # Passed on with the score they concern; run_analysis turns "model column(s) [i]" into
+        # model names (tasks/audit/analyses.py _named), one line per condition and score.
+        for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
+            warnings.warn(f"{metric} score: {text}", category, stacklevel=2)
+    s = m.scores
+    binary = np.all(np.isnan(s) | (s == 0.0) | (s == 1.0), axis=0)
+    for metric, results in all_results.items():
+        for method, r in results.items():
+            frames.append(pl.DataFrame({
+                "model": m.models, "metric": metric, "method": method,
+                "estimate": np.broadcast_to(r.estimate, len(m.models)).astype(float),
+                "lower": np.broadcast_to(r.lower, len(m.models)).astype(float),
+                "upper": np.broadcast_to(r.upper, len(m.models)).astype(float),
+                "half_width": np.broadcast_to(r.half_width, len(m.models)).astype(float),
+                "alpha": float(r.alpha),
+            }, schema=INTERVAL_SCHEMA))
+            assumptions[method] = r.assumptions
+    # Wilson is defined for 0/1 scores only: its rows for fractional models are left out.
+    intervals = pl.concat(frames).filter(pl.col("half_width").is_not_nan())
+    wide = (intervals.filter(pl.col("metric") == "macro")
+            .select("model", "estimate", "method", (pl.col("half_width") * 100).alias("hw"))
+            .pivot(on="method", index=["model", "estimate"], values="hw")
+            .with_columns((pl.col("estimate") * 100).alias("macro %")).drop("estimate")
+            .sort("macro %"))
+    notes = "".join(f"<li><b>{escape(method)}</b>: {escape('; '.join(assumption))}</li>"
+                    for method, assumption in assumptions.items())
+    return AnalysisOutput(
+        name="comparator_intervals",
+        warnings=_fractional_note(m.models, binary),
+        tables={"comparator_intervals": intervals},
+        intervals=intervals,
+        sections=[Section(
+            title="Comparator intervals",
+            anchor="comparators",
+            html=(f"<p>{100 * (1 - config.alpha):g}% half-widths (percentage points) of the macro score by method "
+                  "(the paper's Table 3 layout). The iid interval treats items as independent; the clustered one "
+                  "allows dependence within subjects.</p>" + table_html(wide, float_digits=2)
+                  + f"<ul class=\"assumptions\">{notes}</ul>"),
+        )],
+    )

@@ -1,0 +1,122 @@
+"""The Prefect tasks: thin wrappers around the plain steps of tasks/audit/steps.py (test those directly).
+
+Retries only on I/O (reading the store, writing artifacts, recording the run), and only when
+the failure may pass (:func:`~benchcert.tasks.audit.steps.is_transient`): an unknown benchmark or a
+bad file fails the same way every time.  A retry of an analysis would recompute the same
+numbers.  No task caches its inputs: they are whole matrices, and hashing them would cost more
+than the work.
+
+Imported only when a Prefect API is configured (flows/runs.py decides); nothing else in tasks/
+imports Prefect.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
+
+from benchcert.tasks.audit.steps import (analysis, artifact_key, is_transient, notify, read_benchmark, rebuild_dashboard,
+                                   record_run, verdict, write_run_artifacts)
+
+if TYPE_CHECKING:  # an audit does not import the ingest code (its adapters: 0.05-0.15 s)
+    from benchcert.tasks.ingest.service import FileReport
+    from benchcert.tasks.ingest.mapping import ColumnMapping
+
+__all__ = ["analysis_task", "artifact_key", "ingest_file_task", "ingest_files_atomic_task", "load_matrices_task", "notify_task", "publish_task",
+           "read_benchmark", "rebuild_dashboard_task", "record_run", "record_run_task", "verdict_task",
+           "write_artifacts_task", "write_run_artifacts"]
+
+
+def _transient(task, task_run, state) -> bool:
+    exc = state.data
+    return not isinstance(exc, BaseException) or is_transient(exc)
+
+
+@task(name="ingest-file", cache_policy=NO_CACHE)
+def ingest_file_task(db: str, path: str, benchmark: str | None, mapping: ColumnMapping,
+                     allow_rejects: bool, lock_timeout: float) -> FileReport:
+    # No retries: a rejected or conflicting file fails the same way every time.
+    from benchcert.tasks.ingest.service import ingest_file
+
+    return ingest_file(db, path, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                       lock_timeout=lock_timeout)
+
+
+@task(name="ingest-files-atomic", cache_policy=NO_CACHE)
+def ingest_files_atomic_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
+                             allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
+    from benchcert.tasks.ingest.service import ingest_files_atomic
+
+    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                               lock_timeout=lock_timeout)
+
+
+load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,
+                          cache_policy=NO_CACHE)(read_benchmark)
+analysis_task = task(name="analysis", cache_policy=NO_CACHE)(analysis)
+write_artifacts_task = task(name="write-artifacts", retries=2, retry_delay_seconds=1, retry_condition_fn=_transient,
+                            cache_policy=NO_CACHE)(write_run_artifacts)
+record_run_task = task(name="record-run", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,
+                       cache_policy=NO_CACHE)(record_run)
+
+
+@task(name="publish-prefect-artifacts", cache_policy=NO_CACHE)
+def publish_task(summary, run_dir: str) -> None:
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    from benchcert.tasks.audit import results
+
+    rows = []
+    for m in summary.models:
+        iv = {i.method: i for i in m.macro.intervals}
+        rows.append({"model": m.model, "n_items": m.n_items, "pooled": round(m.pooled.estimate, 4),
+                     "macro": round(m.macro.estimate, 4),
+                     **{f"macro_hw_{k}": round(v.half_width, 4) for k, v in iv.items()}})
+    create_table_artifact(key=artifact_key(summary.benchmark, "models"), table=rows,
+                          description=f"benchcert audit {summary.run_id}: per-model scores and half-widths")
+    md = results.summary_markdown(summary, run_dir)
+    create_markdown_artifact(key=artifact_key(summary.benchmark, "summary"), markdown=md,
+                             description=f"benchcert audit {summary.run_id}")
+
+
+notify_task = task(name="notify-webhook", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)(notify)
+rebuild_dashboard_task = task(name="rebuild-dashboard", retries=1, retry_delay_seconds=2,
+                              cache_policy=NO_CACHE)(rebuild_dashboard)
+# No retries: a recorded look must not be recorded twice by a retry.
+verdict_task = task(name="checkpoint-verdict", cache_policy=NO_CACHE)(verdict)
+
+
+def prefect_steps():
+    """The audit's steps as Prefect tasks (see flows/runs.py: Steps)."""
+    from prefect.runtime import flow_run
+
+    from benchcert.tasks.audit.steps import Steps
+
+    # quote(): large inputs are passed as they are, not walked element by element by Prefect to
+    # record task inputs (34 s at 5,000 models; docs/scale.md).
+    def notify_step(url, summary, run_dir):
+        state = notify_task(url, quote(summary), run_dir, return_state=True)
+        return state.result() if state.is_completed() else f"{state.message}"
+
+    def write_step(root, summary, manifest_fields, tables, report_html):
+        return write_artifacts_task(root, quote(summary), quote(manifest_fields), quote(tables), report_html)
+
+    def record_step(db, lock_timeout, **fields):
+        if "results" in fields:
+            fields["results"] = quote(fields["results"])
+        return record_run_task(db, lock_timeout, **fields)
+
+    def analyses_step(export_dir, benchmark, variant, names, config, matrices, block_models=None):
+        from benchcert.tasks.audit.distributed import analyses_on_cluster
+
+        return analyses_on_cluster(export_dir, benchmark, variant, names, config, matrices, block_models=block_models)
+
+    return Steps(mode="prefect", load_matrices=load_matrices_task, analysis=analysis_task,
+                 write_artifacts=write_step, record_run=record_step,
+                 publish=lambda summary, run_dir: publish_task(quote(summary), run_dir),
+                 notify=notify_step, ingest_file=ingest_file_task, ingest_atomic=ingest_files_atomic_task,
+                 analyses_from_export=analyses_step,
+                 flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)

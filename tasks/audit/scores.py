@@ -1,0 +1,54 @@
+"""Scores per model, subject and domain (the exchangeable-bounds paper's Table 1 layout, section 7.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.scores import benchmark_scores
+from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import Section, table_html
+
+
+def _nullable(x: np.ndarray) -> list:
+    return [None if not np.isfinite(v) else float(v) for v in x]
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    s = benchmark_scores(m.scores, m.item_subject, subject_domains=m.subject_domain,
+                         n_subjects=m.subjects.height, n_domains=len(m.domains))
+    model_scores = pl.DataFrame({
+        "model": m.models,
+        "n_items": s.n_items.astype(np.int64),
+        "coverage": s.n_items / m.n_items,
+        "n_subjects": s.n_subjects.astype(np.int64),
+        "pooled": s.pooled,
+        "macro": s.macro,
+        "subject_sd": _nullable(s.subject_sd),
+        "subject_min": _nullable(s.subject_min),
+        "subject_max": _nullable(s.subject_max),
+    }, schema_overrides={"subject_sd": pl.Float64, "subject_min": pl.Float64, "subject_max": pl.Float64})
+    missing = model_scores.filter(pl.col("coverage") < 1)
+    notes = [f"model {r['model']!r} answered {r['n_items']} of {m.n_items} items; its scores use only those"
+             for r in missing.iter_rows(named=True)]
+    table1 = model_scores.sort("pooled").select(
+        "model", "n_items", (pl.col("pooled") * 100).alias("pooled %"), (pl.col("macro") * 100).alias("macro %"),
+        (pl.col("subject_sd") * 100).alias("subject SD %"),
+        (pl.col("subject_min") * 100).alias("subject min %"), (pl.col("subject_max") * 100).alias("subject max %"))
+    return AnalysisOutput(
+        name="scores",
+        tables={
+            "model_scores": model_scores,
+            "subject_scores": m.subjects_by_models(),
+            "domain_scores": m.domains_by_models(),
+        },
+        sections=[Section(
+            title="Scores per model",
+            anchor="scores",
+            html=("<p>Pooled = mean over answered items; macro = mean of subject accuracies. Subject SD and "
+                  "range are descriptive (exchangeable-bounds paper, Table 1 layout), not standard errors.</p>"
+                  + table_html(table1, float_digits=2)),
+        )],
+        warnings=notes,
+    )

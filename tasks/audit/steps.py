@@ -1,0 +1,191 @@
+"""The steps of a run as plain functions: no Prefect here.
+
+``tasks/audit/prefect_tasks.py`` wraps these as Prefect tasks (with retries on I/O) for runs
+against a Prefect API; ``flows/runs.py`` calls them directly when no API is configured, so a
+command typed at a terminal never waits for a Prefect server to start.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: an ingest should not pay for scipy and the analyses
+    import polars as pl
+
+    from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+    from benchcert.tasks.store.matrices import BenchmarkMatrices
+
+
+def read_benchmark(db: str | None, benchmark: str, variant: str | None, lock_timeout: float,
+                   export_dir: str | None = None) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
+    """Matrices and sources of one benchmark, from the store ``db`` or, with ``export_dir``, from its
+    Parquet export (tasks/store/export.py: what Dask workers read; the same loaders, the same matrices)."""
+    import contextlib
+
+    from benchcert.tasks.store import connection as store
+    from benchcert.tasks.store.matrices import load_matrices, source_refs
+
+    start = time.perf_counter()
+    if export_dir is not None:
+        from benchcert.tasks.store.export import open_export
+
+        opened = contextlib.closing(open_export(export_dir, benchmark))
+    else:
+        opened = store.open_store(db, write=False, lock_timeout=lock_timeout)
+    with opened as con:
+        m = load_matrices(con, benchmark, variant)
+        from benchcert.tasks.perturbation.service import with_variant_counts
+
+        # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
+        m = with_variant_counts(con, m)
+        sources = source_refs(con, benchmark)
+    # Materialise the derived arrays here so their cost is counted as reading, once.
+    _ = (m.scores, m.item_subject, m.subject_domain)
+    return m, sources, time.perf_counter() - start
+
+
+def analysis(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
+
+    return run_analysis(name, ANALYSES[name], matrices, config)
+
+
+def write_run_artifacts(root: str, summary, manifest_fields: dict, tables: dict, report_html: str) -> tuple[Path, float]:
+    """Stage the run's files (hidden, locked); the flow publishes them once the run is recorded."""
+    from benchcert.tasks.audit import artifacts
+
+    start = time.perf_counter()
+    staged = artifacts.stage_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
+                                 report_html=report_html)
+    return staged, time.perf_counter() - start
+
+
+def record_run(db: str, lock_timeout: float, artifacts_root: str | None = None, **fields) -> float:
+    """Record the run in the catalog; then, under the same lock, finish what a killed audit left
+    under ``artifacts_root`` (a staged run it had recorded is published, others are removed)."""
+    import polars as pl
+
+    from benchcert.tasks.audit import artifacts
+
+    from benchcert.tasks.store import connection as store
+
+    start = time.perf_counter()
+    with store.open_store(db, write=True, lock_timeout=lock_timeout) as con:
+        store.record_run(con, **fields)
+        if artifacts_root is not None:
+            recorded = set(store.list_runs(con).filter(pl.col("status") == "completed")["run_id"].to_list())
+            artifacts.recover_stale(artifacts_root, recorded)
+    return time.perf_counter() - start
+
+
+def artifact_key(benchmark: str, what: str) -> str:
+    """A stable Prefect artifact key (lowercase letters, digits, dashes) for a benchmark."""
+    import hashlib
+    import re
+
+    slug = re.sub(r"[^a-z0-9]+", "-", benchmark.lower()).strip("-")[:40] or "benchmark"
+    digest = hashlib.sha256(benchmark.encode("utf-8")).hexdigest()[:6]
+    return f"benchcert-{slug}-{digest}-{what}"
+
+
+def notify(url: str, summary, run_dir: str) -> float:
+    from benchcert.tasks.audit.changes import notify_webhook
+
+    start = time.perf_counter()
+    status = notify_webhook(url, summary, run_dir)
+    if status.startswith("webhook failed"):
+        raise RuntimeError(status)  # lets the caller retry; the run is kept if all tries fail
+    return time.perf_counter() - start
+
+
+def rebuild_dashboard(artifacts_root: str, out_dir: str) -> str:
+    from benchcert.tasks.render.dashboard import build_site
+
+    report = build_site(artifacts_root, out_dir)
+    return str(report.out)
+
+
+def verdict(db: str, benchmark: str, baseline: str, candidate: str, alpha: float, lock_timeout: float) -> dict:
+    from benchcert.tasks.compare.verdicts import checkpoint_verdict
+
+    return checkpoint_verdict(db, benchmark, baseline, candidate, alpha=alpha, record=True,
+                              lock_timeout=lock_timeout).as_dict()
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another try: an I/O failure, not a mistake in the input (unknown benchmark or variant,
+    bad data, a store that is locked or not a store) which would fail the same way again."""
+    from benchcert.tasks.store.connection import StoreError
+
+    return not isinstance(exc, (ValueError, LookupError, TypeError, StoreError))
+
+
+def ingest_one(db: str, path: str, benchmark: str | None, mapping, allow_rejects: bool, lock_timeout: float):
+    from benchcert.tasks.ingest.service import ingest_file
+
+    return ingest_file(db, path, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                       lock_timeout=lock_timeout)
+
+
+def ingest_atomic(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
+                  lock_timeout: float):
+    from benchcert.tasks.ingest.service import ingest_files_atomic
+
+    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                               lock_timeout=lock_timeout)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The callables one run is made of: plain functions (in-process) or Prefect tasks.
+
+    The flow bodies in flows/runs.py call only these, so both modes run the same code.
+    ``notify`` returns the webhook's seconds, or the reason (a string) when every try failed.
+    """
+
+    mode: str  # "in_process" | "prefect"
+    load_matrices: Callable
+    analysis: Callable
+    write_artifacts: Callable
+    record_run: Callable
+    publish: Callable | None
+    notify: Callable
+    ingest_file: Callable
+    ingest_atomic: Callable
+    analyses_from_export: Callable | None  # the Dask fan-out (Prefect mode only)
+    flow_run_id: Callable[[], str | None]
+
+
+def _retrying(fn: Callable, retries: int, delay: float, condition: Callable[[BaseException], bool] = is_transient):
+    """``fn`` tried up to ``retries`` more times on a transient failure, as the Prefect tasks are."""
+    def call(*args, **kwargs):
+        for attempt in range(retries + 1):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt == retries or not condition(exc):
+                    raise
+                time.sleep(delay)
+    return call
+
+
+def plain_steps() -> Steps:
+    """The steps as plain calls in this process, with the Prefect tasks' retry policy."""
+    notify_retrying = _retrying(notify, 2, 5.0, condition=lambda exc: True)
+
+    def notify_step(url, summary, run_dir):
+        try:
+            return notify_retrying(url, summary, run_dir)
+        except Exception as exc:
+            return str(exc)
+
+    return Steps(mode="in_process", load_matrices=_retrying(read_benchmark, 2, 2.0), analysis=analysis,
+                 write_artifacts=_retrying(write_run_artifacts, 2, 1.0), record_run=_retrying(record_run, 2, 2.0),
+                 publish=None, notify=notify_step, ingest_file=ingest_one, ingest_atomic=ingest_atomic,
+                 analyses_from_export=None,
+                 flow_run_id=lambda: None)

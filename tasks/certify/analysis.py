@@ -1,0 +1,148 @@
+"""Deployment environments and what black-box testing can certify (certifying-capabilities paper, section 3).
+
+Every audit reports, per model, one-sided upper confidence bounds on its failure rate (table
+``failure_rate_bounds``) for new items from the same subjects (``upper``, question
+``same_subjects``, on the item-weighted ``failure_rate``) and for a new subject's expected failure
+rate (``upper_new_subjects``, on the subject-weighted ``failure_rate_new_subjects``; see
+:func:`benchcert.stats.certify.failure_rate_upper` and ``failure_rate_upper_new_subjects``)
+and says that being correct on every instance cannot be certified by black-box testing
+(Theorem 3.10). With ``audit --environments FILE`` it adds table ``environment_risks``: each
+model's score in every environment (and the worst mix of a family) with a band that holds for
+all environments at once with probability >= 1 - alpha, and a plot of each model's profile.
+
+The band is :func:`benchcert.stats.certify.stratified_means` with ``finite_population=False``,
+per-atom exact intervals at alpha/K combined linearly (so it covers every mix at once), for the
+question in column ``question``: at domain level, new items from the same subjects (items
+independent given their subject); ``score_new_subjects``/``lower_new_subjects``/
+``upper_new_subjects`` answer "new subjects of each domain" (subjects as the sampling unit, each
+weighing the same, so that score is subject-weighted). At subject level the items of a subject
+are assumed independent. The score itself is the benchmark's exact mean under the environment.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.certify import BLACK_BOX_SENTENCE
+from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import Section, escape, interval_plot_svg, table_html  # escape: NUL, bidi controls
+
+RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64, "lower": pl.Float64,
+               "upper": pl.Float64, "half_width": pl.Float64, "risk": pl.Float64, "method": pl.String,
+               "alpha": pl.Float64, "family_vertex": pl.Boolean, "worst_of_family": pl.Boolean, "note": pl.String,
+               "question": pl.String, "score_new_subjects": pl.Float64, "lower_new_subjects": pl.Float64,
+               "upper_new_subjects": pl.Float64}
+FAILURE_SCHEMA = {"model": pl.String, "items": pl.Int64, "failures": pl.Int64, "failure_rate": pl.Float64,
+                  "upper": pl.Float64, "alpha": pl.Float64, "method": pl.String, "question": pl.String,
+                  "failure_rate_new_subjects": pl.Float64, "upper_new_subjects": pl.Float64,
+                  "effective_subjects": pl.Float64}
+
+
+def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
+    """Per model: ``upper`` for new items from the same subjects (question ``same_subjects``; the exact
+    bound made valid for subjects of different difficulty; item-weighted) and ``upper_new_subjects``
+    for a new subject's expected failure rate (subjects as the sampling unit, each weighing the
+    same; ``failure_rate_new_subjects`` is the subject-weighted rate, ``effective_subjects`` the
+    number of subjects): the band's two questions,
+    from :func:`~benchcert.tasks.certify.service.failure_bound`, the one the certificates report."""
+    from benchcert.tasks.certify.service import failure_bound
+
+    rows = []
+    # (domain, subject) pairs: a subject name reused in two domains is two subjects
+    subjects = np.unique((m.items["domain"].cast(pl.String).fill_null("") + "\x00"
+                          + m.items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
+    for j, model in enumerate(m.models):
+        x = m.scores[:, j]
+        ok = ~np.isnan(x)
+        x = x[ok]
+        if x.size == 0:
+            continue
+        fr = failure_bound(x, alpha, "uniform over the benchmark's answered items", subjects=subjects[ok])
+        rows.append({"model": model, "items": fr["n"], "failures": fr["failures"], "failure_rate": fr["estimate"],
+                     "upper": fr["upper"], "alpha": alpha, "method": fr["method"], "question": fr["question"],
+                     "failure_rate_new_subjects": fr["estimate_new_subjects"],
+                     "upper_new_subjects": fr["upper_new_subjects"], "effective_subjects": fr["effective_subjects"]})
+    return pl.DataFrame(rows, schema=FAILURE_SCHEMA)
+
+
+def risk_table(m: BenchmarkMatrices, spec_dict: dict, alpha: float) -> tuple[pl.DataFrame, list[str]]:
+    from benchcert.tasks.certify.service import EnvironmentSpec, certify_scores
+
+    spec = EnvironmentSpec.from_dict(spec_dict)
+    rows, _, notes = certify_scores(spec, m.items, m.models, m.scores, delta=alpha)
+    out = [{k: r[k] for k in RISK_SCHEMA if k not in ("risk", "alpha")} | {"risk": 1.0 - r["score"], "alpha": alpha}
+           for r in rows]
+    return pl.DataFrame(out, schema=RISK_SCHEMA), notes
+
+
+def section(risks: pl.DataFrame | None, failures: pl.DataFrame, alpha: float, spec_dict: dict | None,
+            notes: list[str]) -> Section:
+    """The report section: environment profiles (when given) and the failure-rate bounds."""
+    level = f"{100 * (1 - alpha):g}%"
+    parts = []
+    if risks is not None and risks.height:
+        envs = list(dict.fromkeys(risks["environment"].to_list()))
+        models = sorted(set(risks["model"].to_list()))
+        series = []
+        for env in envs:
+            sub = {r["model"]: r for r in risks.filter(pl.col("environment") == env).iter_rows(named=True)}
+            series.append({"name": env,
+                           "estimate": [sub[mo]["score"] if mo in sub else None for mo in models],
+                           "lower": [sub[mo]["lower"] if mo in sub else None for mo in models],
+                           "upper": [sub[mo]["upper"] if mo in sub else None for mo in models]})
+        svg = interval_plot_svg(models, series, title=f"Score per environment with its {level} joint band",
+                                x_label="score (risk = 1 - score)", x_range=(0.0, 1.0))
+        src = escape(str(spec_dict.get("source", ""))) if spec_dict else ""
+        parts.append(
+            f"<p>Environments from <code>{src}</code> (level {escape(str(spec_dict.get('level')))}): each is a mix "
+            f"of the benchmark's {escape(str(spec_dict.get('level')))}s with items equally likely inside each. The "
+            "score is the benchmark's exact mean under the environment; the band holds for <b>every environment "
+            f"(and every mix of the family) at once</b> with probability &ge; {level} for new items from the same "
+            "subjects (items independent given their subject; at subject level, independent items): per-atom exact "
+            "Clopper-Pearson intervals at alpha/K combined linearly (certifying-capabilities paper, section 3.1; a "
+            "family's worst mix is one of its vertices). Columns <i>new subjects</i> give a new subject's expected "
+            "score in each domain and its band (subjects as the sampling unit, each weighing the same whatever its "
+            "size, so this score differs from the item-weighted one when big and small subjects differ; wide when "
+            "a domain has few subjects). "
+            "Plan a cheaper evaluation with <code>benchcert plan environments</code>.</p>"
+            f'<div class="environment-profiles">{svg}</div>'
+            + table_html(risks.select("model", "environment", "score", "lower", "upper",
+                                      pl.col("score_new_subjects").alias("score (new subjects)"),
+                                      pl.col("lower_new_subjects").alias("lower (new subjects)"),
+                                      pl.col("upper_new_subjects").alias("upper (new subjects)"), "method",
+                                      "worst_of_family"), float_digits=4, max_rows=400))
+        for n in notes:
+            parts.append(f"<p>{escape(n)}</p>")
+    parts.append(
+        f"<h3>What can be certified about failures</h3><p>Per model, {level} one-sided upper bounds on the failure "
+        "rate (an item scored below 1) for the same two questions as the band. Column <i>upper</i>: new items from "
+        "the same subjects (question <code>same_subjects</code>; items independent given their subject, subjects "
+        "may differ in difficulty): the exact binomial (Clopper-Pearson) bound, raised to (k+1)/n where it is "
+        "lower so that it holds for unequal subject rates (Hoeffding 1956, Theorem 4); with no failure in n items "
+        "it is about 3/n; its estimate <i>failure_rate</i> is item-weighted. Column <i>upper_new_subjects</i>: a "
+        "new subject's expected failure rate (subjects as the sampling unit, each weighing the same whatever its "
+        "size: Hoeffding's relative-entropy bound on the <i>effective_subjects</i> = number of subjects, around the "
+        "subject-weighted <i>failure_rate_new_subjects</i>; never above his additive bound, and 1 - alpha^(1/J) "
+        "with no failure): wide with few subjects, since a failure rate on new subjects cannot be "
+        "pinned down from a handful of them. The two estimates differ when big and small subjects fail at "
+        "different rates; each bound is about its own.</p>"
+        + table_html(failures, float_digits=4, max_rows=400)
+        + f'<p class="black-box"><b>{escape(BLACK_BOX_SENTENCE)}</b></p>')
+    return Section(title="Deployment environments and failure rates", anchor="environments", html="".join(parts))
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    alpha = config.alpha
+    failures = failure_table(m, alpha)
+    spec_dict = getattr(config, "environments", None)
+    tables = {"failure_rate_bounds": failures}
+    risks, notes = None, []
+    if spec_dict:
+        risks, notes = risk_table(m, spec_dict, alpha)
+        tables["environment_risks"] = risks
+    return AnalysisOutput(name="environments", tables=tables, sections=[section(risks, failures, alpha, spec_dict,
+                                                                               notes)],
+                          warnings=[f"environments: {n}" for n in notes])

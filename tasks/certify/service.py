@@ -1,0 +1,660 @@
+"""Deployment environments: the TOML file, sampling plans recorded in the store, and certificates.
+
+An environments file names mixes of a benchmark's domains (``level = "domain"``) or subjects
+(``level = "subject"``); items inside a domain or subject are equally likely, so each
+environment is a distribution over the benchmark's items::
+
+    level = "domain"
+    [environments.clinic]
+    weights = { health = 0.7, biology = 0.3 }
+    [environments.legal]
+    weights = { law = 1.0 }
+    [family]                      # optional: every mix of these (convex hull)
+    name = "care_mix"
+    simplex = ["health", "biology", "psychology"]     # or: hull = ["clinic", "legal"]
+
+A family is handled through its vertices: an environment's mean score is linear in its mix
+(:math:`\\mu_\\theta = \\sum_j \\theta_j \\mu_{v_j}`), and every estimator used here is linear in
+the vertex estimates, so bounds on the vertices hold for every mix at once and the worst mix
+is a vertex. Theorem 3.8's total-variation cover (needed for families that are not mixtures)
+is reported beside it for comparison.
+
+``benchcert plan environments`` (flows/cli/certify.py) draws a seeded item sample from a
+protocol's proposal and records it (tables ``environment_plans``, ``environment_plan_draws``);
+``benchcert certify`` reads a model's scores on it, or on the full benchmark, and bounds every
+environment simultaneously. Plans are kept apart from ``benchcert subsample``'s uniform subsets
+on purpose: their items are not a uniform sample, so the subsample guarantees must not apply.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import numbers
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_rate_upper,
+                                     failure_rate_upper_new_subjects, importance_mom,
+                                     per_environment_budget, per_environment_means, stratified_budget,
+                                     stratified_means, theorem_3_4_budget)
+from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
+
+__all__ = ["EnvironmentsError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
+           "build_design", "atom_sizes", "draw_plan", "record_plan", "load_plan", "certify_scores",
+           "PROTOCOLS", "WEIGHT_TOL"]
+
+LEVELS = ("domain", "subject")
+PROTOCOLS = {"theorem": "theorem_3_4", "naive": "per_environment", "stratified": "stratified"}
+WEIGHT_TOL = 1e-6
+
+DDL = [
+    """CREATE TABLE IF NOT EXISTS environment_plans (
+        plan_id VARCHAR PRIMARY KEY,
+        benchmark VARCHAR NOT NULL,
+        level VARCHAR NOT NULL,
+        protocol VARCHAR NOT NULL,
+        epsilon DOUBLE NOT NULL,
+        delta DOUBLE NOT NULL,
+        seed BIGINT NOT NULL,
+        spec VARCHAR NOT NULL,
+        design VARCHAR NOT NULL,
+        n_draws BIGINT NOT NULL,
+        n_items BIGINT NOT NULL,
+        created_at TIMESTAMP NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS environment_plan_draws (
+        plan_id VARCHAR NOT NULL,
+        draw BIGINT NOT NULL,
+        item_id VARCHAR NOT NULL,
+        subject VARCHAR NOT NULL,
+        domain VARCHAR NOT NULL,
+        stratum VARCHAR NOT NULL)""",
+]
+
+
+class EnvironmentsError(ValueError):
+    """An environments file, or its use, is wrong; the message names the file and the entry."""
+
+
+# --------------------------------------------------------------------------------------
+# the file
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """Parsed environments: level, named weight mixes and an optional family (its vertices)."""
+
+    source: str
+    level: str
+    environments: dict[str, dict[str, float]]
+    family_name: str | None = None
+    family_kind: str | None = None            # "simplex" | "hull"
+    family_vertices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "level": self.level, "environments": self.environments,
+                "family_name": self.family_name, "family_kind": self.family_kind,
+                "family_vertices": self.family_vertices}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "EnvironmentSpec":
+        return cls(source=d["source"], level=d["level"], environments=d["environments"],
+                   family_name=d.get("family_name"), family_kind=d.get("family_kind"),
+                   family_vertices=d.get("family_vertices") or {})
+
+    def rows(self) -> list[tuple[str, dict[str, float], bool]]:
+        """(name, weights, is_family_vertex) for every environment the union bound covers."""
+        out = [(n, w, False) for n, w in self.environments.items()]
+        if self.family_kind == "simplex":
+            out += [(n, w, True) for n, w in self.family_vertices.items()]
+        return out
+
+    def vertex_names(self) -> list[str]:
+        return list(self.family_vertices)
+
+    def atoms_used(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for _, w, _ in self.rows():
+            for a, v in w.items():
+                if v > 0:
+                    seen[a] = None
+        return list(seen)
+
+
+def _err(source: str, where: str, msg: str) -> EnvironmentsError:
+    return EnvironmentsError(f"{source}: {where}: {msg}")
+
+
+def read_environments(path) -> EnvironmentSpec:
+    """Read and check an environments TOML file (shape, weights); atoms are checked by :func:`resolve`."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise EnvironmentsError(f"{p}: cannot read the environments file: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise EnvironmentsError(f"{p}: not valid TOML: {exc}") from None
+    return parse_environments(data, str(p))
+
+
+def _weights(source: str, where: str, w) -> dict[str, float]:
+    if not isinstance(w, dict) or not w:
+        raise _err(source, where, "weights must be a non-empty table of name = weight")
+    out = {}
+    for k, v in w.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise _err(source, f"{where}.{k}", f"weight must be a finite number; got {v!r}")
+        if v < 0:
+            raise _err(source, f"{where}.{k}", f"weight must be >= 0; got {v!r}")
+        out[str(k)] = float(v)
+    total = sum(out.values())
+    if abs(total - 1.0) > WEIGHT_TOL:
+        raise _err(source, where, f"weights must sum to 1; they sum to {total:.6g}")
+    return out if total == 1.0 else {k: v / total for k, v in out.items()}
+
+
+def parse_environments(data: dict, source: str = "<environments>") -> EnvironmentSpec:
+    """Check the parsed TOML content; every error names the entry (``[environments.NAME]`` ...)."""
+    if not isinstance(data, dict):
+        raise _err(source, "top level", "expected a TOML table")
+    unknown = set(data) - {"level", "environments", "family"}
+    if unknown:
+        raise _err(source, "top level", f"unknown key(s) {sorted(unknown)}; expected level, [environments.NAME], "
+                                        "[family]")
+    level = data.get("level", "domain")
+    if level not in LEVELS:
+        raise _err(source, "level", f"must be \"domain\" or \"subject\"; got {level!r}")
+    envs_raw = data.get("environments", {})
+    if not isinstance(envs_raw, dict):
+        raise _err(source, "environments", "must be tables [environments.NAME] with weights = {...}")
+    envs = {}
+    for name, body in envs_raw.items():
+        where = f"[environments.{name}]"
+        if not isinstance(body, dict) or set(body) != {"weights"}:
+            raise _err(source, where, "must hold exactly one key, weights = { name = weight, ... }")
+        envs[str(name)] = _weights(source, f"{where} weights", body["weights"])
+    fam = data.get("family")
+    fname = fkind = None
+    vertices: dict[str, dict[str, float]] = {}
+    if fam is not None:
+        if not isinstance(fam, dict):
+            raise _err(source, "[family]", "must be a table")
+        bad = set(fam) - {"name", "simplex", "hull"}
+        if bad or ("simplex" in fam) == ("hull" in fam):
+            raise _err(source, "[family]", "give exactly one of simplex = [names] or hull = [environments] "
+                                           "(and optionally name = \"...\")")
+        fname = str(fam.get("name", "family"))
+        if fname in envs:
+            raise _err(source, "[family] name", f"{fname!r} is also an environment's name")
+        fkind = "simplex" if "simplex" in fam else "hull"
+        members = fam[fkind]
+        if not isinstance(members, list) or len(members) < 2 or not all(isinstance(x, str) for x in members):
+            raise _err(source, f"[family] {fkind}", "must list at least two names")
+        if len(set(members)) != len(members):
+            raise _err(source, f"[family] {fkind}", f"names must be distinct; got {members}")
+        if fkind == "simplex":
+            vertices = {f"{fname}:{a}": {a: 1.0} for a in members}
+        else:
+            missing = [x for x in members if x not in envs]
+            if missing:
+                raise _err(source, "[family] hull", f"unknown environment(s) {missing}; defined: {sorted(envs)}")
+            vertices = {x: envs[x] for x in members}
+    if not envs and not vertices:
+        raise _err(source, "environments", "define at least one [environments.NAME] or a [family]")
+    return EnvironmentSpec(source=source, level=level, environments=envs, family_name=fname, family_kind=fkind,
+                           family_vertices=vertices)
+
+
+def resolve(spec: EnvironmentSpec, atoms: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(names, P (rows x atoms), is_vertex) for the benchmark's atoms; unknown names are an error."""
+    index = {a: i for i, a in enumerate(atoms)}
+    names, rows, vert = [], [], []
+    for name, w, is_v in spec.rows():
+        row = np.zeros(len(atoms))
+        for a, v in w.items():
+            if a not in index:
+                where = (f"[family] simplex entry {a!r}" if is_v and spec.family_kind == "simplex"
+                         else f"[environments.{name}] weights.{a}")
+                raise _err(spec.source, where, f"unknown {spec.level} {a!r}; the benchmark's {spec.level}s: "
+                                               f"{', '.join(sorted(atoms))}")
+            row[index[a]] = v
+        names.append(name)
+        rows.append(row / row.sum())
+        vert.append(is_v)
+    return names, np.array(rows), np.array(vert, dtype=bool)
+
+
+# --------------------------------------------------------------------------------------
+# the design: radius, proposals, budgets
+
+
+def atom_sizes(items: pl.DataFrame, level: str) -> tuple[list[str], np.ndarray]:
+    """The benchmark's atoms at ``level`` (sorted) and their item counts."""
+    counts = items.group_by(level).len().sort(level)
+    return counts[level].to_list(), counts["len"].to_numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Design:
+    """Everything ``plan environments`` reports: radius, Example 4 bounds, budgets, cover."""
+
+    spec: EnvironmentSpec
+    atoms: list[str]
+    sizes: np.ndarray
+    names: list[str]
+    P: np.ndarray
+    is_vertex: np.ndarray
+    epsilon: float
+    delta: float
+    radius: object
+    bounds: object
+    budgets: dict
+    cover: object | None
+    cover_budget: object | None
+
+    def proposal(self, protocol: str) -> np.ndarray:
+        """Atom probabilities of the draws each protocol makes."""
+        if protocol == "theorem_3_4":
+            return self.radius.proposal
+        if protocol == "per_environment":
+            return self.P.mean(axis=0)
+        alloc = self.stratified_allocation()
+        return alloc / alloc.sum()
+
+    def stratified_allocation(self) -> np.ndarray:
+        used = self.P.max(axis=0) > 0
+        alloc = np.zeros(len(self.atoms), dtype=np.int64)
+        alloc[used] = self.budgets["stratified"].allocation["per_atom"]
+        return alloc
+
+    def to_dict(self, protocol: str) -> dict:
+        N = int(self.sizes.sum())
+        out = {
+            "level": self.spec.level, "atoms": len(self.atoms), "N": N,
+            "environments": [{"environment": n, "family_vertex": bool(v),
+                              "weights": {a: float(w) for a, w in zip(self.atoms, row) if w > 0},
+                              "chi2_at_proposal": float(c)}
+                             for n, v, row, c in zip(self.names, self.is_vertex, self.P, self.radius.divergences)],
+            "epsilon": self.epsilon, "delta": self.delta,
+            "chi2_radius": self.radius.value, "chi2_radius_lower": self.radius.lower,
+            "chi2_radius_solver": {"method": self.radius.method, "tol": self.radius.tol,
+                                   "converged": self.radius.converged, "iterations": self.radius.iterations,
+                                   "gap": self.radius.gap},
+            "chi2_radius_bounds": self.bounds.to_dict(),
+            "chi2_radius_bounds_closed_form": {"mixture": self.bounds.mixture_closed_form,
+                                               "uniform": self.bounds.uniform_closed_form,
+                                               "shtarkov": self.bounds.shtarkov_closed_form},
+            "protocol": protocol,
+            "sampling_distribution": {a: float(p) for a, p in zip(self.atoms, self.proposal(protocol)) if p > 0},
+            "budget": {k: b.n for k, b in self.budgets.items()},
+            "budget_details": {k: {**b.to_dict(), "exceeds_benchmark": b.n > N} for k, b in self.budgets.items()},
+        }
+        if self.cover is not None:
+            out["family"] = {"name": self.spec.family_name, "kind": self.spec.family_kind,
+                             "vertices": self.spec.vertex_names(),
+                             "tv_cover": {"size": self.cover.size, "log_size": self.cover.log_size,
+                                          "radius": self.cover.radius, "resolution": self.cover.resolution,
+                                          "theorem_3_8_budget": self.cover_budget.n},
+                             "note": "mean scores are linear in the mix, so bounds on the vertices cover every mix; "
+                                     "Theorem 3.8's cover (radius eps/2, Theorem 3.4 on the cover at eps/2) is "
+                                     "shown for comparison"}
+        return out
+
+
+def build_design(spec: EnvironmentSpec, atoms: list[str], sizes, epsilon: float, delta: float) -> Design:
+    sizes = np.asarray(sizes, dtype=np.int64)
+    names, P, is_vertex = resolve(spec, atoms)
+    radius = chi2_radius(P)
+    bounds = chi2_radius_bounds(P, sizes=sizes)
+    m = P.shape[0]
+    used = P.max(axis=0) > 0
+    budgets = {"theorem_3_4": theorem_3_4_budget(radius.value, m, epsilon, delta=delta),
+               "per_environment": per_environment_budget(m, epsilon, delta=delta),
+               "stratified": stratified_budget(sizes[used], epsilon, delta=delta)}
+    cover = cover_budget = None
+    if spec.family_kind is not None:
+        k = len(spec.family_vertices)
+        cover = tv_cover(k, epsilon)
+        n_cover = math.comb(cover.resolution + k - 1, k - 1)
+        n_named = len(spec.environments)
+        cover_budget = theorem_3_4_budget(radius.value, n_named + n_cover, epsilon / 2, delta=delta)
+    return Design(spec=spec, atoms=atoms, sizes=sizes, names=names, P=P, is_vertex=is_vertex, epsilon=epsilon,
+                  delta=delta, radius=radius, bounds=bounds, budgets=budgets, cover=cover, cover_budget=cover_budget)
+
+
+# --------------------------------------------------------------------------------------
+# drawing and recording a plan
+
+
+def draw_plan(design: Design, protocol: str, items: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """Seeded draws (draw, item_id, subject, domain, stratum) of a protocol over ``items``.
+
+    ``items`` is the benchmark's item table sorted by item_id; the draw depends only on it,
+    the design and the seed. theorem_3_4 and per_environment draw with replacement (i.i.d.);
+    stratified draws without replacement inside each atom.
+    """
+    rng = np.random.default_rng(seed)
+    index = {a: i for i, a in enumerate(design.atoms)}
+    item_atoms = np.array([index[a] for a in items[design.spec.level].to_list()], dtype=np.int64)
+    b = design.budgets[protocol]
+    if protocol == "theorem_3_4":
+        idx = draw_from_atoms(item_atoms, design.radius.proposal, b.n, rng=rng)
+        s = b.allocation["block_size"]
+        strata = [f"block {j // s}" for j in range(b.n)]
+    elif protocol == "per_environment":
+        n_i = b.allocation["per_environment"]
+        parts, strata = [], []
+        for name, row in zip(design.names, design.P):
+            parts.append(draw_from_atoms(item_atoms, row, n_i, rng=rng))
+            strata += [name] * n_i
+        idx = np.concatenate(parts)
+    elif protocol == "stratified":
+        idx = draw_stratified(item_atoms, design.stratified_allocation(), rng=rng)
+        strata = [design.atoms[a] for a in item_atoms[idx]]
+    else:
+        raise ValueError(f"protocol must be one of {sorted(PROTOCOLS.values())}; got {protocol!r}")
+    picked = items[idx]
+    return pl.DataFrame({"draw": np.arange(len(idx), dtype=np.int64), "item_id": picked["item_id"],
+                         "subject": picked["subject"], "domain": picked["domain"],
+                         "stratum": pl.Series(strata, dtype=pl.String)})
+
+
+def _plan_id(benchmark: str, protocol: str, seed: int, spec: dict, epsilon: float, delta: float) -> str:
+    h = hashlib.sha256(json.dumps([benchmark, protocol, seed, spec, epsilon, delta], sort_keys=True).encode())
+    return "env-" + h.hexdigest()[:16]
+
+
+def _design_record(design: Design, protocol: str) -> dict:
+    b = design.budgets[protocol]
+    return {"atoms": design.atoms, "sizes": design.sizes.tolist(), "proposal": design.radius.proposal.tolist(),
+            "names": design.names, "P": design.P.tolist(), "allocation": b.allocation,
+            "chi2_radius": design.radius.value}
+
+
+def record_plan(db, benchmark: str, design: Design, protocol: str, seed: int, draws: pl.DataFrame, *,
+                lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+    """Store the plan and its draws (idempotent: the same plan is stored once); return its header."""
+    spec = design.spec.to_dict()
+    pid = _plan_id(benchmark, protocol, seed, {k: v for k, v in spec.items() if k != "source"},
+                   design.epsilon, design.delta)
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+    n_items = draws["item_id"].n_unique()
+    with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+        for stmt in DDL:
+            con.execute(stmt)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            exists = con.execute("SELECT created_at FROM environment_plans WHERE plan_id = ?", [pid]).fetchall()
+            if exists:
+                now = exists[0][0]
+            else:
+                con.execute("INSERT INTO environment_plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [pid, benchmark, design.spec.level, protocol, design.epsilon, design.delta, int(seed),
+                             json.dumps(spec, sort_keys=True), json.dumps(_design_record(design, protocol)),
+                             draws.height, n_items, now])
+                con.register("_plan_rows", draws.with_columns(pl.lit(pid).alias("plan_id"))
+                             .select("plan_id", "draw", "item_id", "subject", "domain", "stratum").to_arrow())
+                con.execute("INSERT INTO environment_plan_draws SELECT * FROM _plan_rows")
+                con.unregister("_plan_rows")
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return {"plan_id": pid, "benchmark": benchmark, "protocol": protocol, "seed": int(seed), "n_draws": draws.height,
+            "n_items": n_items, "created_at": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+@dataclass(frozen=True)
+class Plan:
+    plan_id: str
+    benchmark: str
+    level: str
+    protocol: str
+    epsilon: float
+    delta: float
+    seed: int
+    spec: EnvironmentSpec
+    design: dict
+    draws: pl.DataFrame
+
+
+def load_plan(con, plan_id: str, benchmark: str) -> Plan:
+    """A recorded plan of this benchmark; EnvironmentsError naming the plans stored if unknown."""
+    exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'environment_plans'"
+                         ).fetchall()[0][0]
+    rows = [] if not exists else con.execute(
+        "SELECT plan_id, benchmark, level, protocol, epsilon, delta, seed, spec, design FROM environment_plans "
+        "WHERE plan_id = ?", [plan_id]).fetchall()
+    if not rows or rows[0][1] != benchmark:
+        known = [] if not exists else [r[0] for r in con.execute(
+            "SELECT plan_id FROM environment_plans WHERE benchmark = ? ORDER BY created_at", [benchmark]).fetchall()]
+        raise EnvironmentsError(f"no environment plan {plan_id!r} for benchmark {benchmark!r} in the store; "
+                                f"plans recorded: {known or 'none'} (draw one with benchcert plan environments)")
+    r = rows[0]
+    draws = query_pl(con, "SELECT draw, item_id, subject, domain, stratum FROM environment_plan_draws "
+                          "WHERE plan_id = ? ORDER BY draw", [plan_id])
+    return Plan(plan_id=r[0], benchmark=r[1], level=r[2], protocol=r[3], epsilon=r[4], delta=r[5], seed=r[6],
+                spec=EnvironmentSpec.from_dict(json.loads(r[7])), design=json.loads(r[8]), draws=draws)
+
+
+# --------------------------------------------------------------------------------------
+# certificates
+
+
+#: Printed under every certificate of the full benchmark at domain level (rows with question "same_subjects").
+SUBJECTS_NOTE = ("items of a domain cluster by subject: score/lower/upper are item-weighted and hold for new items "
+                 "from the same subjects; for new subjects of a domain see the new-subj columns (score_new_subjects, "
+                 "lower_new_subjects, upper_new_subjects in --json and the tables): subjects are the sampling unit "
+                 "and weigh the same whatever their size, so the score differs from the item-weighted one when sizes "
+                 "are unequal, and a domain with few subjects gets a wide band - one subject gives nearly [0, 1]")
+
+
+def failure_bound(scores: np.ndarray, alpha: float, sampling: str, *, subjects: np.ndarray | None = None,
+             unequal_rates: bool = True) -> dict:
+    """The failure-rate bound of a model, for the band's questions; the audit's ``failure_rate_bounds``
+    table and the environment certificates both use this.
+
+    ``upper``: question ``question`` - ``"same_subjects"`` (``unequal_rates``: items independent,
+    rates may differ by subject or atom; also right for a stratified plan's draws) or
+    ``"independent_items"`` (i.i.d. draws, as from a plan's proposal); ``estimate`` is the
+    item-weighted failure rate. With ``subjects``: ``upper_new_subjects`` for a new subject's
+    expected failure rate (subjects as the sampling unit, each weighing the same), whose point
+    estimate is ``estimate_new_subjects`` (the subject-weighted failure rate) and
+    ``effective_subjects`` the number of subjects, as the band's ``score_new_subjects``/
+    ``lower_new_subjects``/``upper_new_subjects``; see :mod:`benchcert.stats.certify`.
+    """
+    failed = scores < 1.0
+    fr = failure_rate_upper(int(np.sum(failed)), int(scores.size), alpha=alpha, unequal_rates=unequal_rates)
+    out = {"failures": fr.failures, "n": fr.n, "estimate": fr.estimate, "upper": fr.upper, "alpha": fr.alpha,
+           "method": fr.method, "question": fr.question, "sampling": sampling, "statement": fr.statement,
+           "question_new_subjects": None, "estimate_new_subjects": None, "upper_new_subjects": None,
+           "method_new_subjects": None, "effective_subjects": None}
+    if subjects is not None:
+        nb = failure_rate_upper_new_subjects(failed, subjects, alpha=alpha)
+        out.update(question_new_subjects=nb.question, estimate_new_subjects=nb.estimate, upper_new_subjects=nb.upper,
+                   method_new_subjects=nb.method, effective_subjects=nb.effective_subjects)
+    return out
+
+
+def _rows_for(model: str, names, is_vertex, bounds, spec: EnvironmentSpec, note: str,
+              new_subjects=None) -> list[dict]:
+    """One row per environment (and the family's worst mix). ``question`` names what the bounds are
+    about; ``new_subjects`` (no plan, domain level) adds the band for new subjects of each domain
+    with its own, subject-weighted, score."""
+    question = bounds.details.get("question", "finite_population")
+    rows = []
+    for j, name in enumerate(names):
+        rows.append({"environment": name, "model": model, "score": float(bounds.estimate[j]),
+                     "lower": float(bounds.lower[j]), "upper": float(bounds.upper[j]),
+                     "half_width": float(bounds.half_width[j]), "method": bounds.method, "delta": bounds.delta,
+                     "n": bounds.n, "family_vertex": bool(is_vertex[j]), "worst_of_family": False, "note": note,
+                     "question": question,
+                     "score_new_subjects": None if new_subjects is None else float(new_subjects.estimate[j]),
+                     "lower_new_subjects": None if new_subjects is None else float(new_subjects.lower[j]),
+                     "upper_new_subjects": None if new_subjects is None else float(new_subjects.upper[j])})
+    if spec.family_kind is not None:
+        vnames = spec.vertex_names()
+        idx = [names.index(v) for v in vnames]
+        j = min(idx, key=lambda i: bounds.lower[i])
+        worst = {**rows[j], "environment": f"{spec.family_name} (worst mix)", "family_vertex": False,
+                 "worst_of_family": True,
+                 "note": f"every mix of {', '.join(vnames)} has score >= {bounds.lower[j]:.4f}; the lowest "
+                         f"lower bound is at the vertex {names[j]!r} (scores are linear in the mix)"}
+        if new_subjects is not None:   # its worst vertex may be another one
+            jn = min(idx, key=lambda i: new_subjects.lower[i])
+            worst["score_new_subjects"] = float(new_subjects.estimate[jn])
+            worst["lower_new_subjects"] = float(new_subjects.lower[jn])
+            worst["upper_new_subjects"] = float(new_subjects.upper[jn])
+        rows.append(worst)
+    return rows
+
+
+def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str], scores: np.ndarray, *,
+                   delta: float, plan: Plan | None = None) -> tuple[list[dict], dict[str, dict], list[str]]:
+    """Per model and environment: score with bounds holding for all environments at once w.p. >= 1 - delta.
+
+    ``items`` (item_id, subject, domain) are the rows of ``scores`` (items x models, NaN = not
+    answered). Without a plan (stratified_superpopulation; the score itself is exact for the
+    benchmark): at domain level the bounds are for new items from the same subjects (items
+    independent given their subject; the score item-weighted) and ``score_new_subjects``/
+    ``lower_new_subjects``/``upper_new_subjects`` for new subjects of each domain (each subject
+    weighing the same; row key ``question``; see
+    :func:`benchcert.stats.certify.stratified_means`); at subject level a subject's items are
+    taken as independent draws from its task distribution. With a plan: the plan's protocol estimator on the plan's draws; a model must
+    have answered every item of the plan. Returns (rows, failure_rate_upper per model, notes).
+
+    The failure bound per model answers the same questions as the band: without a plan, ``upper``
+    for new items from the same subjects (question ``same_subjects``, the exact bound made valid
+    for subjects of different difficulty) and ``upper_new_subjects`` for a new subject's expected
+    failure rate (subjects as the sampling unit, subject-weighted); with a plan, the plan's items (question ``finite_population``, for the mix
+    of the benchmark the plan draws from). See :func:`benchcert.stats.certify.failure_rate_upper`.
+    """
+    level = spec.level
+    notes: list[str] = []
+    rows: list[dict] = []
+    failure: dict[str, dict] = {}
+    row_of = {iid: r for r, iid in enumerate(items["item_id"].to_list())}
+    if plan is None:
+        atoms, sizes = atom_sizes(items, level)
+        names, P, is_vertex = resolve(spec, atoms)
+        index = {a: i for i, a in enumerate(atoms)}
+        item_atom = np.array([index[a] for a in items[level].to_list()])
+        # Items of a domain cluster by subject: the bounds answer "new items from the same subjects"
+        # (valid with subject effects), and a second band answers "new subjects" (subjects as the
+        # sampling unit). At the subject level the items of a subject are taken as independent.
+        # (domain, subject) pairs: a subject name reused in two domains is two subjects
+        subject_all = np.unique((items["domain"].cast(pl.String).fill_null("") + "\x00"
+                                 + items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
+        subject = subject_all if level == "domain" else None
+        for j, model in enumerate(models):
+            col = scores[:, j]
+            ok = ~np.isnan(col)
+            samples = [col[ok & (item_atom == a)] for a in range(len(atoms))]
+            need = [atoms[a] for a in range(len(atoms)) if P[:, a].max() > 0 and samples[a].size == 0]
+            if need:
+                notes.append(f"{model}: no answered items in {', '.join(need)}: no certificate")
+                continue
+            if subject is None:
+                b = stratified_means(samples, sizes, P, delta=delta, finite_population=False)
+                # Subjects are the atoms: per-subject exact intervals answer "new items from the same
+                # subjects", the question the failure bound beside them names (one rate per atom, so
+                # no unequal-rates correction is needed).
+                rows += [{**r, "question": "same_subjects"} for r in _rows_for(
+                    model, names, is_vertex, b, spec,
+                    "score = the benchmark's mean under the environment (answered items); bounds: "
+                    "new items from each subject's task distribution (ASSUMPTION: the items of a "
+                    "subject are independent), per-subject exact intervals at delta/K")]
+            else:
+                groups = [subject[ok & (item_atom == a)] for a in range(len(atoms))]
+                b = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups)
+                bn = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups,
+                                      new_clusters=True)
+                rows += _rows_for(model, names, is_vertex, b, spec,
+                                  "score = the benchmark's mean under the environment (answered items); bounds: "
+                                  "new items from the same subjects (subjects fixed, items independent given "
+                                  "their subject), per-domain exact intervals at delta/K; score/lower/"
+                                  "upper_new_subjects: new subjects of each domain (subjects as the sampling unit, "
+                                  "each weighing the same; wide with few subjects)", new_subjects=bn)
+            # The failure bound answers the band's two questions (subjects fixed / new subjects).
+            failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items",
+                                      subjects=subject_all[ok])
+        return rows, failure, notes
+
+    d = plan.design
+    if plan.level != level:
+        raise EnvironmentsError(f"{spec.source}: level: the plan {plan.plan_id} was drawn at level {plan.level!r}; "
+                                f"the file says {level!r}")
+    atoms, sizes = d["atoms"], np.asarray(d["sizes"], dtype=np.int64)
+    names, P, is_vertex = resolve(spec, atoms)
+    index = {a: i for i, a in enumerate(atoms)}
+    draws = plan.draws
+    missing = [i for i in draws["item_id"].unique().to_list() if i not in row_of]
+    if missing:
+        raise EnvironmentsError(f"plan {plan.plan_id}: {len(missing)} of its items are no longer in the benchmark "
+                                f"(e.g. {missing[:3]})")
+    draw_rows = np.array([row_of[i] for i in draws["item_id"].to_list()], dtype=np.int64)
+    draw_atoms = np.array([index[a] for a in draws[level].to_list()], dtype=np.int64)
+    for j, model in enumerate(models):
+        x = scores[draw_rows, j]
+        if np.isnan(x).any():
+            continue  # not evaluated on this plan
+        if plan.protocol == "theorem_3_4":
+            q = np.asarray(d["proposal"])
+            b = importance_mom(x, draw_atoms, P, q, blocks=int(d["allocation"]["blocks"]), delta=delta)
+            uncovered = [names[i] for i in range(len(names)) if not np.isfinite(b.half_width[i])]
+            if uncovered:
+                raise EnvironmentsError(f"{spec.source}: environment(s) {uncovered} put weight where the plan's "
+                                        "proposal has none; draw a plan for them")
+            sampling = "i.i.d. draws from the plan's proposal q (not the benchmark's uniform distribution)"
+            iid = True
+        elif plan.protocol == "per_environment":
+            plan_w = dict(zip(d["names"], [np.asarray(r) for r in d["P"]]))
+            samples = []
+            for name, row in zip(names, P):
+                if name not in plan_w or not np.allclose(plan_w[name], row, atol=1e-9):
+                    raise EnvironmentsError(f"{spec.source}: environment {name!r} was not drawn by the per-environment "
+                                            f"plan {plan.plan_id} with these weights; certify the plan's environments "
+                                            f"({', '.join(d['names'])}) or draw a new plan")
+                samples.append(x[(draws["stratum"] == name).to_numpy()])
+            b = per_environment_means(samples, delta=delta)
+            sampling = "i.i.d. draws from each environment, pooled (target: the draws' mix of the environments)"
+            iid = False   # environments fail at different rates
+        else:
+            samples = [x[draw_atoms == a] for a in range(len(atoms))]
+            need = [atoms[a] for a in range(len(atoms)) if P[:, a].max() > 0 and samples[a].size == 0]
+            if need:
+                raise EnvironmentsError(f"{spec.source}: the stratified plan {plan.plan_id} sampled no items of "
+                                        f"{', '.join(need)}; draw a plan that covers them")
+            b = stratified_means(samples, sizes, P, delta=delta, finite_population=True)
+            sampling = "uniform within atoms, pooled over the plan's allocation (target: the allocation's mix)"
+            iid = False   # a sum of hypergeometric counts of atoms with different rates
+        rows += _rows_for(model, names, is_vertex, b, spec,
+                          f"plan {plan.plan_id} ({plan.protocol}); target: the environment's mean over the "
+                          "benchmark's items")
+        failure[model] = {**failure_bound(x, delta, sampling, unequal_rates=not iid), "question": "finite_population"}
+    skipped = [m for m in models if m not in failure]
+    if skipped:
+        notes.append(f"{len(skipped)} model(s) did not answer every item of plan {plan.plan_id} and get no "
+                     f"certificate from it: {', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}")
+    return rows, failure, notes
+
+
+def spec_for_audit(path, db, benchmark: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+    """Read an environments file and check its names against the benchmark's items (for ``audit``)."""
+    from benchcert.tasks.subsample.subsets import benchmark_items
+
+    spec = read_environments(path)
+    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        items = benchmark_items(con, benchmark)
+    if items.height:  # an unknown benchmark is the audit's own error to report
+        resolve(spec, atom_sizes(items, spec.level)[0])
+    return spec.to_dict()

@@ -1,0 +1,379 @@
+"""Model comparisons for the audit (the Hardt chapter's paired tests): which models are really different?
+
+Every pair of models (or every model against ``AuditConfig.baseline``) is compared on the
+items both answered - paired, because two models' scores on the same items are strongly
+correlated - with raw and multiplicity-adjusted p-values and a verdict. Items only one model
+of a pair answered are excluded from that pair and counted in the table.
+
+Tables:
+
+* ``comparisons`` - one row per pair: gap (model - versus) on shared items, the primary
+  interval and the question it answers (``question``: clustered by subject - "does the gap
+  generalise to new subjects" - when the hierarchy has 30 or more subjects; subjects as fixed
+  strata - "is the model better on this benchmark's items" - with fewer, with a note; paired
+  CLT without subjects) and its Bonferroni-simultaneous version on the same t reference
+  (it excludes 0 exactly when ``p_bonferroni`` <= alpha), p-values of every method (paired
+  CLT, clustered, exact McNemar / sign test, Hoeffding, and the unpaired z-test peers use),
+  Holm, Bonferroni and Benjamini-Hochberg adjusted p-values, the minimum detectable effect
+  and the verdict. The verdict is the simultaneous interval's: ``improved`` when it lies above
+  0 (model significantly better than versus), ``regressed`` below 0, else ``inconclusive``;
+  so a verdict and its interval never disagree. ``p_holm`` is reported for reference only:
+  Holm's step-down can reject a pair whose simultaneous interval still covers 0, and no
+  informative interval agrees with those extra rejections (see
+  :func:`benchcert.stats.comparisons.simultaneous_intervals`, Notes);
+* ``tied_groups`` - one row per (group, model): maximal runs of models, in score order,
+  within which no pair differs (Bonferroni over the pairs tested, the verdicts' rule); a
+  model may sit in several;
+* ``comparison_ranks`` - one row per model: point rank and simultaneous rank interval. The
+  rank order (and the order of tied groups) is by ``shared_gap``, the model's mean gap against
+  every other on the items each pair shares - what the tests compare - not by its score on
+  its own answered items (``score``), which differ when models skipped items.
+
+Beyond ``ALL_PAIRS_MAX_MODELS`` models (without a baseline) the family is the leaderboard's:
+each model against the next one in the ranking and every pair among the top ``TOP_N``
+(``family = "leaderboard"``); the adjustments are over exactly the pairs tested, and the rank
+intervals and tied groups come from them (untested pairs count as not distinguished, which only
+widens the intervals). ``AuditConfig.all_pairs`` (``--all-pairs``) asks for every pair.
+
+The report gets a rank plot (rank intervals), the tied groups and the table.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.comparisons import (
+    MIN_SUBJECTS_CLUSTERED,
+    QUESTIONS,
+    adjust_pvalues,
+    pairwise_comparisons,
+    rank_confidence,
+    simultaneous_intervals,
+)
+from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.report import Section, interval_plot_svg, table_html
+
+POWER = 0.8
+
+COMPARISON_SCHEMA = {
+    "model": pl.String, "versus": pl.String, "family": pl.String,
+    "n_shared": pl.Int64, "n_only_model": pl.Int64, "n_only_versus": pl.Int64, "n_excluded": pl.Int64,
+    "score_model": pl.Float64, "score_versus": pl.Float64, "gap": pl.Float64,
+    "method": pl.String, "question": pl.String, "se": pl.Float64, "lower": pl.Float64, "upper": pl.Float64,
+    "simultaneous_lower": pl.Float64, "simultaneous_upper": pl.Float64,
+    "p_value": pl.Float64, "p_holm": pl.Float64, "p_bonferroni": pl.Float64, "p_bh": pl.Float64,
+    "p_paired_clt": pl.Float64, "p_clustered": pl.Float64, "p_exact": pl.Float64, "exact_test": pl.String,
+    "p_hoeffding": pl.Float64, "hoeffding_lower": pl.Float64, "hoeffding_upper": pl.Float64,
+    "p_unpaired": pl.Float64, "mde": pl.Float64, "verdict": pl.String, "significant_bh": pl.Boolean,
+    "alpha": pl.Float64,
+}
+TIED_SCHEMA = {"group": pl.Int64, "model": pl.String, "score": pl.Float64, "rank": pl.Int64,
+               "rank_lower": pl.Int64, "rank_upper": pl.Int64, "group_size": pl.Int64}
+RANK_SCHEMA = {"model": pl.String, "score": pl.Float64, "shared_gap": pl.Float64, "rank": pl.Int64, "rank_lower": pl.Int64,
+               "rank_upper": pl.Int64, "n_significantly_better": pl.Int64, "n_significantly_worse": pl.Int64,
+               "groups": pl.String}
+
+
+def _empty(note: str) -> AnalysisOutput:
+    return AnalysisOutput(
+        name="comparisons",
+        tables={"comparisons": pl.DataFrame(schema=COMPARISON_SCHEMA), "tied_groups": pl.DataFrame(schema=TIED_SCHEMA),
+                "comparison_ranks": pl.DataFrame(schema=RANK_SCHEMA)},
+        sections=[Section(title="Model comparisons", anchor="comparisons", html=f"<p>{escape(note)}</p>")],
+        warnings=[note])
+
+
+#: Beyond this many models the default family is the leaderboard's (:func:`_leaderboard_pairs`),
+#: not every pair: at 4,000 models all pairs are 8 million comparisons, a table no one reads
+#: and a Holm correction that leaves no power. ``--all-pairs`` (AuditConfig.all_pairs) asks
+#: for every pair anyway; the computation is then blocked (stats/comparisons.py).
+ALL_PAIRS_MAX_MODELS = 150
+#: The leaderboard family compares every pair among the top TOP_N models by score.
+TOP_N = 20
+
+
+def _leaderboard_pairs(pooled: np.ndarray, top_n: int = TOP_N) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbours in the ranking (each model against the next one down) and every pair among the
+    top ``top_n``: (k - 1) + top_n (top_n - 1) / 2 pairs at most, deduplicated, as (i, j), i < j."""
+    order = np.argsort(-pooled, kind="stable")
+    top = order[:top_n]
+    a = np.r_[order[:-1], np.repeat(top, top.size)]
+    b = np.r_[order[1:], np.tile(top, top.size)]
+    i, j = np.minimum(a, b), np.maximum(a, b)
+    keep = i < j
+    key = np.unique(i[keep].astype(np.int64) * pooled.size + j[keep])
+    return (key // pooled.size).astype(np.intp), (key % pooled.size).astype(np.intp)
+
+
+def _family(k: int, baseline: int | None, all_pairs: bool) -> str:
+    if baseline is not None:
+        return "versus_baseline"
+    return "all_pairs" if all_pairs or k <= ALL_PAIRS_MAX_MODELS else "leaderboard"
+
+
+def _shared_counts(obs: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Items answered by both models of each pair (a[p], b[p]); O(n_items P), not a K x K product."""
+    if obs.all():
+        return np.full(a.size, obs.shape[0], dtype=np.int64)
+    out = np.empty(a.size, dtype=np.int64)
+    step = max(1, (1 << 24) // max(obs.shape[0], 1))
+    for lo in range(0, a.size, step):
+        out[lo:lo + step] = np.count_nonzero(obs[:, a[lo:lo + step]] & obs[:, b[lo:lo + step]], axis=0)
+    return out
+
+
+def _pairs(scores: np.ndarray, models: list[str], pooled: np.ndarray, baseline: int | None,
+           all_pairs: bool = False):
+    """(versus, model) column pairs: against the baseline, every pair, or (beyond
+    ALL_PAIRS_MAX_MODELS models) the leaderboard family; the better-scoring model first so that
+    gaps read 'model is ahead of versus by ...'."""
+    k = len(models)
+    if baseline is not None:
+        others = np.array([j for j in range(k) if j != baseline], dtype=np.intp)
+        return np.full(others.shape, baseline, dtype=np.intp), others
+    if _family(k, None, all_pairs) == "leaderboard":
+        i, j = _leaderboard_pairs(pooled)
+    else:
+        i, j = np.triu_indices(k, 1)
+    # higher pooled score first; equal scores keep name order
+    swap = pooled[j] > pooled[i]
+    model = np.where(swap, j, i)
+    versus = np.where(swap, i, j)
+    return versus.astype(np.intp), model.astype(np.intp)
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
+    models = m.models
+    alpha = config.alpha
+    if len(models) < 2:
+        return _empty(f"comparisons: {len(models)} model(s) in the benchmark; nothing to compare")
+    scores = m.scores
+    notes: list[str] = []
+    subjects = m.item_subject if "subject" in config.hierarchy else None
+    if subjects is not None and m.subjects.height < 2:
+        # One subject leaves nothing to cluster over; the clustered SE would be the worst case.
+        subjects = None
+        notes.append("comparisons: the benchmark has a single subject, so intervals are paired CLT, not clustered")
+    if subjects is not None and np.unique(subjects).size < MIN_SUBJECTS_CLUSTERED:
+        notes.append(f"comparisons: {np.unique(subjects).size} subjects (fewer than {MIN_SUBJECTS_CLUSTERED}): verdicts, "
+                     "intervals and ranks answer 'is the model better on this benchmark's items' (subjects as fixed "
+                     "strata). Whether a gap generalises to new subjects (p_clustered) cannot be answered reliably "
+                     "with so few subjects: that test has little power and a noisy standard error")
+    pooled = np.nanmean(scores, axis=0)
+    baseline = None
+    if config.baseline is not None:
+        if config.baseline in models:
+            baseline = models.index(config.baseline)
+        else:
+            notes.append(f"comparisons: baseline {config.baseline!r} is not a model of this benchmark; "
+                         "comparing all pairs instead")
+    answered = (~np.isnan(scores)).sum(axis=0)
+    for name, n in zip(models, answered):
+        if n < m.n_items:
+            notes.append(f"comparisons: {name!r} answered {int(n)} of {m.n_items} items; each of its comparisons "
+                         "uses only the items both models answered (the rest are counted in n_excluded)")
+
+    # Pairs that share no item cannot be compared; they stay in the table, flagged.
+    obs = ~np.isnan(scores)
+    all_pairs_asked = bool(getattr(config, "all_pairs", False))
+    versus, model = _pairs(scores, models, pooled, baseline, all_pairs_asked)
+    comparable = _shared_counts(obs, versus, model) > 0
+    if not comparable.all():
+        for v, w in zip(versus[~comparable], model[~comparable]):
+            notes.append(f"comparisons: {models[w]!r} and {models[v]!r} share no answered item; not compared")
+    pv, pm = versus[comparable], model[comparable]
+    family = _family(len(models), baseline, all_pairs_asked)
+    if family == "leaderboard":
+        notes.append(f"comparisons: {len(models)} models (more than {ALL_PAIRS_MAX_MODELS}): compared are each model "
+                     f"against the next one in the ranking and every pair among the top {TOP_N} ({pv.size} pairs, "
+                     "family 'leaderboard'); the Bonferroni intervals (which decide the verdicts), Holm and "
+                     "Benjamini-Hochberg adjust over exactly these pairs, and rank intervals count untested pairs as "
+                     "not distinguished (wider). Every pair: --all-pairs")
+    frame = pl.DataFrame(schema=COMPARISON_SCHEMA)
+    r = None
+    if pv.size:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+        _pass_on(caught, pm, pv)
+        holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
+        bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
+        bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
+        # The same reference distribution as the p-values (t with the clustered test's df), so an
+        # interval excluding 0 is a Bonferroni rejection. The verdict is read off the interval, not
+        # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
+        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
+        exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
+        verdict = np.where(sim.lower > 0, "improved", np.where(sim.upper < 0, "regressed", "inconclusive"))
+        cl = r.tests.get("clustered_subject")
+        frame = pl.DataFrame({
+            "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,
+            "n_shared": r.n, "n_only_model": r.n_only_b, "n_only_versus": r.n_only_a, "n_excluded": r.n_excluded,
+            "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
+            "method": r.method, "question": r.question, "se": r.se, "lower": r.lower, "upper": r.upper,
+            "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
+            "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bonferroni": bonf.p_adjusted, "p_bh": bh.p_adjusted,
+            "p_paired_clt": r.tests["paired_clt"].p_value,
+            "p_clustered": cl.p_value if cl is not None else np.full(pv.size, np.nan),
+            "p_exact": r.tests[exact_name].p_value, "exact_test": exact_name,
+            "p_hoeffding": r.tests["hoeffding"].p_value,
+            "hoeffding_lower": r.tests["hoeffding"].lower, "hoeffding_upper": r.tests["hoeffding"].upper,
+            "p_unpaired": r.tests["unpaired_z"].p_value, "mde": r.mde, "verdict": verdict,
+            "significant_bh": bh.rejected, "alpha": alpha,
+        }, schema=COMPARISON_SCHEMA)
+        if cl is None:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("p_clustered"))
+    if not comparable.all():
+        none = pl.DataFrame({"model": [models[j] for j in model[~comparable]],
+                             "versus": [models[j] for j in versus[~comparable]], "family": family,
+                             "n_shared": 0, "n_only_model": answered[model[~comparable]].astype(np.int64),
+                             "n_only_versus": answered[versus[~comparable]].astype(np.int64),
+                             "verdict": "not comparable: no shared item", "alpha": alpha},
+                            schema_overrides={k: v for k, v in COMPARISON_SCHEMA.items()
+                                              if k in ("n_shared", "n_only_model", "n_only_versus")})
+        none = none.with_columns((pl.col("n_only_model") + pl.col("n_only_versus")).alias("n_excluded"))
+        frame = pl.concat([frame, none], how="diagonal_relaxed").select(list(COMPARISON_SCHEMA)).cast(COMPARISON_SCHEMA)
+
+    # Ranks come from every pair (the leaderboard family beyond ALL_PAIRS_MAX_MODELS); without a
+    # baseline that is the table's own family. With one they answer the ranking question over a wider
+    # family than the K - 1 verdicts, and the report's text says so.
+    all_pairs = (pv, pm, r) if baseline is None else None
+    ranks, tied, rank_groups = _ranks(scores, subjects, models, pooled, alpha, all_pairs,
+                                      leaderboard=_family(len(models), None, all_pairs_asked) == "leaderboard")
+    return AnalysisOutput(
+        name="comparisons",
+        tables={"comparisons": frame, "tied_groups": tied, "comparison_ranks": ranks},
+        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha,
+                           r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"))],
+        warnings=notes,
+    )
+
+
+_FAMILY_POSITIONS = re.compile(r"\bcomparison\(s\) \[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
+
+
+def _pass_on(caught, model: np.ndarray, versus: np.ndarray, prefix: str = "") -> None:
+    """Warn again every warning the stats layer gave, each once, for run_analysis to record.
+
+    The stats layer names pairs by their position in the family computed ("comparison(s) [4]");
+    that becomes the pair's model columns ("model column pair(s) [(model, versus)]"), which
+    run_analysis turns into model names (tasks/audit/analyses.py ``_named``) like every other
+    analysis' column indices. Nothing is re-derived from the results.
+    """
+    def columns(match: re.Match) -> str:
+        idx = [int(i) for i in match.group(1).split(",") if i.strip()]
+        pairs = ", ".join(f"({int(model[j])}, {int(versus[j])})" for j in idx)
+        more = f", ... ({match.group(3)} in all)" if match.group(2) else ""
+        return f"model column pair(s) [{pairs}{more}]"
+
+    for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
+        warnings.warn(prefix + _FAMILY_POSITIONS.sub(columns, text), category, stacklevel=2)
+
+
+def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False):
+    """Rank intervals and tied groups from every comparable pair (Bonferroni over all pairs), or
+    from the leaderboard family (Bonferroni over it; untested pairs count as not distinguished).
+
+    Bonferroni, like the table's verdicts: a pair counts as distinguished exactly when its
+    simultaneous interval excludes 0, so ranks, tied groups and verdicts never disagree."""
+    k = len(models)
+    if all_pairs is not None:
+        pv, pm, r = all_pairs
+        pairs = np.column_stack([pv, pm])
+        gap, p = (r.estimate, r.p_value) if r is not None else (np.zeros(0), np.zeros(0))
+    else:
+        obs = ~np.isnan(scores)
+        i, j = _leaderboard_pairs(pooled) if leaderboard else np.triu_indices(k, 1)
+        ok = _shared_counts(obs, i, j) > 0
+        pairs = np.column_stack([i[ok], j[ok]])
+        gap = p = np.zeros(0)
+        if pairs.shape[0]:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+            # pairs are (i, j), gap = j - i; the table's own family was passed on already
+            _pass_on(caught, pairs[:, 1], pairs[:, 0], prefix=f"rank intervals ({'leaderboard family' if leaderboard else 'every pair'}): ")
+            gap, p = r.estimate, r.p_value
+    if pairs.shape[0]:
+        # Mean shared-item gaps order models only when every pair is compared; in the leaderboard
+        # family a model meets one or two neighbours, whose local gaps say nothing about its place.
+        rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="bonferroni",
+                             order="estimate" if leaderboard else "gaps")
+        rank, lo, hi, groups, order_score = rc.rank, rc.lower, rc.upper, rc.groups, rc.order_score
+        n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
+    else:
+        rank = 1 + (pooled[None, :] > pooled[:, None]).sum(axis=1)
+        lo, hi = np.ones(k, np.int64), np.full(k, k, np.int64)
+        groups = (tuple(int(x) for x in np.argsort(-pooled, kind="stable")),)
+        order_score = np.full(k, np.nan)
+        n_better = n_worse = np.zeros(k, np.int64)
+    member = {g: [] for g in range(k)}
+    rows = []
+    for gid, grp in enumerate(groups, start=1):
+        for idx in grp:
+            member[idx].append(gid)
+            rows.append({"group": gid, "model": models[idx], "score": float(pooled[idx]), "rank": int(rank[idx]),
+                         "rank_lower": int(lo[idx]), "rank_upper": int(hi[idx]), "group_size": len(grp)})
+    tied = pl.DataFrame(rows, schema=TIED_SCHEMA)
+    ranks = pl.DataFrame({
+        "model": models, "score": pooled, "shared_gap": order_score, "rank": rank.astype(np.int64), "rank_lower": np.asarray(lo, np.int64),
+        "rank_upper": np.asarray(hi, np.int64), "n_significantly_better": np.asarray(n_better, np.int64),
+        "n_significantly_worse": np.asarray(n_worse, np.int64),
+        "groups": [",".join(str(g) for g in member[x]) for x in range(k)],
+    }, schema=RANK_SCHEMA).sort("rank", "model")
+    return ranks, tied, groups
+
+
+def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
+    level = f"{100 * (1 - alpha):g}%"
+    k = len(models)
+    plot = interval_plot_svg(
+        ranks["model"].to_list(),
+        [{"name": f"rank with simultaneous {level} interval", "estimate": ranks["rank"].to_list(),
+          "lower": ranks["rank_lower"].to_list(), "upper": ranks["rank_upper"].to_list(), "color": "#0072b2"}],
+        title="Rank of each model (1 = best) with its rank interval", x_label="rank (1 = best)",
+        x_range=(0.5, k + 0.5), percent=False)
+    multi = [g for g in groups if len(g) > 1]
+    group_items = "".join(
+        f"<li>group {gid}: {escape(', '.join(models[i] for i in g))}</li>"
+        for gid, g in enumerate(groups, start=1) if len(g) > 1)
+    method = {"clustered_subject": "clustered by subject (CR2, t with Bell-McCaffrey df)",
+              "stratified_items": "paired within subjects as fixed strata (t with N - C df)",
+              "paired_clt": "paired CLT"}[primary]
+    question = QUESTIONS[primary]
+    if baseline is not None:
+        fam = f"every model against the baseline {escape(models[baseline])!s}"
+    elif frame.height and frame["family"][0] == "leaderboard":
+        fam = (f"each model against the next one in the ranking and every pair among the top {TOP_N} "
+               f"({k} models: more than {ALL_PAIRS_MAX_MODELS}, so not every pair; --all-pairs for all)")
+    else:
+        fam = "every pair of models"
+    intro = (f"<p>Paired comparisons of {fam} on the items both models answered (items only one answered are "
+             f"excluded and counted in <code>n_excluded</code>). Gap = model &minus; versus; {level} interval "
+             f"{method}; verdict by the Bonferroni-simultaneous {level} intervals over the "
+             f"{frame.filter(pl.col('n_shared') > 0).height} comparisons (<code>improved</code> = the model's "
+             "interval lies above 0: significantly ahead), so a verdict never contradicts its interval. Holm and "
+             "Benjamini-Hochberg (FDR) adjusted p-values are in the table for reference; Holm's step-down can reject "
+             "a pair whose simultaneous interval covers 0, and the verdict does not claim those. So is the unpaired "
+             f"z-test peers report, which ignores that both models answered the same items.</p><p>The question answered: "
+             f"<b>{escape(question)}</b>.</p>")
+    family = ("Bonferroni over the pairs tested, as the verdicts" if baseline is None else
+              "Bonferroni over every pair of models: the ranking question, a wider family than the verdicts "
+              "against the baseline, so a model can be <code>improved</code> against the baseline and still share "
+              "a group with it here")
+    ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
+            f"level ({family}) - a tie here means <em>not distinguished</em>, not proven equal. "
+            "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
+    shown = frame.sort("p_value", nulls_last=True).select(
+        "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),
+        (pl.col("lower") * 100).alias("lower pp"), (pl.col("upper") * 100).alias("upper pp"),
+        "p_value", "p_holm", "p_bh", "p_exact", "p_unpaired", (pl.col("mde") * 100).alias("MDE pp"), "verdict")
+    return Section(title="Model comparisons", anchor="comparisons",
+                   html=intro + plot + ties + table_html(ranks.drop("groups"), float_digits=4)
+                   + table_html(shown, float_digits=4, max_rows=100))

@@ -1,0 +1,1 @@
+"""tasks/ingest/adapters"""

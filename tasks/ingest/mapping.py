@@ -1,0 +1,223 @@
+"""Column mapping: which column of a log file, or which expression over its columns, feeds
+which canonical field.
+
+Given by repeated ``--map FIELD=VALUE`` flags, by a small TOML file::
+
+    format = "csv"            # optional: csv | jsonl | parquet (default: from the extension)
+    [map]
+    item_id = "question_id"
+    score = "preference - 1"
+    benchmark = "'alpaca_eval_2'"
+
+or both (flags win).  A canonical field that is not mapped is read from the column of the
+same name when the file has one; otherwise optional fields take their defaults.
+
+A mapped VALUE that names a column of the file is that column (whatever characters the name
+holds).  Otherwise it is a SQL expression over the file's columns, evaluated by Polars
+(``polars.sql_expr``): arithmetic (``preference - 1``), concatenation
+(``exam || '/' || problem_id``), a constant (``'alpaca_eval_2'``), CASE, CAST and Polars' SQL
+functions; quote a column name that is not a plain identifier as ``"my col"``.  Text columns
+of CSV and JSONL files are read as text; where an expression does arithmetic or comparison on
+one whose values are numbers, it is read as a floating-point number (a value that is not a
+number becomes missing, and its row is rejected with its line).  An expression that does not
+parse, or names a column the file lacks, is a usage error that names the token or column.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from benchcert.tasks.schemas import CANONICAL_FIELDS
+
+FORMATS = ("csv", "jsonl", "parquet")
+
+
+class MappingError(ValueError):
+    """A column mapping that cannot be used (unknown field, bad syntax, bad TOML)."""
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    columns: dict[str, str] = field(default_factory=dict)  # canonical field -> file column
+    format: str | None = None
+    model: str | None = None  # --model: every row's model (a table's model column, a native log's own name)
+
+    def _all(self) -> dict[str, str]:
+        if self.model is None:
+            return self.columns
+        return {**self.columns, "model": sql_literal(self.model)}
+
+    def column_for(self, canonical: str, available: list[str]) -> str | None:
+        """The file column (or expression) feeding ``canonical``, or None when the file has none."""
+        cols = self._all()
+        if canonical in cols:
+            return cols[canonical]
+        return canonical if canonical in available else None
+
+    def as_dict(self) -> dict:
+        return {"map": dict(self.columns), "format": self.format, "model": self.model}
+
+    def expressions(self, available: list[str], origin: str = "") -> dict[str, str]:
+        """Mapped fields whose value is no column of the file: {field: expression}, each checked
+        (it parses, and every column it names is in ``available``); MappingError otherwise."""
+        out = {}
+        for f, value in self._all().items():
+            if value in available:
+                continue
+            expr = compile_expression(value, f"--map {f}={value!r}")
+            missing = [c for c in expression_columns(value) if c not in available]
+            if missing:
+                where = f"{origin}: " if origin else ""
+                raise MappingError(f"{where}--map {f}={value!r}: the file has no column "
+                                   f"{', '.join(map(repr, missing))} (its columns are {available})")
+            out[f] = value
+            del expr
+        return out
+
+
+@lru_cache(maxsize=256)
+def _parse(text: str):
+    import polars as pl
+
+    return pl.sql_expr(text)
+
+
+def _syntax_hint(text: str) -> str:
+    """Where SQL parsing stops, from the parser's own message (\"found: X at column N\"), if it says."""
+    import polars as pl
+
+    try:
+        pl.SQLContext(frames={"t": pl.LazyFrame()}).execute(f"SELECT {text}\nFROM t", eager=False)
+    except Exception as exc:
+        m = re.search(r"found: (.+?) at Line: (\d+), Column: (\d+)", str(exc))
+        if m:
+            if m.group(1) == "FROM" or m.group(2) != "1":
+                return " (the expression ends too early)"
+            return f" (unexpected {m.group(1)} at character {int(m.group(3)) - len('SELECT ')})"
+        m = re.search(r"(Unterminated string literal)", str(exc))
+        if m:
+            return f" ({m.group(1).lower()})"
+    return ""
+
+
+def compile_expression(text: str, origin: str):
+    """``text`` as a Polars expression, or a MappingError naming ``origin`` and what did not parse."""
+    try:
+        return _parse(text)
+    except Exception as exc:  # polars' SQL errors (SQLInterfaceError, SQLSyntaxError, ...)
+        reason = " ".join(str(exc).split())
+        raise MappingError(f"{origin}: not a column of the file, and not a valid SQL expression: {reason}"
+                           f"{_syntax_hint(text)}") from None
+
+
+def expression_columns(text: str) -> list[str]:
+    """The source columns an expression reads."""
+    return list(dict.fromkeys(_parse(text).meta.root_names()))
+
+
+def evaluate(frame, expressions: dict[str, str], origin: str = ""):
+    """Add one column per expression (named by its text) to ``frame``.
+
+    Tried on the columns as read first; where Polars refuses the types (arithmetic on text), the
+    text columns the expression reads whose values are numbers are read as Float64 (a value that
+    is not a number becomes null) and it is tried again.
+    """
+    import polars as pl
+
+    out = []
+    for name in dict.fromkeys(expressions.values()):
+        expr = _parse(name)
+        try:
+            out.append(frame.with_columns(expr.alias(name))[name])  # with_columns broadcasts a constant
+            continue
+        except pl.exceptions.ColumnNotFoundError as exc:
+            raise MappingError(f"{origin}{name!r}: {' '.join(str(exc).split()[:12])}") from None
+        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError,
+                pl.exceptions.SchemaError) as exc:
+            first_error = exc
+        numeric = []
+        for c in expression_columns(name):
+            if frame.schema[c] == pl.String:
+                as_number = frame[c].str.strip_chars().cast(pl.Float64, strict=False)
+                if as_number.null_count() < frame.height:  # some values are numbers
+                    numeric.append(as_number.alias(c))
+        try:
+            out.append(frame.with_columns(numeric).with_columns(expr.alias(name))[name])
+        except pl.exceptions.PolarsError:
+            reason = " ".join(str(first_error).split("\n")[0].split())
+            raise MappingError(f"{origin}cannot evaluate {name!r}: {reason}") from None
+    return frame.with_columns(out)
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string constant."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _check_field(name: str, origin: str) -> None:
+    from benchcert.tasks.ingest.adapters.probs import is_probability_field
+
+    if name not in CANONICAL_FIELDS and not is_probability_field(name):
+        raise MappingError(f"{origin}: unknown canonical field {name!r}; fields are {', '.join(CANONICAL_FIELDS)}, "
+                          "and prob_<option> / option, prob / label / confidence for probabilities")
+
+
+def _is_identifier(value: str) -> bool:
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", value) is not None
+
+
+def _looks_like_expression(value: str) -> bool:
+    """Quotes, ``||``, or an operator at either end: text no log writes as a column name."""
+    v = value.strip()
+    return ("'" in v or "||" in v or v[:1] in "+-*/=<>%" or v[-1:] in "+-*/=<>%,(" or v.count("(") != v.count(")")
+            or re.search(r"[A-Za-z_]\(", v) is not None)
+
+
+def parse_mapping(pairs: list[str] | None = None, config: str | Path | None = None,
+                  fmt: str | None = None) -> ColumnMapping:
+    """Build a mapping from a TOML file and FIELD=COLUMN pairs (pairs override the file)."""
+    columns: dict[str, str] = {}
+    origins: dict[str, str] = {}
+    file_format = None
+    if config is not None:
+        path = Path(config)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise MappingError(f"{path}: mapping file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise MappingError(f"{path}: not valid TOML: {exc}") from None
+        unknown = set(data) - {"map", "format"}
+        if unknown:
+            raise MappingError(f"{path}: unknown keys {sorted(unknown)}; allowed: format, [map]")
+        for key, col in (data.get("map") or {}).items():
+            _check_field(key, str(path))
+            if not isinstance(col, str) or not col.strip():
+                raise MappingError(f"{path}: map.{key} must be a non-empty column name or expression; got {col!r}")
+            columns[key], origins[key] = col, f"{path}: map.{key} = {col!r}"
+        file_format = data.get("format")
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise MappingError(f"--map {pair!r}: expected FIELD=COLUMN or FIELD=EXPRESSION")
+        key, col = (s.strip() for s in pair.split("=", 1))
+        _check_field(key, f"--map {pair!r}")
+        if not col:
+            raise MappingError(f"--map {pair!r}: empty column name")
+        columns[key], origins[key] = col, f"--map {key}={col!r}"
+    for key, value in columns.items():
+        if not _is_identifier(value):
+            # Parsed now, so a broken expression is a usage error before any file is read; a
+            # value that does not parse may still be an odd column name (checked per file).
+            try:
+                _parse(value)
+            except Exception:
+                if _looks_like_expression(value):
+                    compile_expression(value, origins[key])
+    chosen = fmt or file_format
+    if chosen is not None and chosen not in FORMATS:
+        raise MappingError(f"format must be one of {', '.join(FORMATS)}; got {chosen!r}")
+    return ColumnMapping(columns=columns, format=chosen)

@@ -1,0 +1,436 @@
+"""Subsample guarantees: what a random n-item subset costs in accuracy (docs/methods.md,
+section 4: the exchangeable-bounds paper, Theorem 5.2 and Remark 7.2, in its Table 4 and
+Figure 4 layout), and the certified full-score estimates of checkpoints evaluated on a
+recorded subset.
+
+Tables:
+
+* ``subsample_curve`` - per n: cost n/N, the Theorem 5.2, Barber (non-negative and signed),
+  Serfling, stratified and exact worst-case half-widths, and across models the mean and
+  worst exact 95% error and the largest violation rate of Theorem 5.2 (Table 4 columns);
+* ``subsample_models`` - per model and n: exact 95% error, violation rates of Theorem 5.2
+  and of h*, exact SDs of the uniform and the subject-stratified estimator;
+* ``subsample_pairs`` - per model pair and n: the paired gap's exact 95% error against
+  Theorem 5.2 with R = 2 (Remark 7.2);
+* ``subsample_estimates`` - models evaluated on exactly a recorded subset
+  (``benchcert subsample``): the estimated full score with its guarantee and the exact
+  post-hoc interval (also returned as intervals, metric ``pooled``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.subsample import (
+    barber_halfwidth,
+    paired_error_distribution,
+    proportional_allocation,
+    serfling_halfwidth,
+    stratified_error_sd,
+    stratified_halfwidth,
+    subsample_error_distribution,
+    theorem_5_2_halfwidth,
+    worst_case_halfwidth,
+)
+from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.report import Section, table_html
+
+#: The subset sizes of the paper's Table 4 (used where n < N).
+PAPER_GRID = (250, 500, 1000, 2000, 5000, 10000)
+#: Fractions of N used when fewer than four paper sizes fit (small benchmarks).
+FRACTION_GRID = (0.05, 0.1, 0.25, 0.5, 0.75)
+#: Paired gaps are computed for at most this many model pairs.
+MAX_PAIRS = 40
+
+CURVE_SCHEMA = {
+    "n": pl.Int64, "N": pl.Int64, "cost_fraction": pl.Float64, "alpha": pl.Float64,
+    "theorem_5_2": pl.Float64, "barber_nonnegative": pl.Float64, "barber_signed": pl.Float64,
+    "serfling": pl.Float64, "stratified_proxy": pl.Float64, "exact_worst_case": pl.Float64,
+    "worst_case_K": pl.Int64, "n_models": pl.Int64, "mean_model_error95": pl.Float64,
+    "worst_model_error95": pl.Float64, "max_violation_theorem": pl.Float64,
+    "max_violation_exact_worst_case": pl.Float64, "theorem_5_2_paired": pl.Float64, "n_pairs": pl.Int64,
+    "mean_pair_error95": pl.Float64, "worst_pair_error95": pl.Float64, "max_violation_paired_theorem": pl.Float64,
+}
+MODELS_SCHEMA = {
+    "model": pl.String, "n": pl.Int64, "N": pl.Int64, "K": pl.Int64, "full_score": pl.Float64,
+    "error95": pl.Float64, "violation_theorem": pl.Float64, "violation_exact_worst_case": pl.Float64,
+    "uniform_sd": pl.Float64, "stratified_sd": pl.Float64, "alpha": pl.Float64,
+}
+PAIRS_SCHEMA = {
+    "model_a": pl.String, "model_b": pl.String, "n": pl.Int64, "N": pl.Int64, "b_better": pl.Int64,
+    "a_better": pl.Int64, "full_gap": pl.Float64, "theorem_5_2_paired": pl.Float64, "error95": pl.Float64,
+    "violation_theorem": pl.Float64, "sd": pl.Float64, "alpha": pl.Float64,
+}
+
+_COLORS = {"theorem_5_2": "#0072B2", "barber_nonnegative": "#D55E00", "exact_worst_case": "#009E73",
+           "mean_model_error95": "#CC79A7", "worst_model_error95": "#E69F00", "stratified_proxy": "#56B4E9",
+           "theorem_5_2_paired": "#0072B2", "mean_pair_error95": "#CC79A7", "worst_pair_error95": "#E69F00"}
+_DASHED = ("barber_nonnegative", "stratified_proxy", "worst_model_error95", "worst_pair_error95")
+
+
+def n_grid(N: int) -> list[int]:
+    """Subset sizes to tabulate: the paper's (n < N), or fractions of N for small benchmarks."""
+    grid = [n for n in PAPER_GRID if n < N]
+    if len(grid) < 4:
+        grid = sorted(set(grid) | {int(round(f * N)) for f in FRACTION_GRID} - {0, N})
+    return [n for n in grid if 1 <= n < N]
+
+
+@lru_cache(maxsize=256)
+def _worst_case(n: int, N: int, alpha: float) -> tuple[float, int]:
+    # h* depends only on (n, N, alpha): nightly audits of one benchmark in a long-lived
+    # process (a Prefect worker) pay for it once.
+    w = worst_case_halfwidth(n, N, alpha=alpha)
+    return float(w.half_width), int(w.worst_K)
+
+
+def _per_size(fn, grid: list[int]) -> dict:
+    """``fn(n)`` for every subset size of the grid, the sizes spread over the machine's cores.
+
+    The exact computations are numpy work on large arrays, which releases the GIL, so threads
+    run them in parallel (about 2x on two cores; benchmarks/subsample.py measures it).  They
+    are deterministic, so the results do not depend on the threads.
+    """
+    workers = min(len(grid), os.cpu_count() or 1)
+    if workers <= 1:
+        return {n: fn(n) for n in grid}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # Largest first: they take longest, so the pool finishes at about the same time.
+        sizes = sorted(grid, reverse=True)
+        return dict(zip(sizes, pool.map(fn, sizes)))
+
+
+def _worst_cases(grid: list[int], N: int, alpha: float, db=None) -> dict[int, tuple[float, int]]:
+    """h* for every subset size of the grid: kept beside the store ``db`` once computed
+    (tasks/subsample/hstar_cache.py), the missing ones computed in parallel (:func:`_per_size`)."""
+    from benchcert.tasks.subsample import hstar_cache
+
+    values, _ = hstar_cache.worst_cases(grid, N, alpha, db,
+                                        lambda missing: _per_size(lambda n: _worst_case(n, N, alpha), missing))
+    return values
+
+
+def _pairs(models: list[str], pooled: np.ndarray, baseline: str | None) -> list[tuple[int, int]]:
+    """Which pairs to tabulate: baseline vs every model, else neighbours in the ranking."""
+    if baseline is not None and baseline in models:
+        b = models.index(baseline)
+        return [(b, j) for j in range(len(models)) if j != b][:MAX_PAIRS]
+    order = np.argsort(pooled, kind="stable")
+    return [(int(order[i]), int(order[i + 1])) for i in range(len(order) - 1)][:MAX_PAIRS]
+
+
+def _subsets_for(m: BenchmarkMatrices, config: AuditConfig, subsets):
+    if subsets is not None:
+        return list(subsets), []
+    db = getattr(config, "db", None)
+    if not db:
+        return [], []
+    from benchcert.tasks.subsample.subsets import load_subsets_from_db
+
+    try:
+        # A short wait: an ingest holding the store must not stall the audit for long.
+        return load_subsets_from_db(db, m.benchmark, lock_timeout=60.0), []
+    except Exception as exc:  # a missing or locked store must not fail the audit
+        return [], [f"subsample: recorded subsets could not be read ({type(exc).__name__}: {exc})"]
+
+
+def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> AnalysisOutput:
+    """Cost-accuracy tables and certified subset estimates for one benchmark.
+
+    ``subsets`` are the recorded :class:`~benchcert.tasks.subsample.subsets.SubsetManifest` of the
+    benchmark; when None they are read from the store named by ``config.db`` (if the
+    audit config carries one).
+    """
+    from benchcert.tasks.subsample.subsets import ESTIMATE_SCHEMA, subset_estimates
+
+    alpha = config.alpha
+    notes: list[str] = []
+    manifests, read_notes = _subsets_for(m, config, subsets)
+    notes += read_notes
+    estimates = subset_estimates(m, manifests, alpha=alpha)
+    # Subset-evaluated checkpoints are not full response vectors: keep them out of the curve.
+    subset_models = set(estimates["model"].to_list())
+
+    S = m.scores
+    N = m.n_items
+    grid = n_grid(N)
+    full = ~np.isnan(S).any(axis=0)
+    binary = np.all((S == 0.0) | (S == 1.0) | np.isnan(S), axis=0)
+    keep = np.array([f and b and mod not in subset_models for f, b, mod in zip(full, binary, m.models)], dtype=bool)
+    models = [mod for mod, k in zip(m.models, keep) if k]
+    # One line per condition, listing the models.
+    partial = [mod for mod, f in zip(m.models, full) if mod not in subset_models and not f]
+    fractional = [mod for mod, f, b in zip(m.models, full, binary) if mod not in subset_models and f and not b]
+    for names, why in ((partial, "did not answer every item: left out of the exact subsample columns"),
+                       (fractional, "have non-binary scores: the exact (hypergeometric) columns need 0/1 scores")):
+        if names:
+            shown = ", ".join(repr(x) for x in names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+            notes.append(f"model(s) {shown} {why}")
+    X = S[:, keep]
+    K = X.sum(axis=0).round().astype(np.int64) if models else np.zeros(0, np.int64)
+    sizes = np.bincount(m.item_subject)
+    sizes = sizes[sizes > 0]
+    counts = (np.stack([np.bincount(m.item_subject, weights=X[:, j])[np.bincount(m.item_subject) > 0]
+                        for j in range(X.shape[1])], axis=1).round().astype(np.int64)
+              if models else np.zeros((sizes.size, 0), np.int64))
+
+    curve_rows, model_rows, pair_rows = [], [], []
+    if not grid:
+        notes.append(f"subsample: the benchmark has {N} item(s); no proper subset size to tabulate")
+    pair_idx = _pairs(models, K / N if N else K.astype(float), config.baseline) if len(models) >= 2 else []
+    worst = _worst_cases(grid, N, alpha, getattr(config, "db", None))
+    thms = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width) for n in grid}
+    thm2s = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width) for n in grid}
+    if pair_idx:
+        A = np.stack([X[:, i] for i, _ in pair_idx], axis=1)
+        B = np.stack([X[:, j] for _, j in pair_idx], axis=1)
+        b_better = ((B == 1) & (A == 0)).sum(axis=0)
+        a_better = ((A == 1) & (B == 0)).sum(axis=0)
+
+    def exact(n: int):
+        """The exact per-model and per-pair error distributions at subset size n."""
+        d = (subsample_error_distribution(K, n, N, alpha=alpha, half_widths=[thms[n], worst[n][0]])
+             if models else None)
+        pe = (paired_error_distribution(b_better, a_better, n, N, alpha=alpha, half_widths=[thm2s[n]])
+              if pair_idx else None)
+        return d, pe
+
+    distributions = _per_size(exact, grid)
+    for n in grid:
+        thm = thms[n]
+        hstar, worst_K = worst[n]
+        d, pe = distributions[n]
+        strat = strat_sd = None
+        if n >= sizes.size:
+            alloc = proportional_allocation(sizes, n)
+            strat = stratified_halfwidth(sizes, alloc, alpha=alpha).half_width
+            if models:
+                strat_sd = stratified_error_sd(counts, sizes, alloc).stratified_sd
+        row = {"n": n, "N": N, "cost_fraction": n / N, "alpha": alpha, "theorem_5_2": thm,
+               "barber_nonnegative": float(barber_halfwidth(n, N, alpha=alpha).half_width),
+               "barber_signed": float(barber_halfwidth(n, N, alpha=alpha, signed=True).half_width),
+               "serfling": float(serfling_halfwidth(n, N, alpha=alpha).half_width), "stratified_proxy": strat,
+               "exact_worst_case": hstar, "worst_case_K": worst_K, "n_models": len(models),
+               "theorem_5_2_paired": thm2s[n],
+               "mean_model_error95": None, "worst_model_error95": None, "max_violation_theorem": None,
+               "max_violation_exact_worst_case": None, "n_pairs": len(pair_idx), "mean_pair_error95": None,
+               "worst_pair_error95": None, "max_violation_paired_theorem": None}
+        if d is not None:
+            q = np.atleast_1d(d.error_quantile)
+            row.update(mean_model_error95=float(q.mean()), worst_model_error95=float(q.max()),
+                       max_violation_theorem=float(d.violation[:, 0].max()),
+                       max_violation_exact_worst_case=float(d.violation[:, 1].max()))
+            sd = np.atleast_1d(d.sd)
+            for j, mod in enumerate(models):
+                model_rows.append({"model": mod, "n": n, "N": N, "K": int(K[j]), "full_score": K[j] / N,
+                                   "error95": float(q[j]), "violation_theorem": float(d.violation[j, 0]),
+                                   "violation_exact_worst_case": float(d.violation[j, 1]),
+                                   "uniform_sd": float(sd[j]),
+                                   "stratified_sd": None if strat_sd is None else float(strat_sd[j]),
+                                   "alpha": alpha})
+        if pe is not None:
+            thm2 = row["theorem_5_2_paired"]
+            q2, sd2, gap = (np.atleast_1d(pe.error_quantile), np.atleast_1d(pe.sd), np.atleast_1d(pe.full_gap))
+            row.update(mean_pair_error95=float(q2.mean()), worst_pair_error95=float(q2.max()),
+                       max_violation_paired_theorem=float(pe.violation[:, 0].max()))
+            for t, (i, j) in enumerate(pair_idx):
+                pair_rows.append({"model_a": models[i], "model_b": models[j], "n": n, "N": N,
+                                  "b_better": int(b_better[t]), "a_better": int(a_better[t]),
+                                  "full_gap": float(gap[t]), "theorem_5_2_paired": thm2, "error95": float(q2[t]),
+                                  "violation_theorem": float(pe.violation[t, 0]), "sd": float(sd2[t]),
+                                  "alpha": alpha})
+        curve_rows.append(row)
+
+    curve = pl.DataFrame(curve_rows, schema=CURVE_SCHEMA) if curve_rows else pl.DataFrame(schema=CURVE_SCHEMA)
+    per_model = pl.DataFrame(model_rows, schema=MODELS_SCHEMA) if model_rows else pl.DataFrame(schema=MODELS_SCHEMA)
+    pairs = pl.DataFrame(pair_rows, schema=PAIRS_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRS_SCHEMA)
+    estimates = estimates.cast(ESTIMATE_SCHEMA)
+    intervals = (estimates.filter(pl.col("lower").is_not_null())
+                 .select("model", pl.lit("pooled").alias("metric"), "method", "estimate", "lower", "upper",
+                         "half_width", "alpha").cast(INTERVAL_SCHEMA))
+    for r in estimates.unique("subset_id").iter_rows(named=True):
+        if r["N"] != m.n_items:
+            notes.append(f"subset {r['subset_id']} was drawn from {r['N']} items; the benchmark now has {m.n_items}: "
+                         "its estimates are about the full score over the items at drawing time")
+    for r in estimates.filter(pl.col("method") != "subsample_exact").iter_rows(named=True):
+        notes.append(f"model {r['model']!r} was evaluated on recorded subset {r['subset_id']} ({r['n']} of "
+                     f"{r['N']} items): estimated full score {100 * r['estimate']:.2f}% +/- "
+                     f"{100 * r['half_width']:.2f} pp ({r['method']})")
+    return AnalysisOutput(
+        name="subsample",
+        tables={"subsample_curve": curve, "subsample_models": per_model, "subsample_pairs": pairs,
+                "subsample_estimates": estimates},
+        intervals=intervals if intervals.height else None,
+        sections=[_section(curve, pairs, estimates, alpha, N, config.baseline)],
+        warnings=notes,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# report
+
+
+def _pp(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else 100.0 * x
+
+
+def _section(curve: pl.DataFrame, pairs: pl.DataFrame, estimates: pl.DataFrame, alpha: float, N: int,
+             baseline: str | None) -> Section:
+    level = f"{100 * (1 - alpha):g}%"
+    parts = [f"<p>Evaluating a uniformly random subset of n of the {N:,} items instead of all of them: how far "
+             f"the subset score can be from the full score ({level} half-widths, percentage points). "
+             "Theorem 5.2 (exchangeable-bounds paper) holds for any exchangeable scores; the exact worst case "
+             "h* is computed from the hypergeometric distribution and holds for every binary response vector; "
+             "each model's exact 95% error uses its own number of correct answers (the paper's Table 4 "
+             "layout).</p>"]
+    if curve.height:
+        table4 = curve.select(
+            "n", (pl.col("cost_fraction") * 100).alias("cost %"),
+            (pl.col("mean_model_error95") * 100).alias("mean model 95% error pp"),
+            (pl.col("worst_model_error95") * 100).alias("worst model 95% error pp"),
+            (pl.col("theorem_5_2") * 100).alias("Theorem 5.2 pp"),
+            (pl.col("exact_worst_case") * 100).alias("exact worst case pp"),
+            (pl.col("barber_nonnegative") * 100).alias("Barber pp"),
+            (pl.col("serfling") * 100).alias("Serfling pp"),
+            (pl.col("max_violation_theorem") * 100).alias("max violation of Thm 5.2 %"))
+        parts.append(table_html(table4, float_digits=2))
+        parts.append(line_plot_svg(
+            curve["n"].to_list(),
+            [{"name": name, "y": [_pp(v) for v in curve[col].to_list()], "color": _COLORS[col],
+              "dash": col in _DASHED}
+             for name, col in (("Theorem 5.2", "theorem_5_2"), ("Barber (non-negative)", "barber_nonnegative"),
+                               ("exact worst case h*", "exact_worst_case"),
+                               ("mean model 95% error", "mean_model_error95"),
+                               ("worst model 95% error", "worst_model_error95"))
+             if curve[col].null_count() < curve.height],
+            title=f"Cost vs accuracy: {level} half-width of the subset-vs-full error",
+            x_label="items evaluated n (log scale)", y_label="half-width (pp)"))
+    if pairs.height:
+        who = f"against the baseline {escape(baseline)}" if baseline else "between neighbours in the ranking"
+        parts.append(f"<p>Paired gaps {who} (Remark 7.2): the gap between two models on a shared subset vs on "
+                     "the full benchmark. Theorem 5.2 with R = 2 ignores that most items are answered alike; the "
+                     "exact (multivariate hypergeometric) 95% error uses the number of items each model alone "
+                     "gets right.</p>")
+        parts.append(table_html(curve.select(
+            "n", (pl.col("cost_fraction") * 100).alias("cost %"), "n_pairs",
+            (pl.col("mean_pair_error95") * 100).alias("mean pair 95% error pp"),
+            (pl.col("worst_pair_error95") * 100).alias("worst pair 95% error pp"),
+            (pl.col("theorem_5_2_paired") * 100).alias("Theorem 5.2 (R=2) pp"),
+            (pl.col("max_violation_paired_theorem") * 100).alias("max violation %")), float_digits=2))
+        parts.append(line_plot_svg(
+            curve["n"].to_list(),
+            [{"name": name, "y": [_pp(v) for v in curve[col].to_list()], "color": _COLORS[col], "dash": col in _DASHED}
+             for name, col in (("Theorem 5.2, R = 2", "theorem_5_2_paired"),
+                               ("mean pair 95% error", "mean_pair_error95"),
+                               ("worst pair 95% error", "worst_pair_error95"))],
+            title=f"Paired gaps: {level} half-width of the subset-vs-full gap error",
+            x_label="items evaluated n (log scale)", y_label="half-width (pp)"))
+        big = pairs.filter(pl.col("n") == pairs["n"].max())
+        small = pairs.filter(pl.col("n") == pairs["n"].min())
+        for frame in (small, big) if small.height and pairs["n"].min() != pairs["n"].max() else (big,):
+            parts.append(table_html(frame.select(
+                "model_a", "model_b", "n", (pl.col("full_gap") * 100).alias("full gap pp"),
+                (pl.col("error95") * 100).alias("exact 95% error pp"),
+                (pl.col("theorem_5_2_paired") * 100).alias("Theorem 5.2 (R=2) pp")), float_digits=2))
+    if estimates.height:
+        parts.append("<p>Checkpoints evaluated on a recorded random subset (<code>benchcert subsample</code>): "
+                     "the estimated full-benchmark score with its guarantee and the exact post-hoc interval.</p>")
+        parts.append(table_html(estimates.select(
+            "model", "subset_id", "n", "N", (pl.col("estimate") * 100).alias("estimate %"), "method",
+            (pl.col("lower") * 100).alias("lower %"), (pl.col("upper") * 100).alias("upper %")), float_digits=2))
+    return Section(title="Subsample guarantees (evaluation cost)", anchor="subsample", html="".join(parts))
+
+
+def _fmt_tick(v: float) -> str:
+    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+
+
+def line_plot_svg(x: list[float], series: list[dict], *, title: str = "", x_label: str = "", y_label: str = "",
+                  width: int = 760, height: int = 360, log_x: bool = True) -> str:
+    """Inline-SVG line plot: one polyline with point markers per series.
+
+    ``series`` entries: ``{"name", "y" (aligned with x; None/NaN = no point), "color"
+    ("#rrggbb"), "dash" (bool)}``. Every string is escaped; no external resource is used.
+    """
+    xs = np.asarray(x, dtype=float)
+    left, right, top, bottom = 64.0, 190.0, 34.0, 48.0
+    pw, ph = width - left - right, height - top - bottom
+    ys_all = [v for s in series for v in s["y"] if v is not None and math.isfinite(v)]
+    if xs.size == 0 or not ys_all:
+        return '<p class="table-note">nothing to plot</p>'
+    use_log = log_x and bool((xs > 0).all()) and xs.size > 1
+    fx = np.log10 if use_log else (lambda v: v)
+    x0, x1 = float(fx(xs.min())), float(fx(xs.max()))
+    if x1 == x0:
+        x0, x1 = x0 - 1.0, x1 + 1.0
+    y1 = max(ys_all) * 1.08 or 1.0
+
+    def sx(v: float) -> float:
+        return left + (float(fx(v)) - x0) / (x1 - x0) * pw
+
+    def sy(v: float) -> float:
+        return top + ph - v / y1 * ph
+
+    out = [f'<svg class="lineplot" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'font-family="system-ui,sans-serif" font-size="11" style="max-width:100%;height:auto">',
+           f"<title>{escape(title or 'line plot')}</title>",
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+    if title:
+        out.append(f'<text x="{left:.1f}" y="20" font-size="13" font-weight="600" fill="#1f2328">'
+                   f"{escape(title)}</text>")
+    step = 10 ** math.floor(math.log10(y1 / 4)) if y1 > 0 else 1
+    for mult in (1, 2, 5, 10):
+        if y1 / (step * mult) <= 6:
+            step *= mult
+            break
+    t = 0.0
+    while t <= y1 + 1e-12:
+        yy = sy(t)
+        out.append(f'<line x1="{left:.1f}" y1="{yy:.1f}" x2="{left + pw:.1f}" y2="{yy:.1f}" stroke="#d8dee4"/>')
+        out.append(f'<text x="{left - 6:.1f}" y="{yy + 4:.1f}" text-anchor="end" fill="#59636e">{t:g}</text>')
+        t += step
+    for v in xs:
+        xx = sx(v)
+        out.append(f'<line x1="{xx:.1f}" y1="{top + ph:.1f}" x2="{xx:.1f}" y2="{top + ph + 4:.1f}" stroke="#8c959f"/>')
+        out.append(f'<text x="{xx:.1f}" y="{top + ph + 16:.1f}" text-anchor="middle" fill="#59636e">'
+                   f"{escape(_fmt_tick(v))}</text>")
+    out.append(f'<line x1="{left:.1f}" y1="{top + ph:.1f}" x2="{left + pw:.1f}" y2="{top + ph:.1f}" stroke="#8c959f"/>')
+    out.append(f'<line x1="{left:.1f}" y1="{top:.1f}" x2="{left:.1f}" y2="{top + ph:.1f}" stroke="#8c959f"/>')
+    if x_label:
+        out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 10:.1f}" text-anchor="middle" fill="#1f2328">'
+                   f"{escape(x_label)}</text>")
+    if y_label:
+        out.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#1f2328" '
+                   f'transform="rotate(-90 14 {top + ph / 2:.1f})">{escape(y_label)}</text>')
+    for k, s in enumerate(series):
+        color = s.get("color") or "#000000"
+        if not (isinstance(color, str) and len(color) in (4, 7) and color.startswith("#")
+                and all(c in "0123456789abcdefABCDEF" for c in color[1:])):
+            color = "#000000"
+        pts = [(sx(xv), sy(yv)) for xv, yv in zip(xs, s["y"]) if yv is not None and math.isfinite(yv)]
+        dash = ' stroke-dasharray="5 3"' if s.get("dash") else ""
+        name = escape(str(s.get("name", f"series {k + 1}")))
+        out.append(f'<g class="series"><title>{name}</title>')
+        if len(pts) > 1:
+            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
+        for (px, py), (xv, yv) in zip(pts, [(a, b) for a, b in zip(xs, s["y"]) if b is not None
+                                               and math.isfinite(b)]):
+            out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"><title>{name}: n = '
+                       f"{escape(_fmt_tick(xv))}, {yv:.2f}</title></circle>")
+        out.append("</g>")
+        ly = top + 10 + 18 * k
+        lx = left + pw + 14
+        out.append(f'<line x1="{lx:.1f}" y1="{ly:.1f}" x2="{lx + 20:.1f}" y2="{ly:.1f}" stroke="{color}" '
+                   f'stroke-width="2"{dash}/>')
+        out.append(f'<text x="{lx + 26:.1f}" y="{ly + 4:.1f}" fill="#1f2328">{name}</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,175 @@
+"""`benchcert perturb` and `benchcert plan perturbation`: outputs, exit codes, --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from benchcert.flows.cli import main
+from benchcert.tasks.ingest.service import ingest_file
+from benchcert.tasks.ingest.mapping import parse_mapping
+
+from conftest import DATA
+
+GRICE = "llm_stability_grice_college_mathematics"
+
+
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli_perturb") / "s.duckdb"
+    report = ingest_file(path, DATA / "llm_stability" / "grice_college_mathematics.csv.gz", benchmark=None,
+                         mapping=parse_mapping())
+    assert report.status == "ingested", report.message
+    return path
+
+
+def test_plan_perturbation_json_matches_the_issue_example(capsys):
+    code, out, _ = cli(capsys, "plan", "perturbation", "--a-hat", "0.4", "--b-hat", "0.6", "--budget", "10000000",
+                       "--alpha", "0.1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["valid"]
+    # Algorithm C with Theorems 2 and 4 (eps grid step 0.001; test_stats_perturbation checks the argmax)
+    assert (d["eps"], d["m"], d["r"]) == (pytest.approx(0.062), 7, 1428571)
+    assert d["size_bound"] <= 0.1 and d["power_bound"] == pytest.approx(0.8357, abs=1e-4)
+    assert "Algorithm C, line 3" in d["eps_max_rule"]
+
+
+def test_plan_perturbation_without_valid_design_names_the_budget(capsys):
+    code, out, _ = cli(capsys, "plan", "perturbation", "--a-hat", "0.4", "--b-hat", "0.6", "--budget", "1e4",
+                       "--alpha", "0.1")
+    assert code == 1 and "smallest budget that gives one is 22,370" in out
+    code, out, _ = cli(capsys, "plan", "perturbation", "--pilot-rates", "0.9,0.95,1,0.92", "--pilot-r", "50",
+                       "--budget", "5e6", "--alpha", "0.1", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["pilot_m"] == 4 and d["pilot_range"]["method"] == "unbiased_uniform_endpoints"
+    assert "b_hat = 1" in d["eps_max_rule"]
+
+
+def test_plan_perturbation_usage_errors(capsys):
+    code, _, err = cli(capsys, "plan", "perturbation", "--budget", "100", "--alpha", "0.1")
+    assert code == 2 and "--a-hat" in err
+    code, _, err = cli(capsys, "plan", "perturbation", "--a-hat", "0.6", "--b-hat", "0.4", "--budget", "100")
+    assert code == 2 and "b_hat" in err
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "perturbation", "--a-hat", "0.4", "--b-hat", "0.6", "--budget", "-3"])
+    assert e.value.code == 2
+
+
+def test_perturb_user_design_text_and_json(capsys, db):
+    """Three null variants and 1-28 replicates: the widened-range test can test nothing here, and
+    says so instead of printing 0%; the assumptions come with the table."""
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
+                       "--null", "schema,answ_schema,grice", "--test", "chomsky,str_chomsky", "--items", "3")
+    assert code == 0 and "'chomsky'" in out and "Benjamini-Hochberg" in out
+    assert "no power" in out and " 0.0%" not in out.split("classical =")[0].split("---")[-1]
+    assert "this says nothing about whether the prompt matters" in out
+    assert "the composite test assumes:" in out and "Assumption 2" in out and "widened-range test" in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0",
+                       "--null", "schema,answ_schema,grice", "--test", "str_chomsky", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["design"]["test"] == ["str_chomsky"] and len(d["items"]) == 100
+    (v,) = d["variants"]
+    assert v["classical_rejections"] == 9 and v["n_tested"] == 0 and v["composite_share"] is None
+    assert v["n_no_power"] + v["n_no_alternative"] == 100 and "no test can reject" in v["no_power"]
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
+    assert any("Assumption 2" in a for a in d["assumptions"])
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0", "--null",
+                       "schema,answ_schema,grice", "--test", "str_chomsky", "--method", "plugin_exact")
+    assert code == 0 and "assumption-dependent" in out.splitlines()[0] and "ASSUMPTION-DEPENDENT" in out
+
+
+def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
+    """Issue #13: with one replicate per variant the output was 0.0% for every variant."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(1)
+    for item in range(30):
+        for variant in ("a", "b", "c", "d"):
+            rows.append(f"r1,m,{item},s,d,{variant},0,{int(rng.random() < 0.9)}")
+    path = tmp_path / "r1.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "r1.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--base", "a")
+    assert code == 0
+    table = out.split("---")[-1].split("items = items tested")[0]
+    assert "%" not in table.replace("classical", "").split("no power")[0]   # no composite share printed
+    assert ("with r = 1 replicate per variant no test can reject at alpha = 0.05: this says nothing about "
+            "whether the prompt matters") in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--base", "a", "--json")
+    d = json.loads(out)
+    assert all(v["composite_share"] is None and v["no_power"].startswith("with r = 1 replicate")
+               for v in d["variants"])
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
+
+
+def test_perturb_exit_codes(capsys, db, tmp_path):
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--base", "0", "--test", "nope")
+    assert code == 1 and "not in the benchmark" in err
+    # No base given, several variants and no '': the rule every command uses refuses and says how to choose.
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE)
+    assert code == 1 and "--base" in err and "default-variant" in err and len(err.splitlines()) == 1
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", "unknown")
+    assert code == 1 and "no responses" in err
+    code, _, err = cli(capsys, "perturb", "--db", tmp_path / "none.duckdb", "--benchmark", GRICE)
+    assert code == 3 and "no such store" in err
+    code, _, err = cli(capsys, "perturb", "--db", db, "--benchmark", GRICE, "--alpha", "1.5")
+    assert code == 2 and "--alpha" in err
+
+
+@pytest.mark.parametrize("argv", [["perturb", "--help"], ["plan", "perturbation", "--help"]])
+def test_help(argv):
+    r = subprocess.run([sys.executable, "-m", "benchcert.flows.cli", *argv], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "usage: benchcert" in r.stdout
+
+
+def test_perturb_fractional_scores_reach_the_energy_test(capsys, tmp_path):
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(2)
+    for item in range(5):
+        for variant in ("a", "b", "c", "d", "e"):
+            for rep in range(20):
+                rows.append(f"fr,m,{item},s,d,{variant},{rep},{rng.choice([0, 0.25, 0.5, 0.75, 1])}")
+    path = tmp_path / "fr.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "fr.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr", "--base", "a", "--json")
+    d = json.loads(out)
+    assert code == 0 and {i["classical_method"] for i in d["items"]} == {"energy_distance"}
+    assert {i["scores"] for i in d["items"]} == {"fractional"}
+    assert {i["method"] for i in d["items"] if i["method"]} == {"widened_mean_score"}
+    assert all(v["classical_tested"] == 5 for v in d["variants"])
+
+
+def test_perturb_classical_test_without_power_says_so(capsys, tmp_path):
+    """Fractional scores, 2 replicates per variant: the energy test's smallest p-value is 1/3, so the
+    classical columns say 'no power' (they printed 0.0% before) and the sentence names the replicates."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    for item in range(10):
+        for variant, scores in (("a", (0, 0.25)), ("b", (0.5, 0.25)), ("c", (0.75, 0.5)), ("d", (1, 1))):
+            rows += [f"fr2,m,{item},s,d,{variant},{rep},{x}" for rep, x in enumerate(scores)]
+    path = tmp_path / "fr2.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "fr2.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr2", "--base", "a", "--null", "b,c",
+                       "--test", "d")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("m ") and "'d'" in x)
+    assert line.split()[-4:] == ["no", "power", "no", "power"] and "%" not in line
+    assert ("(classical): 10 of 10 items - with 2 tested and 2 base replicates the energy test cannot reject at "
+            "alpha = 0.05 (its smallest attainable p-value is 0.333)") in out
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr2", "--base", "a", "--null", "b,c",
+                       "--test", "d", "--json")
+    (v,) = json.loads(out)["variants"]
+    assert v["classical_share"] is None and v["n_classical_no_power"] == 10

@@ -1,0 +1,174 @@
+"""Deployments against a real local Prefect server, started and stopped by this module.
+
+A `prefect server start` on a free loopback port, `benchcert serve` serving both
+deployments, a checkpoint event from `benchcert notify-checkpoint`, a hand-triggered
+nightly run after a new file lands in the inbox, and two concurrent audits on one store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from benchcert.tasks.store.connection import open_store, query_pl
+
+from conftest import ROOT, SMALL_CSV
+
+BIN = Path(sys.executable).parent
+MAPPING = '[map]\nitem_id = "question"\nsubject = "topic"\ndomain = "area"\nscore = "correct"\n'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(predicate, timeout: float, what: str, proc_logs: list[Path] = ()):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    logs = "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in proc_logs if p.exists())
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs}")
+
+
+def _start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT,
+                            start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def _runs(db: Path) -> list[dict]:
+    with open_store(db, write=False, lock_timeout=60) as con:
+        return query_pl(con, "SELECT run_id, benchmark, status FROM runs ORDER BY started_at").to_dicts()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("server")
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home"),
+           "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "DO_NOT_TRACK": "1", "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "INFO"}
+    inbox, arts, db = work / "inbox", work / "artifacts", work / "store.duckdb"
+    (inbox / "small").mkdir(parents=True)
+    (inbox / "small" / "mapping.toml").write_text(MAPPING)
+    shutil.copy(SMALL_CSV, inbox / "small" / "a.csv")
+    # a.csv is already in the store before serving: the nightly run must recognise it by its hash.
+    from benchcert.tasks.ingest.service import ingest_file
+    from benchcert.tasks.ingest.mapping import parse_mapping
+
+    r = ingest_file(db, inbox / "small" / "a.csv", benchmark="small",
+                    mapping=parse_mapping(config=inbox / "small" / "mapping.toml"))
+    assert r.status == "ingested"
+
+    server_log, serve_log = work / "server.log", work / "serve.log"
+    srv = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env,
+                 server_log)
+    serve = None
+    try:
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as resp:
+                    return resp.status == 200
+            except OSError:
+                return False
+
+        _wait(healthy, 180, "the Prefect server", [server_log])
+        serve = _start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
+                        str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard"),
+                        "--allow-logs", str(work / "checkpoints")],
+                       env, serve_log)
+        _wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
+        yield {"env": env, "db": db, "inbox": inbox, "arts": arts, "logs": [server_log, serve_log], "work": work}
+    finally:
+        if serve is not None:
+            _stop(serve)
+        _stop(srv)
+
+
+def test_checkpoint_event_starts_an_audit_with_artifacts(server):
+    ckpt = server["work"] / "checkpoints" / "ckpt.csv"  # an allowed folder outside the inbox (--allow-logs)
+    ckpt.parent.mkdir(exist_ok=True)
+    ckpt.write_text("model,question,topic,area,correct\n"
+                    + "".join(f"org/m@step-1,q{i},{t},{a},1\n" for i, t, a in
+                              [(1, "algebra", "stem"), (2, "algebra", "stem"), (3, "algebra", "stem"),
+                               (4, "physics", "stem"), (6, "law", "humanities")]))
+    before = len(_runs(server["db"]))
+    out = subprocess.run([str(BIN / "benchcert"), "notify-checkpoint", "--model", "org/m@step-1", "--benchmark",
+                          "small", "--logs", str(ckpt), "--json"], env=server["env"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["event"] == "benchcert.checkpoint.logged"
+    runs = _wait(lambda: [r for r in _runs(server["db"])[before:] if r["status"] == "completed"] or None,
+                 240, "the checkpoint run", server["logs"])
+    index = json.loads((server["arts"] / "index.json").read_text())
+    run_id = index["benchmarks"][0]["latest_run_id"]
+    assert run_id == runs[-1]["run_id"]
+    summary = json.loads((server["arts"] / "small" / run_id / "summary.json").read_text())
+    assert "org/m@step-1" in {m["model"] for m in summary["models"]}
+    assert summary["changes"] is None or "org/m@step-1" in summary["changes"]["new_models"]
+    (verdict,) = summary["verdicts"]
+    assert verdict["kind"] == "checkpoint" and verdict["model"] == "org/m@step-1" and verdict["baseline"] == "m1"
+    assert verdict["verdict"] in ("improved", "regressed", "inconclusive") and verdict["detail"]["n_shared"] == 5
+    site = server["work"] / "dashboard" / "index.html"
+    _wait(lambda: site.is_file() and run_id in site.read_text(), 120, "the dashboard rebuild", server["logs"])
+
+
+def test_nightly_run_ingests_only_the_new_file(server):
+    with open_store(server["db"], write=False, lock_timeout=60) as con:
+        sources_before = query_pl(con, "SELECT path FROM sources")["path"].to_list()
+        responses_before = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
+    new = server["inbox"] / "small" / "b.csv"
+    new.write_text("model,question,topic,area,correct\nm4,q1,algebra,stem,1\nm4,q2,algebra,stem,0\n"
+                   "m4,q4,physics,stem,1\nm4,q6,law,humanities,1\n")
+    out = subprocess.run([str(BIN / "prefect"), "deployment", "run", "benchcert-nightly/nightly-audit", "--watch",
+                          "--watch-timeout", "240"], env=server["env"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with open_store(server["db"], write=False, lock_timeout=60) as con:
+        sources = query_pl(con, "SELECT path FROM sources")["path"].to_list()
+        responses = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
+    added = [p for p in sources if p not in sources_before]
+    assert added == [str(new)]  # a.csv was recognised by its hash and not read again
+    assert responses == responses_before + 4
+
+
+def test_two_concurrent_audits_both_complete_and_lose_nothing(server):
+    with open_store(server["db"], write=False, lock_timeout=60) as con:
+        responses_before = query_pl(con, "SELECT * FROM responses").sort("model", "item_id")
+    before = len(_runs(server["db"]))
+    procs = [subprocess.Popen([str(BIN / "benchcert"), "audit", "--db", str(server["db"]), "--benchmark", "small",
+                               "--artifacts", str(server["arts"]), "--json"], env=server["env"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
+    run_ids = {json.loads(o)["run_id"] for o, _ in outs}
+    runs = _runs(server["db"])[before:]
+    assert {r["run_id"] for r in runs} == run_ids and all(r["status"] == "completed" for r in runs)
+    with open_store(server["db"], write=False, lock_timeout=60) as con:
+        after = query_pl(con, "SELECT * FROM responses").sort("model", "item_id")
+    assert after.equals(responses_before)
+    index = json.loads((server["arts"] / "index.json").read_text())
+    assert run_ids <= set(index["benchmarks"][0]["runs"])

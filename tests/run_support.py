@@ -1,0 +1,19 @@
+"""A minimal run summary and manifest, shared by the artifact tests."""
+
+from __future__ import annotations
+
+from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
+
+
+def _summary(benchmark: str, run_id: str) -> Summary:
+    s = ScoreSummary(estimate=0.5, intervals=[Interval(method="iid_clt", lower=0.4, upper=0.6, half_width=0.1,
+                                                       alpha=0.05)])
+    return Summary(run_id=run_id, benchmark=benchmark, created_at="2026-11-26T00:00:00Z", alpha=0.05, variant="",
+                   n_items=10, n_models=1, n_subjects=1, n_domains=1, analyses=["x"],
+                   models=[ModelSummary(model="<m>", n_items=10, coverage=1, n_subjects=1, pooled=s, macro=s)])
+
+
+def _fields(benchmark, run_id, finished):
+    return {"benchcert_version": "0", "run_id": run_id, "flow_run_id": None, "benchmark": benchmark,
+            "status": "completed", "started_at": finished, "finished_at": finished, "config": {}, "sources": [],
+            "timings_s": {}}
