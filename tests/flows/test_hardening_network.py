@@ -10,6 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+# Imported at collection: importing Prefect the first time configures logging, which would drop the
+# handler caplog installs for a test (so the refusal test passed or failed with the file order).
+from benchcert.flows.checkpoint import LogsPathRefused, allowed_logs_path
 from benchcert.tasks.audit.changes import WebhookError, check_webhook_url, notify_webhook
 from benchcert.tasks.schemas import RunChanges
 
@@ -130,7 +133,6 @@ def test_audit_cli_refuses_a_bad_webhook_before_any_work(capsys, tmp_path):
 # --- checkpoint event paths ------------------------------------------------------------------------
 
 def test_checkpoint_logs_outside_the_inbox_are_refused_without_reading(tmp_path, capfd, caplog):
-    from benchcert.flows.checkpoint import LogsPathRefused, allowed_logs_path
 
     inbox = tmp_path / "inbox"
     (inbox / "b").mkdir(parents=True)

@@ -1,0 +1,21 @@
+"""Errors that are the user's: raised where the code knows the input or data is wrong.
+
+The command line reports a :class:`UserError` as one line with its exit code; any other
+exception that reaches the top is a bug and is reported as one, with the ``--debug`` hint.
+A feature raises a subclass named for what went wrong, never a bare ``KeyError`` or
+``IndexError`` (those are bugs).
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """The user's input, options or data cannot be used as given (exit code 1 unless overridden)."""
+
+    exit_code: int = 1
+
+
+class UsageError(UserError):
+    """The options given contradict each other or name nothing (exit code 2, as argparse's)."""
+
+    exit_code = 2
