@@ -18,9 +18,10 @@ import pytest
 
 from benchcert.flows.cli import main
 from benchcert.tasks.audit.artifacts import safe_component, write_run
-from benchcert.tasks.render.dashboard import (DEFAULT_METHODS, MARKER, SITE_CSP, DashboardError, OutputFolderError,
-                                       build_site, checkpoint_key, checkpoint_table, choose_method, load_runs,
-                                       make_server, split_checkpoint, trend_svg, trend_table)
+from benchcert.tasks.render.charts import trend_svg
+from benchcert.tasks.render.dashboard import MARKER, SITE_CSP, OutputFolderError, build_site, make_server
+from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, checkpoint_key, checkpoint_table,
+                                                choose_method, load_runs, split_checkpoint, trend_table)
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
 
 from conftest import SMALL_CSV, SMALL_MAP
