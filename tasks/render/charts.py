@@ -23,33 +23,14 @@ import polars as pl
 
 from benchcert.tasks.render.escape import escape, truncate
 
-__all__ = [
-    "interval_plot_svg",
-    "heatmap_svg",
-    "reliability_svg",
-    "trend_svg",
-    "nice_step",
-    "heat_color",
-    "fmt_percent",
-    "fmt_interval",
-    "REPORT_STEPS",
-    "TREND_STEPS",
-]
+__all__ = ["interval_plot_svg", "heatmap_svg", "reliability_svg", "trend_svg", "nice_step", "heat_color",
+           "fmt_percent", "fmt_interval", "REPORT_STEPS", "TREND_STEPS"]
 
 _NULL = "\u2014"  # em dash shown for nulls / missing values
 _MINUS = "\u2212"
 
 # Okabe-Ito inspired, colour-blind friendly; cycled when there are more series.
-_PALETTE = (
-    "#0072B2",
-    "#D55E00",
-    "#009E73",
-    "#CC79A7",
-    "#E69F00",
-    "#56B4E9",
-    "#000000",
-    "#8C8C8C",
-)
+_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C8C8C")
 _SAFE_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 _FONT = "system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif"
 
@@ -136,13 +117,10 @@ def _text_width(s: str, font_px: float) -> float:
 
 def _svg_open(cls: str, width: str, height: str, font_size: str, title: str) -> list[str]:
     """The ``<svg>`` element, its ``<title>`` and the white background of a report chart."""
-    return [
-        f'<svg class="{cls}" role="img" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="{_FONT}" font-size="{font_size}" '
-        f'style="max-width:100%;height:auto">',
-        f"<title>{escape(title)}</title>",
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-    ]
+    return [f'<svg class="{cls}" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'font-family="{_FONT}" font-size="{font_size}" style="max-width:100%;height:auto">',
+            f"<title>{escape(title)}</title>",
+            f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
 
 
 def _chart_title(title: str, x: str) -> str:
@@ -158,13 +136,9 @@ def _as_floats(values: Any, n: int, key: str, series_name: str) -> np.ndarray:
         return np.full(n, np.nan)
     if isinstance(values, pl.Series):
         values = values.to_list()
-    arr = np.array(
-        [np.nan if v is None else v for v in values], dtype=float
-    ).reshape(-1)
+    arr = np.array([np.nan if v is None else v for v in values], dtype=float).reshape(-1)
     if arr.shape[0] != n:
-        raise ValueError(
-            f"series {series_name!r}: {key!r} has {arr.shape[0]} values, expected {n}"
-        )
+        raise ValueError(f"series {series_name!r}: {key!r} has {arr.shape[0]} values, expected {n}")
     return arr
 
 
@@ -190,9 +164,7 @@ def _forest_series(series: list[dict], n: int) -> _ForestSeries:
         low.append(_as_floats(s.get("lower"), n, "lower", name))
         up.append(_as_floats(s.get("upper"), n, "upper", name))
         c = s.get("color")
-        colors.append(
-            c if isinstance(c, str) and _SAFE_COLOR.match(c) else _PALETTE[k % len(_PALETTE)]
-        )
+        colors.append(c if isinstance(c, str) and _SAFE_COLOR.match(c) else _PALETTE[k % len(_PALETTE)])
     return _ForestSeries(names, est, low, up, colors)
 
 
@@ -303,10 +275,8 @@ def _forest_layout(labels: list[str], data: _ForestSeries, lo: float, hi: float,
 def _forest_head(f: _Forest) -> list[str]:
     out = _svg_open("forest", str(f.width), _n(f.height), "12", f.title or "interval plot")
     if f.title_y is not None:
-        out.append(
-            f'<text x="{_n(f.x0)}" y="{_n(f.title_y)}" font-size="14" font-weight="600" '
-            f'fill="#1f2328">{escape(truncate(f.title, 110))}</text>'
-        )
+        out.append(f'<text x="{_n(f.x0)}" y="{_n(f.title_y)}" font-size="14" font-weight="600" '
+                   f'fill="#1f2328">{escape(truncate(f.title, 110))}</text>')
     return out
 
 
@@ -314,18 +284,11 @@ def _forest_legend(f: _Forest) -> list[str]:
     out: list[str] = []
     for lx, ly, k, txt in f.legend_items:
         c = f.data.colors[k]
-        out.append('<g class="legend-item">')
-        out.append(f"<title>{escape(f.data.names[k])}</title>")
-        out.append(
-            f'<line x1="{_n(lx)}" y1="{_n(ly)}" x2="{_n(lx + 18)}" y2="{_n(ly)}" '
-            f'stroke="{c}" stroke-width="2"/>'
-        )
-        out.append(f'<circle cx="{_n(lx + 9)}" cy="{_n(ly)}" r="3.5" fill="{c}"/>')
-        out.append(
-            f'<text x="{_n(lx + 24)}" y="{_n(ly + 4)}" font-size="{_LEGEND_FONT:g}" '
-            f'fill="#1f2328">{escape(txt)}</text>'
-        )
-        out.append("</g>")
+        out += ['<g class="legend-item">', f"<title>{escape(f.data.names[k])}</title>",
+                f'<line x1="{_n(lx)}" y1="{_n(ly)}" x2="{_n(lx + 18)}" y2="{_n(ly)}" stroke="{c}" stroke-width="2"/>',
+                f'<circle cx="{_n(lx + 9)}" cy="{_n(ly)}" r="3.5" fill="{c}"/>',
+                f'<text x="{_n(lx + 24)}" y="{_n(ly + 4)}" font-size="{_LEGEND_FONT:g}" '
+                f'fill="#1f2328">{escape(txt)}</text>', "</g>"]
     return out
 
 
@@ -334,10 +297,8 @@ def _forest_rows(f: _Forest) -> list[str]:
     out = ['<g class="rows">']
     for i in range(f.n):
         if i % 2 == 1:
-            out.append(
-                f'<rect x="0" y="{_n(f.plot_top + i * f.row_h)}" width="{_n(f.x1)}" '
-                f'height="{_n(f.row_h)}" fill="#f3f5f8"/>'
-            )
+            out.append(f'<rect x="0" y="{_n(f.plot_top + i * f.row_h)}" width="{_n(f.x1)}" '
+                       f'height="{_n(f.row_h)}" fill="#f3f5f8"/>')
     out.append("</g>")
     return out
 
@@ -347,27 +308,17 @@ def _forest_axis(f: _Forest) -> list[str]:
     out = ['<g class="axis" font-size="11" fill="#59636e">']
     for t in f.ticks:
         gx = f.sx(t)
-        out.append(
-            f'<line x1="{_n(gx)}" y1="{_n(f.plot_top)}" x2="{_n(gx)}" y2="{_n(f.plot_bottom)}" '
-            f'stroke="#d8dee4" stroke-width="1"/>'
-        )
+        out.append(f'<line x1="{_n(gx)}" y1="{_n(f.plot_top)}" x2="{_n(gx)}" y2="{_n(f.plot_bottom)}" '
+                   f'stroke="#d8dee4" stroke-width="1"/>')
         lab = escape(_fmt_value(t, f.percent, f.tick_dec))
-        out.append(
-            f'<text x="{_n(gx)}" y="{_n(f.plot_bottom + 15)}" text-anchor="middle">{lab}</text>'
-        )
+        out.append(f'<text x="{_n(gx)}" y="{_n(f.plot_bottom + 15)}" text-anchor="middle">{lab}</text>')
         if f.top_axis:
-            out.append(
-                f'<text x="{_n(gx)}" y="{_n(f.plot_top - 6)}" text-anchor="middle">{lab}</text>'
-            )
-    out.append(
-        f'<line x1="{_n(f.x0)}" y1="{_n(f.plot_bottom)}" x2="{_n(f.x1)}" y2="{_n(f.plot_bottom)}" '
-        f'stroke="#8c959f" stroke-width="1"/>'
-    )
+            out.append(f'<text x="{_n(gx)}" y="{_n(f.plot_top - 6)}" text-anchor="middle">{lab}</text>')
+    out.append(f'<line x1="{_n(f.x0)}" y1="{_n(f.plot_bottom)}" x2="{_n(f.x1)}" y2="{_n(f.plot_bottom)}" '
+               f'stroke="#8c959f" stroke-width="1"/>')
     if f.x_label:
-        out.append(
-            f'<text x="{_n((f.x0 + f.x1) / 2)}" y="{_n(f.plot_bottom + 36)}" text-anchor="middle" '
-            f'font-size="12" fill="#1f2328">{escape(truncate(f.x_label, 80))}</text>'
-        )
+        out.append(f'<text x="{_n((f.x0 + f.x1) / 2)}" y="{_n(f.plot_bottom + 36)}" text-anchor="middle" '
+                   f'font-size="12" fill="#1f2328">{escape(truncate(f.x_label, 80))}</text>')
     out.append("</g>")
     return out
 
@@ -377,10 +328,7 @@ def _forest_labels(f: _Forest) -> list[str]:
     out = ['<g class="labels" font-size="12" fill="#1f2328" text-anchor="end">']
     for i, (full, shown) in enumerate(zip(f.labels, f.shown_labels)):
         cy = f.plot_top + (i + 0.5) * f.row_h
-        out.append(
-            f'<text x="{_n(f.x0 - 10)}" y="{_n(cy + 4)}"><title>{escape(full)}</title>'
-            f"{escape(shown)}</text>"
-        )
+        out.append(f'<text x="{_n(f.x0 - 10)}" y="{_n(cy + 4)}"><title>{escape(full)}</title>{escape(shown)}</text>')
     out.append("</g>")
     return out
 
@@ -390,16 +338,12 @@ def _forest_clip_marks(f: _Forest, l: float, u: float, cy: float, c: str) -> lis
     out = []
     if l < f.lo:
         ex = f.sx(f.lo)
-        out.append(
-            f'<path class="clip" d="M{_n(ex + 5)},{_n(cy - 3.5)} L{_n(ex)},{_n(cy)} '
-            f'L{_n(ex + 5)},{_n(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>'
-        )
+        out.append(f'<path class="clip" d="M{_n(ex + 5)},{_n(cy - 3.5)} L{_n(ex)},{_n(cy)} '
+                   f'L{_n(ex + 5)},{_n(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
     if u > f.hi:
         ex = f.sx(f.hi)
-        out.append(
-            f'<path class="clip" d="M{_n(ex - 5)},{_n(cy - 3.5)} L{_n(ex)},{_n(cy)} '
-            f'L{_n(ex - 5)},{_n(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>'
-        )
+        out.append(f'<path class="clip" d="M{_n(ex - 5)},{_n(cy - 3.5)} L{_n(ex)},{_n(cy)} '
+                   f'L{_n(ex - 5)},{_n(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
     return out
 
 
@@ -414,29 +358,22 @@ def _forest_point(f: _Forest, i: int, k: int) -> list[str]:
     tip_est = _fmt_value(e, f.percent, tip_dec) if e_ok else _NULL
     if math.isfinite(l) and math.isfinite(u):
         l, u = min(l, u), max(l, u)
-        tip = (
-            f"{f.labels[i]} \u00b7 {d.names[k]}: {tip_est} "
-            f"[{_fmt_value(l, f.percent, tip_dec)}, {_fmt_value(u, f.percent, tip_dec)}]"
-        )
+        tip = (f"{f.labels[i]} \u00b7 {d.names[k]}: {tip_est} "
+               f"[{_fmt_value(l, f.percent, tip_dec)}, {_fmt_value(u, f.percent, tip_dec)}]")
         cl, cu = min(max(l, lo), hi), min(max(u, lo), hi)
         out = [f'<g class="interval" data-series="{k}" data-row="{i}">', f"<title>{escape(tip)}</title>",
                f'<line class="ci" x1="{_n(f.sx(cl))}" y1="{_n(cy)}" x2="{_n(f.sx(cu))}" '
                f'y2="{_n(cy)}" stroke="{c}" stroke-width="2" stroke-linecap="round"/>']
         out += _forest_clip_marks(f, l, u, cy, c)
         if e_ok and lo <= e <= hi:
-            out.append(
-                f'<circle class="est" cx="{_n(f.sx(e))}" cy="{_n(cy)}" r="3.5" '
-                f'fill="{c}" stroke="#ffffff" stroke-width="0.8"/>'
-            )
+            out.append(f'<circle class="est" cx="{_n(f.sx(e))}" cy="{_n(cy)}" r="3.5" '
+                       f'fill="{c}" stroke="#ffffff" stroke-width="0.8"/>')
         out.append("</g>")
         return out
     if e_ok and lo <= e <= hi:
         tip = f"{f.labels[i]} \u00b7 {d.names[k]}: {tip_est} (no interval)"
-        return [
-            f'<circle class="point-only" cx="{_n(f.sx(e))}" cy="{_n(cy)}" r="3.5" '
-            f'fill="#ffffff" stroke="{c}" stroke-width="1.5">'
-            f"<title>{escape(tip)}</title></circle>"
-        ]
+        return [f'<circle class="point-only" cx="{_n(f.sx(e))}" cy="{_n(cy)}" r="3.5" '
+                f'fill="#ffffff" stroke="{c}" stroke-width="1.5"><title>{escape(tip)}</title></circle>']
     return []
 
 
@@ -449,18 +386,9 @@ def _forest_intervals(f: _Forest) -> list[str]:
     return out
 
 
-def interval_plot_svg(
-    labels: list[str],
-    series: list[dict],
-    *,
-    title: str = "",
-    x_label: str = "score",
-    x_range: tuple[float, float] | None = None,
-    percent: bool = True,
-    width: int = 900,
-    max_label_chars: int = 40,
-    max_rows: int = 60,
-) -> str:
+def interval_plot_svg(labels: list[str], series: list[dict], *, title: str = "", x_label: str = "score",
+                      x_range: tuple[float, float] | None = None, percent: bool = True, width: int = 900,
+                      max_label_chars: int = 40, max_rows: int = 60) -> str:
     """Inline-SVG forest plot.
 
     At most ``max_rows`` rows are drawn (the first ones, in the order given: callers list
@@ -491,10 +419,8 @@ def interval_plot_svg(
     out = (_forest_head(f) + _forest_legend(f) + _forest_rows(f) + _forest_axis(f) + _forest_labels(f)
            + _forest_intervals(f))
     if f.n == 0:
-        out.append(
-            f'<text x="{_n((f.x0 + f.x1) / 2)}" y="{_n(f.plot_top + f.row_h / 2 + 4)}" '
-            f'text-anchor="middle" fill="#59636e">no data</text>'
-        )
+        out.append(f'<text x="{_n((f.x0 + f.x1) / 2)}" y="{_n(f.plot_top + f.row_h / 2 + 4)}" '
+                   f'text-anchor="middle" fill="#59636e">no data</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -676,19 +602,9 @@ def _heat_legend(h: _Heat, vmin: float, vmax: float, value_label: str) -> list[s
     return out
 
 
-def heatmap_svg(
-    matrix: Any,
-    labels: Sequence[str],
-    *,
-    groups: Sequence[str] | None = None,
-    title: str = "",
-    vmin: float = -1.0,
-    vmax: float = 1.0,
-    value_label: str = "correlation",
-    max_label_chars: int = 28,
-    cell_px: int | None = None,
-    cell_titles: bool | None = None,
-) -> str:
+def heatmap_svg(matrix: Any, labels: Sequence[str], *, groups: Sequence[str] | None = None, title: str = "",
+                vmin: float = -1.0, vmax: float = 1.0, value_label: str = "correlation", max_label_chars: int = 28,
+                cell_px: int | None = None, cell_titles: bool | None = None) -> str:
     """Inline-SVG heatmap of a square matrix, rows and columns in the given order.
 
     ``groups`` (one name per label) marks contiguous blocks - e.g. domains, with the

@@ -48,7 +48,9 @@ import polars as pl
 from filelock import FileLock
 
 from benchcert.tasks.audit.artifacts import inside, iso, safe_component
-from benchcert.tasks.render.charts import fmt_interval, fmt_percent, interval_plot_svg, trend_svg
+from benchcert.tasks.render.charts import fmt_interval as _iv
+from benchcert.tasks.render.charts import fmt_percent as _pct
+from benchcert.tasks.render.charts import interval_plot_svg, trend_svg
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, METRICS, DashboardError, RunRecord, checkpoint_key,
                                                 checkpoint_table, choose_method, load_runs, split_checkpoint,
@@ -171,8 +173,8 @@ def _models_table(run: RunRecord, method: str | None) -> str:
     for m in sorted(run.models, key=lambda m: -m.estimates["macro"]):
         fam, ck = split_checkpoint(m.model)
         rows.append([m.model, fam if ck is not None else "", m.n_items, f"{100 * m.coverage:.1f}%",
-                     fmt_percent(m.estimates["macro"]), fmt_interval(*m.intervals.get(("macro", method), (None, None))),
-                     fmt_percent(m.estimates["pooled"]), fmt_interval(*m.intervals.get(("pooled", method), (None, None)))])
+                     _pct(m.estimates["macro"]), _iv(*m.intervals.get(("macro", method), (None, None))),
+                     _pct(m.estimates["pooled"]), _iv(*m.intervals.get(("pooled", method), (None, None)))])
     return _table(head, rows, cls="models", num={2, 3, 4, 5, 6, 7},
                   cell_cls=["model", "family", "items", "coverage", "macro", "macro-iv", "pooled", "pooled-iv"])
 
@@ -210,13 +212,14 @@ def _run_page(run: RunRecord, method: str | None, bench_href: str, generated: st
                 [mv.get("model"), mv.get("metric"),
                  _Html(f'<span class="{"bad" if mv.get("direction") == "down" else "good"}">'
                        f'{escape(mv.get("direction"))}</span>'),
-                 fmt_percent(_num(mv.get("previous"))), fmt_interval(_num(mv.get("previous_lower")), _num(mv.get("previous_upper"))),
-                 mv.get("method"), fmt_percent(_num(mv.get("current")))] for mv in moves], cls="moves", num={3, 4, 6}))
+                 _pct(_num(mv.get("previous"))), _iv(_num(mv.get("previous_lower")), _num(mv.get("previous_upper"))),
+                 mv.get("method"), _pct(_num(mv.get("current")))] for mv in moves], cls="moves", num={3, 4, 6}))
     if run.verdicts:
         body.append("<h2>Verdicts</h2>")
         body.append(_table(["kind", "model", "baseline", "verdict"], [
             [v.get("kind"), v.get("model"), v.get("baseline") or _DASH,
-             _Html(f'<span class="{"bad" if v.get("verdict") == "regressed" else ""}">{escape(v.get("verdict"))}</span>')]
+             _Html(f'<span class="{"bad" if v.get("verdict") == "regressed" else ""}">'
+                   f'{escape(v.get("verdict"))}</span>')]
             for v in run.verdicts], cls="verdicts"))
     if run.warnings:
         body.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{escape(w)}</li>" for w in run.warnings) + "</ul>")
@@ -257,7 +260,7 @@ def _series(rows: list[dict]) -> list[dict]:
         out.append({"name": metric, "color": _COLORS[metric],
                     "estimate": [r["estimate"] for r in rs], "lower": [r["lower"] for r in rs],
                     "upper": [r["upper"] for r in rs],
-                    "tips": [f"{r['model']} \u00b7 {metric} {fmt_percent(r['estimate'])} {fmt_interval(r['lower'], r['upper'])} "
+                    "tips": [f"{r['model']} \u00b7 {metric} {_pct(r['estimate'])} {_iv(r['lower'], r['upper'])} "
                              f"\u00b7 run {r['run_id']} ({r['finished_at']})" for r in rs]})
     return out
 
@@ -270,8 +273,8 @@ def _values_table(rows: list[dict], run_links: dict[str, str]) -> str:
     out = []
     for (model, run_id), d in by.items():
         mac, poo = d["macro"], d["pooled"]
-        out.append([model, _link(run_links[run_id], run_id), mac["finished_at"], fmt_percent(mac["estimate"]),
-                    fmt_interval(mac["lower"], mac["upper"]), fmt_percent(poo["estimate"]), fmt_interval(poo["lower"], poo["upper"])])
+        out.append([model, _link(run_links[run_id], run_id), mac["finished_at"], _pct(mac["estimate"]),
+                    _iv(mac["lower"], mac["upper"]), _pct(poo["estimate"]), _iv(poo["lower"], poo["upper"])])
     return _table(["model", "run", "finished", "macro", "macro interval", "pooled", "pooled interval"], out,
                   cls="values", num={3, 4, 5, 6}, cell_cls=["model", "run", "finished", "macro", "macro-iv",
                                                             "pooled", "pooled-iv"])
