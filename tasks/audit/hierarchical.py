@@ -16,7 +16,6 @@ import dataclasses
 import json
 import warnings
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,9 @@ from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBo
 from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import Section, heatmap_svg, interval_plot_svg, table_html
+from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
+from benchcert.tasks.render.escape import escape
+from benchcert.tasks.render.report import Section, table_html
 
 #: Split-half settings: the paper's 500 splits, and a fixed seed so a run is reproducible.
 N_SPLITS = 500

@@ -176,12 +176,12 @@ def test_dashboard_server_closes_idle_connections(tmp_path):
 
 
 def test_nul_and_bidi_controls_never_reach_report_html():
-    from benchcert.tasks.render.report import escape
+    from benchcert.tasks.render.escape import escape
 
     name = "gpt\x00-\u202eliame\u202c<b>"
     out = escape(name)
     assert "\x00" not in out and "\u202e" not in out and "\u202c" not in out and "<b>" not in out
-    from benchcert.tasks.render.dashboard import _esc
+    from benchcert.tasks.render.dashboard import escape as _esc  # the dashboard's escaper is the shared one
 
     assert _esc(name) == out
 

@@ -15,11 +15,11 @@ import pytest
 from benchcert.tasks.audit import artifacts
 from benchcert.tasks.audit.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
 from benchcert.tasks.audit.artifacts import (discard_run, is_plain_folder, publish_run, read_index, recover_stale,
-                                       refresh_index, safe_component, stage_run, write_run)
+                                       refresh_index, safe_component, stage_run)
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.schemas import Index
 
-from run_support import _fields, _summary
+from run_support import _fields, _summary, stage_and_publish
 
 
 # --- analyses never crash the audit on degenerate structure ------------------------------------
@@ -99,15 +99,17 @@ def test_folder_names_are_injective_on_the_issue_collision():
 
 def test_benchmark_named_index_json_does_not_break_the_root(tmp_path):
     for i, bench in enumerate(["index.json", "mmlu_pro", "a/b", "a_b-c14cddc033"]):
-        write_run(tmp_path, summary=_summary(bench, f"r{i}"), manifest_fields=_fields(bench, f"r{i}", f"2026-11-2{i}"),
-                  tables={}, report_html="<html></html>")
+        stage_and_publish(tmp_path, summary=_summary(bench, f"r{i}"),
+                          manifest_fields=_fields(bench, f"r{i}", f"2026-11-2{i}"),
+                          tables={}, report_html="<html></html>")
     index = json.loads((tmp_path / "index.json").read_text())
     assert sorted(e["benchmark"] for e in index["benchmarks"]) == ["a/b", "a_b-c14cddc033", "index.json", "mmlu_pro"]
     assert len({e["dir"] for e in index["benchmarks"]}) == 4
     assert not list(tmp_path.glob(".index.json.*"))
     # a later audit of another benchmark still works
-    write_run(tmp_path, summary=_summary("x", "r9"), manifest_fields=_fields("x", "r9", "2026-11-29"),
-              tables={}, report_html="")
+    stage_and_publish(tmp_path, summary=_summary("x", "r9"),
+                      manifest_fields=_fields("x", "r9", "2026-11-29"),
+                      tables={}, report_html="")
     assert (tmp_path / "index.json").is_file()
 
 
@@ -115,8 +117,9 @@ def test_benchmark_named_index_json_does_not_break_the_root(tmp_path):
 def test_index_is_rebuilt_when_missing_or_damaged(tmp_path, damage):
     from benchcert.tasks.audit.changes import previous_summary
 
-    write_run(tmp_path, summary=_summary("b", "r1"), manifest_fields=_fields("b", "r1", "2026-11-21"),
-              tables={}, report_html="")
+    stage_and_publish(tmp_path, summary=_summary("b", "r1"),
+                      manifest_fields=_fields("b", "r1", "2026-11-21"),
+                      tables={}, report_html="")
     index = tmp_path / "index.json"
     {"missing": index.unlink, "garbage": lambda: index.write_text("{not json"),
      "wrong shape": lambda: index.write_text('{"benchmarks": 3}'),
@@ -254,8 +257,9 @@ def test_dashboard_build_rebuilds_a_missing_or_damaged_index(tmp_path, damage):
     from benchcert.tasks.render.dashboard import DashboardError, build_site
 
     arts = tmp_path / "arts"
-    write_run(arts, summary=_summary("b", "r1"), manifest_fields=_fields("b", "r1", "2026-11-21T00:00:00.000Z"),
-              tables={}, report_html="<html></html>")
+    stage_and_publish(arts, summary=_summary("b", "r1"),
+                      manifest_fields=_fields("b", "r1", "2026-11-21T00:00:00.000Z"),
+                      tables={}, report_html="<html></html>")
     index = arts / "index.json"
     if damage == "missing":
         index.unlink()
