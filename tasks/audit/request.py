@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
 from benchcert.tasks.audit.analyses import AuditConfig
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
 #: The clustering levels when none are asked for.
 DEFAULT_HIERARCHY = ("subject", "domain")
+
+
+def _path_text(value):
+    # Callers hold paths as Path objects; the flows record and pass them on as text.
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+#: A path, given as text or as a path object, held as text.
+PathText = Annotated[str, BeforeValidator(_path_text)]
 
 
 class AuditRequest(BaseModel):
@@ -45,9 +56,9 @@ class AuditRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
-    db: str
+    db: PathText
     benchmark: str
-    artifacts_root: str = "artifacts"
+    artifacts_root: PathText = "artifacts"
     alpha: float = 0.05
     variant: str | None = None
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
@@ -57,14 +68,8 @@ class AuditRequest(BaseModel):
     webhook_url: str | None = None
     environments: dict | None = None
     all_pairs: bool = False
-    export_dir: str | None = None
+    export_dir: PathText | None = None
     dask_block_models: int | None = None
-
-    @field_validator("db", "artifacts_root", "export_dir", mode="before")
-    @classmethod
-    def _path_as_text(cls, value):
-        # Callers hold paths as Path objects; the flows record and pass them on as text.
-        return os.fspath(value) if isinstance(value, os.PathLike) else value
 
     @field_validator("hierarchy", mode="before")
     @classmethod
@@ -116,19 +121,14 @@ class CheckpointRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     model: str
-    logs: str
+    logs: PathText
     audit: AuditRequest
     mapping: dict | None = None
-    inbox: str | None = None
-    dashboard_dir: str | None = None
-    allowed_logs: tuple[str, ...] = ()
-
-    @field_validator("logs", "inbox", "dashboard_dir", mode="before")
-    @classmethod
-    def _path_as_text(cls, value):
-        return os.fspath(value) if isinstance(value, os.PathLike) else value
+    inbox: PathText | None = None
+    dashboard_dir: PathText | None = None
+    allowed_logs: tuple[PathText, ...] = ()
 
     @field_validator("allowed_logs", mode="before")
     @classmethod
-    def _paths_as_text(cls, value):
-        return () if value is None else tuple(os.fspath(v) if isinstance(v, os.PathLike) else v for v in value)
+    def _none_is_empty(cls, value):
+        return () if value is None else value

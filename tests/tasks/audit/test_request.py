@@ -81,16 +81,14 @@ def test_in_process_and_flow_bodies_take_the_same_request(tmp_path):
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_checkpoint_flow_takes_a_request_and_refuses_logs_outside_the_inbox(tmp_path):
+def test_checkpoint_flow_takes_a_request_and_refuses_logs_outside_its_folders(tmp_path):
     from benchcert.flows.checkpoint import LogsPathRefused, checkpoint_flow
 
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    secret = tmp_path / "secret.csv"
-    secret.write_text("model,item_id,score\nTOPSECRET,q,2\n")
-    request = CheckpointRequest(model="m", logs=secret, inbox=inbox,
-                                audit=AuditRequest(db=tmp_path / "s.duckdb", benchmark="b", artifacts_root=tmp_path))
-    with pytest.raises(LogsPathRefused) as err:
-        checkpoint_flow(request)
-    assert "TOPSECRET" not in str(err.value)
-    assert not (tmp_path / "s.duckdb").exists()
+    (tmp_path / "inbox").mkdir()
+    (tmp_path / "elsewhere" / "b").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "b" / "x.csv").write_text("model,item_id,score\nTOPSECRET,q,2\n")
+    audit = AuditRequest(db=tmp_path / "s.duckdb", benchmark="b", artifacts_root=tmp_path / "a")
+    with pytest.raises(LogsPathRefused, match="refused") as err:
+        checkpoint_flow(CheckpointRequest(model="m", logs=tmp_path / "elsewhere", inbox=tmp_path / "inbox",
+                                          allowed_logs=[tmp_path / "a"], audit=audit))
+    assert "TOPSECRET" not in str(err.value) and not (tmp_path / "s.duckdb").exists()
