@@ -199,14 +199,15 @@ def test_serve_refuses_a_bad_webhook_before_serving(capsys, tmp_path, monkeypatc
 @pytest.mark.usefixtures("prefect_harness")
 def test_checkpoint_flow_refuses_logs_outside_the_inbox(tmp_path):
     """The issue's reproduction: `notify-checkpoint --logs /some/path` made the served flow read it."""
-    from benchcert.flows.checkpoint import LogsPathRefused, checkpoint_flow
+    from benchcert.flows.checkpoint import LogsPathRefused, checkpoint_deployment_flow
 
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     secret = tmp_path / "secret.csv"
     secret.write_text("model,item_id,score\nTOPSECRET,q,2\n")
     with pytest.raises(LogsPathRefused) as err:
-        checkpoint_flow("m", "b", str(secret), str(tmp_path / "s.duckdb"), str(tmp_path / "a"), inbox=str(inbox))
+        checkpoint_deployment_flow("m", "b", str(secret), str(tmp_path / "s.duckdb"), str(tmp_path / "a"),
+                                   inbox=str(inbox))
     assert "TOPSECRET" not in str(err.value)
     assert not (tmp_path / "s.duckdb").exists()  # nothing was ingested, no store was even created
 

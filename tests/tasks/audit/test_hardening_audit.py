@@ -14,6 +14,7 @@ import pytest
 
 from benchcert.tasks.audit import artifacts
 from benchcert.tasks.audit.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.audit.artifacts import (discard_run, is_plain_folder, publish_run, read_index, recover_stale,
                                        refresh_index, safe_component, stage_run)
 from benchcert.tasks.store.matrices import BenchmarkMatrices
@@ -160,7 +161,9 @@ _KILLER = textwrap.dedent("""
         artifacts.publish_run = die
     elif point == "after-rename":
         artifacts.refresh_index = die  # publish_run renames the folder, then re-indexes
-    audit.audit_flow(sys.argv[1], "b", sys.argv[2], 0.05, None, 30.0, webhook_url=None)
+    from benchcert.tasks.audit.request import AuditRequest
+    audit.audit_flow(AuditRequest(db=sys.argv[1], benchmark="b", artifacts_root=sys.argv[2], alpha=0.05,
+                                  variant=None, lock_timeout=30.0, webhook_url=None))
     print("not killed")
 """)
 
@@ -206,7 +209,8 @@ def test_kill_9_during_an_audit_leaves_catalog_and_index_in_agreement(tmp_path):
     # killed after recording: the catalog holds that run, its folder is still staged
     assert len(catalog) == 2 and len(index) == 1
     assert len(list((art / "b").glob(".tmp-*"))) == 1
-    out = audit_flow(str(db), "b", str(art), 0.05, None, 30.0)  # the next audit finishes or removes them
+    out = audit_flow(AuditRequest(db=str(db), benchmark="b", artifacts_root=str(art), alpha=0.05, variant=None,
+                                  lock_timeout=30.0))  # the next audit finishes or removes them
     catalog, index = agree()
     assert catalog == index and len(catalog) == 3 and out["run_id"] in catalog
     assert not list((art / "b").glob(".tmp-*"))
@@ -243,7 +247,8 @@ def test_lock_lost_after_the_analyses_publishes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(artifacts, "stage_run", stage_then_lose_the_lock)
     try:
         with pytest.raises(StoreLockedError):
-            audit_flow(str(db), "b", str(art), 0.05, None, 0.2)
+            audit_flow(AuditRequest(db=str(db), benchmark="b", artifacts_root=str(art), alpha=0.05, variant=None,
+                                    lock_timeout=0.2))
     finally:
         for p in holder:
             p.kill()
