@@ -24,9 +24,11 @@ inserts keys it has anti-joined against the table while holding the lock.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -37,7 +39,7 @@ from benchcert.tasks.store import schema
 from benchcert.tasks.store.schema import STORE_VERSION
 
 __all__ = ["STORE_VERSION", "DUCKDB_MEMORY_LIMIT", "DEFAULT_LOCK_TIMEOUT", "StoreError", "StoreLockedError",
-           "open_store", "transaction", "query_pl", "record_run", "list_runs", "get_run", "get_default_variant",
+           "open_store", "transaction", "query_pl", "RunRecord", "record_run", "list_runs", "get_run", "get_default_variant",
            "set_default_variant", "lock_path"]
 
 #: DuckDB's buffer pool per process: big scans and joins spill to disk beyond this, which keeps
@@ -174,20 +176,38 @@ def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
     return frame
 
 
-def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, status: str, started_at,
-               finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
-               n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:
-    """Record one audit run (and its per-model intervals) in a single transaction.
+@dataclass(frozen=True)
+class RunRecord:
+    """One audit run's row in ``runs`` (times are naive UTC; ``config`` is stored as sorted JSON)."""
+
+    run_id: str
+    benchmark: str
+    flow_run_id: str | None
+    status: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    config: dict
+    run_dir: str | None = None
+    n_models: int | None = None
+    n_items: int | None = None
+    error: str | None = None
+
+    def row(self) -> list:
+        """The values in the column order of ``runs``."""
+        return [self.run_id, self.benchmark, self.flow_run_id, self.status, self.started_at, self.finished_at,
+                self.run_dir, self.n_models, self.n_items, json.dumps(self.config, sort_keys=True), self.error]
+
+
+def record_run(con, run: RunRecord, results: pl.DataFrame | None = None) -> None:
+    """Record one audit run (and its per-model intervals, ``results``) in a single transaction.
 
     Recording a run id again replaces its row (a retried task, or a completed run whose
     publication failed afterwards and is recorded as failed).
     """
     with transaction(con):
-        con.execute("DELETE FROM run_results WHERE run_id = ?", [run_id])
-        con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-        con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run_id, benchmark, flow_run_id, status, started_at, finished_at, run_dir, n_models, n_items,
-                     json.dumps(config, sort_keys=True), error])
+        con.execute("DELETE FROM run_results WHERE run_id = ?", [run.run_id])
+        con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
+        con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run.row())
         if results is not None and results.height:
             con.register("_results", results.to_arrow())
             con.execute(
