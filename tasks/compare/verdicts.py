@@ -57,8 +57,11 @@ seen before (new items, or items one model had not answered). The fixed-sample
 numbers of each look (gap, interval, p-values, MDE) always use every currently shared item
 and are reported for information: they are valid for a question asked once.
 
-Both tables are defined in :mod:`benchcert.tasks.store.schema` and created on the first recorded
-look; every statement uses bound parameters.
+:func:`checkpoint_verdict` is the store part (it reads the question's looks and ledger and records
+the new look in one transaction, under the store's lock); :func:`answer_look` is the statistics of
+one look, a pure function of the matrices and that record. Both tables are defined in
+:mod:`benchcert.tasks.store.schema` and created on the first recorded look; every statement uses
+bound parameters.
 """
 
 from __future__ import annotations

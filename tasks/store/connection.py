@@ -19,6 +19,9 @@ replicate) maps one-to-one onto (model_id, item_key, variant_id, replicate).
 There is no declared primary key: a DuckDB index over 10 million rows costs more memory
 than the target allows.  Uniqueness is enforced by the ingest path, which only ever
 inserts keys it has anti-joined against the table while holding the lock.
+
+Every table, its migrations and the store version are defined in :mod:`benchcert.tasks.store.schema`;
+this module opens, locks, creates or upgrades the store and records audit runs.
 """
 
 from __future__ import annotations
