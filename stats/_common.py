@@ -32,6 +32,7 @@ REF_LABELS = {
     "fit row": "fit rows",
     "domain model": "(domain, model)",
     "entry": "entries",
+    "entries": "entries",
 }
 
 
@@ -49,7 +50,8 @@ class Ref:
         One of :data:`REF_LABELS`: ``"model"`` (score-matrix columns), ``"subject"``,
         ``"domain"`` (codes), ``"model pair"`` ((model, versus) column pairs),
         ``"comparison"`` (positions in a family of comparisons), ``"fit row"``,
-        ``"domain model"`` ((domain, model) pairs) or ``"entry"``.
+        ``"domain model"`` ((domain, model) pairs), ``"entry"`` (array entries: "entry [3]",
+        "entries [3, 4]") or ``"entries"`` (the same, always "entries").
     indices : tuple
         Every index (ints, or tuples of ints for the pair kinds), in the order listed.
     """
@@ -93,6 +95,18 @@ class IndexedWarning(Warning):
         self.template = template
         self.refs = tuple(refs)
         super().__init__(template.format(*refs) if refs else template)
+
+    def retold(self, prefix: str = "", refs: tuple[Ref, ...] | None = None) -> IndexedWarning:
+        """The same warning (same category) with ``prefix`` before its text and, if given, other
+        refs (as many as the template's); for a caller that passes a warning on with context.
+
+        >>> str(DegenerateDataWarning("f: {}", Ref("model", [1])).retold("pooled score: "))
+        'pooled score: f: model column(s) [1]'
+        """
+        refs = self.refs if refs is None else tuple(refs)
+        escaped = prefix.replace("{", "{{").replace("}", "}}")
+        template = self.template if self.refs else self.template.replace("{", "{{").replace("}", "}}")
+        return type(self)(escaped + template, *refs) if refs else type(self)(prefix + str(self))
 
     def __reduce__(self):
         # Pickled (to a worker process and back) with its fields, not only its text.

@@ -1,5 +1,5 @@
 """Warnings carry the indices they list as Ref fields (issue #23): the text is exactly the
-index wording, and the tasks layer names the refs without parsing the text."""
+index wording (tests/tasks/audit/test_analysis_warnings_refs.py: the names put in)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ import numpy as np
 import pytest
 
 from benchcert.stats._common import DegenerateDataWarning, IndexedWarning, Ref, warn_degenerate, warn_indexed
-from benchcert.tasks.audit.analyses import _named
-
-from conftest import matrices_from_scores
 
 
 def _caught(fn):
@@ -60,15 +57,11 @@ def test_another_category_gets_the_same_fields():
     assert w.category is Other and str(w.message) == "g: subject(s) [2]" and w.message.refs
 
 
-def test_refs_are_named_from_their_fields_as_the_text_would_be():
-    m = matrices_from_scores({"a": np.r_[0.0, 1.0], "b": np.r_[1.0, 1.0], "c": np.r_[0.0, 0.0]}, np.zeros(2, int))
-    msg = DegenerateDataWarning("x {} y {} z {}", Ref("model", [2, 0]), Ref("model pair", [(1, 0)]),
-                                Ref("model", [0, 9]))
-    # the last names no model of this benchmark, so it stays as the index wording
-    assert _named(msg, m) == "x model(s) 'c', 'a' y model pair(s) 'b vs a' z model column(s) [0, 9]"
-    assert _named(msg, m) == _named(str(msg), m)
-    many = DegenerateDataWarning("{}", Ref("model pair", [(0, 1)] * 9))
-    assert _named(many, m) == "model pair(s) " + ", ".join(["'a vs b'"] * 8) + ", ... (9 in all)"
-    assert _named(many, m) == _named(str(many), m)
-    fit = DegenerateDataWarning("w ({})", Ref("fit row", [1]))
-    assert _named(fit, m) == "w (fit rows [1])"
+def test_a_warning_retold_with_context_keeps_its_refs():
+    w = DegenerateDataWarning("f: {}", Ref("model", [1]))
+    told = w.retold("pooled {score}: ")
+    assert type(told) is DegenerateDataWarning and told.refs == w.refs
+    assert str(told) == "pooled {score}: f: model column(s) [1]"
+    assert str(told.retold(refs=(Ref("model", [2]),))) == "pooled {score}: f: model column(s) [2]"
+    plain = DegenerateDataWarning("odd {x}").retold("p: ")
+    assert str(plain) == "p: odd {x}" and plain.refs == ()
