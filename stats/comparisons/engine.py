@@ -17,7 +17,7 @@ import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats' t and binom without its import cost
 from scipy.special import ndtr, ndtri
 
-from .._common import _short, cr2_mean, unwrap_scalar, warn_degenerate
+from .._common import Ref, cr2_mean, unwrap_scalar, warn_degenerate
 from .results import (
     _CLUSTERED_ASSUMPTIONS,
     _HOEFFDING_ASSUMPTIONS,
@@ -48,12 +48,14 @@ def _verdict(lower, upper) -> np.ndarray:
 _PAIR_INDEX: contextvars.ContextVar[np.ndarray | None] = contextvars.ContextVar("_PAIR_INDEX", default=None)
 
 
-def _where(mask: np.ndarray) -> str:
+def _where(mask: np.ndarray) -> tuple[str, tuple[Ref, ...]]:
+    """Which comparisons of the family a warning is about: a template piece (" ({})", or nothing for
+    one scalar pair) and its :class:`Ref` of positions in the whole family ("comparison(s) [4]")."""
     if mask.ndim == 0:
-        return ""
+        return "", ()
     hit = np.flatnonzero(mask)
     where = _PAIR_INDEX.get()
-    return f" (comparison(s) {_short(hit if where is None else np.unique(where[hit]))})"
+    return " ({})", (Ref("comparison", hit if where is None else np.unique(where[hit])),)
 
 
 def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None):
@@ -81,13 +83,15 @@ def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None):
     else:
         p = np.where(np.isfinite(zstat), 2.0 * _st.t.sf(np.abs(zstat), df), 0.0)
     if not ok.all():
-        warn_degenerate(f"{method}: {reason}{_where(~ok)}; using the worst-case SE for a mean of "
-                        "[-1, 1]-valued differences", stacklevel=4)
+        at, refs = _where(~ok)
+        warn_degenerate(f"{method}: {reason}{at}; using the worst-case SE for a mean of "
+                        "[-1, 1]-valued differences", *refs, stacklevel=4)
     zero = ok & (se == 0.0)
     if zero.any():
-        warn_degenerate(f"{method}: zero standard error{_where(zero)} (every shared item has the same "
+        at, refs = _where(zero)
+        warn_degenerate(f"{method}: zero standard error{at} (every shared item has the same "
                         "difference); the interval has zero width - see the hoeffding interval for a "
-                        "distribution-free statement", stacklevel=4)
+                        "distribution-free statement", *refs, stacklevel=4)
     return est, lower, upper, se, zstat, p
 
 
@@ -224,8 +228,9 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
     p_ex = _exact_binomial_p(n_pos, n_disc)
     none_disc = n_disc == 0
     if none_disc.any():
-        warn_degenerate(f"mcnemar_exact/sign_test: no discordant item{_where(none_disc)}, so the exact test "
-                        "has no information; p-value 1", stacklevel=3)
+        at, refs = _where(none_disc)
+        warn_degenerate(f"mcnemar_exact/sign_test: no discordant item{at}, so the exact test "
+                        "has no information; p-value 1", *refs, stacklevel=3)
     ref = tests[primary]
     binary = np.asarray(binary, dtype=bool)
     # all_binary: of the whole family when the caller computes it in blocks (one test name for all)
