@@ -272,7 +272,7 @@ pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(_pair_bl
 
 
 class _PairBlocksOnCluster:
-    """The groups of a blocked pairwise computation as Prefect tasks (stats/comparisons.py pair_block_runner)."""
+    """The groups of a blocked pairwise computation as Prefect tasks (stats/comparisons/blocks.py pair_block_runner)."""
 
     def __init__(self, export_dir: str, benchmark: str, variant: str, models: list[str], n_items: int,
                  scores: np.ndarray):

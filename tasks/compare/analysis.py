@@ -92,7 +92,7 @@ def _empty(note: str) -> AnalysisOutput:
 #: Beyond this many models the default family is the leaderboard's (:func:`_leaderboard_pairs`),
 #: not every pair: at 4,000 models all pairs are 8 million comparisons, a table no one reads
 #: and a Holm correction that leaves no power. ``--all-pairs`` (AuditConfig.all_pairs) asks
-#: for every pair anyway; the computation is then blocked (stats/comparisons.py).
+#: for every pair anyway; the computation is then blocked (stats/comparisons/blocks.py).
 ALL_PAIRS_MAX_MODELS = 150
 #: The leaderboard family compares every pair among the top TOP_N models by score.
 TOP_N = 20
