@@ -1,6 +1,6 @@
 """Known-truth and real-data study of the goodness-of-fit test (benchcert.stats.gof).
 
-Three parts, each printed as a Markdown table (the README quotes them) and saved as JSON:
+Three parts, each printed as a Markdown table (docs/analyses.md quotes them) and saved as JSON:
 
 * ``level``: the logistic setting of the black-box classifier GoF paper, section 4.1
   (theta* ~ N(0, 0.25^2 I_200) drawn once, X ~ N(0, I_200), Y ~ Bern(sigmoid(x'theta*)),

@@ -51,7 +51,7 @@ Two ways of keeping the fitting and evaluation data apart (section 2.3):
   different folds enters two fold statistics (i in T_k via g_{-k}, l in T_j via g_{-j}), so
   the fold statistics are correlated: 1/(K - 1) for a linear distinguisher, and
   Var(T) = 2 sigma_hat^2 / n instead of the sigma_hat^2 / n of (14).  Measured (500
-  replications each, README): (14) rejects a correct model 0.09-0.13 of the time at alpha =
+  replications each, docs/analyses.md): (14) rejects a correct model 0.09-0.13 of the time at alpha =
   0.05 (predicted 1 - Phi(z_0.95 / sqrt 2) = 0.12) against the paper's 0.036-0.052, fold
   correlations 0.21-0.25 and Var(T) / ((14) / n) = 1.7-2.0; with K = 10 (n = 1,000, 120
   replications) the correlation is 0.12; with a mean-difference distinguisher (n = 400,
@@ -64,10 +64,10 @@ Two ways of keeping the fitting and evaluation data apart (section 2.3):
 
   - ``"adjusted"`` (default): sigma_hat^2 = 2 x (14), which holds the level at the exact null
     in the paper's logistic setting (0.052 / 0.038 / 0.054 at n = 1,000 / 2,000 / 3,000, 500
-    replications each; tests/stats/test_stats_gof.py; README) and is conservative away from it.
+    replications each; tests/stats/test_stats_gof.py; docs/analyses.md) and is conservative away from it.
     Its bound is about as wide as sample-splitting's (variance about 2 sigma^2 / n either
     way) with a distinguisher fitted on (K - 1) / K of the items instead of half, so it keeps
-    Figure 1's ordering (README);
+    Figure 1's ordering (docs/analyses.md);
   - ``"paper"``: sigma_hat^2 = (14), the paper's estimator, labelled in the result's
     ``assumptions`` as not holding its level (:data:`CROSSFIT_LEVEL_NOTE`);
 
@@ -129,7 +129,7 @@ MIN_FOLD_ITEMS = 40
 #: How far a row of probabilities may sum from 1 and still be accepted (it is then renormalised).
 PROB_TOLERANCE = 1e-4
 
-#: Algorithm 2 with the paper's variance (14) at the exact null (module docstring, README).
+#: Algorithm 2 with the paper's variance (14) at the exact null (module docstring, docs/analyses.md).
 CROSSFIT_LEVEL_NOTE = (
     "does NOT hold its level: with the paper's variance (14) the cross-fit type-I error exceeds alpha at the "
     "exact null (0.09-0.13 at alpha = 0.05 in the paper's logistic setting, 500 replications each; 0.12 "

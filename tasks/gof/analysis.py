@@ -169,7 +169,7 @@ def evaluate_model(frame: pl.DataFrame, *, alpha: float = 0.05, method: str = "s
                 notes.append("cross-fit with the paper's variance (14) " + CROSSFIT_LEVEL_NOTE)
             else:
                 notes.append("cross-fit with variance 2 x (14): the paper's (14) alone rejects 0.09-0.13 of correct "
-                             "models at alpha 0.05 because the fold statistics are correlated (see README)")
+                             "models at alpha 0.05 because the fold statistics are correlated (see docs/analyses.md)")
     except GofSampleSizeError as exc:
         notes.append(f"no goodness-of-fit test: {exc}")
     row["note"] = "; ".join(notes) or None

@@ -257,7 +257,7 @@ def test_crossfit_paper_variance_over_rejects_and_adjusted_holds_its_level_reduc
 def test_crossfit_levels_with_the_logistic_distinguisher_reduced():
     # The default distinguisher (per-label logistic regression, section 4.1), 200 replications, n = 400,
     # d = 20.  Observed: (14) 0.13, 2 x (14) 0.045 (seed 12); paper setting (d = 200, n = 1,000-3,000, 500
-    # replications): see the slow test and the README.
+    # replications): see the slow test and docs/analyses.md.
     z, fold_t = _crossfit_z(400, 20, 150, 12)
     rate, lo, hi = rate_ci(z > Z95, len(z))
     assert lo > 0.05, (rate, lo, hi)
@@ -334,7 +334,7 @@ def test_power_against_the_reversed_model_reduced():
 def test_crossfit_bound_above_split_in_the_paper_setting_reduced():
     # Figure 1's ordering with the default cross-fit variance 2 x (14): paired on the same data sets, the
     # paper's d = 200, n = 1,000, 10 replications (7 s).  Observed mean difference 0.025 (se 0.006, seed
-    # 13); the study's 50 replications: mean delta_min 0.362 against 0.333 (README).  At d = 20 the gain
+    # 13); the study's 50 replications: mean delta_min 0.362 against 0.333 (docs/analyses.md).  At d = 20 the gain
     # from fitting on 4/5 of the items instead of half is too small to show in a few replications.
     rng = np.random.default_rng(13)
     diff = []
@@ -385,7 +385,7 @@ def test_level_in_the_paper_logistic_setting_full(method, n):
     # Paper Table 1: 500 replications, d = 200, alpha = 0.05; sample split 0.054/0.054/0.044,
     # cross-fit 0.048/0.052/0.036.  benchmarks/gof_study.py (other seeds) measured split
     # 0.042/0.040/0.070, cross-fit with the paper's (14) 0.130/0.088/0.126 and with the default
-    # 2 x (14) 0.052/0.036/0.050 (README).  Split and adjusted cross-fit must hold their level; for
+    # 2 x (14) 0.052/0.036/0.050 (docs/analyses.md).  Split and adjusted cross-fit must hold their level; for
     # the paper's (14) this keeps the documented inflation (CROSSFIT_LEVEL_NOTE) true.
     reps = 500
     if method == "split":

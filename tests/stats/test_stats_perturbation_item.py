@@ -177,7 +177,7 @@ def test_size_and_power_full_grid():
     """make study: the acceptance grid at 20,000 replications per cell (size at the edge, power at
     a - 0.75 (b - a) and a - 1.5 (b - a)), the plug-in exact test beside it on [0.4, 0.6] (150
     replications per cell: it costs up to 0.4 s per item), and the clustered settings at 20,000.
-    Prints the README's table."""
+    Prints docs/analyses.md's table."""
     from perturbation_sim import power_table
 
     rows = power_table()

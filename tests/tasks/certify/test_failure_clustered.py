@@ -15,7 +15,7 @@ two truths:
 
 A bound covers when it is >= its target; the claim is coverage >= 1 - alpha, judged by the 95%
 Clopper-Pearson lower bound of the simulated rate over 2000 runs (a true coverage of 0.87 at
-alpha = 0.1 fails the check with probability > 0.99; the measured coverages are in the README).
+alpha = 0.1 fails the check with probability > 0.99; the measured coverages are in docs/analyses.md).
 Measured (95% CI of the simulated rate in brackets): the same-subjects bound covers in 93.2% [91.9,
 94.2] (rare), 94.7% [93.6, 95.6] (boundary), 93.5% [92.3, 94.5] (mid); the new-subjects bound in
 100% [99.8, 100] everywhere (Hoeffding is conservative with 12 subjects; the same with its
