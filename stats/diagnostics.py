@@ -25,7 +25,7 @@ import warnings
 
 from ._blas import loop_blas_threads
 from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, warn_degenerate
-from .hierarchical import DomainFits, _counts, _fit_domains_counts, _matrix_iv
+from .hierarchical.domains import DomainFits, _counts, _fit_domains_counts, _matrix_iv
 
 __all__ = [
     "NoSplittableSubjectWarning",
