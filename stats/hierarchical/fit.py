@@ -127,8 +127,56 @@ class BetaFit:
         return out.item() if st.ndim == 0 else out
 
 
-def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumptions, shape, stacklevel,
-            nu_lower=None, upper_alpha=None, profile=None):
+@dataclass(frozen=True)
+class _Optimum:
+    """The maximiser's point per fit row: t = logit(mean), w = log(a + b), the log-likelihood there,
+    whether it converged, and the gradient in w (its sign tells a bound hit from above or below)."""
+
+    t: np.ndarray
+    w: np.ndarray
+    ll: np.ndarray
+    conv: np.ndarray
+    gw: np.ndarray
+
+
+@dataclass(frozen=True)
+class _RowFacts:
+    """What the rows' data say before any fit: status, pooled mean (the fallback's mean), subjects
+    and items per row."""
+
+    status: np.ndarray
+    pooled_mean: np.ndarray
+    k: np.ndarray
+    n_items: np.ndarray
+
+
+@dataclass(frozen=True)
+class _FitKind:
+    """Which fit this is (method name and assumptions) and the shape its results take."""
+
+    method: str
+    assumptions: tuple
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class _ProfileBound:
+    """The profile-likelihood lower bound on a + b per row, its level, and the profile deviances."""
+
+    nu_lower: np.ndarray
+    upper_alpha: object
+    profile: np.ndarray | None
+
+
+def _profile_bound(nu_lower, upper_alpha, profile) -> _ProfileBound | None:
+    return None if nu_lower is None else _ProfileBound(nu_lower, upper_alpha, profile)
+
+
+def _finish(opt: _Optimum, rows: _RowFacts, kind: _FitKind, stacklevel: int,
+            upper: _ProfileBound | None = None) -> BetaFit:
+    t, w, ll, conv, gw = opt.t, opt.w, opt.ll, opt.conv, opt.gw
+    status, pooled_mean, k, n_items = rows.status, rows.pooled_mean, rows.k, rows.n_items
+    method, assumptions, shape = kind.method, kind.assumptions, kind.shape
     a, b, mu, nu = _ab(t, w)
     at_hi = (w >= _LOG_NU_MAX - 1e-9) & (gw > 0)
     at_lo = (w <= _LOG_NU_MIN + 1e-9) & (gw < 0)
@@ -155,13 +203,13 @@ def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumpt
         return x.item() if x.ndim == 0 else x
 
     extra = {}
-    if nu_lower is not None:
-        nu_lo = np.where(fallback, 0.0, np.minimum(nu_lower, nu))
+    if upper is not None:
+        nu_lo = np.where(fallback, 0.0, np.minimum(upper.nu_lower, nu))
         extra = dict(nu_lower=r(nu_lo), s2_upper=r(np.where(fallback, WORST_CASE_S2, 0.25 / (nu_lo + 1.0))),
-                     upper_alpha=r(np.broadcast_to(upper_alpha, nu_lo.shape).astype(float)))
-        if profile is not None:
+                     upper_alpha=r(np.broadcast_to(upper.upper_alpha, nu_lo.shape).astype(float)))
+        if upper.profile is not None:
             # fallbacks: no curve (their proxy is the worst case 1/4 whatever the deviance)
-            prof = np.where(fallback[:, None], np.inf, profile)
+            prof = np.where(fallback[:, None], np.inf, upper.profile)
             extra["profile"] = prof.reshape(shape + (prof.shape[-1],))
     return BetaFit(a=r(a), b=r(b), nu=r(nu), mean=r(mu), s2=r(s2), icc=r(4.0 * s2), loglik=r(ll),
                    n_subjects=r(k.astype(np.int64)), n_items=r(n_items), status=r(status.astype(str)),
@@ -297,9 +345,9 @@ def _fit_bb_rows(y, m, shape, stacklevel, upper_alpha=None):
         conv[fit_rows], gw[fit_rows] = conv_f, gw_f
     nu_lo, mdev = _profile_rows(n, fit_rows, upper_alpha,
                                 lambda ua: _upper_proxy(lik, t_f, w_f, ll_f, ua))
-    return _finish(t, w, ll, conv, gw, status, pooled, k, np.asarray(msum, dtype=np.int64),
-                   "beta_binomial_mle", _BB_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo,
-                   upper_alpha=upper_alpha, profile=mdev)
+    return _finish(_Optimum(t, w, ll, conv, gw), _RowFacts(status, pooled, k, np.asarray(msum, dtype=np.int64)),
+                   _FitKind("beta_binomial_mle", _BB_ASSUMPTIONS, shape), stacklevel + 1,
+                   _profile_bound(nu_lo, upper_alpha, mdev))
 
 
 def _profile_rows(n: int, fit_rows: np.ndarray, upper_alpha, upper_proxy):
@@ -396,6 +444,6 @@ def _fit_means_rows(x, mask, shape, stacklevel, n_items=None, upper_alpha=None):
     nu_lo, mdev = _profile_rows(n, fit_rows, upper_alpha,
                                 lambda ua: _upper_proxy(lik, t_f, w_f, ll_f, ua))
     items = k.astype(np.int64) if n_items is None else n_items
-    return _finish(t, w, ll, conv, gw, status, pooled, k, items, "beta_mle_on_subject_means",
-                   _BETA_MEANS_ASSUMPTIONS, shape, stacklevel + 1, nu_lower=nu_lo, upper_alpha=upper_alpha,
-                   profile=mdev)
+    return _finish(_Optimum(t, w, ll, conv, gw), _RowFacts(status, pooled, k, items),
+                   _FitKind("beta_mle_on_subject_means", _BETA_MEANS_ASSUMPTIONS, shape), stacklevel + 1,
+                   _profile_bound(nu_lo, upper_alpha, mdev))
