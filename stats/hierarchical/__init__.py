@@ -25,6 +25,7 @@ re-exported here.
 Pure numpy/scipy; no I/O.
 """
 
+# PROXY_SHARE, NU_MAX, NU_MIN and WORST_CASE_S2 are public without being in __all__, as before the split.
 from .bound import PROXY_SHARE, HierarchicalBound, HierarchicalInterval, hierarchical_bound, hierarchical_interval
 from .domains import DomainFits, fit_domains
 from .exchangeable import ExchangeableBound, exchangeable_bound, marchal_arbel_proxy

@@ -29,6 +29,7 @@ re-exported here.
 Pure numpy/scipy; no I/O.
 """
 
+# WORST_CASE_ASSUMPTIONS is public without being in __all__, as before the split.
 from .closed_form import barber_halfwidth, corollary_5_6_halfwidth, serfling_halfwidth, theorem_5_2_halfwidth
 from .error_distribution import subsample_error_distribution
 from .paired import paired_error_distribution
