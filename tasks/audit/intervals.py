@@ -9,7 +9,6 @@ the score they concern and the models' names (one line per condition)."""
 from __future__ import annotations
 
 import warnings
-from html import escape
 
 import numpy as np
 import polars as pl
@@ -18,6 +17,7 @@ from benchcert.stats._common import IndexedWarning
 from benchcert.stats.intervals import comparator_intervals
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
 
 
