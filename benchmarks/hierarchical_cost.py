@@ -3,7 +3,7 @@
 
 Per model, the macro and pooled half-widths (alpha = 0.05) of Corollary 6.1 with the paper's
 plug-in subject proxy (section 7.4) and with the default upper confidence bound on the proxy
-(stats/hierarchical.py, hierarchical_interval's Notes), on the bundled MMLU-Pro data (29 models,
+(stats/hierarchical/bound.py, hierarchical_interval's Notes), on the bundled MMLU-Pro data (29 models,
 14 domains of 3-11 subjects). Prints a Markdown table and the ratio's range.
 """
 

@@ -1,4 +1,5 @@
-"""Shared pieces of ``benchcert.stats``: the degenerate-data warning, input checks, grouping.
+"""Shared pieces of ``benchcert.stats``: the degenerate-data warning and the indices a warning
+carries as fields (:class:`Ref`), input checks, grouping.
 
 Everything here is pure numpy; nothing performs I/O.
 """
@@ -137,7 +138,8 @@ def warn_indexed(category: type[IndexedWarning], template: str, *refs: Ref, stac
     """Emit ``category(template, *refs)``; ``stacklevel`` counts from this function's caller,
     as for :func:`warnings.warn` called there.
 
-    ``template`` holds one ``{}`` per ref ("model column(s) {} answered no subject").
+    ``template`` holds one ``{}`` per ref: ``"f: {} answered no subject"`` with
+    ``Ref("model", [3])`` reads "f: model column(s) [3] answered no subject".
     """
     warnings.warn(category(template, *refs), stacklevel=stacklevel + 1)
 

@@ -25,7 +25,7 @@ import warnings
 
 from ._blas import loop_blas_threads
 from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, warn_degenerate
-from .hierarchical import DomainFits, _counts, _fit_domains_counts, _matrix_iv
+from .hierarchical.domains import DomainFits, _counts, _fit_domains_counts, _matrix_iv
 
 __all__ = [
     "NoSplittableSubjectWarning",
@@ -356,9 +356,11 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
         inv_a = np.where(splittable, 1.0 / np.where(splittable, half, 1), 0.0)[:, :, None]
         inv_b = np.where(splittable, 1.0 / np.where(splittable, n - half, 1), 0.0)[:, :, None]
     # The shuffle path runs one small product per subject and chunk: one BLAS thread (stats/_blas.py).
+    inputs = _SplitInputs(grouping=grouping, splittable=splittable, total=total, inv_a=inv_a, inv_b=inv_b,
+                          table=table, cells=cells, hyper_cols=hyper_cols, shuffle_cols=shuffle_cols, s=s,
+                          codes=codes, order=order)
     with loop_blas_threads() if shuffle_cols.size else contextlib.nullcontext():
-        _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_cols, s, codes, order, total,
-                      inv_a, inv_b, k, mdl, n_splits, chunk, rng)
+        _split_chunks(sums, inputs, n_splits, chunk, rng)
     corr, sd, n_valid = sums.result()
     status = np.full((d, mdl), "ok", dtype=object)
     status[n_valid == 0] = "no_valid_split"
@@ -385,42 +387,86 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     )
 
 
-def _split_chunks(sums, grouping, splittable, table, cells, hyper_cols, shuffle_cols, s, codes, order, total,
-                  inv_a, inv_b, k, mdl, n_splits, chunk, rng):
+@dataclass(frozen=True)
+class _SplitInputs:
+    """What every chunk of splits reads, fixed over the chunks (subjects in domain order).
+
+    Attributes
+    ----------
+    grouping : Grouping
+        Subjects to domains.
+    splittable : ndarray of bool, shape (K, M)
+        Cells with two or more answered items.
+    total : ndarray, shape (K, M)
+        Score sums per cell.
+    inv_a, inv_b : ndarray, shape (K, M, 1)
+        1 / size of half A and of half B (0 where not splittable).
+    table : _HypergeomTable or None
+        Draws of the half-A counts of the binary, splittable cells (``cells`` of ``hyper_cols``).
+    cells : ndarray of bool, shape (K, len(hyper_cols))
+    hyper_cols, shuffle_cols : ndarray of int
+        Models drawn from the hypergeometric table, and models whose items are shuffled.
+    s, codes, order : ndarray
+        Item scores and subject codes (the shuffle path), and the subjects' domain order.
+    """
+
+    grouping: Grouping
+    splittable: np.ndarray
+    total: np.ndarray
+    inv_a: np.ndarray
+    inv_b: np.ndarray
+    table: _HypergeomTable | None
+    cells: np.ndarray
+    hyper_cols: np.ndarray
+    shuffle_cols: np.ndarray
+    s: np.ndarray
+    codes: np.ndarray
+    order: np.ndarray
+
+    @property
+    def whole(self) -> bool:
+        """Every (subject, model) cell binary and splittable: the table's draws are all the counts."""
+        k, mdl = self.total.shape
+        return self.table is not None and self.hyper_cols.size == mdl and self.table.n_cells == k * mdl
+
+
+def _split_chunks(sums, inputs: _SplitInputs, n_splits, chunk, rng):
     """Accumulate the split-half sums over ``n_splits`` splits, ``chunk`` splits at a time."""
     done = 0
-    # every (subject, model) cell binary and splittable
-    whole = table is not None and hyper_cols.size == mdl and table.n_cells == k * mdl
     while done < n_splits:
         b = min(chunk, n_splits - done)
-        if whole:
-            _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng)
-            done += b
-            continue
-        a_sum = np.zeros((k, mdl, b))
-        if table is not None:
-            if hyper_cols.size == mdl:
-                a_sum[cells] = table.draw(b, rng)  # every model binary: no intermediate copy
-            else:
-                sub = np.zeros((k, hyper_cols.size, b))
-                sub[cells] = table.draw(b, rng)
-                a_sum[:, hyper_cols] = sub
-        if shuffle_cols.size:
-            a_sum[:, shuffle_cols] = _shuffle_half_sums(s[:, shuffle_cols], codes, k, b, rng)[order]
-        pa = a_sum * inv_a
-        pb = (total[:, :, None] - a_sum) * inv_b
-        sums.add(grouping, splittable, pa, pb)
+        a_sum = _half_a_sums(inputs, b, rng)
+        pa = a_sum * inputs.inv_a
+        pb = (inputs.total[:, :, None] - a_sum) * inputs.inv_b
+        sums.add(inputs.grouping, inputs.splittable, pa, pb)
         done += b
 
 
-def _split_whole(sums, grouping, splittable, table, total, inv_a, inv_b, k, mdl, b, rng):
-    """One chunk of ``b`` splits when every (subject, model) cell is binary and splittable: the
-    table's draws, in cell order, are the whole (K, M, b) array of half-A counts (no zero array
-    and no masked copy of it)."""
-    a_sum = table.draw(b, rng).reshape(k, mdl, b)
-    pa = a_sum * inv_a
-    pb = (total[:, :, None] - a_sum) * inv_b
-    sums.add(grouping, splittable, pa, pb)
+def _half_a_sums(inputs: _SplitInputs, b, rng):
+    """Half-A score sums of ``b`` splits, shape (K, M, b): hypergeometric draws for the binary
+    models, shuffled items for the others, 0 where a cell is not splittable."""
+    k, mdl = inputs.total.shape
+    table, hyper_cols, shuffle_cols = inputs.table, inputs.hyper_cols, inputs.shuffle_cols
+    if inputs.whole:
+        return _split_whole(table, k, mdl, b, rng)
+    a_sum = np.zeros((k, mdl, b))
+    if table is not None:
+        if hyper_cols.size == mdl:
+            a_sum[inputs.cells] = table.draw(b, rng)  # every model binary: no intermediate copy
+        else:
+            sub = np.zeros((k, hyper_cols.size, b))
+            sub[inputs.cells] = table.draw(b, rng)
+            a_sum[:, hyper_cols] = sub
+    if shuffle_cols.size:
+        a_sum[:, shuffle_cols] = _shuffle_half_sums(inputs.s[:, shuffle_cols], inputs.codes, k, b, rng)[inputs.order]
+    return a_sum
+
+
+def _split_whole(table, k, mdl, b, rng):
+    """The half-A counts of ``b`` splits when every (subject, model) cell is binary and splittable:
+    the table's draws, in cell order, are the whole (K, M, b) array (no zero array and no masked
+    copy of it)."""
+    return table.draw(b, rng).reshape(k, mdl, b)
 
 
 class _SplitSums:

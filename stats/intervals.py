@@ -721,7 +721,7 @@ def comparator_intervals_counts(n_km, t_km, *, alpha=0.05) -> dict[str, dict[str
     empty = np.flatnonzero(n.sum(axis=0) == 0)
     if empty.size:
         raise ValueError(f"n_km has no answered item for model column(s) {_short(empty)}")
-    return _comparators_from_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None,
+    return _comparators_from_sums(_subject_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None),
                                   ("macro", "pooled"), alpha)
 
 
@@ -740,30 +740,70 @@ def _comparators(s, codes, weightings, alpha) -> dict[str, dict[str, IntervalRes
     # iid_interval(item_var=) - one formula for both.
     binary = np.all(~obs_sorted | (filled == 0.0) | (filled == 1.0), axis=0)
     sq = None if binary.all() else grouping.reduce_sorted(filled * filled).sum(axis=0)
-    return _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping, filled, obs_sorted)
+    return _comparators_from_sums(_subject_sums(n_km, t_km, binary, sq), weightings, alpha,
+                                  _ItemRows(grouping, filled, obs_sorted))
 
 
-def _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping=None, filled=None, obs_sorted=None):
+@dataclass(frozen=True)
+class _SubjectSums:
+    """A score matrix's (subject, model) sums and what every comparator derives from them.
+
+    Attributes
+    ----------
+    n_km, t_km : ndarray, shape (K, M)
+        Answered items and their score sum per subject and model.
+    binary : ndarray of bool, shape (M,)
+        Models whose answered scores are all 0 or 1.
+    sq : ndarray, shape (M,), or None
+        Sum of squared scores per model (None when every model is binary).
+    answered, mean_km : ndarray, shape (K, M)
+        n_km > 0, and the subject means (0 where unanswered).
+    n_items, c, pooled, macro : ndarray, shape (M,)
+        Answered items, answered subjects, pooled and macro score per model.
+    """
+
+    n_km: np.ndarray
+    t_km: np.ndarray
+    binary: np.ndarray
+    sq: np.ndarray | None
+    answered: np.ndarray
+    n_items: np.ndarray
+    c: np.ndarray
+    mean_km: np.ndarray
+    pooled: np.ndarray
+    macro: np.ndarray
+
+
+@dataclass(frozen=True)
+class _ItemRows:
+    """The item rows in subject order (lm_eval_group's within-subject deviations need them)."""
+
+    grouping: Grouping
+    filled: np.ndarray  # scores, missing ones 0
+    obs_sorted: np.ndarray  # answered
+
+
+def _subject_sums(n_km, t_km, binary, sq) -> _SubjectSums:
     answered = n_km > 0
     n_items = n_km.sum(axis=0)
     c = answered.sum(axis=0)
     mean_km = np.where(answered, t_km / np.where(answered, n_km, 1.0), 0.0)
-    pooled = t_km.sum(axis=0) / n_items
-    macro = mean_km.sum(axis=0) / c
+    return _SubjectSums(n_km=n_km, t_km=t_km, binary=binary, sq=sq, answered=answered, n_items=n_items, c=c,
+                        mean_km=mean_km, pooled=t_km.sum(axis=0) / n_items, macro=mean_km.sum(axis=0) / c)
+
+
+def _comparators_from_sums(sums: _SubjectSums, weightings, alpha, rows: _ItemRows | None = None):
+    return {weighting: _comparators_one(weighting, sums, alpha, rows) for weighting in weightings}
+
+
+def _comparators_one(weighting, sums: _SubjectSums, alpha, rows: _ItemRows | None):
+    """The comparator intervals of one weighting; lm_eval_group (pooled only) needs ``rows``."""
+    n_km, t_km, binary, sq, answered = sums.n_km, sums.t_km, sums.binary, sums.sq, sums.answered
+    n_items, c, mean_km, pooled, macro = sums.n_items, sums.c, sums.mean_km, sums.pooled, sums.macro
     z = _z(alpha)
     label = "model"
     n_out = n_items.astype(np.int64)
     c_out = c.astype(np.int64)
-    results = {}
-    for weighting in weightings:
-        results[weighting] = _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, grouping,
-                                              filled, obs_sorted, n_km, t_km, answered, n_items, c,
-                                              mean_km, pooled, macro)
-    return results
-
-
-def _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, grouping, filled, obs_sorted, n_km,
-                     t_km, answered, n_items, c, mean_km, pooled, macro):
     theta = pooled if weighting == "pooled" else macro
     extra = (_MACRO_N_NOTE,) if weighting == "macro" else ()
 
@@ -819,13 +859,13 @@ def _comparators_one(weighting, alpha, z, label, n_out, c_out, binary, sq, group
         n_clusters=c_out, se=se, weighting=weighting,
     )
 
-    if weighting == "pooled" and grouping is not None:
+    if weighting == "pooled" and rows is not None:
         # Deviations from each item's own subject mean, zeroed where missing; two-pass
         # (rather than sum of squares minus squared sum) so nothing cancels.
-        dev = filled - grouping.expand_sorted(mean_km)
-        dev[~obs_sorted] = 0.0
+        dev = rows.filled - rows.grouping.expand_sorted(mean_km)
+        dev[~rows.obs_sorted] = 0.0
         dev *= dev
-        ss_within = grouping.reduce_sorted(dev).sum(axis=0)
+        ss_within = rows.grouping.reduce_sorted(dev).sum(axis=0)
         dof = n_items - c
         ok = dof > 0
         with np.errstate(invalid="ignore", divide="ignore"):

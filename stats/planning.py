@@ -29,12 +29,12 @@ from scipy.special import ndtri
 from ._common import check_alpha, check_power
 from .subsample import (
     WORST_CASE_ASSUMPTIONS,
-    _worst_case_one,
     barber_halfwidth,
     serfling_halfwidth,
     theorem_5_2_halfwidth,
     worst_case_halfwidth,
 )
+from .subsample.worst_case import _worst_case_one
 
 __all__ = [
     "PlanAnswer",

@@ -120,8 +120,9 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 _NAMED_LABELS = {"model": "model(s)", "subject": "subject(s)", "domain": "domain(s)", "model pair": "model pair(s)"}
 _LIMIT = 8  # names listed before ", ... (N in all)", as the stats layer lists indices
 
-# Fallback for warnings that reach run_analysis as text only (re-warned from a string by a task,
-# or still written without Ref fields): the index lists are read back from the text.
+# Fallback for a warning that reaches run_analysis as text only: its index lists are read back from
+# the wording. Every stats-layer warning that lists indices carries them as Ref fields, and every task
+# that passes one on keeps the warning object, so none of the audit's warnings takes this path.
 _INDEX_LIST = re.compile(r"\b(model column\(s\)|subject\(s\)|domain\(s\))\s*\[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
 _PAIR_LIST = re.compile(r"\bmodel column pair\(s\)\s*\[((?:\(\d+, \d+\)(?:, )?)*)(, \.\.\. \((\d+) in all\))?\]")
 _TEXT_KINDS = {"model column(s)": "model", "subject(s)": "subject", "domain(s)": "domain"}

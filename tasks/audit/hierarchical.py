@@ -211,14 +211,15 @@ def _user_weights(m: BenchmarkMatrices, weights: dict[str, float]) -> tuple[np.n
 
 @dataclass(frozen=True)
 class _Caught:
-    """A warning caught in one part of the analysis (picklable: a part may run on a Dask worker)."""
+    """A warning caught in one part of the analysis (picklable: a part may run on a Dask worker; the
+    stats layer's warnings pickle with their index fields, which run_analysis names)."""
 
     category: type
-    message: str
+    message: Warning
 
 
 def _caught(records) -> list[_Caught]:
-    return [_Caught(w.category, str(w.message)) for w in records]
+    return [_Caught(w.category, w.message) for w in records]
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """The exact worst-case subsample half-widths h*(n, N, alpha), computed once and kept.
 
 h* (the exchangeable-bounds paper's exact worst case over every binary response vector, from
-the hypergeometric distribution; stats/subsample.py, ``worst_case_halfwidth``) depends only on
+the hypergeometric distribution; stats/subsample/worst_case.py, ``worst_case_halfwidth``) depends only on
 (n, N, alpha), yet costs most of the audit's subsample step (0.67 of 0.88 s on MMLU-Pro, 4.4 s
 at N = 100,000).  So the values are kept in a small JSON file beside the store,
 ``<store>.cache/worst_case.json``, and a repeated audit reads them instead.
 
-The file is keyed by the SHA-256 of stats/subsample.py: when the code that computes h* changes,
-the old values are not used.  It is written atomically (a temporary file renamed into place);
+The file is keyed by the SHA-256 of stats/subsample/worst_case.py and hypergeom.py: when the code
+that computes h* changes, the old values are not used.  It is written atomically (a temporary file renamed into place);
 two audits writing at once may each miss the other's new entries, never corrupt the file.  A
 missing, unreadable or foreign file is ignored (and rewritten), never an error.
 """
@@ -26,10 +26,13 @@ FILE_NAME = "worst_case.json"
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """Digest of the module that computes h* (its values are only as good as that code)."""
-    from benchcert.stats import subsample
+    """Digest of the modules that compute h* (its values are only as good as that code)."""
+    from benchcert.stats.subsample import hypergeom, worst_case
 
-    return hashlib.sha256(Path(subsample.__file__).read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    for module in (worst_case, hypergeom):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def cache_path(db: str | os.PathLike) -> Path:

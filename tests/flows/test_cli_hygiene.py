@@ -91,16 +91,16 @@ def test_show_traceback_is_silent_without_debug_or_an_error(capsys, monkeypatch)
 
 def _count_worst_case(monkeypatch) -> list:
     """Record every exact h* computation (the expensive core) as (n, N)."""
-    from benchcert.stats import subsample
+    from benchcert.stats.subsample import worst_case
 
     calls = []
-    real = subsample._worst_case_one
+    real = worst_case._worst_case_one
 
     def counting(n, N, *a, **k):
         calls.append((int(n), int(N)))
         return real(n, N, *a, **k)
 
-    monkeypatch.setattr(subsample, "_worst_case_one", counting)
+    monkeypatch.setattr(worst_case, "_worst_case_one", counting)
     return calls
 
 

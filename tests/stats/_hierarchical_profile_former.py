@@ -1,4 +1,4 @@
-"""The profile-likelihood search of stats/hierarchical.py as it was before issue #15's second
+"""The profile-likelihood search of stats/hierarchical/profile.py as it was before issue #15's second
 speed-up (commit 0aa6626 of this project), kept verbatim as the oracle of
 tests/stats/test_stats_hierarchical_profile_oracle.py: a grid of 116 values of log(a + b), each
 maximised over the mean from the fit's own mean by safeguarded Newton (stopping at 1e-7), the
@@ -11,14 +11,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import betaln, gammaln, psi
 
-import benchcert.stats.hierarchical as H
-from benchcert.stats.hierarchical import (_BUDGET_BINS, _LOG_NU_MIN, _LOGIT_MAX, _W_GRID, WORST_CASE_S2, _ab,
-                                          _row_sum, _trigamma)
+from benchcert.stats.hierarchical import likelihood as HL
+from benchcert.stats.hierarchical.likelihood import _ab, _row_sum
+from benchcert.stats.hierarchical.limits import _LOG_NU_MIN, _LOGIT_MAX, WORST_CASE_S2
+from benchcert.stats.hierarchical.profile import _BUDGET_BINS, _W_GRID
+from benchcert.stats.hierarchical.special import _trigamma
 
 _PROFILE_CELLS = 1 << 21
 
 
-class FormerBetaBinomialLik(H._BetaBinomialLik):
+class FormerBetaBinomialLik(HL._BetaBinomialLik):
     def profile_loglik(self, a, b):
         """:meth:`loglik` for the profile search (many more rows than the fit): log B(Y + a,
         m - Y + b) as three log-gammas, what scipy's betaln itself does for arguments above 171
@@ -41,7 +43,7 @@ class FormerBetaBinomialLik(H._BetaBinomialLik):
 
 
 
-class FormerBetaLik(H._BetaLik):
+class FormerBetaLik(HL._BetaLik):
     def profile_loglik(self, a, b):
         return self.loglik(a, b)
 
@@ -54,7 +56,7 @@ class FormerBetaLik(H._BetaLik):
 
 
 def _former(lik):
-    if isinstance(lik, H._BetaBinomialLik):
+    if isinstance(lik, HL._BetaBinomialLik):
         return FormerBetaBinomialLik(lik.y, lik.m, lik.mask)
     new = object.__new__(FormerBetaLik)
     new.mask, new.k, new.s1, new.s2 = lik.mask, lik.k, lik.s1, lik.s2
@@ -62,7 +64,7 @@ def _former(lik):
 
 
 def _subset(lik, idx):
-    return _former(H._subset(lik, idx))
+    return _former(HL._subset(lik, idx))
 
 
 def _max_over_mean(lik, t, w, *, iters=25, tol=1e-7):

@@ -23,7 +23,6 @@ from benchcert.stats.hierarchical import (
     NU_MAX,
     BetaFit,
     ExchangeableBound,
-    _trigamma,
     exchangeable_bound,
     fit_beta_binomial,
     fit_beta_means,
@@ -32,6 +31,7 @@ from benchcert.stats.hierarchical import (
     hierarchical_interval,
     marchal_arbel_proxy,
 )
+from benchcert.stats.hierarchical.special import _trigamma
 
 Z95 = stats.norm.ppf(0.975)
 
@@ -790,7 +790,8 @@ def test_joint_subject_bound_matches_brute_force_knapsack():
     # exact optimum and the exact optimum with the budget raised by D bins.
     from scipy.stats import norm
 
-    from benchcert.stats.hierarchical import _BUDGET_BINS, _W_GRID, joint_subject_bound
+    from benchcert.stats.hierarchical import joint_subject_bound
+    from benchcert.stats.hierarchical.profile import _BUDGET_BINS, _W_GRID
 
     rng = np.random.default_rng(77)
     d, m = 3, 4

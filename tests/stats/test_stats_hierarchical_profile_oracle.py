@@ -1,7 +1,7 @@
 """Oracle tests: the profile-likelihood bound on a + b (issue #15's second speed-up) against the
 former search and against brute force.
 
-stats/hierarchical.py's upper bound on the subject proxy needs, for every domain fit, the
+stats/hierarchical/profile.py's upper bound on the subject proxy needs, for every domain fit, the
 profile log-likelihood l_p(w) = max over the mean of l at w = log(a + b) on a grid of 116
 values, and the crossing of the profile deviance with z^2. The former search
 (tests/stats/_hierarchical_profile_former.py, verbatim) maximised every grid point from the fit's
@@ -32,6 +32,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.special import betaln
 
 import benchcert.stats.hierarchical as H
+from benchcert.stats.hierarchical import fit as HF, likelihood as HL, limits as HLim, profile as HP, special as HS
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats._dist import norm
 
@@ -71,7 +72,7 @@ def _cases(seed):
 def _fit(y, m, monkeypatch, *, old):
     with monkeypatch.context() as mp:
         if old:
-            mp.setattr(H, "_upper_proxy", former.upper_proxy)
+            mp.setattr(HF, "_upper_proxy", former.upper_proxy)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DegenerateDataWarning)
             return H.fit_beta_binomial(y, m, upper_alpha=0.01)
@@ -129,7 +130,7 @@ def test_profile_bound_matches_the_former_search_and_brute_force(seed, monkeypat
         lp = _brute_profile(y[r], m[r], _const(y[r], m[r]))
         top = max(float(new.loglik[r]), lp(float(np.log(new.nu[r]))))
         w_new, w_old = float(np.log(new.nu_lower[r])), float(np.log(old.nu_lower[r]))
-        if w_new <= H._LOG_NU_MIN + 1e-9:
+        if w_new <= HLim._LOG_NU_MIN + 1e-9:
             continue  # no crossing above a + b = 1e-4: both report the bottom of the grid
         # (2) the exact crossing, by brentq on the brute-force deviance
         f = lambda w: 2.0 * (top - lp(w)) - crit  # noqa: E731
@@ -138,7 +139,7 @@ def test_profile_bound_matches_the_former_search_and_brute_force(seed, monkeypat
         # log B terms of size ~1e6, so the brute-force deviance itself is only good to ~1e-8 there.
         flat = new.status[r] == "underdispersed"
         # Otherwise the new bracket closes to 2e-11 (the former bisection to 1.9e-10).
-        tol_w, tol_dev = (5e-9, 2e-8) if flat else (H._W_TOL + 1e-12, 1e-10)
+        tol_w, tol_dev = (5e-9, 2e-8) if flat else (HP._W_TOL + 1e-12, 1e-10)
         assert f(w_new) >= -tol_dev, (r, f(w_new))  # on the outside (conservative) side
         assert abs(w_new - root) <= tol_w, (r, w_new, root)
         assert abs(w_new - root) <= abs(w_old - root) + tol_w, (r, w_new, w_old, root)
@@ -155,25 +156,25 @@ def test_grid_profile_is_the_exact_maximum_over_the_mean(monkeypatch):
         fit = H.fit_beta_binomial(y, m)
     rows = np.flatnonzero(fit.status == "ok")[::3]
     mask = m[rows] > 0
-    lik = H._BetaBinomialLik(np.where(mask, y[rows], 0.0), np.where(mask, m[rows], 1.0), mask)
+    lik = HL._BetaBinomialLik(np.where(mask, y[rows], 0.0), np.where(mask, m[rows], 1.0), mask)
     t_hat = np.log(fit.mean[rows] / (1 - fit.mean[rows]))
     w_hat = np.log(fit.nu[rows])
-    new_lp = np.full((H._W_GRID.size, rows.size), -np.inf)
-    for sel, form in H._profile_forms(lik):
-        new_lp[:, sel] = H._profile_grid(form, t_hat[sel], w_hat[sel])[0]
-    n_forms = {type(f).__name__ for _, f in H._profile_forms(lik)}
+    new_lp = np.full((HP._W_GRID.size, rows.size), -np.inf)
+    for sel, form in HP._profile_forms(lik):
+        new_lp[:, sel] = HP._profile_grid(form, t_hat[sel], w_hat[sel])[0]
+    n_forms = {type(f).__name__ for _, f in HP._profile_forms(lik)}
     assert n_forms == {"_CountProfile", "_SubjectProfile"}  # both evaluations are exercised
-    step = H._W_GRID[1] - H._W_GRID[0]
-    jj, ff = np.nonzero(H._W_GRID[:, None] <= w_hat[None, :] + step)
+    step = HP._W_GRID[1] - HP._W_GRID[0]
+    jj, ff = np.nonzero(HP._W_GRID[:, None] <= w_hat[None, :] + step)
     np.testing.assert_array_equal(np.isfinite(new_lp), np.isin(np.arange(new_lp.size).reshape(new_lp.shape),
                                                                  np.ravel_multi_index((jj, ff), new_lp.shape)))
     flik = former._former(lik)
-    _, old_v = former._max_over_mean(former._subset(flik, ff), t_hat[ff], H._W_GRID[jj])
+    _, old_v = former._max_over_mean(former._subset(flik, ff), t_hat[ff], HP._W_GRID[jj])
     assert np.all(new_lp[jj, ff] >= old_v - 1e-11 * np.maximum(1.0, np.abs(old_v)))
     for i in range(0, jj.size, 7):
         r = rows[ff[i]]
         lp = _brute_profile(y[r], m[r], 0.0)
-        assert abs(new_lp[jj[i], ff[i]] - lp(H._W_GRID[jj[i]])) <= 1e-9 * max(1.0, abs(lp(H._W_GRID[jj[i]]))), i
+        assert abs(new_lp[jj[i], ff[i]] - lp(HP._W_GRID[jj[i]])) <= 1e-9 * max(1.0, abs(lp(HP._W_GRID[jj[i]]))), i
 
 
 def test_beta_means_profile_matches_the_former_search(monkeypatch):
@@ -188,11 +189,11 @@ def test_beta_means_profile_matches_the_former_search(monkeypatch):
     for old in (False, True):
         with monkeypatch.context() as mp:
             if old:
-                mp.setattr(H, "_upper_proxy", former.upper_proxy)
+                mp.setattr(HF, "_upper_proxy", former.upper_proxy)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DegenerateDataWarning)
                 mk = ~np.isnan(x)
-                out[old] = H._fit_means_rows(x, mk, (x.shape[0],), 2, upper_alpha=np.full(x.shape[0], 0.01))
+                out[old] = HF._fit_means_rows(x, mk, (x.shape[0],), 2, upper_alpha=np.full(x.shape[0], 0.01))
     new, old = out[False], out[True]
     np.testing.assert_array_equal(new.status, old.status)
     np.testing.assert_array_equal(np.isfinite(new.profile), np.isfinite(old.profile))
@@ -223,7 +224,7 @@ def test_joint_bound_knapsack_equals_the_former_one(d):
     padded copy; the former one indexed every bin: equal to the last bit (the same values are
     picked and added)."""
     rng = np.random.default_rng(d)
-    mdl, gi = 23, H._W_GRID.size - 1
+    mdl, gi = 23, HP._W_GRID.size - 1
     # unimodal deviance curves around a per-fit maximum, some beyond the budget, some fits worst-case
     centre = rng.integers(20, gi, (d, mdl, 1))
     prof = np.abs(np.arange(gi)[None, None, :] - centre) * rng.uniform(0.05, 3.0, (d, mdl, 1))
@@ -244,6 +245,6 @@ def test_rough_trigamma_is_within_its_stated_accuracy():
 
     rng = np.random.default_rng(6)
     x = np.concatenate([10 ** rng.uniform(-10, 7, 100_000), np.arange(0.25, 60.25, 0.25)])
-    rel = np.abs(H._trigamma_rough(x) / polygamma(1, x) - 1.0)
+    rel = np.abs(HS._trigamma_rough(x) / polygamma(1, x) - 1.0)
     assert rel.max() < 2e-8
-    np.testing.assert_array_equal(H._trigamma_rough(x.reshape(-1, 4).T), H._trigamma_rough(x).reshape(-1, 4).T)
+    np.testing.assert_array_equal(HS._trigamma_rough(x.reshape(-1, 4).T), HS._trigamma_rough(x).reshape(-1, 4).T)

@@ -1,0 +1,410 @@
+"""Profile likelihood of the precision a + b: its lower confidence bound per fit (the upper bound
+on a domain's subject proxy) and :func:`joint_subject_bound`, the bound on the subject term
+summed over domains."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln, psi
+
+from .likelihood import _BetaLik, _ab, _subset
+from .limits import WORST_CASE_S2, _LOGIT_MAX, _LOG_NU_MAX, _LOG_NU_MIN
+from .special import _trigamma_rough
+
+__all__ = ["joint_subject_bound"]
+
+#: Grid of w = log(a + b) on which the profile likelihood is evaluated for the lower
+#: confidence bound on the precision (spacing 0.2: the per-domain crossing is then refined by
+#: a bracketing root search; the joint bound is conservative between grid points).
+_W_GRID = np.linspace(_LOG_NU_MIN, _LOG_NU_MAX, 116)
+
+#: A fit's profile uses the count form (:class:`_CountProfile`) when its largest subject has at
+#: most this many items per subject of the fit: J logs or reciprocals cost less than K special
+#: functions up to about that ratio.
+_COUNT_FORM_RATIO = 3
+#: Newton's stopping rules in t = logit(mean) at fixed precision: a decrement (log-likelihood
+#: still to gain) below _L_TOL, or a step below _T_TOL (what is left after either is of the
+#: order of its square); and the width in w = log(a + b) at which the crossing search stops.
+_L_TOL = 1e-9
+_T_TOL = 1e-10
+_W_TOL = 2e-11
+
+
+def _colsum(x):
+    """Sum of each column of a (J, F) array, strictly row after row (a running sum, whatever the
+    shape: np.sum may sum a lone column pairwise), so that zero padding rows and the other
+    columns of the batch leave each column's sum unchanged to the last bit."""
+    return np.add.accumulate(x, axis=0)[-1]
+
+
+class _CountProfile:
+    r"""Beta-binomial log-likelihood at fixed precision through count statistics.
+
+    For integer counts, log Gamma(y + a) - log Gamma(a) = sum_{j < y} log(a + j), so
+
+    .. math:: \sum_k [\log B(y_k + a, f_k + b) - \log B(a, b)]
+              = \sum_{j<J} [A_j \log(a + j) + B_j \log(b + j) - N_j \log(a + b + j)]
+
+    with A_j = #{k : y_k > j}, B_j = #{k : f_k > j}, N_j = #{k : m_k > j}, J = max m_k: the
+    mean-dependent part and its derivatives need J logs or reciprocals per side instead of
+    K log-gammas, digammas and trigammas. Arrays are (J, F), one column per fit.
+    """
+
+    def __init__(self, A, B, N):
+        self.A, self.B, self.N = A, B, N
+        self.j = np.arange(A.shape[0], dtype=float)[:, None]
+
+    @classmethod
+    def from_counts(cls, y, m, mask):
+        """From padded (F, K) successes and trials (``mask`` = subject present)."""
+        f_rows = y.shape[0]
+        yy = np.where(mask, y, 0).astype(np.int64)
+        mm = np.where(mask, m, 0).astype(np.int64)
+        jmax = max(int(mm.max()) if mm.size else 0, 1)
+        row = np.repeat(np.arange(f_rows), y.shape[1]).reshape(y.shape) * (jmax + 1)
+
+        def above(v):  # (J, F): #{k : v_k > j}
+            hist = np.bincount((row + v).ravel(), minlength=f_rows * (jmax + 1)).reshape(f_rows, jmax + 1)
+            tail = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # #{k : v_k >= j}
+            return np.ascontiguousarray(tail[:, 1:].T, dtype=float)
+
+        return cls(above(yy), above(mm - yy), above(mm))
+
+    def take(self, idx):
+        return _CountProfile(*(np.ascontiguousarray(v[:, idx]) for v in (self.A, self.B, self.N)))
+
+    def const(self, nu):
+        """The part that depends on the precision only."""
+        return -_colsum(self.N * np.log(nu + self.j))
+
+    def value(self, a, b):
+        return _colsum(self.A * np.log(a + self.j)) + _colsum(self.B * np.log(b + self.j))
+
+    def mean_grad(self, a, b):
+        """(l_a - l_b, l_aa + l_bb): the terms in a + b cancel in a step of the mean alone."""
+        ra = 1.0 / (a + self.j)
+        wa = self.A * ra
+        rb = 1.0 / (b + self.j)
+        wb = self.B * rb
+        d1 = _colsum(wa) - _colsum(wb)
+        wa *= ra
+        wb *= rb
+        return d1, -(_colsum(wa) + _colsum(wb))
+
+
+class _SubjectProfile:
+    """Beta-binomial log-likelihood at fixed precision, one term per subject: (K, F) arrays of
+    successes, failures and trials (padding: all 0, whose terms are exactly 0)."""
+
+    def __init__(self, y, f, m):
+        self.y, self.f, self.m = y, f, m
+
+    @classmethod
+    def from_counts(cls, y, m, mask):
+        yy = np.ascontiguousarray(np.where(mask, y, 0.0).T)
+        mm = np.ascontiguousarray(np.where(mask, m, 0.0).T)
+        return cls(yy, mm - yy, mm)
+
+    def take(self, idx):
+        return _SubjectProfile(*(np.ascontiguousarray(v[:, idx]) for v in (self.y, self.f, self.m)))
+
+    def const(self, nu):
+        return _colsum(gammaln(nu) - gammaln(self.m + nu))
+
+    def value(self, a, b):
+        return _colsum(gammaln(self.y + a) - gammaln(a)) + _colsum(gammaln(self.f + b) - gammaln(b))
+
+    def mean_grad(self, a, b):
+        pa, pb = psi(a), psi(b)
+        ta, tb = _trigamma_rough(a), _trigamma_rough(b)
+        ya, fb = self.y + a, self.f + b
+        d1 = _colsum(psi(ya) - pa) - _colsum(psi(fb) - pb)
+        return d1, _colsum(_trigamma_rough(ya) - ta) + _colsum(_trigamma_rough(fb) - tb)
+
+
+class _MeansProfile:
+    """Beta log-likelihood of subject means at fixed precision, from its sufficient statistics
+    (sum log x_k, sum log(1 - x_k), K) per fit."""
+
+    def __init__(self, s1, s2, k):
+        self.s1, self.s2, self.k = s1, s2, k.astype(float)
+
+    def take(self, idx):
+        return _MeansProfile(self.s1[idx], self.s2[idx], self.k[idx])
+
+    def const(self, nu):
+        return self.k * gammaln(nu) - self.s1 - self.s2
+
+    def value(self, a, b):
+        return a * self.s1 + b * self.s2 - self.k * (gammaln(a) + gammaln(b))
+
+    def mean_grad(self, a, b):
+        return (self.s1 - self.s2 - self.k * (psi(a) - psi(b)),
+                -self.k * (_trigamma_rough(a) + _trigamma_rough(b)))
+
+
+def _profile_forms(lik):
+    """[(rows, form)]: the fits of ``lik`` split by the cheaper evaluation of their profile."""
+    if isinstance(lik, _BetaLik):
+        return [(np.arange(lik.k.size), _MeansProfile(lik.s1, lik.s2, lik.k))]
+    jmax = np.max(np.where(lik.mask, lik.m, 0), axis=1)
+    count = jmax <= _COUNT_FORM_RATIO * np.maximum(lik.k, 1)
+    out = []
+    for use_count in (True, False):
+        rows = np.flatnonzero(count == use_count)
+        if rows.size:
+            cls = _CountProfile if use_count else _SubjectProfile
+            out.append((rows, cls.from_counts(lik.y[rows], lik.m[rows], lik.mask[rows])))
+    return out
+
+
+def _max_over_mean(form, t, w, *, max_iter=200):
+    """Maximise each fit's log-likelihood over t = logit(mean) with w = log(a + b) held fixed.
+
+    At fixed a + b the log-likelihood is concave in the mean (a sum of logs, or of minus
+    log-gammas, of a + j and b + j, linear in it), so its t-derivative changes sign once:
+    Newton's method in t inside a bracket of that sign change (a step that leaves the bracket,
+    or is not uphill, is replaced by the bracket's midpoint) reaches the maximiser in [-25, 25]
+    from any start. Each fit stops on its own once a step is below ``_T_TOL``. Returns
+    (t, profile log-likelihood at w).
+    """
+    t = np.array(t, dtype=float)
+    w = np.broadcast_to(np.asarray(w, dtype=float), t.shape)
+    lo = np.full(t.shape, -np.inf)  # largest t seen with derivative > 0
+    hi = np.full(t.shape, np.inf)  # smallest t seen with derivative < 0
+    act = np.arange(t.size)
+    sub = form
+    for _ in range(max_iter):
+        if not act.size:
+            break
+        ta, wa = t[act], w[act]
+        a, b, mu, nu = _ab(ta, wa)
+        d1, d2 = sub.mean_grad(a, b)
+        v = nu * mu * (1.0 - mu)
+        g = v * d1
+        h = v * v * d2 + v * (1.0 - 2.0 * mu) * d1
+        lo_a = np.where(g > 0, ta, lo[act])
+        hi_a = np.where(g < 0, ta, hi[act])
+        newton = (h < 0) & np.isfinite(g) & np.isfinite(h)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = np.where(newton, -g / h, np.sign(g) * 3.0)
+        step = np.clip(np.nan_to_num(step), -3.0, 3.0)
+        cand = np.clip(ta + step, -_LOGIT_MAX, _LOGIT_MAX)
+        # Newton's decrement g^2 / (2 |h|), the log-likelihood still to gain, below _L_TOL: the
+        # step is taken and ends the search (it leaves a gain of the order of the decrement's
+        # square). Any other step must land strictly inside the bracket, else the midpoint.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            small = newton & (g * g <= -2.0 * _L_TOL * h)
+        done = (g == 0) | ~np.isfinite(g) | small | (newton & (np.abs(step) <= _T_TOL))
+        ok = done | ((cand > lo_a) & (cand < hi_a))
+        mid = 0.5 * (np.maximum(lo_a, -_LOGIT_MAX) + np.minimum(hi_a, _LOGIT_MAX))
+        cand = np.where(ok, cand, mid)
+        done |= np.abs(cand - ta) <= _T_TOL * 1e-3  # the bracket itself has closed
+        t[act] = np.where((g == 0) | ~np.isfinite(g), ta, cand)
+        lo[act], hi[act] = lo_a, hi_a
+        keep = ~done
+        if not keep.all():
+            act = act[keep]
+            sub = form.take(act) if act.size else sub
+    a, b, _, nu = _ab(t, w)
+    return t, form.value(a, b) + form.const(nu)
+
+
+def _profile_grid(form, t_hat, w_hat):
+    """(G, F) profile log-likelihood on :data:`_W_GRID` (-inf where not needed) and the (G, F)
+    maximising t. Only grid points up to the first one at or above w_hat are needed: both
+    bounds look at precisions below the maximum (above it the deviance rises and the proxy
+    falls). The grid is walked downwards from w_hat, each fit's maximiser at one point starting
+    the search at the next (extrapolated linearly)."""
+    g = _W_GRID
+    step = g[1] - g[0]
+    f = t_hat.size
+    lp = np.full((g.size, f), -np.inf)
+    tg = np.zeros((g.size, f))
+    top_j = np.searchsorted(g, w_hat + step, side="right") - 1  # last grid index with g_j <= w_hat + step
+    for j in range(g.size - 1, -1, -1):
+        rows = np.flatnonzero(top_j >= j)
+        if not rows.size:
+            continue
+        # Start: the fit's mean at its first grid point, then the maximisers of the points
+        # above extrapolated (linearly from two, quadratically from three).
+        seen = top_j[rows] - j
+        t1, t2, t3 = (tg[np.minimum(j + i, g.size - 1), rows] for i in (1, 2, 3))
+        start = np.select([seen == 0, seen == 1, seen == 2], [t_hat[rows], t1, 2.0 * t1 - t2],
+                          3.0 * t1 - 3.0 * t2 + t3)
+        start = np.clip(start, -_LOGIT_MAX, _LOGIT_MAX)
+        sub = form if rows.size == f else form.take(rows)
+        tg[j, rows], lp[j, rows] = _max_over_mean(sub, start, g[j])
+    return lp, tg
+
+
+def _crossing(form, lo, hi, f_lo, f_hi, t_lo, t_hi, top, crit, *, max_iter=80):
+    """The outside end of a bracket [lo, hi] of the crossing of the profile deviance
+    2 (top - l_p(w)) with crit (f = deviance - crit: > 0 at lo, <= 0 at hi), narrowed to
+    :data:`_W_TOL` by the Illinois variant of regula falsi (a bisection every fourth step keeps
+    the bracket shrinking). The outside end is returned, so the bound errs low."""
+    lo, hi, f_lo, f_hi = (np.array(v, dtype=float) for v in (lo, hi, f_lo, f_hi))
+    t_lo, t_hi = np.array(t_lo, dtype=float), np.array(t_hi, dtype=float)
+    side = np.zeros(lo.shape, dtype=np.int8)  # which end moved last: -1 lo, +1 hi
+    act = np.flatnonzero(hi - lo > _W_TOL)
+    for it in range(max_iter):
+        if not act.size:
+            break
+        l, h, fl, fh = lo[act], hi[act], f_lo[act], f_hi[act]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = h - fh * (h - l) / (fh - fl)
+        bisect = ~((x > l) & (x < h)) | (it % 4 == 3)
+        x = np.where(bisect, 0.5 * (l + h), x)
+        frac = np.where(h > l, (x - l) / (h - l), 0.5)
+        t0 = t_lo[act] + frac * (t_hi[act] - t_lo[act])
+        sub = form.take(act)
+        tx, lpx = _max_over_mean(sub, t0, x)
+        fx = 2.0 * (top[act] - lpx) - crit[act]
+        out = fx > 0
+        # Illinois: an end kept twice in a row has its value halved
+        f_hi[act] = np.where(out & (side[act] == -1), 0.5 * fh, fh)
+        f_lo[act] = np.where(~out & (side[act] == 1), 0.5 * fl, fl)
+        r_out, r_in = act[out], act[~out]
+        lo[r_out], f_lo[r_out], t_lo[r_out] = x[out], fx[out], tx[out]
+        hi[r_in], f_hi[r_in], t_hi[r_in] = x[~out], fx[~out], tx[~out]
+        side[r_out], side[r_in] = -1, 1
+        act = act[hi[act] - lo[act] > _W_TOL]
+    return lo
+
+
+def _precision_lower_bound(form, t_hat, w_hat, ll_hat, crit):
+    """One-sided profile-likelihood lower confidence bound on w = log(a + b), per fit.
+
+    The bound is the infimum of {w : 2 (l(w_hat) - l_p(w)) <= crit}: the lowest grid point of
+    :data:`_W_GRID` (w <= w_hat) inside the set, refined between it and the grid point below
+    it (keeping the outside end). Taking the infimum of the whole set (not only the connected
+    piece around the maximum) errs on the low side, i.e. conservative.
+    """
+    g = _W_GRID
+    lp, tg = _profile_grid(form, t_hat, w_hat)
+    top = np.maximum(ll_hat, np.max(lp, axis=0))
+    dev = 2.0 * (top[None, :] - lp)
+    inside = (dev <= crit[None, :]) & (g[:, None] <= w_hat[None, :] + 1e-12)
+    any_in = inside.any(axis=0)
+    j0 = np.where(any_in, np.argmax(inside, axis=0), 0)
+    # The crossing lies between grid points j0 - 1 (outside) and j0 (inside).
+    lo, hi = g[np.maximum(j0 - 1, 0)], np.minimum(g[j0], w_hat)
+    refine = np.flatnonzero(any_in & (j0 > 0))
+    if refine.size:
+        jr = j0[refine]
+        at_hat = g[jr] > w_hat[refine]
+        f_hi = np.where(at_hat, 2.0 * (top[refine] - ll_hat[refine]), dev[jr, refine]) - crit[refine]
+        t_hi = np.where(at_hat, t_hat[refine], tg[jr, refine])
+        lo[refine] = _crossing(form.take(refine), lo[refine], hi[refine], dev[jr - 1, refine] - crit[refine],
+                               f_hi, tg[jr - 1, refine], t_hi, top[refine], crit[refine])
+    w_lo = np.where(any_in & (j0 > 0), lo, np.where(any_in, np.minimum(g[0], w_hat), _LOG_NU_MIN))
+    # For the joint bound: a lower bound on the deviance over each grid interval [g_j, g_j+1],
+    # assuming the profile deviance is unimodal in w (falls to 0 at w_hat, then rises): the
+    # smaller end, and 0 on the interval holding w_hat.
+    holds = (g[:-1, None] <= w_hat[None, :] + 1e-12) & (g[1:, None] >= w_hat[None, :] - 1e-12)
+    mdev = np.where(holds, 0.0, np.minimum(dev[:-1], dev[1:]))
+    return w_lo, np.maximum(mdev, 0.0)
+
+
+#: Deviance budget bins of :func:`joint_subject_bound`'s knapsack (costs are rounded down to a
+#: bin, which can only enlarge the feasible set: the bound stays conservative).
+_BUDGET_BINS = 400
+
+
+def joint_subject_bound(profile, a2_dom, *, alpha):
+    r"""Upper confidence bound on the subject term sum_d A_d s_d^2 from every domain's profile likelihood.
+
+    Parameters
+    ----------
+    profile : ndarray, shape (D, M, G - 1)
+        :attr:`DomainFits.profile`: per (domain, model) and grid interval of w = log(a + b), a
+        lower bound on the profile deviance over the interval; inf everywhere for a domain
+        whose proxy is the worst case 1/4 (inf for single intervals not computed).
+    a2_dom : ndarray, shape (D, M)
+        A_d = sum of the squared subject weights of domain d (0 for unanswered domains).
+    alpha : float, keyword-only
+        One-sided level of the bound.
+
+    Returns
+    -------
+    ndarray, shape (M,)
+
+    Notes
+    -----
+    The subject term is one number, psi = sum_d A_d s^2(nu_d), s^2(nu) = 1/(4 (nu + 1)), so
+    its one-sided profile-likelihood bound is (domains are independent, so their deviances add)
+
+    .. math:: \psi_U = \max\Big\{\sum_d A_d s^2(\nu_d) : \sum_d \mathrm{dev}_d(\nu_d) \le z^2_{1-\alpha}\Big\},
+
+    one constraint for the whole term instead of a Bonferroni share per domain. It is solved
+    as a knapsack over the grid intervals of log(nu): each domain picks one interval, worth
+    A_d times the proxy at the interval's lower end (the largest in it) and costing the
+    interval's smallest deviance (:attr:`BetaFit.profile`) rounded down to 1/400 of the budget.
+    Both choices can only raise the value, so the result is >= the exact psi_U. With one
+    domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
+    """
+    from benchcert.stats._dist import norm
+
+    crit = float(norm.isf(alpha)) ** 2
+    prof = np.asarray(profile, dtype=float)
+    a = np.asarray(a2_dom, dtype=float)
+    d, mdl, gi = prof.shape
+    s2j = 0.25 / (np.exp(_W_GRID[:gi]) + 1.0)
+    s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
+    fixed = ~np.isfinite(prof).any(axis=-1)
+    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
+    nb = _BUDGET_BINS
+    unit = crit / nb
+    with np.errstate(invalid="ignore", over="ignore"):
+        cost = np.where(np.isfinite(prof), np.floor(prof / unit), nb + 1).clip(0, nb + 1).astype(np.int64)
+    if d == 1:  # one domain: the largest proxy within the budget, no knapsack needed
+        val = np.where(~fixed[0][:, None] & (cost[0] <= nb), a[0][:, None] * s2j[None, :], 0.0)
+        return base + val.max(axis=1)
+    # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
+    best = np.zeros((mdl, nb + 1))
+    # padded[m, s:s + nb + 1] for s = nb + 1 - c is best[m] shifted right by c bins (-inf below c):
+    # one contiguous window per model instead of an index per bin.
+    padded = np.full((mdl, 2 * nb + 2), -np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, nb + 1, axis=1)
+    for dd in range(d):
+        use = ~fixed[dd] & (a[dd] > 0)
+        if not use.any():
+            continue
+        padded[:, nb + 1:] = best
+        new = np.full((mdl, nb + 1), -np.inf)
+        for j in range(gi):
+            c = cost[dd, :, j]
+            r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
+            if not r.size:
+                continue
+            val = windows[r, nb + 1 - c[r]] + (a[dd, r] * s2j[j])[:, None]
+            new[r] = np.maximum(new[r], val)
+        best = np.where(use[:, None], new, best)
+    return base + best[:, nb]
+
+
+#: Cells (fits x subjects) of one chunk of the profile computation: its temporaries, (subjects or
+#: count rows) x fits, stay within a core's cache (the count form is at most _COUNT_FORM_RATIO
+#: times wider).
+_PROFILE_CELLS = 1 << 16
+
+
+def _upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
+    """(nu_lower, s2_upper, profile deviances) from the profile bound at one-sided level upper_alpha per row."""
+    from benchcert.stats._dist import norm
+
+    crit = np.broadcast_to(norm.isf(np.asarray(upper_alpha, dtype=float)) ** 2, t_hat.shape)
+    # Fits are taken in chunks of at most _PROFILE_CELLS cells, so that the temporaries stay
+    # small whatever the number of models; every fit is computed on its own (sums over axis 0
+    # only), so neither the chunks nor the split by form change any result.
+    f = t_hat.size
+    per = max(1, _PROFILE_CELLS // max(lik.mask.shape[1], 1))
+    w_lo, mdev = np.empty(f), np.empty((_W_GRID.size - 1, f))
+    for lo in range(0, f, per):
+        chunk = np.arange(lo, min(f, lo + per))
+        for sel, form in _profile_forms(_subset(lik, chunk) if chunk.size < f else lik):
+            rows = chunk[sel]
+            w_lo[rows], mdev[:, rows] = _precision_lower_bound(form, t_hat[rows], w_hat[rows], ll_hat[rows],
+                                                               crit[rows])
+    nu_lo = np.exp(w_lo)
+    return nu_lo, 0.25 / (nu_lo + 1.0), mdev
