@@ -11,7 +11,6 @@ without touching the others.
 
 from __future__ import annotations
 
-import re
 import time
 import warnings
 from collections.abc import Callable
@@ -120,14 +119,6 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
 _NAMED_LABELS = {"model": "model(s)", "subject": "subject(s)", "domain": "domain(s)", "model pair": "model pair(s)"}
 _LIMIT = 8  # names listed before ", ... (N in all)", as the stats layer lists indices
 
-# Fallback for a warning that reaches run_analysis as text only: its index lists are read back from
-# the wording. Every stats-layer warning that lists indices carries them as Ref fields, and every task
-# that passes one on keeps the warning object, so none of the audit's warnings takes this path.
-_INDEX_LIST = re.compile(r"\b(model column\(s\)|subject\(s\)|domain\(s\))\s*\[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
-_PAIR_LIST = re.compile(r"\bmodel column pair\(s\)\s*\[((?:\(\d+, \d+\)(?:, )?)*)(, \.\.\. \((\d+) in all\))?\]")
-_TEXT_KINDS = {"model column(s)": "model", "subject(s)": "subject", "domain(s)": "domain"}
-
-
 def _names_of(kind: str, m: BenchmarkMatrices) -> list[str]:
     if kind == "model":
         return list(m.models)
@@ -157,31 +148,16 @@ def _name_list(kind: str, indices, total: int, m: BenchmarkMatrices) -> str | No
 
 
 def _named(message, m: BenchmarkMatrices) -> str:
-    """The stats layer knows columns and codes, not names: a warning that lists "model column(s)
-    [3, 7]" (or subject/domain codes, or "model column pair(s) [(3, 7)]") reaches the user as the
-    names of those models.
-
-    ``message`` is a warning (its :class:`~benchcert.stats._common.Ref` fields are named and put
-    into its template) or text, whose index lists are then read back from the wording.
-    """
+    """The stats layer knows columns and codes, not names: a warning whose
+    :class:`~benchcert.stats._common.Ref` fields list model columns, subject or domain codes or
+    model pairs reaches the user with those names put into its template.  Text is never parsed:
+    a message without refs is passed on as it is (issue #23: layers talk through fields, not
+    wording)."""
     refs = getattr(message, "refs", ())
-    if refs:
-        parts = [_name_list(r.kind, r.indices, len(r.indices), m) or str(r) for r in refs]
-        return message.template.format(*parts)
-
-    def swap(match: re.Match) -> str:
-        listed, total = match.group(2), match.group(4)
-        indices = [i for i in listed.split(",") if i.strip()]
-        named = _name_list(_TEXT_KINDS[match.group(1)], indices, int(total) if total else len(indices), m)
-        return named or match.group(0)
-
-    def swap_pairs(match: re.Match) -> str:
-        pairs = re.findall(r"\((\d+), (\d+)\)", match.group(1))
-        total = match.group(3)
-        named = _name_list("model pair", pairs, int(total) if total else len(pairs), m)
-        return named or match.group(0)
-
-    return _INDEX_LIST.sub(swap, _PAIR_LIST.sub(swap_pairs, str(message)))
+    if not refs:
+        return str(message)
+    parts = [_name_list(r.kind, r.indices, len(r.indices), m) or str(r) for r in refs]
+    return message.template.format(*parts)
 
 
 def _registry() -> dict[str, Analysis]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchcert.stats._common import DegenerateDataWarning, Ref
 from benchcert.tasks.audit.analyses import AuditConfig, _named, run_analysis
 from benchcert.tasks.compare import analysis as comparisons
 from benchcert.tasks.audit import intervals
@@ -15,10 +16,14 @@ from conftest import matrices_from_scores
 
 def test_pairs_of_model_columns_are_named():
     m = matrices_from_scores({"a": np.r_[0.0, 1.0], "b": np.r_[1.0, 1.0], "c": np.r_[0.0, 0.0]}, np.zeros(2, int))
-    assert _named("x (model column pair(s) [(1, 0), (2, 1)]) y", m) == "x (model pair(s) 'b vs a', 'c vs b') y"
-    assert (_named("model column pair(s) [(0, 2), ... (9 in all)]", m)
-            == "model pair(s) 'a vs c', ... (9 in all)")
-    assert _named("model column pair(s) [(0, 7)]", m) == "model column pair(s) [(0, 7)]"  # no such model
+    w = DegenerateDataWarning("x ({}) y", Ref("model pair", [(1, 0), (2, 1)]))
+    assert _named(w, m) == "x (model pair(s) 'b vs a', 'c vs b') y"
+    assert (_named(DegenerateDataWarning("{}", Ref("model pair", [(0, 2)] * 9)), m)
+            == "model pair(s) " + ", ".join(["'a vs c'"] * 8) + ", ... (9 in all)")
+    no_such = DegenerateDataWarning("{}", Ref("model pair", [(0, 7)]))
+    assert _named(no_such, m) == "model column pair(s) [(0, 7)]"  # no such model: the index wording stays
+    # text is never parsed back (issue #23): the same wording as plain text passes on unchanged
+    assert _named("x (model column pair(s) [(1, 0), (2, 1)]) y", m) == "x (model column pair(s) [(1, 0), (2, 1)]) y"
 
 
 def test_a_degenerate_pair_outside_the_baseline_family_is_reported_not_suppressed():

@@ -20,10 +20,9 @@ def test_refs_are_named_from_their_fields_as_the_text_would_be():
                                 Ref("model", [0, 9]))
     # the last names no model of this benchmark, so it stays as the index wording
     assert _named(msg, m) == "x model(s) 'c', 'a' y model pair(s) 'b vs a' z model column(s) [0, 9]"
-    assert _named(msg, m) == _named(str(msg), m)
+    assert _named(str(msg), m) == str(msg)  # text is passed on as it is, never parsed
     many = DegenerateDataWarning("{}", Ref("model pair", [(0, 1)] * 9))
     assert _named(many, m) == "model pair(s) " + ", ".join(["'a vs b'"] * 8) + ", ... (9 in all)"
-    assert _named(many, m) == _named(str(many), m)
     fit = DegenerateDataWarning("w ({})", Ref("fit row", [1]))
     assert _named(fit, m) == "w (fit rows [1])"
 
@@ -37,6 +36,6 @@ def test_the_interval_analysis_passes_the_refs_on_to_be_named():
         intervals.analyze(m, AuditConfig())
     passed = [w.message for w in caught if "one-item" not in str(w.message) and w.message.refs]
     assert passed and all(str(w).startswith(("pooled score: ", "macro score: ")) for w in passed)
-    assert all(_named(w, m) == _named(str(w), m) for w in passed)
+    assert all("model column" not in _named(w, m) and "'one-item'" in _named(w, m) for w in passed)
     out = run_analysis("comparator_intervals", intervals.analyze, m, AuditConfig())
     assert any("model(s) 'one-item'" in w for w in out.warnings)
