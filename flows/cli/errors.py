@@ -69,8 +69,11 @@ def quiet_prefect_console(debug: bool) -> None:
 
 def exit_code(exc: BaseException) -> int:
     """The documented exit code of an error that reached the top of a command."""
+    from benchcert.tasks.errors import UserError
     from benchcert.tasks.store.connection import StoreError
 
+    if isinstance(exc, UserError):
+        return exc.exit_code
     try:
         from benchcert.tasks.ingest.mapping import MappingError
     except ImportError:  # pragma: no cover

@@ -280,6 +280,11 @@ def models_with_responses(con, benchmark: str, variant: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def stored_benchmarks(con) -> list[str]:
+    """The benchmarks with a model in the store, sorted."""
+    return [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
+
+
 def available_variants(con, benchmark: str) -> list[str]:
     # A variant is in the dictionary only while some stored response uses it.
     rows = con.execute("SELECT variant FROM variants WHERE benchmark = ? ORDER BY 1", [benchmark]).fetchall()
@@ -298,8 +303,8 @@ def choose_variant(con, benchmark: str, variant: str | None, *, flag: str = "--v
 
     variants = available_variants(con, benchmark)
     if not variants:
-        known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
-        raise MatrixError(f"benchmark {benchmark!r} has no responses in the store; benchmarks stored: {known}")
+        raise MatrixError(f"benchmark {benchmark!r} has no responses in the store; benchmarks stored: "
+                          f"{stored_benchmarks(con)}")
     if variant is not None:
         if variant not in variants:
             raise MatrixError(f"benchmark {benchmark!r} has no variant {variant!r}; variants: {variants}")
