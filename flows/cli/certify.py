@@ -27,10 +27,9 @@ class _Problem(Exception):
 
 
 
-def register(sub) -> None:
-    from benchcert.flows.cli.plan import plan_subparsers
-
-    sp = plan_subparsers(sub).add_parser(
+def register_plan(plan_sub) -> None:
+    """Add ``environments`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
+    sp = plan_sub.add_parser(
         "environments", help="certify many deployment environments at once: chi-square radius, budgets, a plan",
         description="For the environments in --envs (mixes of the benchmark's domains or subjects): the chi-square "
                     "radius V with its optimal proposal and Example 4's upper bounds, the items each protocol needs "
@@ -54,6 +53,8 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_plan_environments)
 
+
+def register(sub) -> None:
     sp = sub.add_parser(
         "certify", help="each model's score per deployment environment, bounded for all environments at once",
         description="Per model and environment: the score with bounds that hold simultaneously for every "

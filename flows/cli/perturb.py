@@ -216,7 +216,7 @@ def cmd_plan_perturbation(args) -> int:
 
 
 def register_plan(plan_sub) -> None:
-    """Add ``perturbation`` to the sub-parsers of ``benchcert plan``."""
+    """Add ``perturbation`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
     sp = plan_sub.add_parser(
         "perturbation", help="choose eps, m and r for a prompt-perturbation test under a budget (Algorithm C)",
         description="Algorithm C of the composite-null paper with Theorems 2 and 4 (not the misprinted "
@@ -269,10 +269,3 @@ def register(sub) -> None:
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_perturb)
-
-    import importlib.util
-
-    if importlib.util.find_spec("benchcert.flows.cli.plan") is not None:
-        from benchcert.flows.cli.plan import plan_subparsers
-
-        register_plan(plan_subparsers(sub))

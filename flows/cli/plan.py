@@ -5,13 +5,14 @@ Exit codes as in flows/cli/__init__.py: 0 success; 1 the data do not allow it (u
 benchmark); 2 usage error (n > N, n < 1, alpha or eps outside (0, 1), ...); 3 the store is
 locked or unusable.
 
-Other modules add ``benchcert plan <question>`` sub-commands through
-:func:`plan_subparsers` (e.g. ``benchcert plan perturbation``), in any registration order.
+This module owns the ``plan`` command and every one of its questions (:func:`register`): its
+own, and those whose parsing and rendering stay beside their feature's command, added through
+that module's ``register_plan(plan_sub)`` (``plan perturbation`` in flows/cli/perturb.py,
+``plan environments`` in flows/cli/certify.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -21,35 +22,11 @@ from pathlib import Path
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, show_traceback
 from benchcert.flows.cli.errors import print_json as _print_json
 
-_PLAN_SUB_ATTR = "_benchcert_plan_subparsers"
-
 
 class _StoreProblem(Exception):
     def __init__(self, message: str, code: int):
         super().__init__(message)
         self.code = code
-
-
-def plan_subparsers(sub) -> argparse._SubParsersAction:
-    """The sub-parsers of ``benchcert plan`` (created on first call), for modules adding questions.
-
-    ``sub`` is the top-level sub-parsers object that ``register(subparsers)`` receives. A
-    module adds a question with::
-
-        def register(sub):
-            from benchcert.flows.cli.plan import plan_subparsers
-            sp = plan_subparsers(sub).add_parser("perturbation", help="...")
-            sp.set_defaults(func=cmd_plan_perturbation)
-    """
-    if "plan" in sub.choices:
-        return getattr(sub.choices["plan"], _PLAN_SUB_ATTR)
-    p = sub.add_parser("plan", help="how many items a question needs, or what n items buy (evaluation cost)",
-                       description="Answer evaluation-cost questions (methods: docs/methods.md, section 5): each answer names its method "
-                                   "and gives the cost as a fraction n/N of a full run. N comes from --N or from "
-                                   "a benchmark in the store (--db/--benchmark).")
-    ps = p.add_subparsers(dest="plan_question", required=True, metavar="QUESTION")
-    setattr(p, _PLAN_SUB_ATTR, ps)
-    return ps
 
 
 def _common(sp, *, need_n_source: bool) -> None:
@@ -65,8 +42,22 @@ def _common(sp, *, need_n_source: bool) -> None:
 
 
 def register(sub) -> None:
-    ps = plan_subparsers(sub)
+    """Add ``benchcert plan`` with all its questions, and ``benchcert subsample``."""
+    from benchcert.flows.cli import certify, perturb
 
+    p = sub.add_parser("plan", help="how many items a question needs, or what n items buy (evaluation cost)",
+                       description="Answer evaluation-cost questions (methods: docs/methods.md, section 5): each answer names its method "
+                                   "and gives the cost as a fraction n/N of a full run. N comes from --N or from "
+                                   "a benchmark in the store (--db/--benchmark).")
+    ps = p.add_subparsers(dest="plan_question", required=True, metavar="QUESTION")
+    _register_questions(ps)
+    perturb.register_plan(ps)
+    certify.register_plan(ps)
+    _register_subsample(sub)
+
+
+def _register_questions(ps) -> None:
+    """The evaluation-cost questions of docs/methods.md section 5."""
     sp = ps.add_parser("subsample", help="half-widths a random subset of n items buys (Theorem 5.2, Barber, "
                                          "Serfling, exact worst case)",
                        description="For a uniformly random subset of n of the N items: the half-width of "
@@ -120,6 +111,8 @@ def register(sub) -> None:
     _common(sp, need_n_source=False)
     sp.set_defaults(func=cmd_plan_zero_failure)
 
+
+def _register_subsample(sub) -> None:
     sp = sub.add_parser("subsample", help="draw and record a seeded random subset of a benchmark's items",
                         description="Draw a uniform (or subject-stratified) random subset of n item ids of a "
                                     "benchmark in the store, record it (tables subsets, subset_items) and print or "
