@@ -109,6 +109,23 @@ def report(command: str | None, exc: BaseException) -> int:
     return exit_code(exc)
 
 
+def user_errors() -> tuple[type[BaseException], ...]:
+    """What a command catches to :func:`refuse`: a feature's UserError (tasks/errors.py) and the
+    store's StoreError (no such store, locked or unusable); anything else is a bug."""
+    from benchcert.tasks.errors import UserError
+    from benchcert.tasks.store.connection import StoreError
+
+    return (UserError, StoreError)
+
+
+def refuse(prog: str, exc: BaseException) -> int:
+    """A user's error caught by the command ``prog``: one line on stderr (after the traceback under
+    ``--debug``); returns its exit code."""
+    show_traceback(exc)
+    print(f"{prog}: {exc}", file=sys.stderr)
+    return exit_code(exc)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (the message and where to read more), exit 2."""
 

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import NoDataError, UsageError
 
 #: Why a run where no item has a known correct option gives no result.
 NO_LABELS = "no item has a known correct option; the test needs the label of every item it uses"
 
 
-class NoOptionProbabilities(UserError):
+class NoOptionProbabilities(NoDataError):
     """The store holds no option probabilities to test for the benchmark, variant or models asked."""
 
 
@@ -118,12 +117,11 @@ def run_gof(db, opts: GofOptions) -> GofResult:
     import polars as pl
 
     from benchcert.tasks.gof.analysis import evaluate_model, load_option_probs
-    from benchcert.tasks.store.connection import StoreError, open_store
+    from benchcert.tasks.store.connection import open_store, require_store
     from benchcert.tasks.store.matrices import stored_benchmarks
 
     check_options(opts)
-    if not Path(db).is_file():
-        raise StoreError(f"{db}: no such store; ingest something first")
+    require_store(db)
     with open_store(db, write=False, lock_timeout=opts.lock_timeout) as con:
         known = stored_benchmarks(con)
         frame, variant = load_option_probs(con, opts.benchmark, variant=opts.variant,

@@ -135,6 +135,13 @@ def lock_path(db: Path) -> Path:
     return db.with_name(db.name + ".lock")
 
 
+def require_store(db: str | os.PathLike) -> Path:
+    """``db`` if it is a file; else :class:`StoreError` (a command that only reads must not create one)."""
+    if not Path(db).is_file():
+        raise StoreError(f"{db}: no such store; ingest something first")
+    return Path(db)
+
+
 @contextlib.contextmanager
 def open_store(db: str | os.PathLike, *, write: bool,
                lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[duckdb.DuckDBPyConnection]:
