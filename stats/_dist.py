@@ -2,17 +2,17 @@
 
 Importing :mod:`scipy.stats` costs about half a second of CPU (it builds the docstrings of
 hundreds of distributions at import time), more than most analyses of an audit take, and a
-command typed at a terminal pays it every time.  The audit needs only Student t, normal and
-binomial tail probabilities and quantiles, and beta quantiles (Clopper-Pearson bounds).
-Each is one :mod:`scipy.special` call, the very call scipy.stats makes for it (``t``:
-``stdtr``/``stdtrit``; ``norm``: ``ndtr``/``ndtri``; ``binom``: the Boost-based
+command typed at a terminal pays it every time.  The audit needs only Student t tail probabilities and
+quantiles, normal upper quantiles, binomial tail probabilities, and beta quantiles
+(Clopper-Pearson bounds). Each is one :mod:`scipy.special` call, the very call scipy.stats makes for
+it (``t``: ``stdtr``/``stdtrit``; ``norm``: ``ndtri``; ``binom``: the Boost-based
 ``_binom_cdf``/``_binom_sf`` ufuncs; ``beta``: ``_beta_ppf``), wrapped here with scipy.stats'
 own handling of arguments: invalid shape parameters and NaN give NaN, the ends of the support
 give 0, 1 or +-inf, arrays broadcast, and a scalar comes back as a NumPy scalar.
 tests/stats/test_dist_shim.py checks, value for value, that every method returns what scipy.stats
 returns on a grid that includes those edge cases (scipy is pinned; the test guards upgrades).
 
-Any other attribute (``hypergeom``, ``beta.pdf``, a keyword such as ``loc=``) is scipy.stats
+Any other attribute (``hypergeom``, ``beta.pdf``, ``norm.cdf``, a keyword such as ``loc=``) is scipy.stats
 itself, imported on first use, so ``from benchcert.stats import _dist as st`` can stand in
 for ``from scipy import stats as st``.
 """
@@ -98,22 +98,7 @@ class _T:
 
 
 class _Norm:
-    """The standard normal distribution (scipy.stats.norm, loc 0, scale 1)."""
-
-    def cdf(self, x, **kw):
-        if kw:
-            return _scipy_stats().norm.cdf(x, **kw)
-        return _continuous(_sc.ndtr, "cdf", x)
-
-    def sf(self, x, **kw):
-        if kw:
-            return _scipy_stats().norm.sf(x, **kw)
-        return _continuous(lambda x: _sc.ndtr(-x), "sf", x)
-
-    def ppf(self, q, **kw):
-        if kw:
-            return _scipy_stats().norm.ppf(q, **kw)
-        return _continuous(lambda q: _sc.ndtri(q) * 1.0 + 0.0, "ppf", q)
+    """The standard normal distribution's upper quantiles (scipy.stats.norm.isf, loc 0, scale 1)."""
 
     def isf(self, q, **kw):
         if kw:

@@ -34,6 +34,7 @@ import scipy.special as _sc
 from benchcert.stats import _dist as stats  # scipy.stats, imported only when beta is used
 
 from benchcert.stats._common import check_alpha, warn_degenerate
+from benchcert.stats.subject_means import means_by_code
 from benchcert.stats.subsample import serfling_halfwidth
 
 __all__ = [
@@ -401,9 +402,9 @@ def _kl_bounds(est, J, level):
 
 def _subject_means(x: np.ndarray, labels: np.ndarray) -> tuple[float, int]:
     """(subject-weighted mean, number of subjects J): every subject weighs 1/J, whatever its size."""
-    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    subject_means = np.bincount(inv.ravel(), weights=x, minlength=counts.size) / counts
-    return float(subject_means.mean()), int(counts.size)
+    _, inv = np.unique(labels, return_inverse=True)
+    _, subject_means, _ = means_by_code(x, inv.ravel())
+    return float(subject_means.mean()), int(subject_means.size)
 
 
 # --------------------------------------------------------------------------------------
@@ -618,10 +619,50 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
     section 3 draws i.i.d. items from each environment (Remark 3.2) and has no clusters; the
     two clustered questions and their bounds are this project's.
     """
+    P, delta, N = _stratified_means_iv(samples, sizes, P, delta, finite_population, clusters, new_clusters)
+    K = P.shape[1]
+    used = P.max(axis=0) > 0
+    Kused = int(used.sum())
+    lo = np.zeros(K)
+    hi = np.zeros(K)
+    mean = np.zeros(K)
+    n_eff = np.full(K, np.nan)
+    n_tot = 0
+    methods = []
+    question = _AtomQuestion(finite_population=finite_population, clustered=clusters is not None,
+                             new_clusters=bool(new_clusters), alpha=delta / Kused)
+    for a in range(K):
+        arr = np.asarray(samples[a], dtype=float)  # every atom's, used or not (as before: non-numeric raises)
+        if not used[a]:
+            continue
+        labels = _atom_sample_checked(arr, clusters, a, int(N[a]), finite_population)
+        n_tot += arr.size
+        mean[a], lo[a], hi[a], n_eff[a], method = _atom_interval(arr, labels, int(N[a]), question)
+        methods.append(method)
+    if new_clusters:
+        # each side at alpha_a / 2: J_a kl(mean || bound) <= log(2 / alpha_a)
+        lo[used], hi[used] = _kl_bounds(mean[used], n_eff[used], math.log(2.0 / (delta / Kused)))
+    est = P @ mean
+    low = P @ np.clip(lo, 0.0, 1.0)
+    up = P @ np.clip(hi, 0.0, 1.0)
+    return EnvironmentBounds(
+        estimate=np.clip(est, 0, 1), lower=np.clip(low, 0, 1), upper=np.clip(up, 0, 1),
+        half_width=np.maximum(est - low, up - est), delta=delta, n=n_tot,
+        method="stratified" if finite_population else "stratified_superpopulation",
+        assumptions=(question.target(), "environments are uniform within atoms",
+                     "union bound over the atoms used; linear in the mix"),
+        details={"atom_lower": np.clip(lo, 0, 1).tolist(), "atom_upper": np.clip(hi, 0, 1).tolist(),
+                 "atom_mean": mean.tolist(), "atom_methods": methods, "atoms_used": Kused,
+                 "question": question.name(),
+                 **({"atom_effective_subjects": [None if np.isnan(v) else float(v) for v in n_eff]}
+                    if new_clusters else {})})
+
+
+def _stratified_means_iv(samples, sizes, P, delta, finite_population, clusters, new_clusters):
     from benchcert.stats.environments import check_family
 
     P = check_family(P)
-    m, K = P.shape
+    K = P.shape[1]
     delta = check_alpha(delta)
     N = np.asarray(sizes)
     if N.shape != (K,) or not np.issubdtype(N.dtype, np.integer) or np.any(N < 1):
@@ -637,81 +678,75 @@ def stratified_means(samples, sizes, P, *, delta: float, finite_population: bool
         raise ValueError(f"new_clusters must be True or False; got {new_clusters!r}")
     if new_clusters and clusters is None:
         raise ValueError("new_clusters=True needs clusters (the cluster label of every score)")
-    used = P.max(axis=0) > 0
-    Kused = int(used.sum())
-    lo = np.zeros(K)
-    hi = np.zeros(K)
-    mean = np.zeros(K)
-    n_eff = np.full(K, np.nan)
-    n_tot = 0
-    methods = []
-    for a in range(K):
-        arr = np.asarray(samples[a], dtype=float)
-        if not used[a]:
-            continue
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(f"atom {a} has weight in some environment but no sampled scores: no bound")
-        if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
-            raise ValueError(f"samples[{a}] must lie in [0, 1]")
-        if finite_population and arr.size > N[a]:
-            raise ValueError(f"samples[{a}] has {arr.size} scores but the atom holds {int(N[a])} items")
-        labels = None
-        if clusters is not None:
-            labels = np.asarray(clusters[a])
-            if labels.shape != arr.shape:
-                raise ValueError(f"clusters[{a}] must label each of the {arr.size} scores of samples[{a}]; got "
-                                 f"shape {labels.shape}")
-        n_tot += arr.size
-        mu = arr.mean()
-        mean[a] = mu
-        alpha_a = delta / Kused
-        binary = bool(np.all((arr == 0) | (arr == 1)))
-        if finite_population:
-            h = 0.0 if arr.size == N[a] else float(serfling_halfwidth(arr.size, int(N[a]), alpha=alpha_a).half_width)
-            lo[a], hi[a] = mu - h, mu + h
-            methods.append("exact" if h == 0 else "serfling")
-        elif new_clusters:
-            mean[a], n_eff[a] = _subject_means(arr, labels)   # each subject weighs 1/J: the new-subjects estimand
-            methods.append("cluster_kl_hoeffding")             # bounds below, all atoms in one solve
-        elif binary:
-            unequal = labels is not None    # same subjects: a Poisson-binomial count
-            lo[a], hi[a] = clopper_pearson(int(arr.sum()), arr.size, alpha=alpha_a, unequal_rates=unequal)
-            methods.append("clopper_pearson_unequal_rates" if unequal else "clopper_pearson")
-        else:
-            h = math.sqrt(math.log(2.0 / alpha_a) / (2.0 * arr.size))
-            lo[a], hi[a] = mu - h, mu + h
-            methods.append("hoeffding")
-    if new_clusters:
-        # each side at alpha_a / 2: J_a kl(mean || bound) <= log(2 / alpha_a)
-        lo[used], hi[used] = _kl_bounds(mean[used], n_eff[used], math.log(2.0 / (delta / Kused)))
-    est = P @ mean
-    low = P @ np.clip(lo, 0.0, 1.0)
-    up = P @ np.clip(hi, 0.0, 1.0)
-    if finite_population:
-        target = "uniform sampling without replacement within each atom; target: the benchmark's items"
-    elif clusters is None:
-        target = ("ASSUMPTION: independent items - each atom's items are an i.i.d. sample of that atom's task "
-                  "distribution; target: that distribution")
-    elif not new_clusters:
-        target = ("question: new items from the same subjects (subjects fixed); items independent given their "
-                  "subject, subjects may differ in difficulty; target: the atom's mean over its subjects, weighted "
-                  "by their items")
-    else:
-        target = ("question: new subjects - the atom's subjects are independent draws (size and difficulty together) "
-                  "from its subjects, items within a subject may depend on each other; every subject weighs the same, "
-                  "whatever its size; target: a new subject's expected score (subject-weighted, not item-weighted)")
-    res = EnvironmentBounds(
-        estimate=np.clip(est, 0, 1), lower=np.clip(low, 0, 1), upper=np.clip(up, 0, 1),
-        half_width=np.maximum(est - low, up - est), delta=delta, n=n_tot,
-        method="stratified" if finite_population else "stratified_superpopulation",
-        assumptions=(target, "environments are uniform within atoms", "union bound over the atoms used; linear in the mix"),
-        details={"atom_lower": np.clip(lo, 0, 1).tolist(), "atom_upper": np.clip(hi, 0, 1).tolist(),
-                 "atom_mean": mean.tolist(), "atom_methods": methods, "atoms_used": Kused,
-                 "question": ("finite_population" if finite_population else "independent_items" if clusters is None
-                              else "new_subjects" if new_clusters else "same_subjects"),
-                 **({"atom_effective_subjects": [None if np.isnan(v) else float(v) for v in n_eff]}
-                    if new_clusters else {})})
-    return res
+    return P, delta, N
+
+
+@dataclass(frozen=True)
+class _AtomQuestion:
+    """Which per-atom interval :func:`stratified_means` computes (its Notes), at level ``alpha`` per atom."""
+
+    finite_population: bool
+    clustered: bool
+    new_clusters: bool
+    alpha: float
+
+    def name(self) -> str:
+        if self.finite_population:
+            return "finite_population"
+        if not self.clustered:
+            return "independent_items"
+        return "new_subjects" if self.new_clusters else "same_subjects"
+
+    def target(self) -> str:
+        """The question and its target, as the result's first assumption."""
+        if self.finite_population:
+            return "uniform sampling without replacement within each atom; target: the benchmark's items"
+        if not self.clustered:
+            return ("ASSUMPTION: independent items - each atom's items are an i.i.d. sample of that atom's task "
+                    "distribution; target: that distribution")
+        if not self.new_clusters:
+            return ("question: new items from the same subjects (subjects fixed); items independent given their "
+                    "subject, subjects may differ in difficulty; target: the atom's mean over its subjects, "
+                    "weighted by their items")
+        return ("question: new subjects - the atom's subjects are independent draws (size and difficulty together) "
+                "from its subjects, items within a subject may depend on each other; every subject weighs the same, "
+                "whatever its size; target: a new subject's expected score (subject-weighted, not item-weighted)")
+
+
+def _atom_sample_checked(arr, clusters, a: int, size: int, finite_population: bool):
+    """Check atom ``a``'s scores; its cluster labels (None without ``clusters``)."""
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"atom {a} has weight in some environment but no sampled scores: no bound")
+    if np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
+        raise ValueError(f"samples[{a}] must lie in [0, 1]")
+    if finite_population and arr.size > size:
+        raise ValueError(f"samples[{a}] has {arr.size} scores but the atom holds {size} items")
+    labels = None
+    if clusters is not None:
+        labels = np.asarray(clusters[a])
+        if labels.shape != arr.shape:
+            raise ValueError(f"clusters[{a}] must label each of the {arr.size} scores of samples[{a}]; got "
+                             f"shape {labels.shape}")
+    return labels
+
+
+def _atom_interval(arr, labels, size: int, question: _AtomQuestion):
+    """(mean, lower, upper, effective subjects, method) of one atom. New clusters: the subject-weighted
+    mean and J (the bounds are solved for all atoms at once; lower and upper 0 here)."""
+    mu = arr.mean()
+    alpha_a = question.alpha
+    if question.finite_population:
+        h = 0.0 if arr.size == size else float(serfling_halfwidth(arr.size, size, alpha=alpha_a).half_width)
+        return mu, mu - h, mu + h, np.nan, "exact" if h == 0 else "serfling"
+    if question.new_clusters:
+        est, J = _subject_means(arr, labels)   # each subject weighs 1/J: the new-subjects estimand
+        return est, 0.0, 0.0, J, "cluster_kl_hoeffding"
+    if np.all((arr == 0) | (arr == 1)):
+        unequal = labels is not None    # same subjects: a Poisson-binomial count
+        lo, hi = clopper_pearson(int(arr.sum()), arr.size, alpha=alpha_a, unequal_rates=unequal)
+        return mu, lo, hi, np.nan, "clopper_pearson_unequal_rates" if unequal else "clopper_pearson"
+    h = math.sqrt(math.log(2.0 / alpha_a) / (2.0 * arr.size))
+    return mu, mu - h, mu + h, np.nan, "hoeffding"
 
 
 # --------------------------------------------------------------------------------------

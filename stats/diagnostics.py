@@ -24,7 +24,7 @@ import contextlib
 import warnings
 
 from ._blas import loop_blas_threads
-from ._common import DegenerateDataWarning, Grouping, _short, check_codes, warn_degenerate
+from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, warn_degenerate
 from .hierarchical import DomainFits, _counts, _fit_domains_counts, _matrix_iv
 
 __all__ = [
@@ -371,13 +371,12 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
                                        "all correct)")):
         hit = np.argwhere(status == st)
         if hit.size:
-            warn_degenerate(f"split_half: {why} in (domain, model) {_short([tuple(map(int, h)) for h in hit])}; "
-                            "no correlation is reported there (NaN, defined=False)")
+            warn_degenerate(f"split_half: {why} in " + "{}; no correlation is reported there (NaN, defined=False)",
+                            Ref("domain model", hit))
     negative = defined & (np.nan_to_num(corr) < 0)
     if negative.any():
-        warn_degenerate(f"split_half: negative mean split-half correlation in (domain, model) "
-                        f"{_short([tuple(map(int, h)) for h in np.argwhere(negative)])}: evidence against "
-                        "exchangeable subjects within that domain")
+        warn_degenerate("split_half: negative mean split-half correlation in {}: evidence against "
+                        "exchangeable subjects within that domain", Ref("domain model", np.argwhere(negative)))
     return SplitHalfResult(
         corr=corr, sd=sd, n_valid=n_valid, n_subjects=n_sub, defined=defined, negative=negative,
         status=status.astype(str), n_splits=n_splits, alpha=None, n=n.sum(axis=0),
@@ -693,9 +692,9 @@ def subject_correlation(subject_means, subject_domains=None) -> SubjectCorrelati
     np.fill_diagonal(corr, np.where(np.diag(ok), 1.0, np.nan))
     if not ok.all():
         bad = np.flatnonzero(~np.diag(ok))
-        what = (f"subject(s) {_short(bad)} have a constant centred profile across models" if bad.size
-                else "some subject pairs share fewer than 3 answering models")
-        warn_degenerate(f"subject_correlation: {what}; those entries are undefined (NaN, defined=False)")
+        what, refs = (("{} have a constant centred profile across models", (Ref("subject", bad),)) if bad.size
+                      else ("some subject pairs share fewer than 3 answering models", ()))
+        warn_degenerate(f"subject_correlation: {what}; those entries are undefined (NaN, defined=False)", *refs)
     d = int(doms.max()) + 1
     same = doms[:, None] == doms[None, :]
     off = ~np.eye(k, dtype=bool) & ok

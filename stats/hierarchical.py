@@ -29,6 +29,7 @@ from scipy.special import betaln, gammaln, psi
 
 from ._common import (
     Grouping,
+    Ref,
     _short,
     all_missing_columns,
     check_alpha,
@@ -1045,9 +1046,9 @@ def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumpt
     degenerate = status != "ok"
     _warn_statuses(status, method, shape, stacklevel + 2)
     if not conv.all():
-        where = "" if len(shape) == 0 else f" (fit rows {_short(np.flatnonzero(~conv))})"
-        warn_degenerate(f"{method}: the optimiser did not meet its tolerance{where}; the best point found is "
-                        "reported (converged=False)", stacklevel=stacklevel + 1)
+        where, refs = _fit_rows(~conv, shape)
+        warn_degenerate(f"{method}: the optimiser did not meet its tolerance" + where + "; the best point found "
+                        "is reported (converged=False)", *refs, stacklevel=stacklevel + 1)
 
     def r(x):
         x = np.asarray(x).reshape(shape)
@@ -1069,10 +1070,17 @@ def _finish(t, w, ll, conv, gw, status, pooled_mean, k, n_items, method, assumpt
 
 def _warn_statuses(status, method, shape, stacklevel):
     for st in ("one_subject", "boundary_mean", "single_items", "underdispersed", "lower_bound", "no_subjects"):
-        hit = np.flatnonzero(status == st)
-        if hit.size:
-            where = "" if len(shape) == 0 else f" (fit rows {_short(hit)})"
-            warn_degenerate(f"{method}: {_STATUS[st][1]}{where}", stacklevel=stacklevel)
+        hit = status == st
+        if hit.any():
+            where, refs = _fit_rows(hit, shape)
+            warn_degenerate(f"{method}: {_STATUS[st][1]}" + where, *refs, stacklevel=stacklevel)
+
+
+def _fit_rows(mask, shape) -> tuple[str, tuple[Ref, ...]]:
+    """Which fit rows a warning is about (a template fragment and its ref); nothing for one fit."""
+    if len(shape) == 0:
+        return "", ()
+    return " ({})", (Ref("fit row", np.flatnonzero(mask)),)
 
 
 def _rows(x, name):
@@ -1442,8 +1450,8 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
     single = (n == 1)
     if single.any():
         subj = np.flatnonzero(single.any(axis=1))
-        warn_degenerate(f"fit_domains: subject(s) {_short(subj)} have a single answered item for some "
-                        "model; such a subject's accuracy is 0 or 1 and informs the domain mean only",
+        warn_degenerate("fit_domains: {} have a single answered item for some model; such a subject's "
+                        "accuracy is 0 or 1 and informs the domain mean only", Ref("subject", subj),
                         stacklevel=stacklevel)
     order = np.argsort(doms, kind="stable")
     sizes = np.bincount(doms, minlength=d)
@@ -1735,15 +1743,15 @@ def hierarchical_bound(subject_means, subject_sizes, subject_domains, domain_s2,
         tot = a.sum(axis=0)
         lost = tot <= 0
         if lost.any():
-            warn_degenerate(f"hierarchical_bound: model column(s) {_short(np.flatnonzero(lost))} answered no "
-                            "subject with positive user weight; macro weights used for them instead")
+            warn_degenerate("hierarchical_bound: {} answered no subject with positive user weight; macro "
+                            "weights used for them instead", Ref("model", np.flatnonzero(lost)))
             a[:, lost] = ans[:, lost]
             tot = a.sum(axis=0)
         partial = (w[:, None] > 0) & ~ans
         if partial.any():
-            warn_degenerate(f"hierarchical_bound: model column(s) {_short(np.flatnonzero(partial.any(axis=0)))} "
-                            "did not answer every subject with positive weight; their weights are renormalised "
-                            "over the answered subjects")
+            warn_degenerate("hierarchical_bound: {} did not answer every subject with positive weight; their "
+                            "weights are renormalised over the answered subjects",
+                            Ref("model", np.flatnonzero(partial.any(axis=0))))
         a = a / tot
         weighting = "user"
     xs = np.where(ans, x, 0.0)

@@ -23,6 +23,7 @@ from benchcert.stats._dist import t as _st_t  # scipy.stats.t without its import
 
 from ._common import (
     Grouping,
+    Ref,
     _short,
     all_missing_columns,
     check_alpha,
@@ -168,11 +169,12 @@ def _t_crit(alpha: float, df):
     return _st_t.ppf(1.0 - alpha / 2.0, df)
 
 
-def _where(mask: np.ndarray, label: str) -> str:
-    """Say which entries a warning is about; empty for a scalar result."""
+def _where(mask: np.ndarray, kind: str) -> tuple[str, tuple[Ref, ...]]:
+    """Say which entries a warning is about: a template fragment and its refs; nothing for a
+    scalar result."""
     if mask.ndim == 0:
-        return ""
-    return f" ({label} {_short(np.flatnonzero(mask))})"
+        return "", ()
+    return " ({})", (Ref(kind, np.flatnonzero(mask)),)
 
 
 def _out(x):
@@ -209,17 +211,20 @@ def _clt(est, se, ok, z, *, label: str, method: str, reason: str, zero_reason: s
     lower = np.clip(est - hw, 0.0, 1.0)
     upper = np.clip(est + hw, 0.0, 1.0)
     if not ok.all():
+        where, refs = _where(~ok, label)
         warn_degenerate(
-            f"{method}: {reason}{_where(~ok, label)}; returning the worst-case interval "
-            "[0, 1] (se = 0.5)",
+            f"{method}: {reason}" + where + "; returning the worst-case interval [0, 1] (se = 0.5)",
+            *refs,
             stacklevel=stacklevel,
         )
     zero = ok & (hw == 0.0)
     if zero.any():
+        where, refs = _where(zero, label)
         warn_degenerate(
-            f"{method}: zero-width interval{_where(zero, label)} because {zero_reason}; "
+            f"{method}: zero-width interval" + where + f" because {zero_reason}; "
             "the data show no uncertainty, which is not the same as none - prefer "
             "wilson_interval or an exchangeable bound",
+            *refs,
             stacklevel=stacklevel,
         )
     return est, lower, upper, hw, se
@@ -746,7 +751,7 @@ def _comparators_from_sums(n_km, t_km, binary, sq, weightings, alpha, grouping=N
     pooled = t_km.sum(axis=0) / n_items
     macro = mean_km.sum(axis=0) / c
     z = _z(alpha)
-    label = "model column(s)"
+    label = "model"
     n_out = n_items.astype(np.int64)
     c_out = c.astype(np.int64)
     results = {}

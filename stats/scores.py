@@ -12,6 +12,7 @@ import numpy as np
 
 from ._common import (
     Grouping,
+    Ref,
     _short,
     all_missing_columns,
     check_codes,
@@ -210,9 +211,9 @@ def benchmark_scores(
         models_hit = np.unique(skipped[:, 1])
         subjects_hit = np.unique(skipped[:, 0])
         warn_degenerate(
-            f"subject(s) {_short(subjects_hit)} have no observed item for model column(s) "
-            f"{_short(models_hit)}: those subject means are NaN and left out of the macro "
-            "score, subject SD and range of those models"
+            "{} have no observed item for {}: those subject means are NaN and left out of the macro "
+            "score, subject SD and range of those models",
+            Ref("subject", subjects_hit), Ref("model", models_hit),
         )
 
     n_items = n.sum(axis=0)
@@ -227,8 +228,8 @@ def benchmark_scores(
         subject_sd = np.where(few, np.nan, np.sqrt(dev2 / np.maximum(n_subj - 1, 1)))
     if few.any():
         warn_degenerate(
-            f"model column(s) {_short(np.flatnonzero(few))} answered fewer than 2 subjects: "
-            "subject SD is undefined and returned as NaN"
+            "{} answered fewer than 2 subjects: subject SD is undefined and returned as NaN",
+            Ref("model", np.flatnonzero(few)),
         )
     subject_min = np.where(answered, subject_mean, np.inf).min(axis=0)
     subject_max = np.where(answered, subject_mean, -np.inf).max(axis=0)
@@ -246,8 +247,8 @@ def benchmark_scores(
     if not dom_ok.all():
         bad = np.argwhere(~dom_ok)
         warn_degenerate(
-            f"domain(s) {_short(np.unique(bad[:, 0]))} have no observed item for model "
-            f"column(s) {_short(np.unique(bad[:, 1]))}: their domain scores are NaN"
+            "{} have no observed item for {}: their domain scores are NaN",
+            Ref("domain", np.unique(bad[:, 0])), Ref("model", np.unique(bad[:, 1])),
         )
 
     return BenchmarkScores(

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._common import check_alpha, warn_degenerate
+from .subject_means import means_by_code
 
 __all__ = ["DEFAULT_LAMBDAS", "SequentialResult", "NightlyVerdict", "EntryMeans", "betting_test",
            "betting_test_counts", "nightly_verdicts", "subject_entry_means"]
@@ -651,15 +652,14 @@ def subject_entry_means(d, subjects, looks, *, n_looks=None) -> EntryMeans:
     its earlier items).
     """
     x, g, lk, t = _subject_entry_means_iv(d, subjects, looks, n_looks)
-    k = int(g.max()) + 1
-    first = np.full(k, np.iinfo(np.int64).max)
+    first = np.full(int(g.max()) + 1, np.iinfo(np.int64).max)
     np.minimum.at(first, g, lk)
     at_entry = lk == first[g]
-    cnt = np.bincount(g[at_entry], minlength=k)
-    tot = np.bincount(g[at_entry], weights=x[at_entry], minlength=k)
-    present = np.flatnonzero(cnt > 0)
-    order = present[np.lexsort((present, first[present]))]
+    # every subject has items at its first look, so the entry means cover every subject present
+    present, means, counts = means_by_code(x[at_entry], g[at_entry])
+    by_entry = np.lexsort((present, first[present]))
+    order = present[by_entry]
     per_look = np.bincount(first[order], minlength=t + 1)[1:t + 1]
-    return EntryMeans(estimate=tot[order] / cnt[order], subjects=order, n_items=cnt[order],
+    return EntryMeans(estimate=means[by_entry], subjects=order, n_items=counts[by_entry],
                       looks=np.cumsum(per_look).astype(np.int64), method="subject_entry_means",
                       assumptions=_ENTRY_ASSUMPTIONS)

@@ -43,8 +43,8 @@ from . import _dist as _st  # scipy.stats' t through scipy.special (importing sc
 
 from ._common import check_alpha, check_power, warn_degenerate
 
-__all__ = ["SubjectWeightedGap", "subject_weighted_gap", "subject_means", "SUBJECT_WEIGHTED", "ITEM_WEIGHTED",
-           "SKEW_ALLOWANCE", "METHOD"]
+__all__ = ["SubjectWeightedGap", "subject_weighted_gap", "subject_means", "means_by_code", "SUBJECT_WEIGHTED",
+           "ITEM_WEIGHTED", "SKEW_ALLOWANCE", "METHOD"]
 
 #: The estimand of the subjects question (named in every verdict that answers it).
 SUBJECT_WEIGHTED = ("subject-weighted mean gap: the mean over subjects of each subject's mean difference "
@@ -139,6 +139,19 @@ class SubjectWeightedGap:
     assumptions: tuple[str, ...]
 
 
+def means_by_code(x: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean of ``x`` per non-negative integer code, for the codes present: (codes, means, counts).
+
+    The one per-subject mean of the project (:func:`subject_means`, the entry means of
+    :func:`benchcert.stats.sequential.subject_entry_means`, the subject-weighted rates of
+    :mod:`benchcert.stats.certify`); inputs are validated by the callers.
+    """
+    cnt = np.bincount(codes, minlength=int(codes.max()) + 1)
+    tot = np.bincount(codes, weights=x, minlength=cnt.size)
+    present = np.flatnonzero(cnt > 0)
+    return present, tot[present] / cnt[present], cnt[present]
+
+
 def subject_means(d, subjects) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean of ``d`` per subject code: (codes present, means, items per subject)."""
     x = np.asarray(d, dtype=float)
@@ -149,10 +162,7 @@ def subject_means(d, subjects) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise ValueError(f"subjects must be non-negative integer codes; got dtype {g.dtype}")
     if not np.all((x >= -1) & (x <= 1)):
         raise ValueError(f"d must lie in [-1, 1]; got {x[~((x >= -1) & (x <= 1))][0]!r}")
-    cnt = np.bincount(g, minlength=int(g.max()) + 1)
-    tot = np.bincount(g, weights=x, minlength=cnt.size)
-    present = np.flatnonzero(cnt > 0)
-    return present, tot[present] / cnt[present], cnt[present]
+    return means_by_code(x, g)
 
 
 def _subject_weighted_gap_iv(means, alpha, power):
@@ -184,6 +194,68 @@ def _hall_inv(y, gamma, k):
     g = np.where(np.abs(gamma) < 1e-12, 1.0, gamma)
     x = 3.0 / g * (np.cbrt(1.0 + g * (y - g / (6.0 * k))) - 1.0)
     return np.where(np.abs(gamma) < 1e-12, y, x)
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """Sample moments of the subject means along the last axis (NaN = subject absent): ``k``
+    subjects (``kf`` as float), mean ``est``, SD ``sd`` (ddof=1), ``se`` = sd / sqrt(k) (before the
+    zero-spread rounding), ``m2``/``m3`` the second and third central moments (ddof=0)."""
+
+    k: np.ndarray
+    kf: np.ndarray
+    est: np.ndarray
+    sd: np.ndarray
+    se: np.ndarray
+    m2: np.ndarray
+    m3: np.ndarray
+
+
+def _moments(m: np.ndarray) -> _Moments:
+    present = ~np.isnan(m)
+    k = present.sum(axis=-1)
+    kf = k.astype(float)
+    x = np.where(present, m, 0.0)
+    if np.any(k == 0):
+        raise ValueError("means has no subject (all NaN) in some comparison; there is nothing to test")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = x.sum(axis=-1) / kf
+        dev = np.where(present, m - est[..., None], 0.0)
+        ss = (dev ** 2).sum(axis=-1)
+        sd = np.sqrt(ss / np.maximum(kf - 1.0, 1.0))
+        se = sd / np.sqrt(kf)
+        m2, m3 = ss / kf, (dev ** 3).sum(axis=-1) / kf
+    return _Moments(k=k, kf=kf, est=est, sd=sd, se=se, m2=m2, m3=m3)
+
+
+@dataclass(frozen=True)
+class _Claims:
+    """The two directional claims under the skewness allowance: thresholds ``x_up`` / ``x_dn`` on
+    S = (estimate - theta) / s for 'improved' / 'regressed', and the statistics ``t_up`` = T+(0),
+    ``t_dn`` = T-(0) (see :func:`subject_weighted_gap`, Notes)."""
+
+    x_up: np.ndarray
+    x_dn: np.ndarray
+    t_up: np.ndarray
+    t_dn: np.ndarray
+
+
+def _hall_claims(mom: _Moments, spread: np.ndarray, gam: np.ndarray, tcrit: np.ndarray) -> _Claims:
+    a = SKEW_ALLOWANCE
+    kf = mom.kf
+    g_up, g_dn = np.minimum(gam, -a), np.maximum(gam, a)
+    root_k = np.sqrt(kf)
+    # one-sided thresholds on S = (estimate - theta) / s, the stricter of the two skewness values
+    x_up = np.maximum(_hall_inv(tcrit / root_k, g_up, kf), _hall_inv(tcrit / root_k, -a, kf))
+    x_dn = np.minimum(_hall_inv(-tcrit / root_k, g_dn, kf), _hall_inv(-tcrit / root_k, a, kf))
+    est = mom.est
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s0 = np.where(spread, est / np.where(spread, mom.sd, 1.0), 0.0)
+        t_up = root_k * np.minimum(_hall(s0, g_up, kf), _hall(s0, -a, kf))
+        t_dn = root_k * np.maximum(_hall(s0, g_dn, kf), _hall(s0, a, kf))
+    with np.errstate(invalid="ignore"):
+        inf_side = np.where(est == 0, 0.0, np.sign(est) * np.inf)
+    return _Claims(x_up=x_up, x_dn=x_dn, t_up=np.where(spread, t_up, inf_side), t_dn=np.where(spread, t_dn, inf_side))
 
 
 def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
@@ -281,59 +353,35 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     width.
     """
     m, alpha, power = _subject_weighted_gap_iv(means, alpha, power)
-    present = ~np.isnan(m)
-    k = present.sum(axis=-1)
-    kf = k.astype(float)
-    x = np.where(present, m, 0.0)
-    if np.any(k == 0):
-        raise ValueError("means has no subject (all NaN) in some comparison; there is nothing to test")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        est = x.sum(axis=-1) / kf
-        dev = np.where(present, m - est[..., None], 0.0)
-        ss = (dev ** 2).sum(axis=-1)
-        sd = np.sqrt(ss / np.maximum(kf - 1.0, 1.0))
-        se = sd / np.sqrt(kf)
-        m2, m3 = ss / kf, (dev ** 3).sum(axis=-1) / kf
-    few = k < 2
-    df = np.maximum(kf - 1.0, 1.0)
+    mom = _moments(m)
+    few = mom.k < 2
+    df = np.maximum(mom.kf - 1.0, 1.0)
     tcrit = _st.t.ppf(1.0 - alpha / 2.0, df)
     if few.any():
         warn_degenerate("subject_weighted_gap: fewer than 2 subjects, so the between-subject variance cannot be "
                         "estimated; interval [-1, 1], p-value 1", stacklevel=2)
     # rounding leaves ~1e-17 where every mean is equal; treat it as zero spread
-    se = np.where(se < 1e-12, 0.0, se)
+    se = np.where(mom.se < 1e-12, 0.0, mom.se)
     flat = (se == 0) & ~few
     if flat.any():
         warn_degenerate("subject_weighted_gap: every subject has the same mean difference; zero-width interval",
                         stacklevel=2)
     spread = se > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        gam = np.where(spread, m3 / np.where(spread, m2, 1.0) ** 1.5, 0.0)
-    a = SKEW_ALLOWANCE
-    g_up, g_dn = np.minimum(gam, -a), np.maximum(gam, a)
-    root_k = np.sqrt(kf)
-    # one-sided thresholds on S = (estimate - theta) / s, the stricter of the two skewness values
-    x_up = np.maximum(_hall_inv(tcrit / root_k, g_up, kf), _hall_inv(tcrit / root_k, -a, kf))
-    x_dn = np.minimum(_hall_inv(-tcrit / root_k, g_dn, kf), _hall_inv(-tcrit / root_k, a, kf))
-    sd_eff = np.where(spread, sd, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s0 = np.where(spread, est / np.where(spread, sd, 1.0), 0.0)
-        t_up = root_k * np.minimum(_hall(s0, g_up, kf), _hall(s0, -a, kf))
-        t_dn = root_k * np.maximum(_hall(s0, g_dn, kf), _hall(s0, a, kf))
-    with np.errstate(invalid="ignore"):
-        inf_side = np.where(est == 0, 0.0, np.sign(est) * np.inf)
-    t_up = np.where(spread, t_up, inf_side)
-    t_dn = np.where(spread, t_dn, inf_side)
-    p_one = np.minimum(_st.t.sf(t_up, df), _st.t.cdf(t_dn, df))
+        gam = np.where(spread, mom.m3 / np.where(spread, mom.m2, 1.0) ** 1.5, 0.0)
+    claims = _hall_claims(mom, spread, gam, tcrit)
+    p_one = np.minimum(_st.t.sf(claims.t_up, df), _st.t.cdf(claims.t_dn, df))
     p = np.where(few, 1.0, np.minimum(1.0, 2.0 * p_one))
-    lo = np.where(few, -1.0, np.clip(est - sd_eff * x_up, -1.0, 1.0))
-    hi = np.where(few, 1.0, np.clip(est - sd_eff * x_dn, -1.0, 1.0))
+    sd_eff = np.where(spread, mom.sd, 0.0)
+    est = mom.est
+    lo = np.where(few, -1.0, np.clip(est - sd_eff * claims.x_up, -1.0, 1.0))
+    hi = np.where(few, 1.0, np.clip(est - sd_eff * claims.x_dn, -1.0, 1.0))
     verdict = np.where(lo > 0, "improved", np.where(hi < 0, "regressed", "inconclusive")).astype(object)
-    reach = np.maximum(sd_eff * x_up, -sd_eff * x_dn)
+    reach = np.maximum(sd_eff * claims.x_up, -sd_eff * claims.x_dn)
     # one subject: no gap in [-1, 1] can be detected, so the MDE is the whole range's width (it
     # was t quantiles added up, about 14, read as a gap of 1,400 points)
     mde = np.where(few, 2.0, reach + _st.t.ppf(power, df) * se)
-    hw = np.sqrt(2.0 * np.log(2.0 / alpha) / kf)
+    hw = np.sqrt(2.0 * np.log(2.0 / alpha) / mom.kf)
     h_lo, h_hi = np.clip(est - hw, -1.0, 1.0), np.clip(est + hw, -1.0, 1.0)
 
     def out(v):
@@ -342,6 +390,6 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
 
     return SubjectWeightedGap(estimate=out(est), lower=out(lo), upper=out(hi), se=out(se), df=out(df),
                               skewness=out(gam), p_value=out(p), verdict=out(verdict), mde=out(mde),
-                              hoeffding_lower=out(h_lo), hoeffding_upper=out(h_hi), n_subjects=out(k), alpha=alpha,
-                              power=power, skew_allowance=a, method=METHOD, estimand=SUBJECT_WEIGHTED,
-                              assumptions=_ASSUMPTIONS)
+                              hoeffding_lower=out(h_lo), hoeffding_upper=out(h_hi), n_subjects=out(mom.k),
+                              alpha=alpha, power=power, skew_allowance=SKEW_ALLOWANCE, method=METHOD,
+                              estimand=SUBJECT_WEIGHTED, assumptions=_ASSUMPTIONS)

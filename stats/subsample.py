@@ -33,7 +33,7 @@ import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats, imported only where hypergeom is used
 from scipy.special import digamma
 
-from ._common import _short, check_alpha, unwrap_scalar, warn_degenerate
+from ._common import Ref, check_alpha, unwrap_scalar, warn_degenerate
 
 __all__ = [
     "SubsampleBound",
@@ -718,9 +718,8 @@ def subsample_error_distribution(K, n, N, *, alpha=0.05, half_widths=()) -> Subs
             viol[blk, i] = _tail(N, Kb, n, lo, W, C, D)
     const = (flat == 0) | (flat == N)
     if const.any():
-        warn_degenerate(
-            f"subsample_error_distribution: K = 0 or K = N for entr{'y' if const.sum() == 1 else 'ies'} "
-            f"{_short(np.flatnonzero(const))}: every subset has the full score, so the error is exactly 0")
+        warn_degenerate("subsample_error_distribution: K = 0 or K = N for {}: every subset has the full score, "
+                        "so the error is exactly 0", Ref("entry", np.flatnonzero(const)))
     p = flat / N
     sd = np.sqrt(p * (1.0 - p) / n * ((N - n) / (N - 1.0) if N > 1 else 0.0))
     shape = K.shape
@@ -1029,9 +1028,8 @@ def paired_error_distribution(a, b, n, N, *, alpha=0.05, half_widths=()) -> Pair
     sd = np.sqrt(np.maximum(var_d, 0.0) / n * ((N - n) / (N - 1.0) if N > 1 else 0.0))
     same = (fa + fb) == 0
     if same.any():
-        warn_degenerate(f"paired_error_distribution: a = b = 0 (the two models agree on every item) for "
-                        f"entr{'y' if same.sum() == 1 else 'ies'} {_short(np.flatnonzero(same))}: the gap is 0 "
-                        "on every subset, so the error is exactly 0")
+        warn_degenerate("paired_error_distribution: a = b = 0 (the two models agree on every item) for {}: "
+                        "the gap is 0 on every subset, so the error is exactly 0", Ref("entry", np.flatnonzero(same)))
     shape = a.shape
     return PairedErrorDistribution(
         full_gap=_out(gap.reshape(shape)), error_quantile=_out(q.reshape(shape)),

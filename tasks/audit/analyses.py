@@ -111,50 +111,76 @@ def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: A
                       f"{type(exc).__name__}: {exc}")
             out = AnalysisOutput(name=name, warnings=[reason[:1000]])
     seconds = time.perf_counter() - start
-    msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {_named(str(w.message), matrices)}" for w in caught))
+    msgs = list(dict.fromkeys(f"{name}: {w.category.__name__}: {_named(w.message, matrices)}" for w in caught))
     return AnalysisOutput(name=out.name, tables=out.tables, intervals=out.intervals, sections=out.sections,
                           warnings=out.warnings + msgs, seconds=seconds)
 
 
+#: How a named list of each kind of stats-layer index reads ("model(s) 'a', 'b'").
+_NAMED_LABELS = {"model": "model(s)", "subject": "subject(s)", "domain": "domain(s)", "model pair": "model pair(s)"}
+_LIMIT = 8  # names listed before ", ... (N in all)", as the stats layer lists indices
+
+# Fallback for warnings that reach run_analysis as text only (re-warned from a string by a task,
+# or still written without Ref fields): the index lists are read back from the text.
 _INDEX_LIST = re.compile(r"\b(model column\(s\)|subject\(s\)|domain\(s\))\s*\[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
 _PAIR_LIST = re.compile(r"\bmodel column pair\(s\)\s*\[((?:\(\d+, \d+\)(?:, )?)*)(, \.\.\. \((\d+) in all\))?\]")
+_TEXT_KINDS = {"model column(s)": "model", "subject(s)": "subject", "domain(s)": "domain"}
 
 
-def _named(message: str, m: BenchmarkMatrices) -> str:
+def _names_of(kind: str, m: BenchmarkMatrices) -> list[str]:
+    if kind == "model":
+        return list(m.models)
+    subj = m.subjects.sort("subject_code")
+    if kind == "subject":
+        return subj["subject"].to_list()
+    return subj.select("domain", "domain_code").unique().sort("domain_code")["domain"].to_list()
+
+
+def _name_list(kind: str, indices, total: int, m: BenchmarkMatrices) -> str | None:
+    """The first indices of one list as names ("model(s) 'a', 'b', ... (12 in all)"); None
+    when the kind has no names or an index is not one of this benchmark's."""
+    if kind not in _NAMED_LABELS:
+        return None
+    shown = list(indices)[:_LIMIT]
+    try:
+        if kind == "model pair":
+            # (b, a): comparisons' model b against model a
+            picked = [f"{m.models[int(b)]} vs {m.models[int(a)]}" for b, a in shown]
+        else:
+            names = _names_of(kind, m)
+            picked = [names[int(i)] for i in shown]
+    except (IndexError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError):
+        return None
+    rest = f", ... ({total} in all)" if total > len(shown) else ""
+    return f"{_NAMED_LABELS[kind]} {', '.join(repr(n) for n in picked)}{rest}"
+
+
+def _named(message, m: BenchmarkMatrices) -> str:
     """The stats layer knows columns and codes, not names: a warning that lists "model column(s)
     [3, 7]" (or subject/domain codes, or "model column pair(s) [(3, 7)]") reaches the user as the
-    names of those models."""
-    def names_of(kind: str) -> list[str]:
-        if kind.startswith("model"):
-            return list(m.models)
-        subj = m.subjects.sort("subject_code")
-        if kind.startswith("subject"):
-            return subj["subject"].to_list()
-        dom = subj.select("domain", "domain_code").unique().sort("domain_code")
-        return dom["domain"].to_list()
+    names of those models.
+
+    ``message`` is a warning (its :class:`~benchcert.stats._common.Ref` fields are named and put
+    into its template) or text, whose index lists are then read back from the wording.
+    """
+    refs = getattr(message, "refs", ())
+    if refs:
+        parts = [_name_list(r.kind, r.indices, len(r.indices), m) or str(r) for r in refs]
+        return message.template.format(*parts)
 
     def swap(match: re.Match) -> str:
-        kind, listed, more, total = match.group(1), match.group(2), match.group(3), match.group(4)
-        try:
-            names = names_of(kind)
-            picked = [names[int(i)] for i in listed.split(",") if i.strip()]
-        except (IndexError, ValueError, KeyError, pl.exceptions.PolarsError):
-            return match.group(0)
-        label = {"model column(s)": "model(s)"}.get(kind, kind)
-        rest = f", ... ({total} in all)" if more else ""
-        return f"{label} {', '.join(repr(n) for n in picked)}{rest}"
+        listed, total = match.group(2), match.group(4)
+        indices = [i for i in listed.split(",") if i.strip()]
+        named = _name_list(_TEXT_KINDS[match.group(1)], indices, int(total) if total else len(indices), m)
+        return named or match.group(0)
 
     def swap_pairs(match: re.Match) -> str:
-        # "model column pair(s) [(b, a), ...]" (comparisons: model b against model a)
-        try:
-            picked = [f"{m.models[int(b)]} vs {m.models[int(a)]}"
-                      for b, a in re.findall(r"\((\d+), (\d+)\)", match.group(1))]
-        except IndexError:
-            return match.group(0)
-        rest = f", ... ({match.group(3)} in all)" if match.group(2) else ""
-        return f"model pair(s) {', '.join(repr(n) for n in picked)}{rest}"
+        pairs = re.findall(r"\((\d+), (\d+)\)", match.group(1))
+        total = match.group(3)
+        named = _name_list("model pair", pairs, int(total) if total else len(pairs), m)
+        return named or match.group(0)
 
-    return _INDEX_LIST.sub(swap, _PAIR_LIST.sub(swap_pairs, message))
+    return _INDEX_LIST.sub(swap, _PAIR_LIST.sub(swap_pairs, str(message)))
 
 
 def _registry() -> dict[str, Analysis]:

@@ -223,7 +223,7 @@ def pair_block_from_export(export_dir: str, benchmark: str, variant: str, models
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         part = pair_block(s, codes, group, colstats, **settings)
-    return part, [(w.category, str(w.message)) for w in caught]
+    return part, [(w.category, w.message) for w in caught]  # the warnings themselves: their Ref fields travel
 
 
 #: What the last tasks of this worker process cost (benchmarks/scale.py reads it with Client.run);
@@ -272,7 +272,7 @@ pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(_pair_bl
 
 
 class _PairBlocksOnCluster:
-    """The groups of a blocked pairwise computation as Prefect tasks (stats/comparisons.py pair_block_runner)."""
+    """The groups of a blocked pairwise computation as Prefect tasks (stats/comparisons/blocks.py pair_block_runner)."""
 
     def __init__(self, export_dir: str, benchmark: str, variant: str, models: list[str], n_items: int,
                  scores: np.ndarray):
@@ -287,7 +287,7 @@ class _PairBlocksOnCluster:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             part = pair_block(self.scores, codes, g, tuple(c[g.cols] for c in colstats), **settings)
-        return part, [(w.category, str(w.message)) for w in caught]
+        return part, [(w.category, w.message) for w in caught]
 
     def __call__(self, groups, codes, colstats, **settings):
         futures = []
@@ -306,7 +306,7 @@ class _PairBlocksOnCluster:
         for f in futures:
             part, caught = f if isinstance(f, tuple) else f.result()
             for category, message in caught:  # raised here, inside the analysis' own warning capture
-                warnings.warn(message, category, stacklevel=2)
+                warnings.warn(message, category, stacklevel=2)  # (a Warning instance is raised as itself)
             yield part
 
 

@@ -9,14 +9,15 @@ the score they concern and the models' names (one line per condition)."""
 from __future__ import annotations
 
 import warnings
-from html import escape
 
 import numpy as np
 import polars as pl
 
+from benchcert.stats._common import IndexedWarning
 from benchcert.stats.intervals import comparator_intervals
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
 
 
@@ -39,10 +40,13 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             warnings.simplefilter("always")
             all_results[metric] = comparator_intervals(m.scores, m.item_subject, weighting=metric,
                                                        alpha=config.alpha)
-        # Passed on with the score they concern; run_analysis turns "model column(s) [i]" into
-        # model names (tasks/audit/analyses.py _named), one line per condition and score.
-        for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
-            warnings.warn(f"{metric} score: {text}", category, stacklevel=2)
+        # Passed on with the score they concern; run_analysis turns the model columns they refer to
+        # into model names (tasks/audit/analyses.py _named), one line per condition and score.
+        for message in dict(((str(w.message), w.category), w.message) for w in caught).values():
+            if isinstance(message, IndexedWarning):  # its refs kept, for _named to name
+                warnings.warn(message.retold(f"{metric} score: "), stacklevel=2)
+            else:
+                warnings.warn(f"{metric} score: {message}", type(message), stacklevel=2)
     s = m.scores
     binary = np.all(np.isnan(s) | (s == 0.0) | (s == 1.0), axis=0)
     for metric, results in all_results.items():

@@ -76,7 +76,8 @@ def record_run(db: str, lock_timeout: float, artifacts_root: str | None = None, 
 
     start = time.perf_counter()
     with store.open_store(db, write=True, lock_timeout=lock_timeout) as con:
-        store.record_run(con, **fields)
+        results = fields.pop("results", None)
+        store.record_run(con, store.RunRecord(**fields), results)
         if artifacts_root is not None:
             recorded = set(store.list_runs(con).filter(pl.col("status") == "completed")["run_id"].to_list())
             artifacts.recover_stale(artifacts_root, recorded)

@@ -46,6 +46,7 @@ from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_r
                                      stratified_means, theorem_3_4_budget)
 from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
 from benchcert.tasks.errors import NoDataError, UsageError
+from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
 __all__ = ["EnvironmentsError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
@@ -57,28 +58,8 @@ LEVELS = ("domain", "subject")
 PROTOCOLS = {"theorem": "theorem_3_4", "naive": "per_environment", "stratified": "stratified"}
 WEIGHT_TOL = 1e-6
 
-DDL = [
-    """CREATE TABLE IF NOT EXISTS environment_plans (
-        plan_id VARCHAR PRIMARY KEY,
-        benchmark VARCHAR NOT NULL,
-        level VARCHAR NOT NULL,
-        protocol VARCHAR NOT NULL,
-        epsilon DOUBLE NOT NULL,
-        delta DOUBLE NOT NULL,
-        seed BIGINT NOT NULL,
-        spec VARCHAR NOT NULL,
-        design VARCHAR NOT NULL,
-        n_draws BIGINT NOT NULL,
-        n_items BIGINT NOT NULL,
-        created_at TIMESTAMP NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS environment_plan_draws (
-        plan_id VARCHAR NOT NULL,
-        draw BIGINT NOT NULL,
-        item_id VARCHAR NOT NULL,
-        subject VARCHAR NOT NULL,
-        domain VARCHAR NOT NULL,
-        stratum VARCHAR NOT NULL)""",
-]
+#: Created on the first recorded plan (tasks/store/schema.py).
+PLAN_TABLES = ("environment_plans", "environment_plan_draws")
 
 
 class EnvironmentsError(ValueError):
@@ -391,8 +372,7 @@ def record_plan(db, benchmark: str, design: Design, protocol: str, seed: int, dr
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     n_items = draws["item_id"].n_unique()
     with open_store(db, write=True, lock_timeout=lock_timeout) as con:
-        for stmt in DDL:
-            con.execute(stmt)
+        schema.ensure_tables(con, *PLAN_TABLES)
         con.execute("BEGIN TRANSACTION")
         try:
             exists = con.execute("SELECT created_at FROM environment_plans WHERE plan_id = ?", [pid]).fetchall()

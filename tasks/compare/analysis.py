@@ -40,7 +40,6 @@ The report gets a rank plot (rank intervals), the tied groups and the table.
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
@@ -54,10 +53,12 @@ from benchcert.stats.comparisons import (
     rank_confidence,
     simultaneous_intervals,
 )
+from benchcert.stats._common import IndexedWarning, Ref
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
-from benchcert.tasks.render.report import Section, interval_plot_svg, table_html
+from benchcert.tasks.render.charts import interval_plot_svg
+from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.report import Section, table_html
 
 POWER = 0.8
 
@@ -92,7 +93,7 @@ def _empty(note: str) -> AnalysisOutput:
 #: Beyond this many models the default family is the leaderboard's (:func:`_leaderboard_pairs`),
 #: not every pair: at 4,000 models all pairs are 8 million comparisons, a table no one reads
 #: and a Holm correction that leaves no power. ``--all-pairs`` (AuditConfig.all_pairs) asks
-#: for every pair anyway; the computation is then blocked (stats/comparisons.py).
+#: for every pair anyway; the computation is then blocked (stats/comparisons/blocks.py).
 ALL_PAIRS_MAX_MODELS = 150
 #: The leaderboard family compares every pair among the top TOP_N models by score.
 TOP_N = 20
@@ -255,25 +256,29 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     )
 
 
-_FAMILY_POSITIONS = re.compile(r"\bcomparison\(s\) \[([0-9, ]*)(, \.\.\. \((\d+) in all\))?\]")
-
-
 def _pass_on(caught, model: np.ndarray, versus: np.ndarray, prefix: str = "") -> None:
     """Warn again every warning the stats layer gave, each once, for run_analysis to record.
 
-    The stats layer names pairs by their position in the family computed ("comparison(s) [4]");
-    that becomes the pair's model columns ("model column pair(s) [(model, versus)]"), which
-    run_analysis turns into model names (tasks/audit/analyses.py ``_named``) like every other
-    analysis' column indices. Nothing is re-derived from the results.
+    The stats layer names pairs by their position in the family computed (a ``Ref("comparison",
+    [4])`` field, "comparison(s) [4]" in the text); that becomes the pair's model columns
+    (``Ref("model pair", [(model, versus)])``, "model column pair(s) [(model, versus)]"), which
+    run_analysis names (tasks/audit/analyses.py ``_named``) like every other analysis' column
+    indices. Nothing is re-derived from the results, nothing read back from the text.
     """
-    def columns(match: re.Match) -> str:
-        idx = [int(i) for i in match.group(1).split(",") if i.strip()]
-        pairs = ", ".join(f"({int(model[j])}, {int(versus[j])})" for j in idx)
-        more = f", ... ({match.group(3)} in all)" if match.group(2) else ""
-        return f"model column pair(s) [{pairs}{more}]"
+    def columns(ref: Ref) -> Ref:
+        if ref.kind != "comparison":
+            return ref
+        return Ref("model pair", [(int(model[j]), int(versus[j])) for j in ref.indices])
 
-    for text, category in dict.fromkeys((str(w.message), w.category) for w in caught):
-        warnings.warn(prefix + _FAMILY_POSITIONS.sub(columns, text), category, stacklevel=2)
+    first = {}
+    for w in caught:
+        first.setdefault((str(w.message), w.category), w)
+    for w in first.values():
+        message = w.message
+        if isinstance(message, IndexedWarning):
+            warnings.warn(message.retold(prefix, refs=tuple(columns(r) for r in message.refs)), stacklevel=2)
+        else:
+            warnings.warn(prefix + str(message), w.category, stacklevel=2)
 
 
 def _ranks(scores, subjects, models, pooled, alpha, all_pairs, leaderboard=False):

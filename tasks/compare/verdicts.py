@@ -57,16 +57,22 @@ seen before (new items, or items one model had not answered). The fixed-sample
 numbers of each look (gap, interval, p-values, MDE) always use every currently shared item
 and are reported for information: they are valid for a question asked once.
 
-Both tables are created with ``CREATE TABLE IF NOT EXISTS`` on first use; every statement
-uses bound parameters.
+:func:`checkpoint_verdict` is the store part (it reads the question's looks and ledger and records
+the new look in one transaction, under the store's lock); :func:`answer_look` is the statistics of
+one look, a pure function of the matrices and that record. Both tables are defined in
+:mod:`benchcert.tasks.store.schema` and created on the first recorded look; every statement uses
+bound parameters.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import os
-from dataclasses import asdict, dataclass, field
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -76,46 +82,15 @@ from benchcert.stats.sequential import betting_test, betting_test_counts, nightl
 from benchcert.stats.subject_means import METHOD as SUBJECT_METHOD
 from benchcert.stats.subject_means import ITEM_WEIGHTED, SUBJECT_WEIGHTED, subject_means, subject_weighted_gap
 from benchcert.tasks.store.matrices import BenchmarkMatrices, choose_variant, load_matrices, models_with_responses
-from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
+from benchcert.tasks.store import schema
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl, transaction
 
-__all__ = ["CheckpointVerdict", "VerdictError", "checkpoint_verdict", "verdict_history", "load_models",
-           "VERDICT_DDL"]
+__all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
+           "answer_look", "read_question", "load_models", "VERDICT_TABLES"]
 
-VERDICT_DDL = [
-    """CREATE TABLE IF NOT EXISTS verdicts (
-        benchmark VARCHAR NOT NULL,
-        variant VARCHAR NOT NULL,
-        baseline VARCHAR NOT NULL,
-        candidate VARCHAR NOT NULL,
-        look BIGINT NOT NULL,
-        recorded_at TIMESTAMP NOT NULL,
-        alpha DOUBLE NOT NULL,
-        first_look_share DOUBLE NOT NULL,
-        verdict VARCHAR NOT NULL,
-        decided_by VARCHAR,
-        decided_at_look BIGINT,
-        fixed_verdict VARCHAR NOT NULL,
-        method VARCHAR NOT NULL,
-        gap DOUBLE, lower DOUBLE, upper DOUBLE, se DOUBLE, p_value DOUBLE, p_exact DOUBLE,
-        hoeffding_lower DOUBLE, hoeffding_upper DOUBLE, mde DOUBLE, power DOUBLE,
-        n_shared BIGINT, n_only_baseline BIGINT, n_only_candidate BIGINT, n_excluded BIGINT,
-        n_new BIGINT, n_sequential BIGINT,
-        log_e_improved DOUBLE, log_e_regressed DOUBLE, anytime_p DOUBLE, cs_lower DOUBLE, cs_upper DOUBLE,
-        first_p_value DOUBLE, first_gap DOUBLE, question VARCHAR, estimand VARCHAR,
-        PRIMARY KEY (benchmark, variant, baseline, candidate, look))""",
-    """CREATE TABLE IF NOT EXISTS verdict_items (
-        benchmark VARCHAR NOT NULL,
-        variant VARCHAR NOT NULL,
-        baseline VARCHAR NOT NULL,
-        candidate VARCHAR NOT NULL,
-        item_id VARCHAR NOT NULL,
-        look BIGINT NOT NULL,
-        d DOUBLE NOT NULL)""",
-]
+#: Created on the first recorded look (tasks/store/schema.py, with the columns added since).
+VERDICT_TABLES = ("verdicts", "verdict_items")
 
-# Stores written before these columns existed gain them (NULL for their old rows).
-_MIGRATE = ["ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS question VARCHAR",
-            "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS estimand VARCHAR"]
 _COLUMNS = ("benchmark", "variant", "baseline", "candidate", "look", "recorded_at", "alpha", "first_look_share",
             "verdict", "decided_by", "decided_at_look", "fixed_verdict", "method", "gap", "lower", "upper", "se",
             "p_value", "p_exact", "hoeffding_lower", "hoeffding_upper", "mde", "power", "n_shared",
@@ -124,8 +99,6 @@ _COLUMNS = ("benchmark", "variant", "baseline", "candidate", "look", "recorded_a
             "estimand")
 
 _KEY = "benchmark = ? AND variant = ? AND baseline = ? AND candidate = ?"
-# The subjects question's first-look test before the skewness correction (stats/subject_means.py).
-_PLAIN_T = "subject_means_t"
 
 
 class VerdictError(ValueError):
@@ -228,38 +201,57 @@ def load_models(con, benchmark: str, models: list[str], variant: str | None = No
     return load_matrices(con, benchmark, chosen, models=list(models))
 
 
-def _has_tables(con) -> bool:
-    rows = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN ('verdicts', "
-                       "'verdict_items')").fetchall()
-    return rows[0][0] == 2
+_LEDGER_SCHEMA = {"item_id": pl.String, "look": pl.Int64, "d": pl.Float64}
 
 
-def verdict_history(db: str | os.PathLike, benchmark: str, baseline: str, candidate: str, *,
-                    variant: str = "", lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> pl.DataFrame:
-    """Every recorded look of one question, oldest first (empty if never asked)."""
-    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        if not _has_tables(con):
-            return pl.DataFrame()
-        return query_pl(con, f"SELECT * FROM verdicts WHERE {_KEY} ORDER BY look",
-                        [benchmark, variant, baseline, candidate])
+@dataclass(frozen=True)
+class QuestionRecord:
+    """What the store holds about one question: its recorded looks (oldest first) and its item ledger."""
+
+    looks: pl.DataFrame
+    ledger: pl.DataFrame  # item_id, look, d: each shared item once, at the look where it entered
+
+
+def read_question(con, benchmark: str, variant: str, baseline: str, candidate: str) -> QuestionRecord:
+    """The recorded looks and the ledger of one question (both empty when it was never recorded)."""
+    if not schema.has_tables(con, *VERDICT_TABLES):
+        return QuestionRecord(looks=pl.DataFrame(), ledger=pl.DataFrame(schema=_LEDGER_SCHEMA))
+    key = [benchmark, variant, baseline, candidate]
+    return QuestionRecord(
+        looks=query_pl(con, f"SELECT * FROM verdicts WHERE {_KEY} ORDER BY look", key),
+        ledger=query_pl(con, f"SELECT item_id, look, d FROM verdict_items WHERE {_KEY} ORDER BY look, item_id", key))
 
 
 # --------------------------------------------------------------------------------------
-# the verdict
+# the verdict: the store part
 
 
-def _check_args(alpha, first_look_share, power, hierarchy, baseline, candidate):
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0 < alpha < 1:
-        raise VerdictError(f"alpha must be in (0, 1); got {alpha!r}")
-    if not isinstance(first_look_share, (int, float)) or isinstance(first_look_share, bool) \
-            or not 0 <= first_look_share < 1:
-        raise VerdictError(f"first_look_share must be in [0, 1); got {first_look_share!r}")
-    if not isinstance(power, (int, float)) or isinstance(power, bool) or not 0 < power < 1:
-        raise VerdictError(f"power must be in (0, 1); got {power!r}")
-    if tuple(hierarchy) not in (("subject", "domain"), ("subject",), ()):
-        raise VerdictError(f"hierarchy must be subject,domain / subject / none; got {hierarchy!r}")
-    if baseline == candidate:
-        raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
+def _real(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """How a question is answered (see :func:`checkpoint_verdict`); checked when built.
+
+    ``alpha`` and ``first_look_share`` are fixed at the question's first recorded look.
+    """
+
+    alpha: float = 0.05
+    first_look_share: float = 0.5
+    power: float = 0.8
+    hierarchy: tuple[str, ...] = ("subject", "domain")
+
+    def __post_init__(self) -> None:
+        if not _real(self.alpha) or not 0 < self.alpha < 1:
+            raise VerdictError(f"alpha must be in (0, 1); got {self.alpha!r}")
+        if not _real(self.first_look_share) or not 0 <= self.first_look_share < 1:
+            raise VerdictError(f"first_look_share must be in [0, 1); got {self.first_look_share!r}")
+        if not _real(self.power) or not 0 < self.power < 1:
+            raise VerdictError(f"power must be in (0, 1); got {self.power!r}")
+        if tuple(self.hierarchy) not in (("subject", "domain"), ("subject",), ()):
+            raise VerdictError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
+        object.__setattr__(self, "hierarchy", tuple(self.hierarchy))
 
 
 def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, candidate: str, *,
@@ -268,6 +260,9 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
                        first_look_share: float = 0.5, record: bool = True,
                        lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> CheckpointVerdict:
     """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.
+
+    Reads the question's earlier looks, answers this look (:func:`answer_look`, which reads and
+    writes nothing) and records it, all under one hold of the store's lock.
 
     Parameters
     ----------
@@ -298,170 +293,274 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
     benchcert.tasks.store.connection.StoreError
         The store is missing, locked or unusable.
     """
-    import warnings as _warnings
-
-    _check_args(alpha, first_look_share, power, hierarchy, baseline, candidate)
-    caught: list[str] = []
+    settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy)
+    if baseline == candidate:
+        raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
     with open_store(db, write=record, lock_timeout=lock_timeout) as con:
         m = load_models(con, benchmark, [baseline, candidate], variant)
-        ia, ib = m.models.index(baseline), m.models.index(candidate)
-        scores = m.scores
-        a, b = scores[:, ia], scores[:, ib]
-        shared = ~np.isnan(a) & ~np.isnan(b)
-        if not shared.any():
-            raise VerdictError(f"{candidate!r} and {baseline!r} share no answered item on {benchmark!r}; "
-                               "there is nothing to compare")
-        subjects = m.item_subject if "subject" in hierarchy and m.subjects.height >= 2 else None
-        if "subject" in hierarchy and subjects is None:
-            caught.append("a single subject: nothing to cluster over, so the fixed-sample test is the paired CLT")
-        key = [benchmark, m.variant, baseline, candidate]
-        prev = pl.DataFrame()
-        ledger = pl.DataFrame(schema={"item_id": pl.String, "look": pl.Int64, "d": pl.Float64})
-        if _has_tables(con):
-            prev = query_pl(con, f"SELECT * FROM verdicts WHERE {_KEY} ORDER BY look", key)
-            ledger = query_pl(con, f"SELECT item_id, look, d FROM verdict_items WHERE {_KEY} ORDER BY look, item_id",
-                              key)
-        # The question (and so the primary method, the estimand and the betting unit) is fixed at the first look.
-        n_subj_now = None if subjects is None else int(np.unique(subjects[shared]).size)
-        primary = _recorded_primary(prev, subjects is not None)
-        if primary is None:
-            primary = "paired_clt" if subjects is None else default_primary(n_subj_now)
-        if primary == "stratified_items":
-            # Subjects are fixed strata, fixed with the question at its first look: a subject first
-            # shared at a later look is a stratum the question never sampled, not more of the same
-            # items (betting on its items as if they were raised false alarms far above alpha when
-            # subjects' gaps differ and arrive subject by subject; tests/stats/test_verdicts_items_arrival.py).
-            item_ids_all = m.items["item_id"].to_numpy()
-            if ledger.height:
-                first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
-                strata = np.unique(subjects[np.isin(item_ids_all, list(first_ids))])
-            else:
-                strata = np.unique(subjects[shared])
-            outside = ~np.isin(subjects, strata) & (~np.isnan(a) | ~np.isnan(b))
-            if outside.any():
-                n_out = int(np.unique(subjects[outside]).size)
-                caught.append(f"{n_out} subject(s) ({int((outside & shared).sum())} shared item(s)) were not shared at "
-                              f"this question's first look: the items question is about the {strata.size} subjects "
-                              "it had then (fixed strata), so their items are left out of every number here; ask "
-                              "about them as a question of their own once they are in")
-                a, b = np.where(outside, np.nan, a), np.where(outside, np.nan, b)
-                shared = shared & ~outside
-            n_subj_now = int(strata.size)
-            caught.append(f"{n_subj_now} subjects (fewer than 30): the verdict answers 'is "
-                          "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
-                          "generalises to new subjects cannot be answered reliably with so few subjects")
-        if primary == "clustered_subject":
-            answered = ~np.isnan(a) | ~np.isnan(b)
-            uncovered = np.setdiff1d(np.unique(subjects[answered]), np.unique(subjects[shared])).size
-            if uncovered:
-                caught.append(f"{uncovered} subject(s) have items one model answered but no shared item: the verdict "
-                              f"is about subjects like the {n_subj_now} with shared items, which stand for all "
-                              "subjects only if which subjects are covered does not depend on their gaps (it can: "
-                              "when items arrive at random over many looks, small subjects come late, and a gap that "
-                              "varies with subject size then biases the early looks)")
-        with _warnings.catch_warnings(record=True) as rec:
-            _warnings.simplefilter("always")
-            fixed = paired_comparison(a, b, subjects, alpha=alpha, power=power, primary=primary)
-            fx = _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power)
-            caught += [str(w.message) for w in rec]
-        if prev.height:
-            first = prev.row(0, named=True)
-            if first["alpha"] != alpha or first["first_look_share"] != first_look_share:
-                raise VerdictError(
-                    f"this question was first asked with alpha={first['alpha']} and first_look_share="
-                    f"{first['first_look_share']}; its guarantee holds only if they stay fixed - ask with those "
-                    f"(got alpha={alpha}, first_look_share={first_look_share})")
-        look = prev.height + 1
-        item_ids = m.items["item_id"].to_numpy()
-        seen = set(ledger["item_id"].to_list())
-        new_mask = shared & ~np.isin(item_ids, list(seen)) if seen else shared
-        # A stable, content-free order inside a look; the test's result does not depend on it.
-        new_ids = item_ids[new_mask]
-        new_d = (b - a)[new_mask]
-        d_all = np.concatenate([ledger["d"].to_numpy(), new_d]).astype(float)
-        # Items per look; a look that added no item has no ledger rows but still counts as a look.
-        per_look = dict(ledger.group_by("look").len().iter_rows()) if ledger.height else {}
-        cum = np.cumsum([per_look.get(k, 0) for k in range(1, look)] + [new_d.size]).astype(np.int64)
-        seq_alpha = alpha * (1 - first_look_share)
-        with _warnings.catch_warnings(record=True) as rec:
-            _warnings.simplefilter("always")
-            if primary == "clustered_subject":
-                subj_of = dict(zip(item_ids.tolist(), m.item_subject.tolist()))
-                ids_all = np.concatenate([ledger["item_id"].to_numpy(), new_ids]).astype(str)
-                looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(new_d.size, look)]).astype(np.int64)
-                units = subject_entry_means(d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64),
-                                            looks_all, n_looks=look)
-                seq = betting_test(units.estimate, units.looks, alpha=seq_alpha)
-                n_units = int(units.looks[-1])
-            else:
-                seq = _sequential(d_all, cum, seq_alpha, ledger, look)
-                n_units = int(cum[-1])
-            if prev.height:
-                first_p, first_gap = float(prev["first_p_value"][0]), float(prev["first_gap"][0])
-                if primary == "clustered_subject" and _recorded_estimand(prev) != SUBJECT_WEIGHTED:
-                    # Recorded before the verdict answered one estimand: that first look tested the
-                    # item-weighted gap. Its share of alpha stays spent; its decision is not used.
-                    first_p = 1.0
-                    caught.append("this question's first look was recorded by an earlier version whose "
-                                  "fixed-sample test was about the item-weighted gap, not the verdict's "
-                                  "subject-weighted one: its decision is not used (its share of alpha stays "
-                                  "spent); the verdict rests on the betting test")
-                elif primary == "clustered_subject" and str(prev["method"][0]) == _PLAIN_T:
-                    # Recorded with the plain t on subject means, whose one-sided error exceeded alpha/2
-                    # with skewed subject means: the first look's test is redone on its own items (the
-                    # ledger's look 1 is exactly the items shared then) with this version's test.
-                    l1 = ledger.filter(pl.col("look") == 1)
-                    _, m1, _ = subject_means(l1["d"].to_numpy(),
-                                             np.array([subj_of[i] for i in l1["item_id"].to_list()], dtype=np.int64))
-                    r1 = subject_weighted_gap(m1, alpha=alpha, power=power)
-                    first_p, first_gap = float(r1.p_value), float(r1.estimate)
-                    caught.append("this question's first look was recorded by an earlier version with the plain t-test "
-                                  "on subject means (its directional error exceeded alpha/2 when subject means are "
-                                  "skewed): its test is redone on the first look's items with the skewness-corrected "
-                                  "one")
-            else:
-                first_p, first_gap = float(fx["p_value"]), float(fx["gap"])
-            nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=alpha,
-                                  first_look_share=first_look_share)
-            caught += [str(w.message) for w in rec]
-        t = -1
-        decided_at = int(nv.decided_at)
-        verdict = str(np.asarray(nv.verdict)[t])
+        history = read_question(con, benchmark, m.variant, baseline, candidate)
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
-        cs_lo = None if seq.lower is None else float(np.asarray(seq.lower)[t])
-        cs_hi = None if seq.upper is None else float(np.asarray(seq.upper)[t])
-        log_up, log_down = float(np.asarray(seq.log_e_improved)[t]), float(np.asarray(seq.log_e_regressed)[t])
-        with np.errstate(over="ignore"):
-            e_up, e_down = float(np.exp(log_up)), float(np.exp(log_down))
-        if (verdict == "improved" and fx["gap"] <= 0) or (verdict == "regressed" and fx["gap"] >= 0):
-            # Possible only at a later look (a sticky decision, this look's estimate of the same
-            # estimand on more data): say so rather than print the two side by side.
-            caught.append(f"the verdict '{verdict}' was reached at look {decided_at + 1}; this look's gap of the "
-                          f"same estimand is {100 * fx['gap']:+.2f} pp - the decision stands (valid over all "
-                          "looks) but the evidence has moved against it since")
-        seq_assumptions = tuple(units.assumptions) if primary == "clustered_subject" else ()
-        out = CheckpointVerdict(
-            benchmark=benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
-            recorded=bool(record), recorded_at=now.isoformat() + "Z",
-            verdict=verdict, decided_by=str(nv.decided_by),
-            decided_at_look=None if decided_at < 0 else decided_at + 1, fixed_verdict=fx["verdict"],
-            alpha=alpha, first_look_share=first_look_share, method=fx["method"], gap=fx["gap"],
-            lower=fx["lower"], upper=fx["upper"], se=fx["se"], p_value=fx["p_value"],
-            p_exact=fx["p_exact"], exact_test=fx["exact_test"],
-            hoeffding_lower=fx["hoeffding_lower"], hoeffding_upper=fx["hoeffding_upper"],
-            mde=fx["mde"], power=power, n_shared=int(fixed.n), n_only_baseline=int(fixed.n_only_a),
-            n_only_candidate=int(fixed.n_only_b), n_excluded=int(fixed.n_excluded), n_new=int(new_d.size),
-            n_sequential=int(cum[-1]), e_improved=e_up, e_regressed=e_down, log_e_improved=log_up,
-            log_e_regressed=log_down,
-            anytime_p=float(np.asarray(seq.p_value)[t]), cs_lower=cs_lo, cs_upper=cs_hi,
-            first_p_value=first_p, first_gap=first_gap,
-            assumptions=(fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions + tuple(fx["assumptions"]),
-            question=fixed.question, estimand=fx["estimand"], n_subjects=fx["n_subjects"],
-            sequential_unit="subject" if primary == "clustered_subject" else "item", n_sequential_units=n_units,
-            warnings=tuple(dict.fromkeys(caught)))
+        look = answer_look(m, baseline, candidate, history, settings, now=now, record=record)
         if record:
-            _record(con, out, now, key, new_ids, new_d)
-    return out
+            _record(con, look, now)
+    return look.verdict
+
+
+def _record(con, look: Look, now: dt.datetime) -> None:
+    """Add the look's row and its new ledger items in one transaction (the tables on first use)."""
+    v = look.verdict
+    key = [v.benchmark, v.variant, v.baseline, v.candidate]
+    with transaction(con):
+        schema.ensure_tables(con, *VERDICT_TABLES)
+        row = [*key, v.look, now, v.alpha, v.first_look_share, v.verdict, v.decided_by or None, v.decided_at_look,
+               v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
+               v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
+               v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
+               v.first_p_value, v.first_gap, v.question, v.estimand]
+        con.execute(f"INSERT INTO verdicts ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", row)
+        if len(look.new_ids):
+            items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
+                                  "item_id": look.new_ids.astype(str), "look": v.look, "d": look.new_d},
+                                 schema={"benchmark": pl.String, "variant": pl.String, "baseline": pl.String,
+                                         "candidate": pl.String, **_LEDGER_SCHEMA})
+            con.register("_verdict_items", items.to_arrow())
+            con.execute("INSERT INTO verdict_items SELECT benchmark, variant, baseline, candidate, item_id, look, d "
+                        "FROM _verdict_items")
+            con.unregister("_verdict_items")
+
+
+# --------------------------------------------------------------------------------------
+# the verdict: the statistics of one look (pure)
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look's verdict and the items it adds to the question's ledger (ids and differences)."""
+
+    verdict: CheckpointVerdict
+    new_ids: np.ndarray
+    new_d: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Scores:
+    """The two models' scores by item (NaN: not answered, or outside the question's fixed strata)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    shared: np.ndarray
+    subjects: np.ndarray | None
+    item_ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Ledger:
+    """The betting test's items: the ledger's, then this look's new ones; ``cum`` counts them per look."""
+
+    new_ids: np.ndarray
+    new_d: np.ndarray
+    d_all: np.ndarray
+    cum: np.ndarray
+
+
+@contextlib.contextmanager
+def _collect(caught: list[str]) -> Iterator[None]:
+    """Append the text of every warning the block raises to ``caught``, in order."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        yield
+        caught += [str(w.message) for w in rec]
+
+
+def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: QuestionRecord,
+                settings: VerdictSettings, *, now: dt.datetime, record: bool) -> Look:
+    """The verdict at the question's next look, from the matrices and the question's record.
+
+    Pure: reads and writes nothing; ``now`` is the look's time and ``record`` whether it
+    will be stored (both only reported). Raises :class:`VerdictError` when the models share
+    no item or the settings differ from the question's first look.
+    """
+    caught: list[str] = []
+    sc = _scores(m, baseline, candidate, settings.hierarchy, caught)
+    primary, sc = _question(history, sc, caught)
+    with _collect(caught):
+        fixed = paired_comparison(sc.a, sc.b, sc.subjects, alpha=settings.alpha, power=settings.power,
+                                  primary=primary)
+        fx = _fixed_part(fixed, sc.a, sc.b, sc.shared, sc.subjects, primary, settings.alpha, settings.power)
+    _check_settings_fixed(history.looks, settings)
+    look = history.looks.height + 1
+    led = _grow_ledger(sc, history.ledger, look)
+    seq_alpha = settings.alpha * (1 - settings.first_look_share)
+    with _collect(caught):
+        seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look, seq_alpha)
+        first_p, first_gap = _first_look(history.looks, fx, primary, caught)
+        nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
+                              first_look_share=settings.first_look_share)
+    anytime = _anytime_fields(seq, nv)
+    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"])
+    out = CheckpointVerdict(
+        benchmark=m.benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
+        recorded=bool(record), recorded_at=now.isoformat() + "Z", alpha=settings.alpha,
+        first_look_share=settings.first_look_share, power=settings.power, **anytime, **_fixed_fields(fx, fixed),
+        n_new=int(led.new_d.size), n_sequential=int(led.cum[-1]), first_p_value=first_p, first_gap=first_gap,
+        assumptions=(fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions + tuple(fx["assumptions"]),
+        sequential_unit="subject" if primary == "clustered_subject" else "item", n_sequential_units=n_units,
+        warnings=tuple(dict.fromkeys(caught + moved)))
+    return Look(verdict=out, new_ids=led.new_ids, new_d=led.new_d)
+
+
+def _scores(m: BenchmarkMatrices, baseline: str, candidate: str, hierarchy: tuple[str, ...],
+            caught: list[str]) -> _Scores:
+    a, b = m.scores[:, m.models.index(baseline)], m.scores[:, m.models.index(candidate)]
+    shared = ~np.isnan(a) & ~np.isnan(b)
+    if not shared.any():
+        raise VerdictError(f"{candidate!r} and {baseline!r} share no answered item on {m.benchmark!r}; "
+                           "there is nothing to compare")
+    subjects = m.item_subject if "subject" in hierarchy and m.subjects.height >= 2 else None
+    if "subject" in hierarchy and subjects is None:
+        caught.append("a single subject: nothing to cluster over, so the fixed-sample test is the paired CLT")
+    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy())
+
+
+def _question(history: QuestionRecord, sc: _Scores, caught: list[str]) -> tuple[str, _Scores]:
+    """The question's primary method (fixed at its first look, and with it the estimand and the
+    betting unit) and the scores it is about."""
+    n_subj_now = None if sc.subjects is None else int(np.unique(sc.subjects[sc.shared]).size)
+    primary = _recorded_primary(history.looks, sc.subjects is not None)
+    if primary is None:
+        primary = "paired_clt" if sc.subjects is None else default_primary(n_subj_now)
+    if primary == "stratified_items":
+        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught)
+    if primary == "clustered_subject":
+        answered = ~np.isnan(sc.a) | ~np.isnan(sc.b)
+        uncovered = np.setdiff1d(np.unique(sc.subjects[answered]), np.unique(sc.subjects[sc.shared])).size
+        if uncovered:
+            caught.append(f"{uncovered} subject(s) have items one model answered but no shared item: the verdict "
+                          f"is about subjects like the {n_subj_now} with shared items, which stand for all "
+                          "subjects only if which subjects are covered does not depend on their gaps (it can: "
+                          "when items arrive at random over many looks, small subjects come late, and a gap that "
+                          "varies with subject size then biases the early looks)")
+    return primary, sc
+
+
+def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple[_Scores, int]:
+    """The items question's scores without the subjects first shared after its first look.
+
+    Subjects are fixed strata, fixed with the question at its first look: a subject first
+    shared at a later look is a stratum the question never sampled, not more of the same items
+    (betting on its items as if they were raised false alarms far above alpha when subjects'
+    gaps differ and arrive subject by subject; tests/stats/test_verdicts_items_arrival.py).
+    """
+    if ledger.height:
+        first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
+        strata = np.unique(sc.subjects[np.isin(sc.item_ids, list(first_ids))])
+    else:
+        strata = np.unique(sc.subjects[sc.shared])
+    outside = ~np.isin(sc.subjects, strata) & (~np.isnan(sc.a) | ~np.isnan(sc.b))
+    if outside.any():
+        n_out = int(np.unique(sc.subjects[outside]).size)
+        caught.append(f"{n_out} subject(s) ({int((outside & sc.shared).sum())} shared item(s)) were not shared at "
+                      f"this question's first look: the items question is about the {strata.size} subjects "
+                      "it had then (fixed strata), so their items are left out of every number here; ask "
+                      "about them as a question of their own once they are in")
+        sc = replace(sc, a=np.where(outside, np.nan, sc.a), b=np.where(outside, np.nan, sc.b),
+                     shared=sc.shared & ~outside)
+    caught.append(f"{int(strata.size)} subjects (fewer than 30): the verdict answers 'is "
+                  "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
+                  "generalises to new subjects cannot be answered reliably with so few subjects")
+    return sc, int(strata.size)
+
+
+def _check_settings_fixed(looks: pl.DataFrame, settings: VerdictSettings) -> None:
+    if not looks.height:
+        return
+    first = looks.row(0, named=True)
+    if first["alpha"] != settings.alpha or first["first_look_share"] != settings.first_look_share:
+        raise VerdictError(
+            f"this question was first asked with alpha={first['alpha']} and first_look_share="
+            f"{first['first_look_share']}; its guarantee holds only if they stay fixed - ask with those "
+            f"(got alpha={settings.alpha}, first_look_share={settings.first_look_share})")
+
+
+def _grow_ledger(sc: _Scores, ledger: pl.DataFrame, look: int) -> _Ledger:
+    """The ledger plus this look's new shared items (items not in the ledger), and the items per look."""
+    seen = set(ledger["item_id"].to_list())
+    new_mask = sc.shared & ~np.isin(sc.item_ids, list(seen)) if seen else sc.shared
+    # A stable, content-free order inside a look; the test's result does not depend on it.
+    new_ids = sc.item_ids[new_mask]
+    new_d = (sc.b - sc.a)[new_mask]
+    d_all = np.concatenate([ledger["d"].to_numpy(), new_d]).astype(float)
+    # Items per look; a look that added no item has no ledger rows but still counts as a look.
+    per_look = dict(ledger.group_by("look").len().iter_rows()) if ledger.height else {}
+    cum = np.cumsum([per_look.get(k, 0) for k in range(1, look)] + [new_d.size]).astype(np.int64)
+    return _Ledger(new_ids=new_ids, new_d=new_d, d_all=d_all, cum=cum)
+
+
+def _betting(primary: str, sc: _Scores, ledger: pl.DataFrame, led: _Ledger, look: int, seq_alpha: float):
+    """The betting test over every look so far, the number of units it has seen and its assumptions.
+
+    The subjects question bets on subjects (each once, at the look of its first shared item,
+    with its mean difference then); the items questions bet on items.
+    """
+    if primary != "clustered_subject":
+        return _sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), ()
+    subj_of = dict(zip(sc.item_ids.tolist(), sc.subjects.tolist()))
+    ids_all = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
+    looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
+    units = subject_entry_means(led.d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64), looks_all,
+                                n_looks=look)
+    return betting_test(units.estimate, units.looks, alpha=seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
+
+
+def _first_look(looks: pl.DataFrame, fx: dict, primary: str, caught: list[str]) -> tuple[float, float]:
+    """The first look's fixed-sample p-value and gap, which the headline keeps spending on."""
+    if not looks.height:
+        return float(fx["p_value"]), float(fx["gap"])
+    first_p, first_gap = float(looks["first_p_value"][0]), float(looks["first_gap"][0])
+    if primary == "clustered_subject" and _recorded_estimand(looks) != SUBJECT_WEIGHTED:
+        # Recorded before the verdict answered one estimand: that first look tested the
+        # item-weighted gap. Its share of alpha stays spent; its decision is not used.
+        first_p = 1.0
+        caught.append("this question's first look was recorded by an earlier version whose "
+                      "fixed-sample test was about the item-weighted gap, not the verdict's "
+                      "subject-weighted one: its decision is not used (its share of alpha stays "
+                      "spent); the verdict rests on the betting test")
+    return first_p, first_gap
+
+
+def _anytime_fields(seq, nv) -> dict:
+    """The headline verdict and the betting test's numbers at this (the last) look."""
+    decided_at = int(nv.decided_at)
+    log_up, log_down = float(np.asarray(seq.log_e_improved)[-1]), float(np.asarray(seq.log_e_regressed)[-1])
+    with np.errstate(over="ignore"):
+        e_up, e_down = float(np.exp(log_up)), float(np.exp(log_down))
+    return dict(verdict=str(np.asarray(nv.verdict)[-1]), decided_by=str(nv.decided_by),
+                decided_at_look=None if decided_at < 0 else decided_at + 1, e_improved=e_up, e_regressed=e_down,
+                log_e_improved=log_up, log_e_regressed=log_down, anytime_p=float(np.asarray(seq.p_value)[-1]),
+                cs_lower=None if seq.lower is None else float(np.asarray(seq.lower)[-1]),
+                cs_upper=None if seq.upper is None else float(np.asarray(seq.upper)[-1]))
+
+
+def _fixed_fields(fx: dict, fixed) -> dict:
+    """This look's fixed-sample numbers as :class:`CheckpointVerdict` fields."""
+    return dict(fixed_verdict=fx["verdict"], method=fx["method"], gap=fx["gap"], lower=fx["lower"],
+                upper=fx["upper"], se=fx["se"], p_value=fx["p_value"], p_exact=fx["p_exact"],
+                exact_test=fx["exact_test"], hoeffding_lower=fx["hoeffding_lower"],
+                hoeffding_upper=fx["hoeffding_upper"], mde=fx["mde"], n_shared=int(fixed.n),
+                n_only_baseline=int(fixed.n_only_a), n_only_candidate=int(fixed.n_only_b),
+                n_excluded=int(fixed.n_excluded), question=fixed.question, estimand=fx["estimand"],
+                n_subjects=fx["n_subjects"])
+
+
+def _moved_against(verdict: str, decided_at, gap: float) -> list[str]:
+    """The warning when this look's gap has the other sign than a decision reached earlier."""
+    if (verdict == "improved" and gap <= 0) or (verdict == "regressed" and gap >= 0):
+        # Possible only at a later look (a sticky decision, this look's estimate of the same
+        # estimand on more data): say so rather than print the two side by side.
+        return [f"the verdict '{verdict}' was reached at look {int(decided_at) + 1}; this look's gap of the "
+                f"same estimand is {100 * gap:+.2f} pp - the decision stands (valid over all "
+                "looks) but the evidence has moved against it since"]
+    return []
 
 
 _ITEMS_ARRIVAL = ("betting on items: each look's new items are a representative sample of the question's items "
@@ -481,8 +580,7 @@ def _recorded_primary(prev: pl.DataFrame, have_subjects: bool) -> str | None:
     by_text = {v: k for k, v in QUESTIONS.items()}
     primary = by_text.get(first.get("question") or "")
     if primary is None:  # rows recorded before the question column: the method named it
-        primary = {_PLAIN_T: "clustered_subject", SUBJECT_METHOD: "clustered_subject"}.get(str(first["method"]),
-                                                                                           str(first["method"]))
+        primary = {SUBJECT_METHOD: "clustered_subject"}.get(str(first["method"]), str(first["method"]))
     if primary not in QUESTIONS or (primary != "paired_clt" and not have_subjects):
         return None
     return primary
@@ -529,7 +627,7 @@ def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
                               "about it")
 
 
-def _sequential(d_all, cum, seq_alpha, ledger, look):
+def _sequential(d_all, cum, seq_alpha):
     """Betting test over the ledger plus this look's new items (count path for ternary differences)."""
     if d_all.size == 0:  # cannot happen on a first look (some item is shared); guards later looks too
         raise VerdictError("no item has entered the sequential test")
@@ -538,30 +636,3 @@ def _sequential(d_all, cum, seq_alpha, ledger, look):
         neg = np.cumsum(d_all == -1.0)[cum - 1]
         return betting_test_counts(pos, neg, cum, alpha=seq_alpha)
     return betting_test(d_all, cum, alpha=seq_alpha)
-
-
-def _record(con, v: CheckpointVerdict, now, key, new_ids, new_d) -> None:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for stmt in VERDICT_DDL + _MIGRATE:
-            con.execute(stmt)
-        row = [*key, v.look, now, v.alpha, v.first_look_share, v.verdict, v.decided_by or None, v.decided_at_look,
-               v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
-               v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
-               v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
-               v.first_p_value, v.first_gap, v.question, v.estimand]
-        con.execute(f"INSERT INTO verdicts ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", row)
-        if len(new_ids):
-            items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
-                                  "item_id": new_ids.astype(str), "look": v.look, "d": new_d},
-                                 schema={"benchmark": pl.String, "variant": pl.String, "baseline": pl.String,
-                                         "candidate": pl.String, "item_id": pl.String, "look": pl.Int64,
-                                         "d": pl.Float64})
-            con.register("_verdict_items", items.to_arrow())
-            con.execute("INSERT INTO verdict_items SELECT benchmark, variant, baseline, candidate, item_id, look, d "
-                        "FROM _verdict_items")
-            con.unregister("_verdict_items")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise

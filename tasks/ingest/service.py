@@ -20,6 +20,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -159,8 +160,9 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
                     report.message = (f"{path}: already ingested as source {done[0]} (same content and settings); "
                                       "nothing added")
                     return report
-                _stage_and_insert(store_con, path, reader, batches, cols, benchmark, sha, config, allow_rejects,
-                                  report, own_transaction=con is None)
+                ctx = _FileContext(path=path, reader=reader, cols=cols, benchmark=benchmark, sha=sha, config=config,
+                                   allow_rejects=allow_rejects)
+                _stage_and_insert(store_con, ctx, batches, report, own_transaction=con is None)
         finally:
             batches.close()
     except ConflictError as exc:
@@ -256,15 +258,62 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
                 report.message = (f"{source.path}: already ingested as source {done[0][0]} (same content and "
                                   f"settings); nothing added [{source.summary()}]")
                 return
-            _stage_and_insert(con, source.path, source, batches, cols, source.benchmark, source.sha256, config,
-                              allow_rejects, report, own_transaction=shared_con is None)
+            ctx = _FileContext(path=source.path, reader=source, cols=cols, benchmark=source.benchmark,
+                               sha=source.sha256, config=config, allow_rejects=allow_rejects)
+            _stage_and_insert(con, ctx, batches, report, own_transaction=shared_con is None)
     finally:
         batches.close()
     report.message += f" [{source.summary()}]"
 
 
-def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: dict, benchmark: str | None,
-                      sha: str, config: str, allow_rejects: bool, report: FileReport, *,
+@dataclass(frozen=True)
+class _FileContext:
+    """One file's ingest settings: what is read, with which columns, and how its source is recorded."""
+
+    path: Path
+    reader: Any  # _GenericReader or native.NativeSource: .format, .raw_text(lines)
+    cols: dict
+    benchmark: str | None
+    sha: str
+    config: str
+    allow_rejects: bool
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Each canonical field as the user named it (``column (field)`` when they differ)."""
+        return {f: _field_label(f, c) for f, c in self.cols.items()}
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Where the file's rows are kept while they are checked, inside the transaction.
+
+    ``direct``: the benchmark has nothing stored, so rows go straight into ``response_codes``;
+    otherwise into the temporary ``_stage``. ``rows_sql``/``rows_params`` name them either way.
+    """
+
+    source_id: int
+    direct: bool
+    rows_sql: str
+    rows_params: list
+
+    @property
+    def table(self) -> str:
+        return "response_codes" if self.direct else "_stage"
+
+
+@dataclass(frozen=True)
+class _ReadFile:
+    """What reading the file's batches left: counts, rejects so far and the within-file check's inputs."""
+
+    rows_read: int
+    reject_frames: list[pl.DataFrame]
+    staged_probs: bool
+    key_hashes: list[pl.Series]
+    staged_items: _StagedItems
+
+
+def _stage_and_insert(con, ctx: _FileContext, batches: ValidatedBatches, report: FileReport, *,
                       own_transaction: bool = True) -> None:
     """Read, check and store one file in a single transaction: any failure leaves the store as it was.
 
@@ -278,25 +327,23 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
     (item, subject, domain) is kept once, in memory (:class:`_StagedItems`), so every item
     check runs on a small table.
     """
-    labels = {f: _field_label(f, c) for f, c in cols.items()}
-    col_labels = {c: labels[f] for f, c in cols.items() if c is not None}
     if own_transaction:
         con.execute("BEGIN TRANSACTION")
     try:
         source_id = con.execute("SELECT nextval('source_ids')").fetchall()[0][0]
-        direct = benchmark is not None and not con.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark = ? LIMIT 1)", [benchmark]).fetchall()[0][0]
+        direct = ctx.benchmark is not None and not con.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark = ? LIMIT 1)",
+            [ctx.benchmark]).fetchall()[0][0]
         # The file's rows, wherever they are kept while checking: one SQL fragment, one parameter list.
         if direct:
-            rows_sql, rows_params = "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id]
+            rows = _Rows(source_id, True, "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id])
         else:
             con.execute("CREATE OR REPLACE TEMP TABLE _stage (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
                         "replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
-            rows_sql, rows_params = "_stage", []
+            rows = _Rows(source_id, False, "_stage", [])
         # A benchmark with no stored model has no stored responses, items or variants either.
-        book = CodeBook(con, new_benchmarks=(benchmark,) if direct else ())
-        _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
-                    col_labels, rows_sql, rows_params, sha, config, report)
+        book = CodeBook(con, new_benchmarks=(ctx.benchmark,) if direct else ())
+        _store_file(con, ctx, batches, book, rows, report)
         if not own_transaction:
             pass  # the caller commits or rolls back every file of the command at once
         elif report.status == "ingested":
@@ -317,9 +364,45 @@ def _stage_and_insert(con, path: Path, reader, batches: ValidatedBatches, cols: 
                 raise  # in a shared transaction that failed, the caller's rollback drops them
 
 
-def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, direct, allow_rejects, labels,
-                col_labels, rows_sql, rows_params, sha, config, report) -> None:
-    fmt = reader.format
+def _store_file(con, ctx: _FileContext, batches: ValidatedBatches, book: CodeBook, rows: _Rows,
+                report: FileReport) -> None:
+    """Stage the file's rows, check them, and (unless a bad row refuses the file) store them; fills ``report``."""
+    read = _read_file(con, ctx, batches, book, rows)
+    n_dup_keys, split_items, conflicts = _within_file_conflicts(con, ctx, book, rows, read)
+    reject_frames = read.reject_frames + conflicts
+    rejects = (pl.concat(reject_frames).unique(maintain_order=True).sort("line")
+               if reject_frames else pl.DataFrame(schema=REJECT_SCHEMA))
+    n_bad_rows = rejects.select(pl.col("line").n_unique()).item() if rejects.height else 0
+    report.rows_read = read.rows_read
+    report.rows_rejected = n_bad_rows
+    if rejects.height:
+        rejects = _name_rejects(ctx, rejects, report)
+        if not ctx.allow_rejects:
+            return
+        _quarantine(con, rows, rejects, read.staged_items)
+    staged, distinct_rows = _keep_first_of_repeats(con, rows, n_dup_keys)
+    report.duplicate_rows_in_file = staged - distinct_rows
+    report.rows_accepted = staged
+    added = _insert_rows(con, ctx, rows, distinct_rows)
+    # Every new code is used unless rows were taken out (bad rows, repeated keys).
+    _store_new_codes(con, book, rows.rows_sql, rows.rows_params, rows.source_id,
+                     pruned=bool(rejects.height or n_dup_keys))
+    _insert_items(con, rows, split_items)
+    if read.staged_probs:
+        native.insert_option_probs(con, rows.source_id, rows.rows_sql, rows.rows_params)
+    _record_source(con, ctx, rows, rejects, (read.rows_read, staged, added, n_bad_rows))
+    report.status = "ingested"
+    report.source_id = rows.source_id
+    report.rows_added = added
+    report.rows_already_stored = distinct_rows - added
+    report.message = (f"{ctx.path}: {added} row(s) added, {distinct_rows - added} already stored"
+                      + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else ""))
+
+
+def _read_file(con, ctx: _FileContext, batches: ValidatedBatches, book: CodeBook, rows: _Rows) -> _ReadFile:
+    """Code and stage every validated batch; keep the rejects, key hashes, items and option probabilities."""
+    labels = ctx.labels
+    col_labels = {c: labels[f] for f, c in ctx.cols.items() if c is not None}
     reject_frames: list[pl.DataFrame] = []
     rows_read = 0
     staged_probs = False
@@ -328,7 +411,7 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
     try:
         for raw, good, bad in batches:
             rows_read += raw.frame.height + len({r.line for r in raw.rejects})
-            progress.note(f"{Path(path).name}: {rows_read:,} rows read")
+            progress.note(f"{Path(ctx.path).name}: {rows_read:,} rows read")
             if raw.extras is not None and raw.extras.height:
                 native.stage_option_probs(con, raw.extras, first=not staged_probs)
                 staged_probs = True
@@ -339,22 +422,32 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             if raw.frame.height == 0:
                 continue
             if bad.height:
-                reject_frames.append(bad.with_columns(
-                    pl.col("field").replace_strict({c: labels[f] for f, c in cols.items() if c}, default=pl.col("field"))))
+                reject_frames.append(bad.with_columns(pl.col("field").replace_strict(
+                    {c: labels[f] for f, c in ctx.cols.items() if c}, default=pl.col("field"))))
             if good.height:
-                key_hashes.append(_store_batch(con, book, good, source_id, "response_codes" if direct else "_stage",
-                                               staged_items, one_benchmark=cols["benchmark"] is None))
+                key_hashes.append(_store_batch(con, book, good, rows.source_id, rows.table, staged_items,
+                                               one_benchmark=ctx.cols["benchmark"] is None))
     except UnicodeDecodeError as exc:
-        raise generic.not_utf8(path, exc) from None
+        raise generic.not_utf8(ctx.path, exc) from None
     except Exception as exc:  # pyarrow parse errors that the invalid-row handler cannot absorb
         if type(exc).__module__.startswith("pyarrow"):
-            raise IngestError(f"{path}: cannot parse as {fmt}: {exc}") from None
+            raise IngestError(f"{ctx.path}: cannot parse as {ctx.reader.format}: {exc}") from None
         raise
+    return _ReadFile(rows_read=rows_read, reject_frames=reject_frames, staged_probs=staged_probs,
+                     key_hashes=key_hashes, staged_items=staged_items)
 
-    # Within the file: a key given twice with different scores, or an item given two subjects.
-    # Exact keys are compared only for hash groups with more than one row (none, usually).
-    dup_lines = _repeated_key_lines(con, key_hashes, rows_sql, rows_params)
-    del key_hashes
+
+def _within_file_conflicts(con, ctx: _FileContext, book: CodeBook, rows: _Rows,
+                           read: _ReadFile) -> tuple[int, bool, list[pl.DataFrame]]:
+    """Within the file: keys given twice with different scores, or an item given two subjects.
+
+    Returns the number of repeated keys, whether some item was given two subject/domain pairs,
+    and the conflicting rows as rejects. Exact keys are compared only for hash groups with
+    more than one row (none, usually).
+    """
+    rows_sql, rows_params = rows.rows_sql, rows.rows_params
+    dup_lines = _repeated_key_lines(con, read.key_hashes, rows_sql, rows_params)
+    read.key_hashes.clear()  # the hashes are done with: free them before the inserts
     if dup_lines.height:
         con.register("_dup_lines_view", dup_lines.to_arrow())
         con.execute("CREATE OR REPLACE TEMP TABLE _dup_lines AS SELECT line FROM _dup_lines_view")
@@ -370,8 +463,8 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
         n_dup_keys = 0
     dup_conflicts = _dup_conflicts(con, book, rows_sql, rows_params) if n_dup_keys else []
     # Staged pairs are distinct per item, so an item staged twice was given two subject/domain pairs.
-    split_items = staged_items.split_items()
-    con.register("_stage_items", staged_items.frame().to_arrow())  # what the item checks below read
+    split_items = read.staged_items.split_items()
+    con.register("_stage_items", read.staged_items.frame().to_arrow())  # what the item checks below read
     item_conflicts = [] if not split_items else con.execute(f"""
         SELECT s.line, 'subject/domain' AS field,
                'item ' || c.item_id || ' is given ' || c.n || ' different subject/domain pairs in this file' AS reason
@@ -379,96 +472,96 @@ def _store_file(con, path, reader, batches, book, cols, benchmark, source_id, di
             SELECT item_key, any_value(item_id) AS item_id, count(DISTINCT (subject, domain)) AS n
             FROM _stage_items GROUP BY item_key HAVING count(DISTINCT (subject, domain)) > 1) c
         USING (item_key)""", rows_params).fetchall()
-    for rows in (dup_conflicts, item_conflicts):
-        if rows:
-            f = pl.DataFrame(rows, schema=REJECT_SCHEMA, orient="row")
-            reject_frames.append(f.with_columns(pl.col("field").replace_strict(
-                {"score": labels["score"], "subject/domain": f"{labels['subject']}/{labels['domain']}"},
-                default=pl.col("field"))))
-    rejects = (pl.concat(reject_frames).unique(maintain_order=True).sort("line")
-               if reject_frames else pl.DataFrame(schema=REJECT_SCHEMA))
-    n_bad_rows = rejects.select(pl.col("line").n_unique()).item() if rejects.height else 0
-    report.rows_read = rows_read
-    report.rows_rejected = n_bad_rows
-    if rejects.height:
-        raw_lines = reader.raw_text(set(rejects["line"].to_list()))
-        rejects = rejects.with_columns(pl.col("line").replace_strict(raw_lines, default=None,
-                                                                     return_dtype=pl.String).alias("raw"))
-        report.rejects = rejects.head(MAX_REPORTED_REJECTS).to_dicts()
-        if not allow_rejects:
-            report.status = "rejected"
-            report.message = (f"{path}: {n_bad_rows} bad row(s) ({rejects.height} problem(s)); file not ingested, "
-                              f"store unchanged. First: line {rejects['line'][0]}, field {rejects['field'][0]}: "
-                              f"{rejects['reason'][0]}. Fix the file or pass --allow-rejects to ingest the good rows "
-                              "and quarantine the bad ones.")
-            return
-        con.register("_bad_lines", rejects.select("line").unique().to_arrow())
-        target = "response_codes" if direct else "_stage"
-        con.execute(f"DELETE FROM {target} WHERE source_id = ? AND line IN (SELECT line FROM _bad_lines)",
-                    [source_id])
-        con.unregister("_bad_lines")
-        # An item all of whose rows were rejected is not stored either.
-        kept = query_pl(con, f"SELECT DISTINCT item_key FROM {rows_sql}", rows_params)["item_key"]
-        con.register("_stage_items", staged_items.frame().filter(pl.col("item_key").is_in(kept.implode())).to_arrow())
+    labels = ctx.labels
+    frames = [pl.DataFrame(r, schema=REJECT_SCHEMA, orient="row").with_columns(pl.col("field").replace_strict(
+                  {"score": labels["score"], "subject/domain": f"{labels['subject']}/{labels['domain']}"},
+                  default=pl.col("field")))
+              for r in (dup_conflicts, item_conflicts) if r]
+    return n_dup_keys, split_items, frames
 
-    # Identical duplicates inside the file count once: keep the first line of each key.
-    staged = con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
-    if n_dup_keys:
-        target = "response_codes" if direct else "_stage"
-        con.execute(f"""DELETE FROM {target} WHERE source_id = ? AND line IN (
-            SELECT line FROM {rows_sql} s SEMI JOIN _dups USING (model_id, item_key, variant_id, replicate)
-            QUALIFY row_number() OVER (PARTITION BY model_id, item_key, variant_id, replicate ORDER BY line) > 1)""",
-                    [source_id] + rows_params)
-    distinct_rows = (con.execute(f"SELECT count(*) FROM {rows_sql}", rows_params).fetchall()[0][0]
-                     if n_dup_keys else staged)
-    report.duplicate_rows_in_file = staged - distinct_rows
-    report.rows_accepted = staged
 
+def _name_rejects(ctx: _FileContext, rejects: pl.DataFrame, report: FileReport) -> pl.DataFrame:
+    """The rejects with each line's raw text; without ``allow_rejects`` the report refuses the file."""
+    raw_lines = ctx.reader.raw_text(set(rejects["line"].to_list()))
+    rejects = rejects.with_columns(pl.col("line").replace_strict(raw_lines, default=None,
+                                                                 return_dtype=pl.String).alias("raw"))
+    report.rejects = rejects.head(MAX_REPORTED_REJECTS).to_dicts()
+    if not ctx.allow_rejects:
+        report.status = "rejected"
+        report.message = (f"{ctx.path}: {report.rows_rejected} bad row(s) ({rejects.height} problem(s)); file not "
+                          f"ingested, store unchanged. First: line {rejects['line'][0]}, field {rejects['field'][0]}: "
+                          f"{rejects['reason'][0]}. Fix the file or pass --allow-rejects to ingest the good rows "
+                          "and quarantine the bad ones.")
+    return rejects
+
+
+def _quarantine(con, rows: _Rows, rejects: pl.DataFrame, staged_items: _StagedItems) -> None:
+    """Take the bad lines out of the file's rows (``allow_rejects``), and the items left without a row."""
+    con.register("_bad_lines", rejects.select("line").unique().to_arrow())
+    con.execute(f"DELETE FROM {rows.table} WHERE source_id = ? AND line IN (SELECT line FROM _bad_lines)",
+                [rows.source_id])
+    con.unregister("_bad_lines")
+    # An item all of whose rows were rejected is not stored either.
+    kept = query_pl(con, f"SELECT DISTINCT item_key FROM {rows.rows_sql}", rows.rows_params)["item_key"]
+    con.register("_stage_items", staged_items.frame().filter(pl.col("item_key").is_in(kept.implode())).to_arrow())
+
+
+def _keep_first_of_repeats(con, rows: _Rows, n_dup_keys: int) -> tuple[int, int]:
+    """Identical duplicates inside the file count once: keep the first line of each key.
+
+    Returns the rows staged and the distinct rows left.
+    """
+    staged = con.execute(f"SELECT count(*) FROM {rows.rows_sql}", rows.rows_params).fetchall()[0][0]
+    if not n_dup_keys:
+        return staged, staged
+    con.execute(f"""DELETE FROM {rows.table} WHERE source_id = ? AND line IN (
+        SELECT line FROM {rows.rows_sql} s SEMI JOIN _dups USING (model_id, item_key, variant_id, replicate)
+        QUALIFY row_number() OVER (PARTITION BY model_id, item_key, variant_id, replicate ORDER BY line) > 1)""",
+                [rows.source_id] + rows.rows_params)
+    return staged, con.execute(f"SELECT count(*) FROM {rows.rows_sql}", rows.rows_params).fetchall()[0][0]
+
+
+def _insert_rows(con, ctx: _FileContext, rows: _Rows, distinct_rows: int) -> int:
+    """Check staged rows against the store and add the ones it does not hold; returns how many were added."""
+    if rows.direct:  # a benchmark with nothing stored has no stored scores or items to contradict
+        return distinct_rows
     # Only a model already stored can have stored responses (new codes are not in `models` yet).
-    overlap = not direct and con.execute(
+    overlap = con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM models WHERE model_id IN (SELECT DISTINCT model_id FROM _stage) "
         "LIMIT 1)").fetchall()[0][0] > 0
-    if not direct:  # a benchmark with nothing stored has no stored scores or items to contradict
-        _check_against_store(con, path, overlap)
-
-    if direct:
-        added = distinct_rows
-    elif overlap:
-        added = con.execute("""
+    _check_against_store(con, ctx.path, overlap)
+    if overlap:
+        return con.execute("""
             INSERT INTO response_codes
             SELECT * FROM _stage s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
             """).fetchall()[0][0]
-    else:
-        added = con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
-    # Every new code is used unless rows were taken out (bad rows, repeated keys).
-    _store_new_codes(con, book, rows_sql, rows_params, source_id, pruned=bool(rejects.height or n_dup_keys))
-    if direct and not split_items:  # one row per item, and the benchmark has no stored items
+    return con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
+
+
+def _insert_items(con, rows: _Rows, split_items: bool) -> None:
+    if rows.direct and not split_items:  # one row per item, and the benchmark has no stored items
         con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, ?, line, item_key FROM _stage_items",
-                    [source_id])
+                    [rows.source_id])
     else:  # an item given two pairs keeps its first line's
         con.execute("""
             INSERT INTO items
             SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line),
                    s.item_key
             FROM _stage_items s ANTI JOIN items i USING (item_key)
-            GROUP BY s.benchmark, s.item_id, s.item_key""", [source_id])
-    if staged_probs:
-        native.insert_option_probs(con, source_id, rows_sql, rows_params)
+            GROUP BY s.benchmark, s.item_id, s.item_key""", [rows.source_id])
+
+
+def _record_source(con, ctx: _FileContext, rows: _Rows, rejects: pl.DataFrame, counts: tuple[int, int, int, int]) -> None:
+    """The file's quarantined rows and its ``sources`` row; ``counts``: rows read, accepted, added, rejected."""
     if rejects.height:
         con.register("_rejects", rejects.to_arrow())
         con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects",
-                    [source_id, str(path)])
+                    [rows.source_id, str(ctx.path)])
         con.unregister("_rejects")
     con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [source_id, benchmark, str(path), sha, fmt, config, rows_read, staged, added, n_bad_rows,
+                [rows.source_id, ctx.benchmark, str(ctx.path), ctx.sha, ctx.reader.format, ctx.config, *counts,
                  "ingested" if not rejects.height else "ingested-with-rejects",
                  dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])
-    report.status = "ingested"
-    report.source_id = source_id
-    report.rows_added = added
-    report.rows_already_stored = distinct_rows - added
-    report.message = (f"{path}: {added} row(s) added, {distinct_rows - added} already stored"
-                      + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else ""))
 
 
 class _StagedItems:

@@ -19,108 +19,36 @@ replicate) maps one-to-one onto (model_id, item_key, variant_id, replicate).
 There is no declared primary key: a DuckDB index over 10 million rows costs more memory
 than the target allows.  Uniqueness is enforced by the ingest path, which only ever
 inserts keys it has anti-joined against the table while holding the lock.
+
+Every table, its migrations and the store version are defined in :mod:`benchcert.tasks.store.schema`;
+this module opens, locks, creates or upgrades the store and records audit runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import polars as pl
 from filelock import FileLock, Timeout
 
-STORE_VERSION = "2"
+from benchcert.tasks.store import schema
+from benchcert.tasks.store.schema import STORE_VERSION
+
+__all__ = ["STORE_VERSION", "DUCKDB_MEMORY_LIMIT", "DEFAULT_LOCK_TIMEOUT", "StoreError", "StoreLockedError",
+           "open_store", "transaction", "query_pl", "RunRecord", "record_run", "list_runs", "get_run", "get_default_variant",
+           "set_default_variant", "lock_path"]
+
 #: DuckDB's buffer pool per process: big scans and joins spill to disk beyond this, which keeps
 #: a 10-million-row ingest's peak memory down at little cost (measured in benchmarks/).
 DUCKDB_MEMORY_LIMIT = "1GB"
 DEFAULT_LOCK_TIMEOUT = 600.0
-
-#: The canonical responses, as every reader sees them.
-RESPONSES_VIEW = """CREATE OR REPLACE VIEW responses AS
-    SELECT m.benchmark, m.model, i.item_id, v.variant, r.replicate, r.score, r.source_id, r.line
-    FROM response_codes r
-    JOIN models m ON m.model_id = r.model_id
-    JOIN items i ON i.item_key = r.item_key
-    JOIN variants v ON v.variant_id = r.variant_id"""
-
-DDL = [
-    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
-    "CREATE SEQUENCE IF NOT EXISTS source_ids START 1",
-    """CREATE TABLE IF NOT EXISTS sources (
-        source_id BIGINT PRIMARY KEY,
-        benchmark VARCHAR,
-        path VARCHAR NOT NULL,
-        sha256 VARCHAR NOT NULL,
-        format VARCHAR NOT NULL,
-        config VARCHAR NOT NULL,
-        rows_read BIGINT NOT NULL,
-        rows_accepted BIGINT NOT NULL,
-        rows_added BIGINT NOT NULL,
-        rows_rejected BIGINT NOT NULL,
-        status VARCHAR NOT NULL,
-        ingested_at TIMESTAMP NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS models (
-        model_id INTEGER NOT NULL,
-        benchmark VARCHAR NOT NULL,
-        model VARCHAR NOT NULL,
-        source_id BIGINT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS variants (
-        variant_id INTEGER NOT NULL,
-        benchmark VARCHAR NOT NULL,
-        variant VARCHAR NOT NULL,
-        source_id BIGINT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS response_codes (
-        model_id INTEGER NOT NULL,
-        item_key INTEGER NOT NULL,
-        variant_id INTEGER NOT NULL,
-        replicate BIGINT NOT NULL,
-        score DOUBLE NOT NULL,
-        source_id BIGINT NOT NULL,
-        line BIGINT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS items (
-        benchmark VARCHAR NOT NULL,
-        item_id VARCHAR NOT NULL,
-        subject VARCHAR NOT NULL,
-        domain VARCHAR NOT NULL,
-        source_id BIGINT NOT NULL,
-        line BIGINT NOT NULL,
-        item_key INTEGER NOT NULL)""",
-    RESPONSES_VIEW,
-    """CREATE TABLE IF NOT EXISTS rejects (
-        source_id BIGINT NOT NULL,
-        path VARCHAR NOT NULL,
-        line BIGINT,
-        field VARCHAR NOT NULL,
-        reason VARCHAR NOT NULL,
-        raw VARCHAR)""",
-    """CREATE TABLE IF NOT EXISTS runs (
-        run_id VARCHAR PRIMARY KEY,
-        benchmark VARCHAR NOT NULL,
-        flow_run_id VARCHAR,
-        status VARCHAR NOT NULL,
-        started_at TIMESTAMP NOT NULL,
-        finished_at TIMESTAMP,
-        run_dir VARCHAR,
-        n_models BIGINT,
-        n_items BIGINT,
-        config VARCHAR,
-        error VARCHAR)""",
-    """CREATE TABLE IF NOT EXISTS run_results (
-        run_id VARCHAR NOT NULL,
-        benchmark VARCHAR NOT NULL,
-        model VARCHAR NOT NULL,
-        metric VARCHAR NOT NULL,
-        method VARCHAR NOT NULL,
-        estimate DOUBLE,
-        lower DOUBLE,
-        upper DOUBLE,
-        half_width DOUBLE,
-        alpha DOUBLE)""",
-]
 
 
 class StoreError(RuntimeError):
@@ -215,17 +143,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     con.execute("COMMIT")
 
 
-def _stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
-    # Looked up in the catalog: a failing SELECT on a new file costs more than the whole query.
-    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'meta'"
-                       ).fetchall()[0][0]:
-        return None
-    rows = con.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchall()
-    return rows[0][0] if rows else None
-
-
 def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path, *, new_file: bool = False) -> None:
-    version = None if new_file else _stored_version(con)
+    version = None if new_file else schema.stored_version(con)
     if version == "1":
         _migrate_v1(con, db)
         return
@@ -235,13 +154,11 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path, *, new_file: bool =
     if version == STORE_VERSION:
         return  # the schema is complete; re-running the DDL would rewrite the view on every open
     with transaction(con):  # one commit for the whole schema, not one per statement
-        for stmt in DDL:
-            con.execute(stmt)
-        con.execute("INSERT INTO meta VALUES ('store_version', ?)", [STORE_VERSION])
+        schema.create_core(con)
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
-    version = _stored_version(con)
+    version = schema.stored_version(con)
     if version is None:
         raise StoreError(f"{db}: not a benchcert store (no store version in a meta table)")
     if version == "1":
@@ -255,32 +172,10 @@ def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     """Version 1 kept responses as text; move them to codes in one transaction, losing nothing."""
     with transaction(con):
-        n_before = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
-        con.execute("ALTER TABLE responses RENAME TO responses_v1")
-        con.execute("ALTER TABLE items RENAME TO items_v1")
-        for stmt in DDL:
-            if stmt is not RESPONSES_VIEW:
-                con.execute(stmt)
-        con.execute("""INSERT INTO items SELECT benchmark, item_id, subject, domain, source_id, line,
-                       row_number() OVER (ORDER BY benchmark, item_id)::INTEGER FROM items_v1""")
-        con.execute("""INSERT INTO models SELECT row_number() OVER (ORDER BY benchmark, model)::INTEGER, benchmark, model,
-                       min(source_id) FROM responses_v1 GROUP BY benchmark, model""")
-        con.execute("""INSERT INTO variants SELECT row_number() OVER (ORDER BY benchmark, variant)::INTEGER, benchmark,
-                       variant, min(source_id) FROM responses_v1 GROUP BY benchmark, variant""")
-        con.execute("""INSERT INTO response_codes
-                       SELECT m.model_id, i.item_key, v.variant_id, r.replicate, r.score, r.source_id, r.line
-                       FROM responses_v1 r
-                       JOIN models m ON m.benchmark = r.benchmark AND m.model = r.model
-                       JOIN items i ON i.benchmark = r.benchmark AND i.item_id = r.item_id
-                       JOIN variants v ON v.benchmark = r.benchmark AND v.variant = r.variant""")
-        n_after = con.execute("SELECT count(*) FROM response_codes").fetchall()[0][0]
-        if n_after != n_before:
-            raise StoreError(f"{db}: cannot upgrade the store from version 1: {n_before - n_after} response(s) "
+        n_lost = schema.migrate_v1(con)
+        if n_lost:
+            raise StoreError(f"{db}: cannot upgrade the store from version 1: {n_lost} response(s) "
                              "have no item row; the store is left as it was")
-        con.execute("DROP TABLE responses_v1")
-        con.execute("DROP TABLE items_v1")
-        con.execute(RESPONSES_VIEW)
-        con.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", [STORE_VERSION])
 
 
 def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
@@ -291,20 +186,38 @@ def query_pl(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
     return frame
 
 
-def record_run(con, *, run_id: str, benchmark: str, flow_run_id: str | None, status: str, started_at,
-               finished_at, config: dict, run_dir: str | None = None, n_models: int | None = None,
-               n_items: int | None = None, error: str | None = None, results: pl.DataFrame | None = None) -> None:
-    """Record one audit run (and its per-model intervals) in a single transaction.
+@dataclass(frozen=True)
+class RunRecord:
+    """One audit run's row in ``runs`` (times are naive UTC; ``config`` is stored as sorted JSON)."""
+
+    run_id: str
+    benchmark: str
+    flow_run_id: str | None
+    status: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    config: dict
+    run_dir: str | None = None
+    n_models: int | None = None
+    n_items: int | None = None
+    error: str | None = None
+
+    def row(self) -> list:
+        """The values in the column order of ``runs``."""
+        return [self.run_id, self.benchmark, self.flow_run_id, self.status, self.started_at, self.finished_at,
+                self.run_dir, self.n_models, self.n_items, json.dumps(self.config, sort_keys=True), self.error]
+
+
+def record_run(con, run: RunRecord, results: pl.DataFrame | None = None) -> None:
+    """Record one audit run (and its per-model intervals, ``results``) in a single transaction.
 
     Recording a run id again replaces its row (a retried task, or a completed run whose
     publication failed afterwards and is recorded as failed).
     """
     with transaction(con):
-        con.execute("DELETE FROM run_results WHERE run_id = ?", [run_id])
-        con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-        con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run_id, benchmark, flow_run_id, status, started_at, finished_at, run_dir, n_models, n_items,
-                     json.dumps(config, sort_keys=True), error])
+        con.execute("DELETE FROM run_results WHERE run_id = ?", [run.run_id])
+        con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
+        con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run.row())
         if results is not None and results.height:
             con.register("_results", results.to_arrow())
             con.execute(
@@ -326,23 +239,13 @@ def get_run(con, run_id: str) -> dict | None:
 
 
 # --- per-benchmark settings (the default variant) ------------------------------------------
-# Created on first use, so stores that never set one are unchanged; a reader of an older store
-# finds no table and no setting.
-
-BENCHMARK_SETTINGS_DDL = """CREATE TABLE IF NOT EXISTS benchmark_settings (
-    benchmark VARCHAR PRIMARY KEY,
-    default_variant VARCHAR,
-    updated_at TIMESTAMP NOT NULL)"""
-
-
-def _has_table(con, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
-                            [name]).fetchall()[0][0])
+# The table is created on first use (tasks/store/schema.py), so stores that never set one are
+# unchanged; a reader of an older store finds no table and no setting.
 
 
 def get_default_variant(con, benchmark: str) -> str | None:
     """The variant set as ``benchmark``'s default, or None when none was set."""
-    if not _has_table(con, "benchmark_settings"):
+    if not schema.has_tables(con, "benchmark_settings"):
         return None
     rows = con.execute("SELECT default_variant FROM benchmark_settings WHERE benchmark = ?", [benchmark]).fetchall()
     return rows[0][0] if rows else None
@@ -351,7 +254,7 @@ def get_default_variant(con, benchmark: str) -> str | None:
 def set_default_variant(con, benchmark: str, variant: str | None) -> None:
     """Store (or, with None, clear) the variant every command uses for ``benchmark`` when none is given."""
     with transaction(con):
-        con.execute(BENCHMARK_SETTINGS_DDL)
+        schema.ensure_tables(con, "benchmark_settings")
         con.execute("DELETE FROM benchmark_settings WHERE benchmark = ?", [benchmark])
         if variant is not None:
             con.execute("INSERT INTO benchmark_settings VALUES (?, ?, current_timestamp)", [benchmark, variant])

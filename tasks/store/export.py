@@ -33,6 +33,7 @@ from pathlib import Path
 import duckdb
 
 from benchcert.tasks.store import connection as store
+from benchcert.tasks.store import schema
 
 #: Tables exported, each with the query giving its rows and a ``benchmark`` column.
 EXPORT_QUERIES = {
@@ -153,8 +154,6 @@ def open_export(export_dir: str | os.PathLike, benchmark: str) -> duckdb.DuckDBP
 
 
 def _empty_table(con, table: str) -> None:
-    for ddl in store.DDL:
-        if ddl.lstrip().upper().startswith("CREATE TABLE") and f" {table} (" in ddl:
-            con.execute(ddl)
-            return
-    raise ExportError(f"unknown export table {table!r}")
+    if table not in schema.TABLES:
+        raise ExportError(f"unknown export table {table!r}")
+    con.execute(schema.table_ddl(table))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
 
 import numpy as np
 import polars as pl

@@ -30,28 +30,15 @@ from benchcert.stats.subsample import (
     theorem_5_2_halfwidth,
 )
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
-__all__ = ["SubsetManifest", "SubsetError", "NoSubsetItems", "benchmarks_with_items", "item_count", "ensure_tables",
+__all__ = ["SubsetManifest", "SubsetError", "NoSubsetItems", "benchmarks_with_items", "item_count",
            "benchmark_items", "draw_subset", "create_subset", "load_subsets", "load_subsets_from_db",
            "subset_estimates", "ESTIMATE_SCHEMA"]
 
-DDL = [
-    """CREATE TABLE IF NOT EXISTS subsets (
-        subset_id VARCHAR PRIMARY KEY,
-        benchmark VARCHAR NOT NULL,
-        n_items BIGINT NOT NULL,
-        n_benchmark BIGINT NOT NULL,
-        seed BIGINT NOT NULL,
-        stratified BOOLEAN NOT NULL,
-        strata VARCHAR,
-        created_at TIMESTAMP NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS subset_items (
-        subset_id VARCHAR NOT NULL,
-        item_id VARCHAR NOT NULL,
-        subject VARCHAR NOT NULL,
-        domain VARCHAR NOT NULL)""",
-]
+#: Created on the first recorded subset (tasks/store/schema.py).
+SUBSET_TABLES = ("subsets", "subset_items")
 
 ESTIMATE_SCHEMA = {
     "model": pl.String, "subset_id": pl.String, "n": pl.Int64, "N": pl.Int64, "seed": pl.Int64,
@@ -95,17 +82,6 @@ class SubsetManifest:
         if with_items:
             out["item_ids"] = self.items["item_id"].to_list()
         return out
-
-
-def ensure_tables(con) -> None:
-    for stmt in DDL:
-        con.execute(stmt)
-
-
-def _tables_exist(con) -> bool:
-    rows = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN ('subsets', "
-                       "'subset_items')").fetchall()
-    return rows[0][0] == 2
 
 
 def benchmark_items(con, benchmark: str) -> pl.DataFrame:
@@ -185,7 +161,7 @@ def create_subset(db, benchmark: str, n: int, *, seed: int | None = None, strati
         drawn, strata = draw_subset(items, n, seed=int(seed), stratified=stratified)
         sid = _subset_id(benchmark, drawn["item_id"].to_list(), stratified)
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
-        ensure_tables(con)
+        schema.ensure_tables(con, *SUBSET_TABLES)
         con.execute("BEGIN TRANSACTION")
         try:
             exists = con.execute("SELECT created_at FROM subsets WHERE subset_id = ?", [sid]).fetchall()
@@ -210,7 +186,7 @@ def create_subset(db, benchmark: str, n: int, *, seed: int | None = None, strati
 
 def load_subsets(con, benchmark: str) -> list[SubsetManifest]:
     """Every recorded subset of the benchmark (none when no subset was ever drawn)."""
-    if not _tables_exist(con):
+    if not schema.has_tables(con, *SUBSET_TABLES):
         return []
     heads = query_pl(con, "SELECT subset_id, n_items, n_benchmark, seed, stratified, strata, "
                           "strftime(created_at, '%Y-%m-%dT%H:%M:%SZ') AS created_at FROM subsets "

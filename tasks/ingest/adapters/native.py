@@ -27,6 +27,7 @@ from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE, AdapterError, RawBatch, Reject
 from benchcert.tasks.ingest.mapping import ColumnMapping
 from benchcert.tasks.schemas import DEFAULT_DOMAIN, DEFAULT_SUBJECT
+from benchcert.tasks.store import schema
 
 #: Formats read by a native adapter (``--format`` accepts them; detection finds them by content).
 NATIVE_FORMATS = ("lm_eval", "inspect_ai", "helm", "mmlu_pro_raw")
@@ -242,19 +243,6 @@ def softmax(logits: list[float]) -> list[float]:
 
 # --- the optional side table of predicted option probabilities ----------------------------
 
-OPTION_PROBS_DDL = """CREATE TABLE IF NOT EXISTS option_probs (
-    benchmark VARCHAR NOT NULL,
-    model VARCHAR NOT NULL,
-    item_id VARCHAR NOT NULL,
-    variant VARCHAR NOT NULL,
-    replicate BIGINT NOT NULL,
-    probs DOUBLE[] NOT NULL,
-    source_id BIGINT NOT NULL,
-    line BIGINT NOT NULL,
-    label INTEGER)"""
-#: Stores written before the correct option was kept gain the column (NULL: not known).
-OPTION_PROBS_LABEL = "ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS label INTEGER"
-
 
 def stage_option_probs(con, frame: pl.DataFrame, first: bool) -> None:
     """Keep a batch's option probabilities aside (by line) until the file is accepted."""
@@ -272,14 +260,14 @@ def insert_option_probs(con, source_id: int, rows_sql: str | None = None, rows_p
 
     ``rows_sql`` names the file's accepted rows as codes (``_stage``, or this source's
     ``response_codes``), so a response that was already stored from another file still gets
-    the probabilities this file gives it.  The table is created here, on first use, so stores
+    the probabilities this file gives it.  The table is created here, on first use
+    (tasks/store/schema.py; older stores gain its ``label`` column), so stores
     without probabilities never have it.  Rows whose key is already in the table keep their
     first probabilities, like responses.
     """
     if rows_sql is None:
         rows_sql, rows_params = "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id]
-    con.execute(OPTION_PROBS_DDL)
-    con.execute(OPTION_PROBS_LABEL)
+    schema.ensure_tables(con, "option_probs")
     return con.execute(f"""
         INSERT INTO option_probs (benchmark, model, item_id, variant, replicate, probs, source_id, line, label)
         SELECT k.benchmark, k.model, k.item_id, k.variant, k.replicate, k.probs, ?, k.line, k.label

@@ -83,6 +83,7 @@ def test_pair_by_pair_sums_equal_the_gram_path_exactly(seed, with_subjects, monk
     import warnings
 
     from benchcert.stats import comparisons as cmp
+    from benchcert.stats.comparisons import gram as gram_sums
 
     rng = np.random.default_rng(seed)
     k, n = 12, 300
@@ -92,9 +93,9 @@ def test_pair_by_pair_sums_equal_the_gram_path_exactly(seed, with_subjects, monk
     pairs = np.array([(0, 1), (5, 2), (11, 3), (7, 8), (4, 9)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        monkeypatch.setattr(cmp, "PAIR_DIRECT_RATIO", 0)  # Gram
+        monkeypatch.setattr(gram_sums, "PAIR_DIRECT_RATIO", 0)  # Gram
         gram = cmp.pairwise_comparisons(s, subjects, pairs=pairs)
-        monkeypatch.setattr(cmp, "PAIR_DIRECT_RATIO", 10**9)  # pair by pair
+        monkeypatch.setattr(gram_sums, "PAIR_DIRECT_RATIO", 10**9)  # pair by pair
         direct = cmp.pairwise_comparisons(s, subjects, pairs=pairs)
     _assert_same_comparison(gram, direct)
 
@@ -241,7 +242,7 @@ def _tied_runs_oracle(distinct, by_score):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_tied_runs_equal_the_former_loop(seed):
-    from benchcert.stats.comparisons import _tied_runs
+    from benchcert.stats.comparisons.ranks import _tied_runs
 
     rng = np.random.default_rng(seed)
     for _ in range(40):

@@ -21,7 +21,7 @@ from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.store.matrices import MatrixError
 from benchcert.tasks.store.connection import StoreError, open_store, query_pl
-from benchcert.tasks.compare.verdicts import CheckpointVerdict, VerdictError, checkpoint_verdict, verdict_history
+from benchcert.tasks.compare.verdicts import CheckpointVerdict, VerdictError, checkpoint_verdict, read_question
 
 BASE, CAND = "org/base", "org/model@step-12000"
 
@@ -58,6 +58,12 @@ def store(tmp_path):
     return db, rng
 
 
+def _history(db):
+    """The question's recorded looks, oldest first, read as checkpoint_verdict reads them (empty if never recorded)."""
+    with open_store(db, write=False) as con:
+        return read_question(con, "bench", "", BASE, CAND).looks
+
+
 def _ledger_counts(db):
     with open_store(db, write=False) as con:
         led = query_pl(con, "SELECT look, d FROM verdict_items ORDER BY look")
@@ -90,7 +96,7 @@ def test_first_look_answers_and_is_recorded(store):
     seq = betting_test_counts(pos, neg, n, alpha=0.025)
     assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1])
     assert (v.cs_lower, v.cs_upper) == (pytest.approx(seq.lower[-1]), pytest.approx(seq.upper[-1]))
-    hist = verdict_history(db, "bench", BASE, CAND)
+    hist = _history(db)
     assert hist.height == 1 and hist["verdict"][0] == v.verdict and hist["n_shared"][0] == 600
     d = v.as_dict()
     assert d["candidate"] == CAND and isinstance(d["assumptions"], list)
@@ -117,7 +123,7 @@ def test_repeated_looks_accumulate_and_items_enter_once(store, tmp_path):
     assert v4.anytime_p == pytest.approx(seq.p_value[-1])
     # the first look's fixed-sample test is what the headline keeps spending on
     assert v4.first_p_value == pytest.approx(v1.p_value)
-    hist = verdict_history(db, "bench", BASE, CAND)
+    hist = _history(db)
     assert hist["look"].to_list() == [1, 2, 3, 4] and hist["n_new"].to_list() == [600, 0, 300, 1]
     with open_store(db, write=False) as con:
         dup = con.execute("SELECT count(*) - count(DISTINCT item_id) FROM verdict_items").fetchall()[0][0]
@@ -153,7 +159,7 @@ def test_dry_run_writes_nothing(store):
     with open_store(db, write=False) as con:
         n = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'verdict%'").fetchall()
     assert n[0][0] == 0
-    assert verdict_history(db, "bench", BASE, CAND).height == 0
+    assert _history(db).height == 0
 
 
 def test_partial_credit_scores_use_the_item_path(tmp_path):
@@ -315,7 +321,7 @@ def test_a_store_recorded_before_the_estimand_columns_is_continued(tmp_path):
     assert v.look == 2 and v.method == "subject_means_hall_t" and v.first_p_value == 1.0
     assert v.verdict == "improved" and v.decided_by == "anytime"  # the betting part alone (entry means > 0)
     assert any("earlier version" in w for w in v.warnings)
-    hist = verdict_history(db, "bench", BASE, CAND)
+    hist = _history(db)
     assert hist["estimand"].to_list() == [None, v.estimand]
 
 
@@ -352,21 +358,3 @@ def test_items_question_keeps_the_subjects_of_its_first_look(tmp_path):
         n_new_subjects = con.execute("SELECT count(*) FROM verdict_items WHERE item_id LIKE 'new%'").fetchall()[0][0]
     assert n_new_subjects == 0
     assert v2.gap < 0.2  # the new subjects' +100 pp gap is not pooled in
-
-
-def test_a_first_look_recorded_with_the_plain_t_is_redone(tmp_path):
-    # A subjects question whose first look was recorded by the version with the plain t on subject
-    # means (method 'subject_means_t', one-sided error above alpha/2 with skewed subject means): its
-    # first-look test is redone from the ledger's look-1 items with the skewness-corrected one, so
-    # the recorded decision (faked here as p = 1e-9) is not used.
-    db = tmp_path / "plain.duckdb"
-    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))
-    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
-    with open_store(db, write=True) as con:
-        con.execute("UPDATE verdicts SET method = 'subject_means_t', first_p_value = 1e-9")
-    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v2.look == 2 and v2.method == "subject_means_hall_t"
-    assert v2.first_p_value == pytest.approx(v1.first_p_value, rel=1e-12)
-    assert v2.first_gap == pytest.approx(v1.first_gap)
-    assert any("plain t-test on subject means" in w for w in v2.warnings)
-    assert v2.verdict == v1.verdict

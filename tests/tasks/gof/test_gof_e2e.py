@@ -162,7 +162,7 @@ def test_audit_writes_the_calibration_table_and_report_section(store):
 
 def test_a_store_from_before_labels_is_upgraded_and_says_what_is_missing(tmp_path):
     # option_probs as an earlier benchcert wrote it: no label column
-    from benchcert.tasks.ingest.adapters import native
+    from benchcert.tasks.store import schema
 
     items = truth(np.random.default_rng(2), 100)
     out = write_mc_run(tmp_path / "logs", "org/old", items, 1.0)
@@ -182,7 +182,7 @@ def test_a_store_from_before_labels_is_upgraded_and_says_what_is_missing(tmp_pat
     (r,) = json.loads(out)["models"]
     assert code == 0 and r["n"] == 100 and r["n_unlabelled"] == 100 and "100 item(s) without" in r["note"]
     assert r["delta_min"] is None and "at least 200 items" in r["note"]
-    assert native.OPTION_PROBS_LABEL.startswith("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS")
+    assert schema.COLUMN_MIGRATIONS["option_probs"][0].startswith("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS")
 
 
 def test_gof_command_chooses_and_reports_the_crossfit_variance(store):

@@ -1,0 +1,307 @@
+"""Every paired test of a family of pairs from its per-cluster sufficient statistics.
+
+:func:`_engine` turns, for P pairs, the shared-item counts, sums and sums of squares of the
+difference D = B - A per cluster (subject) into the paired CLT, clustered (CR2) and
+fixed-strata tests, the exact McNemar / sign test, the Hoeffding interval, the MDE and the
+verdict. The item-level, count-level and matrix-level entry points
+(:mod:`~benchcert.stats.comparisons.paired`, :mod:`~benchcert.stats.comparisons.gram`) only
+compute those statistics. The unpaired z-test, the contrast peers report, is here too.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+
+import numpy as np
+from benchcert.stats import _dist as _st  # scipy.stats' t and binom without its import cost
+from scipy.special import ndtr, ndtri
+
+from .._common import Ref, cr2_mean, unwrap_scalar, warn_degenerate
+from .results import (
+    _CLUSTERED_ASSUMPTIONS,
+    _HOEFFDING_ASSUMPTIONS,
+    _MCNEMAR_ASSUMPTIONS,
+    _PAIRED_CLT_ASSUMPTIONS,
+    _SIGN_ASSUMPTIONS,
+    _STRATIFIED_ASSUMPTIONS,
+    _UNPAIRED_ASSUMPTIONS,
+    QUESTIONS,
+    ComparisonTest,
+)
+
+
+def _z(alpha: float) -> float:
+    return float(ndtri(1.0 - alpha / 2.0))
+
+
+_out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
+
+
+def _verdict(lower, upper) -> np.ndarray:
+    lower = np.asarray(lower)
+    upper = np.asarray(upper)
+    return np.where(lower > 0, "improved", np.where(upper < 0, "regressed", "inconclusive")).astype(object)
+
+
+#: Position in the whole family of each pair of the block being computed (blocked pairwise).
+_PAIR_INDEX: contextvars.ContextVar[np.ndarray | None] = contextvars.ContextVar("_PAIR_INDEX", default=None)
+
+
+def _where(mask: np.ndarray) -> tuple[str, tuple[Ref, ...]]:
+    """Which comparisons of the family a warning is about: a template piece (" ({})", or nothing for
+    one scalar pair) and its :class:`Ref` of positions in the whole family ("comparison(s) [4]")."""
+    if mask.ndim == 0:
+        return "", ()
+    hit = np.flatnonzero(mask)
+    where = _PAIR_INDEX.get()
+    return " ({})", (Ref("comparison", hit if where is None else np.unique(where[hit])),)
+
+
+def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None):
+    """est +/- z se with a two-sided normal p-value; worst case where the SE is not estimable.
+
+    With ``df`` the critical value and p-value come from Student's t with df degrees of freedom.
+
+    Where ``ok`` is False the SE cannot be estimated and the worst case for a mean of
+    [-1, 1]-valued variables is used instead (``worst_se``: 1/sqrt(n) for independent
+    items, 1 under arbitrary dependence), with a warning. A zero SE is warned too: the data
+    show no variation, which is not the same as none.
+    """
+    est = np.asarray(est, dtype=float)
+    ok = np.asarray(ok, dtype=bool)
+    se = np.where(ok, np.asarray(se, dtype=float), worst_se)
+    # Rounding leaves ~1e-17 where the exact variance is 0; no real SE of a gap is that small.
+    se = np.where(se < 1e-12, 0.0, se)
+    hw = z * se
+    lower = np.clip(est - hw, -1.0, 1.0)
+    upper = np.clip(est + hw, -1.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zstat = np.where(se > 0, est / np.where(se > 0, se, 1.0), np.where(est == 0, 0.0, np.sign(est) * np.inf))
+    if df is None:
+        p = np.where(np.isfinite(zstat), 2.0 * ndtr(-np.abs(zstat)), 0.0)
+    else:
+        p = np.where(np.isfinite(zstat), 2.0 * _st.t.sf(np.abs(zstat), df), 0.0)
+    if not ok.all():
+        at, refs = _where(~ok)
+        warn_degenerate(f"{method}: {reason}{at}; using the worst-case SE for a mean of "
+                        "[-1, 1]-valued differences", *refs, stacklevel=4)
+    zero = ok & (se == 0.0)
+    if zero.any():
+        at, refs = _where(zero)
+        warn_degenerate(f"{method}: zero standard error{at} (every shared item has the same "
+                        "difference); the interval has zero width - see the hoeffding interval for a "
+                        "distribution-free statement", *refs, stacklevel=4)
+    return est, lower, upper, se, zstat, p
+
+
+def _exact_binomial_p(k_b, n_disc) -> np.ndarray:
+    """Two-sided exact binomial p-value for k successes out of n at p = 1/2 (doubled smaller tail).
+
+    For p = 1/2 the distribution is symmetric, so doubling the smaller tail equals the
+    'sum of outcomes no more likely than the observed one' p-value of scipy.stats.binomtest.
+    """
+    k_b = np.asarray(k_b, dtype=float)
+    n_disc = np.asarray(n_disc, dtype=float)
+    small = np.minimum(k_b, n_disc - k_b)
+    p = 2.0 * _st.binom.cdf(small, n_disc, 0.5)
+    return np.where(n_disc > 0, np.minimum(p, 1.0), 1.0)
+
+
+def _mde_core(se, n, alpha, power, df=None):
+    # With a t reference the MDE uses the same t quantiles as the interval (finding: a gap
+    # equal to a normal-quantile MDE is not detected with the stated power by a t test).
+    if df is None:
+        k = _z(alpha) + float(ndtri(power))
+    else:
+        dfa = np.asarray(df, dtype=float)
+        k = _st.t.ppf(1.0 - alpha / 2.0, dfa) + _st.t.ppf(power, dfa)
+    se = np.asarray(se, dtype=float)
+    n = np.asarray(n, dtype=float)
+    # With a zero SE the formula would claim any gap is detectable. The smallest variance a
+    # gap delta of ternary differences can have is delta (1 - delta) (every discordant item
+    # goes one way); solving delta = k sqrt(delta (1 - delta) / n) gives the floor k^2/(n + k^2).
+    floor_zero = k * k / (n + k * k)
+    mde = np.where(se > 0, k * se, floor_zero)
+    return np.minimum(mde, 1.0), floor_zero
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """How every pair of one family is tested.
+
+    ``alpha`` the two-sided level, ``power`` the power the MDE is reported at, ``primary`` the
+    method behind the verdict; ``all_binary`` whether every pair of the whole family is 0/1
+    (names the exact test for all pairs when the family is computed in blocks; None: decided
+    from the pairs at hand).
+    """
+
+    alpha: float
+    power: float
+    primary: str
+    all_binary: bool | None = None
+
+
+@dataclass(frozen=True)
+class PairSums:
+    """Per-cluster sufficient statistics of D = B - A for P pairs.
+
+    ``n_c`` shared items, ``s_c`` sum D, ``q_c`` sum D^2 per cluster, shape (C, P) (one row
+    when not ``clustered``); ``n_pos`` / ``n_neg`` items with D > 0 / D < 0, ``binary`` whether
+    the pair's shared scores are 0/1, ``n_only_a`` / ``n_only_b`` items only one model
+    answered, shape (P,).
+    """
+
+    n_c: np.ndarray
+    s_c: np.ndarray
+    q_c: np.ndarray
+    n_pos: np.ndarray
+    n_neg: np.ndarray
+    binary: np.ndarray
+    n_only_a: np.ndarray
+    n_only_b: np.ndarray
+    clustered: bool
+
+
+def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
+    """Every test, the MDE and the verdict from per-cluster sufficient statistics of D
+    (the fields of :class:`PairedComparison` but the model means)."""
+    n_c, s_c, q_c, n_pos, n_neg = sums.n_c, sums.s_c, sums.q_c, sums.n_pos, sums.n_neg
+    binary, n_only_a, n_only_b, clustered = sums.binary, sums.n_only_a, sums.n_only_b, sums.clustered
+    alpha, power, primary, all_binary = settings.alpha, settings.power, settings.primary, settings.all_binary
+    n = n_c.sum(axis=0)
+    s = s_c.sum(axis=0)
+    q = q_c.sum(axis=0)
+    gap = s / n
+    nf = n.astype(float)
+    z = _z(alpha)
+    tests: dict[str, ComparisonTest] = {}
+
+    # paired CLT: Var(D) with ddof=1; clip the O(1e-16) negative rounding.
+    ok = n >= 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = np.maximum(q - nf * gap * gap, 0.0) / np.where(ok, nf - 1.0, 1.0)
+        se = np.sqrt(var / nf)
+    est, lo, hi, se_p, zs, p = _normal_test(
+        gap, se, ok, n, z, method="paired_clt", worst_se=1.0 / np.sqrt(nf),
+        reason="only one shared item, so Var(D) cannot be estimated")
+    tests["paired_clt"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_p), _out(zs), _out(p), alpha,
+                                         _out(n), "paired_clt", _PAIRED_CLT_ASSUMPTIONS)
+
+    n_clusters = None
+    if clustered:
+        c = (n_c > 0).sum(axis=0)
+        n_clusters = c
+        resid = s_c - n_c * gap
+        okc = c >= 2
+        # CR2 with Bell-McCaffrey df (Pustejovsky & Tipton 2018) rather than CR1 with C - 1 df:
+        # CR1 over-rejects when subject sizes are very unequal.
+        var_cl, df_bm = cr2_mean(n_c, resid)
+        se_cl = np.sqrt(var_cl)
+        df = np.where(okc, df_bm, np.inf)
+        t_crit = _st.t.ppf(1.0 - alpha / 2.0, df)
+        est, lo, hi, se_c, zs, p = _normal_test(
+            gap, se_cl, okc, n, t_crit, method="clustered_subject", worst_se=np.ones_like(nf), df=df,
+            reason="fewer than 2 subjects with shared items, so the between-subject variance "
+                   "cannot be estimated")
+        tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
+                                                    alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
+                                                    df=_out(df))
+        # Subjects as fixed strata: pooled within-subject variance of D, t on N - C df.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            between = np.where(n_c > 0, s_c * s_c / np.where(n_c > 0, n_c, 1.0), 0.0).sum(axis=0)
+            ssw = np.maximum(q - between, 0.0)
+            df_w = nf - c
+            oks = df_w >= 1
+            se_st = np.sqrt(ssw / np.where(oks, df_w, 1.0) / nf)
+        df_s = np.where(oks, df_w, np.inf)
+        est, lo, hi, se_s, zs, p = _normal_test(
+            gap, se_st, oks, n, _st.t.ppf(1.0 - alpha / 2.0, df_s), method="stratified_items",
+            worst_se=1.0 / np.sqrt(nf), df=df_s,
+            reason="no subject has two shared items, so the within-subject variance cannot be estimated")
+        tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
+                                                   alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
+                                                   df=_out(df_s))
+
+    # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
+    n_disc = n_pos + n_neg
+    p_ex = _exact_binomial_p(n_pos, n_disc)
+    none_disc = n_disc == 0
+    if none_disc.any():
+        at, refs = _where(none_disc)
+        warn_degenerate(f"mcnemar_exact/sign_test: no discordant item{at}, so the exact test "
+                        "has no information; p-value 1", *refs, stacklevel=3)
+    ref = tests[primary]
+    binary = np.asarray(binary, dtype=bool)
+    # all_binary: of the whole family when the caller computes it in blocks (one test name for all)
+    all_binary = bool(binary.all()) if all_binary is None else bool(all_binary)
+    name = "mcnemar_exact" if all_binary else "sign_test"
+    tests[name] = ComparisonTest(_out(gap), ref.lower, ref.upper, None, _out(n_pos), _out(p_ex), alpha, _out(n),
+                                 name, _MCNEMAR_ASSUMPTIONS if all_binary else _SIGN_ASSUMPTIONS)
+
+    # Hoeffding on D in [-1, 1]: half-width R sqrt(log(2/alpha) / (2n)) with R = 2.
+    hw_h = np.sqrt(2.0 * np.log(2.0 / alpha) / nf)
+    p_h = np.minimum(1.0, 2.0 * np.exp(-nf * gap * gap / 2.0))
+    tests["hoeffding"] = ComparisonTest(_out(gap), _out(np.clip(gap - hw_h, -1, 1)), _out(np.clip(gap + hw_h, -1, 1)),
+                                        None, _out(np.sqrt(nf) * np.abs(gap)), _out(p_h), alpha, _out(n), "hoeffding",
+                                        _HOEFFDING_ASSUMPTIONS)
+
+    prim = tests[primary]
+    mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
+    return dict(
+        estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
+        verdict=_out(_verdict(prim.lower, prim.upper)), alpha=alpha, n=_out(n),
+        n_only_a=_out(n_only_a), n_only_b=_out(n_only_b), n_excluded=_out(np.asarray(n_only_a) + np.asarray(n_only_b)),
+        n_clusters=None if n_clusters is None else _out(n_clusters),
+        n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
+        method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
+    )
+
+
+def _scalar(v):
+    if isinstance(v, np.ndarray) and v.shape == (1,):
+        x = v[0]
+        return x.item() if isinstance(x, np.generic) else x
+    return v
+
+
+def _scalar_test(t: ComparisonTest) -> ComparisonTest:
+    return ComparisonTest(**{k: _scalar(getattr(t, k)) for k in t.__dataclass_fields__})
+
+
+def _unpaired_core(ma, va, na, mb, vb, nb, alpha, stacklevel=3):
+    """Two-sample z-test from each model's mean, variance (ddof=1) and count, vectorised."""
+    single = (na < 2) | (nb < 2)
+    if np.any(single):
+        warn_degenerate("unpaired_z: a model has a single answered item; using the worst-case variance 1/4",
+                        stacklevel=stacklevel)
+    va = np.where(na >= 2, va, 0.25)
+    vb = np.where(nb >= 2, vb, 0.25)
+    se = np.sqrt(va / na + vb / nb)
+    est, lo, hi, se, zs, p = _normal_test(mb - ma, se, np.ones(np.shape(se), bool), np.minimum(na, nb), _z(alpha),
+                                          method="unpaired_z", reason="", worst_se=0.5)
+    return ComparisonTest(est, lo, hi, se, zs, p, alpha, np.minimum(na, nb), "unpaired_z", _UNPAIRED_ASSUMPTIONS)
+
+
+def column_stats(x2: np.ndarray):
+    """Per-column count, mean and sample variance (ddof=1; 0 where fewer than 2) ignoring NaN.
+
+    Two passes (mean, then squared deviations) over blocks of rows: the temporaries stay a few
+    MB instead of three copies of the matrix (2.4 GB at 4,000 models x 20,000 items).
+    """
+    k = x2.shape[1]
+    rows = max(1, (1 << 21) // max(k, 1))
+    n = np.zeros(k, dtype=np.int64)
+    total = np.zeros(k)
+    for lo in range(0, x2.shape[0], rows):
+        block = x2[lo:lo + rows]
+        obs = ~np.isnan(block)
+        n += obs.sum(axis=0)
+        total += np.where(obs, block, 0.0).sum(axis=0)
+    mean = total / np.maximum(n, 1)
+    ss = np.zeros(k)
+    for lo in range(0, x2.shape[0], rows):
+        block = x2[lo:lo + rows]
+        dev = np.where(np.isnan(block), 0.0, block - mean)
+        ss += (dev * dev).sum(axis=0)
+    return n, mean, ss / np.maximum(n - 1, 1)

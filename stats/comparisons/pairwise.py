@@ -1,0 +1,126 @@
+"""Paired comparisons of many model pairs of one score matrix (every pair, given pairs, or
+each model against a baseline), dense or in memory-budgeted blocks of models.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .._blas import loop_blas_threads
+from .._common import check_alpha, check_codes, check_power, check_scores
+from . import gram as _gram  # PAIR_DIRECT_RATIO read at call time: one knob for both uses
+from .blocks import _BLOCK_RUNNER, _pairwise_blocked
+from .engine import ComparisonSettings
+from .gram import _binary_columns, _pairwise_core
+from .results import PairedComparison, _check_primary
+
+
+#: Pairwise comparisons hold per-subject statistics of every pair (3 arrays of C x P float64).
+#: Up to this many bytes they are computed densely, all pairs at once; beyond, in blocks of
+#: model pairs of at most BLOCK_PAIR_BYTES each (:func:`pairwise_comparisons`).
+DENSE_PAIR_BYTES = 512 * 2**20
+BLOCK_PAIR_BYTES = 128 * 2**20
+
+
+def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, primary):
+    alpha = check_alpha(alpha)
+    power = check_power(power)
+    s = check_scores(scores, "scores", ndim=2, allow_nan=True)
+    k = s.shape[1]
+    if k < 2:
+        raise ValueError(f"scores must have at least 2 model columns to compare; got {k}")
+    codes = None if subjects is None else check_codes(subjects, "subjects", length=s.shape[0])
+    primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
+    if pairs is not None and baseline is not None:
+        raise ValueError(f"give pairs or baseline, not both; got pairs and baseline={baseline!r}")
+    if baseline is not None:
+        if isinstance(baseline, (bool, np.bool_)) or not isinstance(baseline, numbers.Integral) \
+                or not 0 <= baseline < k:
+            raise ValueError(f"baseline must be a model column index in [0, {k}); got {baseline!r}")
+        others = np.array([j for j in range(k) if j != baseline])
+        pa, pb = np.full(others.shape, int(baseline)), others
+    elif pairs is not None:
+        p = np.asarray(pairs)
+        if p.ndim != 2 or p.shape[1] != 2 or not np.issubdtype(p.dtype, np.integer) or p.shape[0] == 0:
+            raise ValueError(f"pairs must be a non-empty (P, 2) integer array of column indices; got shape "
+                             f"{p.shape} and dtype {p.dtype}")
+        if p.min() < 0 or p.max() >= k or np.any(p[:, 0] == p[:, 1]):
+            bad = p[(p.min(axis=1) < 0) | (p.max(axis=1) >= k) | (p[:, 0] == p[:, 1])][0]
+            raise ValueError(f"pairs must index two different columns in [0, {k}); got {bad.tolist()}")
+        pa, pb = p[:, 0], p[:, 1]
+    else:
+        pa, pb = np.triu_indices(k, 1)
+    return s, codes, pa.astype(np.intp), pb.astype(np.intp), alpha, power, primary
+
+
+def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, alpha=0.05, power=0.8,
+                         primary=None, block_models=None) -> PairedComparison:
+    r"""Paired comparisons of many model pairs of one score matrix at once.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_items, K)
+        Scores in [0, 1]; NaN = not answered.
+    subjects : array_like of int, shape (n_items,), optional
+        Subject codes (clustered and fixed-strata tests; see :func:`paired_comparison`).
+    pairs : array_like of int, shape (P, 2), optional, keyword-only
+        Column pairs (A, B) to compare (gap = B - A). Default: every pair i < j.
+    baseline : int, optional, keyword-only
+        Compare every other column (B) against this column (A) instead.
+    alpha, power, primary
+        As in :func:`paired_comparison` (marginal level; adjust the family with
+        :func:`adjust_pvalues`).
+    block_models : int, optional, keyword-only
+        Compute the pairs in blocks: pairs are grouped by the blocks of ``block_models``
+        model columns their two models fall in, and each group is computed from those
+        columns alone. Default: dense (all pairs at once) while the per-subject statistics
+        fit in :data:`DENSE_PAIR_BYTES`, else blocks sized to :data:`BLOCK_PAIR_BYTES`. The
+        result is the same either way (tested to equality).
+
+    Returns
+    -------
+    PairedComparison
+        Arrays of shape (P,); ``pair_a``/``pair_b`` give the columns.
+
+    Notes
+    -----
+    Each pair's result equals :func:`paired_comparison` on its two columns (tested); it is
+    computed from per-subject Gram matrices instead of P item-length difference vectors.
+    With :math:`O` the observed mask and :math:`X` the zero-filled scores of a subject,
+    :math:`O^\top O` counts shared items, :math:`O^\top X` sums one model's scores over the
+    items shared with another, :math:`X^\top X` sums products and :math:`O^\top X^2` squares;
+    for pair (a, b): :math:`\sum D = (O^\top X)_{ab} - (O^\top X)_{ba}`,
+    :math:`\sum D^2 = (O^\top X^2)_{ab} + (O^\top X^2)_{ba} - 2(X^\top X)_{ab}` and, for
+    binary scores, :math:`n_B = (O^\top X)_{ab} - (X^\top X)_{ab}`. The cost is
+    O(n_items K^2) in BLAS with O(C K^2) memory, instead of O(n_items P) for P difference vectors;
+    the statistics kept per subject and pair are O(C P) dense, O(C B^2) in blocks of B models.
+    The Gram products run with one BLAS thread (stats/_blas.py).
+    """
+    s, codes, pa, pb, alpha, power, primary = _pairwise_comparisons_iv(scores, subjects, pairs, baseline,
+                                                                       alpha, power, primary)
+    binary_col = _binary_columns(s)
+    all_binary = bool(binary_col[pa].all() and binary_col[pb].all())
+    c = 1 if codes is None else int(np.unique(codes).size)
+    runner = _BLOCK_RUNNER.get()
+    if block_models is None:
+        if runner is not None and all_binary and pa.size * _gram.PAIR_DIRECT_RATIO >= s.shape[1] ** 2:
+            # Many pairs (the Gram path, O(n_items K^2)): by blocks. Exact integer sums: any blocking gives
+            # the same numbers. A few pairs among many models (leaderboard, baseline) cost O(n_items P) and
+            # would touch most pairs of blocks: one group.
+            block_models = runner.block_models
+        elif c * pa.size * 24 <= DENSE_PAIR_BYTES:
+            block_models = s.shape[1]
+        else:  # a block pair's statistics (C x at most B^2 pairs x 3 arrays) within the budget
+            block_models = max(2, int(math.isqrt(BLOCK_PAIR_BYTES // (24 * c))))
+    elif isinstance(block_models, (bool, np.bool_)) or not isinstance(block_models, numbers.Integral) \
+            or block_models < 1:
+        raise ValueError(f"block_models must be a positive integer; got {block_models!r}")
+    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary)
+    with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
+        if block_models >= s.shape[1] and runner is None:
+            return _pairwise_core(s, codes, pa, pb, settings)
+        return _pairwise_blocked(s, codes, pa, pb, settings, min(int(block_models), s.shape[1]), runner=runner)
+
