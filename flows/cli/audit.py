@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json, user_error
 from benchcert.flows.cli.options import run_mode_options, store_options
+from benchcert.tasks.errors import UsageError
 
 
 def summary_table(summary: dict) -> str:
@@ -37,9 +38,10 @@ def summary_table(summary: dict) -> str:
 def cmd_audit(args) -> int:
     from benchcert.tasks.audit.hierarchical import parse_hierarchy, read_subject_weights
 
-    if not 0 < args.alpha < 1:
-        print(f"benchcert audit: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
-        return EXIT_USAGE
+    try:
+        alpha_arg(args.alpha)
+    except UsageError as exc:
+        return user_error("benchcert audit", exc)
     try:
         hierarchy = parse_hierarchy(args.hierarchy)
         weights = read_subject_weights(args.weights) if args.weights else None

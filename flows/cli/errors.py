@@ -16,6 +16,8 @@ import json
 import os
 import sys
 
+from benchcert.tasks.errors import UsageError, UserError
+
 #: The one definition of the exit codes; every command module imports them from here.
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
 DEBUG_FLAG = "--debug"
@@ -59,6 +61,28 @@ def print_json(obj, *, strict: bool = False) -> None:
     """``--json`` output: indented, anything else as its string; ``strict``: NaN or infinity is
     an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
     print(json.dumps(obj, indent=2, default=str, allow_nan=not strict))
+
+
+def alpha_arg(value: float, flag: str = "--alpha") -> float:
+    """A level given on the command line (``--alpha``, or ``flag``), checked to lie in (0, 1).
+
+    Every command that takes a level validates it here, after parsing, so that the message and
+    exit code are the same everywhere and ``main()`` returns the code instead of exiting.
+
+    Raises
+    ------
+    UsageError
+        ``"<flag> must be in (0, 1); got <value>"`` (exit code 2).
+    """
+    if not 0 < value < 1:
+        raise UsageError(f"{flag} must be in (0, 1); got {value}")
+    return value
+
+
+def user_error(prog: str, exc: UserError) -> int:
+    """Report a user error a command caught: ``<prog>: <message>`` on stderr; return its exit code."""
+    print(f"{prog}: {exc}", file=sys.stderr)
+    return exc.exit_code
 
 
 def quiet_prefect_console(debug: bool) -> None:

@@ -13,8 +13,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, show_traceback
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, show_traceback, user_error
 from benchcert.flows.cli.errors import print_json as _print_json
+from benchcert.tasks.errors import UsageError
 
 
 def _variants(text: str | None) -> list[str] | None:
@@ -47,9 +48,10 @@ def cmd_perturb(args) -> int:
     from benchcert.tasks.perturbation.service import DesignError, audit_benchmark
     from benchcert.tasks.store.connection import StoreError, StoreLockedError, open_store
 
-    if not 0 < args.alpha < 1:
-        print(f"benchcert perturb: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
-        return EXIT_USAGE
+    try:
+        alpha_arg(args.alpha)
+    except UsageError as exc:
+        return user_error("benchcert perturb", exc)
     if not Path(args.db).is_file():
         print(f"benchcert perturb: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE
@@ -147,9 +149,10 @@ def cmd_perturb(args) -> int:
 def cmd_plan_perturbation(args) -> int:
     from benchcert.stats.perturbation import design_search, estimate_range
 
-    if not 0 < args.alpha < 1:
-        print(f"benchcert plan perturbation: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
-        return EXIT_USAGE
+    try:
+        alpha_arg(args.alpha)
+    except UsageError as exc:
+        return user_error("benchcert plan perturbation", exc)
     range_info = None
     pilot_m, pilot_r = args.pilot_m, args.pilot_r
     if args.pilot_rates is not None:
