@@ -19,3 +19,9 @@ class UsageError(UserError):
     """The options given contradict each other or name nothing (exit code 2, as argparse's)."""
 
     exit_code = 2
+
+
+class MissingStoreError(UserError):
+    """The store file named does not exist: nothing was ingested there yet (exit code 3, the store's)."""
+
+    exit_code = 3

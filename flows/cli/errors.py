@@ -15,8 +15,9 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import MissingStoreError, UsageError, UserError
 
 #: The one definition of the exit codes; every command module imports them from here.
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
@@ -79,6 +80,13 @@ def alpha_arg(value: float, flag: str = "--alpha") -> float:
     return value
 
 
+def require_store(db) -> None:
+    """Raise :class:`MissingStoreError` (exit 3) when the store file ``db`` does not exist, before a
+    command reads it (opening it would create an empty one)."""
+    if not Path(db).is_file():
+        raise MissingStoreError(f"{db}: no such store; ingest something first")
+
+
 def user_error(prog: str, exc: UserError) -> int:
     """Report a user error a command caught: ``<prog>: <message>`` on stderr; return its exit code."""
     print(f"{prog}: {exc}", file=sys.stderr)
@@ -92,7 +100,8 @@ def quiet_prefect_console(debug: bool) -> None:
 
 
 def exit_code(exc: BaseException) -> int:
-    """The documented exit code of an error that reached the top of a command."""
+    """The documented exit code of an error that reached the top of a command: the store 3, a
+    mapping 2, a :class:`~benchcert.tasks.errors.UserError` its own ``exit_code``, anything else 1."""
     from benchcert.tasks.store.connection import StoreError
 
     try:
@@ -103,6 +112,8 @@ def exit_code(exc: BaseException) -> int:
         return EXIT_STORE
     if isinstance(exc, MappingError):
         return EXIT_USAGE
+    if isinstance(exc, UserError):
+        return exc.exit_code
     return EXIT_DATA
 
 
@@ -111,11 +122,17 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 2000 else text[:1997] + "..."
 
 
-#: Errors that describe the user's input or data; anything else is reported as unexpected.
 def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` describes the user's input or data (reported in one line) rather than a bug.
+
+    A :class:`~benchcert.tasks.errors.UserError` (raised where the code knows the mistake is the
+    user's), a ValueError (the validators of stats/ and tasks/ raise it naming the parameter), the
+    store's errors and the file errors of a path the user gave.  A KeyError, IndexError, TypeError
+    or AttributeError is a bug in benchcert: it is reported as unexpected, with the ``--debug`` hint.
+    """
     from benchcert.tasks.store.connection import StoreError
 
-    return isinstance(exc, (ValueError, LookupError, StoreError, FileNotFoundError, PermissionError,
+    return isinstance(exc, (UserError, ValueError, StoreError, FileNotFoundError, PermissionError,
                             IsADirectoryError, NotADirectoryError))
 
 
