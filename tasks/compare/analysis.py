@@ -55,6 +55,7 @@ from benchcert.stats.comparisons import (
     simultaneous_intervals,
 )
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.compare.service import interval_verdicts
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
 from benchcert.tasks.render.report import Section, interval_plot_svg, table_html
@@ -210,7 +211,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
         sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
         exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-        verdict = np.where(sim.lower > 0, "improved", np.where(sim.upper < 0, "regressed", "inconclusive"))
+        verdict = interval_verdicts(sim.lower, sim.upper)  # the compare command's rule (tasks/compare/service.py)
         cl = r.tests.get("clustered_subject")
         frame = pl.DataFrame({
             "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,

@@ -163,9 +163,7 @@ def test_exit_codes_and_json_printer_are_defined_once():
     from benchcert.flows.cli import compare as cli_compare
     from benchcert.flows.cli import runs as cli
     from benchcert.flows.cli import plan as cli_plan
-    from benchcert.tasks.compare import gate
-
-    assert (cli.EXIT_STORE, cli_compare.EXIT_DATA, cli_plan.EXIT_USAGE, gate.EXIT_GATE) == (3, 1, 2, 4)
+    assert (cli.EXIT_STORE, cli.EXIT_DATA, cli_plan.EXIT_USAGE, cli_compare.EXIT_GATE) == (3, 1, 2, 4)
 
 
 # --------------------------------------------------------------------------- imports and exit
@@ -264,3 +262,16 @@ def test_the_nightly_inbox_and_ingest_expand_sources_alike(tmp_path):
     assert sorted(Path(u["path"]).name for u in unknown) == [MAPPING_FILE, "notes.xyz"]
     # The inbox's own mapping file is no source and no unreadable log either.
     assert inbox_files(tmp_path) == (files, [u for u in unknown if Path(u["path"]).name != MAPPING_FILE])
+
+
+def test_tasks_and_stats_import_nothing_of_flows():
+    """Dependencies point one way (flows -> tasks -> stats): the compare gate returns a decision and the
+    command line maps it to exit code 4, instead of the gate importing the CLI's exit codes."""
+    bad = []
+    for folder in ("tasks", "stats"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                bad += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("benchcert.flows")]
+    assert bad == []
