@@ -58,10 +58,10 @@ def show_traceback(exc: BaseException | None = None) -> None:
         traceback.print_exception(type(e), e, e.__traceback__, chain=False, file=sys.stderr)
 
 
-def print_json(obj, *, strict: bool = False) -> None:
-    """``--json`` output: indented, anything else as its string; ``strict``: NaN or infinity is
-    an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
-    print(json.dumps(obj, indent=2, default=str, allow_nan=not strict))
+def print_json(obj, *, strict: bool = False, indent: int | None = 2) -> None:
+    """``--json`` output: indented (``indent=None``: one line), anything else as its string; ``strict``:
+    NaN or infinity is an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
+    print(json.dumps(obj, indent=indent, default=str, allow_nan=not strict))
 
 
 def alpha_arg(value: float, flag: str = "--alpha") -> float:

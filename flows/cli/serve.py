@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
+
+from benchcert.flows.cli.errors import EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json
 
 
 def cmd_serve(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         print("benchcert serve: set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
               "on 127.0.0.1)", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.webhook:
         from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
 
@@ -20,7 +21,7 @@ def cmd_serve(args) -> int:
             check_webhook_url(args.webhook)
         except WebhookError as exc:
             print(f"benchcert serve: --webhook: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
     from prefect import serve
@@ -36,7 +37,7 @@ def cmd_serve(args) -> int:
                                     allowed_logs=[str(p) for p in args.allow_logs],
                                     dask_address=args.dask_address, dask_workers=args.dask_workers)
     serve(*deployments, print_starting_message=True)
-    return 0
+    return EXIT_OK
 
 
 def register(sub) -> None:
@@ -78,7 +79,7 @@ def cmd_notify(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         print("benchcert notify-checkpoint: set PREFECT_API_URL to the Prefect server that serves benchcert",
               file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     import asyncio
 
     from prefect.events import Event
@@ -98,10 +99,10 @@ def cmd_notify(args) -> int:
         asyncio.run(emit())
     except Exception as exc:  # network and server errors: say what failed, exit non-zero
         print(f"benchcert notify-checkpoint: could not send the event: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_STORE
     if args.json:
-        print(json.dumps({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
-                          "benchmark": args.benchmark, "logs": str(args.logs)}))
+        print_json({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
+                    "benchmark": args.benchmark, "logs": str(args.logs)}, indent=None)
     else:
         print(f"sent {CHECKPOINT_EVENT} for {args.model} ({args.benchmark}, {args.logs}); event id {event.id}")
-    return 0
+    return EXIT_OK
