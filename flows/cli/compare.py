@@ -22,7 +22,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_GATE, alpha_arg, exit_code, print_json, require_store, show_traceback
+from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
+                                        show_traceback)
 from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES
 from benchcert.tasks.errors import UsageError, UserError
@@ -110,15 +111,15 @@ def cmd_compare(args) -> int:
 
 
 def _gate_json(decision) -> dict:
-    return {**decision.as_dict(), "exit_code": 0 if decision.passed else EXIT_GATE}
+    return {**decision.as_dict(), "exit_code": EXIT_OK if decision.passed else EXIT_GATE}
 
 
 def _finish(decision) -> int:
     """Print the gate's one-line reason (stderr) and return the command's exit code."""
     if decision is None:
-        return 0
+        return EXIT_OK
     print(decision.reason, file=sys.stderr)
-    return 0 if decision.passed else EXIT_GATE
+    return EXIT_OK if decision.passed else EXIT_GATE
 
 
 def _show(args, result) -> int:
