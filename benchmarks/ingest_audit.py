@@ -234,6 +234,7 @@ def child_audit(args) -> None:
     t_spawn = args.t_spawn
     t_imp = time.perf_counter()
     from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.audit.request import AuditRequest
 
     import_s = time.perf_counter() - t_imp
     t_imp = time.perf_counter()
@@ -245,7 +246,8 @@ def child_audit(args) -> None:
         t_call_epoch = time.time()
         cpu = _cpu_s()
         t = time.perf_counter()
-        state = audit_flow(args.db, args.benchmark, str(Path(args.artifacts) / f"run{i}"), return_state=True)
+        request = AuditRequest(db=args.db, benchmark=args.benchmark, artifacts_root=str(Path(args.artifacts) / f"run{i}"))
+        state = audit_flow(request, return_state=True)
         wall = time.perf_counter() - t
         cpu = _cpu_s() - cpu
         out = state.result()

@@ -107,6 +107,7 @@ def child_ingest(args) -> dict:
 def child_audit(args) -> dict:
     import benchcert.tasks.audit.analyses as pt
     from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.audit.request import AuditRequest
 
     per: dict[str, dict] = {}
     peaks = [_status("VmHWM") or 0]
@@ -129,11 +130,13 @@ def child_audit(args) -> dict:
     if args.dask_workers:
         out, dask = _dask_audit(args, audit_flow)
     elif args.mode == "prefect":
-        out = audit_flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
+        out = audit_flow(AuditRequest(db=args.db, benchmark=BENCH, artifacts_root=args.artifacts,
+                                      all_pairs=args.all_pairs))
     else:
         from benchcert.flows.runs import run_audit
 
-        out = run_audit("in_process", args.db, BENCH, args.artifacts, all_pairs=args.all_pairs)
+        out = run_audit("in_process", AuditRequest(db=args.db, benchmark=BENCH, artifacts_root=args.artifacts,
+                                                   all_pairs=args.all_pairs))
     wall = time.perf_counter() - t0
     peaks.append(_status("VmHWM") or 0)
     run_dir = Path(out["run_dir"])
@@ -159,6 +162,7 @@ def _dask_audit(args, audit_flow):
     from distributed import Client
 
     from benchcert.tasks.audit.distributed import dask_cluster, dask_task_runner
+    from benchcert.tasks.audit.request import AuditRequest
     from benchcert.tasks.store.export import export_parquet
 
     export = Path(args.artifacts).parent / "export"
@@ -169,8 +173,9 @@ def _dask_audit(args, audit_flow):
         with Client(address) as client:
             before = client.run(_worker_stats)
             flow = audit_flow.with_options(task_runner=dask_task_runner(address=address))
-            out = flow(args.db, BENCH, args.artifacts, all_pairs=args.all_pairs, export_dir=str(export),
-                       dask_block_models=args.dask_block_models)
+            out = flow(AuditRequest(db=args.db, benchmark=BENCH, artifacts_root=args.artifacts,
+                                    all_pairs=args.all_pairs, export_dir=str(export),
+                                    dask_block_models=args.dask_block_models))
             after = client.run(_worker_stats)
     workers = {w: {"cpu_s": after[w]["cpu_s"] - before[w]["cpu_s"], "peak_rss": after[w]["peak_rss"]} for w in after}
     tasks = [c for w in after for c in after[w]["tasks"]]

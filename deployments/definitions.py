@@ -2,27 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-from benchcert.flows.checkpoint import CHECKPOINT_EVENT, checkpoint_flow
+from benchcert.flows.checkpoint import CHECKPOINT_EVENT, checkpoint_deployment_flow
 from benchcert.flows.nightly import nightly_flow
 
 NIGHTLY = "nightly-audit"
 CHECKPOINT = "checkpoint-audit"
 
 
-def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "0 2 * * *",
-                      timezone: str = "UTC", baseline: str | None = None, webhook_url: str | None = None,
-                      alpha: float = 0.05, dashboard_dir: str | None = None,
-                      allowed_logs: list[str] | None = None, dask_address: str | None = None,
-                      dask_workers: int | None = None) -> list:
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``benchcert serve`` serves: the store, inbox and artifacts, the nightly schedule, the
+    checkpoint verdict's baseline, and the options both deployments pass to their audits."""
+
+    db: str
+    inbox: str
+    artifacts_root: str
+    cron: str = "0 2 * * *"
+    timezone: str = "UTC"
+    baseline: str | None = None
+    webhook_url: str | None = None
+    alpha: float = 0.05
+    dashboard_dir: str | None = None
+    allowed_logs: tuple[str, ...] = ()
+    dask_address: str | None = None
+    dask_workers: int | None = None
+
+
+def build_deployments(options: ServeOptions) -> list:
     """RunnerDeployments for ``prefect.serve``: paths are made absolute so runs find them."""
     from pathlib import Path
 
-    db, inbox, artifacts_root = (str(Path(p).resolve()) for p in (db, inbox, artifacts_root))
-    dashboard_dir = str(Path(dashboard_dir).resolve()) if dashboard_dir else None
-    allowed_logs = [str(Path(p).resolve()) for p in allowed_logs or ()]
+    o = options
+    cron, timezone, baseline, webhook_url, alpha = o.cron, o.timezone, o.baseline, o.webhook_url, o.alpha
+    dask_address, dask_workers = o.dask_address, o.dask_workers
+    db, inbox, artifacts_root = (str(Path(p).resolve()) for p in (o.db, o.inbox, o.artifacts_root))
+    dashboard_dir = str(Path(o.dashboard_dir).resolve()) if o.dashboard_dir else None
+    allowed_logs = [str(Path(p).resolve()) for p in o.allowed_logs or ()]
     nightly = nightly_flow.to_deployment(
         name=NIGHTLY,
         schedule=CronSchedule(cron=cron, timezone=timezone),
@@ -43,7 +63,7 @@ def build_deployments(*, db: str, inbox: str, artifacts_root: str, cron: str = "
                     "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox,
                     "dashboard_dir": dashboard_dir, "allowed_logs": allowed_logs},
     )
-    checkpoint = checkpoint_flow.to_deployment(
+    checkpoint = checkpoint_deployment_flow.to_deployment(
         name=CHECKPOINT,
         triggers=[trigger],
         parameters={"db": db, "artifacts_root": artifacts_root, "baseline": baseline, "alpha": alpha,

@@ -14,6 +14,7 @@ from prefect import flow
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import ColumnMapping
 from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task, verdict_task
+from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
@@ -58,21 +59,20 @@ def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict
     return out
 
 
-@flow(name="benchcert-checkpoint", log_prints=False, validate_parameters=False)
-def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_root: str,
-                    baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
-                    webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-                    inbox: str | None = None, dashboard_dir: str | None = None,
-                    allowed_logs: list[str] | None = None) -> dict:
-    """Ingest one checkpoint's logs, audit the benchmark, and record the verdict vs ``baseline``.
+@flow(name="benchcert-checkpoint", log_prints=False)
+def checkpoint_flow(request: CheckpointRequest) -> dict:
+    """Ingest one checkpoint's logs, audit the benchmark, and record the verdict vs the baseline.
 
-    The column mapping is ``mapping`` when given, else the benchmark's inbox mapping
+    The column mapping is ``request.mapping`` when given, else the benchmark's inbox mapping
     (``<inbox>/<benchmark>/mapping.toml``) when there is one, else the canonical names.
     """
     from benchcert.flows.nightly import MAPPING_FILE, inbox_files
     from benchcert.tasks.ingest.mapping import parse_mapping
 
-    path = allowed_logs_path(logs, inbox, allowed_logs)
+    model, logs, mapping, inbox = request.model, request.logs, request.mapping, request.inbox
+    db, benchmark, baseline = request.audit.db, request.audit.benchmark, request.audit.baseline
+    alpha, lock_timeout = request.audit.alpha, request.audit.lock_timeout
+    path = allowed_logs_path(logs, inbox, list(request.allowed_logs))
     if path.is_dir():
         files, unknown = inbox_files(path)
     elif path.is_file():
@@ -96,11 +96,30 @@ def checkpoint_flow(model: str, benchmark: str, logs: str, db: str, artifacts_ro
     decided = None
     if baseline:
         decided = verdict_task(db, benchmark, baseline, model, alpha, lock_timeout)
-    run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, baseline=baseline,
-                     webhook_url=webhook_url, verdicts=[decided] if decided else None)
+    run = audit_flow(request.audit, verdicts=[decided] if decided else None)
     result = {"model": model, "benchmark": benchmark, "files": reports, "run_id": run["run_id"],
               "run_dir": run["run_dir"], "comparison": compare_to_baseline(run, model, baseline),
               "verdict": decided}
-    if dashboard_dir:
-        result["dashboard"] = rebuild_dashboard_task(artifacts_root, dashboard_dir)
+    if request.dashboard_dir:
+        result["dashboard"] = rebuild_dashboard_task(request.audit.artifacts_root, request.dashboard_dir)
     return result
+
+
+@flow(name="benchcert-checkpoint", log_prints=False, validate_parameters=False)
+def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, artifacts_root: str,
+                               baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
+                               webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                               inbox: str | None = None, dashboard_dir: str | None = None,
+                               allowed_logs: list[str] | None = None) -> dict:
+    """:func:`checkpoint_flow` with flat parameters, as the ``checkpoint-audit`` deployment serves it.
+
+    Flat because the deployment's trigger fills single parameters from the event (model, benchmark,
+    logs) and Prefect merges a run's parameters into the deployment's one name deep: with one
+    nested request, ``prefect deployment run --param`` or the trigger would have to restate it
+    whole.  It runs :func:`checkpoint_flow`'s body in this flow run (not as a subflow).
+    """
+    request = CheckpointRequest(
+        model=model, logs=logs, mapping=mapping, inbox=inbox, dashboard_dir=dashboard_dir, allowed_logs=allowed_logs,
+        audit=AuditRequest(db=db, benchmark=benchmark, artifacts_root=artifacts_root, alpha=alpha,
+                           baseline=baseline, webhook_url=webhook_url, lock_timeout=lock_timeout))
+    return checkpoint_flow.fn(request)

@@ -16,6 +16,7 @@ from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.sources import expand_sources
 from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task
+from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
 MAPPING_FILE = "mapping.toml"
@@ -44,6 +45,11 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     inbox_path = Path(inbox)
     if not inbox_path.is_dir():
         raise FileNotFoundError(f"inbox {inbox} is not a directory")
+
+    def request(benchmark: str) -> AuditRequest:
+        return AuditRequest(db=db, benchmark=benchmark, artifacts_root=artifacts_root, alpha=alpha,
+                            lock_timeout=lock_timeout, webhook_url=webhook_url)
+
     out: dict = {"inbox": str(inbox_path), "benchmarks": {}}
     parallel = bool(dask_address or dask_workers)
     pending: list[str] = []
@@ -62,15 +68,14 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
             if changed and parallel:
                 pending.append(benchmark)
             elif changed:
-                run = audit_flow(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url)
+                run = audit_flow(request(benchmark))
                 entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
                              webhook=run.get("webhook"))
         except Exception as exc:  # noqa: BLE001 - reported below, after every benchmark had its turn
             entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
     if pending:
         try:
-            runs = _audit_on_dask(pending, db, artifacts_root, alpha, lock_timeout, webhook_url, dask_address,
-                                  dask_workers, export_dir)
+            runs = _audit_on_dask([request(b) for b in pending], dask_address, dask_workers, export_dir)
         except Exception as exc:  # noqa: BLE001 - the export or the cluster failed: every pending audit
             runs = [exc] * len(pending)
         for benchmark, run in zip(pending, runs):
@@ -106,27 +111,27 @@ def nightly_problems(out: dict) -> list[str]:
 
 
 @task(name="audit-benchmark", cache_policy=NO_CACHE)
-def audit_benchmark_task(db: str, benchmark: str, artifacts_root: str, alpha: float, lock_timeout: float,
-                         webhook_url: str | None, export_dir: str, dask_address: str) -> dict:
+def audit_benchmark_task(request: AuditRequest, dask_address: str) -> dict:
     """One benchmark's audit (a subflow) whose analyses run on the Dask cluster at ``dask_address``."""
     from benchcert.tasks.audit.distributed import dask_task_runner
 
     flow_ = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
-    return flow_(db, benchmark, artifacts_root, alpha, None, lock_timeout, webhook_url=webhook_url,
-                 export_dir=export_dir)
+    return flow_(request)
 
 
-def _audit_on_dask(benchmarks, db, artifacts_root, alpha, lock_timeout, webhook_url, dask_address, dask_workers,
-                   export_dir) -> list[dict]:
-    """Export the benchmarks, then audit them concurrently (threads of this flow, work on the cluster)."""
+def _audit_on_dask(requests: list[AuditRequest], dask_address: str | None, dask_workers: int | None,
+                   export_dir: str | None) -> list[dict]:
+    """Export the requests' benchmarks (all of one store), then audit them concurrently (threads of
+    this flow, work on the cluster), each reading the export."""
     from benchcert.tasks.audit.distributed import dask_cluster
     from benchcert.tasks.store.export import export_parquet
 
-    export_dir = export_dir or str(Path(artifacts_root) / ".export")
-    export_parquet(db, export_dir, benchmarks=benchmarks, lock_timeout=lock_timeout)
+    first = requests[0]
+    export_dir = export_dir or str(Path(first.artifacts_root) / ".export")
+    export_parquet(first.db, export_dir, benchmarks=[r.benchmark for r in requests], lock_timeout=first.lock_timeout)
     with dask_cluster(dask_address, dask_workers) as address:
-        futures = [audit_benchmark_task.submit(db, b, artifacts_root, alpha, lock_timeout, webhook_url, export_dir,
-                                               address) for b in benchmarks]
+        futures = [audit_benchmark_task.submit(r.model_copy(update={"export_dir": export_dir}), address)
+                   for r in requests]
         runs = []
         for f in futures:  # one failed audit is that benchmark's problem, not the others'
             try:

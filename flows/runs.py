@@ -18,8 +18,13 @@ import contextlib
 import datetime as dt
 import functools
 import os
+import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (imported where used: this module is read by every command, before its work starts)
+    from benchcert.tasks.audit.request import AuditRequest
 
 IN_PROCESS, PREFECT = "in_process", "prefect"
 
@@ -69,8 +74,9 @@ def flow(**options):
     Prefect records a flow run's parameters with FastAPI's ``jsonable_encoder``, and importing
     FastAPI for it took 0.2-0.6 CPU s of a command's start (benchmarks/cli_latency.py).  Our flows
     take strings, numbers, lists and dicts of them (and dataclasses of those: an ingest's column
-    mapping), which that encoder returns unchanged (a dataclass as its ``dataclasses.asdict``,
-    a tuple as a list); :func:`json_parameter` builds exactly that.  Any other value goes to
+    mapping; a pydantic model: an audit's request), which that encoder returns unchanged (a
+    dataclass as its ``dataclasses.asdict``, a model as its JSON dump, a tuple as a list);
+    :func:`json_parameter` builds exactly that.  Any other value goes to
     Prefect's own serialisation, so what the API records is the same either way
     (tests/flows/test_run_modes.py compares the two).
     """
@@ -120,7 +126,8 @@ def json_parameter(value, _depth: int = 0):
 
     Exact types only (an Enum, a str or int subclass, a Path: Prefect's own path), dict keys
     that are strings not starting with ``_sa`` (which the encoder drops), lists and tuples
-    (both become lists), and dataclass instances (as their ``dataclasses.asdict``).
+    (both become lists), dataclass instances (as their ``dataclasses.asdict``) and pydantic
+    models (an audit's request: as their ``model_dump(mode="json", by_alias=True)``).
     """
     import dataclasses
 
@@ -136,6 +143,10 @@ def json_parameter(value, _depth: int = 0):
         return {k: json_parameter(v, _depth + 1) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return json_parameter(dataclasses.asdict(value), _depth + 1)
+    pydantic = sys.modules.get("pydantic")  # (a pydantic model exists only once pydantic is imported)
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        # the encoder's own call for a model, whose result it walks as we do here
+        return json_parameter(value.model_dump(mode="json", by_alias=True), _depth + 1)
     raise _NotJson
 
 
@@ -178,21 +189,19 @@ def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapp
                        atomic=atomic)
 
 
-def run_audit(mode: str, db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
-              variant: str | None = None, lock_timeout: float = 600.0, progress=None, **kwargs) -> dict:
-    """Audit in ``mode``; summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``."""
+def run_audit(mode: str, request: AuditRequest, progress=None) -> dict:
+    """Audit as ``request`` asks, in ``mode``; summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``."""
     if mode == PREFECT:
         prefect_env()
         if progress is not None:
-            progress.update(f"auditing {benchmark} as a Prefect flow run")
+            progress.update(f"auditing {request.benchmark} as a Prefect flow run")
         from benchcert.flows.audit import audit_flow
 
         with short_run_settings():
-            return audit_flow(db, benchmark, artifacts_root, alpha, variant, lock_timeout, **kwargs)
+            return audit_flow(request)
     from benchcert.tasks.audit.steps import plain_steps
 
-    return audit_body(plain_steps(), db, benchmark, artifacts_root, alpha, variant, lock_timeout, progress=progress,
-                      **kwargs)
+    return audit_body(plain_steps(), request, progress=progress)
 
 
 # --------------------------------------------------------------------------- flow bodies
@@ -222,24 +231,19 @@ def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping
     return reports
 
 
-def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts", alpha: float = 0.05,
-               variant: str | None = None, lock_timeout: float = 600.0, hierarchy: list[str] | None = None,
-               subject_weights: dict[str, float] | None = None, baseline: str | None = None,
-               webhook_url: str | None = None, verdicts: list[dict] | None = None, environments: dict | None = None,
-               export_dir: str | None = None, all_pairs: bool = False, dask_block_models: int | None = None,
-               progress=None) -> dict:
+def audit_body(steps, request: AuditRequest, verdicts: list[dict] | None = None, progress=None) -> dict:
     """Audit one benchmark; returns summary.json's content plus ``run_dir``, ``timings_s`` and ``run_mode``.
 
     The summary names what changed since the previous run of the benchmark under the same
-    artifacts root; when ``webhook_url`` is set and something regressed, it gets a JSON POST.
-    ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
+    artifacts root; when ``request.webhook_url`` is set and something regressed, it gets a JSON
+    POST.  ``verdicts`` are checkpoint verdicts decided before the audit (see flows/checkpoint.py),
     carried into summary.json.
 
-    With ``export_dir`` (a Parquet export of the store, tasks/store/export.py) the benchmark is read
-    from the export and the analyses go through ``steps.analyses_from_export``: Prefect tasks
-    submitted to the flow's task runner (a DaskTaskRunner fans them out to workers, which read
-    the export, never the store; tasks/audit/distributed.py), the per-model and pairwise work in
-    blocks of ``dask_block_models`` models. Artifacts are the same as without it.
+    With ``request.export_dir`` (a Parquet export of the store, tasks/store/export.py) the benchmark
+    is read from the export and the analyses go through ``steps.analyses_from_export``: Prefect
+    tasks submitted to the flow's task runner (a DaskTaskRunner fans them out to workers, which
+    read the export, never the store; tasks/audit/distributed.py), the per-model and pairwise work
+    in blocks of ``request.dask_block_models`` models. Artifacts are the same as without it.
     """
     import benchcert
     from benchcert.tasks.audit import artifacts
@@ -247,6 +251,10 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
     def say(text: str) -> None:
         if progress is not None:
             progress.update(text)
+
+    db, benchmark, artifacts_root = request.db, request.benchmark, request.artifacts_root
+    variant, lock_timeout, webhook_url = request.variant, request.lock_timeout, request.webhook_url
+    export_dir = request.export_dir
 
     if webhook_url:
         from benchcert.tasks.audit import changes as _changes
@@ -260,16 +268,10 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
     started = dt.datetime.now(dt.timezone.utc)
     run_id = artifacts.new_run_id(started)
     flow_run_id = steps.flow_run_id()
-    run_config = {"db": str(db), "benchmark": benchmark, "alpha": alpha, "variant": variant,
-                  "artifacts_root": str(artifacts_root), "analyses": None,
-                  "hierarchy": list(hierarchy) if hierarchy is not None else ["subject", "domain"],
-                  "subject_weights": subject_weights, "baseline": baseline, "webhook": bool(webhook_url),
-                  "environments": environments, "all_pairs": all_pairs}
+    run_config = request.run_config()
     published = False
     webhook = None
     try:
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
         if export_dir is None:
             say("reading the store")
             matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
@@ -282,19 +284,16 @@ def audit_body(steps, db: str, benchmark: str, artifacts_root: str = "artifacts"
             matrices, sources, read_s = read_benchmark(None, benchmark, variant, lock_timeout, export_dir=export_dir)
         from benchcert.tasks.audit import changes
         from benchcert.tasks.audit import results
-        from benchcert.tasks.audit.analyses import ANALYSES, AuditConfig
+        from benchcert.tasks.audit.analyses import ANALYSES
 
-        config = AuditConfig(alpha=alpha, variant=variant,
-                             hierarchy=tuple(hierarchy) if hierarchy is not None else ("subject", "domain"),
-                             subject_weights=subject_weights, baseline=baseline, db=str(db),
-                             environments=environments, all_pairs=all_pairs)
-        run_config.update(analyses=list(ANALYSES), hierarchy=list(config.hierarchy))
+        config = request.audit_config()
+        run_config.update(analyses=list(ANALYSES))
         outputs = []
         if export_dir is not None:
             say(f"{len(ANALYSES)} analyses on the task runner")
             start = time.perf_counter()
             outputs = steps.analyses_from_export(export_dir, benchmark, matrices.variant, list(ANALYSES), config,
-                                                 matrices, block_models=dask_block_models)
+                                                 matrices, block_models=request.dask_block_models)
             cluster_s = time.perf_counter() - start
         for i, name in enumerate(ANALYSES if export_dir is None else ()):
             say(f"analysis {i + 1}/{len(ANALYSES)}: {name}")

@@ -17,3 +17,16 @@ def _fields(benchmark, run_id, finished):
     return {"benchcert_version": "0", "run_id": run_id, "flow_run_id": None, "benchmark": benchmark,
             "status": "completed", "started_at": finished, "finished_at": finished, "config": {}, "sources": [],
             "timings_s": {}}
+
+
+def stage_and_publish(root, *, summary, manifest_fields, tables, report_html):
+    """Write one run directory as an audit does; returns it.
+
+    ``steps.write_run_artifacts`` stages the files in a hidden, locked folder and
+    ``artifacts.publish_run`` renames it into place and re-indexes (``flows/runs.py`` records
+    the run in the catalog between the two; these tests have no catalog).
+    """
+    from benchcert.tasks.audit import artifacts, steps
+
+    staged, _seconds = steps.write_run_artifacts(str(root), summary, manifest_fields, tables, report_html)
+    return artifacts.publish_run(root, staged)

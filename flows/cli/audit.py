@@ -72,6 +72,12 @@ def cmd_audit(args) -> int:
         except StoreError as exc:
             print(f"benchcert audit: {exc}", file=sys.stderr)
             return EXIT_STORE
+    from benchcert.tasks.audit.request import AuditRequest
+
+    request = AuditRequest(db=str(args.db), benchmark=args.benchmark, artifacts_root=str(args.artifacts),
+                           alpha=args.alpha, variant=args.variant, lock_timeout=args.lock_timeout,
+                           hierarchy=hierarchy, subject_weights=weights, baseline=args.baseline,
+                           webhook_url=args.webhook, environments=environments, all_pairs=args.all_pairs)
     if args.dask_address or args.dask_workers is not None or args.export or args.dask_block_models is not None:
         # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
         from benchcert.flows.runs import prefect_env
@@ -87,10 +93,7 @@ def cmd_audit(args) -> int:
         except ValueError as exc:
             print(f"benchcert audit: {exc}", file=sys.stderr)
             return EXIT_DATA if isinstance(exc, (ExportError, MatrixError)) else EXIT_USAGE
-        out = flow_fn(str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                      args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                      baseline=args.baseline, webhook_url=args.webhook, environments=environments,
-                      all_pairs=args.all_pairs, **scale_out)
+        out = flow_fn(request.model_copy(update=scale_out))  # (dask_audit checked the scale-out options)
     else:
         from benchcert.flows.runs import choose_mode, run_audit
 
@@ -100,10 +103,7 @@ def cmd_audit(args) -> int:
         from benchcert.flows.cli.progress import Progress
 
         with Progress(enabled=not args.json) as progress:
-            out = run_audit(mode, str(args.db), args.benchmark, str(args.artifacts), args.alpha, args.variant,
-                            args.lock_timeout, hierarchy=list(hierarchy), subject_weights=weights,
-                            baseline=args.baseline, webhook_url=args.webhook, environments=environments,
-                            all_pairs=args.all_pairs, progress=progress)
+            out = run_audit(mode, request, progress=progress)
     if args.json:
         print_json(out)
         return EXIT_OK

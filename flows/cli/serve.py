@@ -26,16 +26,16 @@ def cmd_serve(args) -> int:
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
     from prefect import serve
 
-    from benchcert.deployments.definitions import build_deployments
+    from benchcert.deployments.definitions import ServeOptions, build_deployments
 
     for folder in (args.inbox, args.artifacts):
         folder.mkdir(parents=True, exist_ok=True)
-    deployments = build_deployments(db=str(args.db), inbox=str(args.inbox), artifacts_root=str(args.artifacts),
-                                    cron=args.cron, timezone=args.timezone, baseline=args.baseline,
-                                    webhook_url=args.webhook, alpha=args.alpha,
-                                    dashboard_dir=str(args.dashboard) if args.dashboard else None,
-                                    allowed_logs=[str(p) for p in args.allow_logs],
-                                    dask_address=args.dask_address, dask_workers=args.dask_workers)
+    deployments = build_deployments(ServeOptions(
+        db=str(args.db), inbox=str(args.inbox), artifacts_root=str(args.artifacts), cron=args.cron,
+        timezone=args.timezone, baseline=args.baseline, webhook_url=args.webhook, alpha=args.alpha,
+        dashboard_dir=str(args.dashboard) if args.dashboard else None,
+        allowed_logs=tuple(str(p) for p in args.allow_logs), dask_address=args.dask_address,
+        dask_workers=args.dask_workers))
     serve(*deployments, print_starting_message=True)
     return EXIT_OK
 

@@ -187,13 +187,6 @@ def unpublish_run(root: str | os.PathLike, run_dir: str | os.PathLike) -> None:
         pass
 
 
-def write_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dict,
-              tables: dict[str, pl.DataFrame], report_html: str) -> Path:
-    """Stage and publish one run directory at once (no catalog involved); returns the run directory."""
-    staged = stage_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables, report_html=report_html)
-    return publish_run(root, staged)
-
-
 def _is_stale(tmp: Path) -> bool:
     """Whether no live process is writing this staging folder."""
     if tmp in _HELD:

@@ -16,7 +16,6 @@ import dataclasses
 import json
 import warnings
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,9 @@ from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBo
 from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import Section, heatmap_svg, interval_plot_svg, table_html
+from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
+from benchcert.tasks.render.escape import escape
+from benchcert.tasks.render.report import Section, table_html
 
 #: Split-half settings: the paper's 500 splits, and a fixed seed so a run is reproducible.
 N_SPLITS = 500
@@ -438,8 +439,9 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
     run_warnings = (notes + _data_warnings(m, fits, metrics.get("weighted"), corr)
                     + _named_warnings(caught, fit_frame, split_frame))
 
-    sections = _sections(m, config, hier, bounds, comparators, components, fit_frame, split_frame, corr, dom_names,
-                         item_only)
+    sections = _sections(m, config, _Fitted(hier=hier, bounds=bounds, comparators=comparators, components=components,
+                                            fit_frame=fit_frame, split_frame=split_frame, corr=corr,
+                                            item_only=item_only))
     return AnalysisOutput(
         name="hierarchical",
         tables={"hierarchical_components": components, "domain_fits": fit_frame, "split_half": split_frame,
@@ -464,8 +466,23 @@ def _series(name: str, order: list[str], idx: dict[str, int], est, lower, upper)
             "lower": np.asarray(lower)[sel].tolist(), "upper": np.asarray(upper)[sel].tolist()}
 
 
-def _sections(m, config, hier, bounds, comparators, components, fit_frame, split_frame, corr, dom_names,
-              item_only) -> list[Section]:
+@dataclass(frozen=True)
+class _Fitted:
+    """What the report sections show of one hierarchical analysis (see :func:`analyze`)."""
+
+    hier: str  # the hierarchy's name: "subject,domain", "subject" or "none"
+    bounds: dict  # metric -> the hierarchical bound per model
+    comparators: dict  # metric -> method -> the comparator interval per model
+    components: pl.DataFrame
+    fit_frame: pl.DataFrame
+    split_frame: pl.DataFrame
+    corr: object  # the subject correlation across models, or None with fewer than 3 models
+    item_only: bool
+
+
+def _sections(m, config, fitted: _Fitted) -> list[Section]:
+    hier, bounds, comparators, components = fitted.hier, fitted.bounds, fitted.comparators, fitted.components
+    fit_frame, split_frame, corr, item_only = fitted.fit_frame, fitted.split_frame, fitted.corr, fitted.item_only
     models = m.models
     level = f"{100 * (1 - config.alpha):g}%"
     idx = {name: i for i, name in enumerate(models)}

@@ -9,7 +9,6 @@ the score they concern and the models' names (one line per condition)."""
 from __future__ import annotations
 
 import warnings
-from html import escape
 
 import numpy as np
 import polars as pl
@@ -17,6 +16,7 @@ import polars as pl
 from benchcert.stats.intervals import comparator_intervals
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
 
 

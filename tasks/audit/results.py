@@ -6,7 +6,8 @@ import polars as pl
 
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import Section, interval_plot_svg, render_report, table_html
+from benchcert.tasks.render.charts import interval_plot_svg
+from benchcert.tasks.render.report import Section, render_report, table_html
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).

@@ -28,7 +28,9 @@ import polars as pl
 from benchcert.stats.certify import BLACK_BOX_SENTENCE
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import Section, escape, interval_plot_svg, table_html  # escape: NUL, bidi controls
+from benchcert.tasks.render.charts import interval_plot_svg
+from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.report import Section, table_html
 
 RISK_SCHEMA = {"model": pl.String, "environment": pl.String, "score": pl.Float64, "lower": pl.Float64,
                "upper": pl.Float64, "half_width": pl.Float64, "risk": pl.Float64, "method": pl.String,

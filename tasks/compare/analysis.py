@@ -57,8 +57,9 @@ from benchcert.stats.comparisons import (
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.compare.service import interval_verdicts
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
-from benchcert.tasks.render.report import Section, interval_plot_svg, table_html
+from benchcert.tasks.render.charts import interval_plot_svg
+from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.report import Section, table_html
 
 POWER = 0.8
 

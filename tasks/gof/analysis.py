@@ -31,7 +31,9 @@ from benchcert.stats.calibration import calibration_summary
 from benchcert.stats.gof import CROSSFIT_LEVEL_NOTE, PROB_TOLERANCE, GofSampleSizeError, gof_test
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import Section, escape, reliability_svg, table_html
+from benchcert.tasks.render.charts import reliability_svg
+from benchcert.tasks.render.escape import escape
+from benchcert.tasks.render.report import Section, table_html
 
 #: Seed of the audit's goodness-of-fit draws: the same store gives the same report.
 AUDIT_SEED = 20240617

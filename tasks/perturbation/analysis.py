@@ -15,7 +15,7 @@ items) beside the classical share.
 from __future__ import annotations
 
 import math
-from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
 
 import numpy as np
 import polars as pl

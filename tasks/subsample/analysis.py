@@ -23,7 +23,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from benchcert.tasks.render.report import escape  # the shared escaper: NUL, bidi controls
+from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
 
 import numpy as np
 import polars as pl

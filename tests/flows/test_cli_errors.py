@@ -163,12 +163,14 @@ def test_default_variant_is_stored_once_and_used_everywhere(capsys, variants_db,
 def test_deployment_audit_uses_the_stored_default(variants_db, tmp_path):
     """The deployments audit with variant=None: the same rule (plain flow body, as the deployments run it)."""
     from benchcert.flows.runs import audit_body
+    from benchcert.tasks.audit.request import AuditRequest
     from benchcert.tasks.audit.steps import plain_steps
     from benchcert.tasks.store.connection import open_store, set_default_variant
 
     with open_store(variants_db, write=True) as con:
         set_default_variant(con, "vb", "c")
-    out = audit_body(plain_steps(), str(variants_db), "vb", str(tmp_path / "a"), 0.05, None, 60.0)
+    out = audit_body(plain_steps(), AuditRequest(db=str(variants_db), benchmark="vb", artifacts_root=str(tmp_path / "a"),
+                                                 alpha=0.05, variant=None, lock_timeout=60.0))
     assert out["variant"] == "c"
 
 

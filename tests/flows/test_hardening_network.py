@@ -176,12 +176,12 @@ def test_dashboard_server_closes_idle_connections(tmp_path):
 
 
 def test_nul_and_bidi_controls_never_reach_report_html():
-    from benchcert.tasks.render.report import escape
+    from benchcert.tasks.render.escape import escape
 
     name = "gpt\x00-\u202eliame\u202c<b>"
     out = escape(name)
     assert "\x00" not in out and "\u202e" not in out and "\u202c" not in out and "<b>" not in out
-    from benchcert.tasks.render.dashboard import _esc
+    from benchcert.tasks.render.dashboard import escape as _esc  # the dashboard's escaper is the shared one
 
     assert _esc(name) == out
 
@@ -199,14 +199,15 @@ def test_serve_refuses_a_bad_webhook_before_serving(capsys, tmp_path, monkeypatc
 @pytest.mark.usefixtures("prefect_harness")
 def test_checkpoint_flow_refuses_logs_outside_the_inbox(tmp_path):
     """The issue's reproduction: `notify-checkpoint --logs /some/path` made the served flow read it."""
-    from benchcert.flows.checkpoint import LogsPathRefused, checkpoint_flow
+    from benchcert.flows.checkpoint import LogsPathRefused, checkpoint_deployment_flow
 
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     secret = tmp_path / "secret.csv"
     secret.write_text("model,item_id,score\nTOPSECRET,q,2\n")
     with pytest.raises(LogsPathRefused) as err:
-        checkpoint_flow("m", "b", str(secret), str(tmp_path / "s.duckdb"), str(tmp_path / "a"), inbox=str(inbox))
+        checkpoint_deployment_flow("m", "b", str(secret), str(tmp_path / "s.duckdb"), str(tmp_path / "a"),
+                                   inbox=str(inbox))
     assert "TOPSECRET" not in str(err.value)
     assert not (tmp_path / "s.duckdb").exists()  # nothing was ingested, no store was even created
 

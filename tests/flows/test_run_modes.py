@@ -99,6 +99,7 @@ def test_flow_parameters_are_serialised_as_prefect_serialises_them():
     from benchcert.flows.runs import JsonParameterFlow, json_parameter
     from benchcert.tasks.ingest.adapters.native import NativeMapping
     from benchcert.tasks.ingest.mapping import ColumnMapping
+    from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 
     class Colour(enum.Enum):
         red = "r"
@@ -110,6 +111,10 @@ def test_flow_parameters_are_serialised_as_prefect_serialises_them():
                   hierarchy=["subject", "domain"], weights={"s1": 1.0, "s2": 0.5}, pair=(1, 2.5, "x"),
                   nested={"a": [{"b": (1, None)}], "c": {}}, mapping=ColumnMapping({"score": "s"}, format="csv"),
                   native=NativeMapping(columns={"a": "b"}, model="m", metric="acc"),
+                  request=AuditRequest(db="a.duckdb", benchmark="b", hierarchy=["subject"], subject_weights={"s": 2},
+                                       environments={"e": {"weights": {"x": 1.0}}}, all_pairs=True),
+                  checkpoint=CheckpointRequest(model="m", logs="/l", audit=AuditRequest(db="a", benchmark="b"),
+                                               allowed_logs=["/x"]),
                   # left to Prefect: not plain JSON
                   path=Path("/x/y"), colour=Colour.red, name=Name("n"), keys={1: "a"}, sa={"_sa_x": 1, "y": 2},
                   numbers={3, 1})
@@ -118,6 +123,8 @@ def test_flow_parameters_are_serialised_as_prefect_serialises_them():
     want = Flow.serialize_parameters(audit_flow, values)
     assert got == want and list(got) == list(want)
     assert got["mapping"] == {"columns": {"score": "s"}, "format": "csv", "model": None}  # not vacuous
+    assert got["request"]["hierarchy"] == ["subject"] and got["request"]["subject_weights"] == {"s": 2.0}
+    assert got["checkpoint"]["audit"]["benchmark"] == "b" and got["checkpoint"]["allowed_logs"] == ["/x"]
     assert got["path"] == "/x/y" and got["colour"] == "r" and got["sa"] == {"y": 2}
     for odd in (values["path"], values["colour"], values["name"], values["keys"], values["sa"], values["numbers"]):
         with pytest.raises(Exception):
@@ -158,8 +165,9 @@ def test_prefect_mode_audit_is_a_flow_run_with_its_parameters_and_no_fastapi(cap
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(flow_run_id)
         assert run.state.is_completed()
-        assert run.parameters["db"] == str(db) and run.parameters["benchmark"] == "b"
-        assert run.parameters["hierarchy"] == ["subject", "domain"] and run.parameters["alpha"] == 0.05
+        request = run.parameters["request"]  # the audit's one parameter (tasks/audit/request.py)
+        assert request["db"] == str(db) and request["benchmark"] == "b"
+        assert request["hierarchy"] == ["subject", "domain"] and request["alpha"] == 0.05
         # Task runs reach the API as events: wait for them a little.
         n_analyses = sum(k.startswith("analysis:") for k in out["timings_s"])
         for _ in range(60):

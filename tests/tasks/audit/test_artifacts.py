@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from benchcert.tasks.audit.artifacts import find_run, inside, refresh_index, safe_component, write_run
+from benchcert.tasks.audit.artifacts import find_run, inside, refresh_index, safe_component
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
 
 
@@ -30,14 +30,15 @@ def test_inside_refuses_escapes(tmp_path):
         inside(tmp_path, "..", "x")
 
 
-from run_support import _fields, _summary  # noqa: E402  (tests/run_support.py)
+from run_support import _fields, _summary, stage_and_publish  # noqa: E402  (tests/run_support.py)
 
 
-def test_write_run_is_complete_and_indexed(tmp_path):
+def test_a_written_run_is_complete_and_indexed(tmp_path):
     for i, bench in enumerate(["../evil", "mmlu_pro", "mmlu_pro"]):
         rid = f"r{i}"
-        d = write_run(tmp_path, summary=_summary(bench, rid), manifest_fields=_fields(bench, rid, f"2026-11-2{i}"),
-                      tables={"t": pl.DataFrame({"a": [1, 2]})}, report_html="<html></html>")
+        d = stage_and_publish(tmp_path, summary=_summary(bench, rid),
+                              manifest_fields=_fields(bench, rid, f"2026-11-2{i}"),
+                              tables={"t": pl.DataFrame({"a": [1, 2]})}, report_html="<html></html>")
         assert d.parent.parent == tmp_path.resolve()
         assert sorted(p.name for p in d.iterdir()) == ["manifest.json", "report.html", "summary.json", "tables"]
     index = json.loads((tmp_path / "index.json").read_text())
@@ -49,15 +50,17 @@ def test_write_run_is_complete_and_indexed(tmp_path):
 
 
 def test_failed_write_leaves_nothing_and_keeps_older_runs(tmp_path):
-    write_run(tmp_path, summary=_summary("b", "r1"), manifest_fields=_fields("b", "r1", "2026"),
-              tables={}, report_html="")
+    stage_and_publish(tmp_path, summary=_summary("b", "r1"),
+                      manifest_fields=_fields("b", "r1", "2026"),
+                      tables={}, report_html="")
 
     class Boom(pl.DataFrame):
         def write_parquet(self, *a, **k):
             raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        write_run(tmp_path, summary=_summary("b", "r2"), manifest_fields=_fields("b", "r2", "2027"),
-                  tables={"t": Boom({"a": [1]})}, report_html="")
+        stage_and_publish(tmp_path, summary=_summary("b", "r2"),
+                          manifest_fields=_fields("b", "r2", "2027"),
+                          tables={"t": Boom({"a": [1]})}, report_html="")
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["r1"]
     assert refresh_index(tmp_path).benchmarks[0].runs == ["r1"]

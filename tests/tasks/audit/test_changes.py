@@ -57,6 +57,7 @@ def webhook():
 @pytest.mark.usefixtures("prefect_harness")
 def test_regression_posts_to_the_webhook(tmp_path, webhook):
     from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.audit.request import AuditRequest
 
     url, received = webhook
     db, arts = tmp_path / "s.duckdb", tmp_path / "arts"
@@ -69,10 +70,11 @@ def test_regression_posts_to_the_webhook(tmp_path, webhook):
         f"m,{s}-{i},s{s},0\n" for s in range(8, 16) for i in range(10)))
     mapping = parse_mapping()
     assert ingest_file(db, first, benchmark="b", mapping=mapping).status == "ingested"
-    run1 = audit_flow(str(db), "b", str(arts), webhook_url=url)
+    request = AuditRequest(db=str(db), benchmark="b", artifacts_root=str(arts), webhook_url=url)
+    run1 = audit_flow(request)
     assert run1["changes"] is None and received == []
     assert ingest_file(db, second, benchmark="b", mapping=mapping).status == "ingested"
-    run2 = audit_flow(str(db), "b", str(arts), webhook_url=url)
+    run2 = audit_flow(request)
     assert run2["changes"]["previous_run_id"] == run1["run_id"] and run2["changes"]["regressions"] == ["m"]
     (body,) = received
     assert body["event"] == "benchcert.regression" and body["regressions"] == ["m"]

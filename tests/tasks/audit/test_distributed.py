@@ -71,14 +71,16 @@ def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, dask_ad
     from distributed import Client
 
     from benchcert.tasks.audit.distributed import dask_task_runner
+    from benchcert.tasks.audit.request import AuditRequest
 
-    single = audit_flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "single"))
+    single = audit_flow(AuditRequest(db=str(mmlu_db), benchmark="mmlu_pro", artifacts_root=str(tmp_path / "single")))
     export = tmp_path / "export"
     export_parquet(mmlu_db, export)
     # A LocalCluster of 2 worker processes (conftest.py), reached by address; the hierarchical fits and
     # the pairs go out in blocks of 10 models (3 blocks, 6 pairs of blocks).
     flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
-    dask = flow(str(mmlu_db), "mmlu_pro", str(tmp_path / "dask"), export_dir=str(export), dask_block_models=10)
+    dask = flow(AuditRequest(db=str(mmlu_db), benchmark="mmlu_pro", artifacts_root=str(tmp_path / "dask"),
+                             export_dir=str(export), dask_block_models=10))
     with Client(dask_address) as client:
         reads = client.run(_export_reads)
         block_reads = client.run(_block_reads)

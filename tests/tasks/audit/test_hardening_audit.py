@@ -14,12 +14,13 @@ import pytest
 
 from benchcert.tasks.audit import artifacts
 from benchcert.tasks.audit.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.audit.artifacts import (discard_run, is_plain_folder, publish_run, read_index, recover_stale,
-                                       refresh_index, safe_component, stage_run, write_run)
+                                       refresh_index, safe_component, stage_run)
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.schemas import Index
 
-from run_support import _fields, _summary
+from run_support import _fields, _summary, stage_and_publish
 
 
 # --- analyses never crash the audit on degenerate structure ------------------------------------
@@ -99,15 +100,17 @@ def test_folder_names_are_injective_on_the_issue_collision():
 
 def test_benchmark_named_index_json_does_not_break_the_root(tmp_path):
     for i, bench in enumerate(["index.json", "mmlu_pro", "a/b", "a_b-c14cddc033"]):
-        write_run(tmp_path, summary=_summary(bench, f"r{i}"), manifest_fields=_fields(bench, f"r{i}", f"2026-11-2{i}"),
-                  tables={}, report_html="<html></html>")
+        stage_and_publish(tmp_path, summary=_summary(bench, f"r{i}"),
+                          manifest_fields=_fields(bench, f"r{i}", f"2026-11-2{i}"),
+                          tables={}, report_html="<html></html>")
     index = json.loads((tmp_path / "index.json").read_text())
     assert sorted(e["benchmark"] for e in index["benchmarks"]) == ["a/b", "a_b-c14cddc033", "index.json", "mmlu_pro"]
     assert len({e["dir"] for e in index["benchmarks"]}) == 4
     assert not list(tmp_path.glob(".index.json.*"))
     # a later audit of another benchmark still works
-    write_run(tmp_path, summary=_summary("x", "r9"), manifest_fields=_fields("x", "r9", "2026-11-29"),
-              tables={}, report_html="")
+    stage_and_publish(tmp_path, summary=_summary("x", "r9"),
+                      manifest_fields=_fields("x", "r9", "2026-11-29"),
+                      tables={}, report_html="")
     assert (tmp_path / "index.json").is_file()
 
 
@@ -115,8 +118,9 @@ def test_benchmark_named_index_json_does_not_break_the_root(tmp_path):
 def test_index_is_rebuilt_when_missing_or_damaged(tmp_path, damage):
     from benchcert.tasks.audit.changes import previous_summary
 
-    write_run(tmp_path, summary=_summary("b", "r1"), manifest_fields=_fields("b", "r1", "2026-11-21"),
-              tables={}, report_html="")
+    stage_and_publish(tmp_path, summary=_summary("b", "r1"),
+                      manifest_fields=_fields("b", "r1", "2026-11-21"),
+                      tables={}, report_html="")
     index = tmp_path / "index.json"
     {"missing": index.unlink, "garbage": lambda: index.write_text("{not json"),
      "wrong shape": lambda: index.write_text('{"benchmarks": 3}'),
@@ -157,7 +161,9 @@ _KILLER = textwrap.dedent("""
         artifacts.publish_run = die
     elif point == "after-rename":
         artifacts.refresh_index = die  # publish_run renames the folder, then re-indexes
-    audit.audit_flow(sys.argv[1], "b", sys.argv[2], 0.05, None, 30.0, webhook_url=None)
+    from benchcert.tasks.audit.request import AuditRequest
+    audit.audit_flow(AuditRequest(db=sys.argv[1], benchmark="b", artifacts_root=sys.argv[2], alpha=0.05,
+                                  variant=None, lock_timeout=30.0, webhook_url=None))
     print("not killed")
 """)
 
@@ -203,7 +209,8 @@ def test_kill_9_during_an_audit_leaves_catalog_and_index_in_agreement(tmp_path):
     # killed after recording: the catalog holds that run, its folder is still staged
     assert len(catalog) == 2 and len(index) == 1
     assert len(list((art / "b").glob(".tmp-*"))) == 1
-    out = audit_flow(str(db), "b", str(art), 0.05, None, 30.0)  # the next audit finishes or removes them
+    out = audit_flow(AuditRequest(db=str(db), benchmark="b", artifacts_root=str(art), alpha=0.05, variant=None,
+                                  lock_timeout=30.0))  # the next audit finishes or removes them
     catalog, index = agree()
     assert catalog == index and len(catalog) == 3 and out["run_id"] in catalog
     assert not list((art / "b").glob(".tmp-*"))
@@ -240,7 +247,8 @@ def test_lock_lost_after_the_analyses_publishes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(artifacts, "stage_run", stage_then_lose_the_lock)
     try:
         with pytest.raises(StoreLockedError):
-            audit_flow(str(db), "b", str(art), 0.05, None, 0.2)
+            audit_flow(AuditRequest(db=str(db), benchmark="b", artifacts_root=str(art), alpha=0.05, variant=None,
+                                    lock_timeout=0.2))
     finally:
         for p in holder:
             p.kill()
@@ -254,8 +262,9 @@ def test_dashboard_build_rebuilds_a_missing_or_damaged_index(tmp_path, damage):
     from benchcert.tasks.render.dashboard import DashboardError, build_site
 
     arts = tmp_path / "arts"
-    write_run(arts, summary=_summary("b", "r1"), manifest_fields=_fields("b", "r1", "2026-11-21T00:00:00.000Z"),
-              tables={}, report_html="<html></html>")
+    stage_and_publish(arts, summary=_summary("b", "r1"),
+                      manifest_fields=_fields("b", "r1", "2026-11-21T00:00:00.000Z"),
+                      tables={}, report_html="<html></html>")
     index = arts / "index.json"
     if damage == "missing":
         index.unlink()

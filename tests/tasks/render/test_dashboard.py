@@ -17,13 +17,15 @@ import polars as pl
 import pytest
 
 from benchcert.flows.cli import main
-from benchcert.tasks.audit.artifacts import safe_component, write_run
-from benchcert.tasks.render.dashboard import (DEFAULT_METHODS, MARKER, SITE_CSP, DashboardError, OutputFolderError,
-                                       build_site, checkpoint_key, checkpoint_table, choose_method, load_runs,
-                                       make_server, split_checkpoint, trend_svg, trend_table)
+from benchcert.tasks.audit.artifacts import safe_component
+from benchcert.tasks.render.charts import trend_svg
+from benchcert.tasks.render.dashboard import MARKER, SITE_CSP, OutputFolderError, build_site, make_server
+from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, checkpoint_key, checkpoint_table,
+                                                choose_method, load_runs, split_checkpoint, trend_table)
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
 
 from conftest import SMALL_CSV, SMALL_MAP
+from run_support import stage_and_publish
 
 EVIL_MODEL = '<script>console.error("xss")</script>'
 EVIL_BENCH = '../b<img src=x onerror=alert(1)>'
@@ -126,9 +128,10 @@ def _write(root: Path, benchmark: str, runs=RUNS, methods=("clustered_subject", 
         summary = Summary(run_id=run_id, benchmark=benchmark, created_at=f"2026-11-0{i + 1}T02:00:00Z", alpha=0.05,
                           variant="", n_items=100, n_models=len(models), n_subjects=2, n_domains=1, analyses=["x"],
                           models=models, warnings=[f"warn <i>{i}</i>"])
-        write_run(root, summary=summary, manifest_fields=_fields(benchmark, run_id, f"2026-11-0{i + 1}T02:00:00.000Z"),
-                  tables={"model_scores": pl.DataFrame({"model": list(scores)})},
-                  report_html=f"<!DOCTYPE html><html><body><p>report of {run_id}</p></body></html>")
+        stage_and_publish(root, summary=summary,
+                          manifest_fields=_fields(benchmark, run_id, f"2026-11-0{i + 1}T02:00:00.000Z"),
+                          tables={"model_scores": pl.DataFrame({"model": list(scores)})},
+                          report_html=f"<!DOCTYPE html><html><body><p>report of {run_id}</p></body></html>")
         ids.append(run_id)
     return ids
 

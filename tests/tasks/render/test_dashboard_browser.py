@@ -6,7 +6,7 @@ tests/artifacts/).
 
 Chromium is driven over the DevTools protocol with a stdlib WebSocket client (no extra
 dependency).  The artifacts come from the audit's own functions (store -> matrices ->
-analyses -> summary/report -> write_run), i.e. a real audit minus the Prefect wrapper.
+analyses -> summary/report -> stage and publish the run directory), i.e. a real audit minus the Prefect wrapper.
 Reference numbers are read back from each run's summary.json.
 """
 
@@ -29,6 +29,7 @@ import pytest
 from benchcert.tasks.render.dashboard import DEFAULT_METHODS, build_site
 
 from conftest import ROOT, SMALL_CSV, SMALL_MAP
+from run_support import stage_and_publish
 
 CHROMIUM = os.environ.get("BENCHCERT_CHROMIUM", "/usr/bin/chromium")
 EVIL_MODEL = '<script>console.error("xss")</script>'
@@ -207,8 +208,8 @@ def _audit(db: Path, benchmark: str, arts: Path, environments: dict | None = Non
     fields = {"benchcert_version": "test", "run_id": run_id, "flow_run_id": None, "benchmark": benchmark,
               "status": "completed", "started_at": artifacts.iso(now), "finished_at": artifacts.iso(now),
               "config": {}, "sources": sources.to_dicts(), "timings_s": {}}
-    return artifacts.write_run(arts, summary=summary, manifest_fields=fields, tables=results.collect_tables(outputs),
-                               report_html=results.build_report(summary, outputs, sources=sources))
+    return stage_and_publish(arts, summary=summary, manifest_fields=fields, tables=results.collect_tables(outputs),
+                             report_html=results.build_report(summary, outputs, sources=sources))
 
 
 def _chromium() -> str:

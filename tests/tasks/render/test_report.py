@@ -10,9 +10,9 @@ from html.parser import HTMLParser
 import polars as pl
 import pytest
 
+from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.report import (
     Section,
-    interval_plot_svg,
     render_report,
     table_html,
 )

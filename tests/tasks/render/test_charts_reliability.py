@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import xml.dom.minidom
 
-from benchcert.tasks.render.report import _check_fragment, reliability_svg
+from benchcert.tasks.render.charts import reliability_svg
+from benchcert.tasks.render.report import _check_fragment
 
 
 def test_reliability_svg_is_well_formed_escaped_and_offline():

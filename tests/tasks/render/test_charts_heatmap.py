@@ -1,4 +1,4 @@
-"""Tests for benchcert.tasks.render.report.heatmap_svg (domain-ordered correlation heatmap)."""
+"""Tests for benchcert.tasks.render.charts.heatmap_svg (domain-ordered correlation heatmap)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from benchcert.tasks.render.report import Section, _heat_color, heatmap_svg, render_report
+from benchcert.tasks.render.charts import heat_color, heatmap_svg
+from benchcert.tasks.render.report import Section, render_report
 
 EVIL = "<script>alert(1)</script> & \"q\" 's'"
 
@@ -36,10 +37,10 @@ def test_heatmap_is_well_formed_escaped_and_offline():
 
 
 def test_heatmap_colours_scale_and_group_separators():
-    assert _heat_color(0.0, -1, 1) == "#f7f7f7"
-    assert _heat_color(1.0, -1, 1) == "#b2182b" and _heat_color(5.0, -1, 1) == "#b2182b"
-    assert _heat_color(-1.0, -1, 1) == "#2166ac"
-    assert _heat_color(float("nan"), -1, 1) == "#cfd4da"
+    assert heat_color(0.0, -1, 1) == "#f7f7f7"
+    assert heat_color(1.0, -1, 1) == "#b2182b" and heat_color(5.0, -1, 1) == "#b2182b"
+    assert heat_color(-1.0, -1, 1) == "#2166ac"
+    assert heat_color(float("nan"), -1, 1) == "#cfd4da"
     n = 6
     m = np.eye(n)
     groups = ["a", "a", "b", "b", "b", "c"]

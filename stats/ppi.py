@@ -1,0 +1,398 @@
+"""Human-scale scores from a model judge and a few human labels: prediction-powered inference.
+
+A judge scores every item cheaply but with a bias; humans label only a random subset.
+Prediction-powered inference (PPI; Angelopoulos, Bates, Fannjiang, Jordan and Zrnic 2023) uses the
+labelled subset to measure the judge's error and corrects the judge's mean over all items with it;
+PPI++ (Angelopoulos, Duchi and Zrnic 2023, "PPI++: Efficient prediction-powered inference",
+arXiv:2311.01453, section 2 and Example 6.1) tunes how much of the judge to use (lambda), so the
+interval is never wider, to first order, than the human-only one on the same labels.
+
+Notation: ``n`` items carry a human score ``Y`` and the judge's score ``Yhat``; ``N`` further items
+carry only the judge's score ``Yhat_u``.  For lambda in [0, 1] the estimate of the human-scale mean
+theta = E[Y] is (PPI++ eq. 2 for the mean)
+
+    theta_lambda = lambda * mean(Yhat_u) + mean(Y - lambda * Yhat)
+
+with standard error  se^2 = lambda^2 Var(Yhat_u) / N + Var(Y - lambda Yhat) / n  (population
+variances, ddof 0).  The tuned lambda (PPI++ eq. 8, the variance-minimising value, clipped to
+[0, 1]) is
+
+    lambda* = Cov(Y, Yhat) / ((1 + n / N) Var(Yhat)),
+
+with Cov from the labelled pairs and Var(Yhat) from all judge scores (ddof 1).  lambda = 0 is the
+human-only estimate, lambda = 1 plain PPI.  These agree with the reference implementation
+``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci`` (ppi-python 0.2.3) to rounding; the tests
+compare them.
+
+Deliberate departure: the interval's quantile is Student's t with n - 1 degrees of freedom, not
+the normal one (``quantile="normal"`` gives the reference's).  The interval is a CLT interval whose
+error is driven by the n labelled items; with n = 100 binary labels the t quantile holds 95%
+coverage where the normal one sits at its edge (tests/stats/test_ppi.py measures both).
+
+Assumption (printed with every result): the human-labelled items are a uniform random sample of
+the judged items (missing completely at random).  :func:`labelled_subset_check` tests one
+consequence of it: the labelled items' judge scores look like the rest's.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._common import DegenerateDataWarning, check_alpha
+
+__all__ = [
+    "MIN_HUMAN_LABELS",
+    "HumanLabelPlan",
+    "JudgeAgreement",
+    "LabelledSubsetCheck",
+    "PPIMeanResult",
+    "judge_agreement",
+    "labelled_subset_check",
+    "plan_human_labels",
+    "ppi_gap",
+    "ppi_mean",
+]
+
+#: Below this many human labels a model gets no human-scale interval: the CLT interval's level is
+#: not to be trusted (and the tuned lambda is noise).  The audit says how many more are needed.
+MIN_HUMAN_LABELS = 30
+
+MCAR = ("the human-labelled items are a uniform random sample of the judged items (missing completely at "
+        "random); labels chosen by the judge's score, by difficulty or by convenience void the interval")
+
+
+@dataclass(frozen=True)
+class PPIMeanResult:
+    """A human-scale mean (or gap) from judge scores and a random human-labelled subset.
+
+    ``human_only_lower``/``human_only_upper`` is the interval from the human labels alone (lambda
+    = 0, same quantile) for comparison; ``judge_only_estimate`` the judge's plain mean over all
+    judged items (what one would report without humans).
+    """
+
+    estimate: float
+    lower: float
+    upper: float
+    se: float
+    lam: float
+    alpha: float
+    n_human: int
+    n_judge: int
+    human_only_lower: float
+    human_only_upper: float
+    judge_only_estimate: float
+    method: str
+    assumptions: tuple[str, ...]
+
+    @property
+    def half_width(self) -> float:
+        return (self.upper - self.lower) / 2
+
+
+def _vector(x, name: str, lo: float, hi: float) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array; got {type(x).__name__}") from exc
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN: pass only scored items)")
+    if a.size and (a.min() < lo or a.max() > hi):
+        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}]; got values in [{a.min():g}, {a.max():g}]")
+    return a
+
+
+def _ppi_iv(human, judge_labelled, judge_unlabelled, alpha, lam, quantile, lo, hi):
+    y = _vector(human, "human", lo, hi)
+    yh = _vector(judge_labelled, "judge_labelled", lo, hi)
+    yu = _vector(judge_unlabelled, "judge_unlabelled", lo, hi)
+    if yh.size != y.size:
+        raise ValueError(f"judge_labelled must have one judge score per human score ({y.size}); got {yh.size}")
+    if y.size < 2:
+        raise ValueError(f"human must hold at least 2 labelled items; got {y.size}")
+    if yu.size < 1:
+        raise ValueError("judge_unlabelled must hold at least 1 judged item without a human label")
+    alpha = check_alpha(alpha)
+    if lam is not None and (isinstance(lam, bool) or not 0.0 <= float(lam) <= 1.0):
+        raise ValueError(f"lam must be None (tuned) or in [0, 1]; got {lam!r}")
+    if quantile not in ("t", "normal"):
+        raise ValueError(f"quantile must be 't' or 'normal'; got {quantile!r}")
+    return y, yh, yu, alpha
+
+
+def _tuned_lambda(y, yh, yu) -> float:
+    """PPI++'s variance-minimising lambda for a mean, clipped to [0, 1] (ppi_py ``_calc_lam_glm``)."""
+    n, big_n = y.size, yu.size
+    start = yu.mean() + (y - yh).mean()  # the lambda = 1 estimate the gradients are taken at
+    g, gh = y - start, yh - start
+    cov = np.sum((g - g.mean()) * (gh - gh.mean())) / n
+    var = np.var(np.concatenate([gh, yu - start]), ddof=1)
+    if not var > 0:
+        return 0.0
+    return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
+
+
+def _quantile(alpha: float, n: int, quantile: str) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(1 - alpha / 2, n - 1) if quantile == "t" else stats.norm.ppf(1 - alpha / 2))
+
+
+def _ppi(y, yh, yu, alpha, lam, quantile, method, assumptions) -> PPIMeanResult:
+    n, big_n = y.size, yu.size
+    if lam is None:
+        lam = _tuned_lambda(y, yh, yu)
+    lam = float(lam)
+    est = lam * yu.mean() + (y - lam * yh).mean()
+    se = math.sqrt(np.var(lam * yu) / big_n + np.var(y - lam * yh) / n)
+    q = _quantile(alpha, n, quantile)
+    se_h = math.sqrt(np.var(y) / n)
+    if se == 0.0:
+        warnings.warn(DegenerateDataWarning(
+            "human and judge scores do not vary: the prediction-powered interval has zero width"), stacklevel=3)
+    judge_all = float(np.concatenate([yh, yu]).mean())
+    return PPIMeanResult(estimate=float(est), lower=float(est - q * se), upper=float(est + q * se), se=se, lam=lam,
+                         alpha=alpha, n_human=n, n_judge=big_n, human_only_lower=float(y.mean() - q * se_h),
+                         human_only_upper=float(y.mean() + q * se_h), judge_only_estimate=judge_all,
+                         method=method, assumptions=assumptions)
+
+
+def ppi_mean(human, judge_labelled, judge_unlabelled, *, alpha: float = 0.05, lam: float | None = None,
+             quantile: str = "t") -> PPIMeanResult:
+    """The human-scale mean score with a prediction-powered (PPI++) interval.
+
+    Parameters
+    ----------
+    human : array_like, shape (n,)
+        Human scores in [0, 1] of the labelled items.
+    judge_labelled : array_like, shape (n,)
+        The judge's scores of the same items, in the same order.
+    judge_unlabelled : array_like, shape (N,)
+        The judge's scores of the judged items that carry no human label.
+    alpha : float
+        1 - coverage of the two-sided interval.
+    lam : float or None
+        None tunes lambda (PPI++ eq. 8); 1 is plain PPI, 0 the human-only interval.
+    quantile : {"t", "normal"}
+        Student's t with n - 1 degrees of freedom (default; see the module notes) or the normal
+        quantile of the reference implementation.
+
+    Returns
+    -------
+    PPIMeanResult
+        Estimate, interval, standard error, lambda, the human-only interval beside it, the judge's
+        plain mean, the method and the assumption.
+
+    Notes
+    -----
+    Valid (asymptotically, as n and N grow) for the mean human score of the population the items
+    are drawn from when the labelled items are a uniform random sample of the judged ones; for the
+    benchmark's own items (a finite population) the interval is conservative.  See the module
+    docstring for the formulas.
+    """
+    y, yh, yu, alpha = _ppi_iv(human, judge_labelled, judge_unlabelled, alpha, lam, quantile, 0.0, 1.0)
+    method = "ppi++" if lam is None else f"ppi (lambda={float(lam):g})"
+    return _ppi(y, yh, yu, alpha, lam, quantile, method, (MCAR,))
+
+
+def ppi_gap(human_a, human_b, judge_a_labelled, judge_b_labelled, judge_a_unlabelled, judge_b_unlabelled, *,
+            alpha: float = 0.05, lam: float | None = None, quantile: str = "t") -> PPIMeanResult:
+    """The human-scale gap (model A - model B) on the same items, with a PPI++ interval.
+
+    Paired: every labelled item carries a human score for both models and every unlabelled item
+    the judge's score for both, in the same item order.  The estimand is the mean over items of
+    human_A - human_B, in [-1, 1]; the estimator is :func:`ppi_mean`'s applied to the per-item
+    differences (PPI++ applies to any bounded mean), so one lambda tunes the gap itself.
+    """
+    ya = _vector(human_a, "human_a", 0.0, 1.0)
+    yb = _vector(human_b, "human_b", 0.0, 1.0)
+    ja = _vector(judge_a_labelled, "judge_a_labelled", 0.0, 1.0)
+    jb = _vector(judge_b_labelled, "judge_b_labelled", 0.0, 1.0)
+    ua = _vector(judge_a_unlabelled, "judge_a_unlabelled", 0.0, 1.0)
+    ub = _vector(judge_b_unlabelled, "judge_b_unlabelled", 0.0, 1.0)
+    for name, a, b in (("human_b", ya, yb), ("judge_a_labelled", ya, ja), ("judge_b_labelled", ya, jb),
+                       ("judge_b_unlabelled", ua, ub)):
+        if a.size != b.size:
+            raise ValueError(f"{name} must be paired item by item with model A's scores ({a.size}); got {b.size}")
+    y, yh, yu, alpha = _ppi_iv(ya - yb, ja - jb, ua - ub, alpha, lam, quantile, -1.0, 1.0)
+    method = "ppi++ paired gap" if lam is None else f"ppi paired gap (lambda={float(lam):g})"
+    return _ppi(y, yh, yu, alpha, lam, quantile, method, (MCAR, "the same items are labelled for both models"))
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """How far the judge is from people, on the items scored by both.
+
+    ``bias`` is mean(judge - human) with its t interval; ``kappa`` is Cohen's kappa for binary or
+    categorical scores (``kappa_weights`` "quadratic" when the scores are ordinal with more than
+    two levels, None for two levels), NaN for continuous scores; ``spearman`` the rank
+    correlation (always given, NaN when either side is constant); ``confusion`` the judge x human
+    table over ``levels`` when scores are discrete (rows human, columns judge), else None.
+    """
+
+    n: int
+    bias: float
+    bias_lower: float
+    bias_upper: float
+    exact_agreement: float
+    kappa: float
+    kappa_weights: str | None
+    spearman: float
+    levels: tuple[float, ...] | None
+    confusion: tuple[tuple[int, ...], ...] | None
+    alpha: float
+    method: str
+
+
+#: Scores with at most this many distinct values are treated as categories (kappa, confusion table).
+MAX_LEVELS = 11
+
+
+def judge_agreement(judge, human, *, alpha: float = 0.05) -> JudgeAgreement:
+    """Agreement between the judge's and the human scores of the same items.
+
+    Bias: mean(judge - human) with a Student t interval at 1 - alpha.  Discrete scores (at most
+    :data:`MAX_LEVELS` distinct values over both raters): Cohen's kappa (1960) for two levels,
+    quadratic-weighted kappa (Cohen 1968) for more (ordered levels), both by scikit-learn's
+    ``cohen_kappa_score``, and the confusion table.  Spearman's rank correlation always.
+    """
+    j = _vector(judge, "judge", 0.0, 1.0)
+    h = _vector(human, "human", 0.0, 1.0)
+    if j.size != h.size:
+        raise ValueError(f"judge must hold one score per human score ({h.size}); got {j.size}")
+    if h.size < 2:
+        raise ValueError(f"human must hold at least 2 doubly-scored items; got {h.size}")
+    alpha = check_alpha(alpha)
+    from scipy import stats
+
+    d = j - h
+    n = d.size
+    sd = d.std(ddof=1)
+    q = stats.t.ppf(1 - alpha / 2, n - 1)
+    bias = float(d.mean())
+    levels = np.unique(np.concatenate([j, h]))
+    kappa, weights, confusion, lv = float("nan"), None, None, None
+    if levels.size <= MAX_LEVELS:
+        from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+        codes = {v: i for i, v in enumerate(levels)}
+        jc = np.array([codes[v] for v in j])
+        hc = np.array([codes[v] for v in h])
+        weights = None if levels.size <= 2 else "quadratic"
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            kappa = float(cohen_kappa_score(hc, jc, weights=weights, labels=np.arange(levels.size)))
+        confusion = tuple(tuple(int(c) for c in row)
+                          for row in confusion_matrix(hc, jc, labels=np.arange(levels.size)))
+        lv = tuple(float(v) for v in levels)
+    if np.ptp(j) > 0 and np.ptp(h) > 0:
+        rho = float(stats.spearmanr(j, h).statistic)
+    else:
+        rho = float("nan")
+        warnings.warn(DegenerateDataWarning("judge or human scores are constant: no rank correlation"),
+                      stacklevel=2)
+    return JudgeAgreement(n=n, bias=bias, bias_lower=float(bias - q * sd / math.sqrt(n)),
+                          bias_upper=float(bias + q * sd / math.sqrt(n)), exact_agreement=float(np.mean(j == h)),
+                          kappa=kappa, kappa_weights=weights, spearman=rho, levels=lv, confusion=confusion,
+                          alpha=alpha, method="bias t-interval; Cohen's kappa (scikit-learn); Spearman")
+
+
+@dataclass(frozen=True)
+class LabelledSubsetCheck:
+    """Do the labelled items' judge scores look like the unlabelled items'?  (a check of MCAR)
+
+    ``p_value`` is Welch's two-sample t test of equal mean judge score; ``suspicious`` is
+    ``p_value < alpha``: the labelled items were then probably not drawn at random and the
+    human-scale interval's assumption fails.  A large p-value does not prove randomness.
+    """
+
+    mean_labelled: float
+    mean_unlabelled: float
+    p_value: float
+    suspicious: bool
+    alpha: float
+    method: str
+
+
+def labelled_subset_check(judge_labelled, judge_unlabelled, *, alpha: float = 0.05) -> LabelledSubsetCheck:
+    """Welch's t test of the judge's mean score, labelled items against the rest."""
+    a = _vector(judge_labelled, "judge_labelled", 0.0, 1.0)
+    b = _vector(judge_unlabelled, "judge_unlabelled", 0.0, 1.0)
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"need at least 2 labelled and 2 unlabelled items; got {a.size} and {b.size}")
+    alpha = check_alpha(alpha)
+    from scipy import stats
+
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        p = 1.0 if a[0] == b[0] else 0.0
+    else:
+        with warnings.catch_warnings():  # one side constant (all labelled items judged 1) is a valid input
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    return LabelledSubsetCheck(mean_labelled=float(a.mean()), mean_unlabelled=float(b.mean()), p_value=p,
+                               suspicious=bool(p < alpha), alpha=alpha, method="Welch two-sample t test")
+
+
+@dataclass(frozen=True)
+class HumanLabelPlan:
+    """How many human labels give a +-epsilon human-scale interval, with the judge and without.
+
+    ``n_ppi`` uses the pilot's judge-human covariance and variances (PPI++ with tuned lambda, the
+    normal quantile); ``n_human_only`` labels alone.  Either is None when even labelling every one
+    of ``n_items`` judged items does not reach epsilon.
+    """
+
+    epsilon: float
+    alpha: float
+    n_items: int
+    n_ppi: int | None
+    n_human_only: int | None
+    pilot_n: int
+    method: str
+    assumptions: tuple[str, ...]
+
+
+def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha: float = 0.05) -> HumanLabelPlan:
+    """Labels needed for a +-``epsilon`` interval, from a pilot of doubly-scored items.
+
+    With pilot moments s_h^2 = Var(Y), s_j^2 = Var(Yhat) (all judged items), c = Cov(Y, Yhat) and
+    M judged items, labelling n of them leaves N = M - n judge-only items; the tuned lambda(n) =
+    c / ((1 + n/N) s_j^2) (clipped to [0, 1]) gives variance
+    V(n) = (s_h^2 - 2 lambda c + lambda^2 s_j^2) / n + lambda^2 s_j^2 / N, and n_ppi is the least n
+    with z_{1-alpha/2} sqrt(V(n)) <= epsilon.  Human-only: the least n with z sqrt(s_h^2 / n) <=
+    epsilon.  A plan, not a guarantee: it trusts the pilot's moments.
+    """
+    y = _vector(human, "human", 0.0, 1.0)
+    yh = _vector(judge_labelled, "judge_labelled", 0.0, 1.0)
+    ja = _vector(judge_all, "judge_all", 0.0, 1.0)
+    if yh.size != y.size:
+        raise ValueError(f"judge_labelled must have one judge score per human score ({y.size}); got {yh.size}")
+    if y.size < 2:
+        raise ValueError(f"human must hold at least 2 pilot labels; got {y.size}")
+    if ja.size < y.size + 1:
+        raise ValueError(f"judge_all must hold every judged item (more than the {y.size} labelled); got {ja.size}")
+    if isinstance(epsilon, bool) or not 0 < float(epsilon) < 1:
+        raise ValueError(f"epsilon must be in (0, 1); got {epsilon!r}")
+    alpha = check_alpha(alpha)
+    from scipy import stats
+
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    m = ja.size
+    s_h, s_j = float(np.var(y, ddof=1)), float(np.var(ja, ddof=1))
+    c = float(np.cov(y, yh, ddof=1)[0, 1])
+    n = np.arange(2, m, dtype=float)
+    rest = m - n
+    lam = np.clip(c / ((1 + n / rest) * s_j), 0.0, 1.0) if s_j > 0 else np.zeros_like(n)
+    v = np.maximum(s_h - 2 * lam * c + lam ** 2 * s_j, 0.0) / n + lam ** 2 * s_j / rest
+    ok = np.flatnonzero(z * np.sqrt(v) <= epsilon)
+    n_ppi = int(n[ok[0]]) if ok.size else None
+    n_h = math.ceil((z / epsilon) ** 2 * s_h) if s_h > 0 else 2
+    return HumanLabelPlan(epsilon=float(epsilon), alpha=alpha, n_items=m, n_ppi=n_ppi,
+                          n_human_only=max(n_h, 2) if n_h <= m else None, pilot_n=y.size,
+                          method="PPI++ variance with pilot moments (normal quantile)",
+                          assumptions=(MCAR, "the pilot's judge-human covariance holds for the items still to label"))

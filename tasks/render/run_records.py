@@ -1,0 +1,318 @@
+"""The runs a dashboard shows, read from the artifact contract, and the trend tables built from them.
+
+Only ``<root>/index.json`` and each run's ``manifest.json`` and ``summary.json`` are read, never
+the live DuckDB store.  A run folder that is missing, unreadable, outside the root or
+inconsistent with index.json is skipped and named, never fatal (:func:`load_runs`).
+
+A checkpoint is a model id with an ``@``: ``"org/model@step-12000"`` is checkpoint
+``"step-12000"`` of family ``"org/model"`` (:func:`split_checkpoint`).  Checkpoints are
+ordered naturally (``step-2000`` before ``step-12000``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from benchcert.tasks.audit.artifacts import inside, safe_component
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "METRICS",
+    "TREND_SCHEMA",
+    "DashboardError",
+    "ModelScore",
+    "RunRecord",
+    "split_checkpoint",
+    "checkpoint_key",
+    "load_runs",
+    "choose_method",
+    "trend_table",
+    "checkpoint_table",
+]
+
+#: Interval shown per score, most defensible first; the first one present in a benchmark's latest
+#: run is used on all of that benchmark's pages (same order as the run-change detector).
+DEFAULT_METHODS = ("hierarchical", "clustered_subject", "wilson", "iid_clt")
+
+METRICS = ("macro", "pooled")
+
+
+class DashboardError(RuntimeError):
+    """The artifacts cannot be read as a whole, or the output folder cannot be used."""
+
+
+# --------------------------------------------------------------------------- model ids
+
+
+def split_checkpoint(model: str) -> tuple[str, str | None]:
+    """``"org/model@step-12000"`` -> ``("org/model", "step-12000")``; no ``@`` -> ``(model, None)``.
+
+    The last ``@`` separates family and checkpoint, and both sides must be non-empty, so ids
+    like ``"@x"`` or ``"x@"`` are families of their own.
+    """
+    family, sep, ckpt = model.rpartition("@")
+    if not sep or not family or not ckpt:
+        return model, None
+    return family, ckpt
+
+
+def checkpoint_key(label: str | None) -> tuple:
+    """Natural sort key: digit runs compare as numbers (``step-2000`` < ``step-12000``);
+    the family's own id (``None``) sorts first."""
+    if label is None:
+        return (0, ())
+    parts = re.split(r"(\d+)", label)
+    return (1, tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p))
+
+
+# --------------------------------------------------------------------------- reading artifacts
+
+
+@dataclass(frozen=True)
+class ModelScore:
+    """One model's headline in one run: estimates and every interval, keyed (metric, method)."""
+
+    model: str
+    n_items: int
+    coverage: float
+    estimates: dict[str, float]
+    intervals: dict[tuple[str, str], tuple[float, float]]
+
+    @property
+    def family(self) -> str:
+        return split_checkpoint(self.model)[0]
+
+    @property
+    def checkpoint(self) -> str | None:
+        return split_checkpoint(self.model)[1]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the dashboard needs from one run directory (manifest.json + summary.json)."""
+
+    benchmark: str
+    run_id: str
+    run_dir: Path
+    started_at: str
+    finished_at: str
+    flow_run_id: str | None
+    alpha: float
+    variant: str
+    n_items: int
+    n_models: int
+    n_subjects: int
+    n_domains: int
+    models: tuple[ModelScore, ...]
+    warnings: tuple[str, ...]
+    verdicts: tuple[dict, ...]
+    changes: dict | None
+    sources: tuple[dict, ...]
+    tables: tuple[dict, ...]
+
+    @property
+    def regressions(self) -> list[str]:
+        listed = set((self.changes or {}).get("regressions") or [])
+        return sorted(listed | {str(v.get("model")) for v in self.verdicts if v.get("verdict") == "regressed"})
+
+
+class _Skip(ValueError):
+    """One run directory that cannot be shown; the rest of the site is still built."""
+
+
+def _need(d, key: str, kind, where: str):
+    if not isinstance(d, dict) or key not in d:
+        raise _Skip(f"{where}: missing {key!r}")
+    v = d[key]
+    if kind is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise _Skip(f"{where}: {key!r} is not a finite number: {v!r}")
+        return float(v)
+    if kind is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _Skip(f"{where}: {key!r} is not an integer: {v!r}")
+        return v
+    if not isinstance(v, kind):
+        raise _Skip(f"{where}: {key!r} is not {kind.__name__}: {v!r}")
+    return v
+
+
+def _read_json(path: Path, root: Path) -> dict:
+    try:
+        real = inside(root, str(path.relative_to(root)))  # a symlink out of the root is not read
+    except ValueError as exc:
+        raise _Skip(str(exc)) from None
+    try:
+        data = json.loads(real.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _Skip(f"{path}: unreadable ({exc})") from None
+    if not isinstance(data, dict):
+        raise _Skip(f"{path}: not a JSON object")
+    return data
+
+
+def _parse_model(m, where: str) -> ModelScore:
+    name = _need(m, "model", str, where)
+    where = f"{where}, model {name!r}"
+    estimates, intervals = {}, {}
+    for metric in METRICS:
+        score = _need(m, metric, dict, where)
+        estimates[metric] = _need(score, "estimate", float, f"{where} {metric}")
+        for iv in score.get("intervals") or []:
+            method = _need(iv, "method", str, f"{where} {metric}")
+            intervals[(metric, method)] = (_need(iv, "lower", float, f"{where} {metric} {method}"),
+                                           _need(iv, "upper", float, f"{where} {metric} {method}"))
+    return ModelScore(model=name, n_items=_need(m, "n_items", int, where),
+                      coverage=_need(m, "coverage", float, where), estimates=estimates, intervals=intervals)
+
+
+def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRecord:
+    manifest = _read_json(run_dir / "manifest.json", root)
+    summary = _read_json(run_dir / "summary.json", root)
+    where = str(run_dir / "summary.json")
+    for name, doc in (("manifest", manifest), ("summary", summary)):
+        if doc.get("run_id") != run_id or doc.get("benchmark") != benchmark:
+            raise _Skip(f"{run_dir}: {name} names run {doc.get('run_id')!r} of {doc.get('benchmark')!r}, "
+                        f"but index.json lists run {run_id!r} of {benchmark!r}")
+    models = tuple(_parse_model(m, where) for m in _need(summary, "models", list, where))
+    changes = summary.get("changes")
+    return RunRecord(
+        benchmark=benchmark, run_id=run_id, run_dir=run_dir,
+        started_at=str(manifest.get("started_at", "")),
+        finished_at=_need(manifest, "finished_at", str, str(run_dir / "manifest.json")),
+        flow_run_id=manifest.get("flow_run_id") if isinstance(manifest.get("flow_run_id"), str) else None,
+        alpha=_need(summary, "alpha", float, where), variant=str(summary.get("variant", "")),
+        n_items=_need(summary, "n_items", int, where), n_models=_need(summary, "n_models", int, where),
+        n_subjects=_need(summary, "n_subjects", int, where), n_domains=_need(summary, "n_domains", int, where),
+        models=models,
+        warnings=tuple(str(w) for w in summary.get("warnings") or []),
+        verdicts=tuple(v for v in summary.get("verdicts") or [] if isinstance(v, dict)),
+        changes=changes if isinstance(changes, dict) else None,
+        sources=tuple(s for s in manifest.get("sources") or [] if isinstance(s, dict)),
+        tables=tuple(t for t in manifest.get("tables") or [] if isinstance(t, dict)),
+    )
+
+
+def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[str]]:
+    """Every completed run listed in ``<root>/index.json``, oldest first per benchmark.
+
+    Returns the runs and a list of problems (a run folder that is missing, unreadable, outside
+    the root or inconsistent with index.json is skipped and named there, never fatal).
+
+    Raises
+    ------
+    DashboardError
+        When ``root`` has no readable index.json (it is not an artifacts root).
+    """
+    root = Path(artifacts_root).resolve()
+    index_path = root / "index.json"
+    # A root that holds run directories gets its index rebuilt from them when the index is
+    # missing or damaged; a folder without any is not an artifacts root.
+    has_runs = root.is_dir() and any(root.glob("*/*/manifest.json"))
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if not has_runs:
+            raise DashboardError(f"{index_path}: no such file; is {root} an artifacts root "
+                                 f"(benchcert audit --artifacts DIR)?") from None
+        index = None
+    except (OSError, ValueError) as exc:
+        if not has_runs:
+            raise DashboardError(f"{index_path}: unreadable ({exc})") from None
+        index = None
+    entries = index.get("benchmarks") if isinstance(index, dict) else None
+    if not isinstance(entries, list) and has_runs:
+        from benchcert.tasks.audit.artifacts import read_index
+
+        entries = read_index(root)["benchmarks"]
+    if not isinstance(entries, list):
+        raise DashboardError(f"{index_path}: no 'benchmarks' list; not a benchcert index")
+    runs, problems, seen = [], [], set()
+    for entry in entries:
+        try:
+            benchmark = _need(entry, "benchmark", str, str(index_path))
+            folder = _need(entry, "dir", str, str(index_path))
+            # index.json is data too: its folder must be a plain child of the root.
+            if folder != safe_component(benchmark):
+                raise _Skip(f"{index_path}: benchmark {benchmark!r} has an unsafe folder {folder!r} (its own "
+                            f"is {safe_component(benchmark)!r})")
+            bench_dir = inside(root, folder)
+            run_ids = _need(entry, "runs", list, str(index_path))
+        except (_Skip, ValueError) as exc:
+            problems.append(str(exc))
+            continue
+        for run_id in run_ids:
+            try:
+                if not isinstance(run_id, str) or not run_id:
+                    raise _Skip(f"{index_path}: bad run id {run_id!r} for benchmark {benchmark!r}")
+                if (benchmark, safe_component(run_id)) in seen:
+                    raise _Skip(f"{index_path}: run {run_id!r} of {benchmark!r} is listed twice")
+                seen.add((benchmark, safe_component(run_id)))
+                runs.append(_parse_run(root, inside(bench_dir, safe_component(run_id)), benchmark, run_id))
+            except (_Skip, ValueError) as exc:
+                problems.append(str(exc))
+    runs.sort(key=lambda r: (r.benchmark, r.finished_at, r.run_id))
+    return runs, problems
+
+
+# --------------------------------------------------------------------------- trends
+
+
+def choose_method(run: RunRecord, methods=DEFAULT_METHODS) -> str | None:
+    """The first of ``methods`` that gives a macro interval for some model of ``run``, or None."""
+    present = {method for (metric, method) in (k for m in run.models for k in m.intervals) if metric == "macro"}
+    return next((m for m in methods if m in present), None)
+
+
+TREND_SCHEMA = {"benchmark": pl.String, "family": pl.String, "checkpoint": pl.String, "model": pl.String,
+                "run_id": pl.String, "finished_at": pl.String, "run_order": pl.Int64, "metric": pl.String,
+                "estimate": pl.Float64, "method": pl.String, "lower": pl.Float64, "upper": pl.Float64,
+                "alpha": pl.Float64}
+
+
+def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
+    """Long table, one row per (benchmark, model, run, metric): the numbers every trend shows.
+
+    ``method`` is the benchmark's interval method (:func:`choose_method` on its latest run);
+    ``lower``/``upper`` are null where a run lacks that method (drawn as a point without bar).
+    ``run_order`` is 0 for a benchmark's oldest run.
+    """
+    rows = []
+    by_bench: dict[str, list[RunRecord]] = {}
+    for r in runs:
+        by_bench.setdefault(r.benchmark, []).append(r)
+    for bench, bruns in by_bench.items():
+        bruns = sorted(bruns, key=lambda r: (r.finished_at, r.run_id))
+        method = choose_method(bruns[-1], methods)
+        for order, run in enumerate(bruns):
+            for m in run.models:
+                for metric in METRICS:
+                    lo, hi = m.intervals.get((metric, method), (None, None)) if method else (None, None)
+                    rows.append({"benchmark": bench, "family": m.family, "checkpoint": m.checkpoint,
+                                 "model": m.model, "run_id": run.run_id, "finished_at": run.finished_at,
+                                 "run_order": order, "metric": metric, "estimate": m.estimates[metric],
+                                 "method": method, "lower": lo, "upper": hi, "alpha": run.alpha})
+    return pl.DataFrame(rows, schema=TREND_SCHEMA)
+
+
+def checkpoint_table(trends: pl.DataFrame) -> pl.DataFrame:
+    """Per checkpointed family, each member's scores from the latest run that has it.
+
+    Only families with at least one checkpoint id (``@``) appear.  Rows are ordered by
+    benchmark, family, then checkpoint in natural order (the family's own id first).
+    """
+    if trends.height == 0:
+        return trends
+    fams = trends.filter(pl.col("checkpoint").is_not_null()).select("benchmark", "family").unique()
+    latest = (trends.join(fams, on=["benchmark", "family"])
+              .filter(pl.col("run_order") == pl.col("run_order").max().over("benchmark", "model")))
+    rows = sorted(latest.iter_rows(named=True),
+                  key=lambda r: (r["benchmark"], r["family"], checkpoint_key(r["checkpoint"]), r["metric"]))
+    return pl.DataFrame(rows, schema=TREND_SCHEMA)

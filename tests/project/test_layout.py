@@ -1,0 +1,80 @@
+"""The layout rules of docs/architecture.md, checked on the source tree (issue #23's acceptance).
+
+Each rule keeps a feature in one home: the store's tables in one schema module, no SQL and no
+decision rules in flows/, dependencies one way (flows -> tasks -> stats), and pieces small
+enough to read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGES = ("flows", "tasks", "stats")
+MAX_MODULE_LINES = 1000
+MAX_FUNCTION_LINES = 150
+SQL = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|VIEW|INDEX)"
+                 r"|ALTER\s+TABLE|DROP\s+TABLE)", re.I)
+
+
+def _modules(*packages: str) -> list[Path]:
+    return sorted(p for pkg in packages for p in (ROOT / pkg).rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("path", _modules(*PACKAGES), ids=_name)
+def test_modules_and_functions_are_small(path):
+    src = path.read_text()
+    assert src.count("\n") <= MAX_MODULE_LINES, f"{_name(path)} has {src.count(chr(10))} lines"
+    long = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(src))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"{_name(path)}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_every_table_is_defined_in_the_schema_module():
+    schema = ROOT / "tasks" / "store" / "schema.py"
+    assert schema.is_file()
+    found = [f"{_name(p)}:{line}" for p in _modules(*PACKAGES) if p != schema
+             for line, s in _strings(ast.parse(p.read_text())) if re.search(r"CREATE\s+TABLE", s, re.I)]
+    assert not found, f"CREATE TABLE outside tasks/store/schema.py: {found}"
+
+
+def test_no_sql_in_flows():
+    found = [f"{_name(p)}:{line}" for p in _modules("flows")
+             for line, s in _strings(ast.parse(p.read_text())) if SQL.search(s)]
+    assert not found, f"SQL in flows/ (it belongs in a tasks/ service): {found}"
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+    return out
+
+
+@pytest.mark.parametrize("layer,forbidden", [("stats", ("benchcert.tasks", "benchcert.flows")),
+                                             ("tasks", ("benchcert.flows",))])
+def test_dependencies_point_one_way(layer, forbidden):
+    bad = [f"{_name(p)}: {mod}" for p in _modules(layer) for mod, _ in _imports(p) if mod.startswith(forbidden)]
+    assert not bad, bad
+
+
+def test_no_flows_module_imports_another_modules_private_name():
+    bad = [f"{_name(p)}: {mod}.{n}" for p in _modules("flows") for mod, names in _imports(p)
+           if mod.startswith("benchcert.") for n in names if n.startswith("_") and not n.startswith("__")]
+    assert not bad, bad

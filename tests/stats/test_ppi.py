@@ -1,0 +1,196 @@
+"""Prediction-powered human-scale scores (stats/ppi.py): the reference implementation as oracle,
+seeded coverage simulations (issue #28's acceptance at modest size), agreement and planning."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.ppi import (
+    MIN_HUMAN_LABELS,
+    judge_agreement,
+    labelled_subset_check,
+    plan_human_labels,
+    ppi_gap,
+    ppi_mean,
+)
+from simcheck import rate_ci
+
+
+def biased_judge(rng, human, p_one_given_one, p_one_given_zero):
+    """Binary judge scores: P(judge = 1 | human = 1) and P(judge = 1 | human = 0)."""
+    u = rng.random(human.size)
+    return np.where(human == 1, u < p_one_given_one, u < p_one_given_zero).astype(float)
+
+
+# Issue #28's setting: human rate 0.6; the judge says 1 w.p. 5/6 when the human says 1 and 1/2 when
+# the human says 0: judge mean 0.6 * 5/6 + 0.4 / 2 = 0.70 (+10 points), agreement 0.5 + 0.2 = 0.70.
+P_HUMAN, P11, P10 = 0.6, 5 / 6, 0.5
+
+
+def draw_benchmark(rng, n_items=2000):
+    human = (rng.random(n_items) < P_HUMAN).astype(float)
+    return human, biased_judge(rng, human, P11, P10)
+
+
+# --------------------------------------------------------------------------- oracle (ppi-python)
+
+def test_equals_the_reference_implementation():
+    ppi_py = pytest.importorskip("ppi_py")
+    rng = np.random.default_rng(11)
+    for n, big_n, frac in ((40, 900, False), (150, 2000, False), (300, 500, True)):
+        y = rng.random(n) if frac else (rng.random(n) < 0.55).astype(float)
+        yh = np.clip(y + rng.normal(0.1, 0.25, n), 0, 1)
+        yu = np.clip(rng.random(big_n) * 0.9 + 0.1, 0, 1)
+        for lam in (None, 0.0, 0.4, 1.0):
+            ours = ppi_mean(y, yh, yu, alpha=0.1, lam=lam, quantile="normal")
+            est = ppi_py.ppi_mean_pointestimate(y, yh, yu, lam=lam)
+            lo, hi = ppi_py.ppi_mean_ci(y, yh, yu, alpha=0.1, lam=lam)
+            assert ours.estimate == pytest.approx(float(np.ravel(est)[0]), abs=1e-8)
+            assert (ours.lower, ours.upper) == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-8)
+
+
+def test_lambda_zero_is_the_human_only_interval_and_t_is_wider_than_normal():
+    rng = np.random.default_rng(3)
+    human, judge = draw_benchmark(rng, 600)
+    r0 = ppi_mean(human[:80], judge[:80], judge[80:], lam=0.0)
+    assert r0.estimate == pytest.approx(human[:80].mean())
+    assert (r0.lower, r0.upper) == pytest.approx((r0.human_only_lower, r0.human_only_upper))
+    rt = ppi_mean(human[:80], judge[:80], judge[80:])
+    rz = ppi_mean(human[:80], judge[:80], judge[80:], quantile="normal")
+    assert rt.estimate == rz.estimate and rt.half_width > rz.half_width
+    assert rt.method == "ppi++" and "uniform random sample" in rt.assumptions[0]
+
+
+# --------------------------------------------------------------------------- coverage (seeded)
+
+@pytest.mark.parametrize("n_human", [100, 300])
+def test_human_scale_interval_covers_and_beats_human_only(n_human):
+    """Coverage of the benchmark's human-scale mean >= 95% (judged by the Clopper-Pearson interval of
+    the simulated rate), narrower than the human-only interval on the same labels, while the judge's
+    own interval almost never covers (issue #28 acceptance)."""
+    rng = np.random.default_rng(2028 + n_human)
+    reps = 1500
+    hits, naive, narrower = np.zeros(reps, bool), np.zeros(reps, bool), np.zeros(reps, bool)
+    for r in range(reps):
+        human, judge = draw_benchmark(rng)
+        truth = human.mean()
+        lab = rng.choice(judge.size, n_human, replace=False)
+        rest = np.setdiff1d(np.arange(judge.size), lab)
+        res = ppi_mean(human[lab], judge[lab], judge[rest])
+        hits[r] = res.lower <= truth <= res.upper
+        narrower[r] = res.half_width < (res.human_only_upper - res.human_only_lower) / 2
+        se = judge.std(ddof=1) / np.sqrt(judge.size)
+        naive[r] = abs(judge.mean() - truth) <= 1.96 * se
+    rate, low, high = rate_ci(hits, reps, level=0.95)
+    assert high >= 0.95 and low >= 0.94, (rate, low, high)
+    assert narrower.mean() >= 0.9
+    assert rate_ci(naive, reps, level=0.95)[2] < 0.10
+
+
+def test_paired_gap_covers_and_the_judge_gap_does_not():
+    """Model A's judge is biased +10 points, model B's not: the judge's gap is off by 10 points;
+    the paired PPI++ gap covers the human gap."""
+    rng = np.random.default_rng(77)
+    reps, n_items, n_human = 1200, 2000, 300
+    hits, naive = np.zeros(reps, bool), np.zeros(reps, bool)
+    for r in range(reps):
+        ha, ja = draw_benchmark(rng, n_items)
+        hb = (rng.random(n_items) < 0.5).astype(float)
+        jb = biased_judge(rng, hb, 0.7, 0.3)  # mean 0.5, agreement 0.7
+        truth = ha.mean() - hb.mean()
+        lab = rng.choice(n_items, n_human, replace=False)
+        rest = np.setdiff1d(np.arange(n_items), lab)
+        res = ppi_gap(ha[lab], hb[lab], ja[lab], jb[lab], ja[rest], jb[rest])
+        hits[r] = res.lower <= truth <= res.upper
+        d = ja - jb
+        naive[r] = abs(d.mean() - truth) <= 1.96 * d.std(ddof=1) / np.sqrt(n_items)
+    rate, low, high = rate_ci(hits, reps, level=0.95)
+    assert high >= 0.95 and low >= 0.94, (rate, low, high)
+    assert rate_ci(naive, reps, level=0.95)[2] < 0.10
+
+
+def test_a_labelled_subset_chosen_by_the_judge_is_flagged():
+    rng = np.random.default_rng(5)
+    human, judge = draw_benchmark(rng)
+    ones = np.flatnonzero(judge == 1)
+    lab = rng.choice(ones, 200, replace=False)  # labels only where the judge said 1
+    rest = np.setdiff1d(np.arange(judge.size), lab)
+    check = labelled_subset_check(judge[lab], judge[rest])
+    assert check.suspicious and check.p_value < 1e-6
+    fair = rng.choice(judge.size, 200, replace=False)
+    others = np.setdiff1d(np.arange(judge.size), fair)
+    assert labelled_subset_check(judge[fair], judge[others]).mean_labelled == pytest.approx(judge[fair].mean())
+
+
+def test_random_subsets_are_flagged_at_about_alpha():
+    rng = np.random.default_rng(9)
+    reps = 800
+    flagged = np.zeros(reps, bool)
+    for r in range(reps):
+        _, judge = draw_benchmark(rng, 1000)
+        lab = rng.choice(1000, 100, replace=False)
+        flagged[r] = labelled_subset_check(judge[lab], np.delete(judge, lab), alpha=0.05).suspicious
+    rate, low, high = rate_ci(flagged, reps, level=0.99)
+    assert low <= 0.05 <= high + 0.01, (rate, low, high)
+
+
+# --------------------------------------------------------------------------- agreement
+
+def test_agreement_binary_matches_hand_computation():
+    judge = np.array([1, 1, 0, 0, 1, 0, 1, 1, 0, 1], float)
+    human = np.array([1, 0, 0, 0, 1, 1, 1, 0, 0, 1], float)
+    a = judge_agreement(judge, human)
+    # po = 7/10; judge 1-rate 0.6, human 1-rate 0.5: pe = 0.6*0.5 + 0.4*0.5 = 0.5; kappa = 0.2/0.5
+    assert a.kappa == pytest.approx(0.4) and a.exact_agreement == pytest.approx(0.7)
+    assert a.bias == pytest.approx(0.1) and a.kappa_weights is None
+    assert a.confusion == ((3, 2), (1, 4)) and a.levels == (0.0, 1.0)  # rows human 0/1, columns judge 0/1
+    assert a.bias_lower < 0.1 < a.bias_upper
+
+
+def test_agreement_ordinal_uses_weighted_kappa_and_continuous_spearman_only():
+    rng = np.random.default_rng(2)
+    human = rng.integers(0, 5, 300) / 4
+    judge = np.clip(human + rng.choice([-0.25, 0, 0.25], 300), 0, 1)
+    a = judge_agreement(judge, human)
+    assert a.kappa_weights == "quadratic" and 0.5 < a.kappa < 1 and len(a.confusion) == 5
+    cont = judge_agreement(rng.random(50), rng.random(50))
+    assert np.isnan(cont.kappa) and cont.confusion is None and -1 <= cont.spearman <= 1
+    with pytest.warns(DegenerateDataWarning, match="constant"):
+        assert np.isnan(judge_agreement(np.ones(5), rng.random(5)).spearman)
+
+
+# --------------------------------------------------------------------------- planning
+
+def test_plan_reaches_its_epsilon_and_needs_fewer_labels_than_humans_alone():
+    rng = np.random.default_rng(21)
+    human, judge = draw_benchmark(rng, 20000)
+    pilot = rng.choice(20000, 200, replace=False)
+    plan = plan_human_labels(human[pilot], judge[pilot], judge[:4000], epsilon=0.03)
+    assert plan.n_ppi is not None and plan.n_human_only is not None and plan.n_ppi < plan.n_human_only
+    widths = []
+    for _ in range(200):  # fresh draws with the planned number of labels: the half-width is about epsilon
+        h, j = draw_benchmark(rng, 4000)
+        lab = rng.choice(4000, plan.n_ppi, replace=False)
+        widths.append(ppi_mean(h[lab], j[lab], np.delete(j, lab), quantile="normal").half_width)
+    assert np.mean(widths) == pytest.approx(0.03, rel=0.08)
+    never = plan_human_labels(human[pilot], judge[pilot], judge[:300], epsilon=0.005)
+    assert never.n_ppi is None and never.n_human_only is None
+
+
+def test_validation_names_the_parameter():
+    with pytest.raises(ValueError, match="judge_labelled must have one judge score"):
+        ppi_mean([1, 0, 1], [1, 0], [1, 1])
+    with pytest.raises(ValueError, match="human must lie in"):
+        ppi_mean([1, 2], [1, 0], [1])
+    with pytest.raises(ValueError, match="lam must be"):
+        ppi_mean([1, 0], [1, 0], [1], lam=1.5)
+    with pytest.raises(ValueError, match="epsilon"):
+        plan_human_labels([1, 0], [1, 0], [1, 0, 1], epsilon=0)
+    assert MIN_HUMAN_LABELS >= 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ppi_mean([1, 0, 1], [1, 0, 0], [0, 1, 1])
