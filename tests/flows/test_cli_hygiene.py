@@ -263,15 +263,3 @@ def test_the_nightly_inbox_and_ingest_expand_sources_alike(tmp_path):
     # The inbox's own mapping file is no source and no unreadable log either.
     assert inbox_files(tmp_path) == (files, [u for u in unknown if Path(u["path"]).name != MAPPING_FILE])
 
-
-def test_tasks_and_stats_import_nothing_of_flows():
-    """Dependencies point one way (flows -> tasks -> stats): the compare gate returns a decision and the
-    command line maps it to exit code 4, instead of the gate importing the CLI's exit codes."""
-    bad = []
-    for folder in ("tasks", "stats"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-                bad += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("benchcert.flows")]
-    assert bad == []
