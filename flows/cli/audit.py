@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json, user_error
+from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json, user_error,
+                                        webhook_arg)
 from benchcert.flows.cli.options import run_mode_options, store_options
 from benchcert.tasks.errors import UsageError
 
@@ -48,14 +49,10 @@ def cmd_audit(args) -> int:
     except (ValueError, OSError) as exc:
         print(f"benchcert audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.webhook:
-        from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
-
-        try:
-            check_webhook_url(args.webhook)
-        except WebhookError as exc:
-            print(f"benchcert audit: --webhook: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+    try:
+        webhook_arg(args.webhook)
+    except UsageError as exc:
+        return user_error("benchcert audit", exc)
     if not Path(args.db).is_file():
         print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
         return EXIT_STORE

@@ -80,6 +80,24 @@ def alpha_arg(value: float, flag: str = "--alpha") -> float:
     return value
 
 
+def webhook_arg(url: str | None) -> str | None:
+    """A ``--webhook`` URL checked before any work (None: no webhook).
+
+    Raises
+    ------
+    UsageError
+        ``"--webhook: <why>"``: a URL benchcert will not call (not http/https, no host, malformed).
+    """
+    if url:
+        from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(url)
+        except WebhookError as exc:
+            raise UsageError(f"--webhook: {exc}") from None
+    return url
+
+
 def require_store(db) -> None:
     """Raise :class:`MissingStoreError` (exit 3) when the store file ``db`` does not exist, before a
     command reads it (opening it would create an empty one)."""

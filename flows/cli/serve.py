@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json
+from benchcert.flows.cli.errors import EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json, user_error, webhook_arg
+from benchcert.tasks.errors import UsageError
 
 
 def cmd_serve(args) -> int:
@@ -14,14 +15,10 @@ def cmd_serve(args) -> int:
         print("benchcert serve: set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
               "on 127.0.0.1)", file=sys.stderr)
         return EXIT_USAGE
-    if args.webhook:
-        from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
-
-        try:
-            check_webhook_url(args.webhook)
-        except WebhookError as exc:
-            print(f"benchcert serve: --webhook: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+    try:
+        webhook_arg(args.webhook)
+    except UsageError as exc:
+        return user_error("benchcert serve", exc)
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
     from prefect import serve
