@@ -13,7 +13,7 @@ import csv
 import json
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, refuse, user_errors
+from benchcert.flows.cli.errors import EXIT_OK, user_error, user_errors
 from benchcert.flows.cli.errors import print_json as _print_json
 
 #: The keys of tasks/certify/service.py's PROTOCOLS (spelled out: building the parser imports no numerics).
@@ -82,7 +82,7 @@ def cmd_plan_environments(args) -> int:
     try:
         plan = plan_environments(req)
     except user_errors() as exc:
-        return refuse("benchcert plan environments", exc)
+        return user_error("benchcert plan environments", exc, traceback=True)
     design, spec, seed, N, notes, head = plan.design, plan.spec, plan.seed, plan.N, plan.notes, plan.summary
     eps, delta = design.epsilon, design.delta
     out = {**plan.summary, "out": None if args.out is None else str(args.out), "notes": list(notes)}
@@ -141,7 +141,7 @@ def cmd_certify(args) -> int:
     try:
         cert = certify(req)
     except user_errors() as exc:
-        return refuse("benchcert certify", exc)
+        return user_error("benchcert certify", exc, traceback=True)
     out, rows, failure, plan, delta = cert.to_dict(), cert.rows, cert.failure, cert.plan, cert.delta
     notes = cert.notes
     if args.json:

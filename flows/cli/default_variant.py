@@ -15,24 +15,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, refuse
+from benchcert.flows.cli.errors import EXIT_OK, user_error
 
 
 def cmd_default_variant(args) -> int:
     from benchcert.tasks.errors import UserError
-    from benchcert.tasks.store.connection import StoreError
     from benchcert.tasks.store.matrices import default_variant
 
     prog = "benchcert default-variant"
     try:
         got = default_variant(args.db, args.benchmark, variant=args.variant, clear=args.clear,
                               lock_timeout=args.lock_timeout)
-    except UserError as exc:
-        return refuse(prog, exc)
-    except StoreError as exc:
-        if Path(args.db).is_file():
-            raise  # locked or unusable: flows/cli/__init__.py main reports it (one line, exit 3)
-        return refuse(prog, exc)  # no such store
+    except UserError as exc:  # a locked or unusable store (StoreError) is reported by main, in one line
+        return user_error(prog, exc, traceback=True)
     if args.json:
         print(json.dumps(got.to_dict()))
     elif got.default is None:

@@ -14,13 +14,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, exit_code, print_json, show_traceback
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json, user_error, user_errors
 
 
 def cmd_gof(args) -> int:
-    from benchcert.tasks.errors import UserError
     from benchcert.tasks.gof.service import GofOptions, run_gof
-    from benchcert.tasks.store.connection import StoreError
 
     prog = "benchcert gof"
     opts = GofOptions(benchmark=args.benchmark, models=tuple(args.model or ()), variant=args.variant,
@@ -29,10 +27,8 @@ def cmd_gof(args) -> int:
                       null_draws=args.null_draws, seed=args.seed, lock_timeout=args.lock_timeout)
     try:
         result = run_gof(args.db, opts)
-    except (UserError, StoreError) as exc:
-        show_traceback()
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return exit_code(exc)
+    except user_errors() as exc:
+        return user_error(prog, exc, traceback=True)
     if result.error is not None:
         if args.json:
             print_json(result.to_dict())

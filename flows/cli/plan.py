@@ -20,7 +20,7 @@ from pathlib import Path
 # EXIT_DATA, EXIT_STORE and EXIT_USAGE: the codes documented above, importable from here as from every command.
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE  # noqa: F401
 from benchcert.flows.cli.errors import print_json as _print_json
-from benchcert.flows.cli.errors import refuse, user_errors
+from benchcert.flows.cli.errors import user_error, user_errors
 
 
 def _common(sp, *, need_n_source: bool) -> None:
@@ -164,7 +164,7 @@ def _answer(args, prog: str, service) -> int:
     try:
         result = service()
     except user_errors() as exc:
-        return refuse(prog, exc)
+        return user_error(prog, exc, traceback=True)
     return _show(result, prog, args.json)
 
 
@@ -211,7 +211,7 @@ def cmd_subsample(args) -> int:
         drawn = draw_subset(args.db, args.benchmark, args.n, seed=args.seed, stratified=args.stratified,
                             alpha=args.alpha, lock_timeout=args.lock_timeout)
     except user_errors() as exc:
-        return refuse("benchcert subsample", exc)
+        return user_error("benchcert subsample", exc, traceback=True)
     man, guarantee = drawn.manifest, drawn.guarantee
     if args.out is not None:
         out = Path(args.out)

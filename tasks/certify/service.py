@@ -755,7 +755,7 @@ def _store_items(db, benchmark: str, lock_timeout: float) -> pl.DataFrame:
 def plan_environments(req: EnvironmentPlanRequest) -> EnvironmentPlan:
     """Design, draw and record a plan for ``req``'s environments (Theorem 3.4, Remark 3.2, stratified).
 
-    Raises UsageError (options, environments file), NoDataError (no items) or StoreError.
+    Raises UsageError (options, environments file), NoDataError (no items), MissingStoreError or StoreError.
     """
     import secrets
 
@@ -801,7 +801,7 @@ def certify(req: CertifyRequest) -> Certificate:
     """Bound every model's score on every environment of ``req`` at once, on a plan or the full benchmark.
 
     Raises UsageError (options, environments file, a plan that does not fit them), NoDataError
-    (unknown plan or benchmark, no model certified) or StoreError.
+    (unknown plan or benchmark, no model certified), MissingStoreError or StoreError.
     """
     from benchcert.tasks.store.connection import require_store
     from benchcert.tasks.store.matrices import MatrixError, load_matrices

@@ -8,8 +8,8 @@ frozen :class:`GofResult`.
 
 A problem that is the user's is raised as :class:`~benchcert.tasks.errors.UsageError`
 (contradicting or out-of-range options), :class:`NoOptionProbabilities` (the store holds
-nothing to test) or :class:`~benchcert.tasks.store.connection.StoreError` (no such store,
-locked or unusable).
+nothing to test) or :class:`~benchcert.tasks.errors.MissingStoreError` (no such store); a
+locked or unusable store is the store's :class:`~benchcert.tasks.store.connection.StoreError`.
 """
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ def _row(model: str, row: dict, opts: GofOptions) -> dict:
 def run_gof(db, opts: GofOptions) -> GofResult:
     """Check ``opts``, read the benchmark's option probabilities from ``db`` and test every model.
 
-    Raises :class:`UsageError`, :class:`NoOptionProbabilities` or
+    Raises :class:`UsageError`, :class:`NoOptionProbabilities`,
+    :class:`~benchcert.tasks.errors.MissingStoreError` or
     :class:`~benchcert.tasks.store.connection.StoreError` (see the module docstring).
     """
     import polars as pl

@@ -64,9 +64,12 @@ def lock_path(db: Path) -> Path:
 
 
 def require_store(db: str | os.PathLike) -> Path:
-    """``db`` if it is a file; else :class:`StoreError` (a command that only reads must not create one)."""
+    """``db`` if it is a file; else :class:`~benchcert.tasks.errors.MissingStoreError` (exit 3), before
+    a command reads it (opening it would create an empty one)."""
+    from benchcert.tasks.errors import MissingStoreError
+
     if not Path(db).is_file():
-        raise StoreError(f"{db}: no such store; ingest something first")
+        raise MissingStoreError(f"{db}: no such store; ingest something first")
     return Path(db)
 
 

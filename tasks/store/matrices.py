@@ -350,7 +350,7 @@ def default_variant(db, benchmark: str, *, variant: str | None = None, clear: bo
     default, which :func:`choose_variant` reads, and return what is stored.
 
     Raises UsageError (both a variant and ``clear``), NoDataError (a benchmark without responses,
-    a variant it does not have) or StoreError.
+    a variant it does not have), MissingStoreError or StoreError.
     """
     from benchcert.tasks.errors import NoDataError, UsageError
     from benchcert.tasks.store.connection import (get_default_variant, open_store, require_store,

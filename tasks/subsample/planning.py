@@ -11,7 +11,8 @@ command line renders.
 A problem that is the user's is raised as :class:`~benchcert.tasks.errors.UsageError`
 (options out of range or not going together), :class:`~benchcert.tasks.errors.NoDataError`
 (the store does not hold what the question needs) or
-:class:`~benchcert.tasks.store.connection.StoreError` (no such store, locked or unusable).
+:class:`~benchcert.tasks.errors.MissingStoreError` (no such store); a locked or unusable store
+is the store's :class:`~benchcert.tasks.store.connection.StoreError`.
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ import pytest
 
 from benchcert.tasks.certify.service import (CertifyRequest, EnvironmentPlanRequest, certify, plan_environments,
                                              plan_id_of)
-from benchcert.tasks.errors import UsageError
-from benchcert.tasks.store.connection import StoreError
+from benchcert.tasks.errors import MissingStoreError, UsageError
 
 from conftest import DATA
 
@@ -35,9 +34,9 @@ def test_requests_refuse_in_the_documented_order(tmp_path):
     with pytest.raises(UsageError, match="cannot read the environments file"):
         plan_environments(EnvironmentPlanRequest(envs=tmp_path / "x.toml", db=none, benchmark="b", epsilon=0.1,
                                                  delta=0.1))
-    with pytest.raises(StoreError, match="no such store"):
+    with pytest.raises(MissingStoreError, match="no such store"):
         plan_environments(EnvironmentPlanRequest(envs=ENVS, db=none, benchmark="b", epsilon=0.1, delta=0.1))
     with pytest.raises(UsageError, match="--delta must be in"):
         certify(CertifyRequest(envs=ENVS, db=none, benchmark="b", delta=2.0))
-    with pytest.raises(StoreError, match="no such store"):
+    with pytest.raises(MissingStoreError, match="no such store"):
         certify(CertifyRequest(envs=ENVS, db=none, benchmark="b"))

@@ -6,9 +6,8 @@ import dataclasses
 
 import pytest
 
-from benchcert.tasks.errors import UsageError
+from benchcert.tasks.errors import MissingStoreError, UsageError
 from benchcert.tasks.gof.service import GofOptions, check_options, run_gof
-from benchcert.tasks.store.connection import StoreError
 
 
 @pytest.mark.parametrize("change,message", [
@@ -28,5 +27,5 @@ def test_options_out_of_range_are_usage_errors(change, message):
 def test_a_missing_store_is_a_store_error_after_the_option_checks(tmp_path):
     with pytest.raises(UsageError):
         run_gof(tmp_path / "none.duckdb", GofOptions(benchmark="b", alpha=2.0))
-    with pytest.raises(StoreError, match="no such store"):
+    with pytest.raises(MissingStoreError, match="no such store"):
         run_gof(tmp_path / "none.duckdb", GofOptions(benchmark="b"))

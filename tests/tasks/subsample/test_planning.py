@@ -7,10 +7,9 @@ import dataclasses
 
 import pytest
 
-from benchcert.tasks.errors import NoDataError, UsageError, UserError
+from benchcert.tasks.errors import MissingStoreError, NoDataError, UsageError, UserError
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.service import ingest_file
-from benchcert.tasks.store.connection import StoreError
 from benchcert.tasks.subsample import hstar_cache, planning
 
 from conftest import SMALL_CSV, SMALL_MAP
@@ -42,7 +41,7 @@ def test_N_from_the_store_and_its_errors(db, tmp_path):
     with pytest.raises(NoDataError, match="'nope' has no items") as got:
         planning.store_item_count(db, "nope", 10.0)
     assert got.value.exit_code == 1 and isinstance(got.value, UserError)
-    with pytest.raises(StoreError, match="no such store"):
+    with pytest.raises(MissingStoreError, match="no such store"):
         planning.store_item_count(tmp_path / "none.duckdb", "small", 10.0)
 
 
