@@ -19,11 +19,13 @@ the vertex estimates, so bounds on the vertices hold for every mix at once and t
 is a vertex. Theorem 3.8's total-variation cover (needed for families that are not mixtures)
 is reported beside it for comparison.
 
-``benchcert plan environments`` (flows/cli/certify.py) draws a seeded item sample from a
+``benchcert plan environments`` (:func:`plan_environments`) draws a seeded item sample from a
 protocol's proposal and records it (tables ``environment_plans``, ``environment_plan_draws``);
-``benchcert certify`` reads a model's scores on it, or on the full benchmark, and bounds every
-environment simultaneously. Plans are kept apart from ``benchcert subsample``'s uniform subsets
-on purpose: their items are not a uniform sample, so the subsample guarantees must not apply.
+``benchcert certify`` (:func:`certify`) reads a model's scores on it, or on the full benchmark,
+and bounds every environment simultaneously. Plans are kept apart from ``benchcert subsample``'s
+uniform subsets on purpose: their items are not a uniform sample, so the subsample guarantees
+must not apply. These two services hold the commands' rules and return frozen results;
+flows/cli/certify.py only parses and renders.
 """
 
 from __future__ import annotations

@@ -40,3 +40,11 @@ def test_requests_refuse_in_the_documented_order(tmp_path):
         certify(CertifyRequest(envs=ENVS, db=none, benchmark="b", delta=2.0))
     with pytest.raises(MissingStoreError, match="no such store"):
         certify(CertifyRequest(envs=ENVS, db=none, benchmark="b"))
+
+
+def test_the_parser_offers_exactly_the_service_protocols():
+    # flows/cli/certify.py spells the choices out so that building the parser imports no numerics.
+    from benchcert.flows.cli.certify import PROTOCOL_CHOICES
+    from benchcert.tasks.certify.service import PROTOCOLS
+
+    assert PROTOCOL_CHOICES == tuple(PROTOCOLS)
