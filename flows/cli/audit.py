@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json, user_error,
-                                        webhook_arg)
+from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json,
+                                        require_store, user_error, webhook_arg)
 from benchcert.flows.cli.options import run_mode_options, store_options
-from benchcert.tasks.errors import UsageError
+from benchcert.tasks.errors import UsageError, UserError
 
 
 def summary_table(summary: dict) -> str:
@@ -53,9 +53,10 @@ def cmd_audit(args) -> int:
         webhook_arg(args.webhook)
     except UsageError as exc:
         return user_error("benchcert audit", exc)
-    if not Path(args.db).is_file():
-        print(f"benchcert audit: {args.db}: no such store; ingest something first", file=sys.stderr)
-        return EXIT_STORE
+    try:
+        require_store(args.db)
+    except UserError as exc:
+        return user_error("benchcert audit", exc)
     environments = None
     if args.environments is not None:
         from benchcert.tasks.certify.service import EnvironmentsError, spec_for_audit

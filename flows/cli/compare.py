@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
-                                        show_traceback)
+                                        show_traceback, user_error)
 from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES
 from benchcert.tasks.errors import UsageError, UserError
@@ -72,7 +72,7 @@ def _err(msg: str) -> None:
 
 
 def _request(args):
-    """The service's request from the options; UsageError (or StoreError: no store) when they do not make one."""
+    """The service's request from the options; a UserError (UsageError, MissingStoreError) when they make none."""
     from benchcert.tasks.compare.service import CompareRequest
 
     alpha_arg(args.alpha)
@@ -99,11 +99,10 @@ def cmd_compare(args) -> int:
     try:
         request = _request(args)
         result = record_look(request) if args.record else compare_models(request)
-    except (UserError, StoreError, MatrixError, VerdictError) as exc:
-        if isinstance(exc, UserError):  # a usage error found before any data was read: no traceback
-            print(f"benchcert compare: {exc}", file=sys.stderr)
-        else:
-            _err(str(exc))
+    except UserError as exc:  # found before any data was read: no traceback
+        return user_error("benchcert compare", exc)
+    except (StoreError, MatrixError, VerdictError) as exc:
+        _err(str(exc))
         return exit_code(exc)
     if args.record:
         return _show_look(args, result)

@@ -94,6 +94,8 @@ class CompareRequest:
 def check_request(request: CompareRequest) -> None:
     """Raise :class:`UsageError` when the request names nothing to compare (before any data is read)."""
     check_options(request.gate or GateOptions())
+    if request.hierarchy not in HIERARCHIES:
+        raise UsageError(f"hierarchy must be one of {list(HIERARCHIES)}; got {request.hierarchy!r}")
     if request.baseline in request.candidates:
         raise UsageError(f"the baseline {request.baseline!r} is also a candidate")
     if len(set(request.candidates)) != len(request.candidates):
