@@ -14,7 +14,7 @@ What it measures (``make bench`` runs it with no arguments):
    on the slice its quantiles are checked against the fast ones (they must be identical).
 3. The ratio naive / fast, and PASS/FAIL of the target.
 4. The same six sizes as the audit computes them, spread over the machine's cores by threads
-   (``tasks/analyses/subsample._worst_cases``), against the one-thread time of step 1.
+   (``tasks/subsample/hstar_cache.worst_cases``), against the one-thread time of step 1.
 
 Options: ``--N``, ``--alpha``, ``--slice`` (K values timed for the naive method per n).
 """
@@ -90,11 +90,12 @@ def main(argv=None) -> int:
     print(f"naive, all six n (extrapolated from {args.slice} K per n): {naive_total:.0f} s "
           f"= {naive_total / 60:.1f} min; ratio naive/fast = {naive_total / fast_total:.0f}x")
     # The audit spreads the six sizes over the cores (tasks/subsample/analysis.py); same work.
-    from benchcert.tasks.subsample.analysis import _worst_case, _worst_cases
+    from benchcert.tasks.subsample.analysis import _worst_case
+    from benchcert.tasks.subsample.hstar_cache import worst_cases
 
     _worst_case.cache_clear()
     t = time.perf_counter()
-    threaded = _worst_cases(ns, N, alpha)
+    threaded = worst_cases(ns, N, alpha, one=_worst_case)
     threaded_s = time.perf_counter() - t
     assert all(abs(threaded[n][0] - h) < 1e-15 and threaded[n][1] == wk for n, h, wk, _ in per_n)
     print(f"as the audit runs it, the six n spread over {os.cpu_count()} core(s): {threaded_s:.2f} s "

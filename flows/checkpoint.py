@@ -16,15 +16,15 @@ from benchcert.tasks.ingest.mapping import ColumnMapping
 from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.store.matrices import response_count
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
 
 
 def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
+    """How many responses of ``model`` for ``benchmark`` the store holds (0: the logs had none)."""
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        return con.execute("SELECT count(*) FROM response_codes WHERE model_id IN "
-                           "(SELECT model_id FROM models WHERE benchmark = ? AND model = ?)",
-                           [benchmark, model]).fetchall()[0][0]
+        return response_count(con, benchmark, model)
 
 
 class LogsPathRefused(PermissionError):

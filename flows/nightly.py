@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import parse_mapping
+from benchcert.tasks.ingest.sources import expand_sources
 from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
@@ -22,9 +23,7 @@ MAPPING_FILE = "mapping.toml"
 
 
 def inbox_files(folder: Path) -> tuple[list[str], list[dict]]:
-    from benchcert.flows.cli import _expand
-
-    files, unknown = _expand([str(folder)])
+    files, unknown = expand_sources([str(folder)])
     files = [f for f in files if Path(f).name != MAPPING_FILE]
     unknown = [u for u in unknown if Path(u["path"]).name != MAPPING_FILE]
     return files, unknown

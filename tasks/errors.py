@@ -19,3 +19,14 @@ class UsageError(UserError):
     """The options given contradict each other or name nothing (exit code 2, as argparse's)."""
 
     exit_code = 2
+
+
+class MissingStoreError(UserError):
+    """The store file named does not exist: nothing was ingested there yet (exit code 3, the store's)."""
+
+    exit_code = 3
+
+
+class NoDataError(UserError):
+    """The store holds nothing that answers the request: an unknown or empty benchmark, a plan or
+    model it does not hold, too few models or shared items (exit code 1)."""

@@ -11,26 +11,18 @@ from __future__ import annotations
 
 import csv
 import json
-import secrets
-import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from benchcert.flows.cli.errors import EXIT_OK, user_error, user_errors
 from benchcert.flows.cli.errors import print_json as _print_json
+
+#: The keys of tasks/certify/service.py's PROTOCOLS (spelled out: building the parser imports no numerics).
 PROTOCOL_CHOICES = ("theorem", "naive", "stratified")
 
 
-class _Problem(Exception):
-    def __init__(self, message: str, code: int):
-        super().__init__(message)
-        self.code = code
-
-
-
-def register(sub) -> None:
-    from benchcert.flows.cli.plan import plan_subparsers
-
-    sp = plan_subparsers(sub).add_parser(
+def register_plan(plan_sub) -> None:
+    """Add ``environments`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
+    sp = plan_sub.add_parser(
         "environments", help="certify many deployment environments at once: chi-square radius, budgets, a plan",
         description="For the environments in --envs (mixes of the benchmark's domains or subjects): the chi-square "
                     "radius V with its optimal proposal and Example 4's upper bounds, the items each protocol needs "
@@ -54,6 +46,8 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_plan_environments)
 
+
+def register(sub) -> None:
     sp = sub.add_parser(
         "certify", help="each model's score per deployment environment, bounded for all environments at once",
         description="Per model and environment: the score with bounds that hold simultaneously for every "
@@ -79,90 +73,26 @@ def register(sub) -> None:
     sp.set_defaults(func=cmd_certify)
 
 
-def _unit(value, name: str, prog: str) -> float:
-    if value is None or not 0 < value < 1:
-        raise _Problem(f"{prog}: --{name} must be in (0, 1); got {value}", EXIT_USAGE)
-    return float(value)
+def cmd_plan_environments(args) -> int:
+    from benchcert.tasks.certify.service import EnvironmentPlanRequest, plan_environments
 
-
-def _spec(path, prog: str):
-    from benchcert.tasks.certify.service import EnvironmentsError, read_environments
-
+    req = EnvironmentPlanRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, epsilon=args.epsilon,
+                                 delta=args.delta, protocol=args.protocol, seed=args.seed,
+                                 lock_timeout=args.lock_timeout)
     try:
-        return read_environments(path)
-    except EnvironmentsError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_USAGE) from None
-
-
-def _store_items(db, benchmark: str, lock_timeout: float, prog: str):
-    from benchcert.tasks.store.connection import StoreError, open_store
-    from benchcert.tasks.subsample.subsets import benchmark_items
-
-    if not Path(db).is_file():
-        raise _Problem(f"{prog}: {db}: no such store; ingest something first", EXIT_STORE)
-    try:
-        with open_store(db, write=False, lock_timeout=lock_timeout) as con:
-            items = benchmark_items(con, benchmark)
-            known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM items ORDER BY 1").fetchall()]
-    except StoreError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_STORE) from None
-    if items.height == 0:
-        raise _Problem(f"{prog}: benchmark {benchmark!r} has no items in {db} (empty or unknown); benchmarks "
-                       f"stored: {known}", EXIT_DATA)
-    return items
-
-
-def _command(prog: str, body):
-    """A sub-command: ``body(args, prog)``, with a _Problem reported in one line and its exit code."""
-    def run(args) -> int:
-        try:
-            return body(args, prog)
-        except _Problem as exc:
-            print(str(exc), file=sys.stderr)
-            return exc.code
-    return run
-
-
-def _plan(args, prog: str) -> int:
-    from benchcert.tasks.certify.service import (PROTOCOLS, EnvironmentsError, atom_sizes, build_design, draw_plan,
-                                              record_plan)
-    from benchcert.tasks.store.connection import StoreError
-
-    eps = _unit(args.epsilon, "epsilon", prog)
-    delta = _unit(args.delta, "delta", prog)
-    if args.seed is not None and not 0 <= args.seed < 2 ** 63:
-        raise _Problem(f"{prog}: --seed must be in [0, 2^63); got {args.seed}", EXIT_USAGE)
-    spec = _spec(args.envs, prog)
-    items = _store_items(args.db, args.benchmark, args.lock_timeout, prog)
-    atoms, sizes = atom_sizes(items, spec.level)
-    try:
-        design = build_design(spec, atoms, sizes, eps, delta)
-    except EnvironmentsError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_USAGE) from None
-    protocol = PROTOCOLS[args.protocol]
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
-    draws = draw_plan(design, protocol, items, seed)
-    try:
-        head = record_plan(args.db, args.benchmark, design, protocol, seed, draws, lock_timeout=args.lock_timeout)
-    except StoreError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_STORE) from None
-    out = {**design.to_dict(protocol), **head, "envs": str(args.envs), "out": None if args.out is None else str(args.out)}
-    notes = []
-    N = int(sizes.sum())
-    for k, b in design.budgets.items():
-        if b.n > N:
-            notes.append(f"{k} needs {b.n:,} draws, more than the benchmark's {N:,} items: evaluating the whole "
-                         "benchmark once gives every environment's benchmark score exactly")
-    cheapest = min(design.budgets, key=lambda k: design.budgets[k].n)
-    notes.append(f"cheapest protocol here: {cheapest} ({design.budgets[cheapest].n:,} items)")
-    out["notes"] = notes
+        plan = plan_environments(req)
+    except user_errors() as exc:
+        return user_error("benchcert plan environments", exc, traceback=True)
+    design, spec, seed, N, notes, head = plan.design, plan.spec, plan.seed, plan.N, plan.notes, plan.summary
+    eps, delta = design.epsilon, design.delta
+    out = {**plan.summary, "out": None if args.out is None else str(args.out), "notes": list(notes)}
     if args.out is not None:
-        _write_manifest(Path(args.out), out, draws)
+        _write_manifest(Path(args.out), out, plan.draws)
     if args.json:
-        _print_json({**out, "item_ids": None if args.out else sorted(draws["item_id"].unique().to_list())})
+        _print_json({**out, "item_ids": None if args.out else plan.item_ids})
         return EXIT_OK
     r = design.radius
-    print(f"{len(design.names)} environment(s) over {len(atoms)} {spec.level}s of {args.benchmark!r} "
+    print(f"{len(design.names)} environment(s) over {len(plan.atoms)} {spec.level}s of {args.benchmark!r} "
           f"({N:,} items), epsilon = {eps:g}, delta = {delta:g}")
     print(f"chi-square radius V = {r.value:.4f} (certified: {r.lower:.4f} <= V <= {r.value:.4f}); Example 4 upper "
           f"bounds: mixture {design.bounds.mixture_value:.4f}, uniform {design.bounds.uniform_value:.4f}, "
@@ -202,52 +132,18 @@ def _write_manifest(out: Path, plan: dict, draws) -> None:
         out.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
 
 
-def _plan_id_of(subset: str, prog: str) -> str:
-    p = Path(subset)
-    if p.suffix.lower() == ".json" or (p.is_file() and not subset.startswith("env-")):
-        try:
-            return str(json.loads(p.read_text(encoding="utf-8"))["plan_id"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise _Problem(f"{prog}: --subset {subset}: not a plan manifest written by plan environments --out "
-                           f"({exc})", EXIT_USAGE) from None
-    return subset
-
-
-def _certify(args, prog: str) -> int:
+def cmd_certify(args) -> int:
     from benchcert.stats.certify import BLACK_BOX_SENTENCE
-    from benchcert.tasks.certify.service import EnvironmentsError, certify_scores, load_plan
-    from benchcert.tasks.store.matrices import MatrixError, load_matrices
-    from benchcert.tasks.store.connection import StoreError, open_store
+    from benchcert.tasks.certify.service import CertifyRequest, certify
 
-    spec = _spec(args.envs, prog)
-    if args.delta is not None:
-        _unit(args.delta, "delta", prog)
-    if not Path(args.db).is_file():
-        raise _Problem(f"{prog}: {args.db}: no such store; ingest something first", EXIT_STORE)
-    plan = None
+    req = CertifyRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, subset=args.subset, delta=args.delta,
+                         variant=args.variant, lock_timeout=args.lock_timeout)
     try:
-        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-            if args.subset is not None:
-                plan = load_plan(con, _plan_id_of(args.subset, prog), args.benchmark)
-            m = load_matrices(con, args.benchmark, args.variant)
-    except StoreError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_STORE) from None
-    except EnvironmentsError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_DATA) from None
-    except MatrixError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_DATA) from None
-    delta = args.delta if args.delta is not None else (plan.delta if plan is not None else 0.05)
-    try:
-        rows, failure, notes = certify_scores(spec, m.items, m.models, m.scores, delta=delta, plan=plan)
-    except EnvironmentsError as exc:
-        raise _Problem(f"{prog}: {exc}", EXIT_USAGE) from None
-    if not rows:
-        msg = "; ".join(notes) or "no model to certify"
-        raise _Problem(f"{prog}: no model could be certified: {msg}", EXIT_DATA)
-    out = {"benchmark": args.benchmark, "variant": m.variant, "delta": delta, "envs": str(args.envs),
-           "subset": None if plan is None else plan.plan_id, "protocol": "full_benchmark" if plan is None
-           else plan.protocol, "environments": rows, "failure_rate_upper": failure,
-           "black_box": BLACK_BOX_SENTENCE, "notes": notes}
+        cert = certify(req)
+    except user_errors() as exc:
+        return user_error("benchcert certify", exc, traceback=True)
+    out, rows, failure, plan, delta = cert.to_dict(), cert.rows, cert.failure, cert.plan, cert.delta
+    notes = cert.notes
     if args.json:
         _print_json(out)
         return EXIT_OK
@@ -282,14 +178,9 @@ def _certify(args, prog: str) -> int:
                   f"relative-entropy Hoeffding on {f['effective_subjects']:.0f} subjects, each weighing the same; "
                   f"subject-weighted failure rate {100 * f['estimate_new_subjects']:.2f}%)")
     print(BLACK_BOX_SENTENCE)
-    if any(r.get("question") == "same_subjects" and r.get("lower_new_subjects") is not None for r in rows):
-        from benchcert.tasks.certify.service import SUBJECTS_NOTE
-
-        print(f"note: {SUBJECTS_NOTE}")
+    if cert.subjects_note is not None:
+        print(f"note: {cert.subjects_note}")
     for n in notes:
         print(f"note: {n}")
     return EXIT_OK
 
-
-cmd_plan_environments = _command("benchcert plan environments", _plan)
-cmd_certify = _command("benchcert certify", _certify)

@@ -19,15 +19,14 @@ benchcert.tasks.compare.gate and docs/ci-gate.md).
 
 from __future__ import annotations
 
-import argparse
 import sys
-import warnings
 from pathlib import Path
 
-from benchcert.tasks.compare import gate
-
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_STORE, EXIT_USAGE, print_json, show_traceback
-HIERARCHIES = {"subject,domain": ("subject", "domain"), "subject": ("subject",), "none": ()}
+from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
+                                        show_traceback, user_error)
+from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
+from benchcert.tasks.compare.service import HIERARCHIES
+from benchcert.tasks.errors import UsageError, UserError
 
 
 def register(sub) -> None:
@@ -58,7 +57,12 @@ def register(sub) -> None:
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    gate.add_arguments(sp)
+    sp.add_argument("--fail-on", choices=FAIL_ON, default=None, dest="fail_on",
+                    help=f"CI gate: exit {EXIT_GATE} (and print the reason) when a candidate regressed against "
+                         "the baseline; see --margin")
+    sp.add_argument("--margin", type=float, default=None, metavar="D",
+                    help="with --fail-on: fail only when a candidate is worse than the baseline by more than D "
+                         "(accuracy units, e.g. 0.02) with confidence: the upper end of its interval is below -D")
     sp.set_defaults(func=cmd_compare)
 
 
@@ -67,147 +71,74 @@ def _err(msg: str) -> None:
     print(f"benchcert compare: {msg}", file=sys.stderr)
 
 
-def _num(x):
-    """JSON-safe float (NaN and infinities become null)."""
-    x = float(x)
-    return x if x == x and abs(x) != float("inf") else None
+def _request(args):
+    """The service's request from the options; a UserError (UsageError, MissingStoreError) when they make none."""
+    from benchcert.tasks.compare.service import CompareRequest
+
+    alpha_arg(args.alpha)
+    alpha_arg(args.power, "--power")
+    if args.baseline is None and len(args.models) != 2:
+        raise UsageError(f"give two models (A B) or --baseline M; got {len(args.models)} model(s)")
+    if args.record and (args.baseline is not None and len(args.models) != 1 or args.baseline is None
+                        and len(args.models) != 2):
+        raise UsageError("--record needs exactly one baseline and one candidate (A B, or --baseline M C)")
+    require_store(args.db)
+    baseline = args.baseline if args.baseline is not None else args.models[0]
+    candidates = args.models if args.baseline is not None else args.models[1:]
+    return CompareRequest(db=args.db, benchmark=args.benchmark, baseline=baseline, candidates=tuple(candidates),
+                          alpha=args.alpha, power=args.power, variant=args.variant, hierarchy=args.hierarchy,
+                          lock_timeout=args.lock_timeout, gate=GateOptions(args.fail_on, args.margin))
 
 
 def cmd_compare(args) -> int:
-    if not 0 < args.alpha < 1:
-        _err(f"--alpha must be in (0, 1); got {args.alpha}")
-        return EXIT_USAGE
-    if not 0 < args.power < 1:
-        _err(f"--power must be in (0, 1); got {args.power}")
-        return EXIT_USAGE
-    if args.baseline is None and len(args.models) != 2:
-        _err(f"give two models (A B) or --baseline M; got {len(args.models)} model(s)")
-        return EXIT_USAGE
-    if args.record and (args.baseline is not None and len(args.models) != 1 or args.baseline is None
-                        and len(args.models) != 2):
-        _err("--record needs exactly one baseline and one candidate (A B, or --baseline M C)")
-        return EXIT_USAGE
-    if not Path(args.db).is_file():
-        _err(f"{args.db}: no such store; ingest something first")
-        return EXIT_STORE
-    baseline = args.baseline if args.baseline is not None else args.models[0]
-    candidates = args.models if args.baseline is not None else args.models[1:]
-    problem = gate.check_arguments(args)
-    if problem:
-        _err(problem)
-        return EXIT_USAGE
-    if baseline in candidates:
-        _err(f"the baseline {baseline!r} is also a candidate")
-        return EXIT_USAGE
-    if len(set(candidates)) != len(candidates):
-        _err(f"a candidate is named twice: {candidates}")
-        return EXIT_USAGE
-
-    from benchcert.tasks.store.matrices import MatrixError
-    from benchcert.tasks.store.connection import StoreError, StoreLockedError
+    from benchcert.tasks.compare.service import compare_models, record_look
     from benchcert.tasks.compare.verdicts import VerdictError
+    from benchcert.tasks.store.connection import StoreError
+    from benchcert.tasks.store.matrices import MatrixError
 
     try:
-        if args.record:
-            return _record(args, baseline, candidates[0])
-        return _compare(args, baseline, candidates)
-    except StoreLockedError as exc:
+        request = _request(args)
+        result = record_look(request) if args.record else compare_models(request)
+    except UserError as exc:  # found before any data was read: no traceback
+        return user_error("benchcert compare", exc)
+    except (StoreError, MatrixError, VerdictError) as exc:
         _err(str(exc))
-        return EXIT_STORE
-    except StoreError as exc:
-        _err(str(exc))
-        return EXIT_STORE
-    except (MatrixError, VerdictError) as exc:
-        _err(str(exc))
-        return EXIT_DATA
+        return exit_code(exc)
+    if args.record:
+        return _show_look(args, result)
+    return _show(args, result)
 
 
-def _compare(args, baseline: str, candidates: list[str]) -> int:
-    import numpy as np
+def _gate_json(decision) -> dict:
+    return {**decision.as_dict(), "exit_code": EXIT_OK if decision.passed else EXIT_GATE}
 
-    from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
-    from benchcert.stats.subject_means import ITEM_WEIGHTED
-    from benchcert.tasks.store.matrices import models_with_responses
-    from benchcert.tasks.store.connection import open_store
-    from benchcert.tasks.compare.verdicts import VerdictError, load_models
 
-    with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-        if candidates:
-            m = load_models(con, args.benchmark, [baseline, *candidates], args.variant)
-        else:
-            m0 = load_models(con, args.benchmark, [baseline], args.variant)
-            known = models_with_responses(con, args.benchmark, m0.variant)
-            candidates = [x for x in known if x != baseline]
-            if not candidates:
-                raise VerdictError(f"benchmark {args.benchmark!r} has no model besides {baseline!r}")
-            m = load_models(con, args.benchmark, [baseline, *candidates], args.variant)
-    scores = m.scores
-    col = {name: i for i, name in enumerate(m.models)}
-    obs = ~np.isnan(scores)
-    no_shared = [c for c in candidates if not (obs[:, col[c]] & obs[:, col[baseline]]).any()]
-    if no_shared:
-        raise VerdictError(f"{no_shared} share no answered item with {baseline!r}; nothing to compare")
-    pairs = np.array([[col[baseline], col[c]] for c in candidates])
-    subjects = m.item_subject if "subject" in HIERARCHIES[args.hierarchy] and m.subjects.height >= 2 else None
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=args.alpha, power=args.power)
-    notes = list(dict.fromkeys(str(w.message) for w in rec))
-    if "subject" in HIERARCHIES[args.hierarchy] and subjects is None:
-        notes.insert(0, "a single subject: nothing to cluster over, so intervals are paired CLT")
-    many = len(candidates) > 1
-    holm = adjust_pvalues(r.p_value, alpha=args.alpha, method="holm")
-    bonf = adjust_pvalues(r.p_value, alpha=args.alpha, method="bonferroni")
-    bh = adjust_pvalues(r.p_value, alpha=args.alpha, method="bh")
-    sim = simultaneous_intervals(r.estimate, r.se, alpha=args.alpha, df=r.tests[r.method].df)
-    if r.method == "stratified_items":
-        notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
-                     "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
-                     "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
-    exact = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-    rows = []
-    for j, cand in enumerate(candidates):
-        verdict = str(r.verdict[j])
-        if many:
-            # The family's verdict is its simultaneous interval's: Holm's step-down can reject a pair
-            # whose Bonferroni interval still covers 0, and a verdict must not contradict the interval
-            # shown beside it (the audit's comparisons decide the same way).
-            verdict = ("improved" if sim.lower[j] > 0 else "regressed" if sim.upper[j] < 0 else "inconclusive")
-        rows.append({
-            "candidate": cand, "baseline": baseline, "verdict": verdict,
-            "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
-            "interval": {"method": r.method, "lower": _num(r.lower[j]), "upper": _num(r.upper[j]), "se": _num(r.se[j])},
-            "intervals": {name: {"lower": _num(t.lower[j]), "upper": _num(t.upper[j])}
-                          for name, t in r.tests.items()
-                          if name in ("paired_clt", "clustered_subject", "stratified_items", "hoeffding")},
-            "simultaneous_interval": ({"method": "bonferroni", "lower": _num(sim.lower[j]), "upper": _num(sim.upper[j])}
-                                      if many else None),
-            "p_value": _num(r.p_value[j]),
-            "p_values": {name: _num(t.p_value[j]) for name, t in r.tests.items()},
-            "p_adjusted": ({"bonferroni": _num(bonf.p_adjusted[j]), "holm": _num(holm.p_adjusted[j]),
-                            "bh": _num(bh.p_adjusted[j])} if many else None),
-            "exact_test": exact, "mde": _num(r.mde[j]), "power": args.power,
-            "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
-            "n_excluded": int(r.n_excluded[j]),
-        })
-    out = {"benchmark": args.benchmark, "variant": m.variant, "baseline": baseline, "alpha": args.alpha,
-           "method": r.method, "question": r.question, "estimand": ITEM_WEIGHTED, "family_size": len(candidates),
-           "adjustment": "bonferroni" if many else None, "comparisons": rows, "warnings": notes,
-           "assumptions": list(r.assumptions)}
-    decision = gate.decide(args, rows, args.alpha)  # --fail-on: the CI gate (tasks/compare/gate.py)
-    if decision is not None:
-        out["gate"] = decision
+def _finish(decision) -> int:
+    """Print the gate's one-line reason (stderr) and return the command's exit code."""
+    if decision is None:
+        return EXIT_OK
+    print(decision.reason, file=sys.stderr)
+    return EXIT_OK if decision.passed else EXIT_GATE
+
+
+def _show(args, result) -> int:
+    rows, many, alpha = result.comparisons, result.several, result.alpha
     if args.json:
+        out = result.as_dict()
+        if result.gate is not None:
+            out["gate"] = _gate_json(result.gate)
         print_json(out, strict=True)
-        return gate.finish(decision)
-    level = f"{100 * (1 - args.alpha):g}%"
-    print(f"{args.benchmark!r}: candidate vs baseline {baseline!r}; gap = candidate - baseline on shared items, "
-          f"{level} interval {r.method}" + ("; with several candidates the interval shown is the Bonferroni "
-                                            "simultaneous one and decides the verdict" if many else ""))
-    print(f"question: {r.question}")
+        return _finish(result.gate)
+    level = f"{100 * (1 - alpha):g}%"
+    print(f"{result.benchmark!r}: candidate vs baseline {result.baseline!r}; gap = candidate - baseline on shared "
+          f"items, {level} interval {result.method}" + ("; with several candidates the interval shown is the "
+                                                        "Bonferroni simultaneous one and decides the verdict"
+                                                        if many else ""))
+    print(f"question: {result.question}")
     # --record's checkpoint verdict answers the subjects question about the subject-weighted gap: say
     # which one this is, so the two outputs are not read as one number.
-    print(f"estimand: {ITEM_WEIGHTED}")
+    print(f"estimand: {result.estimand}")
+    exact = result.exact_test
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
             + (f"{'p bonf':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
     print(head)
@@ -221,27 +152,17 @@ def _compare(args, baseline: str, candidates: list[str]) -> int:
                 + f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f} {row['n_shared']:7d} "
                   f"{row['n_excluded']:5d}  {row['verdict']}")
         print(line)
-    for n in notes:
+    for n in result.warnings:
         print(f"warning: {n}", file=sys.stderr)
-    return gate.finish(decision)
+    return _finish(result.gate)
 
 
-def _record(args, baseline: str, candidate: str) -> int:
-    from benchcert.tasks.compare.verdicts import checkpoint_verdict
-
-    v = checkpoint_verdict(args.db, args.benchmark, baseline, candidate, alpha=args.alpha, variant=args.variant,
-                           hierarchy=HIERARCHIES[args.hierarchy], power=args.power, record=True,
-                           lock_timeout=args.lock_timeout)
-    # The gate reads the anytime-valid verdict and, where there is one, the anytime interval.
-    anytime = v.cs_lower is not None
-    decision = gate.decide(args, [{"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
-                                   "interval": {"lower": v.cs_lower if anytime else v.lower,
-                                                "upper": v.cs_upper if anytime else v.upper,
-                                                "method": "anytime" if anytime else v.method}}], args.alpha)
+def _show_look(args, look) -> int:
+    v, decision = look.verdict, look.gate
     if args.json:
-        print_json({**v.as_dict(), **({"gate": decision} if decision else {})}, strict=True)
-        return gate.finish(decision)
-    print(f"{args.benchmark!r}: {candidate!r} vs {baseline!r}, look {v.look}: {v.verdict}"
+        print_json({**v.as_dict(), **({"gate": _gate_json(decision)} if decision else {})}, strict=True)
+        return _finish(decision)
+    print(f"{v.benchmark!r}: {v.candidate!r} vs {v.baseline!r}, look {v.look}: {v.verdict}"
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))
     exact = "" if v.p_exact is None else f"{v.exact_test} p = {v.p_exact:.3g}, "
     subj = "" if v.n_subjects is None else f" in {v.n_subjects} subjects"
@@ -261,11 +182,4 @@ def _record(args, baseline: str, candidate: str) -> int:
     print(f"  estimand (gap, intervals and tests): {v.estimand}")
     for w in v.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return gate.finish(decision)
-
-
-if __name__ == "__main__":  # pragma: no cover - for ad-hoc use without the main CLI
-    p = argparse.ArgumentParser(prog="benchcert")
-    register(p.add_subparsers(dest="command", required=True))
-    a = p.parse_args()
-    sys.exit(a.func(a))
+    return _finish(decision)

@@ -8,13 +8,12 @@ touching each other.
 from __future__ import annotations
 
 import ipaddress
-import json
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_USAGE
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_USAGE, print_json
 
 
 def register(sub) -> None:
@@ -41,8 +40,8 @@ def cmd_dashboard_build(args) -> int:
         return EXIT_USAGE
     index = report.out / "index.html"
     if args.json:
-        print(json.dumps({"out": str(report.out), "index": str(index), "benchmarks": report.benchmarks,
-                          "runs": report.runs, "pages": report.pages, "problems": list(report.problems)}, indent=2))
+        print_json({"out": str(report.out), "index": str(index), "benchmarks": report.benchmarks,
+                    "runs": report.runs, "pages": report.pages, "problems": list(report.problems)})
     else:
         for p in report.problems:
             print(f"warning: skipped: {p}", file=sys.stderr)

@@ -13,44 +13,27 @@ refuses and says how to choose.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from benchcert.flows.cli.errors import EXIT_OK, user_error
 
 
 def cmd_default_variant(args) -> int:
-    from benchcert.tasks.store.matrices import available_variants
-    from benchcert.tasks.store.connection import get_default_variant, open_store, set_default_variant
+    from benchcert.tasks.errors import UserError
+    from benchcert.tasks.store.matrices import default_variant
 
     prog = "benchcert default-variant"
-    if args.variant is not None and args.clear:
-        print(f"{prog}: give a VARIANT or --clear, not both", file=sys.stderr)
-        return EXIT_USAGE
-    if not Path(args.db).is_file():
-        print(f"{prog}: {args.db}: no such store; ingest something first", file=sys.stderr)
-        return EXIT_STORE
-    writing = args.variant is not None or args.clear
-    with open_store(args.db, write=writing, lock_timeout=args.lock_timeout) as con:
-        variants = available_variants(con, args.benchmark)
-        if not variants:
-            known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
-            print(f"{prog}: benchmark {args.benchmark!r} has no responses in the store; benchmarks stored: {known}",
-                  file=sys.stderr)
-            return EXIT_DATA
-        if args.variant is not None and args.variant not in variants:
-            print(f"{prog}: benchmark {args.benchmark!r} has no variant {args.variant!r}; variants: {variants}",
-                  file=sys.stderr)
-            return EXIT_DATA
-        if writing:
-            set_default_variant(con, args.benchmark, None if args.clear else args.variant)
-        default = get_default_variant(con, args.benchmark)
+    try:
+        got = default_variant(args.db, args.benchmark, variant=args.variant, clear=args.clear,
+                              lock_timeout=args.lock_timeout)
+    except UserError as exc:  # a locked or unusable store (StoreError) is reported by main, in one line
+        return user_error(prog, exc, traceback=True)
     if args.json:
-        print(json.dumps({"benchmark": args.benchmark, "default_variant": default, "variants": variants}))
-    elif default is None:
-        print(f"benchmark {args.benchmark!r}: no default variant set (variants: {variants})")
+        print(json.dumps(got.to_dict()))
+    elif got.default is None:
+        print(f"benchmark {got.benchmark!r}: no default variant set (variants: {got.variants})")
     else:
-        print(f"benchmark {args.benchmark!r}: default variant {default!r} (variants: {variants})")
+        print(f"benchmark {got.benchmark!r}: default variant {got.default!r} (variants: {got.variants})")
     return EXIT_OK
 
 

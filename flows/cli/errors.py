@@ -16,6 +16,8 @@ import json
 import os
 import sys
 
+from benchcert.tasks.errors import UsageError, UserError
+
 #: The one definition of the exit codes; every command module imports them from here.
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
 DEBUG_FLAG = "--debug"
@@ -55,10 +57,70 @@ def show_traceback(exc: BaseException | None = None) -> None:
         traceback.print_exception(type(e), e, e.__traceback__, chain=False, file=sys.stderr)
 
 
-def print_json(obj, *, strict: bool = False) -> None:
-    """``--json`` output: indented, anything else as its string; ``strict``: NaN or infinity is
-    an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
-    print(json.dumps(obj, indent=2, default=str, allow_nan=not strict))
+def print_json(obj, *, strict: bool = False, indent: int | None = 2) -> None:
+    """``--json`` output: indented (``indent=None``: one line), anything else as its string; ``strict``:
+    NaN or infinity is an error instead of the non-standard ``NaN`` token (the command converts them to null)."""
+    print(json.dumps(obj, indent=indent, default=str, allow_nan=not strict))
+
+
+def alpha_arg(value: float, flag: str = "--alpha") -> float:
+    """A level given on the command line (``--alpha``, or ``flag``), checked to lie in (0, 1).
+
+    Every command that takes a level validates it here, after parsing, so that the message and
+    exit code are the same everywhere and ``main()`` returns the code instead of exiting.
+
+    Raises
+    ------
+    UsageError
+        ``"<flag> must be in (0, 1); got <value>"`` (exit code 2).
+    """
+    if not 0 < value < 1:
+        raise UsageError(f"{flag} must be in (0, 1); got {value}")
+    return value
+
+
+def webhook_arg(url: str | None) -> str | None:
+    """A ``--webhook`` URL checked before any work (None: no webhook).
+
+    Raises
+    ------
+    UsageError
+        ``"--webhook: <why>"``: a URL benchcert will not call (not http/https, no host, malformed).
+    """
+    if url:
+        from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(url)
+        except WebhookError as exc:
+            raise UsageError(f"--webhook: {exc}") from None
+    return url
+
+
+def require_store(db) -> None:
+    """Raise :class:`MissingStoreError` (exit 3) when the store file ``db`` does not exist, before a
+    command reads it (opening it would create an empty one); the rule is tasks/store/connection.py's."""
+    from benchcert.tasks.store.connection import require_store as check
+
+    check(db)
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """What a command catches from a service to report with :func:`user_error`: a feature's
+    UserError (tasks/errors.py) and the store's StoreError (locked or unusable); anything else is a bug."""
+    from benchcert.tasks.store.connection import StoreError
+
+    return (UserError, StoreError)
+
+
+def user_error(prog: str, exc: BaseException, *, traceback: bool = False) -> int:
+    """Report a user error a command caught (one of :func:`user_errors`): ``<prog>: <message>`` on
+    stderr; return its exit code.  ``traceback``: under ``--debug`` print the traceback first (for
+    a refusal raised inside a service, where the traceback says which rule refused)."""
+    if traceback:
+        show_traceback(exc)
+    print(f"{prog}: {exc}", file=sys.stderr)
+    return exit_code(exc)
 
 
 def quiet_prefect_console(debug: bool) -> None:
@@ -68,7 +130,8 @@ def quiet_prefect_console(debug: bool) -> None:
 
 
 def exit_code(exc: BaseException) -> int:
-    """The documented exit code of an error that reached the top of a command."""
+    """The documented exit code of an error that reached the top of a command: the store 3, a
+    mapping 2, a :class:`~benchcert.tasks.errors.UserError` its own ``exit_code``, anything else 1."""
     from benchcert.tasks.store.connection import StoreError
 
     try:
@@ -79,6 +142,8 @@ def exit_code(exc: BaseException) -> int:
         return EXIT_STORE
     if isinstance(exc, MappingError):
         return EXIT_USAGE
+    if isinstance(exc, UserError):
+        return exc.exit_code
     return EXIT_DATA
 
 
@@ -87,11 +152,17 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 2000 else text[:1997] + "..."
 
 
-#: Errors that describe the user's input or data; anything else is reported as unexpected.
 def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` describes the user's input or data (reported in one line) rather than a bug.
+
+    A :class:`~benchcert.tasks.errors.UserError` (raised where the code knows the mistake is the
+    user's), a ValueError (the validators of stats/ and tasks/ raise it naming the parameter), the
+    store's errors and the file errors of a path the user gave.  A KeyError, IndexError, TypeError
+    or AttributeError is a bug in benchcert: it is reported as unexpected, with the ``--debug`` hint.
+    """
     from benchcert.tasks.store.connection import StoreError
 
-    return isinstance(exc, (ValueError, LookupError, StoreError, FileNotFoundError, PermissionError,
+    return isinstance(exc, (UserError, ValueError, StoreError, FileNotFoundError, PermissionError,
                             IsADirectoryError, NotADirectoryError))
 
 

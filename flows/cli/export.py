@@ -6,33 +6,30 @@ reads this export, never the DuckDB file, which allows one writing process at a 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from benchcert.flows.cli.errors import EXIT_OK, exit_code, print_json, require_store
+from benchcert.tasks.errors import MissingStoreError
 
 
 def cmd_export(args) -> int:
     from benchcert.tasks.store.export import ExportError, export_parquet
-    from benchcert.tasks.store.connection import StoreError, StoreLockedError
+    from benchcert.tasks.store.connection import StoreError
 
-    if not Path(args.db).is_file():
-        print(f"benchcert export: {args.db}: no such store; ingest something first", file=sys.stderr)
-        return 3
     try:
+        require_store(args.db)
         report = export_parquet(args.db, args.parquet, benchmarks=args.benchmark or None,
                                 lock_timeout=args.lock_timeout)
-    except ExportError as exc:
+    except (MissingStoreError, ExportError, StoreError) as exc:
         print(f"benchcert export: {exc}", file=sys.stderr)
-        return 1
-    except (StoreLockedError, StoreError) as exc:
-        print(f"benchcert export: {exc}", file=sys.stderr)
-        return 3
+        return exit_code(exc)
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
+        print_json(report.as_dict())
     else:
         print(f"exported {len(report.benchmarks)} benchmark(s), {report.rows['response_codes']:,} responses, "
               f"{report.bytes / 2**20:.1f} MiB to {report.out} in {report.seconds:.1f} s")
-    return 0
+    return EXIT_OK
 
 
 def register(sub) -> None:

@@ -1,7 +1,7 @@
 """``benchcert perturb`` (audit logs with prompt variants) and ``benchcert plan perturbation``
 (design a study: choose eps, m, r under a budget; composite-null paper, Algorithm C).
 
-Exit codes as in flows/cli/__init__.py: 0 success; 1 the data do not allow it (unknown benchmark or
+Exit codes as in flows/cli/errors.py: 0 success; 1 the data do not allow it (unknown benchmark or
 variant, no valid design); 2 usage error; 3 the store is locked or unusable.
 """
 
@@ -13,8 +13,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, show_traceback
-from benchcert.flows.cli.errors import print_json as _print_json
+from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_USAGE, alpha_arg, exit_code, require_store,
+                                        print_json, show_traceback, user_error)
+from benchcert.tasks.errors import UsageError, UserError
 
 
 def _variants(text: str | None) -> list[str] | None:
@@ -43,40 +44,25 @@ _METHOD_NAMES = {"widened": "widened-range test",
 
 
 def cmd_perturb(args) -> int:
-    from benchcert.tasks.store.matrices import MatrixError, available_variants, choose_variant
-    from benchcert.tasks.perturbation.service import DesignError, audit_benchmark
-    from benchcert.tasks.store.connection import StoreError, StoreLockedError, open_store
+    from benchcert.tasks.perturbation.service import DesignError, audit_stored
+    from benchcert.tasks.store.connection import StoreError
+    from benchcert.tasks.store.matrices import MatrixError
 
-    if not 0 < args.alpha < 1:
-        print(f"benchcert perturb: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
-        return EXIT_USAGE
-    if not Path(args.db).is_file():
-        print(f"benchcert perturb: {args.db}: no such store; ingest something first", file=sys.stderr)
-        return EXIT_STORE
     try:
-        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-            # The base follows the rule every command uses for its variant (tasks/store/matrices.py).
-            base = choose_variant(con, args.benchmark, args.base, flag="--base")
-            present = available_variants(con, args.benchmark)
-            if args.base is None and base == ("" if "" in present else present[0]):
-                base = None  # the built-in design (and its checks) picks this base itself
-            audit = audit_benchmark(con, args.benchmark, base=base, null=_variants(args.null),
-                                    test=_variants(args.test), alpha=args.alpha, method=args.method,
-                                    models=_variants(args.model))
-    except StoreLockedError as exc:
+        alpha_arg(args.alpha)
+        require_store(args.db)
+    except UserError as exc:
+        return user_error("benchcert perturb", exc)
+    try:
+        audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
+                             test=_variants(args.test), alpha=args.alpha, method=args.method,
+                             models=_variants(args.model), lock_timeout=args.lock_timeout)
+    except (StoreError, MatrixError, DesignError) as exc:
         show_traceback()  # --debug
         print(f"benchcert perturb: {exc}", file=sys.stderr)
-        return EXIT_STORE
-    except StoreError as exc:
-        show_traceback()
-        print(f"benchcert perturb: {exc}", file=sys.stderr)
-        return EXIT_STORE
-    except (MatrixError, DesignError) as exc:
-        show_traceback()
-        print(f"benchcert perturb: {exc}", file=sys.stderr)
-        return EXIT_DATA
+        return exit_code(exc)
     if args.json:
-        _print_json({"benchmark": args.benchmark, "alpha": audit.alpha, "method": audit.method,
+        print_json({"benchmark": args.benchmark, "alpha": audit.alpha, "method": audit.method,
                      "assumptions": list(audit.assumptions), "design": audit.design.as_dict(),
                      "variants": audit.variants.to_dicts(), "items": audit.items.to_dicts(),
                      "notes": list(audit.notes)})
@@ -147,9 +133,10 @@ def cmd_perturb(args) -> int:
 def cmd_plan_perturbation(args) -> int:
     from benchcert.stats.perturbation import design_search, estimate_range
 
-    if not 0 < args.alpha < 1:
-        print(f"benchcert plan perturbation: --alpha must be in (0, 1); got {args.alpha}", file=sys.stderr)
-        return EXIT_USAGE
+    try:
+        alpha_arg(args.alpha)
+    except UsageError as exc:
+        return user_error("benchcert plan perturbation", exc)
     range_info = None
     pilot_m, pilot_r = args.pilot_m, args.pilot_r
     if args.pilot_rates is not None:
@@ -191,7 +178,7 @@ def cmd_plan_perturbation(args) -> int:
     if range_info is not None:
         out["pilot_range"] = range_info
     if args.json:
-        _print_json(out)
+        print_json(out)
         return EXIT_OK if design.valid else EXIT_DATA
     print(f"null range [{design.a_hat:g}, {design.b_hat:g}] (width {design.width:g}), budget {design.budget:,} "
           f"(pilot {design.pilot_cost:,}), alpha {design.alpha:g}, {design.method}")
@@ -216,7 +203,7 @@ def cmd_plan_perturbation(args) -> int:
 
 
 def register_plan(plan_sub) -> None:
-    """Add ``perturbation`` to the sub-parsers of ``benchcert plan``."""
+    """Add ``perturbation`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
     sp = plan_sub.add_parser(
         "perturbation", help="choose eps, m and r for a prompt-perturbation test under a budget (Algorithm C)",
         description="Algorithm C of the composite-null paper with Theorems 2 and 4 (not the misprinted "
@@ -269,10 +256,3 @@ def register(sub) -> None:
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_perturb)
-
-    import importlib.util
-
-    if importlib.util.find_spec("benchcert.flows.cli.plan") is not None:
-        from benchcert.flows.cli.plan import plan_subparsers
-
-        register_plan(plan_subparsers(sub))

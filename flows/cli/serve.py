@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
+
+from benchcert.flows.cli.errors import EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json, user_error, webhook_arg
+from benchcert.tasks.errors import UsageError
 
 
 def cmd_serve(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         print("benchcert serve: set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
               "on 127.0.0.1)", file=sys.stderr)
-        return 2
-    if args.webhook:
-        from benchcert.tasks.audit.changes import WebhookError, check_webhook_url
-
-        try:
-            check_webhook_url(args.webhook)
-        except WebhookError as exc:
-            print(f"benchcert serve: --webhook: {exc}", file=sys.stderr)
-            return 2
+        return EXIT_USAGE
+    try:
+        webhook_arg(args.webhook)
+    except UsageError as exc:
+        return user_error("benchcert serve", exc)
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
     from prefect import serve
@@ -36,7 +34,7 @@ def cmd_serve(args) -> int:
         allowed_logs=tuple(str(p) for p in args.allow_logs), dask_address=args.dask_address,
         dask_workers=args.dask_workers))
     serve(*deployments, print_starting_message=True)
-    return 0
+    return EXIT_OK
 
 
 def register(sub) -> None:
@@ -78,7 +76,7 @@ def cmd_notify(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         print("benchcert notify-checkpoint: set PREFECT_API_URL to the Prefect server that serves benchcert",
               file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     import asyncio
 
     from prefect.events import Event
@@ -98,10 +96,10 @@ def cmd_notify(args) -> int:
         asyncio.run(emit())
     except Exception as exc:  # network and server errors: say what failed, exit non-zero
         print(f"benchcert notify-checkpoint: could not send the event: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_STORE
     if args.json:
-        print(json.dumps({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
-                          "benchmark": args.benchmark, "logs": str(args.logs)}))
+        print_json({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
+                    "benchmark": args.benchmark, "logs": str(args.logs)}, indent=None)
     else:
         print(f"sent {CHECKPOINT_EVENT} for {args.model} ({args.benchmark}, {args.logs}); event id {event.id}")
-    return 0
+    return EXIT_OK

@@ -19,11 +19,13 @@ the vertex estimates, so bounds on the vertices hold for every mix at once and t
 is a vertex. Theorem 3.8's total-variation cover (needed for families that are not mixtures)
 is reported beside it for comparison.
 
-``benchcert plan environments`` (flows/cli/certify.py) draws a seeded item sample from a
+``benchcert plan environments`` (:func:`plan_environments`) draws a seeded item sample from a
 protocol's proposal and records it (tables ``environment_plans``, ``environment_plan_draws``);
-``benchcert certify`` reads a model's scores on it, or on the full benchmark, and bounds every
-environment simultaneously. Plans are kept apart from ``benchcert subsample``'s uniform subsets
-on purpose: their items are not a uniform sample, so the subsample guarantees must not apply.
+``benchcert certify`` (:func:`certify`) reads a model's scores on it, or on the full benchmark,
+and bounds every environment simultaneously. Plans are kept apart from ``benchcert subsample``'s
+uniform subsets on purpose: their items are not a uniform sample, so the subsample guarantees
+must not apply. These two services hold the commands' rules and return frozen results;
+flows/cli/certify.py only parses and renders.
 """
 
 from __future__ import annotations
@@ -45,12 +47,14 @@ from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_r
                                      per_environment_budget, per_environment_means, stratified_budget,
                                      stratified_means, theorem_3_4_budget)
 from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
+from benchcert.tasks.errors import NoDataError, UsageError
 from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
 __all__ = ["EnvironmentsError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
            "build_design", "atom_sizes", "draw_plan", "record_plan", "load_plan", "certify_scores",
-           "PROTOCOLS", "WEIGHT_TOL"]
+           "PROTOCOLS", "WEIGHT_TOL", "EnvironmentPlanRequest", "EnvironmentPlan",
+           "plan_environments", "CertifyRequest", "Certificate", "certify", "plan_id_of"]
 
 LEVELS = ("domain", "subject")
 PROTOCOLS = {"theorem": "theorem_3_4", "naive": "per_environment", "stratified": "stratified"}
@@ -638,3 +642,191 @@ def spec_for_audit(path, db, benchmark: str, lock_timeout: float = DEFAULT_LOCK_
     if items.height:  # an unknown benchmark is the audit's own error to report
         resolve(spec, atom_sizes(items, spec.level)[0])
     return spec.to_dict()
+
+
+# --------------------------------------------------------------------------------------
+# the services of `benchcert plan environments` and `benchcert certify`
+
+
+@dataclass(frozen=True)
+class EnvironmentPlanRequest:
+    """What ``benchcert plan environments`` was asked."""
+
+    envs: Path
+    db: Path
+    benchmark: str
+    epsilon: float
+    delta: float
+    protocol: str = "stratified"
+    seed: int | None = None
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+
+
+@dataclass(frozen=True)
+class EnvironmentPlan:
+    """A drawn and recorded plan: its design, draws, report (``summary``) and notes."""
+
+    request: EnvironmentPlanRequest
+    spec: EnvironmentSpec
+    atoms: list[str]
+    N: int
+    design: Design
+    seed: int
+    draws: pl.DataFrame
+    summary: dict
+    notes: tuple[str, ...]
+
+    @property
+    def item_ids(self) -> list[str]:
+        return sorted(self.draws["item_id"].unique().to_list())
+
+
+@dataclass(frozen=True)
+class CertifyRequest:
+    """What ``benchcert certify`` was asked (``subset``: a plan id or the file plan environments wrote)."""
+
+    envs: Path
+    db: Path
+    benchmark: str
+    subset: str | None = None
+    delta: float | None = None
+    variant: str | None = None
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Per model and environment the bounded scores, per model the failure-rate bounds."""
+
+    request: CertifyRequest
+    variant: str
+    delta: float
+    plan: Plan | None
+    rows: list[dict]
+    failure: dict[str, dict]
+    notes: list[str]
+
+    @property
+    def protocol(self) -> str:
+        return "full_benchmark" if self.plan is None else self.plan.protocol
+
+    @property
+    def subjects_note(self) -> str | None:
+        """:data:`SUBJECTS_NOTE` where a row gives both the same-subjects and the new-subjects band."""
+        both = any(r.get("question") == "same_subjects" and r.get("lower_new_subjects") is not None
+                   for r in self.rows)
+        return SUBJECTS_NOTE if both else None
+
+    def to_dict(self) -> dict:
+        from benchcert.stats.certify import BLACK_BOX_SENTENCE
+
+        return {"benchmark": self.request.benchmark, "variant": self.variant, "delta": self.delta,
+                "envs": str(self.request.envs), "subset": None if self.plan is None else self.plan.plan_id,
+                "protocol": self.protocol, "environments": self.rows, "failure_rate_upper": self.failure,
+                "black_box": BLACK_BOX_SENTENCE, "notes": self.notes}
+
+
+def _unit(value, name: str) -> float:
+    if value is None or not 0 < value < 1:
+        raise UsageError(f"--{name} must be in (0, 1); got {value}")
+    return float(value)
+
+
+def _user_spec(path) -> EnvironmentSpec:
+    try:
+        return read_environments(path)
+    except EnvironmentsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _store_items(db, benchmark: str, lock_timeout: float) -> pl.DataFrame:
+    """The benchmark's items (tasks/subsample/subsets.py); NoDataError naming the stored ones if none."""
+    from benchcert.tasks.store.connection import require_store
+    from benchcert.tasks.subsample.subsets import benchmark_items, benchmarks_with_items
+
+    require_store(db)
+    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
+        items = benchmark_items(con, benchmark)
+        known = benchmarks_with_items(con)
+    if items.height == 0:
+        raise NoDataError(f"benchmark {benchmark!r} has no items in {db} (empty or unknown); benchmarks "
+                          f"stored: {known}")
+    return items
+
+
+def plan_environments(req: EnvironmentPlanRequest) -> EnvironmentPlan:
+    """Design, draw and record a plan for ``req``'s environments (Theorem 3.4, Remark 3.2, stratified).
+
+    Raises UsageError (options, environments file), NoDataError (no items), MissingStoreError or StoreError.
+    """
+    import secrets
+
+    eps = _unit(req.epsilon, "epsilon")
+    delta = _unit(req.delta, "delta")
+    if req.seed is not None and not 0 <= req.seed < 2 ** 63:
+        raise UsageError(f"--seed must be in [0, 2^63); got {req.seed}")
+    spec = _user_spec(req.envs)
+    items = _store_items(req.db, req.benchmark, req.lock_timeout)
+    atoms, sizes = atom_sizes(items, spec.level)
+    try:
+        design = build_design(spec, atoms, sizes, eps, delta)
+    except EnvironmentsError as exc:
+        raise UsageError(str(exc)) from None
+    protocol = PROTOCOLS[req.protocol]
+    seed = req.seed if req.seed is not None else secrets.randbits(63)
+    draws = draw_plan(design, protocol, items, seed)
+    head = record_plan(req.db, req.benchmark, design, protocol, seed, draws, lock_timeout=req.lock_timeout)
+    N = int(sizes.sum())
+    notes = [f"{k} needs {b.n:,} draws, more than the benchmark's {N:,} items: evaluating the whole "
+             "benchmark once gives every environment's benchmark score exactly"
+             for k, b in design.budgets.items() if b.n > N]
+    cheapest = min(design.budgets, key=lambda k: design.budgets[k].n)
+    notes.append(f"cheapest protocol here: {cheapest} ({design.budgets[cheapest].n:,} items)")
+    summary = {**design.to_dict(protocol), **head, "envs": str(req.envs)}
+    return EnvironmentPlan(request=req, spec=spec, atoms=atoms, N=N, design=design, seed=seed, draws=draws,
+                           summary=summary, notes=tuple(notes))
+
+
+def plan_id_of(subset: str) -> str:
+    """The plan id ``--subset`` names: itself, or the ``plan_id`` of the manifest file it names."""
+    p = Path(subset)
+    if p.suffix.lower() == ".json" or (p.is_file() and not subset.startswith("env-")):
+        try:
+            return str(json.loads(p.read_text(encoding="utf-8"))["plan_id"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--subset {subset}: not a plan manifest written by plan environments --out "
+                             f"({exc})") from None
+    return subset
+
+
+def certify(req: CertifyRequest) -> Certificate:
+    """Bound every model's score on every environment of ``req`` at once, on a plan or the full benchmark.
+
+    Raises UsageError (options, environments file, a plan that does not fit them), NoDataError
+    (unknown plan or benchmark, no model certified), MissingStoreError or StoreError.
+    """
+    from benchcert.tasks.store.connection import require_store
+    from benchcert.tasks.store.matrices import MatrixError, load_matrices
+
+    spec = _user_spec(req.envs)
+    if req.delta is not None:
+        _unit(req.delta, "delta")
+    require_store(req.db)
+    plan = None
+    try:
+        with open_store(req.db, write=False, lock_timeout=req.lock_timeout) as con:
+            if req.subset is not None:
+                plan = load_plan(con, plan_id_of(req.subset), req.benchmark)
+            m = load_matrices(con, req.benchmark, req.variant)
+    except (EnvironmentsError, MatrixError) as exc:
+        raise NoDataError(str(exc)) from None
+    delta = req.delta if req.delta is not None else (plan.delta if plan is not None else 0.05)
+    try:
+        rows, failure, notes = certify_scores(spec, m.items, m.models, m.scores, delta=delta, plan=plan)
+    except EnvironmentsError as exc:
+        raise UsageError(str(exc)) from None
+    if not rows:
+        msg = "; ".join(notes) or "no model to certify"
+        raise NoDataError(f"no model could be certified: {msg}")
+    return Certificate(request=req, variant=m.variant, delta=delta, plan=plan, rows=rows, failure=failure,
+                       notes=notes)

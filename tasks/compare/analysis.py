@@ -55,6 +55,7 @@ from benchcert.stats.comparisons import (
 )
 from benchcert.stats._common import IndexedWarning, Ref
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.compare.service import interval_verdicts
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
@@ -211,7 +212,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
         sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
         exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-        verdict = np.where(sim.lower > 0, "improved", np.where(sim.upper < 0, "regressed", "inconclusive"))
+        verdict = interval_verdicts(sim.lower, sim.upper)  # the compare command's rule (tasks/compare/service.py)
         cl = r.tests.get("clustered_subject")
         frame = pl.DataFrame({
             "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,

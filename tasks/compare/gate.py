@@ -1,4 +1,4 @@
-"""The CI gate of ``benchcert compare``: exit 4 when the comparison says a candidate got worse.
+"""The CI gate of ``benchcert compare``: does the comparison say a candidate got worse?
 
     benchcert compare --baseline M CAND ... --db F --benchmark B --fail-on regressed [--margin D]
 
@@ -14,47 +14,75 @@ simultaneous interval, so the family of gate decisions holds at level alpha toge
 candidate whose interval reaches above -D passes: the data do not show a loss larger than D.
 
 The gate reads only the verdict and interval the comparison reports; how they are computed is
-stats/comparisons.py's business.
+stats/comparisons.py's business.  It returns a :class:`GateDecision`; the command line turns a
+failed gate into its exit code (4, flows/cli/errors.py).
 """
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 
-from benchcert.flows.cli.errors import EXIT_GATE
+from benchcert.tasks.errors import UsageError
 
 FAIL_ON = ("regressed",)
 
 
-def add_arguments(sp) -> None:
-    sp.add_argument("--fail-on", choices=FAIL_ON, default=None, dest="fail_on",
-                    help=f"CI gate: exit {EXIT_GATE} (and print the reason) when a candidate regressed against "
-                         "the baseline; see --margin")
-    sp.add_argument("--margin", type=float, default=None, metavar="D",
-                    help="with --fail-on: fail only when a candidate is worse than the baseline by more than D "
-                         "(accuracy units, e.g. 0.02) with confidence: the upper end of its interval is below -D")
+@dataclass(frozen=True)
+class GateOptions:
+    """What the gate is asked: fail on ``fail_on`` (None: no gate), beyond ``margin`` if given."""
+
+    fail_on: str | None = None
+    margin: float | None = None
 
 
-def check_arguments(args) -> str | None:
-    """A usage problem with the gate's options, or None."""
-    margin = getattr(args, "margin", None)
-    if margin is not None:
-        if getattr(args, "fail_on", None) is None:
-            return "--margin needs --fail-on regressed"
-        if not 0 <= margin < 1:
-            return f"--margin must be in [0, 1) (accuracy units: 0.02 = 2 points); got {margin}"
-    return None
+def check_options(options: GateOptions) -> None:
+    """Raise :class:`UsageError` when the gate's options contradict each other or are out of range."""
+    if options.margin is not None:
+        if options.fail_on is None:
+            raise UsageError("--margin needs --fail-on regressed")
+        if not 0 <= options.margin < 1:
+            raise UsageError(f"--margin must be in [0, 1) (accuracy units: 0.02 = 2 points); got {options.margin}")
 
 
-def decide(args, rows: list[dict], alpha: float) -> dict | None:
+@dataclass(frozen=True)
+class GateDecision:
+    """The gate's decision over a comparison's rows.
+
+    Attributes
+    ----------
+    fail_on, margin
+        The question asked (:class:`GateOptions`).
+    passed : bool
+        No candidate failed.
+    failed : tuple of dict
+        One entry per failed candidate: candidate, baseline, reason, gap, lower, upper, interval_method.
+    undecided : tuple of str
+        Candidates without an interval (too few shared items or subjects): not decided at all.
+    reason : str
+        The one-line reason, naming the first failure or the rule that passed.
+    """
+
+    fail_on: str
+    margin: float | None
+    passed: bool
+    failed: tuple[dict, ...]
+    undecided: tuple[str, ...]
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"fail_on": self.fail_on, "margin": self.margin, "passed": self.passed,
+                "failed": [dict(f) for f in self.failed], "undecided": list(self.undecided), "reason": self.reason}
+
+
+def decide(rows: list[dict], alpha: float, options: GateOptions | None) -> GateDecision | None:
     """The gate's decision over the comparison rows (None when no gate was asked for).
 
     Each row needs ``candidate``, ``baseline``, ``verdict``, ``gap`` and ``interval`` (lower,
     upper); ``simultaneous_interval`` is used instead of ``interval`` when present.
     """
-    if getattr(args, "fail_on", None) is None:
+    if options is None or options.fail_on is None:
         return None
-    margin = args.margin
+    margin = options.margin
     failed, undecided = [], []
     for row in rows:
         iv = row.get("simultaneous_interval") or row["interval"]
@@ -84,18 +112,9 @@ def decide(args, rows: list[dict], alpha: float) -> dict | None:
             rule += (f"; not decided, no interval (too few shared items or subjects): "
                      f"{', '.join(repr(c) for c in undecided)}")
         reason = f"gate passed: {rule} ({len(rows)} candidate(s), {level})"
-    return {"fail_on": args.fail_on, "margin": margin, "passed": not failed, "failed": failed,
-            "undecided": undecided,
-            "reason": reason, "exit_code": EXIT_GATE if failed else 0}
+    return GateDecision(fail_on=options.fail_on, margin=margin, passed=not failed, failed=tuple(failed),
+                        undecided=tuple(undecided), reason=reason)
 
 
 def _pp(x) -> str:
     return "nan" if x is None else f"{100 * x:.2f}"
-
-
-def finish(decision: dict | None, code: int = 0) -> int:
-    """Print the gate's one-line reason (stderr) and return the command's exit code."""
-    if decision is None or code != 0:
-        return code
-    print(decision["reason"], file=sys.stderr)
-    return decision["exit_code"]

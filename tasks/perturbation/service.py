@@ -550,3 +550,26 @@ def audit_benchmark(con, benchmark: str, *, base: str | None = None, null: list[
     else:
         design = make_design(variants, base=base, null=null, test=test)
     return run_design(counts, design, alpha=alpha, method=method)
+
+
+def audit_stored(db, benchmark: str, *, base: str | None = None, null: list[str] | None = None,
+                 test: list[str] | None = None, alpha: float = 0.05, method: str = "widened",
+                 models: list[str] | None = None, lock_timeout: float | None = None) -> PerturbationAudit:
+    """:func:`audit_benchmark` on the store ``db`` (``benchcert perturb``).
+
+    The base follows the rule every command uses for its variant (``--base``, else the
+    benchmark's stored default, else the only one, else ''; tasks/store/matrices.py
+    ``choose_variant``); when that rule lands on the variant the built-in design would pick itself,
+    the built-in design (and its checks) is used.
+    """
+    from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+    from benchcert.tasks.store.matrices import choose_variant
+
+    timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+    with open_store(db, write=False, lock_timeout=timeout) as con:
+        chosen = choose_variant(con, benchmark, base, flag="--base")
+        present = available_variants(con, benchmark)
+        if base is None and chosen == ("" if "" in present else present[0]):
+            chosen = None  # the built-in design picks this base itself
+        return audit_benchmark(con, benchmark, base=chosen, null=null, test=test, alpha=alpha, method=method,
+                               models=models)

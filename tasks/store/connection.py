@@ -63,6 +63,16 @@ def lock_path(db: Path) -> Path:
     return db.with_name(db.name + ".lock")
 
 
+def require_store(db: str | os.PathLike) -> Path:
+    """``db`` if it is a file; else :class:`~benchcert.tasks.errors.MissingStoreError` (exit 3), before
+    a command reads it (opening it would create an empty one)."""
+    from benchcert.tasks.errors import MissingStoreError
+
+    if not Path(db).is_file():
+        raise MissingStoreError(f"{db}: no such store; ingest something first")
+    return Path(db)
+
+
 @contextlib.contextmanager
 def open_store(db: str | os.PathLike, *, write: bool,
                lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -280,6 +280,18 @@ def models_with_responses(con, benchmark: str, variant: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def response_count(con, benchmark: str, model: str) -> int:
+    """How many responses (rows of response_codes, every variant) ``model`` has for ``benchmark``."""
+    return int(con.execute("SELECT count(*) FROM response_codes WHERE model_id IN "
+                           "(SELECT model_id FROM models WHERE benchmark = ? AND model = ?)",
+                           [benchmark, model]).fetchall()[0][0])
+
+
+def stored_benchmarks(con) -> list[str]:
+    """The benchmarks with a model in the store, sorted."""
+    return [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
+
+
 def available_variants(con, benchmark: str) -> list[str]:
     # A variant is in the dictionary only while some stored response uses it.
     rows = con.execute("SELECT variant FROM variants WHERE benchmark = ? ORDER BY 1", [benchmark]).fetchall()
@@ -298,8 +310,8 @@ def choose_variant(con, benchmark: str, variant: str | None, *, flag: str = "--v
 
     variants = available_variants(con, benchmark)
     if not variants:
-        known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
-        raise MatrixError(f"benchmark {benchmark!r} has no responses in the store; benchmarks stored: {known}")
+        raise MatrixError(f"benchmark {benchmark!r} has no responses in the store; benchmarks stored: "
+                          f"{stored_benchmarks(con)}")
     if variant is not None:
         if variant not in variants:
             raise MatrixError(f"benchmark {benchmark!r} has no variant {variant!r}; variants: {variants}")
@@ -318,6 +330,46 @@ def choose_variant(con, benchmark: str, variant: str | None, *, flag: str = "--v
     raise MatrixError(f"benchmark {benchmark!r} has several variants and no base (''): choose one with {flag} V, "
                       f"or set its default once with: benchcert default-variant --db DB --benchmark {benchmark} V "
                       f"(variants: {shown})")
+
+
+@dataclass(frozen=True)
+class DefaultVariant:
+    """A benchmark's stored default variant (None: not set) and its variants."""
+
+    benchmark: str
+    default: str | None
+    variants: list[str]
+
+    def to_dict(self) -> dict:
+        return {"benchmark": self.benchmark, "default_variant": self.default, "variants": self.variants}
+
+
+def default_variant(db, benchmark: str, *, variant: str | None = None, clear: bool = False,
+                    lock_timeout: float = 600.0) -> DefaultVariant:
+    """``benchcert default-variant``'s service: set ``variant`` (or ``clear``) as the benchmark's
+    default, which :func:`choose_variant` reads, and return what is stored.
+
+    Raises UsageError (both a variant and ``clear``), NoDataError (a benchmark without responses,
+    a variant it does not have), MissingStoreError or StoreError.
+    """
+    from benchcert.tasks.errors import NoDataError, UsageError
+    from benchcert.tasks.store.connection import (get_default_variant, open_store, require_store,
+                                                  set_default_variant)
+
+    if variant is not None and clear:
+        raise UsageError("give a VARIANT or --clear, not both")
+    require_store(db)
+    writing = variant is not None or clear
+    with open_store(db, write=writing, lock_timeout=lock_timeout) as con:
+        variants = available_variants(con, benchmark)
+        if not variants:
+            raise NoDataError(f"benchmark {benchmark!r} has no responses in the store; benchmarks stored: "
+                              f"{stored_benchmarks(con)}")
+        if variant is not None and variant not in variants:
+            raise NoDataError(f"benchmark {benchmark!r} has no variant {variant!r}; variants: {variants}")
+        if writing:
+            set_default_variant(con, benchmark, None if clear else variant)
+        return DefaultVariant(benchmark=benchmark, default=get_default_variant(con, benchmark), variants=variants)
 
 
 def read_responses(con, benchmark: str, variant: str, models: list[str] | None = None) -> RawResponses:

@@ -20,8 +20,6 @@ Tables:
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
 
@@ -41,6 +39,7 @@ from benchcert.stats.subsample import (
 )
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.subsample import hstar_cache
 from benchcert.tasks.render.report import Section, table_html
 
 #: The subset sizes of the paper's Table 4 (used where n < N).
@@ -90,32 +89,6 @@ def _worst_case(n: int, N: int, alpha: float) -> tuple[float, int]:
     # process (a Prefect worker) pay for it once.
     w = worst_case_halfwidth(n, N, alpha=alpha)
     return float(w.half_width), int(w.worst_K)
-
-
-def _per_size(fn, grid: list[int]) -> dict:
-    """``fn(n)`` for every subset size of the grid, the sizes spread over the machine's cores.
-
-    The exact computations are numpy work on large arrays, which releases the GIL, so threads
-    run them in parallel (about 2x on two cores; benchmarks/subsample.py measures it).  They
-    are deterministic, so the results do not depend on the threads.
-    """
-    workers = min(len(grid), os.cpu_count() or 1)
-    if workers <= 1:
-        return {n: fn(n) for n in grid}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        # Largest first: they take longest, so the pool finishes at about the same time.
-        sizes = sorted(grid, reverse=True)
-        return dict(zip(sizes, pool.map(fn, sizes)))
-
-
-def _worst_cases(grid: list[int], N: int, alpha: float, db=None) -> dict[int, tuple[float, int]]:
-    """h* for every subset size of the grid: kept beside the store ``db`` once computed
-    (tasks/subsample/hstar_cache.py), the missing ones computed in parallel (:func:`_per_size`)."""
-    from benchcert.tasks.subsample import hstar_cache
-
-    values, _ = hstar_cache.worst_cases(grid, N, alpha, db,
-                                        lambda missing: _per_size(lambda n: _worst_case(n, N, alpha), missing))
-    return values
 
 
 def _pairs(models: list[str], pooled: np.ndarray, baseline: str | None) -> list[tuple[int, int]]:
@@ -186,7 +159,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     if not grid:
         notes.append(f"subsample: the benchmark has {N} item(s); no proper subset size to tabulate")
     pair_idx = _pairs(models, K / N if N else K.astype(float), config.baseline) if len(models) >= 2 else []
-    worst = _worst_cases(grid, N, alpha, getattr(config, "db", None))
+    # h* kept beside the store once computed; in memory too (_worst_case) for a long-lived worker.
+    worst = hstar_cache.worst_cases(grid, N, alpha, getattr(config, "db", None), one=_worst_case)
     thms = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width) for n in grid}
     thm2s = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width) for n in grid}
     if pair_idx:
@@ -203,7 +177,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
               if pair_idx else None)
         return d, pe
 
-    distributions = _per_size(exact, grid)
+    distributions = hstar_cache.per_size(exact, grid)
     for n in grid:
         thm = thms[n]
         hstar, worst_K = worst[n]

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -73,12 +74,39 @@ def save(db: str | os.PathLike | None, values: dict[str, list]) -> None:
         return
 
 
-def worst_cases(grid: list[int], N: int, alpha: float, db, compute) -> tuple[dict[int, tuple[float, int]], int]:
-    """h* for every n of ``grid``: from the file beside ``db`` where present, else ``compute(grid)``.
+def exact_worst_case(n: int, N: int, alpha: float) -> tuple[float, int]:
+    """h*(n, N, alpha) and its worst count K, computed now (stats/subsample.py)."""
+    from benchcert.stats.subsample import worst_case_halfwidth
 
-    ``compute`` maps the missing sizes to {n: (half_width, worst_K)}.  Returns the values and
-    how many were computed now.
+    w = worst_case_halfwidth(n, N, alpha=alpha)
+    return float(w.half_width), int(w.worst_K)
+
+
+def per_size(fn, grid: list[int]) -> dict:
+    """``fn(n)`` for every subset size of the grid, the sizes spread over the machine's cores.
+
+    The exact computations are numpy work on large arrays, which releases the GIL, so threads
+    run them in parallel (about 2x on two cores; benchmarks/subsample.py measures it).  They
+    are deterministic, so the results do not depend on the threads.
     """
+    workers = min(len(grid), os.cpu_count() or 1)
+    if workers <= 1:
+        return {n: fn(n) for n in grid}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # Largest first: they take longest, so the pool finishes at about the same time.
+        sizes = sorted(grid, reverse=True)
+        return dict(zip(sizes, pool.map(fn, sizes)))
+
+
+def worst_cases(grid: list[int], N: int, alpha: float, db=None, *,
+                one=exact_worst_case) -> dict[int, tuple[float, int]]:
+    """h* and its worst count K for every n of ``grid``: from the file beside ``db`` where present,
+    the missing ones computed by ``one(n, N, alpha)`` (in parallel, :func:`per_size`) and kept.
+
+    The one way the audit's subsample step, ``benchcert plan subsample`` and ``benchcert
+    subsample`` obtain h*.  ``db`` None: nothing is read or kept.
+    """
+    N, alpha = int(N), float(alpha)
     stored = load(db)
     out: dict[int, tuple[float, int]] = {}
     missing = []
@@ -89,7 +117,7 @@ def worst_cases(grid: list[int], N: int, alpha: float, db, compute) -> tuple[dic
         else:
             missing.append(n)
     if missing:
-        fresh = compute(missing)
+        fresh = per_size(lambda n: one(n, N, alpha), missing)
         out.update(fresh)
         save(db, {_key(n, N, alpha): [float(h), int(k)] for n, (h, k) in fresh.items()})
-    return out, len(missing)
+    return out

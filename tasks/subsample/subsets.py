@@ -33,8 +33,9 @@ from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
 
-__all__ = ["SubsetManifest", "SubsetError", "benchmark_items", "draw_subset", "create_subset",
-           "load_subsets", "load_subsets_from_db", "subset_estimates", "ESTIMATE_SCHEMA"]
+__all__ = ["SubsetManifest", "SubsetError", "NoSubsetItems", "benchmarks_with_items", "item_count",
+           "benchmark_items", "draw_subset", "create_subset", "load_subsets", "load_subsets_from_db",
+           "subset_estimates", "ESTIMATE_SCHEMA"]
 
 #: Created on the first recorded subset (tasks/store/schema.py).
 SUBSET_TABLES = ("subsets", "subset_items")
@@ -48,6 +49,10 @@ ESTIMATE_SCHEMA = {
 
 class SubsetError(ValueError):
     """A subset cannot be drawn as asked (unknown or empty benchmark, bad n)."""
+
+
+class NoSubsetItems(SubsetError):
+    """The benchmark has no items to draw from (empty or unknown): the data's problem, not the options'."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,17 @@ def benchmark_items(con, benchmark: str) -> pl.DataFrame:
                     [benchmark])
 
 
+def benchmarks_with_items(con) -> list[str]:
+    """The benchmarks with items in the store, sorted."""
+    return [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM items ORDER BY 1").fetchall()]
+
+
+def item_count(con, benchmark: str) -> int:
+    """How many distinct items the benchmark has in the store (0 if empty or unknown)."""
+    return int(con.execute("SELECT count(DISTINCT item_id) FROM items WHERE benchmark = ?",
+                           [benchmark]).fetchall()[0][0])
+
+
 def _subset_id(benchmark: str, item_ids: list[str], stratified: bool) -> str:
     h = hashlib.sha256()
     h.update(benchmark.encode("utf-8") + b"\0" + (b"s" if stratified else b"u") + b"\0")
@@ -103,7 +119,7 @@ def draw_subset(items: pl.DataFrame, n: int, *, seed: int, stratified: bool = Fa
     """
     N = items.height
     if N == 0:
-        raise SubsetError("the benchmark has no items; ingest its logs first")
+        raise NoSubsetItems("the benchmark has no items; ingest its logs first")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise SubsetError(f"n must be an integer; got {n!r}")
     if n < 1:
@@ -140,9 +156,8 @@ def create_subset(db, benchmark: str, n: int, *, seed: int | None = None, strati
     with open_store(db, write=True, lock_timeout=lock_timeout) as con:
         items = benchmark_items(con, benchmark)
         if items.height == 0:
-            known = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM items ORDER BY 1").fetchall()]
-            raise SubsetError(f"benchmark {benchmark!r} has no items in the store (empty or unknown); "
-                              f"benchmarks stored: {known}")
+            raise NoSubsetItems(f"benchmark {benchmark!r} has no items in the store (empty or unknown); "
+                                f"benchmarks stored: {benchmarks_with_items(con)}")
         drawn, strata = draw_subset(items, n, seed=int(seed), stratified=stratified)
         sid = _subset_id(benchmark, drawn["item_id"].to_list(), stratified)
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)

@@ -99,6 +99,34 @@ def test_unexpected_errors_are_one_line_too(capsys, monkeypatch, variants_db, tm
     assert code == 1 and "disk on fire" in line and "--debug" in line
 
 
+@pytest.mark.parametrize("bug", [KeyError("k"), IndexError("off by one"), TypeError("wrong call"),
+                                 AttributeError("no attribute")])
+def test_a_bug_is_reported_as_unexpected_not_as_the_users_mistake(capsys, monkeypatch, variants_db, tmp_path, bug):
+    """Issue #23 finding 6: a KeyError or IndexError from benchcert's own code is a bug, not a user error."""
+    import benchcert.flows.runs as runs
+
+    def boom(*a, **k):
+        raise bug
+
+    monkeypatch.setattr(runs, "audit_body", boom)
+    code, _, err = cli(capsys, "audit", "--db", variants_db, "--benchmark", "vb", "--artifacts", tmp_path / "a")
+    line = _one_line(err)
+    assert code == 1 and "unexpected error" in line and type(bug).__name__ in line and "--debug" in line
+
+
+@pytest.mark.parametrize("exc, code", [("UserError", 1), ("UsageError", 2), ("MissingStoreError", 3)])
+def test_a_user_error_is_one_line_with_its_own_exit_code(capsys, monkeypatch, variants_db, tmp_path, exc, code):
+    import benchcert.flows.runs as runs
+    from benchcert.tasks import errors as user_errors
+
+    def refuse(*a, **k):
+        raise getattr(user_errors, exc)("the user's mistake")
+
+    monkeypatch.setattr(runs, "audit_body", refuse)
+    got, _, err = cli(capsys, "audit", "--db", variants_db, "--benchmark", "vb", "--artifacts", tmp_path / "a")
+    assert got == code and _one_line(err) == "benchcert audit: the user's mistake"
+
+
 def test_prefect_mode_error_is_one_line_too(variants_db, tmp_path):
     """Under Prefect (a temporary API here) a failing task logs a traceback to the console; not without --debug."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}

@@ -147,7 +147,7 @@ def test_subsample_command_keeps_and_reads_hstar(capsys, monkeypatch, store):
 
 def test_exit_codes_and_json_printer_are_defined_once():
     defined = {}
-    for path in sorted((ROOT / "flows").glob("*.py")):
+    for path in sorted((ROOT / "flows").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
             targets = []
@@ -160,12 +160,10 @@ def test_exit_codes_and_json_printer_are_defined_once():
                 if name.startswith("EXIT_") or name in ("_print_json", "print_json"):
                     defined.setdefault(name, []).append(path.name)
     assert {k: v for k, v in defined.items() if v != ["errors.py"]} == {}
-    from benchcert.flows import cli
     from benchcert.flows.cli import compare as cli_compare
+    from benchcert.flows.cli import runs as cli
     from benchcert.flows.cli import plan as cli_plan
-    from benchcert.tasks.compare import gate
-
-    assert (cli.EXIT_STORE, cli_compare.EXIT_DATA, cli_plan.EXIT_USAGE, gate.EXIT_GATE) == (3, 1, 2, 4)
+    assert (cli.EXIT_STORE, cli.EXIT_DATA, cli_plan.EXIT_USAGE, cli_compare.EXIT_GATE) == (3, 1, 2, 4)
 
 
 # --------------------------------------------------------------------------- imports and exit
@@ -223,7 +221,7 @@ def test_cli_flow_runs_have_no_heartbeat_unless_configured(monkeypatch):
 
 
 def test_schema_names_of_the_parser_are_the_schemas():
-    from benchcert.flows.cli import SCHEMA_NAMES
+    from benchcert.flows.cli.schema import SCHEMA_NAMES
     from benchcert.tasks.schemas import SCHEMAS
 
     assert list(SCHEMA_NAMES) == list(SCHEMAS)
@@ -241,3 +239,27 @@ def test_help_and_a_small_ingest_import_no_scipy(tmp_path):
                 "print(sorted(m for m in " + repr(unwanted) + " if m in sys.modules))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip().splitlines()[-1] == "[]", (argv, out)
+
+
+def test_build_parser_does_not_skip_a_missing_command_module(monkeypatch):
+    """Every listed command module is imported: a missing one is a bug, not a command quietly absent."""
+    from benchcert.flows import cli
+
+    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "benchcert.flows.cli.no_such_command"))
+    with pytest.raises(ImportError):
+        cli.build_parser()
+
+
+def test_the_nightly_inbox_and_ingest_expand_sources_alike(tmp_path):
+    from benchcert.flows.nightly import MAPPING_FILE, inbox_files
+    from benchcert.tasks.ingest.sources import expand_sources
+
+    (tmp_path / "a.csv").write_text("model,item_id,score\nm,q,1\n")
+    (tmp_path / "notes.xyz").write_text("?")
+    (tmp_path / MAPPING_FILE).write_text("[map]\n")
+    files, unknown = expand_sources([str(tmp_path)])
+    assert files == [str(tmp_path / "a.csv")]
+    assert sorted(Path(u["path"]).name for u in unknown) == [MAPPING_FILE, "notes.xyz"]
+    # The inbox's own mapping file is no source and no unreadable log either.
+    assert inbox_files(tmp_path) == (files, [u for u in unknown if Path(u["path"]).name != MAPPING_FILE])
+

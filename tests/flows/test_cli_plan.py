@@ -167,19 +167,26 @@ def test_subsample_data_and_store_errors(capsys, small_db, tmp_path):
     assert code == 3 and "lock" in err
 
 
-def test_plan_subparsers_let_other_modules_add_questions():
-    # Another module (e.g. issue 7's `plan perturbation`) may register before or after cli_plan.
-    def extra(sub):
-        sp = cli_plan.plan_subparsers(sub).add_parser("perturbation")
-        sp.set_defaults(func=lambda args: 0)
+def test_plan_registers_every_question_itself_whatever_the_order():
+    # flows/cli/plan.py owns `plan` and adds the questions of perturb (`plan perturbation`) and
+    # certify (`plan environments`) itself: no hidden parser attribute, no registration order.
+    from benchcert.flows.cli import certify as cli_certify
+    from benchcert.flows.cli import perturb as cli_perturb
 
-    for order in ((cli_plan.register, extra), (extra, cli_plan.register)):
+    assert not hasattr(cli_plan, "plan_subparsers")
+    for order in ((cli_plan.register, cli_perturb.register, cli_certify.register),
+                  (cli_certify.register, cli_perturb.register, cli_plan.register)):
         parser = argparse.ArgumentParser()
         sub = parser.add_subparsers(dest="command")
         for register in order:
             register(sub)
-        assert parser.parse_args(["plan", "perturbation"]).func(None) == 0
+        assert parser.parse_args(["plan", "perturbation", "--budget", "100"]).func is cli_perturb.cmd_plan_perturbation
+        assert parser.parse_args(["plan", "environments", "--envs", "e.toml", "--db", "s.duckdb", "--benchmark", "b",
+                                  "--epsilon", "0.1", "--delta", "0.1"]).func is cli_certify.cmd_plan_environments
         assert parser.parse_args(["plan", "subsample", "--N", "5", "--n", "2"]).n == 2
+        questions = next(a for a in sub.choices["plan"]._actions if a.dest == "plan_question").choices
+        assert list(questions) == ["subsample", "estimate", "models", "compare", "zero-failure", "perturbation",
+                                   "environments"]
 
 
 @pytest.mark.parametrize("argv", [["plan", "subsample", "--help"], ["subsample", "--help"]])

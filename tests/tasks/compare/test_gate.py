@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchcert.flows.cli import main
-from benchcert.tasks.compare.gate import EXIT_GATE
+from benchcert.flows.cli.errors import EXIT_GATE
 
 N_ITEMS = 3000
 
@@ -108,15 +108,13 @@ def test_text_output_and_recorded_looks_gate_too(capsys, db):
 
 def test_a_candidate_without_an_interval_is_named_undecided_not_passed_silently():
     """Review finding: a comparison with no interval (NaN SE) passed as "no candidate is worse"."""
-    from types import SimpleNamespace
+    from benchcert.tasks.compare.gate import GateOptions, decide
 
-    from benchcert.tasks.compare.gate import decide
-
-    args = SimpleNamespace(fail_on="regressed", margin=0.02)
+    options = GateOptions(fail_on="regressed", margin=0.02)
     rows = [{"candidate": "c1", "baseline": "b", "verdict": "inconclusive", "gap": None,
              "interval": {"lower": None, "upper": None, "method": "clustered_subject"}},
             {"candidate": "c2", "baseline": "b", "verdict": "inconclusive", "gap": 0.0,
              "interval": {"lower": -0.01, "upper": 0.01, "method": "clustered_subject"}}]
-    d = decide(args, rows, 0.05)
+    d = decide(rows, 0.05, options).as_dict()
     assert d["passed"] and d["undecided"] == ["c1"]
     assert "not decided" in d["reason"] and "'c1'" in d["reason"] and "'c2'" not in d["reason"]

@@ -1,0 +1,149 @@
+"""``benchcert audit``: run every analysis on one benchmark and write the run's artifacts.
+
+Exit codes as in flows/cli/errors.py: 0 success; 1 the data or the run failed (unknown benchmark or
+variant); 2 usage error; 3 the store is missing, locked or unusable.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json,
+                                        require_store, user_error, webhook_arg)
+from benchcert.flows.cli.options import run_mode_options, store_options
+from benchcert.tasks.errors import UsageError, UserError
+
+
+def summary_table(summary: dict) -> str:
+    """Per model: pooled and macro score, the macro score's hierarchical interval (the one the
+    README leads with) and, beside it, the half-widths of the hierarchical and iid intervals."""
+    level = f"{100 * (1 - summary['alpha']):g}%"
+    head = (f"{'model':<36} {'items':>6} {'pooled':>7} {'macro':>7}  macro {level} hierarchical  "
+            f"{'hier ±':>6} {'iid ±':>6}")
+    lines = [head, "-" * len(head)]
+    for m in sorted(summary["models"], key=lambda m: -m["macro"]["estimate"]):
+        iv = {i["method"]: i for i in m["macro"]["intervals"]}
+        hi, ii = iv.get("hierarchical"), iv.get("iid_clt")
+        hi_s = f"[{100 * hi['lower']:5.1f}, {100 * hi['upper']:5.1f}]" if hi else "-"
+        hw_s = f"{100 * hi['half_width']:.2f}" if hi else "-"
+        ii_s = f"{100 * ii['half_width']:.2f}" if ii else "-"
+        name = m["model"] if len(m["model"]) <= 36 else m["model"][:33] + "..."
+        lines.append(f"{name:<36} {m['n_items']:>6} {100 * m['pooled']['estimate']:6.2f}% "
+                     f"{100 * m['macro']['estimate']:6.2f}%  {hi_s:<25} {hw_s:>6} {ii_s:>6}")
+    lines.append("(percentage points; hierarchical = exchangeable bound over items, subjects and domains, "
+                 "iid = items treated as independent)")
+    return "\n".join(lines)
+
+
+def cmd_audit(args) -> int:
+    from benchcert.tasks.audit.hierarchical import parse_hierarchy, read_subject_weights
+
+    try:
+        alpha_arg(args.alpha)
+    except UsageError as exc:
+        return user_error("benchcert audit", exc)
+    try:
+        hierarchy = parse_hierarchy(args.hierarchy)
+        weights = read_subject_weights(args.weights) if args.weights else None
+    except (ValueError, OSError) as exc:
+        print(f"benchcert audit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        webhook_arg(args.webhook)
+    except UsageError as exc:
+        return user_error("benchcert audit", exc)
+    try:
+        require_store(args.db)
+    except UserError as exc:
+        return user_error("benchcert audit", exc)
+    environments = None
+    if args.environments is not None:
+        from benchcert.tasks.certify.service import EnvironmentsError, spec_for_audit
+        from benchcert.tasks.store.connection import StoreError
+
+        try:
+            environments = spec_for_audit(args.environments, args.db, args.benchmark, args.lock_timeout)
+        except EnvironmentsError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except StoreError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_STORE
+    from benchcert.tasks.audit.request import AuditRequest
+
+    request = AuditRequest(db=str(args.db), benchmark=args.benchmark, artifacts_root=str(args.artifacts),
+                           alpha=args.alpha, variant=args.variant, lock_timeout=args.lock_timeout,
+                           hierarchy=hierarchy, subject_weights=weights, baseline=args.baseline,
+                           webhook_url=args.webhook, environments=environments, all_pairs=args.all_pairs)
+    if args.dask_address or args.dask_workers is not None or args.export or args.dask_block_models is not None:
+        # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
+        from benchcert.flows.runs import prefect_env
+
+        prefect_env()
+        from benchcert.flows.audit import audit_flow
+        from benchcert.flows.cli.export import dask_audit
+        from benchcert.tasks.store.export import ExportError
+        from benchcert.tasks.store.matrices import MatrixError
+
+        try:
+            flow_fn, scale_out = dask_audit(args, audit_flow)
+        except ValueError as exc:
+            print(f"benchcert audit: {exc}", file=sys.stderr)
+            return EXIT_DATA if isinstance(exc, (ExportError, MatrixError)) else EXIT_USAGE
+        out = flow_fn(request.model_copy(update=scale_out))  # (dask_audit checked the scale-out options)
+    else:
+        from benchcert.flows.runs import choose_mode, run_audit
+
+        mode = choose_mode(args.prefect)
+        # An unknown benchmark or variant (exit 1) or an unusable store (exit 3) is reported by main()
+        # in one line, with the traceback under --debug.
+        from benchcert.flows.cli.progress import Progress
+
+        with Progress(enabled=not args.json) as progress:
+            out = run_audit(mode, request, progress=progress)
+    if args.json:
+        print_json(out)
+        return EXIT_OK
+    print(f"benchmark {out['benchmark']!r} (variant {out['variant']!r}): {out['n_models']} models, "
+          f"{out['n_items']} items, {out['n_subjects']} subjects, {out['n_domains']} domains")
+    print(summary_table(out))
+    for w in out["warnings"][:10]:
+        print(f"warning: {w}")
+    if len(out["warnings"]) > 10:
+        print(f"... {len(out['warnings'])} warnings in all (see the report)")
+    print(f"run {out['run_id']}")
+    print(f"report: {Path(out['run_dir']) / 'report.html'}")
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",
+                        description="Run every analysis on one benchmark, write manifest.json, summary.json, "
+                                    "tables/*.parquet and report.html under ARTIFACTS/<benchmark>/<run id>/, "
+                                    "and record the run in the store.")
+    store_options(sp)
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
+                    help="artifacts root (default ./artifacts)")
+    sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    sp.add_argument("--variant", default=None,
+                    help="prompt variant to audit (default: the benchmark's stored default, else the only one, else "
+                         "the base variant ''; see benchcert default-variant)")
+    sp.add_argument("--baseline", metavar="MODEL",
+                    help="compare every model against this one (default: all pairs)")
+    sp.add_argument("--webhook", metavar="URL", help="POST a JSON notice here when the run finds regressions")
+    sp.add_argument("--hierarchy", default="subject,domain", metavar="LEVELS",
+                    help="levels treated as exchangeable clusters: subject,domain (default), subject, or none "
+                         "(also subject=subject,domain=domain; remap other log columns at ingest with --map)")
+    sp.add_argument("--weights", type=Path, metavar="FILE",
+                    help="subject weights (TOML [subject_weights] table, JSON object or CSV subject,weight): "
+                         "adds a 'weighted' score beside pooled and macro")
+    sp.add_argument("--environments", type=Path, metavar="FILE",
+                    help="deployment environments TOML (see benchcert plan environments): adds table "
+                         "environment_risks and a report section with each model's score per environment")
+    run_mode_options(sp)
+    from benchcert.flows.cli.export import add_dask_arguments
+
+    add_dask_arguments(sp)
+    sp.set_defaults(func=cmd_audit)

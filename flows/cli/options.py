@@ -1,0 +1,23 @@
+"""Options several commands share, declared once: the store options and the run mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def store_options(sp, db_required: bool = True) -> None:
+    """``--db``, ``--lock-timeout`` and ``--json``, as ingest, audit, runs and show take them."""
+    sp.add_argument("--db", type=Path, required=db_required, help="DuckDB store file")
+    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
+                    help="seconds to wait for another benchcert process using the store (default 600)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def run_mode_options(sp) -> None:
+    """``--prefect`` / ``--in-process``: run as a Prefect flow run or in this process."""
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--prefect", dest="prefect", action="store_true", default=None,
+                   help="run as a Prefect flow run (default when PREFECT_API_URL is set; without it Prefect "
+                        "starts a temporary local API, which takes seconds)")
+    g.add_argument("--in-process", dest="prefect", action="store_false",
+                   help="run in this process even when a Prefect API is configured (default without one)")

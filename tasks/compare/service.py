@@ -1,0 +1,302 @@
+"""Compare models on one benchmark: the service behind ``benchcert compare``.
+
+    compare_models(CompareRequest(db, benchmark, baseline, candidates)) -> ComparisonResult
+    record_look(CompareRequest(..., candidates=(candidate,))) -> RecordedLook
+
+Paired comparisons on the items both models answered (items only one answered are excluded and
+counted): gap, intervals, raw and (for several candidates) Bonferroni/Holm/BH-adjusted p-values,
+the verdict and the minimum detectable effect; ``record_look`` asks the checkpoint-verdict
+question instead (:mod:`benchcert.tasks.compare.verdicts`).  The CI gate
+(:mod:`benchcert.tasks.compare.gate`) decides on the rows either returns.
+
+The verdict rule lives here and only here (:func:`interval_verdicts`): improved when the
+deciding interval of the gap (candidate - baseline) lies above 0, regressed below 0, else
+inconclusive.  The deciding interval is the primary one for a single candidate and the Bonferroni
+simultaneous one for several, so that no verdict contradicts the interval shown beside it; the
+audit's comparisons (:mod:`benchcert.tasks.compare.analysis`) decide the same way.
+
+Module-level imports are kept light: the command line builds its parser from :data:`HIERARCHIES`
+without importing numpy or scipy.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchcert.tasks.compare.gate import GateDecision, GateOptions, check_options, decide
+from benchcert.tasks.errors import UsageError
+
+#: The clustering levels ``--hierarchy`` names, as the levels they cluster over.
+HIERARCHIES = {"subject,domain": ("subject", "domain"), "subject": ("subject",), "none": ()}
+
+
+def interval_verdicts(lower, upper):
+    """The verdict of each comparison read off the interval that decides it.
+
+    Parameters
+    ----------
+    lower, upper : array_like
+        Bounds of the gap (candidate - baseline): the primary interval of one comparison, or the
+        Bonferroni simultaneous intervals of a family.
+
+    Returns
+    -------
+    ndarray of str
+        ``"improved"`` (lower > 0), ``"regressed"`` (upper < 0) or ``"inconclusive"``: the rule of
+        :func:`benchcert.stats.comparisons.pairwise_comparisons`' own verdicts, applied to the
+        interval that decides.
+    """
+    import numpy as np
+
+    from benchcert.stats.comparisons.engine import _verdict
+
+    return np.asarray(_verdict(lower, upper)).astype(str)
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """One ``compare`` question.
+
+    Attributes
+    ----------
+    db : Path
+        The store.
+    benchmark, baseline : str
+        The benchmark and the model every candidate is compared against.
+    candidates : tuple of str
+        The candidates; empty means every other model of the benchmark (variant).
+    alpha, power : float
+        Level and the power of the minimum detectable effect.
+    variant : str or None
+        Prompt variant (None: the benchmark's default, else the only one, else '').
+    hierarchy : str
+        A key of :data:`HIERARCHIES`: what the primary interval clusters over.
+    lock_timeout : float
+        Seconds to wait for another process using the store.
+    gate : GateOptions or None
+        The CI gate asked for, if any.
+    """
+
+    db: Path
+    benchmark: str
+    baseline: str
+    candidates: tuple[str, ...] = ()
+    alpha: float = 0.05
+    power: float = 0.8
+    variant: str | None = None
+    hierarchy: str = "subject,domain"
+    lock_timeout: float = 600.0
+    gate: GateOptions | None = None
+
+
+def check_request(request: CompareRequest) -> None:
+    """Raise :class:`UsageError` when the request names nothing to compare (before any data is read)."""
+    check_options(request.gate or GateOptions())
+    if request.hierarchy not in HIERARCHIES:
+        raise UsageError(f"hierarchy must be one of {list(HIERARCHIES)}; got {request.hierarchy!r}")
+    if request.baseline in request.candidates:
+        raise UsageError(f"the baseline {request.baseline!r} is also a candidate")
+    if len(set(request.candidates)) != len(request.candidates):
+        raise UsageError(f"a candidate is named twice: {list(request.candidates)}")
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Every candidate against the baseline on one benchmark.
+
+    Attributes
+    ----------
+    benchmark, variant, baseline : str
+        What was compared.
+    alpha, power : float
+        Level and the power of the minimum detectable effect.
+    method, question : str
+        The primary interval's method and the question it answers.
+    estimand : str
+        The gap compared (the item-weighted gap on shared items).
+    exact_test : str
+        ``mcnemar_exact`` (0/1 scores) or ``sign_test``.
+    comparisons : tuple of dict
+        One JSON-ready row per candidate (NaN as None), in the order asked.
+    warnings, assumptions : tuple of str
+        What the data made of the question, and what the intervals assume.
+    gate : GateDecision or None
+        The CI gate's decision, when one was asked for.
+    """
+
+    benchmark: str
+    variant: str
+    baseline: str
+    alpha: float
+    power: float
+    method: str
+    question: str
+    estimand: str
+    exact_test: str
+    comparisons: tuple[dict, ...]
+    warnings: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    gate: GateDecision | None = None
+
+    @property
+    def family_size(self) -> int:
+        return len(self.comparisons)
+
+    @property
+    def several(self) -> bool:
+        """Several candidates: the Bonferroni simultaneous interval decides each verdict."""
+        return self.family_size > 1
+
+    def as_dict(self) -> dict:
+        """The ``--json`` document (without the gate, which the command line adds with its exit code)."""
+        return {"benchmark": self.benchmark, "variant": self.variant, "baseline": self.baseline, "alpha": self.alpha,
+                "method": self.method, "question": self.question, "estimand": self.estimand,
+                "family_size": self.family_size, "adjustment": "bonferroni" if self.several else None,
+                "comparisons": [dict(r) for r in self.comparisons], "warnings": list(self.warnings),
+                "assumptions": list(self.assumptions)}
+
+
+@dataclass(frozen=True)
+class RecordedLook:
+    """A two-model comparison recorded as the next look of its checkpoint-verdict question.
+
+    Attributes
+    ----------
+    verdict : CheckpointVerdict
+        The look (:func:`benchcert.tasks.compare.verdicts.checkpoint_verdict`).
+    gate : GateDecision or None
+        The CI gate's decision on the anytime-valid verdict, when one was asked for.
+    """
+
+    verdict: object
+    gate: GateDecision | None = None
+
+
+def _num(x):
+    """JSON-safe float (NaN and infinities become null)."""
+    x = float(x)
+    return x if x == x and abs(x) != float("inf") else None
+
+
+def _load(request: CompareRequest):
+    """The matrices of the baseline and the candidates (every other model when none is named)."""
+    from benchcert.tasks.compare.verdicts import VerdictError, load_models
+    from benchcert.tasks.store.connection import open_store
+    from benchcert.tasks.store.matrices import models_with_responses
+
+    baseline, candidates = request.baseline, list(request.candidates)
+    with open_store(request.db, write=False, lock_timeout=request.lock_timeout) as con:
+        if candidates:
+            m = load_models(con, request.benchmark, [baseline, *candidates], request.variant)
+        else:
+            m0 = load_models(con, request.benchmark, [baseline], request.variant)
+            known = models_with_responses(con, request.benchmark, m0.variant)
+            candidates = [x for x in known if x != baseline]
+            if not candidates:
+                raise VerdictError(f"benchmark {request.benchmark!r} has no model besides {baseline!r}")
+            m = load_models(con, request.benchmark, [baseline, *candidates], request.variant)
+    return m, candidates
+
+
+def compare_models(request: CompareRequest) -> ComparisonResult:
+    """Paired comparisons of every candidate against the baseline, with the gate's decision.
+
+    Raises
+    ------
+    UsageError
+        The request names nothing to compare (:func:`check_request`).
+    VerdictError, MatrixError
+        An unknown benchmark, variant or model, or a candidate sharing no answered item.
+    StoreError
+        The store is locked or unusable.
+    """
+    import numpy as np
+
+    from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
+    from benchcert.stats.subject_means import ITEM_WEIGHTED
+    from benchcert.tasks.compare.verdicts import VerdictError
+
+    check_request(request)
+    baseline, alpha = request.baseline, request.alpha
+    m, candidates = _load(request)
+    scores = m.scores
+    col = {name: i for i, name in enumerate(m.models)}
+    obs = ~np.isnan(scores)
+    no_shared = [c for c in candidates if not (obs[:, col[c]] & obs[:, col[baseline]]).any()]
+    if no_shared:
+        raise VerdictError(f"{no_shared} share no answered item with {baseline!r}; nothing to compare")
+    pairs = np.array([[col[baseline], col[c]] for c in candidates])
+    clustered = "subject" in HIERARCHIES[request.hierarchy]
+    subjects = m.item_subject if clustered and m.subjects.height >= 2 else None
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=request.power)
+    notes = list(dict.fromkeys(str(w.message) for w in rec))
+    if clustered and subjects is None:
+        notes.insert(0, "a single subject: nothing to cluster over, so intervals are paired CLT")
+    many = len(candidates) > 1
+    holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
+    bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
+    bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
+    sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
+    if r.method == "stratified_items":
+        notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
+                     "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
+                     "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
+    exact = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
+    # The family's verdict is its simultaneous interval's: Holm's step-down can reject a pair whose
+    # Bonferroni interval still covers 0, and a verdict must not contradict the interval shown beside it.
+    verdicts = interval_verdicts(sim.lower, sim.upper) if many else r.verdict
+    rows = []
+    for j, cand in enumerate(candidates):
+        rows.append({
+            "candidate": cand, "baseline": baseline, "verdict": str(verdicts[j]),
+            "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
+            "interval": {"method": r.method, "lower": _num(r.lower[j]), "upper": _num(r.upper[j]), "se": _num(r.se[j])},
+            "intervals": {name: {"lower": _num(t.lower[j]), "upper": _num(t.upper[j])}
+                          for name, t in r.tests.items()
+                          if name in ("paired_clt", "clustered_subject", "stratified_items", "hoeffding")},
+            "simultaneous_interval": ({"method": "bonferroni", "lower": _num(sim.lower[j]), "upper": _num(sim.upper[j])}
+                                      if many else None),
+            "p_value": _num(r.p_value[j]),
+            "p_values": {name: _num(t.p_value[j]) for name, t in r.tests.items()},
+            "p_adjusted": ({"bonferroni": _num(bonf.p_adjusted[j]), "holm": _num(holm.p_adjusted[j]),
+                            "bh": _num(bh.p_adjusted[j])} if many else None),
+            "exact_test": exact, "mde": _num(r.mde[j]), "power": request.power,
+            "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
+            "n_excluded": int(r.n_excluded[j]),
+        })
+    return ComparisonResult(
+        benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
+        method=r.method, question=r.question, estimand=ITEM_WEIGHTED, exact_test=exact, comparisons=tuple(rows),
+        warnings=tuple(notes), assumptions=tuple(r.assumptions), gate=decide(rows, alpha, request.gate))
+
+
+def record_look(request: CompareRequest) -> RecordedLook:
+    """Record a two-model comparison as the next look of its checkpoint-verdict question.
+
+    The gate reads the anytime-valid verdict and, where there is one, the anytime interval.
+
+    Raises
+    ------
+    UsageError
+        Not exactly one candidate, or the request names nothing to compare.
+    VerdictError, MatrixError, StoreError
+        As :func:`compare_models`.
+    """
+    from benchcert.tasks.compare.verdicts import checkpoint_verdict
+
+    check_request(request)
+    if len(request.candidates) != 1:
+        raise UsageError("--record needs exactly one baseline and one candidate (A B, or --baseline M C)")
+    baseline, (candidate,) = request.baseline, request.candidates
+    v = checkpoint_verdict(request.db, request.benchmark, baseline, candidate, alpha=request.alpha,
+                           variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
+                           record=True, lock_timeout=request.lock_timeout)
+    anytime = v.cs_lower is not None
+    row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
+           "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,
+                        "method": "anytime" if anytime else v.method}}
+    return RecordedLook(verdict=v, gate=decide([row], request.alpha, request.gate))
