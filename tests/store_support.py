@@ -22,3 +22,19 @@ def assert_unchanged(before: dict, db: Path) -> None:
     after = snapshot(db)
     for t in TABLES:
         assert_frame_equal(before[t], after[t], check_row_order=True)
+
+
+def store_of_correct(root: Path, benchmark: str, models: dict, n_subjects: int) -> Path:
+    """A store of 0/1 scores under ``root``: ``models[name][i]`` is whether the model got item ``i``
+    right, item ``i`` in subject ``i % n_subjects`` (one CSV, ingested as a user would)."""
+    from benchcert.tasks.ingest.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+
+    csv = root / f"{benchmark}.csv"
+    lines = ["model,item_id,subject,score"]
+    for name, correct in models.items():
+        lines += [f"{name},i{i},s{i % n_subjects},{int(c)}" for i, c in enumerate(correct)]
+    csv.write_text("\n".join(lines) + "\n")
+    path = root / "s.duckdb"
+    assert ingest_file(path, csv, benchmark=benchmark, mapping=parse_mapping()).status == "ingested"
+    return path

@@ -70,28 +70,31 @@ def cmd_audit(args) -> int:
         except StoreError as exc:
             print(f"benchcert audit: {exc}", file=sys.stderr)
             return EXIT_STORE
+    from benchcert.flows.scale_out import ScaleOut
     from benchcert.tasks.audit.request import AuditRequest
 
     request = AuditRequest(db=str(args.db), benchmark=args.benchmark, artifacts_root=str(args.artifacts),
                            alpha=args.alpha, variant=args.variant, lock_timeout=args.lock_timeout,
                            hierarchy=hierarchy, subject_weights=weights, baseline=args.baseline,
                            webhook_url=args.webhook, environments=environments, all_pairs=args.all_pairs)
-    if args.dask_address or args.dask_workers is not None or args.export or args.dask_block_models is not None:
+    scale = ScaleOut(address=args.dask_address, workers=args.dask_workers, export=args.export,
+                     block_models=args.dask_block_models)
+    if scale.asked:
         # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
         from benchcert.flows.runs import prefect_env
 
         prefect_env()
         from benchcert.flows.audit import audit_flow
-        from benchcert.flows.cli.export import dask_audit
+        from benchcert.flows.scale_out import dask_audit
         from benchcert.tasks.store.export import ExportError
         from benchcert.tasks.store.matrices import MatrixError
 
         try:
-            flow_fn, scale_out = dask_audit(args, audit_flow)
+            flow_fn, request = dask_audit(scale, request, audit_flow)
         except ValueError as exc:
             print(f"benchcert audit: {exc}", file=sys.stderr)
             return EXIT_DATA if isinstance(exc, (ExportError, MatrixError)) else EXIT_USAGE
-        out = flow_fn(request.model_copy(update=scale_out))  # (dask_audit checked the scale-out options)
+        out = flow_fn(request)  # (dask_audit checked the scale-out options)
     else:
         from benchcert.flows.runs import choose_mode, run_audit
 
@@ -143,7 +146,23 @@ def register(sub) -> None:
                     help="deployment environments TOML (see benchcert plan environments): adds table "
                          "environment_risks and a report section with each model's score per environment")
     run_mode_options(sp)
-    from benchcert.flows.cli.export import add_dask_arguments
-
     add_dask_arguments(sp)
     sp.set_defaults(func=cmd_audit)
+
+
+def add_dask_arguments(sp) -> None:
+    """The audit's scale-out options (benchcert audit)."""
+    sp.add_argument("--all-pairs", action="store_true",
+                    help="compare every pair of models even beyond 150 models (default there: each model against "
+                         "the next in the ranking and every pair among the top 20)")
+    g = sp.add_argument_group("scale-out on Dask (default: one process)")
+    g.add_argument("--dask-address", metavar="URL",
+                   help="run the analyses on the Dask cluster whose scheduler is at URL (tcp://HOST:PORT); its "
+                        "workers must be able to read the export folder")
+    g.add_argument("--dask-workers", type=int, metavar="N",
+                   help="run the analyses on a local Dask cluster of N worker processes started for this audit")
+    g.add_argument("--export", type=Path, metavar="DIR",
+                   help="where the store is exported for the workers (default ARTIFACTS/.export)")
+    g.add_argument("--dask-block-models", type=int, metavar="N",
+                   help="models per block of the per-model and pairwise work sent to the workers (hierarchical "
+                        "fits, paired comparisons; default 500)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import warnings
 from pathlib import Path
 
 from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_USAGE, alpha_arg, exit_code, require_store,
@@ -131,13 +130,13 @@ def cmd_perturb(args) -> int:
 
 
 def cmd_plan_perturbation(args) -> int:
-    from benchcert.stats.perturbation import design_search, estimate_range
+    from benchcert.tasks.perturbation.planning import pilot_range, plan_perturbation
 
     try:
         alpha_arg(args.alpha)
     except UsageError as exc:
         return user_error("benchcert plan perturbation", exc)
-    range_info = None
+    pilot = None
     pilot_m, pilot_r = args.pilot_m, args.pilot_r
     if args.pilot_rates is not None:
         if args.a_hat is not None or args.b_hat is not None:
@@ -145,20 +144,16 @@ def cmd_plan_perturbation(args) -> int:
             return EXIT_USAGE
         try:
             rates = [float(x) for x in args.pilot_rates.split(",")]
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                est = estimate_range(rates)
+            pilot = pilot_range(rates)
         except ValueError as exc:
             print(f"benchcert plan perturbation: --pilot-rates: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        a_hat, b_hat = est.a_hat, est.b_hat
+        a_hat, b_hat = pilot["a_hat"], pilot["b_hat"]
         pilot_m = len(rates)
         if pilot_r == 0:
             print("benchcert plan perturbation: --pilot-rates needs --pilot-r (replicates per pilot variant)",
                   file=sys.stderr)
             return EXIT_USAGE
-        range_info = {"a_hat": a_hat, "b_hat": b_hat, "raw_min": est.raw_min, "raw_max": est.raw_max,
-                      "method": est.method, "warnings": [str(w.message) for w in caught]}
     else:
         if args.a_hat is None or args.b_hat is None:
             print("benchcert plan perturbation: give --a-hat and --b-hat (or --pilot-rates with --pilot-r)",
@@ -166,17 +161,13 @@ def cmd_plan_perturbation(args) -> int:
             return EXIT_USAGE
         a_hat, b_hat = args.a_hat, args.b_hat
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            design = design_search(a_hat, b_hat, args.budget, alpha=args.alpha, pilot_m=pilot_m, pilot_r=pilot_r,
-                                   eps_step=args.eps_step, eps_max_rule=args.eps_max_rule, method=args.method)
+        plan = plan_perturbation(a_hat, b_hat, args.budget, pilot=pilot, alpha=args.alpha, pilot_m=pilot_m,
+                                 pilot_r=pilot_r, eps_step=args.eps_step, eps_max_rule=args.eps_max_rule,
+                                 method=args.method)
     except ValueError as exc:
         print(f"benchcert plan perturbation: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    out = design.as_dict()
-    out["warnings"] = [str(w.message) for w in caught]
-    if range_info is not None:
-        out["pilot_range"] = range_info
+    design, out = plan.design, plan.as_dict()
     if args.json:
         print_json(out)
         return EXIT_OK if design.valid else EXIT_DATA

@@ -124,17 +124,15 @@ def test_pairs_through_a_block_runner_equal_the_one_process_computation(fraction
 
 
 def test_block_size_option_is_checked_before_any_work(tmp_path):
-    import argparse
+    from benchcert.flows.scale_out import ScaleOut, dask_audit
+    from benchcert.tasks.audit.request import AuditRequest
 
-    from benchcert.flows.cli.export import dask_audit
-
-    args = argparse.Namespace(dask_address=None, dask_workers=None, export=None, dask_block_models=5,
-                              db=tmp_path / "none.duckdb", artifacts=tmp_path, benchmark="b", lock_timeout=1.0)
+    request = AuditRequest(db=str(tmp_path / "none.duckdb"), artifacts_root=str(tmp_path), benchmark="b",
+                           lock_timeout=1.0)
     with pytest.raises(ValueError, match="--dask-block-models"):
-        dask_audit(args, None)  # without a cluster
-    args.dask_workers, args.dask_block_models = 2, 1
+        dask_audit(ScaleOut(block_models=5), request, None)  # without a cluster
     with pytest.raises(ValueError, match="block_models must be an integer >= 2"):
-        dask_audit(args, None)  # before the export is written
+        dask_audit(ScaleOut(workers=2, block_models=1), request, None)  # before the export is written
     assert not (tmp_path / ".export").exists()
 
 

@@ -15,14 +15,13 @@ import pytest
 from benchcert.flows.cli import main
 from benchcert.flows.cli.errors import EXIT_GATE
 
+from store_support import store_of_correct
+
 N_ITEMS = 3000
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    from benchcert.tasks.ingest.service import ingest_file
-    from benchcert.tasks.ingest.mapping import parse_mapping
-
     rng = np.random.default_rng(20261126)
     base = rng.random(N_ITEMS) < 0.70
     models = {"base": base,
@@ -30,14 +29,7 @@ def db(tmp_path_factory):
               "worse10": base & (rng.random(N_ITEMS) >= 0.10 / 0.70),
               # the same accuracy in distribution: every item redrawn at 0.70
               "equal": rng.random(N_ITEMS) < 0.70}
-    root = tmp_path_factory.mktemp("gate")
-    csv = root / "g.csv"
-    lines = ["model,item_id,subject,score"]
-    for name, correct in models.items():
-        lines += [f"{name},i{i},s{i % 30},{int(c)}" for i, c in enumerate(correct)]
-    csv.write_text("\n".join(lines) + "\n")
-    path = root / "s.duckdb"
-    assert ingest_file(path, csv, benchmark="g", mapping=parse_mapping()).status == "ingested"
+    path = store_of_correct(tmp_path_factory.mktemp("gate"), "g", models, 30)
     gaps = {k: v.mean() - base.mean() for k, v in models.items()}
     assert gaps["worse10"] == pytest.approx(-0.10, abs=0.02) and abs(gaps["equal"]) < 0.03
     return path

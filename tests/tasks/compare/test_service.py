@@ -12,24 +12,15 @@ from benchcert.tasks.compare.service import (CompareRequest, ComparisonResult, c
                                              interval_verdicts)
 from benchcert.tasks.errors import UsageError
 
+from store_support import store_of_correct
+
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    from benchcert.tasks.ingest.mapping import parse_mapping
-    from benchcert.tasks.ingest.service import ingest_file
-
     rng = np.random.default_rng(7)
     base = rng.random(600) < 0.6
     models = {"base": base, "worse": base & (rng.random(600) >= 0.3), "same": rng.random(600) < 0.6}
-    root = tmp_path_factory.mktemp("service")
-    csv = root / "c.csv"
-    lines = ["model,item_id,subject,score"]
-    for name, correct in models.items():
-        lines += [f"{name},i{i},s{i % 40},{int(c)}" for i, c in enumerate(correct)]
-    csv.write_text("\n".join(lines) + "\n")
-    path = root / "s.duckdb"
-    assert ingest_file(path, csv, benchmark="c", mapping=parse_mapping()).status == "ingested"
-    return path
+    return store_of_correct(tmp_path_factory.mktemp("service"), "c", models, 40)
 
 
 def test_interval_verdicts_read_the_interval():
