@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from .._common import cr2_mean  # re-exported: it lived here first
 from .blocks import PairBlock, pair_block, pair_block_runner
-from .engine import column_stats
+from .engine import column_stats, interval_verdict
 from .multiplicity import adjust_pvalues, simultaneous_intervals
 from .paired import paired_comparison, paired_comparison_counts, unpaired_z_test
 from .pairwise import BLOCK_PAIR_BYTES, DENSE_PAIR_BYTES, pairwise_comparisons
@@ -78,6 +78,7 @@ __all__ = [
     "RankConfidence",
     "DetectableEffect",
     "SampleSize",
+    "interval_verdict",
     "paired_comparison",
     "paired_comparison_counts",
     "cr2_mean",

@@ -38,7 +38,9 @@ def _z(alpha: float) -> float:
 _out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
-def _verdict(lower, upper) -> np.ndarray:
+def interval_verdict(lower, upper) -> np.ndarray:
+    """The verdict an interval of the gap (candidate - baseline) gives: "improved" when its lower
+    end is above 0, "regressed" when its upper end is below 0, else "inconclusive"."""
     lower = np.asarray(lower)
     upper = np.asarray(upper)
     return np.where(lower > 0, "improved", np.where(upper < 0, "regressed", "inconclusive")).astype(object)
@@ -250,7 +252,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
     mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
-        verdict=_out(_verdict(prim.lower, prim.upper)), alpha=alpha, n=_out(n),
+        verdict=_out(interval_verdict(prim.lower, prim.upper)), alpha=alpha, n=_out(n),
         n_only_a=_out(n_only_a), n_only_b=_out(n_only_b), n_excluded=_out(np.asarray(n_only_a) + np.asarray(n_only_b)),
         n_clusters=None if n_clusters is None else _out(n_clusters),
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,

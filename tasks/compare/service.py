@@ -50,9 +50,9 @@ def interval_verdicts(lower, upper):
     """
     import numpy as np
 
-    from benchcert.stats.comparisons.engine import _verdict
+    from benchcert.stats.comparisons import interval_verdict
 
-    return np.asarray(_verdict(lower, upper)).astype(str)
+    return np.asarray(interval_verdict(lower, upper)).astype(str)
 
 
 @dataclass(frozen=True)

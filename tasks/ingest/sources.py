@@ -50,9 +50,9 @@ def check_expressions(files: list[str], mapping) -> None:
         Plain column names are checked per file by the ingest itself, as before.
     """
     from benchcert.tasks.ingest.adapters import generic
-    from benchcert.tasks.ingest.mapping import ColumnMapping, _is_identifier
+    from benchcert.tasks.ingest.mapping import ColumnMapping, is_identifier
 
-    if all(_is_identifier(v) for v in mapping.columns.values()):
+    if all(is_identifier(v) for v in mapping.columns.values()):
         return
     for f in files:
         path = Path(f)
@@ -64,7 +64,7 @@ def check_expressions(files: list[str], mapping) -> None:
         except (generic.AdapterError, OSError, UnicodeDecodeError):
             continue  # the file's own report says what is wrong with it
         if available:
-            odd = ColumnMapping({k: v for k, v in mapping.columns.items() if not _is_identifier(v)})
+            odd = ColumnMapping({k: v for k, v in mapping.columns.items() if not is_identifier(v)})
             odd.expressions(available, str(path))
 
 
