@@ -39,6 +39,8 @@ Where each part lives (one module per component; the names above are importable 
 
 * :mod:`.results` - result types, the verdict and question vocabulary, each method's assumptions;
 * :mod:`.engine` - every test from per-subject sufficient statistics of D (one formula home);
+* :mod:`.signflip` - the clustered test's p-value with fewer than 30 subjects: sign changes of the
+  subject sums (exact under a symmetric null whatever the subject sizes);
 * :mod:`.paired` - one pair from item-level scores or from binary counts, and the unpaired contrast;
 * :mod:`.pairwise` - every pair of a score matrix; :mod:`.gram` its per-subject sums;
   :mod:`.blocks` the memory-budgeted blocks of models and the Dask block runner;
@@ -68,6 +70,7 @@ from .results import (
     SimultaneousIntervals,
     default_primary,
 )
+from .signflip import SignFlipTest, sign_flip_cluster_test
 
 __all__ = [
     "VERDICTS",
@@ -82,6 +85,8 @@ __all__ = [
     "paired_comparison",
     "paired_comparison_counts",
     "cr2_mean",
+    "sign_flip_cluster_test",
+    "SignFlipTest",
     "default_primary",
     "MIN_SUBJECTS_CLUSTERED",
     "QUESTIONS",

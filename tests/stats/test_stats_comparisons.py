@@ -139,7 +139,11 @@ def test_hand_example(no_warnings):
     assert se_o == pytest.approx(se_cl) and cl.df == pytest.approx(df_o) and df_o < 2
     t2 = stats.t.ppf(0.975, df_o)
     assert (r.lower, r.upper) == (pytest.approx(3 / 8 - t2 * se_cl), pytest.approx(min(1, 3 / 8 + t2 * se_cl)))
-    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se_cl, df_o))
+    # The p-value is the sign-flip test's (fewer than 30 subjects; issue 24 finding 3), no longer
+    # 2 t.sf(t, df) = 0.247: the subject sums 0, 2, 1 give |t| at least the data's under 4 of the 8
+    # sign vectors (the first subject's flip changes nothing, the all-flip gives -t).
+    assert r.tests["clustered_subject"].statistic == pytest.approx(3 / 8 / se_cl)
+    assert r.p_value == pytest.approx(4 / 8)
     # McNemar exact: 4 of 5 discordant items favour B -> scipy binomtest p = 0.375
     assert r.tests["mcnemar_exact"].p_value == pytest.approx(stats.binomtest(4, 5).pvalue) == pytest.approx(0.375)
     # Hoeffding: h = sqrt(2 log(40) / 8), p = 2 exp(-8 (3/8)^2 / 2)
