@@ -13,8 +13,8 @@ stores a two-model comparison as a look of the checkpoint-verdict question
 
 Reads the store directly; no Prefect flow is started.
 Exit codes as in benchcert.flows.cli: 0 ok, 1 data problem (unknown benchmark or model, no
-shared item), 2 usage, 3 store locked or unusable, 4 the CI gate failed (``--fail-on``, see
-benchcert.tasks.compare.gate and docs/ci-gate.md).
+shared item), 2 usage, 3 store locked or unusable, 4 the CI gate failed (``--fail-on``,
+``--require``; see benchcert.tasks.compare.gate and docs/ci-gate.md).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
                                         show_traceback, user_error)
-from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
+from benchcert.tasks.compare.gate import FAIL_ON, REQUIRE, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES
 from benchcert.tasks.errors import UsageError, UserError
 
@@ -59,10 +59,14 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.add_argument("--fail-on", choices=FAIL_ON, default=None, dest="fail_on",
                     help=f"CI gate: exit {EXIT_GATE} (and print the reason) when a candidate regressed against "
-                         "the baseline; see --margin")
+                         "the baseline (significantly worse); a candidate the data cannot tell apart passes")
+    sp.add_argument("--require", choices=REQUIRE, default=None,
+                    help=f"CI release gate: exit {EXIT_GATE} unless the data show each candidate is non-inferior "
+                         "(the interval's lower end of candidate - baseline is above -D) or equivalent (the whole "
+                         "interval inside (-D, D)); needs --margin D; never passes a regressed candidate; under "
+                         "--record the anytime-valid interval decides")
     sp.add_argument("--margin", type=float, default=None, metavar="D",
-                    help="with --fail-on: fail only when a candidate is worse than the baseline by more than D "
-                         "(accuracy units, e.g. 0.02) with confidence: the upper end of its interval is below -D")
+                    help="with --require: the margin D in accuracy units (e.g. 0.01 = 1 point)")
     sp.set_defaults(func=cmd_compare)
 
 
@@ -87,7 +91,7 @@ def _request(args):
     candidates = args.models if args.baseline is not None else args.models[1:]
     return CompareRequest(db=args.db, benchmark=args.benchmark, baseline=baseline, candidates=tuple(candidates),
                           alpha=args.alpha, power=args.power, variant=args.variant, hierarchy=args.hierarchy,
-                          lock_timeout=args.lock_timeout, gate=GateOptions(args.fail_on, args.margin))
+                          lock_timeout=args.lock_timeout, gate=GateOptions(args.fail_on, args.margin, args.require))
 
 
 def cmd_compare(args) -> int:
