@@ -30,7 +30,7 @@ from .results import (
     QUESTIONS,
     ComparisonTest,
 )
-from .signflip import SUBGROUP_BITS, sign_flip_cluster_test
+from .signflip import MAX_CLUSTERS, sign_flip_cluster_test
 
 
 def _z(alpha: float) -> float:
@@ -280,7 +280,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
 def _sign_flip_p(n_c, s_c, alpha):
     """The sign-flip test's p-values of pairs with few subjects, over the subjects any of them has."""
     rows = (n_c > 0).any(axis=1)
-    if rows.sum() < (1 << SUBGROUP_BITS):
+    if rows.sum() <= MAX_CLUSTERS:
         return sign_flip_cluster_test(n_c[rows], s_c[rows], alpha=alpha).p_value
     out = np.empty(n_c.shape[1])  # very many subjects over the family: each pair on its own (< 30)
     for j in range(n_c.shape[1]):

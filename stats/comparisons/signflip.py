@@ -19,6 +19,8 @@ from .._common import check_alpha
 FULL_GROUP_MAX_CLUSTERS = 12
 #: More subjects: a subgroup of 2^SUBGROUP_BITS sign vectors (still a group, so still exact).
 SUBGROUP_BITS = 12
+#: At most this many subjects (the distinct odd-popcount codes of SUBGROUP_BITS bits).
+MAX_CLUSTERS = 1 << (SUBGROUP_BITS - 1)
 #: The seed of the subgroup's generators when no rng is given (results are reproducible).
 DEFAULT_SEED = 20261126
 
@@ -88,8 +90,8 @@ def _check(n_c, s_c, alpha):
         raise ValueError("n_c must hold non-negative item counts")
     if not np.all(np.isfinite(s_c)) or np.any(np.abs(s_c) > n_c + 1e-9):
         raise ValueError("s_c must hold finite sums of differences in [-1, 1] (|s_c| <= n_c)")
-    if n_c.shape[0] > (1 << SUBGROUP_BITS) - 1:
-        raise ValueError(f"n_c: at most {(1 << SUBGROUP_BITS) - 1} subjects; got {n_c.shape[0]}")
+    if n_c.shape[0] > MAX_CLUSTERS:
+        raise ValueError(f"n_c: at most {MAX_CLUSTERS} subjects; got {n_c.shape[0]}")
     if np.any(n_c.sum(axis=0) == 0):
         raise ValueError("n_c: every pair needs at least one item")
     return n_c.reshape(n_c.shape[0], -1), s_c.reshape(s_c.shape[0], -1), alpha
@@ -100,21 +102,29 @@ def sign_flip_group(n_clusters: int, *, rng=None) -> np.ndarray:
 
     Up to :data:`FULL_GROUP_MAX_CLUSTERS` subjects every sign vector (G = 2^C). Beyond, the subgroup
     {(-1)^popcount(g & code_c) : g in 0 .. 2^B - 1} with B = :data:`SUBGROUP_BITS` and distinct
-    nonzero B-bit codes per subject drawn from ``rng`` (default: seeded with :data:`DEFAULT_SEED`).
+    B-bit codes of odd popcount per subject (so the all-flip is in the group) drawn from ``rng`` (default: seeded with :data:`DEFAULT_SEED`).
     It is closed under products, so the test stays exact (Lehmann and Romano, Theorem 15.2.1 holds
     for any group of transformations leaving the null distribution invariant; Hemerik and Goeman 2018,
     "Exact testing with random permutations", TEST 27, on subgroups).
     """
-    if n_clusters <= FULL_GROUP_MAX_CLUSTERS:
-        codes = 1 << np.arange(n_clusters, dtype=np.int64)
-        bits = n_clusters
-    else:
-        rng = np.random.default_rng(DEFAULT_SEED) if rng is None else rng
-        bits = SUBGROUP_BITS
-        codes = rng.choice((1 << bits) - 1, size=n_clusters, replace=False).astype(np.int64) + 1
+    codes, bits = _codes(n_clusters, rng)
     g = np.arange(1 << bits, dtype=np.int64)
     parity = np.bitwise_count(g[:, None] & codes[None, :]) & 1
     return 1.0 - 2.0 * parity
+
+
+def _codes(n_clusters: int, rng):
+    """Each subject's code and the number of bits: the sign of subject c under element g is
+    (-1)^popcount(g & code_c). Every code has an odd popcount, so the element with all bits set flips
+    every subject: the group is H and -H, H the elements whose top bit is 0."""
+    if n_clusters <= FULL_GROUP_MAX_CLUSTERS:
+        return 1 << np.arange(n_clusters, dtype=np.int64), n_clusters
+    rng = np.random.default_rng(DEFAULT_SEED) if rng is None else rng
+    odd = np.arange(1, 1 << SUBGROUP_BITS, dtype=np.int64)
+    odd = odd[(np.bitwise_count(odd) & 1) == 1]
+    if n_clusters > odd.size:
+        raise ValueError(f"n_clusters: at most {odd.size} subjects; got {n_clusters}")
+    return np.sort(rng.choice(odd, size=n_clusters, replace=False)), SUBGROUP_BITS
 
 
 def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
@@ -170,6 +180,7 @@ def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
     n_c, s_c, alpha = _check(n_c, s_c, alpha)
     c, p = n_c.shape
     e = sign_flip_group(c, rng=rng)
+    half = e[: e.shape[0] // 2]  # the all-flip maps the other half onto this one with |t| unchanged
     n = n_c.sum(axis=0)
     gap = s_c.sum(axis=0) / n
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -178,23 +189,36 @@ def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
     k_term = (w * n_c * n_c).sum(axis=0)
     t0 = _t(gap, (a_term - 2 * gap * (w * n_c * s_c).sum(axis=0) + gap * gap * k_term) / (n * n))
     pval = np.empty(p)
-    step = max(1, (1 << 22) // e.shape[0])
+    step = max(1, (1 << 22) // half.shape[0])
     for lo in range(0, p, step):
         sl = slice(lo, lo + step)
-        gap_e = (e @ s_c[:, sl]) / n[sl]
-        m_e = e @ (w[:, sl] * n_c[:, sl] * s_c[:, sl])
-        var_e = (a_term[sl] - 2 * gap_e * m_e + gap_e * gap_e * k_term[sl]) / (n[sl] * n[sl])
-        t_e = np.abs(_t(gap_e, var_e))
-        # The all-flip (when in the group) gives exactly |t|: compare with a relative tolerance.
-        pval[sl] = (t_e >= np.abs(t0[sl]) * (1 - 1e-9)).mean(axis=0)
+        pval[sl] = _share_at_least(half, s_c[:, sl], w[:, sl] * n_c[:, sl] * s_c[:, sl], n[sl], a_term[sl],
+                                   k_term[sl], t0[sl])
     var_cl, df = cr2_mean(n_c, s_c - n_c * gap)
     se = np.sqrt(var_cl)
     crit = _st.t.ppf(1 - alpha / 2, np.where(np.isfinite(df) & (df > 0), df, 1.0))
-    all_flip = bool(np.all(e == -1, axis=1).any())
     return SignFlipTest(estimate=gap, lower=np.clip(gap - crit * se, -1, 1), upper=np.clip(gap + crit * se, -1, 1),
                         statistic=t0, p_value=pval, alpha=alpha, n=n, n_clusters=(n_c > 0).sum(axis=0),
-                        n_elements=int(e.shape[0]), min_p_value=(2.0 if all_flip else 1.0) / e.shape[0],
+                        n_elements=int(e.shape[0]), min_p_value=2.0 / e.shape[0],
                         method="sign_flip_cluster", assumptions=SIGN_FLIP_ASSUMPTIONS)
+
+
+def _share_at_least(e, s_c, wns, n, a_term, k_term, t0):
+    """Share of the sign vectors ``e`` whose |t| is at least |t0|, without forming t.
+
+    With S_e = e @ s_c, M_e = e @ (w n s) and D_e = A - 2 S_e M_e / n + S_e^2 K / n^2 (n^2 SE_e^2),
+    t_e^2 = S_e^2 / D_e, so |t_e| >= |t0| is S_e^2 >= t0^2 D_e (a relative tolerance keeps exact
+    ties, such as a subject flipped whose sum is 0). A data t of 0 or infinite is compared directly.
+    """
+    s_e = e @ s_c
+    m_e = e @ wns
+    d_e = np.maximum(a_term - 2.0 * s_e * m_e / n + s_e * s_e * (k_term / (n * n)), 0.0)
+    t2 = np.where(np.isfinite(t0), t0 * t0, 0.0)
+    hit = s_e * s_e >= t2 * d_e * (1 - 1e-9)
+    inf = ~np.isfinite(t0)
+    if inf.any():  # zero SE in the data: only flips with zero SE and a nonzero sum match it
+        hit[:, inf] = (d_e[:, inf] <= 1e-30 * np.maximum(a_term[inf], 1.0)) & (s_e[:, inf] != 0)
+    return hit.mean(axis=0)
 
 
 def _t(gap, var):

@@ -95,6 +95,18 @@ def test_subgroup_is_a_group_and_starts_with_the_identity():
         assert tuple((e[i] * e[j]).astype(int)) in rows  # closed under products
     # reproducible: the default generators are seeded
     assert np.array_equal(sign_flip_group(20), e)
+    # the all-flip is in it, and the p-value (computed on half the group) is the share over all of it
+    assert np.all(e == -1, axis=1).any()
+    n_c = rng.integers(5, 400, 20).astype(float)
+    s_c = np.round(rng.normal(0.02, 0.1, 20) * n_c)
+    flipped = e.T * s_c[:, None]  # (C, G): the subject sums under each element
+    n = n_c.sum()
+    gaps = flipped.sum(axis=0) / n
+    var, _ = cr2_mean(np.repeat(n_c[:, None], e.shape[0], axis=1), flipped - n_c[:, None] * gaps)
+    t = gaps / np.sqrt(var)
+    r = sign_flip_cluster_test(n_c, s_c)
+    assert r.p_value[0] == pytest.approx(np.mean(np.abs(t) >= abs(t[0]) * (1 - 1e-9)))
+    assert r.min_p_value == pytest.approx(2 / 4096) and 0 < r.p_value[0] < 1
 
 
 def test_five_subjects_cannot_reject_and_say_so():
