@@ -5,9 +5,10 @@ Finding 3's setting: 14 subjects with MMLU-Pro-like unequal sizes (evenly spaced
 MMLU-Pro's 91 subject sizes: 17-1,003 items), a binary pair whose subject gaps u ~ N(0, tau^2) move
 the balance of the discordant items (P(D = +-1) = h +- u/2, clipped), no gap on average. CR2 with
 Bell-McCaffrey df rejected 4.10% at tau = 0, 5.98% [5.66, 6.32] at 0.05, 6.13% at 0.10, 6.44% at
-0.20 and 6.47% near the ceiling (20,000 reps, nominal 5%); here (6,000 reps, seed 5) 3.2%, 5.7%,
-6.0%, 6.4% and 7.0% (h = 0.03), the sign-flip test 4.9%, 4.6%, 5.2%, 4.7% and 5.1%. With MMLU-Pro's
-14 categories (381-1,351 items, far less unequal) CR2 held: 4.1-5.3%.
+0.20 and 6.47% near the ceiling (20,000 reps, nominal 5%); here (the slow grid, 20,000 reps each,
+seed 2413) 3.41%, 5.68%, 6.06%, 6.35%, and 3.28% / 6.88% near the ceiling (h = 0.03, tau 0 / 0.05);
+the sign-flip test 5.10%, 4.86%, 5.05%, 5.10%, 5.01% / 5.00%, every 95% interval inside
+[4.57, 5.42]. With MMLU-Pro's 14 categories (381-1,351 items, far less unequal) CR2 held: 4.1-5.3%.
 """
 
 from __future__ import annotations
@@ -138,9 +139,9 @@ def test_the_comparison_uses_it_below_30_subjects_and_its_verdict_follows_it():
 
 @pytest.mark.montecarlo
 def test_clustered_size_with_14_unequal_subjects():
-    # 2,500 reps per setting (seeds below). Sign-flip: tau 0 4.9%, 0.05 4.4%, 0.10 5.4%, 0.20 5.0%,
-    # near the ceiling 5.2%; pooled 5.0% [4.6, 5.4]. The CR2-BM t reference on the same draws: pooled
-    # 6.0% [5.5, 6.5] over the tau > 0 settings, which this test would reject (the old behaviour).
+    # 2,500 reps per setting (seed below). Sign-flip: tau 0 4.64%, 0.05 4.76%, 0.10 4.16%, 0.20 4.96%,
+    # near the ceiling 5.32%; pooled 4.77% [4.29, 5.28] (99%). The CR2-BM t reference on the same draws:
+    # pooled 6.23% [5.62, 6.88] over the tau > 0 settings, which this test rejects (the old behaviour).
     rng = np.random.default_rng(2411)
     assert SIZES.size == 14 and SIZES.min() == 17 and SIZES.max() == 1003
     settings = [(0.0, 0.15), (0.05, 0.15), (0.10, 0.15), (0.20, 0.15), (0.05, 0.03)]  # (tau, half); last near ceiling
@@ -176,4 +177,4 @@ def test_study_clustered_size_grid_14_subjects():
     for tau, half in [(0.0, 0.15), (0.05, 0.15), (0.10, 0.15), (0.20, 0.15), (0.0, 0.03), (0.05, 0.03)]:
         new, _, _ = _rejections(*_draw(rng, tau, 20000, half=half))
         rate, lo, hi = rate_ci(new, 20000, level=0.95)
-        assert 0.04 <= rate <= 0.055 and lo <= 0.05 <= hi + 0.002, (tau, half, rate, lo, hi)
+        assert 0.04 <= lo and hi <= 0.055, (tau, half, rate, lo, hi)
