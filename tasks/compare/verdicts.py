@@ -77,7 +77,8 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import polars as pl
 
-from benchcert.stats.comparisons import QUESTIONS, default_primary, paired_comparison
+from benchcert.stats.betting import betting_mean_bounds, independent_mean_bounds
+from benchcert.stats.comparisons import QUESTIONS, paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts, subject_entry_means
 from benchcert.stats.subject_means import METHOD as SUBJECT_METHOD
 from benchcert.stats.subject_means import ITEM_WEIGHTED, SUBJECT_WEIGHTED, subject_means, subject_weighted_gap
@@ -86,7 +87,7 @@ from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl, transaction
 
 __all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
-           "answer_look", "read_question", "load_models", "VERDICT_TABLES"]
+           "answer_look", "read_question", "load_models", "VERDICT_TABLES", "QUESTION_KEYS", "opposite_signs"]
 
 #: Created on the first recorded look (tasks/store/schema.py, with the columns added since).
 VERDICT_TABLES = ("verdicts", "verdict_items")
@@ -96,9 +97,20 @@ _COLUMNS = ("benchmark", "variant", "baseline", "candidate", "look", "recorded_a
             "p_value", "p_exact", "hoeffding_lower", "hoeffding_upper", "mde", "power", "n_shared",
             "n_only_baseline", "n_only_candidate", "n_excluded", "n_new", "n_sequential", "log_e_improved",
             "log_e_regressed", "anytime_p", "cs_lower", "cs_upper", "first_p_value", "first_gap", "question",
-            "estimand")
+            "estimand", "first_method")
 
 _KEY = "benchmark = ? AND variant = ? AND baseline = ? AND candidate = ?"
+
+#: The questions a user asks (``--question``): the key and its primary method (with subjects).
+QUESTION_KEYS = {"items": "stratified_items", "new-subjects": "clustered_subject"}
+
+#: The first look's directional test per question (recorded in ``first_method``).
+FIRST_METHODS = {"items": "betting_constant_mixture_items", "new-subjects": "betting_plugin_subject_means"}
+
+
+def question_key(primary: str) -> str:
+    """The ``--question`` a primary method answers (``paired_clt`` and ``stratified_items``: items)."""
+    return "new-subjects" if primary == "clustered_subject" else "items"
 
 
 class VerdictError(ValueError):
@@ -172,6 +184,8 @@ class CheckpointVerdict:
     n_subjects: int | None = None
     sequential_unit: str = "item"
     n_sequential_units: int = 0
+    question_key: str = "items"
+    first_method: str = ""
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -241,8 +255,13 @@ class VerdictSettings:
     first_look_share: float = 0.5
     power: float = 0.8
     hierarchy: tuple[str, ...] = ("subject", "domain")
+    question: str = "items"
 
     def __post_init__(self) -> None:
+        if self.question not in QUESTION_KEYS:
+            raise VerdictError(f"question must be one of {list(QUESTION_KEYS)}; got {self.question!r}")
+        if self.question == "new-subjects" and "subject" not in tuple(self.hierarchy):
+            raise VerdictError("--question new-subjects needs a hierarchy with subjects (not --hierarchy none)")
         if not _real(self.alpha) or not 0 < self.alpha < 1:
             raise VerdictError(f"alpha must be in (0, 1); got {self.alpha!r}")
         if not _real(self.first_look_share) or not 0 <= self.first_look_share < 1:
@@ -258,7 +277,7 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
                        alpha: float = 0.05, variant: str | None = None,
                        hierarchy: tuple[str, ...] = ("subject", "domain"), power: float = 0.8,
                        first_look_share: float = 0.5, record: bool = True,
-                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> CheckpointVerdict:
+                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items") -> CheckpointVerdict:
     """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.
 
     Reads the question's earlier looks, answers this look (:func:`answer_look`, which reads and
@@ -282,6 +301,9 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
         Share of alpha for the fixed-sample test at the first look (0 = betting test alone).
     record : bool
         Store this look (False: a dry run that reads earlier looks but writes nothing).
+    question : {"items", "new-subjects"}
+        What the verdict answers (see the module docstring); fixed at the question's first
+        recorded look: asking a recorded question as the other one is an error.
 
     Raises
     ------
@@ -293,7 +315,8 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
     benchcert.tasks.store.connection.StoreError
         The store is missing, locked or unusable.
     """
-    settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy)
+    settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy,
+                               question=question)
     if baseline == candidate:
         raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
     with open_store(db, write=record, lock_timeout=lock_timeout) as con:
@@ -316,7 +339,7 @@ def _record(con, look: Look, now: dt.datetime) -> None:
                v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
                v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
                v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
-               v.first_p_value, v.first_gap, v.question, v.estimand]
+               v.first_p_value, v.first_gap, v.question, v.estimand, v.first_method]
         con.execute(f"INSERT INTO verdicts ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", row)
         if len(look.new_ids):
             items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
@@ -382,7 +405,7 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
     """
     caught: list[str] = []
     sc = _scores(m, baseline, candidate, settings.hierarchy, caught)
-    primary, sc = _question(history, sc, caught)
+    primary, sc = _question(history, sc, caught, settings.question)
     with _collect(caught):
         fixed = paired_comparison(sc.a, sc.b, sc.subjects, alpha=settings.alpha, power=settings.power,
                                   primary=primary)
@@ -393,11 +416,12 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
     seq_alpha = settings.alpha * (1 - settings.first_look_share)
     with _collect(caught):
         seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look, seq_alpha)
-        first_p, first_gap = _first_look(history.looks, fx, primary, caught)
+        a1 = settings.alpha * settings.first_look_share
+        first_p, first_gap, first_method = _first_look(history.looks, _first_claim(primary, sc, fx, a1), caught)
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
                               first_look_share=settings.first_look_share)
     anytime = _anytime_fields(seq, nv)
-    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"])
+    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
     out = CheckpointVerdict(
         benchmark=m.benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
         recorded=bool(record), recorded_at=now.isoformat() + "Z", alpha=settings.alpha,
@@ -405,6 +429,7 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
         n_new=int(led.new_d.size), n_sequential=int(led.cum[-1]), first_p_value=first_p, first_gap=first_gap,
         assumptions=(fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions + tuple(fx["assumptions"]),
         sequential_unit="subject" if primary == "clustered_subject" else "item", n_sequential_units=n_units,
+        question_key=question_key(primary), first_method=first_method,
         warnings=tuple(dict.fromkeys(caught + moved)))
     return Look(verdict=out, new_ids=led.new_ids, new_d=led.new_d)
 
@@ -422,13 +447,33 @@ def _scores(m: BenchmarkMatrices, baseline: str, candidate: str, hierarchy: tupl
     return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy())
 
 
-def _question(history: QuestionRecord, sc: _Scores, caught: list[str]) -> tuple[str, _Scores]:
+def _asked_primary(question: str, sc: _Scores) -> str:
+    """The primary method of the question asked (items without subjects: the paired CLT)."""
+    if question == "new-subjects":
+        if sc.subjects is None or np.unique(sc.subjects[sc.shared]).size < 2:
+            raise VerdictError("--question new-subjects needs at least 2 subjects with shared items (the units are "
+                               "subjects); ask --question items")
+        return "clustered_subject"
+    return "paired_clt" if sc.subjects is None else "stratified_items"
+
+
+def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question: str) -> tuple[str, _Scores]:
     """The question's primary method (fixed at its first look, and with it the estimand and the
-    betting unit) and the scores it is about."""
+    betting unit) and the scores it is about.
+
+    A recorded question asked as the other one is an error: its looks (and ledger) answer the
+    question they were recorded for - which, before ``--question``, was new-subjects whenever the
+    benchmark had 30 or more subjects.
+    """
     n_subj_now = None if sc.subjects is None else int(np.unique(sc.subjects[sc.shared]).size)
     primary = _recorded_primary(history.looks, sc.subjects is not None)
+    if primary is not None and question_key(primary) != question:
+        raise VerdictError(f"this pair's {history.looks.height} recorded look(s) answer --question "
+                           f"{question_key(primary)} ({QUESTIONS[primary]}); asked --question {question}. Continue it "
+                           f"with --question {question_key(primary)} (its looks keep their meaning), or ask the other "
+                           "question on a fresh store")
     if primary is None:
-        primary = "paired_clt" if sc.subjects is None else default_primary(n_subj_now)
+        primary = _asked_primary(question, sc)
     if primary == "stratified_items":
         sc, n_subj_now = _fixed_strata(sc, history.ledger, caught)
     if primary == "clustered_subject":
@@ -465,9 +510,10 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple
                       "about them as a question of their own once they are in")
         sc = replace(sc, a=np.where(outside, np.nan, sc.a), b=np.where(outside, np.nan, sc.b),
                      shared=sc.shared & ~outside)
-    caught.append(f"{int(strata.size)} subjects (fewer than 30): the verdict answers 'is "
-                  "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
-                  "generalises to new subjects cannot be answered reliably with so few subjects")
+    if strata.size < 30:
+        caught.append(f"{int(strata.size)} subjects (fewer than 30): the verdict answers 'is "
+                      "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
+                      "generalises to new subjects cannot be answered reliably with so few subjects")
     return sc, int(strata.size)
 
 
@@ -512,20 +558,49 @@ def _betting(primary: str, sc: _Scores, ledger: pl.DataFrame, led: _Ledger, look
     return betting_test(units.estimate, units.looks, alpha=seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
 
 
-def _first_look(looks: pl.DataFrame, fx: dict, primary: str, caught: list[str]) -> tuple[float, float]:
-    """The first look's fixed-sample p-value and gap, which the headline keeps spending on."""
+def _first_claim(primary: str, sc: _Scores, fx: dict, a1: float) -> tuple[float, float, str]:
+    """The first look's directional test at ``a1`` (alpha x first-look share): (p, gap, method).
+
+    Valid by theorem at the fixed sample (:mod:`benchcert.stats.betting`): new-subjects bets on
+    the subjects' mean differences (i.i.d. bounded units; predictable plug-in), items on the
+    items with a mixture of constant bets (independent items whose means differ by subject; the
+    item-weighted gap, subjects as fixed strata). ``p <= a1`` decides, in the direction of the
+    side whose capital crossed; a crossing against the sign of ``gap`` (possible only in
+    principle) is not used.
+    """
+    question = question_key(primary)
+    d = (sc.b - sc.a)[sc.shared]
+    if a1 <= 0:
+        return 1.0, float(fx["gap"]), FIRST_METHODS[question]
+    if question == "new-subjects":
+        _, means, _ = subject_means(d, sc.subjects[sc.shared])
+        r = betting_mean_bounds(means, alpha=a1)
+        p, direction = float(r.p_value), float(r.direction)
+    else:
+        r = independent_mean_bounds(d, alpha=a1)
+        lp, lm = float(r.log_e_improved[-1]), float(r.log_e_regressed[-1])
+        p, direction = min(1.0, 2.0 * math.exp(-max(lp, lm))), float(np.sign(lp - lm))
+    if direction * float(fx["gap"]) <= 0:
+        p = 1.0
+    return p, float(fx["gap"]), FIRST_METHODS[question]
+
+
+def _first_look(looks: pl.DataFrame, claim: tuple[float, float, str], caught: list[str]) -> tuple[float, float, str]:
+    """The first look's directional p-value, gap and method, which the headline keeps spending on."""
     if not looks.height:
-        return float(fx["p_value"]), float(fx["gap"])
-    first_p, first_gap = float(looks["first_p_value"][0]), float(looks["first_gap"][0])
-    if primary == "clustered_subject" and _recorded_estimand(looks) != SUBJECT_WEIGHTED:
-        # Recorded before the verdict answered one estimand: that first look tested the
-        # item-weighted gap. Its share of alpha stays spent; its decision is not used.
-        first_p = 1.0
-        caught.append("this question's first look was recorded by an earlier version whose "
-                      "fixed-sample test was about the item-weighted gap, not the verdict's "
-                      "subject-weighted one: its decision is not used (its share of alpha stays "
-                      "spent); the verdict rests on the betting test")
-    return first_p, first_gap
+        return claim
+    first = looks.row(0, named=True)
+    first_p, first_gap, method = float(first["first_p_value"]), float(first["first_gap"]), first.get("first_method")
+    if not method:
+        # Recorded before the first look's directional test was the betting bound: that test (a
+        # CLT or a skewness-calibrated t, and before it an item-weighted one) had no finite-sample
+        # guarantee. Its share of alpha stays spent; its decision is not used.
+        caught.append("this question's first look was recorded by an earlier version whose first-look test had no "
+                      "finite-sample directional guarantee: its decision is not used (its share of alpha stays "
+                      "spent); the verdict rests on the betting test over all looks. The recorded looks keep "
+                      "their question and estimand (columns question, estimand; first_method empty)")
+        return 1.0, first_gap, ""
+    return first_p, first_gap, str(method)
 
 
 def _anytime_fields(seq, nv) -> dict:
@@ -550,6 +625,27 @@ def _fixed_fields(fx: dict, fixed) -> dict:
                 n_only_baseline=int(fixed.n_only_a), n_only_candidate=int(fixed.n_only_b),
                 n_excluded=int(fixed.n_excluded), question=fixed.question, estimand=fx["estimand"],
                 n_subjects=fx["n_subjects"])
+
+
+def opposite_signs(candidate: str, item_gap: float, subject_gap: float, question: str) -> list[str]:
+    """The warning, in words, when the two estimands' estimates point different ways."""
+    if item_gap * subject_gap >= 0:
+        return []
+    asked, other = ("item-weighted", "subject-weighted") if question == "items" else ("subject-weighted",
+                                                                                       "item-weighted")
+    return [f"{candidate}: the item-weighted gap ({100 * item_gap:+.2f} pp, every item counts once) and the "
+            f"subject-weighted gap ({100 * subject_gap:+.2f} pp, every subject counts once) have opposite signs: "
+            f"the candidate does better on one and worse on the other. This verdict is about the {asked} gap "
+            f"(--question {question}); the {other} one is a different question"]
+
+
+def _other_estimand(primary: str, sc: _Scores, candidate: str) -> list[str]:
+    """The warning when the item- and subject-weighted gaps of this look have opposite signs."""
+    if sc.subjects is None:
+        return []
+    d = (sc.b - sc.a)[sc.shared]
+    _, means, _ = subject_means(d, sc.subjects[sc.shared])
+    return opposite_signs(candidate, float(d.mean()), float(means.mean()), question_key(primary))
 
 
 def _moved_against(verdict: str, decided_at, gap: float) -> list[str]:
@@ -584,10 +680,6 @@ def _recorded_primary(prev: pl.DataFrame, have_subjects: bool) -> str | None:
     if primary not in QUESTIONS or (primary != "paired_clt" and not have_subjects):
         return None
     return primary
-
-
-def _recorded_estimand(prev: pl.DataFrame) -> str | None:
-    return prev.row(0, named=True).get("estimand") if prev.height else None
 
 
 def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
