@@ -147,7 +147,7 @@ def _sup_log_capital(y, present, lam, m, sign):
     return np.maximum(np.cumsum(step, axis=-1).max(axis=-1), 0.0)
 
 
-def betting_mean_bounds(x, *, alpha=0.05) -> BettingBounds:
+def betting_mean_bounds(x, *, alpha=0.05, n_planned=None) -> BettingBounds:
     r"""Betting confidence bounds of the mean of i.i.d. units in [-1, 1] (last axis; NaN = absent).
 
     Parameters
@@ -157,6 +157,10 @@ def betting_mean_bounds(x, *, alpha=0.05) -> BettingBounds:
         leading axes are independent problems.
     alpha : float, keyword-only
         Two-sided level: each bound is a one-sided 1 - alpha/2 bound.
+    n_planned : int, keyword-only, optional
+        The sample size the bets are tuned for (default: the units present). Give it when the
+        number of units bet on depends on the data (a prefix chosen by arrival): the bets must
+        not depend on how many units follow.
 
     Returns
     -------
@@ -174,7 +178,10 @@ def betting_mean_bounds(x, *, alpha=0.05) -> BettingBounds:
     if np.any(n < 2):
         warn_degenerate("betting_mean_bounds: fewer than 2 units; the bounds are nearly [-1, 1]", stacklevel=2)
     y = np.where(present, (v + 1.0) / 2.0, 0.5)
-    lam = _bets(y, present, n, alpha)
+    if n_planned is not None and (isinstance(n_planned, bool) or not isinstance(n_planned, (int, np.integer))
+                                  or n_planned < 1):
+        raise ValueError(f"n_planned must be a positive integer; got {n_planned!r}")
+    lam = _bets(y, present, n if n_planned is None else np.full(n.shape, int(n_planned)), alpha)
     thr = np.log(2.0 / alpha)
     lead = v.shape[:-1]
 

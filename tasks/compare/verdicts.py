@@ -5,18 +5,28 @@ from the store and records the answer as one *look* in the ``verdicts`` table. A
 same question again (every night, or whenever new logs arrive) adds a look; the verdict
 stays honest however many looks there are:
 
-* the first look runs the fixed-sample paired test (clustered by subject when the hierarchy
-  has subjects) at ``alpha * first_look_share`` - a question asked once keeps most of the
-  fixed-sample power;
+* the first look runs a fixed-sample directional test at ``alpha * first_look_share``, valid by
+  theorem (issue #24; :mod:`benchcert.stats.betting`, recorded as ``first_method``): for
+  new-subjects the predictable plug-in betting bound on the subjects' mean differences
+  (Waudby-Smith and Ramdas 2024, Section 3), for items a mixture of constant bets on the items,
+  valid for the item-weighted gap of independent items whose means differ by subject (AM-GM
+  and Markov). Before #24 it was the paired CLT / CR2 test or a skewness-calibrated t, whose
+  one-sided level failed in settings a user reaches; looks recorded then have ``first_method``
+  NULL and their first-look decision is not used;
 * every look runs the anytime-valid betting test (benchcert.stats.sequential) at the rest
   of alpha on all items seen so far, so the false-alarm rate over all looks together stays
   <= alpha (union bound; Ville's inequality for the betting part).
 
-Both parts answer the same question, fixed at the first look and named in the verdict
-(``question``), and every number the verdict reports - both tests, the anytime interval and the
-``gap`` - is about ONE estimand, named in the verdict (``estimand``, recorded in the table):
+Both parts answer the same question, asked by the user (``question``: ``--question items``, the
+default, or ``new-subjects``), fixed at the first look and named in the verdict (``question``,
+``question_key``), and every number the verdict reports - both tests, the anytime interval and
+the ``gap`` - is about ONE estimand, named in the verdict (``estimand``, recorded in the table).
+Until #24 the question was chosen by the number of subjects (new-subjects from 30 on); a pair
+recorded so is continued only as the question it was recorded as (asking the other is an error),
+so no recorded look changes meaning. When the two estimands' estimates have opposite signs the
+verdict says so in a warning.
 
-* with 30 or more subjects (and a hierarchy with subjects): "does the gap generalise to new
+* ``new-subjects``: "does the gap generalise to new
   subjects", estimand the SUBJECT-weighted mean gap :math:`\theta_S = E_s[\mu_s]`
   (:math:`\mu_s` = subject s's mean difference; every subject counts once). The first look's
   fixed-sample test is the one-sample t-test on the subjects' mean differences with Hall's (1992)
@@ -40,7 +50,11 @@ Both parts answer the same question, fixed at the first look and named in the ve
   looks, 90 subjects, a 36-point swing of the gap with size; 3.2-3.5% with a 20-point swing;
   tests/stats/test_verdicts_estimand.py). The verdict names
   subjects that have items but no shared item;
-* with fewer subjects (or hierarchy none): "is the candidate better on this benchmark's items",
+  Since #24 the subjects are bet on in a fixed order unrelated to their gaps (a hash of the
+  subject's name), each look using the prefix of that order whose subjects have all entered
+  (:func:`benchcert.stats.sequential.subject_entry_means`, ``universe_order``): betting in entry
+  order was biased when items arrive at random and the gap moves with size (above);
+* ``items`` (or a single subject, or hierarchy none): "is the candidate better on this benchmark's items",
   estimand the ITEM-weighted mean gap over the shared items - the fixed-sample test treats subjects
   as fixed strata (paired CLT without subjects) and the betting test bets on items, whose null
   (each look's new items have expected mean difference <= 0) is that question's when every look's
@@ -71,6 +85,7 @@ import datetime as dt
 import math
 import os
 import warnings
+import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 
@@ -374,6 +389,7 @@ class _Scores:
     shared: np.ndarray
     subjects: np.ndarray | None
     item_ids: np.ndarray
+    order: np.ndarray | None = None  # every subject code answered by either model, in its fixed betting order
 
 
 @dataclass(frozen=True)
@@ -444,7 +460,13 @@ def _scores(m: BenchmarkMatrices, baseline: str, candidate: str, hierarchy: tupl
     subjects = m.item_subject if "subject" in hierarchy and m.subjects.height >= 2 else None
     if "subject" in hierarchy and subjects is None:
         caught.append("a single subject: nothing to cluster over, so the fixed-sample test is the paired CLT")
-    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy())
+    order = None
+    if subjects is not None:
+        # new-subjects bets on subjects in an order unrelated to their gaps: by a hash of the name
+        names = m.subjects.select(pl.format("{}/{}", "domain", "subject")).to_series().to_list()
+        answered = np.unique(subjects[~np.isnan(a) | ~np.isnan(b)])
+        order = answered[np.argsort([zlib.crc32(names[c].encode()) for c in answered], kind="stable")]
+    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy(), order=order)
 
 
 def _asked_primary(question: str, sc: _Scores) -> str:
@@ -554,8 +576,34 @@ def _betting(primary: str, sc: _Scores, ledger: pl.DataFrame, led: _Ledger, look
     ids_all = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
     looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
     units = subject_entry_means(led.d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64), looks_all,
-                                n_looks=look)
-    return betting_test(units.estimate, units.looks, alpha=seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
+                                n_looks=look, universe_order=sc.order)
+    return _prefix_betting(units, seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
+
+
+def _prefix_betting(units, seq_alpha):
+    """The betting test on the subjects' prefix at each look; looks before the first subject of
+    the order has entered hold the capital at 1 (no evidence)."""
+    cum = np.asarray(units.looks)
+    if cum[-1] == 0:
+        seq = betting_test(np.zeros(1), np.array([1]), alpha=seq_alpha)
+        zero = np.zeros(cum.size)
+        return replace(seq, estimate=np.full(cum.size, np.nan), lower=np.full(cum.size, -1.0),
+                       upper=np.full(cum.size, 1.0), log_e_improved=zero, log_e_regressed=zero, e_improved=zero + 1,
+                       e_regressed=zero + 1, p_value=zero + 1, verdict=np.full(cum.size, "inconclusive", dtype=object),
+                       decided_at=np.array(-1), n=cum)
+    start = int(np.argmax(cum > 0))
+    seq = betting_test(units.estimate, cum[start:], alpha=seq_alpha)
+    if start == 0:
+        return seq
+    pad = np.zeros(start)
+    return replace(seq, estimate=np.concatenate([np.full(start, np.nan), seq.estimate]),
+                   lower=np.concatenate([pad - 1, seq.lower]), upper=np.concatenate([pad + 1, seq.upper]),
+                   log_e_improved=np.concatenate([pad, seq.log_e_improved]),
+                   log_e_regressed=np.concatenate([pad, seq.log_e_regressed]),
+                   e_improved=np.concatenate([pad + 1, seq.e_improved]), e_regressed=np.concatenate([pad + 1, seq.e_regressed]),
+                   p_value=np.concatenate([pad + 1, seq.p_value]),
+                   verdict=np.concatenate([np.full(start, "inconclusive", dtype=object), seq.verdict]),
+                   decided_at=np.where(np.asarray(seq.decided_at) >= 0, np.asarray(seq.decided_at) + start, -1), n=cum)
 
 
 def _first_claim(primary: str, sc: _Scores, fx: dict, a1: float) -> tuple[float, float, str]:
@@ -573,8 +621,13 @@ def _first_claim(primary: str, sc: _Scores, fx: dict, a1: float) -> tuple[float,
     if a1 <= 0:
         return 1.0, float(fx["gap"]), FIRST_METHODS[question]
     if question == "new-subjects":
-        _, means, _ = subject_means(d, sc.subjects[sc.shared])
-        r = betting_mean_bounds(means, alpha=a1)
+        # the subjects in their fixed order, up to the first one with no shared item (module docstring)
+        codes, means, _ = subject_means(d, sc.subjects[sc.shared])
+        have = np.isin(sc.order, codes)
+        prefix = sc.order[:sc.order.size if have.all() else int(np.argmin(have))]
+        if prefix.size == 0:
+            return 1.0, float(fx["gap"]), FIRST_METHODS[question]
+        r = betting_mean_bounds(means[np.searchsorted(codes, prefix)], alpha=a1, n_planned=int(sc.order.size))
         p, direction = float(r.p_value), float(r.direction)
     else:
         r = independent_mean_bounds(d, alpha=a1)
