@@ -35,9 +35,11 @@ keeps the bound valid at every prefix too.
 from n units that all sit a little above it: a distribution with a rare unit at -1 and the rest
 just above 0 has mean 0 and produces such samples often.  The capital grows at most by
 :math:`1 + c(Y - m)/m` per unit, so a claim needs a gap of roughly
-:math:`2 m \log(2/\alpha)/(c n)` on the [-1, 1] scale whatever the spread: about 15 points with
-30 subjects at a one-sided 1.25%, 5 points with 91.  That is the price of a guarantee that also
-holds when a few small subjects carry a large gap of the other sign.
+:math:`2 m \log(2/\alpha)/(c n)` on the [-1, 1] scale whatever the spread (m = 1/2 at a gap of
+0): about 20 points with 30 subjects at a one-sided 1.25%, 6 points with 91 (simulated power in
+docs/methods.md, section 6).  No valid test does much better: with 30 units a mass of 0.14 at -1
+goes unseen 1.25% of the time, so even the all-in bet needs about 16 points.  That is the price of
+a guarantee that also holds when a few small subjects carry a large gap of the other sign.
 
 *Independent, not identically distributed units.*  For items of the items question,
 :math:`D_i` independent in [-1, 1] with means :math:`\mu_i` (the subject's), the estimand is
