@@ -228,3 +228,20 @@ def test_f3_record_does_not_claim_improved_on_a_zero_item_weighted_gap(tmp_path,
         opposite += any("opposite signs" in w for w in js["warnings"])
     assert improved / runs <= 0.025, improved
     assert opposite > 0  # the subject-weighted gap is positive by construction: said in words when signs differ
+
+
+def test_question_new_subjects_reports_the_subject_weighted_gap(capsys, db):
+    code, out, err = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--json",
+                         "--question", "new-subjects")
+    assert code == 0, err
+    res = json.loads(out)
+    row = res["comparisons"][0]
+    assert res["question_key"] == "new-subjects" and res["estimand"].startswith("subject-weighted")
+    assert row["gap"] == pytest.approx(row["gaps"]["subject_weighted"]) and row["interval"]["method"] == "betting_plugin"
+    assert row["interval"]["lower"] <= row["gap"] <= row["interval"]["upper"]
+    assert row["verdict"] == ("improved" if row["interval"]["lower"] > 0 else "inconclusive")
+    code, out, err = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b")
+    assert code == 0 and "(--question items)" in out and "estimand: item-weighted" in out
+    code, out, err = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--question",
+                         "new-subjects", "--hierarchy", "none")
+    assert code == 2 and "new-subjects needs subjects" in err
