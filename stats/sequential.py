@@ -701,5 +701,8 @@ def _prefix_units(x, g, lk, t, uo) -> EntryMeans:
                       method="subject_entry_means_fixed_order",
                       assumptions=_ENTRY_ASSUMPTIONS[:1] + (
                           "subjects bet on in a fixed order unrelated to their gaps (a hash of the name); at each "
-                          "look the test uses the longest prefix of that order whose subjects have all entered",)
+                          "look the test uses the longest prefix of that order whose subjects have all entered; the "
+                          "order is over the subjects either model has answered, which should be known from the "
+                          "first look (e.g. the baseline answered the whole benchmark): a subject first answered "
+                          "later changes the order the earlier looks were read in",)
                       + _ENTRY_ASSUMPTIONS[1:])
