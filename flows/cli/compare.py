@@ -50,8 +50,8 @@ def register(sub) -> None:
     sp.add_argument("--power", type=float, default=0.8, help="power for the minimum detectable effect (default 0.8)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
     sp.add_argument("--hierarchy", choices=list(HIERARCHIES), default="subject,domain", metavar="LEVELS",
-                    help="clustering for the primary interval: subject,domain (default; clusters by subject), "
-                         "subject, or none")
+                    help="subject structure: subject,domain (default) or subject - subjects are the strata of "
+                         "--question items and the units of new-subjects; none - no subjects (paired CLT, items only)")
     sp.add_argument("--question", choices=QUESTION_CHOICES, default="items",
                     help="items (default): is the candidate better on this benchmark's items (the item-weighted "
                          "gap; subjects fixed strata); new-subjects: does the gap generalise to new subjects (the "
