@@ -106,8 +106,9 @@ def _score_field(col: str, dtype, *, optional: bool = False):
            .when(x.is_nan()).then(pl.lit("not a number: NaN"))
            .when((x < 0) | (x > 1)).then(pl.format("score {} outside [0, 1]", shown))
            .otherwise(pl.lit(None, dtype=pl.String)))
-    if optional:
-        x = pl.when(missing).then(pl.lit(None, dtype=pl.Float64)).otherwise(x)
+    if optional:  # missing reads null; text that is no number reads NaN, so the row is judged bad
+        x = (pl.when(missing).then(pl.lit(None, dtype=pl.Float64))
+             .when(x.is_null()).then(pl.lit(float("nan"))).otherwise(x))
     return x, err
 
 
