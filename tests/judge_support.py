@@ -2,9 +2,7 @@
 
 AlpacaEval-style: for each instruction a model's answer is compared with a reference answer;
 ``preference`` is the judge's (1 = reference preferred, 2 = the model's), ``human_preference`` a
-person's on the labelled instructions (blank elsewhere).  The judge agrees with people on 70% of
-items and otherwise prefers the model with probability 0.6 (a lenient judge: about +10 pp
-above the human rate near 0.5).
+person's on the labelled instructions (blank elsewhere).  The judge is lenient (:func:`judge_of`).
 """
 
 from __future__ import annotations
@@ -15,13 +13,15 @@ from pathlib import Path
 import numpy as np
 
 #: model -> probability that people prefer its answer (the human-scale truth of an infinite benchmark)
-MODELS = {"base": 0.45, "cand": 0.62, "other": 0.50}
+MODELS = {"base": 0.45, "cand": 0.62, "other": 0.60}
 MAP = ["item_id=instruction", "score=preference - 1", "human_score=human_preference - 1"]
 
 
-def judge_of(human: np.ndarray, rng: np.random.Generator, agree: float = 0.7, lenient: float = 0.6) -> np.ndarray:
-    """A judge that copies the human score with probability ``agree``, else says 1 with probability ``lenient``."""
-    return np.where(rng.random(human.size) < agree, human, (rng.random(human.size) < lenient).astype(float))
+def judge_of(human: np.ndarray, rng: np.random.Generator, p11: float = 5 / 6, p10: float = 0.5) -> np.ndarray:
+    """A lenient judge: says 1 with probability ``p11`` where people say 1 and ``p10`` where they say 0
+    (issue #28's setting: at a human rate of 0.6, judge mean 0.70 (+10 pp) and 70% agreement)."""
+    u = rng.random(human.size)
+    return np.where(human == 1, u < p11, u < p10).astype(float)
 
 
 def write_preferences(path: Path, *, n_items: int = 400, n_labelled: int = 120, seed: int = 7,
