@@ -64,15 +64,18 @@ def _section(scale: pl.DataFrame, agree: pl.DataFrame, short: list, notes: list[
             "interval (PPI++, Angelopoulos, Duchi and Zrnic 2023): the judge's mean over every judged item, "
             "corrected by the judge's error measured on the human-labelled items, with the tuning parameter "
             "<code>lam</code> (0 = human labels alone, 1 = plain PPI). The human-only interval on the same labels "
-            "and the judge's plain mean are shown beside it. A model needs at least "
+            "and the judge's plain mean are shown beside it; <i>labels p</i> is the p-value of the check that the "
+            "labelled items' judge scores look like the rest's (small: the labels look chosen). A model needs at least "
             f"{MIN_HUMAN_LABELS} human labels.</p>"
             f"<p><b>Assumption:</b> {escape(MCAR)}.</p>")
+    def iv(lo: str, hi: str) -> pl.Expr:
+        return pl.format("[{}, {}]", (pl.col(lo) * 100).round(1), (pl.col(hi) * 100).round(1))
+
     shown = scale.filter(pl.col("estimate").is_not_null()).select(
-        "model", "n_human", "n_judge", (pl.col("estimate") * 100).alias("human-scale %"),
-        (pl.col("lower") * 100).alias("lower %"), (pl.col("upper") * 100).alias("upper %"), "lam",
-        (pl.col("human_only_lower") * 100).alias("human-only lower %"),
-        (pl.col("human_only_upper") * 100).alias("human-only upper %"),
-        (pl.col("judge_only_estimate") * 100).alias("judge %"), "method", "subset_p_value")
+        "model", pl.col("n_human").alias("labelled"), pl.col("n_judge").alias("judged"),
+        (pl.col("estimate") * 100).alias("human-scale %"), iv("lower", "upper").alias(f"{level} interval %"),
+        "lam", iv("human_only_lower", "human_only_upper").alias("human-only %"),
+        (pl.col("judge_only_estimate") * 100).alias("judge %"), pl.col("subset_p_value").alias("labels p"))
     if shown.height:
         html += table_html(shown, float_digits=3, caption=f"Human-scale score per model, {level} intervals")
     if short:
