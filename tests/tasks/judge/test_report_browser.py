@@ -5,8 +5,6 @@ no console error, no request leaving the page, and a hostile model name shown as
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -53,33 +51,8 @@ def report(tmp_path_factory) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def tab(report, tmp_path_factory):
     run_dir, h = report
-    exe = h._chromium()
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                             "--disable-component-update", "--disable-sync", "--no-first-run",
-                             f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                             "--remote-debugging-address=127.0.0.1", "--hide-scrollbars", "--mute-audio",
-                             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + h.TIMEOUT
-        while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{exe} did not open its DevTools port (exit code {proc.poll()})", pytrace=False)
-            time.sleep(0.1)
-        port, path = port_file.read_text().splitlines()[:2]
-        cdp = h.DevTools(f"ws://127.0.0.1:{port}{path}")
+    with h.devtools(h._chromium(), tmp_path_factory.mktemp("chromium-profile")) as cdp:
         yield h.Tab(cdp, f"file://{Path(run_dir).resolve()}/")
-        try:
-            cdp.call("Browser.close")
-        except (ConnectionError, OSError):
-            pass
-    finally:
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_judge_section_renders(tab, report, tmp_path):
