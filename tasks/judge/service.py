@@ -232,7 +232,9 @@ def compare_human(request) -> HumanGapResult:
     return HumanGapResult(benchmark=request.benchmark, variant=m.variant, baseline=request.baseline,
                           alpha=request.alpha, method="ppi++ paired gap", question=HUMAN_QUESTION,
                           estimand=HUMAN_ESTIMAND, comparisons=tuple(rows), warnings=tuple(dict.fromkeys(notes)),
-                          assumptions=(MCAR, "the same items are labelled for both models"),
+                          assumptions=(MCAR, "the same items are labelled for both models",
+                                       "items are independent draws (no clustering by subject: --hierarchy does "
+                                       "not apply on the human scale)"),
                           gate=decide(rows, request.alpha, request.gate))
 
 

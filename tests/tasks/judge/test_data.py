@@ -119,3 +119,16 @@ def test_a_version_2_store_gains_the_column_and_keeps_working(tmp_path):
         assert schema.stored_version(con) == schema.STORE_VERSION == "3"
         assert con.execute("SELECT count(*), count(human_score) FROM responses").fetchall()[0] == (60, 0)
         assert load_matrices(con, "p").human is None
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_jsonl_and_parquet_carry_human_scores(tmp_path, fmt):
+    frame = pl.DataFrame({"model": ["a"] * 4, "item_id": ["q1", "q2", "q3", "q4"], "score": [1.0, 0.0, 1.0, 0.5],
+                          "human_score": [1.0, None, 0.0, None]})
+    path = tmp_path / f"x.{fmt}"
+    frame.write_ndjson(path) if fmt == "jsonl" else frame.write_parquet(path)
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, path, benchmark="b", mapping=parse_mapping([])).status == "ingested"
+    with open_store(db, write=False) as con:
+        rows = con.execute("SELECT item_id, score, human_score FROM responses ORDER BY item_id").fetchall()
+    assert rows == [("q1", 1.0, 1.0), ("q2", 0.0, None), ("q3", 1.0, 0.0), ("q4", 0.5, None)]
