@@ -16,7 +16,7 @@ import polars as pl
 
 from benchcert.stats.ppi import MCAR, MIN_HUMAN_LABELS
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
-from benchcert.tasks.judge.service import _mcar_warning, agreement, human_scale, labels_needed_sentence
+from benchcert.tasks.judge.service import agreement, human_scale, labels_needed_sentence, mcar_warning
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
 from benchcert.tasks.store.matrices import BenchmarkMatrices
@@ -102,7 +102,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     results = human_scale(m, alpha=config.alpha)
     scale = pl.DataFrame([r.as_dict() for r in results], schema=HUMAN_SCALE_SCHEMA)
     agree = pl.DataFrame(agreement_rows(agreement(m, alpha=config.alpha)), schema=AGREEMENT_SCHEMA)
-    notes = [f"judge: {_mcar_warning(r.model, r.subset_check)}" for r in results
+    notes = [f"judge: {mcar_warning(r.model, r.subset_check)}" for r in results
              if r.subset_check is not None and r.subset_check.suspicious]
     short = [r for r in results if r.result is None]
     return AnalysisOutput(name="judge", tables={"human_scale": scale, "judge_agreement": agree},

@@ -37,7 +37,7 @@ from benchcert.tasks.errors import NoDataError, UsageError
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 __all__ = ["ModelHumanScale", "HumanGapResult", "HumanLabelsAnswer", "model_scores", "human_scale",
-           "agreement", "compare_human", "plan_labels", "labels_needed_sentence", "POOLED"]
+           "agreement", "compare_human", "plan_labels", "labels_needed_sentence", "mcar_warning", "POOLED"]
 
 #: The name of the pooled row of the agreement table (every model's doubly-scored items together).
 POOLED = "(all models)"
@@ -190,11 +190,11 @@ def _gap_row(m: BenchmarkMatrices, base: int, cand: int, alpha: float, notes: li
         for who, col in ((name, cand), (bname, base)):
             c = labelled_subset_check(m.scores[lab, col], m.scores[rest, col], alpha=alpha)
             if c.suspicious:
-                notes.append(_mcar_warning(who, c))
+                notes.append(mcar_warning(who, c))
     return row
 
 
-def _mcar_warning(model: str, c: LabelledSubsetCheck) -> str:
+def mcar_warning(model: str, c: LabelledSubsetCheck) -> str:
     return (f"{model!r}: the human-labelled items' mean judge score ({c.mean_labelled:.3f}) differs from the other "
             f"items' ({c.mean_unlabelled:.3f}), {c.method} p = {c.p_value:.3g}: the labelled items look chosen, not "
             "drawn at random, and the human-scale interval assumes they were drawn at random")
@@ -208,13 +208,25 @@ def compare_human(request) -> HumanGapResult:
     ``compare``.  Raises what ``compare`` raises (UsageError, VerdictError, MatrixError, StoreError).
     """
     from benchcert.tasks.compare.gate import decide
-    from benchcert.tasks.compare.service import _load, check_request, interval_verdicts
-    from benchcert.tasks.compare.verdicts import VerdictError
+    from benchcert.tasks.compare.service import check_request, interval_verdicts
+    from benchcert.tasks.compare.verdicts import VerdictError, load_models
+    from benchcert.tasks.store.connection import open_store
+    from benchcert.tasks.store.matrices import load_matrices
 
     check_request(request)
     if request.gate is not None and request.gate.fail_on is not None and request.gate.fail_on != "regressed":
         raise UsageError("--scale human gates on --fail-on regressed only")
-    m, candidates = _load(request)
+    named = [request.baseline, *request.candidates]
+    with open_store(request.db, write=False, lock_timeout=request.lock_timeout) as con:
+        # Named models: load_models names the benchmark's models when one is unknown.
+        m = (load_models(con, request.benchmark, named, request.variant) if request.candidates
+             else load_matrices(con, request.benchmark, request.variant))
+    if request.baseline not in m.models:
+        raise VerdictError(f"benchmark {request.benchmark!r} (variant {m.variant!r}) has no model "
+                           f"{request.baseline!r}; models: {m.models}")
+    candidates = list(request.candidates) or [x for x in m.models if x != request.baseline]
+    if not candidates:
+        raise VerdictError(f"benchmark {request.benchmark!r} has no model besides {request.baseline!r}")
     if m.human is None:
         raise VerdictError(f"benchmark {request.benchmark!r} (variant {m.variant!r}) has no human scores; "
                            "ingest some with --map human_score=COLUMN, or compare on the judge's scale")

@@ -103,6 +103,7 @@ def test_labels_chosen_by_the_judge_raise_the_warning_and_random_ones_do_not():
     assert "Assumption:" in out.sections[0].html
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("n_labelled", [100, 300])
 def test_audit_human_scale_covers_the_truth_and_the_judge_does_not(n_labelled):
     # Issue #28's setting through the service: human rate 0.6, +10 pp judge bias, 70% agreement, 2,000
