@@ -20,7 +20,8 @@ DEFAULT_SUBJECT = "all"
 DEFAULT_DOMAIN = "all"
 
 #: Canonical fields a column mapping may name, in canonical order.
-CANONICAL_FIELDS = ("benchmark", "model", "item_id", "subject", "domain", "score", "variant", "replicate")
+CANONICAL_FIELDS = ("benchmark", "model", "item_id", "subject", "domain", "score", "variant", "replicate",
+                    "human_score")
 REQUIRED_FIELDS = ("benchmark", "model", "item_id", "score")
 KEY_FIELDS = ("benchmark", "model", "item_id", "variant", "replicate")
 
@@ -43,6 +44,11 @@ class ResponseRow(_Frozen):
     subject: str = Field(DEFAULT_SUBJECT, min_length=1, description="Subject (cluster) of the item.")
     domain: str = Field(DEFAULT_DOMAIN, min_length=1, description="Domain (group of subjects) of the item.")
     score: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Score in [0, 1]; binary correct = 1.")
+    human_score: float | None = Field(
+        None, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Optional human score in [0, 1] of the same response, when ``score`` is a model judge's "
+                    "(a human-labelled subset; see the judge analysis). A row needs ``score`` even then: a "
+                    "response no judge scored is refused.")
     variant: str = Field("", description='Prompt variant / perturbation id ("" when none).')
     replicate: int = Field(0, ge=0, le=2**53, description="Repeated-sample index (0 when none, at most 2^53).")
     label: str | None = Field(None, description="Optional gold label.")
@@ -115,6 +121,44 @@ class RunChanges(_Frozen):
                                                "'regressed' verdict.")
 
 
+class HumanScale(_Frozen):
+    """One model's human-scale score (judge-scored benchmarks; tasks/judge/analysis.py)."""
+
+    model: str
+    n_human: int = Field(ge=0, description="Items of this model with a human score (and the judge's).")
+    n_judge: int = Field(ge=0, description="Items of this model the judge scored (the labelled ones included).")
+    labels_needed: int = Field(ge=0, description="More human labels needed for a score (0 when there is one).")
+    estimate: float | None = Field(None, description="Human-scale mean score (PPI++); null below the label minimum.")
+    lower: float | None = None
+    upper: float | None = None
+    alpha: float | None = None
+    lam: float | None = Field(None, description="PPI++ tuning parameter (0 = human labels alone, 1 = plain PPI).")
+    method: str | None = None
+    human_only_lower: float | None = Field(None, description="Interval from the human labels alone.")
+    human_only_upper: float | None = None
+    judge_only_estimate: float | None = Field(None, description="The judge's plain mean over every judged item.")
+    subset_p_value: float | None = Field(None, description="Welch test: labelled items' judge scores vs the rest's.")
+    subset_suspicious: bool | None = Field(None, description="subset_p_value < alpha: the labels look not random.")
+
+
+class JudgeAgreementSummary(_Frozen):
+    """Judge-human agreement of one model (or "(all models)", pooled) on the items scored by both."""
+
+    model: str
+    n: int = Field(ge=0)
+    bias: float = Field(description="Mean judge - human score.")
+    bias_lower: float
+    bias_upper: float
+    exact_agreement: float
+    kappa: float | None = Field(None, description="Cohen's kappa (weighted: see kappa_weights); null if continuous.")
+    kappa_weights: str | None = None
+    spearman: float | None = None
+    levels: list[float] | None = Field(None, description="Score levels of the confusion table (discrete scores).")
+    confusion: list[list[int]] | None = Field(None, description="Counts, rows human level, columns judge level.")
+    alpha: float
+    method: str
+
+
 class Summary(_Frozen):
     """summary.json: the headline of one audit run, per model."""
 
@@ -133,6 +177,10 @@ class Summary(_Frozen):
     warnings: list[str] = Field(default_factory=list)
     verdicts: list[Verdict] = Field(default_factory=list)
     changes: RunChanges | None = Field(None, description="Differences from the previous run (null for the first).")
+    human_scale: list[HumanScale] | None = Field(
+        None, description="Human-scale score per model (judge-scored benchmarks with human labels; else null).")
+    judge_agreement: list[JudgeAgreementSummary] | None = Field(
+        None, description="Judge-human agreement per model and pooled (null without human labels).")
 
     @field_validator("models")
     @classmethod

@@ -111,6 +111,10 @@ def cmd_audit(args) -> int:
     print(f"benchmark {out['benchmark']!r} (variant {out['variant']!r}): {out['n_models']} models, "
           f"{out['n_items']} items, {out['n_subjects']} subjects, {out['n_domains']} domains")
     print(summary_table(out))
+    from benchcert.flows.cli.judge import human_scale_block
+
+    if block := human_scale_block(out):
+        print(block)
     for w in out["warnings"][:10]:
         print(f"warning: {w}")
     if len(out["warnings"]) > 10:

@@ -72,6 +72,10 @@ def register(sub) -> None:
                          "--record the anytime-valid interval decides")
     sp.add_argument("--margin", type=float, default=None, metavar="D",
                     help="with --require: the margin D in accuracy units (e.g. 0.01 = 1 point)")
+    sp.add_argument("--scale", choices=("judge", "human"), default="judge",
+                    help="judge (default): the scores as stored; human: a judge-scored benchmark's gap on the human "
+                         "scale, the PPI++ interval from the judge's scores and the items labelled by people for "
+                         "both models (same verdict words and --fail-on regressed; see docs/analyses.md)")
     sp.set_defaults(func=cmd_compare)
 
 
@@ -108,6 +112,12 @@ def cmd_compare(args) -> int:
 
     try:
         request = _request(args)
+        if args.scale == "human":
+            if args.record:
+                raise UsageError("--record answers the judge-scale checkpoint question; drop --scale human")
+            from benchcert.flows.cli.judge import cmd_compare_human
+
+            return cmd_compare_human(args, request)
         result = record_look(request) if args.record else compare_models(request)
     except UserError as exc:  # found before any data was read: no traceback
         return user_error("benchcert compare", exc)

@@ -169,11 +169,12 @@ def _registry() -> dict[str, Analysis]:
     from benchcert.tasks.subsample import analysis as subsample
     from benchcert.tasks.gof import analysis as calibration
     from benchcert.tasks.certify import analysis as environments
+    from benchcert.tasks.judge import analysis as judge
 
     return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
             "comparisons": comparisons.analyze, "subsample": subsample.analyze,
             "perturbation": perturbation.analyze, "environments": environments.analyze,
-            "calibration": calibration.analyze}
+            "calibration": calibration.analyze, "judge": judge.analyze}
 
 
 #: name -> analysis, in the order a run executes them.  Built on first use (PEP 562), so that

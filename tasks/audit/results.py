@@ -62,7 +62,16 @@ def build_summary(*, run_id: str, created_at: str, matrices: BenchmarkMatrices, 
                    variant=matrices.variant, n_items=matrices.n_items, n_models=len(matrices.models),
                    n_subjects=matrices.subjects.height, n_domains=len(matrices.domains), models=models,
                    analyses=[o.name for o in outputs],
-                   warnings=[w for o in outputs for w in o.warnings])
+                   warnings=[w for o in outputs for w in o.warnings], **_judge_fields(tables))
+
+
+def _judge_fields(tables: dict[str, pl.DataFrame]) -> dict:
+    """summary.json's human_scale and judge_agreement, from the judge analysis' tables (absent: none)."""
+    out = {}
+    for field, name in (("human_scale", "human_scale"), ("judge_agreement", "judge_agreement")):
+        if name in tables:
+            out[field] = tables[name].to_dicts()
+    return out
 
 
 def result_rows(run_id: str, benchmark: str, outputs: list[AnalysisOutput]) -> pl.DataFrame:

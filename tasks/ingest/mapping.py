@@ -123,8 +123,8 @@ def evaluate(frame, expressions: dict[str, str], origin: str = ""):
     """Add one column per expression (named by its text) to ``frame``.
 
     Tried on the columns as read first; where Polars refuses the types (arithmetic on text), the
-    text columns the expression reads whose values are numbers are read as Float64 (a value that
-    is not a number becomes null) and it is tried again.
+    text columns the expression reads whose values are numbers (or that are blank throughout) are
+    read as Float64 (a value that is not a number becomes null) and it is tried again.
     """
     import polars as pl
 
@@ -142,8 +142,11 @@ def evaluate(frame, expressions: dict[str, str], origin: str = ""):
         numeric = []
         for c in expression_columns(name):
             if frame.schema[c] == pl.String:
-                as_number = frame[c].str.strip_chars().cast(pl.Float64, strict=False)
-                if as_number.null_count() < frame.height:  # some values are numbers
+                text = frame[c].str.strip_chars()
+                as_number = text.cast(pl.Float64, strict=False)
+                # Some values are numbers, or none is given at all (a batch of a sparse column such
+                # as human_score, where every row is blank: missing, not text).
+                if as_number.null_count() < frame.height or (text.is_null() | (text == "")).all():
                     numeric.append(as_number.alias(c))
         try:
             out.append(frame.with_columns(numeric).with_columns(expr.alias(name))[name])

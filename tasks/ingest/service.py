@@ -339,7 +339,7 @@ def _stage_and_insert(con, ctx: _FileContext, batches: ValidatedBatches, report:
             rows = _Rows(source_id, True, "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id])
         else:
             con.execute("CREATE OR REPLACE TEMP TABLE _stage (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
-                        "replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT)")
+                        "replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT, human_score DOUBLE)")
             rows = _Rows(source_id, False, "_stage", [])
         # A benchmark with no stored model has no stored responses, items or variants either.
         book = CodeBook(con, new_benchmarks=(ctx.benchmark,) if direct else ())
@@ -531,6 +531,11 @@ def _insert_rows(con, ctx: _FileContext, rows: _Rows, distinct_rows: int) -> int
         "LIMIT 1)").fetchall()[0][0] > 0
     _check_against_store(con, ctx.path, overlap)
     if overlap:
+        # A stored response without a human score gains the one this file gives it (human labels
+        # ingested after the judge's scores, issue #28); a stored human score is kept, like a score.
+        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _stage s
+                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                         AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
         return con.execute("""
             INSERT INTO response_codes
             SELECT * FROM _stage s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
@@ -618,7 +623,7 @@ def _store_batch(con, book: CodeBook, good: pl.DataFrame, source_id: int, table:
         rows = pl.DataFrame([
             model_id, item_key, variant_id, good["replicate"], good["score"],
             pl.repeat(source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
-            good["line"]])
+            good["line"], good["human_score"]])
         con.register("_batch", rows.to_arrow())
         # Table names are fixed by the caller, never values from a log.  While this runs,
         # nothing else touches the connection.

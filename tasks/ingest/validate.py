@@ -22,6 +22,7 @@ CANONICAL_SCHEMA = {
     "variant": pl.String,
     "replicate": pl.Int64,
     "line": pl.Int64,
+    "human_score": pl.Float64,  # null when the row carries none
 }
 REJECT_SCHEMA = {"line": pl.Int64, "field": pl.String, "reason": pl.String}
 #: The largest replicate index: every integer up to 2^53 survives a float (JSON numbers, CSV text).
@@ -80,8 +81,16 @@ def _string_field(name: str, col: str | None, dtype, constant: str | None, text:
     return v, pl.when(v.is_null() | (v == "")).then(pl.lit("missing value")).otherwise(pl.lit(None, dtype=pl.String))
 
 
-def _score_field(col: str, dtype):
-    """(value expr, error expr); a row is bad exactly when the value is null, NaN or outside [0, 1]."""
+#: Why a row with a human score and no judge score is refused (docs/analyses.md, "Judge scores").
+HUMAN_ONLY = ("missing value: the row has a human_score but no judge score; every human-labelled response "
+              "needs the judge's score too")
+
+
+def _score_field(col: str, dtype, *, optional: bool = False):
+    """(value expr, error expr); a row is bad exactly when the value is null, NaN or outside [0, 1].
+
+    ``optional`` (human_score): a missing value is no error and reads null.
+    """
     if dtype == pl.Boolean or dtype in _NUMERIC:
         x = pl.col(col).cast(pl.Float64)
     else:
@@ -92,11 +101,14 @@ def _score_field(col: str, dtype):
              .otherwise(s.cast(pl.Float64, strict=False)))
     shown = pl.col(col).cast(pl.String).str.strip_chars() if dtype == pl.String else pl.col(col).cast(pl.String)
     missing = pl.col(col).is_null() | (pl.col(col).cast(pl.String).str.strip_chars() == "")
-    err = (pl.when(missing).then(pl.lit("missing value"))
+    err = (pl.when(missing).then(pl.lit(None if optional else "missing value", dtype=pl.String))
            .when(x.is_null()).then(pl.format("not a number: '{}'", shown))
            .when(x.is_nan()).then(pl.lit("not a number: NaN"))
            .when((x < 0) | (x > 1)).then(pl.format("score {} outside [0, 1]", shown))
            .otherwise(pl.lit(None, dtype=pl.String)))
+    if optional:  # missing reads null; text that is no number reads NaN, so the row is judged bad
+        x = (pl.when(missing).then(pl.lit(None, dtype=pl.Float64))
+             .when(x.is_null()).then(pl.lit(float("nan"))).otherwise(x))
     return x, err
 
 
@@ -149,6 +161,8 @@ def _is_bad(name: str, col: str | None, dtype) -> pl.Expr | None:
     v = pl.col(name)
     if name == "score":
         return v.is_null() | v.is_nan() | (v < 0) | (v > 1)
+    if name == "human_score":  # optional: null is fine (never null itself, so any_horizontal stays boolean)
+        return v.is_not_null() & (v.is_nan() | (v < 0) | (v > 1))
     if name == "replicate" or dtype in _INTEGER:
         return v.is_null()
     return v.is_null() | (v == "")
@@ -180,9 +194,19 @@ def validate_batch(frame: pl.DataFrame, columns: dict[str, str | None], *,
     exprs["score"] = _score_field(columns["score"], schema[columns["score"]])
     rep_col = columns.get("replicate")
     exprs["replicate"] = _replicate_field(rep_col, schema.get(rep_col) if rep_col else None)
+    human_col = columns.get("human_score")
+    if human_col is not None and human_col in schema:  # a harness log's frame may not carry the field
+        exprs["human_score"] = _score_field(human_col, schema[human_col], optional=True)
+        value, err = exprs["score"]
+        exprs["score"] = (value, pl.when(err.eq_missing("missing value") & exprs["human_score"][0].is_not_null())
+                          .then(pl.lit(HUMAN_ONLY)).otherwise(err))
+    else:
+        human_col = None
+        exprs["human_score"] = (pl.lit(None, dtype=pl.Float64), pl.lit(None, dtype=pl.String))
 
     values = frame.select([v.alias(name) for name, (v, _) in exprs.items()] + [pl.col(LINE).alias("line")])
-    flags = [f for name in exprs if (f := _is_bad(name, columns.get(name) if name != "benchmark" or benchmark is None
+    used = {**columns, "human_score": human_col}
+    flags = [f for name in exprs if (f := _is_bad(name, used.get(name) if name != "benchmark" or benchmark is None
                                                     else None, values.schema[name])) is not None]
     bad_mask = values.select(pl.any_horizontal(flags).alias("bad")).to_series() if flags else None
     # Text stays Categorical, and integer ids integers, where they are (the coding step reads them).

@@ -151,6 +151,9 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path, *, new_file: bool =
     if version == "1":
         _migrate_v1(con, db)
         return
+    if version == "2":
+        _migrate_v2(con)
+        return
     if version not in (None, STORE_VERSION):
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
                          "it was written by a newer benchcert")
@@ -167,9 +170,17 @@ def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     if version == "1":
         # Readers hold the same exclusive lock as writers, so upgrading here is safe.
         _migrate_v1(con, db)
+    elif version == "2":
+        _migrate_v2(con)
     elif version != STORE_VERSION:
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
                          "it was written by a newer benchcert")
+
+
+def _migrate_v2(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 2 had no human_score column: add it (a catalog change, no data moves)."""
+    with transaction(con):
+        schema.migrate_v2(con)
 
 
 def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:

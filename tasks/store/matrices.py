@@ -47,6 +47,9 @@ class RawResponses:
     items: pl.DataFrame
     models: pl.DataFrame
     cells: pl.DataFrame
+    #: (item_code, model_code, human_score) of the answered cells with a human score (mean over the
+    #: replicates that carry one), or None when the benchmark and variant hold no human score.
+    human: pl.DataFrame | None = None
 
 
 class BenchmarkMatrices:
@@ -61,7 +64,8 @@ class BenchmarkMatrices:
 
     def __init__(self, benchmark: str, variant: str, long: pl.DataFrame | None = None, *,
                  items: pl.DataFrame | None = None, models: list[str] | None = None,
-                 scores: np.ndarray | None = None, n_replicates: np.ndarray | None = None):
+                 scores: np.ndarray | None = None, n_replicates: np.ndarray | None = None,
+                 human: np.ndarray | None = None):
         self.benchmark = benchmark
         self.variant = variant
         if long is not None:
@@ -78,6 +82,9 @@ class BenchmarkMatrices:
         self.models = list(models)
         self._scores = scores
         self._n_replicates = n_replicates
+        if human is not None and human.shape != scores.shape:
+            raise ValueError(f"human {human.shape} must be shaped like scores {scores.shape}")
+        self._human = human
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(benchmark={self.benchmark!r}, variant={self.variant!r}, "
@@ -87,6 +94,12 @@ class BenchmarkMatrices:
     def scores(self) -> np.ndarray:
         """(n_items, n_models) float array; NaN where a model has no response to an item."""
         return self._scores
+
+    @property
+    def human(self) -> np.ndarray | None:
+        """(n_items, n_models) human scores beside the judge's ``scores`` (NaN where a response has
+        none), or None when the benchmark carries no human score at all (the usual case)."""
+        return self._human
 
     @property
     def n_replicates(self) -> np.ndarray:
@@ -263,10 +276,17 @@ def matrices_from_raw(benchmark: str, variant: str, raw: RawResponses, *,
     seen_models = sorted((names[i], i) for i in np.flatnonzero(model_seen))
     col_of = np.full(raw.models.height, -1, np.int32)
     col_of[[i for _, i in seen_models]] = np.arange(len(seen_models), dtype=np.int32)
+    shape = (items.height, len(seen_models))
     scores, n_replicates = _dense(row_of[item_pos], col_of[model_pos], cells["score"].to_numpy(),
-                                  cells["n_replicates"].to_numpy(), (items.height, len(seen_models)))
+                                  cells["n_replicates"].to_numpy(), shape)
+    human = None
+    if raw.human is not None and raw.human.height:  # every human score sits on an answered cell
+        h_item = _positions(raw.human["item_code"].to_numpy(), raw.items["item_code"].to_numpy(), "item")
+        h_model = _positions(raw.human["model_code"].to_numpy(), raw.models["model_code"].to_numpy(), "model")
+        human = np.full(shape, np.nan)
+        human[row_of[h_item], col_of[h_model]] = raw.human["human_score"].to_numpy()
     return BenchmarkMatrices(benchmark, variant, items=items.drop("pos"), models=[n for n, _ in seen_models],
-                             scores=scores, n_replicates=n_replicates)
+                             scores=scores, n_replicates=n_replicates, human=human)
 
 
 def models_with_responses(con, benchmark: str, variant: str) -> list[str]:
@@ -399,7 +419,10 @@ def read_responses(con, benchmark: str, variant: str, models: list[str] | None =
     items = query_pl(con, "SELECT item_key AS item_code, item_id, subject, domain FROM items WHERE benchmark = ?",
                      [benchmark])
     model_frame = query_pl(con, "SELECT model_id AS model_code, model FROM models WHERE benchmark = ?", [benchmark])
-    return RawResponses(items=items, models=model_frame, cells=cells)
+    # Human scores (judge-scored benchmarks, tasks/judge/) are read only when some response has one.
+    human = query_pl(con, f"""SELECT r.item_key AS item_code, r.model_id AS model_code, avg(r.human_score) AS human_score
+                              {coded} AND r.human_score IS NOT NULL GROUP BY r.item_key, r.model_id""", params)
+    return RawResponses(items=items, models=model_frame, cells=cells, human=human if human.height else None)
 
 
 def load_matrices(con, benchmark: str, variant: str | None = None,

@@ -7,7 +7,7 @@ When each table is created
   store version), ``sources``, the code dictionaries ``models``/``variants``/``items``,
   ``response_codes``, ``rejects``, ``runs``, ``run_results`` - the ``source_ids`` sequence and
   the ``responses`` view. ``STORE_VERSION`` names this set; a store of another version is
-  upgraded (version 1, :func:`migrate_v1`) or refused (a newer one).
+  upgraded (version 1, :func:`migrate_v1`; version 2, :func:`migrate_v2`) or refused (a newer one).
 * **On first use**, by the feature that writes them, through :func:`ensure_tables` - inside
   the writer's transaction where it has one: ``verdicts``/``verdict_items`` (a recorded
   checkpoint verdict), ``environment_plans``/``environment_plan_draws`` (a recorded
@@ -22,6 +22,9 @@ Migrations
 ----------
 * Store version 1 kept responses as text: :func:`migrate_v1` moves them to codes (run once,
   when such a store is opened).
+* Store version 2 had no ``human_score`` column in ``response_codes`` (the optional human score
+  of a judge-scored response, issue #28): :func:`migrate_v2` adds it (NULL for every stored
+  response) and the view's column, when such a store is opened; nothing else changes.
 * Columns added to a feature table after it first shipped are in ``COLUMN_MIGRATIONS``
   (``ALTER TABLE ... ADD COLUMN IF NOT EXISTS``; old rows read NULL); :func:`ensure_tables`
   applies them every time it creates (or finds) the table, so an older store gains them at
@@ -36,13 +39,13 @@ from __future__ import annotations
 import duckdb
 
 __all__ = ["STORE_VERSION", "RESPONSES_VIEW", "CORE_DDL", "TABLES", "COLUMN_MIGRATIONS", "create_core",
-           "migrate_v1", "ensure_tables", "has_tables", "stored_version", "table_ddl"]
+           "migrate_v1", "migrate_v2", "ensure_tables", "has_tables", "stored_version", "table_ddl"]
 
-STORE_VERSION = "2"
+STORE_VERSION = "3"
 
 #: The canonical responses, as every reader sees them.
 RESPONSES_VIEW = """CREATE OR REPLACE VIEW responses AS
-    SELECT m.benchmark, m.model, i.item_id, v.variant, r.replicate, r.score, r.source_id, r.line
+    SELECT m.benchmark, m.model, i.item_id, v.variant, r.replicate, r.score, r.source_id, r.line, r.human_score
     FROM response_codes r
     JOIN models m ON m.model_id = r.model_id
     JOIN items i ON i.item_key = r.item_key
@@ -84,7 +87,8 @@ TABLES: dict[str, str] = {
         replicate BIGINT NOT NULL,
         score DOUBLE NOT NULL,
         source_id BIGINT NOT NULL,
-        line BIGINT NOT NULL)""",
+        line BIGINT NOT NULL,
+        human_score DOUBLE)""",
     "items": """CREATE TABLE IF NOT EXISTS items (
         benchmark VARCHAR NOT NULL,
         item_id VARCHAR NOT NULL,
@@ -220,7 +224,7 @@ COLUMN_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "option_probs": ("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS label INTEGER",),
 }
 
-#: A new store's statements, in order (version 2).
+#: A new store's statements, in order (version 3).
 CORE_DDL: tuple[str, ...] = (
     TABLES["meta"], _SOURCE_IDS, TABLES["sources"], TABLES["models"], TABLES["variants"], TABLES["response_codes"],
     TABLES["items"], RESPONSES_VIEW, TABLES["rejects"], TABLES["runs"], TABLES["run_results"])
@@ -280,7 +284,7 @@ def migrate_v1(con: duckdb.DuckDBPyConnection) -> int:
                    min(source_id) FROM responses_v1 GROUP BY benchmark, model""")
     con.execute("""INSERT INTO variants SELECT row_number() OVER (ORDER BY benchmark, variant)::INTEGER, benchmark,
                    variant, min(source_id) FROM responses_v1 GROUP BY benchmark, variant""")
-    con.execute("""INSERT INTO response_codes
+    con.execute("""INSERT INTO response_codes (model_id, item_key, variant_id, replicate, score, source_id, line)
                    SELECT m.model_id, i.item_key, v.variant_id, r.replicate, r.score, r.source_id, r.line
                    FROM responses_v1 r
                    JOIN models m ON m.benchmark = r.benchmark AND m.model = r.model
@@ -294,3 +298,12 @@ def migrate_v1(con: duckdb.DuckDBPyConnection) -> int:
     con.execute(RESPONSES_VIEW)
     con.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", [STORE_VERSION])
     return 0
+
+
+def migrate_v2(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring a version-2 store to version 3: ``response_codes`` gains the nullable ``human_score``
+    column (NULL for every stored response) and the ``responses`` view shows it (call inside a
+    transaction)."""
+    con.execute("ALTER TABLE response_codes ADD COLUMN IF NOT EXISTS human_score DOUBLE")
+    con.execute(RESPONSES_VIEW)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", [STORE_VERSION])

@@ -13,6 +13,7 @@ Reference numbers are read back from each run's summary.json.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import selectors
@@ -282,10 +283,9 @@ def chromium() -> str:
     return _chromium()
 
 
-@pytest.fixture(scope="module")
-def tab(chromium, server, tmp_path_factory):  # chromium first: a missing browser fails before any setup
-    exe = chromium
-    profile = tmp_path_factory.mktemp("chromium-profile")
+@contextlib.contextmanager
+def devtools(exe: str, profile: Path):
+    """A headless Chromium with its DevTools client, closed on exit (also used by tests/tasks/judge)."""
     proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                              "--disable-component-update", "--disable-sync", "--no-first-run",
                              f"--user-data-dir={profile}", "--remote-debugging-port=0",
@@ -300,7 +300,7 @@ def tab(chromium, server, tmp_path_factory):  # chromium first: a missing browse
             time.sleep(0.1)
         port, path = port_file.read_text().splitlines()[:2]
         cdp = DevTools(f"ws://127.0.0.1:{port}{path}")
-        yield Tab(cdp, server)
+        yield cdp
         try:
             cdp.call("Browser.close")
         except (ConnectionError, OSError):
@@ -311,6 +311,12 @@ def tab(chromium, server, tmp_path_factory):  # chromium first: a missing browse
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def tab(chromium, server, tmp_path_factory):  # chromium first: a missing browser fails before any setup
+    with devtools(chromium, tmp_path_factory.mktemp("chromium-profile")) as cdp:
+        yield Tab(cdp, server)
 
 
 @pytest.fixture(scope="module")
