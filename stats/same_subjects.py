@@ -118,9 +118,11 @@ def same_subjects_interval(scores, subjects, *, weights="macro", alpha=0.05) -> 
     :math:`a_k = w_k^2 \tilde s_k^2/n_k` (Cochran section 5.4), clipped to [0, 1].
 
     Departures: the pseudo-observations and the t reference are not in Cochran; they make the
-    interval err wide in small subjects (simulated coverage >= 94.4% at alpha = 0.05 with 2-5
-    subjects of 2-975 items, binary and fractional scores, rates up to 0.99;
-    tests/stats/test_stats_same_subjects.py).
+    interval err wide in small subjects with extreme rates. Simulated coverage at alpha = 0.05,
+    2-5 subjects of 2-975 items, binary and fractional scores, rates up to 0.99, macro and
+    pooled weights, 3000 replications each: 94.0% [92.8, 95.1] (99% CI) at worst (macro, 0/1
+    scores, subjects of 8 and 300 items at rates 0.5 and 0.9), most settings 95-100%
+    (tests/stats/test_stats_same_subjects.py).
     """
     alpha = check_alpha(alpha)
     s = check_scores(scores, "scores", ndim=2, allow_nan=True)
