@@ -131,6 +131,8 @@ def same_subjects_interval(scores, subjects, *, weights="macro", alpha=0.05) -> 
     if empty.size:
         raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
     k = int(codes.max()) + 1 if codes.size else 0
+    if not isinstance(weights, str):
+        k = max(k, np.asarray(weights).size)  # subjects of the benchmark with no item here keep their weight slot
     w_in = _weights_iv(weights, k)
     g = Grouping(codes, n_groups=k)
     s_sorted = g.gather(s)
