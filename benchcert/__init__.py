@@ -10,4 +10,4 @@ __version__ = "0.1.0"
 
 #: Version of the artifact and canonical-row JSON Schemas.  Bump the major part on any
 #: change that breaks a reader of manifest.json / summary.json / index.json.
-SCHEMA_VERSION = "1.1"  # 1.1: summary.changes (additive)
+SCHEMA_VERSION = "1.2"  # 1.1: summary.changes; 1.2: headline, ranks, n_unscored (additive)
