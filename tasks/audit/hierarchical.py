@@ -27,7 +27,7 @@ from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBo
 from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
 from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_interval
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
-from benchcert.tasks.audit.headline import headline_frame, headline_section
+from benchcert.tasks.audit.headline import headline_frame
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
 from benchcert.tasks.render.escape import escape
@@ -452,7 +452,7 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
 
     fitted = _Fitted(hier=hier, bounds=bounds, comparators=comparators, components=components, fit_frame=fit_frame,
                      split_frame=split_frame, corr=corr, item_only=item_only)
-    sections = [headline_section(headline, config.alpha)] + _sections(m, config, fitted)
+    sections = _sections(m, config, fitted)
     return AnalysisOutput(
         name="hierarchical",
         tables={"hierarchical_components": components, "domain_fits": fit_frame, "split_half": split_frame,

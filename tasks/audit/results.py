@@ -8,7 +8,7 @@ from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, Audi
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.report import Section, render_report, table_html
-from benchcert.tasks.audit.headline import RULE
+from benchcert.tasks.audit.headline import RULE, headline_section
 from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).
@@ -139,6 +139,9 @@ def build_report(summary: Summary, outputs: list[AnalysisOutput], *, sources: pl
               + interval_plot(intervals, "macro", title=f"Macro score, {level} intervals")
               + interval_plot(intervals, "pooled", title=f"Pooled score, {level} intervals")),
     )]
+    headline = next((o.tables["headline"] for o in outputs if "headline" in o.tables), None)
+    if headline is not None:
+        sections.append(headline_section(headline, summary.alpha))
     for o in outputs:
         sections.extend(o.sections)
     if summary.warnings:
