@@ -44,7 +44,8 @@ def summary_table(summary: dict) -> str:
     same = question == "same_subjects"
     title = f"macro {level}, {QUESTIONS[question]}"
     second = "new subj ±" if same else "iid ±"
-    head = (f"{'model':<36} {'items':>6} {'no score':>8} {'pooled':>7} {'macro':>7}  {title:<27} {'±':>6} "
+    width = max(len(title), 15)
+    head = (f"{'model':<36} {'items':>6} {'no score':>8} {'pooled':>7} {'macro':>7}  {title:<{width}} {'±':>6} "
             f"{second:>10}  rank [{level}] tied")
     lines = [head, "-" * len(head)]
     for m, hd in zip(models, heads):
@@ -56,7 +57,7 @@ def summary_table(summary: dict) -> str:
         unscored = m.get("n_unscored")
         name = m["model"] if len(m["model"]) <= 36 else m["model"][:33] + "..."
         lines.append(f"{name:<36} {m['n_items']:>6} {'-' if unscored is None else unscored:>8} "
-                     f"{100 * m['pooled']['estimate']:6.2f}% {100 * m['macro']['estimate']:6.2f}%  {hd_s:<27} "
+                     f"{100 * m['pooled']['estimate']:6.2f}% {100 * m['macro']['estimate']:6.2f}%  {hd_s:<{width}} "
                      f"{hw_s:>6} {other_s:>10}  {_rank(m)}")
     lines.append("(percentage points) " + {
         "new_subjects": "new subjects = hierarchical bound: how good is the model on new subjects drawn like these "
