@@ -9,6 +9,7 @@ from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.report import Section, render_report, table_html
 from benchcert.tasks.audit.headline import RULE, headline_section
+from benchcert.tasks.audit.scores import UNSCORED_CONVENTION
 from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).
@@ -34,15 +35,6 @@ def collect_tables(outputs: list[AnalysisOutput]) -> dict[str, pl.DataFrame]:
     return tables
 
 
-#: How an item with no prediction or no score counts (summary.json ``unscored_convention``).
-UNSCORED_CONVENTION = (
-    "an item with no score for a model (no row in the store: no log line, or a line quarantined at ingest with "
-    "--allow-rejects, such as a missing score value or an inspect_ai sample without a score) is left out of that "
-    "model's scores, not counted wrong; n_unscored counts them per model. Adapters that score a prediction "
-    "themselves decide before the store: MMLU-Pro outputs score a null pred (failed answer extraction) 0, i.e. "
-    "wrong (the ingest line reports 'pred null (scored 0)'). To count missing scores as wrong in a "
-    "CSV/JSONL/Parquet log, map the score with an expression (--map score='coalesce(correct + 0, 0)'); to leave "
-    "MMLU-Pro's null preds out, drop those entries before ingest")
 
 
 def _headline(row: dict | None) -> Headline | None:

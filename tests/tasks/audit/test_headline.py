@@ -84,6 +84,8 @@ def test_code_benchmark_summary_and_report_carry_the_headline(code_run):
     html = build_report(summary, outputs, sources=pl.DataFrame({"path": ["x"]}))
     assert "Headline interval" in html and "headline = these subjects" in html
     assert "with 3 subjects, generalisation to new subjects cannot be bounded more tightly than" in html
+    # the scores table counts items with no score and states the convention
+    assert ">no score</th>" in html and "No score: an item with no score" in html
 
 
 def test_unscored_items_are_counted_per_model():
