@@ -125,22 +125,40 @@ def same_subjects_interval(scores, subjects, *, weights="macro", alpha=0.05) -> 
     (tests/stats/test_stats_same_subjects.py).
     """
     alpha = check_alpha(alpha)
+    n_km, t_km, q_km = subject_sums(scores, subjects, n_subjects=None if isinstance(weights, str) else
+                                    np.asarray(weights).size)
+    return same_subjects_from_sums(n_km, t_km, q_km, weights=weights, alpha=alpha)
+
+
+def subject_sums(scores, subjects, *, n_subjects: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Answered items, score sum and sum of squared scores per (subject, model): shape (K, M) each,
+    K = max(largest code + 1, ``n_subjects``). What :func:`same_subjects_from_sums` needs."""
     s = check_scores(scores, "scores", ndim=2, allow_nan=True)
     codes = check_codes(subjects, "subjects", length=s.shape[0])
     empty = all_missing_columns(s)
     if empty.size:
         raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
-    k = int(codes.max()) + 1 if codes.size else 0
-    if not isinstance(weights, str):
-        k = max(k, np.asarray(weights).size)  # subjects of the benchmark with no item here keep their weight slot
-    w_in = _weights_iv(weights, k)
+    k = max(int(codes.max()) + 1 if codes.size else 0, n_subjects or 0)
     g = Grouping(codes, n_groups=k)
     s_sorted = g.gather(s)
     obs = ~np.isnan(s_sorted)
     filled = np.where(obs, s_sorted, 0.0)
-    n_km = g.reduce_sorted(obs).astype(np.float64)
-    t_km = g.reduce_sorted(filled)
-    q_km = g.reduce_sorted(filled * filled)
+    return g.reduce_sorted(obs).astype(np.float64), g.reduce_sorted(filled), g.reduce_sorted(filled * filled)
+
+
+def same_subjects_from_sums(n_km, t_km, q_km, *, weights="macro", alpha=0.05) -> SameSubjectsInterval:
+    """:func:`same_subjects_interval` from the per-(subject, model) sums of :func:`subject_sums` (for 0/1
+    scores q_km = t_km: the counts a beta-binomial fit already holds), so several weightings share one
+    pass over the matrix. Same numbers as :func:`same_subjects_interval` to the last bit."""
+    alpha = check_alpha(alpha)
+    n_km, t_km, q_km = (np.asarray(x, dtype=np.float64) for x in (n_km, t_km, q_km))
+    if n_km.ndim != 2 or t_km.shape != n_km.shape or q_km.shape != n_km.shape:
+        raise ValueError(f"n_km, t_km and q_km must share one (K, M) shape; got {n_km.shape}, {t_km.shape}, "
+                         f"{q_km.shape}")
+    if np.any(n_km < 0) or np.any(n_km.sum(axis=0) == 0):
+        raise ValueError("n_km must be >= 0 with at least one answered item per model column")
+    k = n_km.shape[0]
+    w_in = _weights_iv(weights, k)
     answered = n_km > 0
     safe_n = np.where(answered, n_km, 1.0)
     mean_km = np.where(answered, t_km / safe_n, 0.0)

@@ -25,7 +25,7 @@ from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
 from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
-from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_interval
+from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_from_sums, subject_sums
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.headline import headline_frame
 from benchcert.tasks.store.matrices import BenchmarkMatrices
@@ -301,8 +301,12 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
         warnings.simplefilter("ignore", DegenerateDataWarning)
         comparators = _table3_comparators(m, fits, config.alpha)
     # The same-subjects interval of every score (the headline when the new-subjects one is too wide).
-    same = {name: same_subjects_interval(m.scores, m.item_subject, weights=wts, alpha=config.alpha)
-            for name, wts in metrics.items()}
+    # One pass over the matrix serves every weighting; 0/1 scores reuse the fits' counts.
+    if fits.binary.all():
+        sums = (fits.n, fits.total, fits.total)
+    else:
+        sums = subject_sums(m.scores, m.item_subject, n_subjects=m.subjects.height)
+    same = {name: same_subjects_from_sums(*sums, weights=wts, alpha=config.alpha) for name, wts in metrics.items()}
     return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, same=same, fit_warnings=_caught(caught_fits),
                       bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
 

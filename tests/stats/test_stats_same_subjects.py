@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchcert.stats.same_subjects import same_subjects_interval
+from benchcert.stats.same_subjects import same_subjects_from_sums, same_subjects_interval, subject_sums
 from simcheck import rate_ci
 
 ALPHA = 0.05
@@ -99,3 +99,16 @@ def test_bad_arguments_name_the_parameter():
         same_subjects_interval(np.ones((2, 1)), [0, 1], weights=[1.0])
     with pytest.raises(ValueError, match="alpha"):
         same_subjects_interval(np.ones((2, 1)), [0, 1], alpha=2)
+
+
+def test_from_sums_is_the_same_to_the_last_bit():
+    rng = np.random.default_rng(3)
+    scores, codes = _draw(rng, (3, 10, 40), (0.9, 0.5, 0.2), 7, False)
+    scores[rng.random(scores.shape) < 0.1] = np.nan
+    for weights in ("macro", "pooled", [1.0, 2.0, 0.5]):
+        a = same_subjects_interval(scores, codes, weights=weights)
+        n, t, q = subject_sums(scores, codes)
+        np.testing.assert_array_equal(q, t)  # 0/1 scores: the counts are enough
+        b = same_subjects_from_sums(n, t, t, weights=weights)
+        for f in ("estimate", "lower", "upper", "half_width", "se", "df", "n", "n_subjects"):
+            np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
