@@ -10,4 +10,5 @@ __version__ = "0.1.0"
 
 #: Version of the artifact and canonical-row JSON Schemas.  Bump the major part on any
 #: change that breaks a reader of manifest.json / summary.json / index.json.
-SCHEMA_VERSION = "1.2"  # 1.1: summary.changes; 1.2: response-row.human_score, summary.human_scale and judge_agreement (additive)
+SCHEMA_VERSION = "1.2"  # 1.1: summary.changes; 1.2 (additive): response-row.human_score, summary.human_scale,
+#                        judge_agreement, headline, ranks, n_unscored, headline_rule, unscored_convention

@@ -73,9 +73,25 @@ class Interval(_Frozen):
     alpha: float = Field(gt=0, lt=1)
 
 
+class Headline(_Frozen):
+    """The one interval a score is headlined with, and the question it answers (tasks/audit/headline.py)."""
+
+    method: str = Field(description='"hierarchical" (new subjects) or "same_subjects" (this benchmark\'s subjects).')
+    question: Literal["new_subjects", "same_subjects", "items"] = Field(
+        description="new_subjects: new subjects drawn like these; same_subjects: this benchmark's subjects, items "
+                    "sampled within them; items: items independent (hierarchy 'none').")
+    lower: float
+    upper: float
+    half_width: float
+    beside: Interval | None = Field(None, description="The new-subjects interval, when the headline is the "
+                                                      "same-subjects one because the former is too wide.")
+    note: str | None = Field(None, description="Why the new-subjects interval is wide (one sentence), or null.")
+
+
 class ScoreSummary(_Frozen):
     estimate: float
     intervals: list[Interval]
+    headline: Headline | None = Field(None, description="The headline interval (schema 1.2; null in older runs).")
 
 
 class ModelSummary(_Frozen):
@@ -88,6 +104,13 @@ class ModelSummary(_Frozen):
     subject_sd: float | None = Field(None, description="SD (ddof=1) of subject accuracies; null with < 2 subjects.")
     subject_min: float | None = None
     subject_max: float | None = None
+    n_unscored: int | None = Field(None, ge=0, description="Benchmark items with no score for this model (left out "
+                                                          "of its scores; see Summary.unscored_convention).")
+    rank: int | None = Field(None, description="Rank by pooled score (1 = best), from the comparisons analysis.")
+    rank_lower: int | None = Field(None, description="Simultaneous rank interval, lower end (Bonferroni).")
+    rank_upper: int | None = None
+    tied_groups: list[int] = Field(default_factory=list,
+                                   description="Groups of models the comparisons cannot tell apart that hold it.")
 
 
 class Verdict(_Frozen):
@@ -181,6 +204,8 @@ class Summary(_Frozen):
         None, description="Human-scale score per model (judge-scored benchmarks with human labels; else null).")
     judge_agreement: list[JudgeAgreementSummary] | None = Field(
         None, description="Judge-human agreement per model and pooled (null without human labels).")
+    headline_rule: str | None = Field(None, description="The rule that chose each score's headline interval.")
+    unscored_convention: str | None = Field(None, description="How items with no prediction or no score count.")
 
     @field_validator("models")
     @classmethod
@@ -188,6 +213,8 @@ class Summary(_Frozen):
         for m in models:
             for s in (m.pooled, m.macro):
                 vals = [s.estimate] + [x for iv in s.intervals for x in (iv.lower, iv.upper, iv.half_width)]
+                if s.headline is not None:
+                    vals += [s.headline.lower, s.headline.upper, s.headline.half_width]
                 if not all(math.isfinite(v) for v in vals):
                     raise ValueError(f"non-finite score or interval for model {m.model!r}")
         return models

@@ -110,8 +110,9 @@ def register_dashboard(sub) -> None:
     b.add_argument("--artifacts", type=Path, required=True, metavar="DIR", help="artifacts root (holds index.json)")
     b.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder to write")
     b.add_argument("--method", default=None,
-                   help="interval method to show (default: the first of hierarchical, clustered_subject, wilson, "
-                        "iid_clt in each benchmark's latest run)")
+                   help="interval method to show (default: the first of headline (each score's headline interval, "
+                        "labelled with its question), hierarchical, clustered_subject, wilson, iid_clt in each "
+                        "benchmark's latest run)")
     b.add_argument("--max-runs", type=int, default=90, metavar="N", help="runs per trend chart (default 90)")
     b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     b.set_defaults(func=cmd_dashboard_build)

@@ -25,7 +25,9 @@ from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
 from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
+from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_from_sums, subject_sums
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.headline import headline_frame
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
 from benchcert.tasks.render.escape import escape
@@ -236,6 +238,7 @@ class ModelBlock:
     fits: DomainFits
     bounds: dict[str, HierarchicalBound]
     comparators: dict[str, dict[str, IntervalResult]]
+    same: dict[str, SameSubjectsInterval]
     fit_warnings: list[_Caught]
     bound_warnings: list[_Caught]
     other_warnings: list[_Caught]
@@ -297,7 +300,14 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
         # Recomputed only for the Table 3 layout; the comparator analysis reports their warnings.
         warnings.simplefilter("ignore", DegenerateDataWarning)
         comparators = _table3_comparators(m, fits, config.alpha)
-    return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, fit_warnings=_caught(caught_fits),
+    # The same-subjects interval of every score (the headline when the new-subjects one is too wide).
+    # One pass over the matrix serves every weighting; 0/1 scores reuse the fits' counts.
+    if fits.binary.all():
+        sums = (fits.n, fits.total, fits.total)
+    else:
+        sums = subject_sums(m.scores, m.item_subject, n_subjects=m.subjects.height)
+    same = {name: same_subjects_from_sums(*sums, weights=wts, alpha=config.alpha) for name, wts in metrics.items()}
+    return ModelBlock(fits=fits, bounds=bounds, comparators=comparators, same=same, fit_warnings=_caught(caught_fits),
                       bound_warnings=_caught(caught_bounds), other_warnings=_caught(caught_other))
 
 
@@ -354,6 +364,8 @@ def merge_blocks(parts: list[ModelBlock]) -> ModelBlock:
         bounds={k: _concat(HierarchicalBound, [p.bounds[k] for p in parts], _BOUND_AXES) for k in first.bounds},
         comparators={metric: {meth: _concat(type(r), [p.comparators[metric][meth] for p in parts], interval_axes(r))
                               for meth, r in first.comparators[metric].items()} for metric in first.comparators},
+        same={k: _concat(SameSubjectsInterval, [p.same[k] for p in parts], interval_axes(first.same[k]))
+              for k in first.same},
         fit_warnings=[w for p in parts for w in p.fit_warnings],
         bound_warnings=[w for p in parts for w in p.bound_warnings],
         other_warnings=[w for p in parts for w in p.other_warnings])
@@ -392,6 +404,8 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
         "model": models, "metric": name, "method": "hierarchical", "estimate": b.estimate, "lower": b.lower,
         "upper": b.upper, "half_width": b.half_width, "alpha": float(b.alpha)}, schema=INTERVAL_SCHEMA)
         for name, b in bounds.items()])
+    headline = pl.concat([headline_frame(models, name, b, part.same[name], item_only=item_only)
+                          for name, b in bounds.items()])
     components = pl.concat([pl.DataFrame({
         "model": models, "metric": name, "hierarchy": hier, "estimate": b.estimate, "sigma2_item": b.sigma2_item,
         "sigma2_subj": b.sigma2_subj, "sigma2_dom": b.sigma2_dom, "sigma2_eff": b.sigma2_eff,
@@ -440,13 +454,13 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
     run_warnings = (notes + _data_warnings(m, fits, metrics.get("weighted"), corr)
                     + _named_warnings(caught, fit_frame, split_frame))
 
-    sections = _sections(m, config, _Fitted(hier=hier, bounds=bounds, comparators=comparators, components=components,
-                                            fit_frame=fit_frame, split_frame=split_frame, corr=corr,
-                                            item_only=item_only))
+    fitted = _Fitted(hier=hier, bounds=bounds, comparators=comparators, components=components, fit_frame=fit_frame,
+                     split_frame=split_frame, corr=corr, item_only=item_only)
+    sections = _sections(m, config, fitted)
     return AnalysisOutput(
         name="hierarchical",
         tables={"hierarchical_components": components, "domain_fits": fit_frame, "split_half": split_frame,
-                "subject_correlation": corr_frame},
+                "subject_correlation": corr_frame, "headline": headline},
         intervals=intervals, sections=sections, warnings=run_warnings)
 
 

@@ -8,7 +8,9 @@ from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, Audi
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.report import Section, render_report, table_html
-from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary, Verdict
+from benchcert.tasks.audit.headline import RULE, headline_section
+from benchcert.tasks.audit.scores import UNSCORED_CONVENTION
+from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
 #: Order of interval methods in plots and summaries (later analyses append theirs).
 METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject", "hierarchical"]
@@ -33,6 +35,29 @@ def collect_tables(outputs: list[AnalysisOutput]) -> dict[str, pl.DataFrame]:
     return tables
 
 
+
+
+def _headline(row: dict | None) -> Headline | None:
+    if row is None:
+        return None
+    beside = None
+    if row["method"] == "same_subjects":
+        beside = Interval(method="hierarchical", lower=row["new_subjects_lower"], upper=row["new_subjects_upper"],
+                          half_width=row["new_subjects_half_width"], alpha=row["alpha"])
+    return Headline(method=row["method"], question=row["question"], lower=row["lower"], upper=row["upper"],
+                    half_width=row["half_width"], beside=beside, note=row["note"])
+
+
+def _ranks(tables: dict[str, pl.DataFrame]) -> dict[str, dict]:
+    """Rank, simultaneous rank interval and tied groups per model, from the comparisons analysis."""
+    ranks = tables.get("comparison_ranks")
+    if ranks is None:
+        return {}
+    return {r["model"]: {"rank": r["rank"], "rank_lower": r["rank_lower"], "rank_upper": r["rank_upper"],
+                         "tied_groups": [int(g) for g in (r["groups"] or "").split(",") if g]}
+            for r in ranks.iter_rows(named=True)}
+
+
 def _method_rank(method: str) -> int:
     return METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER)
 
@@ -46,6 +71,11 @@ def build_summary(*, run_id: str, created_at: str, matrices: BenchmarkMatrices, 
     grouped: dict[tuple[str, str], list[dict]] = {}
     for r in all_intervals(outputs).iter_rows(named=True):
         grouped.setdefault((r["model"], r["metric"]), []).append(r)
+    headline = tables.get("headline")
+    heads = ({} if headline is None else
+             {(r["model"], r["metric"]): r for r in headline.with_columns(pl.lit(config.alpha).alias("alpha"))
+              .iter_rows(named=True)})
+    ranks = _ranks(tables)
     models = []
     for row in scores.iter_rows(named=True):
         per_metric = {}
@@ -53,16 +83,19 @@ def build_summary(*, run_id: str, created_at: str, matrices: BenchmarkMatrices, 
             rows = sorted(grouped.get((row["model"], metric), []), key=lambda r: _method_rank(r["method"]))
             per_metric[metric] = ScoreSummary(estimate=row[metric], intervals=[
                 Interval(method=r["method"], lower=r["lower"], upper=r["upper"], half_width=r["half_width"],
-                         alpha=r["alpha"]) for r in rows])
+                         alpha=r["alpha"]) for r in rows], headline=_headline(heads.get((row["model"], metric))))
         models.append(ModelSummary(model=row["model"], n_items=row["n_items"], coverage=row["coverage"],
                                    n_subjects=row["n_subjects"], pooled=per_metric["pooled"],
                                    macro=per_metric["macro"], subject_sd=row["subject_sd"],
-                                   subject_min=row["subject_min"], subject_max=row["subject_max"]))
+                                   subject_min=row["subject_min"], subject_max=row["subject_max"],
+                                   n_unscored=matrices.n_items - row["n_items"], **ranks.get(row["model"], {})))
     return Summary(run_id=run_id, benchmark=matrices.benchmark, created_at=created_at, alpha=config.alpha,
                    variant=matrices.variant, n_items=matrices.n_items, n_models=len(matrices.models),
                    n_subjects=matrices.subjects.height, n_domains=len(matrices.domains), models=models,
                    analyses=[o.name for o in outputs],
-                   warnings=[w for o in outputs for w in o.warnings], **_judge_fields(tables))
+                   warnings=[w for o in outputs for w in o.warnings],
+                   headline_rule=RULE if headline is not None else None, unscored_convention=UNSCORED_CONVENTION,
+                   **_judge_fields(tables))
 
 
 def _judge_fields(tables: dict[str, pl.DataFrame]) -> dict:
@@ -108,6 +141,9 @@ def build_report(summary: Summary, outputs: list[AnalysisOutput], *, sources: pl
               + interval_plot(intervals, "macro", title=f"Macro score, {level} intervals")
               + interval_plot(intervals, "pooled", title=f"Pooled score, {level} intervals")),
     )]
+    headline = next((o.tables["headline"] for o in outputs if "headline" in o.tables), None)
+    if headline is not None:
+        sections.append(headline_section(headline, summary.alpha))
     for o in outputs:
         sections.extend(o.sections)
     if summary.warnings:

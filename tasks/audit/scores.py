@@ -8,7 +8,19 @@ import polars as pl
 from benchcert.stats.scores import benchmark_scores
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
+
+
+#: How an item with no prediction or no score counts (summary.json ``unscored_convention``).
+UNSCORED_CONVENTION = (
+    "an item with no score for a model (no row in the store: no log line, or a line quarantined at ingest with "
+    "--allow-rejects, such as a missing score value or an inspect_ai sample without a score) is left out of that "
+    "model's scores, not counted wrong; n_unscored counts them per model. Adapters that score a prediction "
+    "themselves decide before the store: MMLU-Pro outputs score a null pred (failed answer extraction) 0, i.e. "
+    "wrong (the ingest line reports 'pred null (scored 0)'). To count missing scores as wrong in a "
+    "CSV/JSONL/Parquet log, map the score with an expression (--map score='coalesce(correct + 0, 0)'); to leave "
+    "MMLU-Pro's null preds out, drop those entries before ingest")
 
 
 def _nullable(x: np.ndarray) -> list:
@@ -33,7 +45,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     notes = [f"model {r['model']!r} answered {r['n_items']} of {m.n_items} items; its scores use only those"
              for r in missing.iter_rows(named=True)]
     table1 = model_scores.sort("pooled").select(
-        "model", "n_items", (pl.col("pooled") * 100).alias("pooled %"), (pl.col("macro") * 100).alias("macro %"),
+        "model", "n_items", (m.n_items - pl.col("n_items")).alias("no score"), (pl.col("pooled") * 100).alias("pooled %"), (pl.col("macro") * 100).alias("macro %"),
         (pl.col("subject_sd") * 100).alias("subject SD %"),
         (pl.col("subject_min") * 100).alias("subject min %"), (pl.col("subject_max") * 100).alias("subject max %"))
     return AnalysisOutput(
@@ -47,7 +59,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             title="Scores per model",
             anchor="scores",
             html=("<p>Pooled = mean over answered items; macro = mean of subject accuracies. Subject SD and "
-                  "range are descriptive (exchangeable-bounds paper, Table 1 layout), not standard errors.</p>"
+                  "range are descriptive (exchangeable-bounds paper, Table 1 layout), not standard errors. No score: "
+                  + escape(UNSCORED_CONVENTION) + ".</p>"
                   + table_html(table1, float_digits=2)),
         )],
         warnings=notes,

@@ -53,8 +53,9 @@ from benchcert.tasks.render.charts import fmt_percent as _pct
 from benchcert.tasks.render.charts import interval_plot_svg, trend_svg
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, METRICS, DashboardError, RunRecord, checkpoint_key,
-                                                checkpoint_table, choose_method, load_runs, split_checkpoint,
-                                                trend_table)
+                                                checkpoint_table, choose_method, load_runs, method_label,
+                                                score_interval,
+                                                split_checkpoint, trend_table)
 
 __all__ = [
     "SITE_CSP",
@@ -167,14 +168,14 @@ def _level(alpha: float) -> str:
 
 def _models_table(run: RunRecord, method: str | None) -> str:
     level = _level(run.alpha)
-    head = ["model", "checkpoint of", "items", "coverage", "macro", f"macro {level} ({method or 'no interval'})",
-            "pooled", f"pooled {level} ({method or 'no interval'})"]
+    head = ["model", "checkpoint of", "items", "coverage", "macro", f"macro {level} ({method_label(run, method)})",
+            "pooled", f"pooled {level} ({method_label(run, method, 'pooled')})"]
     rows = []
     for m in sorted(run.models, key=lambda m: -m.estimates["macro"]):
         fam, ck = split_checkpoint(m.model)
         rows.append([m.model, fam if ck is not None else "", m.n_items, f"{100 * m.coverage:.1f}%",
-                     _pct(m.estimates["macro"]), _iv(*m.intervals.get(("macro", method), (None, None))),
-                     _pct(m.estimates["pooled"]), _iv(*m.intervals.get(("pooled", method), (None, None)))])
+                     _pct(m.estimates["macro"]), _iv(*score_interval(m, "macro", method)),
+                     _pct(m.estimates["pooled"]), _iv(*score_interval(m, "pooled", method))])
     return _table(head, rows, cls="models", num={2, 3, 4, 5, 6, 7},
                   cell_cls=["model", "family", "items", "coverage", "macro", "macro-iv", "pooled", "pooled-iv"])
 
@@ -192,7 +193,7 @@ def _run_page(run: RunRecord, method: str | None, bench_href: str, generated: st
     if run.regressions:
         body.append('<p class="bad">Regressions: ' + ", ".join(escape(m) for m in run.regressions) + "</p>")
     body.append(f"<h2>Models</h2><p class=\"note\">{_level(run.alpha)} intervals, method "
-                f"{escape(method or 'none available')}; sorted by macro score.</p>")
+                f"{escape(method_label(run, method) if method else 'none available')}; sorted by macro score.</p>")
     body.append(_models_table(run, method))
     ch = run.changes
     if ch is not None:
@@ -243,6 +244,10 @@ def _run_page(run: RunRecord, method: str | None, bench_href: str, generated: st
                                        (None, run.run_id)], body, generated)
 
 
+def _nan(v) -> float:
+    return math.nan if v is None else v
+
+
 def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -286,7 +291,7 @@ def _bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: 
     level = _level(latest.alpha)
     body = [f"<p>{len(runs)} run(s); latest {_link(run_href[latest.run_id], latest.run_id)} finished "
             f"{escape(latest.finished_at)}: {latest.n_models} models, {latest.n_items} items. Intervals: "
-            f"{level} <b>{escape(method or 'none available')}</b>.</p>"]
+            f"{level} <b>{escape(method_label(latest, method) if method else 'none available')}</b>.</p>"]
     if latest.regressions:
         body.append('<p class="bad">Regressions in the latest run: '
                     + ", ".join(escape(m) for m in latest.regressions) + "</p>")
@@ -296,9 +301,10 @@ def _bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: 
     if ordered:
         body.append(interval_plot_svg([m.model for m in ordered], [
             {"name": metric, "color": _COLORS[metric], "estimate": [m.estimates[metric] for m in ordered],
-             "lower": [m.intervals.get((metric, method), (math.nan, math.nan))[0] for m in ordered],
-             "upper": [m.intervals.get((metric, method), (math.nan, math.nan))[1] for m in ordered]}
-            for metric in METRICS], title=f"{bench}: latest run, {level} {method or ''}", x_label="score"))
+             "lower": [_nan(score_interval(m, metric, method)[0]) for m in ordered],
+             "upper": [_nan(score_interval(m, metric, method)[1]) for m in ordered]}
+            for metric in METRICS], title=f"{bench}: latest run, {level} {method_label(latest, method) if method else ''}",
+                              x_label="score"))
     body.append(_models_table(latest, method))
 
     t = trends.filter(pl.col("benchmark") == bench)
@@ -362,7 +368,8 @@ def _index_page(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str],
         method = choose_method(last, methods)
         body.append(f'<section class="latest"><h3>{_link(_href(bench_dir[bench]) + "/index.html", bench)}</h3>'
                     f'<p class="note">Run {escape(last.run_id)}, {_level(last.alpha)} intervals '
-                    f"({escape(method or 'none available')}).</p>{_models_table(last, method)}</section>")
+                    f"({escape(method_label(last, method) if method else 'none available')}).</p>"
+                    f"{_models_table(last, method)}</section>")
     body.append("<h2>Runs</h2>")
     all_runs = sorted((r for rs in by_bench.values() for r in rs), key=lambda r: (r.finished_at, r.run_id),
                       reverse=True)

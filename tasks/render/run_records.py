@@ -15,7 +15,7 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -33,13 +33,17 @@ __all__ = [
     "checkpoint_key",
     "load_runs",
     "choose_method",
+    "method_label",
+    "score_interval",
     "trend_table",
     "checkpoint_table",
 ]
 
 #: Interval shown per score, most defensible first; the first one present in a benchmark's latest
 #: run is used on all of that benchmark's pages (same order as the run-change detector).
-DEFAULT_METHODS = ("hierarchical", "clustered_subject", "wilson", "iid_clt")
+#: ``headline`` is each score's headline interval (summary.json 1.2: the new-subjects or the same-subjects
+#: interval, by the audit's rule, tasks/audit/headline.py); runs before 1.2 headlined the hierarchical one.
+DEFAULT_METHODS = ("headline", "hierarchical", "clustered_subject", "wilson", "iid_clt")
 
 METRICS = ("macro", "pooled")
 
@@ -84,6 +88,7 @@ class ModelScore:
     coverage: float
     estimates: dict[str, float]
     intervals: dict[tuple[str, str], tuple[float, float]]
+    questions: dict[str, str] = field(default_factory=dict)  # metric -> the headline's question
 
     @property
     def family(self) -> str:
@@ -161,7 +166,7 @@ def _read_json(path: Path, root: Path) -> dict:
 def _parse_model(m, where: str) -> ModelScore:
     name = _need(m, "model", str, where)
     where = f"{where}, model {name!r}"
-    estimates, intervals = {}, {}
+    estimates, intervals, questions = {}, {}, {}
     for metric in METRICS:
         score = _need(m, metric, dict, where)
         estimates[metric] = _need(score, "estimate", float, f"{where} {metric}")
@@ -169,8 +174,14 @@ def _parse_model(m, where: str) -> ModelScore:
             method = _need(iv, "method", str, f"{where} {metric}")
             intervals[(metric, method)] = (_need(iv, "lower", float, f"{where} {metric} {method}"),
                                            _need(iv, "upper", float, f"{where} {metric} {method}"))
+        head = score.get("headline")
+        if isinstance(head, dict):
+            intervals[(metric, "headline")] = (_need(head, "lower", float, f"{where} {metric} headline"),
+                                               _need(head, "upper", float, f"{where} {metric} headline"))
+            questions[metric] = _need(head, "question", str, f"{where} {metric} headline")
     return ModelScore(model=name, n_items=_need(m, "n_items", int, where),
-                      coverage=_need(m, "coverage", float, where), estimates=estimates, intervals=intervals)
+                      coverage=_need(m, "coverage", float, where), estimates=estimates, intervals=intervals,
+                      questions=questions)
 
 
 def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRecord:
@@ -271,6 +282,26 @@ def choose_method(run: RunRecord, methods=DEFAULT_METHODS) -> str | None:
     return next((m for m in methods if m in present), None)
 
 
+def score_interval(m: ModelScore, metric: str, method: str | None) -> tuple[float | None, float | None]:
+    """``method``'s interval of a score (None, None when absent); a run from before the headline (summary
+    1.2) gives its hierarchical interval, its headline then."""
+    if method is None:
+        return None, None
+    if method == "headline" and (metric, method) not in m.intervals:
+        method = "hierarchical"
+    return m.intervals.get((metric, method), (None, None))
+
+
+def method_label(run: RunRecord, method: str | None, metric: str = "macro") -> str:
+    """How a column of intervals is named: the method, or for the headline the question it answers."""
+    if method != "headline":
+        return method or "no interval"
+    from benchcert.tasks.audit.headline import QUESTIONS
+
+    question = next((m.questions[metric] for m in run.models if metric in m.questions), "new_subjects")
+    return f"headline: {QUESTIONS.get(question, question)}"
+
+
 TREND_SCHEMA = {"benchmark": pl.String, "family": pl.String, "checkpoint": pl.String, "model": pl.String,
                 "run_id": pl.String, "finished_at": pl.String, "run_order": pl.Int64, "metric": pl.String,
                 "estimate": pl.Float64, "method": pl.String, "lower": pl.Float64, "upper": pl.Float64,
@@ -294,7 +325,7 @@ def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
         for order, run in enumerate(bruns):
             for m in run.models:
                 for metric in METRICS:
-                    lo, hi = m.intervals.get((metric, method), (None, None)) if method else (None, None)
+                    lo, hi = score_interval(m, metric, method)
                     rows.append({"benchmark": bench, "family": m.family, "checkpoint": m.checkpoint,
                                  "model": m.model, "run_id": run.run_id, "finished_at": run.finished_at,
                                  "run_order": order, "metric": metric, "estimate": m.estimates[metric],

@@ -104,11 +104,13 @@ def test_plan_compare_uses_the_stored_paired_variance(capsys, small_db):
     assert "worst case" in {a["method"]: a for a in out["answers"]}["paired_power"]["formula"]
 
 
-def test_audit_table_shows_the_hierarchical_interval_beside_iid(capsys, small_db, tmp_path):
+def test_audit_table_names_the_headline_question_and_shows_the_hierarchical_half_width(capsys, small_db, tmp_path):
+    # Issue #25: the column header names the question; with this store's few subjects the headline is
+    # the same-subjects interval and the hierarchical (new-subjects) half-width stands beside it.
     assert main(["audit", "--db", str(small_db), "--benchmark", "b", "--artifacts", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     head = next(line for line in out.splitlines() if line.startswith("model"))
-    assert "hierarchical" in head and "iid" in head
+    assert "these subjects" in head and "new subj" in head
     summary = json.loads(next((tmp_path / "a").rglob("summary.json")).read_text())
     m1 = next(m for m in summary["models"] if m["model"] == "m1")
     hier = next(i for i in m1["macro"]["intervals"] if i["method"] == "hierarchical")

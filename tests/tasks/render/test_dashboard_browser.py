@@ -339,10 +339,11 @@ MODEL_ROWS_JS = """Array.from(document.querySelectorAll('table.models tbody tr')
 
 
 def _expected_rows(summary: dict) -> list[dict]:
-    present = {i["method"] for m in summary["models"] for i in m["macro"]["intervals"]}
+    # the dashboard draws each score's headline interval (summary 1.2), else the first method present
+    present = {i["method"] for m in summary["models"] for i in m["macro"]["intervals"]} | {"headline"}
     method = next(m for m in DEFAULT_METHODS if m in present)
     def interval(score: dict) -> str:
-        i = {i["method"]: i for i in score["intervals"]}.get(method)
+        i = ({i["method"]: i for i in score["intervals"]} | {"headline": score.get("headline")}).get(method)
         return "\u2014" if i is None else f"[{100 * i['lower']:.2f}, {100 * i['upper']:.2f}]"
 
     return [{"model": m["model"], "macro": f"{100 * m['macro']['estimate']:.2f}%", "macroIv": interval(m["macro"]),
