@@ -55,10 +55,18 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == _GZIP_MAGIC
 
 
-def detect_format(path: Path, override: str | None = None) -> str:
-    """csv / jsonl / parquet from --format, else from the name (``.gz`` stripped)."""
+def detect_format(path: Path, override: str | None = None, records: str | None = None) -> str:
+    """csv / jsonl / parquet / json from --format, else from the name (``.gz`` stripped), else
+    from the content (a JSON list of records, or an object holding one, is ``json``).
+
+    ``records``: ``--records FIELD``, the field of a JSON object that holds the records.
+    """
+    from benchcert.tasks.ingest.adapters import json_records
+
+    if records and override not in (None, json_records.FORMAT):
+        raise AdapterError(f"{path}: --records applies to a JSON file of records, not to --format {override}")
     if override:
-        return override
+        return json_records.format_name(records) if override == json_records.FORMAT else override
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
@@ -69,7 +77,28 @@ def detect_format(path: Path, override: str | None = None) -> str:
         return "jsonl"
     if ext in (".parquet", ".pq"):
         return "parquet"
-    raise AdapterError(f"{path}: cannot tell the format from the name; pass --format csv|jsonl|parquet")
+    seen = json_records.looks_like_records(path) if path.is_file() else None
+    if ext == ".json" or seen == json_records.FORMAT:
+        return json_records.format_name(records)
+    if seen == "jsonl":
+        return "jsonl"
+    if records:
+        return json_records.format_name(records)
+    raise AdapterError(f"{path}: cannot tell the format: the name ({ext or 'no extension'}) is not .csv, .jsonl, "
+                       f".json or .parquet, and the content {_what_it_is(path)}; pass --format csv|jsonl|json|parquet")
+
+
+def _what_it_is(path: Path) -> str:
+    """A few words on what a file's first bytes look like, for the format message."""
+    try:
+        with open_binary(path) as fh:
+            head = fh.read(64)
+    except (OSError, EOFError, ValueError):
+        return "cannot be read"
+    if not head.strip():
+        return "is empty"
+    text = head.lstrip()[:20].decode("utf-8", errors="replace")
+    return f"starts with {text!r}, which is no JSON document, JSON line or table this reader knows"
 
 
 def open_binary(path: Path):
@@ -185,6 +214,10 @@ def file_columns(path: Path, fmt: str) -> list[str]:
         return header
     if fmt == "parquet":
         return list(_parquet_file(path).schema_arrow.names)
+    from benchcert.tasks.ingest.adapters import json_records
+
+    if json_records.is_json_format(fmt):
+        return json_records.columns(path, fmt)
     if fmt == "jsonl":
         # The keys of the first line that is a JSON object: a garbage first line is a bad row
         # (reported with its line), not a reason to see no columns at all.
@@ -210,16 +243,25 @@ def file_columns(path: Path, fmt: str) -> list[str]:
     raise AdapterError(f"{path}: unknown format {fmt!r}")
 
 
-def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BATCH_ROWS) -> Iterator[RawBatch]:
-    """Yield the named columns of the file in batches (all columns read as they are stored)."""
+def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BATCH_ROWS, *,
+                 numbers: tuple[str, ...] = ()) -> Iterator[RawBatch]:
+    """Yield the named columns of the file in batches (all columns read as they are stored).
+
+    ``numbers``: columns whose JSON values must be numbers or booleans (the score): a JSON
+    string there, even ``"1"``, is a reject of that field (CSV text is parsed, having no types).
+    """
     if fmt == "csv":
         yield from _csv_batches(path, columns, batch_rows)
     elif fmt == "jsonl":
-        yield from _jsonl_batches(path, columns, batch_rows)
+        yield from _jsonl_batches(path, columns, batch_rows, numbers)
     elif fmt == "parquet":
         yield from _parquet_batches(path, columns, batch_rows)
     else:
-        raise AdapterError(f"{path}: unknown format {fmt!r}")
+        from benchcert.tasks.ingest.adapters import json_records
+
+        if not json_records.is_json_format(fmt):
+            raise AdapterError(f"{path}: unknown format {fmt!r}")
+        yield from json_records.batches(path, fmt, columns, batch_rows, numbers)
 
 
 def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
@@ -330,7 +372,25 @@ def _jsonl_scalar(value):
     return None, f"expected a scalar, got {type(value).__name__}"
 
 
-def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+def object_values(obj: dict, columns: list[str], numbers: tuple[str, ...] = ()) -> tuple[list, list]:
+    """One JSON record's values as text (the JSONL rule), and (column, reason) of each bad one.
+
+    ``numbers``: columns whose value must be a JSON number or boolean (a string there, even
+    ``"1"``, is a mistyped field).
+    """
+    values, problems = [], []
+    for c in columns:
+        raw = obj.get(c)
+        v, problem = _jsonl_scalar(raw)
+        if c in numbers and isinstance(raw, str):
+            problem = f"a JSON string ({json.dumps(raw[:40])}), not a number: a score in JSON must be a number or true/false"
+        if problem:
+            problems.append((c, problem))
+        values.append(v)
+    return values, problems
+
+
+def _jsonl_batches(path: Path, columns: list[str], batch_rows: int, numbers: tuple[str, ...] = ()) -> Iterator[RawBatch]:
     cols: dict[str, list] = {c: [] for c in columns}
     lines: list[int] = []
     rejects: list[Reject] = []
@@ -346,14 +406,14 @@ def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[
         return out
 
     try:
-        yield from _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush)
+        yield from _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush, numbers)
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
     if lines or rejects:
         yield flush()
 
 
-def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush) -> Iterator[RawBatch]:
+def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush, numbers=()) -> Iterator[RawBatch]:
     with _open_text(path) as fh:
         for number, text in enumerate(fh, start=1):
             if not text.strip():
@@ -366,15 +426,9 @@ def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush) -> Itera
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {type(obj).__name__}", text.rstrip("\r\n")))
                 continue
-            row_ok = True
-            values = []
-            for c in columns:
-                v, problem = _jsonl_scalar(obj.get(c))
-                if problem:
-                    rejects.append(Reject(number, c, problem, text.rstrip("\r\n")))
-                    row_ok = False
-                values.append(v)
-            if not row_ok:
+            values, problems = object_values(obj, columns, numbers)
+            if problems:
+                rejects += [Reject(number, c, why, text.rstrip("\r\n")) for c, why in problems]
                 continue
             for c, v in zip(columns, values):
                 cols[c].append(v)
@@ -443,6 +497,10 @@ def raw_text(path: Path, fmt: str, lines: set[int], limit_chars: int = 2000) -> 
     out: dict[int, str] = {}
     if not lines:
         return out
+    from benchcert.tasks.ingest.adapters import json_records
+
+    if json_records.is_json_format(fmt):
+        return json_records.raw_text(path, fmt, lines, limit_chars)
     if fmt == "parquet":
         pf = _parquet_file(path)
         wanted = sorted(lines)

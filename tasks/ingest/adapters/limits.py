@@ -203,16 +203,18 @@ def check_archive(z: zipfile.ZipFile, path) -> None:
         raise DecompressionLimitError(problem + " (sizes declared in its directory)")
 
 
-def read_member(z: zipfile.ZipFile, name: str, path, *, limit: int | None = None) -> bytes:
+def read_member(z: zipfile.ZipFile, name: str | zipfile.ZipInfo, path, *, limit: int | None = None) -> bytes:
     """One member's bytes, read in chunks and refused as soon as it exceeds the limits.
 
+    ``name``: the member's name (its last entry when the archive repeats it) or one entry's ``ZipInfo``.
     ``limit`` caps the member below the configured total (e.g. a small header).
     """
     limits = current()
     if limit is not None:
         limits = Limits(max_bytes=min(limits.max_bytes, limit), max_members=limits.max_members,
                         max_ratio=limits.max_ratio, max_gzip_members=limits.max_gzip_members)
-    info = z.getinfo(name)
+    info = name if isinstance(name, zipfile.ZipInfo) else z.getinfo(name)
+    name = info.filename
     with z.open(info) as fh:
         reader = LimitedReader(fh, path, f"member {name!r}", compressed=max(info.compress_size, 1), limits=limits)
         chunks = []
