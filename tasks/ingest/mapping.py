@@ -80,11 +80,24 @@ class ColumnMapping:
         return out
 
 
+#: SQL function names Polars lacks, read as the Polars function of the same meaning (outside quotes):
+#: ``to_timestamp(text, format)`` (a strftime format, e.g. ``'%Y-%m-%d %H:%M'``) is ``strptime``.
+ALIASES = {"to_timestamp": "strptime"}
+
+
+def _with_aliases(text: str) -> str:
+    parts = re.split(r"('(?:[^']|'')*')", text)  # quoted literals at odd positions stay as they are
+    for i in range(0, len(parts), 2):
+        for alias, name in ALIASES.items():
+            parts[i] = re.sub(rf"(?i)\b{alias}\s*\(", f"{name}(", parts[i])
+    return "".join(parts)
+
+
 @lru_cache(maxsize=256)
 def _parse(text: str):
     import polars as pl
 
-    return pl.sql_expr(text)
+    return pl.sql_expr(_with_aliases(text))
 
 
 def _syntax_hint(text: str) -> str:

@@ -41,31 +41,39 @@ def expand_sources(paths: list[str]) -> tuple[list[str], list[dict]]:
 
 
 def check_expressions(files: list[str], mapping) -> None:
-    """Check a mapping's SQL expressions against the table files before anything is read.
+    """Check every mapped column and SQL expression against the table files before anything is read.
 
     Raises
     ------
     MappingError
-        An expression does not parse, or reads a column a table file lacks (a usage error).
-        Plain column names are checked per file by the ingest itself, as before.
+        A mapped column the file lacks, an expression that does not parse or reads a column the
+        file lacks (a usage error, exit 2): every wrong mapping of every table file in one
+        message, whether plain or inside an expression.
     """
-    from benchcert.tasks.ingest.adapters import generic
-    from benchcert.tasks.ingest.mapping import ColumnMapping, _is_identifier
+    from benchcert.tasks.ingest.adapters import detect, generic
+    from benchcert.tasks.ingest.mapping import FORMATS as GENERIC
+    from benchcert.tasks.ingest.mapping import ColumnMapping, MappingError
 
-    if all(_is_identifier(v) for v in mapping.columns.values()):
-        return
+    problems: list[str] = []
     for f in files:
         path = Path(f)
         try:
+            if not path.is_file() or (getattr(mapping, "format", None) not in GENERIC and detect.sniff(path)):
+                continue  # a harness log: its adapter checks what --map may name
             fmt = generic.detect_format(path, getattr(mapping, "format", None), getattr(mapping, "records", None))
-            if not path.is_file():
-                continue
             available = generic.file_columns(path, fmt)
-        except (generic.AdapterError, OSError, UnicodeDecodeError):
-            continue  # the file's own report says what is wrong with it
-        if available:
-            odd = ColumnMapping({k: v for k, v in mapping.columns.items() if not _is_identifier(v)})
-            odd.expressions(available, str(path))
+        except Exception:  # noqa: BLE001 - not a table, or the file's own report says what is wrong with it
+            continue
+        if not available:
+            continue
+        for field, value in mapping.columns.items():
+            try:
+                ColumnMapping({field: value}).expressions(available, str(path))
+            except MappingError as exc:
+                problems.append(str(exc))
+    if problems:
+        head = f"{len(problems)} wrong mappings: " if len(problems) > 1 else ""
+        raise MappingError(head + "; ".join(problems))
 
 
 def check_labels(files: list[str], mapping, benchmark: str | None) -> None:
