@@ -201,6 +201,12 @@ def describe_failure(path: Path, exc: BaseException) -> str:
     """
     if isinstance(exc, limits.DecompressionLimitError):
         return str(exc)
+    import errno
+
+    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+        target = getattr(exc, "filename", None) or "the store or its temporary files"
+        return (f"{path}: disk full (ENOSPC) writing {target} ({' '.join(str(exc).split())[:300]}); "
+                "nothing from this file is stored; free some space and ingest it again")
     if isinstance(exc, UnicodeDecodeError):
         return str(generic.not_utf8(path, exc))
     if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):

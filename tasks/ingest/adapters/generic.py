@@ -101,16 +101,23 @@ def _what_it_is(path: Path) -> str:
     return f"starts with {text!r}, which is no JSON document, JSON line or table this reader knows"
 
 
-def open_binary(path: Path):
-    """The file's bytes, decompressed (within the limits of :mod:`.limits`) when it is gzip."""
-    return limits.open_gzip(path) if is_gzip(path) else open(path, "rb")
+def open_binary(path: Path, *, lines: bool = False):
+    """The file's bytes, decompressed (within the limits of :mod:`.limits`) when it is gzip.
+
+    ``lines``: for a line-based reader, refuse a line longer than the line limit
+    (``BENCHCERT_MAX_LINE_BYTES``) after reading at most that much of it.
+    """
+    raw = limits.open_gzip(path) if is_gzip(path) else open(path, "rb")
+    if not lines:
+        return raw
+    return io.BufferedReader(limits.LineLimitedReader(raw, path), buffer_size=1 << 16)
 
 
 def _open_text(path: Path, *, strict: bool = True):
     # Strict: a byte that is not UTF-8 refuses the file (replacing it would merge distinct
     # names, e.g. models b"m\xff" and b"m\xfe"); a leading BOM is dropped.  Only sniffing a
     # file's kind reads leniently.
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="strict" if strict else "replace",
+    return io.TextIOWrapper(open_binary(path, lines=True), encoding="utf-8-sig", errors="strict" if strict else "replace",
                             newline="")
 
 
@@ -120,7 +127,7 @@ def utf8_error(path: Path) -> str | None:
     The byte offset counts from the start of the (decompressed) file.
     """
     offset = 0
-    with open_binary(path) as fh:
+    with open_binary(path, lines=True) as fh:
         for number, line in enumerate(fh, start=1):
             try:
                 line.decode("utf-8")
@@ -208,7 +215,9 @@ def file_columns(path: Path, fmt: str) -> list[str]:
             raise AdapterError(f"{path}: line 1: unreadable CSV header: {exc}") from None
         if not header:
             raise AdapterError(f"{path}: empty file, no CSV header on line 1")
-        dupes = sorted({c for c in header if header.count(c) > 1})
+        from collections import Counter
+
+        dupes = sorted(c for c, k in Counter(header).items() if k > 1)
         if dupes:
             raise AdapterError(f"{path}: line 1: duplicate column names {dupes}")
         return header
@@ -279,11 +288,12 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
 
     # Compression is decided by content, not by the name pyarrow would go by; a gzip stream
     # is decompressed within the limits.
-    source = open_binary(path) if is_gzip(path) else pa.OSFile(str(path))
+    source = open_binary(path, lines=True)  # a line past the limit is refused, not buffered whole
+    block = max(32 << 20, 2 * limits.max_line_bytes())  # a block holds any record within the limit
     try:  # pyarrow reads (and decodes) the first block here already
         reader = pacsv.open_csv(
             source,
-            read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
+            read_options=pacsv.ReadOptions(use_threads=False, block_size=block),
             parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
                                                  strings_can_be_null=False, include_columns=header),
@@ -308,7 +318,8 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
         # A record's first physical line: header + records before it + the extra lines taken
         # by embedded newlines in earlier records + malformed lines skipped before it.
         per_row = np.zeros(n, dtype=np.int64)
-        str_cols = [c for c in header if frame.schema[c] == pl.String]
+        schema = frame.schema  # once: Polars builds it anew on every access (quadratic in columns)
+        str_cols = [c for c in header if schema[c] == pl.String]
         if n and str_cols and frame.select(pl.any_horizontal(
                 [pl.col(c).str.contains("\n", literal=True) for c in str_cols]).any()).item():
             per_row = frame.select(pl.sum_horizontal(

@@ -110,6 +110,70 @@ class LimitedReader(io.RawIOBase):
             super().close()
 
 
+#: The longest line a line-based reader (CSV, JSONL) takes, in bytes (``BENCHCERT_MAX_LINE_BYTES``).
+LINE_ENV = "BENCHCERT_MAX_LINE_BYTES"
+DEFAULT_MAX_LINE = 64 << 20
+
+
+def max_line_bytes() -> int:
+    """The line limit in force (the environment's, read at every call, else 64 MiB)."""
+    raw = os.environ.get(LINE_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_LINE
+    try:
+        value = int(float(raw))
+    except ValueError:
+        raise DecompressionLimitError(f"{LINE_ENV}={raw!r} is not a number") from None
+    if value <= 0:
+        raise DecompressionLimitError(f"{LINE_ENV}={raw!r} must be positive")
+    return value
+
+
+class LineTooLongError(DecompressionLimitError):
+    """A line longer than the line limit; the file is refused after reading at most about that much of it."""
+
+
+class LineLimitedReader(io.RawIOBase):
+    """A binary stream that raises :class:`LineTooLongError` once a line passes ``limit`` bytes.
+
+    Reads are at most ``limit`` bytes, so a line inside one read is within the limit and only
+    the bytes since the last newline need counting: the check costs a ``find`` per read, and
+    a line is refused after at most ``limit`` bytes of it have been read (memory stays bounded
+    by the limit, whatever the reader above buffers per line).
+    """
+
+    def __init__(self, inner, path, *, limit: int | None = None):
+        self._inner, self._path = inner, path
+        self.limit = limit or max_line_bytes()
+        self._gap = 0      # bytes since the last newline
+        self._lines = 0    # newlines seen
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._inner.read(min(len(b), self.limit))
+        n = len(data)
+        first = data.find(b"\n")
+        if self._gap + (n if first < 0 else first) > self.limit:
+            raise LineTooLongError(
+                f"{self._path}: line {self._lines + 1} is longer than {self.limit:,} bytes (limit {LINE_ENV}); "
+                f"refused after reading {self.limit:,} bytes of it; nothing from this file is stored")
+        if first < 0:
+            self._gap += n
+        else:
+            self._lines += data.count(b"\n")
+            self._gap = n - data.rfind(b"\n") - 1
+        b[:n] = data
+        return n
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            super().close()
+
+
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
 
