@@ -78,7 +78,23 @@ def _too_big(path, what: str, limits: Limits, out: int, compressed: int | None) 
     return None
 
 
-class LimitedReader(io.RawIOBase):
+class _Checked(io.RawIOBase):
+    """A readable binary stream over ``_inner`` that a subclass checks as the bytes go by."""
+
+    _inner = None
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        try:
+            if self._inner is not None:
+                self._inner.close()
+        finally:
+            super().close()
+
+
+class LimitedReader(_Checked):
     """A binary stream that raises :class:`DecompressionLimitError` once it has yielded too much.
 
     ``compressed`` is the size of the compressed input, for the ratio limit.
@@ -90,9 +106,6 @@ class LimitedReader(io.RawIOBase):
         self._limits = limits or current()
         self.count = 0
 
-    def readable(self) -> bool:
-        return True
-
     def readinto(self, b) -> int:
         data = self._inner.read(len(b))
         n = len(data)
@@ -102,12 +115,6 @@ class LimitedReader(io.RawIOBase):
         if problem:
             raise DecompressionLimitError(problem)
         return n
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            super().close()
 
 
 #: The longest line a line-based reader (CSV, JSONL) takes, in bytes (``BENCHCERT_MAX_LINE_BYTES``).
@@ -133,7 +140,7 @@ class LineTooLongError(DecompressionLimitError):
     """A line longer than the line limit; the file is refused after reading at most about that much of it."""
 
 
-class LineLimitedReader(io.RawIOBase):
+class LineLimitedReader(_Checked):
     """A binary stream that raises :class:`LineTooLongError` once a line passes ``limit`` bytes.
 
     Reads are at most ``limit`` bytes, so a line inside one read is within the limit and only
@@ -147,9 +154,6 @@ class LineLimitedReader(io.RawIOBase):
         self.limit = limit or max_line_bytes()
         self._gap = 0      # bytes since the last newline
         self._lines = 0    # newlines seen
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, b) -> int:
         data = self._inner.read(min(len(b), self.limit))
@@ -166,12 +170,6 @@ class LineLimitedReader(io.RawIOBase):
             self._gap = n - data.rfind(b"\n") - 1
         b[:n] = data
         return n
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            super().close()
 
 
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -10,14 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchcert.flows.cli import main
 from benchcert.tasks.store.connection import open_store
 
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 def _rows(db) -> list[tuple]:

@@ -10,15 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchcert.flows.cli import main
 from benchcert.tasks.ingest.sources import expand_sources
 from benchcert.tasks.store.connection import open_store
 
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 def test_links_that_loop_are_per_file_errors_and_the_other_files_are_stored(capsys, tmp_path):
