@@ -17,7 +17,7 @@ DEMO_DIR  ?= demo-output
 DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
-.PHONY: demo test chromium bench study serve dashboard venv clean
+.PHONY: demo test quick chromium bench study serve dashboard venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,12 @@ demo: $(STAMP)
 	    --db $(DEMO_DB) --benchmark mmlu_pro --config data/mmlu_pro/mapping.toml
 	$(BIN)/benchcert audit --db $(DEMO_DB) --benchmark mmlu_pro --artifacts $(DEMO_ARTS)
 
+# The whole default suite, Monte-Carlo level tests included (what CI runs).
 test: $(STAMP) chromium
+	$(BIN)/python -m pytest -q -m 'not slow' $(PYTEST_ARGS)
+
+# The developer's quick run: everything but the Monte-Carlo level tests and the full-scale studies.
+quick: $(STAMP) chromium
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The dashboard's browser tests drive Debian's Chromium (or BENCHCERT_CHROMIUM). When it is

@@ -78,14 +78,14 @@ def _env(api_url: str | None, home: Path) -> dict:
     return env
 
 
-def _run(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
-    """Wall seconds, child CPU seconds and stdout of one fresh process."""
+def _run(argv: list[str], env: dict, cwd: Path, expect: int = 0) -> tuple[float, float, str]:
+    """Wall seconds, child CPU seconds and stdout of one fresh process that exits ``expect``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     r = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
+    if r.returncode != expect:
         raise SystemExit(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, r.stdout
@@ -100,6 +100,10 @@ def _stats(samples: list[tuple[float, float]]) -> dict:
 def _work(out: str) -> float:
     t = json.loads(out)["timings_s"]
     return sum(v for k, v in t.items() if k not in ("flow_wall", "prefect_overhead"))
+
+
+#: --help, --version and usage errors import nothing heavy: at most this beyond `python -c pass` (issue #27).
+HELP_TARGET = 0.3
 
 
 def measure(work: Path, runs: int, env: dict, mmlu_db: Path, tag: str, log) -> dict:
@@ -118,8 +122,11 @@ def measure(work: Path, runs: int, env: dict, mmlu_db: Path, tag: str, log) -> d
         log("import floor: python -c 'import polars, duckdb, numpy, scipy'")
         res["import_floor"] = _stats([_run([sys.executable, "-c", "import polars, duckdb, numpy, scipy"], env, work)[:2]
                                       for _ in range(runs)])
-        log("benchcert --help")
+        log("python -c pass; benchcert --help, --version and a usage error")
+        res["python_pass"] = _stats([_run([sys.executable, "-c", "pass"], env, work)[:2] for _ in range(runs)])
         res["help"] = _stats([_run([bc, "--help"], env, work)[:2] for _ in range(runs)])
+        res["version"] = _stats([_run([bc, "--version"], env, work)[:2] for _ in range(runs)])
+        res["usage_error"] = _stats([_run([bc, "compare"], env, work, expect=2)[:2] for _ in range(runs)])
 
     log(f"[{tag}] ingest of a 4-line CSV into a new store")
     samples, stores = [], []
@@ -213,7 +220,12 @@ def report(res: dict, load: tuple, runs: int) -> str:
 
     ip = res["in_process"]
     row("python -c 'import polars, duckdb, numpy, scipy'", ip["import_floor"], "the floor")
-    row("benchcert --help", ip["help"])
+    row("python -c pass", ip["python_pass"], "the interpreter alone")
+    for key, label in (("help", "benchcert --help"), ("version", "benchcert --version"),
+                       ("usage_error", "benchcert compare (usage error)")):
+        beyond = ip[key]["median"] - ip["python_pass"]["median"]
+        row(label, ip[key], f"{beyond:.2f} s beyond python -c pass: target <= {HELP_TARGET} s: "
+                            f"{'PASS' if beyond <= HELP_TARGET else 'FAIL'}")
     t = TARGETS["ingest_small"]
     row("ingest 4-line CSV, new store (in-process)", ip["ingest_small"],
         f"target <= {t} s: {'PASS' if ip['ingest_small']['median'] <= t else 'FAIL'}")

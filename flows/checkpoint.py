@@ -97,7 +97,7 @@ def checkpoint_flow(request: CheckpointRequest) -> dict:
         raise ValueError(f"the logs at {logs} hold no responses of model {model!r} for benchmark {benchmark!r}")
     decided = None
     if baseline:
-        decided = verdict_task(db, benchmark, baseline, model, alpha, lock_timeout)
+        decided = verdict_task(db, benchmark, baseline, model, alpha, lock_timeout, request.question)
     run = audit_flow(request.audit, verdicts=[decided] if decided else None)
     result = {"model": model, "benchmark": benchmark, "files": reports, "run_id": run["run_id"],
               "run_dir": run["run_dir"], "comparison": compare_to_baseline(run, model, baseline),
@@ -112,16 +112,18 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
                                baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
                                webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
                                inbox: str | None = None, dashboard_dir: str | None = None,
-                               allowed_logs: list[str] | None = None) -> dict:
+                               allowed_logs: list[str] | None = None, question: str = "items") -> dict:
     """:func:`checkpoint_flow` with flat parameters, as the ``checkpoint-audit`` deployment serves it.
 
     Flat because the deployment's trigger fills single parameters from the event (model, benchmark,
     logs) and Prefect merges a run's parameters into the deployment's one name deep: with one
     nested request, ``prefect deployment run --param`` or the trigger would have to restate it
-    whole.  It runs :func:`checkpoint_flow`'s body in this flow run (not as a subflow).
+    whole.  It runs :func:`checkpoint_flow`'s body in this flow run (not as a subflow).  ``question``
+    comes from the event (``notify-checkpoint --question``); an event without one asks "items".
     """
     request = CheckpointRequest(
         model=model, logs=logs, mapping=mapping, inbox=inbox, dashboard_dir=dashboard_dir, allowed_logs=allowed_logs,
+        question=question or "items",
         audit=AuditRequest(db=db, benchmark=benchmark, artifacts_root=artifacts_root, alpha=alpha,
                            baseline=baseline, webhook_url=webhook_url, lock_timeout=lock_timeout))
     return checkpoint_flow.fn(request)

@@ -102,6 +102,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._common import check_alpha, warn_degenerate
+from .gof_settings import CROSSFIT_VARIANCES, DISTINGUISHERS, MIN_FOLD_ITEMS, MIN_ITEMS  # noqa: F401  (re-exported)
 
 __all__ = [
     "CALIBRATED_NOTE",
@@ -121,11 +122,6 @@ __all__ = [
     "second_sample",
 ]
 
-#: Fewest hold-out items the test accepts (both versions).  The split version evaluates on
-#: half of them.  Below this, the asymptotic normal cut-off is not trusted and the test refuses.
-MIN_ITEMS = 200
-#: Fewest items per cross-fitting fold (so at most n // 40 folds).
-MIN_FOLD_ITEMS = 40
 #: How far a row of probabilities may sum from 1 and still be accepted (it is then renormalised).
 PROB_TOLERANCE = 1e-4
 
@@ -145,15 +141,11 @@ CROSSFIT_ADJUSTED_NOTE = (
     "expansion) and held the level in the paper's logistic setting; conservative when the model is far from "
     "exact fit")
 
-#: Cross-fit variance estimators offered (module docstring).
-CROSSFIT_VARIANCES = ("adjusted", "paper")
 
 CALIBRATED_NOTE = ("cut-off calibrated on {b} data sets with labels redrawn from the predicted probabilities: "
                    "exact at level alpha for delta = 0 (Monte Carlo test); for delta > 0 the exact-null spread "
                    "is used as an approximation")
 
-#: Distinguisher procedures offered by name (any scikit-learn classifier may also be passed).
-DISTINGUISHERS = ("logistic", "gbm", "rf")
 
 
 class GofSampleSizeError(ValueError):

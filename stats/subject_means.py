@@ -29,6 +29,12 @@ chosen from the first look's subject sizes is not predictable for the first look
 a later subject larger than the cap could only be clipped (clipping a large negative subject
 sum makes the candidate look better: a false "improved") or refused.
 
+Since issue #24 the checkpoint verdict's directional claim at the first look is NOT this test
+but the betting bound on the same subject means (:func:`benchcert.stats.betting.betting_mean_bounds`,
+valid by theorem for bounded i.i.d. units): the skewness allowance below is a calibration that
+failed where the skew comes from subjects the sample rarely contains. This test stays as each
+look's fixed-sample interval, shown for information ("not the verdict's test").
+
 The item-weighted gap of the shared items (the accuracy difference a leaderboard shows) is a
 different estimand; with unequal subject sizes and gaps that vary with size the two can have
 opposite signs, which is why the verdict reports only this one (``estimand``).
@@ -77,7 +83,8 @@ _ASSUMPTIONS = (
     "sample does not show - measured at a one-sided 1.25% with 30 subjects: 3.0% for near-ceiling "
     "models (96% of items tied, the gap moving 4 points with subject size), 6.5% when a tenth of the "
     "subjects are small with a large gap of the other sign; a directional claim there is not "
-    "guaranteed at alpha/2 (the Hoeffding interval on the subject means is)",
+    "guaranteed at alpha/2 (the Hoeffding interval on the subject means is, and so is the betting bound the "
+    "checkpoint verdict decides by: benchcert.stats.betting)",
 )
 
 

@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 1 the data or a run failed (rejected or conflicting file, failed
 audit, unknown benchmark, variant, model or run); 2 usage error; 3 the store is locked or
-unusable; 4 a CI gate failed (``compare --fail-on``).  An error is one line on stderr;
+unusable; 4 a CI gate failed (``compare --fail-on``/``--require``).  An error is one line on stderr;
 ``--debug`` (or ``BENCHCERT_DEBUG=1``) shows its traceback.
 """
 

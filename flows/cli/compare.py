@@ -13,8 +13,8 @@ stores a two-model comparison as a look of the checkpoint-verdict question
 
 Reads the store directly; no Prefect flow is started.
 Exit codes as in benchcert.flows.cli: 0 ok, 1 data problem (unknown benchmark or model, no
-shared item), 2 usage, 3 store locked or unusable, 4 the CI gate failed (``--fail-on``, see
-benchcert.tasks.compare.gate and docs/ci-gate.md).
+shared item), 2 usage, 3 store locked or unusable, 4 the CI gate failed (``--fail-on``,
+``--require``; see benchcert.tasks.compare.gate and docs/ci-gate.md).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
                                         show_traceback, user_error)
-from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
-from benchcert.tasks.compare.service import HIERARCHIES
+from benchcert.tasks.compare.gate import FAIL_ON, REQUIRE, GateOptions
+from benchcert.tasks.compare.service import HIERARCHIES, QUESTION_CHOICES
 from benchcert.tasks.errors import UsageError, UserError
 
 
@@ -36,9 +36,11 @@ def register(sub) -> None:
                     "answered. Gap = candidate - baseline; verdict 'improved' means the candidate is significantly "
                     "better. With several candidates the verdict is the Bonferroni simultaneous interval's (improved "
                     "or regressed only when that interval excludes 0, so no verdict contradicts its interval); "
-                    "Holm- and BH-adjusted p-values are reported for reference. With 30 or more subjects the primary interval is clustered by subject (does the gap "
-                    "generalise to new subjects); with fewer it treats subjects as fixed strata (is the candidate "
-                    "better on this benchmark's items); --hierarchy none: paired CLT. The output names the question.")
+                    "Holm- and BH-adjusted p-values are reported for reference. --question items (default): is the "
+                    "candidate better on this benchmark's items - the item-weighted gap the leaderboard shows, "
+                    "subjects as fixed strata; --question new-subjects: does the gap generalise to new subjects - "
+                    "the subject-weighted gap, every subject counting once. Every verdict is about the gap printed "
+                    "beside it; the output names the question and the estimand.")
     sp.add_argument("models", nargs="*", metavar="MODEL",
                     help="A B (B is compared against A), or with --baseline the candidates (default: all others)")
     sp.add_argument("--baseline", metavar="M", help="compare every candidate against this model")
@@ -48,21 +50,28 @@ def register(sub) -> None:
     sp.add_argument("--power", type=float, default=0.8, help="power for the minimum detectable effect (default 0.8)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
     sp.add_argument("--hierarchy", choices=list(HIERARCHIES), default="subject,domain", metavar="LEVELS",
-                    help="clustering for the primary interval: subject,domain (default; clusters by subject), "
-                         "subject, or none")
+                    help="subject structure: subject,domain (default) or subject - subjects are the strata of "
+                         "--question items and the units of new-subjects; none - no subjects (paired CLT, items only)")
+    sp.add_argument("--question", choices=QUESTION_CHOICES, default="items",
+                    help="items (default): is the candidate better on this benchmark's items (the item-weighted "
+                         "gap; subjects fixed strata); new-subjects: does the gap generalise to new subjects (the "
+                         "subject-weighted gap: every subject counts once)")
     sp.add_argument("--record", action="store_true",
                     help="record a two-model comparison as the next look of its checkpoint-verdict question "
-                         "(its own estimand, named in the output: the subject-weighted gap with 30 or more "
-                         "subjects, else the item-weighted gap)")
+                         "(the --question asked, fixed at its first look; its estimand named in the output)")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.add_argument("--fail-on", choices=FAIL_ON, default=None, dest="fail_on",
                     help=f"CI gate: exit {EXIT_GATE} (and print the reason) when a candidate regressed against "
-                         "the baseline; see --margin")
+                         "the baseline (significantly worse); a candidate the data cannot tell apart passes")
+    sp.add_argument("--require", choices=REQUIRE, default=None,
+                    help=f"CI release gate: exit {EXIT_GATE} unless the data show each candidate is non-inferior "
+                         "(the interval's lower end of candidate - baseline is above -D) or equivalent (the whole "
+                         "interval inside (-D, D)); needs --margin D; never passes a regressed candidate; under "
+                         "--record the anytime-valid interval decides")
     sp.add_argument("--margin", type=float, default=None, metavar="D",
-                    help="with --fail-on: fail only when a candidate is worse than the baseline by more than D "
-                         "(accuracy units, e.g. 0.02) with confidence: the upper end of its interval is below -D")
+                    help="with --require: the margin D in accuracy units (e.g. 0.01 = 1 point)")
     sp.set_defaults(func=cmd_compare)
 
 
@@ -87,7 +96,8 @@ def _request(args):
     candidates = args.models if args.baseline is not None else args.models[1:]
     return CompareRequest(db=args.db, benchmark=args.benchmark, baseline=baseline, candidates=tuple(candidates),
                           alpha=args.alpha, power=args.power, variant=args.variant, hierarchy=args.hierarchy,
-                          lock_timeout=args.lock_timeout, gate=GateOptions(args.fail_on, args.margin))
+                          lock_timeout=args.lock_timeout, gate=GateOptions(args.fail_on, args.margin, args.require),
+                          question=args.question)
 
 
 def cmd_compare(args) -> int:
@@ -134,9 +144,8 @@ def _show(args, result) -> int:
           f"items, {level} interval {result.method}" + ("; with several candidates the interval shown is the "
                                                         "Bonferroni simultaneous one and decides the verdict"
                                                         if many else ""))
-    print(f"question: {result.question}")
-    # --record's checkpoint verdict answers the subjects question about the subject-weighted gap: say
-    # which one this is, so the two outputs are not read as one number.
+    print(f"question: {result.question} (--question {result.question_key})")
+    # Every verdict, gap and interval below is about this one estimand.
     print(f"estimand: {result.estimand}")
     exact = result.exact_test
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
@@ -147,10 +156,11 @@ def _show(args, result) -> int:
         name = row["candidate"] if len(row["candidate"]) <= 32 else row["candidate"][:29] + "..."
         shown = row["simultaneous_interval"] or row["interval"]
         iv = f"[{100 * shown['lower']:6.2f}, {100 * shown['upper']:6.2f}]"
+        subjects_q = result.question_key == "new-subjects"  # no item-level exact test or MDE beside its verdict
         line = (f"{name:<32} {100 * row['gap']:7.2f}  {iv:<18} {row['p_value']:9.3g} "
                 + (f"{row['p_adjusted']['bonferroni']:9.3g} " if many else "")
-                + f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f} {row['n_shared']:7d} "
-                  f"{row['n_excluded']:5d}  {row['verdict']}")
+                + (f"{'-':>9} {'-':>7}" if subjects_q else f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f}")
+                + f" {row['n_shared']:7d} {row['n_excluded']:5d}  {row['verdict']}")
         print(line)
     for n in result.warnings:
         print(f"warning: {n}", file=sys.stderr)
@@ -173,12 +183,13 @@ def _show_look(args, look) -> int:
           f"interval [{100 * v.lower:.2f}, {100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {exact}"
           f"MDE {100 * v.mde:.2f} pp; {v.n_shared} shared items{subj}, {v.n_excluded} excluded")
     print(f"  the verdict decides at the first look by p <= {v.alpha * v.first_look_share:g} (alpha x first-look "
-          f"share; first look p = {v.first_p_value:.3g}), after it by the anytime-valid test")
+          f"share; first look p = {v.first_p_value:.3g}, {v.first_method or 'a test of an earlier version'}), "
+          "after it by the anytime-valid test")
     cs = ("" if v.cs_lower is None else f", anytime interval [{100 * v.cs_lower:.2f}, {100 * v.cs_upper:.2f}] pp")
     unit = (f"{v.n_sequential_units} subject(s) in the sequential test (one mean each, at its first look)"
             if v.sequential_unit == "subject" else f"{v.n_sequential} in the sequential test")
     print(f"  over all looks: anytime p = {v.anytime_p:.3g}{cs}; {v.n_new} new item(s), {unit}")
-    print(f"  question: {v.question}")
+    print(f"  question: {v.question} (--question {v.question_key})")
     print(f"  estimand (gap, intervals and tests): {v.estimand}")
     for w in v.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 Exit codes (flows/cli/__init__.py): 0 success; 1 the data or the run failed (unknown benchmark, variant
 or model, rejected or conflicting file); 2 usage error (bad option value, bad mapping);
-3 the store is locked or unusable; 4 a CI gate failed (``compare --fail-on``).
+3 the store is locked or unusable; 4 a CI gate failed (``compare --fail-on`` or ``--require``).
 
 ``--debug`` anywhere on the command line, or ``BENCHCERT_DEBUG=1``, lets the traceback through
 (and Prefect's own console logging, which is otherwise kept to critical messages; the Prefect

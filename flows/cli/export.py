@@ -33,7 +33,7 @@ def cmd_export(args) -> int:
 
 
 def register(sub) -> None:
-    from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
+    from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
     sp = sub.add_parser("export", help="export the store's audit tables as Parquet, partitioned by benchmark",
                         description="Write models, variants, items, response_codes and sources as Parquet under "

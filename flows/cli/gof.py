@@ -74,7 +74,7 @@ def _print_table(result) -> None:
 
 
 def register(sub) -> None:
-    from benchcert.stats.gof import CROSSFIT_VARIANCES, DISTINGUISHERS, MIN_FOLD_ITEMS, MIN_ITEMS
+    from benchcert.stats.gof_settings import CROSSFIT_VARIANCES, DISTINGUISHERS, MIN_FOLD_ITEMS, MIN_ITEMS
 
     sp = sub.add_parser(
         "gof", help="are a model's option probabilities right? (goodness-of-fit test, Brier, log loss, ECE)",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+
 
 def store_options(sp, db_required: bool = True) -> None:
     """``--db``, ``--lock-timeout`` and ``--json``, as ingest, audit, runs and show take them."""
     sp.add_argument("--db", type=Path, required=db_required, help="DuckDB store file")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
+    sp.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 

@@ -68,6 +68,9 @@ def register(sub) -> None:
     sp.add_argument("--model", required=True, help='model id, e.g. "org/model@step-12000"')
     sp.add_argument("--benchmark", required=True)
     sp.add_argument("--logs", required=True, help="log file or folder, as the serving machine sees it")
+    sp.add_argument("--question", choices=("items", "new-subjects"), default="items",
+                    help="what the checkpoint verdict answers: items (default; the item-weighted gap, subjects "
+                         "fixed strata) or new-subjects (the subject-weighted gap); see benchcert compare --help")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_notify)
 
@@ -86,7 +89,7 @@ def cmd_notify(args) -> int:
 
     event = Event(event=CHECKPOINT_EVENT, resource={"prefect.resource.id": args.model,
                                                     "prefect.resource.name": args.model},
-                  payload={"benchmark": args.benchmark, "logs": str(args.logs)})
+                  payload={"benchmark": args.benchmark, "logs": str(args.logs), "question": args.question})
 
     async def emit() -> None:
         async with get_events_client() as client:
@@ -99,7 +102,7 @@ def cmd_notify(args) -> int:
         return EXIT_STORE
     if args.json:
         print_json({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
-                    "benchmark": args.benchmark, "logs": str(args.logs)}, indent=None)
+                    "benchmark": args.benchmark, "logs": str(args.logs), "question": args.question}, indent=None)
     else:
         print(f"sent {CHECKPOINT_EVENT} for {args.model} ({args.benchmark}, {args.logs}); event id {event.id}")
     return EXIT_OK

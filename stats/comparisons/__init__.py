@@ -39,6 +39,8 @@ Where each part lives (one module per component; the names above are importable 
 
 * :mod:`.results` - result types, the verdict and question vocabulary, each method's assumptions;
 * :mod:`.engine` - every test from per-subject sufficient statistics of D (one formula home);
+* :mod:`.signflip` - the clustered test's p-value with fewer than 30 subjects: sign changes of the
+  subject sums (exact under a symmetric null whatever the subject sizes);
 * :mod:`.paired` - one pair from item-level scores or from binary counts, and the unpaired contrast;
 * :mod:`.pairwise` - every pair of a score matrix; :mod:`.gram` its per-subject sums;
   :mod:`.blocks` the memory-budgeted blocks of models and the Dask block runner;
@@ -49,7 +51,7 @@ from __future__ import annotations
 
 from .._common import cr2_mean  # re-exported: it lived here first
 from .blocks import PairBlock, pair_block, pair_block_runner
-from .engine import column_stats
+from .engine import column_stats, interval_verdict
 from .multiplicity import adjust_pvalues, simultaneous_intervals
 from .paired import paired_comparison, paired_comparison_counts, unpaired_z_test
 from .pairwise import BLOCK_PAIR_BYTES, DENSE_PAIR_BYTES, pairwise_comparisons
@@ -68,6 +70,7 @@ from .results import (
     SimultaneousIntervals,
     default_primary,
 )
+from .signflip import SignFlipTest, sign_flip_cluster_test
 
 __all__ = [
     "VERDICTS",
@@ -78,9 +81,12 @@ __all__ = [
     "RankConfidence",
     "DetectableEffect",
     "SampleSize",
+    "interval_verdict",
     "paired_comparison",
     "paired_comparison_counts",
     "cr2_mean",
+    "sign_flip_cluster_test",
+    "SignFlipTest",
     "default_primary",
     "MIN_SUBJECTS_CLUSTERED",
     "QUESTIONS",

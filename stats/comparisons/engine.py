@@ -19,6 +19,7 @@ from scipy.special import ndtr, ndtri
 
 from .._common import Ref, cr2_mean, unwrap_scalar, warn_degenerate
 from .results import (
+    MIN_SUBJECTS_CLUSTERED,
     _CLUSTERED_ASSUMPTIONS,
     _HOEFFDING_ASSUMPTIONS,
     _MCNEMAR_ASSUMPTIONS,
@@ -29,6 +30,7 @@ from .results import (
     QUESTIONS,
     ComparisonTest,
 )
+from .signflip import MAX_CLUSTERS, sign_flip_cluster_test
 
 
 def _z(alpha: float) -> float:
@@ -38,7 +40,9 @@ def _z(alpha: float) -> float:
 _out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
 
 
-def _verdict(lower, upper) -> np.ndarray:
+def interval_verdict(lower, upper) -> np.ndarray:
+    """The verdict an interval of the gap (candidate - baseline) gives: "improved" when its lower
+    end is above 0, "regressed" when its upper end is below 0, else "inconclusive"."""
     lower = np.asarray(lower)
     upper = np.asarray(upper)
     return np.where(lower > 0, "improved", np.where(upper < 0, "regressed", "inconclusive")).astype(object)
@@ -189,6 +193,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
                                          _out(n), "paired_clt", _PAIRED_CLT_ASSUMPTIONS)
 
     n_clusters = None
+    flip = np.zeros(np.shape(n), dtype=bool)
     if clustered:
         c = (n_c > 0).sum(axis=0)
         n_clusters = c
@@ -204,6 +209,12 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
             gap, se_cl, okc, n, t_crit, method="clustered_subject", worst_se=np.ones_like(nf), df=df,
             reason="fewer than 2 subjects with shared items, so the between-subject variance "
                    "cannot be estimated")
+        # Fewer than MIN_SUBJECTS_CLUSTERED subjects: the p-value (and, as primary, the verdict) is the
+        # sign-flip randomisation test's; CR2-BM over-rejects there once subject gaps vary.
+        flip = okc & (c < MIN_SUBJECTS_CLUSTERED)
+        if flip.any():
+            p = np.array(p, dtype=float, copy=True)
+            p[flip] = _sign_flip_p(n_c[:, flip], s_c[:, flip], alpha)
         tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
                                                     alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
                                                     df=_out(df))
@@ -248,14 +259,34 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
 
     prim = tests[primary]
     mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
+    verdict = interval_verdict(prim.lower, prim.upper)
+    if primary == "clustered_subject" and flip.any():
+        # The sign-flip test decides; the CR2 interval beside it is the interval (it may exclude 0 when
+        # the test does not reject: the interval's t reference is what over-rejects with few subjects).
+        pv = np.asarray(prim.p_value, dtype=float)
+        by_test = np.where(pv <= alpha, np.where(gap > 0, "improved", np.where(gap < 0, "regressed", "inconclusive")),
+                           "inconclusive").astype(object)
+        verdict = np.where(flip, by_test, verdict).astype(object)
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
-        verdict=_out(_verdict(prim.lower, prim.upper)), alpha=alpha, n=_out(n),
+        verdict=_out(verdict), alpha=alpha, n=_out(n),
         n_only_a=_out(n_only_a), n_only_b=_out(n_only_b), n_excluded=_out(np.asarray(n_only_a) + np.asarray(n_only_b)),
         n_clusters=None if n_clusters is None else _out(n_clusters),
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
         method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
+
+
+def _sign_flip_p(n_c, s_c, alpha):
+    """The sign-flip test's p-values of pairs with few subjects, over the subjects any of them has."""
+    rows = (n_c > 0).any(axis=1)
+    if rows.sum() <= MAX_CLUSTERS:
+        return sign_flip_cluster_test(n_c[rows], s_c[rows], alpha=alpha).p_value
+    out = np.empty(n_c.shape[1])  # very many subjects over the family: each pair on its own (< 30)
+    for j in range(n_c.shape[1]):
+        r = n_c[:, j] > 0
+        out[j] = sign_flip_cluster_test(n_c[r, j], s_c[r, j], alpha=alpha).p_value[0]
+    return out
 
 
 def _scalar(v):

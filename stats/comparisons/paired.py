@@ -71,6 +71,10 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
       (:func:`cr2_mean`). Departure from Miller (2024) and inspect_ai (CR1, normal critical
       value): that rejected a true null 5.7% of the time at alpha = 5% with 90 subjects, and CR1
       with t on C - 1 df still 6.3% with MMLU-Pro's unequal subject sizes; CR2-BM 5.0-5.7%.
+      With fewer than 30 subjects the p-value (and, as the primary method, the verdict) is the
+      sign-flip randomisation test of the subject sums (:func:`sign_flip_cluster_test`): CR2-BM's t
+      reference rejected 5.7-7.0% with 14 subjects of 17-1,003 items once subject gaps vary; the
+      interval stays CR2's.
     * subjects as fixed strata ("is B better than A on this benchmark's items"):
       :math:`SE = \sqrt{SSW/((n - C) n)}`, SSW the within-subject sum of squares of D,
       interval and p-value on Student t with n - C df. With few subjects this is the question

@@ -262,6 +262,10 @@ _CLUSTERED_ASSUMPTIONS = (
     "Student t critical value and p-value with the Bell-McCaffrey degrees of freedom (at most "
     "C - 1, fewer when subject sizes are unequal); with fewer than about 30 subjects the "
     "question has little power and the SE itself is noisy",
+    "with fewer than 30 subjects the p-value (and the verdict, when this is the primary method) is the "
+    "sign-flip randomisation test of the subject sums (exact when each subject's sum of D is symmetric "
+    "about 0 under H0; stats/comparisons/signflip.py), the interval still CR2's with the "
+    "Bell-McCaffrey t reference, which over-rejects there when subject gaps vary",
     "only items answered by both models enter; the gap is about those shared items",
 )
 

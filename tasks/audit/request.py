@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
@@ -116,6 +116,8 @@ class CheckpointRequest(BaseModel):
         Where logs may be read from.
     dashboard_dir
         Rebuild the dashboard here after the audit (None: no dashboard).
+    question
+        The verdict's question: "items" (default) or "new-subjects" (``compare --question``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
@@ -127,6 +129,7 @@ class CheckpointRequest(BaseModel):
     inbox: PathText | None = None
     dashboard_dir: PathText | None = None
     allowed_logs: tuple[PathText, ...] = ()
+    question: Literal["items", "new-subjects"] = "items"
 
     @field_validator("allowed_logs", mode="before")
     @classmethod

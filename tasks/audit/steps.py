@@ -111,11 +111,12 @@ def rebuild_dashboard(artifacts_root: str, out_dir: str) -> str:
     return str(report.out)
 
 
-def verdict(db: str, benchmark: str, baseline: str, candidate: str, alpha: float, lock_timeout: float) -> dict:
+def verdict(db: str, benchmark: str, baseline: str, candidate: str, alpha: float, lock_timeout: float,
+            question: str = "items") -> dict:
     from benchcert.tasks.compare.verdicts import checkpoint_verdict
 
     return checkpoint_verdict(db, benchmark, baseline, candidate, alpha=alpha, record=True,
-                              lock_timeout=lock_timeout).as_dict()
+                              lock_timeout=lock_timeout, question=question).as_dict()
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -31,6 +31,12 @@ from benchcert.tasks.errors import UsageError
 #: The clustering levels ``--hierarchy`` names, as the levels they cluster over.
 HIERARCHIES = {"subject,domain": ("subject", "domain"), "subject": ("subject",), "none": ()}
 
+#: The questions ``--question`` names (the default first): "items" - is the candidate better on this
+#: benchmark's items (the item-weighted gap the leaderboard shows; subjects fixed strata, items a
+#: sample of each subject's items); "new-subjects" - does the gap generalise to new subjects (the
+#: subject-weighted gap: every subject counts once; subjects a sample of a population).
+QUESTION_CHOICES = ("items", "new-subjects")
+
 
 def interval_verdicts(lower, upper):
     """The verdict of each comparison read off the interval that decides it.
@@ -50,9 +56,9 @@ def interval_verdicts(lower, upper):
     """
     import numpy as np
 
-    from benchcert.stats.comparisons.engine import _verdict
+    from benchcert.stats.comparisons import interval_verdict
 
-    return np.asarray(_verdict(lower, upper)).astype(str)
+    return np.asarray(interval_verdict(lower, upper)).astype(str)
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,8 @@ class CompareRequest:
         Seconds to wait for another process using the store.
     gate : GateOptions or None
         The CI gate asked for, if any.
+    question : str
+        A member of :data:`QUESTION_CHOICES`: what every verdict answers.
     """
 
     db: Path
@@ -89,6 +97,7 @@ class CompareRequest:
     hierarchy: str = "subject,domain"
     lock_timeout: float = 600.0
     gate: GateOptions | None = None
+    question: str = "items"
 
 
 def check_request(request: CompareRequest) -> None:
@@ -96,6 +105,10 @@ def check_request(request: CompareRequest) -> None:
     check_options(request.gate or GateOptions())
     if request.hierarchy not in HIERARCHIES:
         raise UsageError(f"hierarchy must be one of {list(HIERARCHIES)}; got {request.hierarchy!r}")
+    if request.question not in QUESTION_CHOICES:
+        raise UsageError(f"question must be one of {list(QUESTION_CHOICES)}; got {request.question!r}")
+    if request.question == "new-subjects" and "subject" not in HIERARCHIES[request.hierarchy]:
+        raise UsageError("--question new-subjects needs subjects: it cannot be asked with --hierarchy none")
     if request.baseline in request.candidates:
         raise UsageError(f"the baseline {request.baseline!r} is also a candidate")
     if len(set(request.candidates)) != len(request.candidates):
@@ -115,7 +128,7 @@ class ComparisonResult:
     method, question : str
         The primary interval's method and the question it answers.
     estimand : str
-        The gap compared (the item-weighted gap on shared items).
+        The gap every verdict and interval is about (item- or subject-weighted, by ``question_key``).
     exact_test : str
         ``mcnemar_exact`` (0/1 scores) or ``sign_test``.
     comparisons : tuple of dict
@@ -139,6 +152,7 @@ class ComparisonResult:
     warnings: tuple[str, ...]
     assumptions: tuple[str, ...]
     gate: GateDecision | None = None
+    question_key: str = "items"
 
     @property
     def family_size(self) -> int:
@@ -152,7 +166,8 @@ class ComparisonResult:
     def as_dict(self) -> dict:
         """The ``--json`` document (without the gate, which the command line adds with its exit code)."""
         return {"benchmark": self.benchmark, "variant": self.variant, "baseline": self.baseline, "alpha": self.alpha,
-                "method": self.method, "question": self.question, "estimand": self.estimand,
+                "method": self.method, "question": self.question, "question_key": self.question_key,
+                "estimand": self.estimand,
                 "family_size": self.family_size, "adjustment": "bonferroni" if self.several else None,
                 "comparisons": [dict(r) for r in self.comparisons], "warnings": list(self.warnings),
                 "assumptions": list(self.assumptions)}
@@ -216,7 +231,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
 
     from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
     from benchcert.stats.subject_means import ITEM_WEIGHTED
-    from benchcert.tasks.compare.verdicts import VerdictError
+    from benchcert.tasks.compare.verdicts import VerdictError, opposite_signs
 
     check_request(request)
     baseline, alpha = request.baseline, request.alpha
@@ -230,9 +245,16 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
     pairs = np.array([[col[baseline], col[c]] for c in candidates])
     clustered = "subject" in HIERARCHIES[request.hierarchy]
     subjects = m.item_subject if clustered and m.subjects.height >= 2 else None
+    if request.question == "new-subjects" and subjects is None:
+        raise VerdictError(f"--question new-subjects needs at least 2 subjects; {request.benchmark!r} has "
+                           f"{m.subjects.height}: ask --question items")
+    # items: subjects as fixed strata (the item-weighted gap); new-subjects: the item-level tests are
+    # shown for reference, the verdict is the subject means' betting bound below
+    primary = None if subjects is None else ("stratified_items" if request.question == "items"
+                                             else "clustered_subject")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=request.power)
+        r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=request.power, primary=primary)
     notes = list(dict.fromkeys(str(w.message) for w in rec))
     if clustered and subjects is None:
         notes.insert(0, "a single subject: nothing to cluster over, so intervals are paired CLT")
@@ -241,7 +263,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
     bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
     bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
     sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
-    if r.method == "stratified_items":
+    if r.method == "stratified_items" and np.unique(subjects).size < 30:
         notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
                      "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
                      "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
@@ -268,10 +290,65 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
             "n_excluded": int(r.n_excluded[j]),
         })
+    method, question, estimand, assumptions = r.method, r.question, ITEM_WEIGHTED, tuple(r.assumptions)
+    if subjects is not None:
+        gaps = both_gaps(scores, subjects, pairs)
+        for row, (item_gap, subject_gap) in zip(rows, gaps):
+            row["gaps"] = {"item_weighted": _num(item_gap), "subject_weighted": _num(subject_gap)}
+            notes += opposite_signs(row["candidate"], item_gap, subject_gap, request.question)
+        if request.question == "new-subjects":
+            method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha)
     return ComparisonResult(
         benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
-        method=r.method, question=r.question, estimand=ITEM_WEIGHTED, exact_test=exact, comparisons=tuple(rows),
-        warnings=tuple(notes), assumptions=tuple(r.assumptions), gate=decide(rows, alpha, request.gate))
+        method=method, question=question, estimand=estimand, exact_test=exact, comparisons=tuple(rows),
+        warnings=tuple(notes), assumptions=assumptions, gate=decide(rows, alpha, request.gate),
+        question_key=request.question)
+
+
+def both_gaps(scores, subjects, pairs) -> list[tuple[float, float]]:
+    """(item-weighted, subject-weighted) gap of each pair (baseline, candidate) on its shared items."""
+    import numpy as np
+
+    from benchcert.stats.subject_means import subject_means
+
+    out = []
+    for ia, ib in pairs:
+        a, b = scores[:, ia], scores[:, ib]
+        shared = ~np.isnan(a) & ~np.isnan(b)
+        d = (b - a)[shared]
+        _, means, _ = subject_means(d, np.asarray(subjects)[shared])
+        out.append((float(d.mean()), float(means.mean())))
+    return out
+
+
+def _subject_verdicts(rows, scores, subjects, pairs, alpha):
+    """The new-subjects question: each row's gap, interval, p-value and verdict become the betting
+    bound's on the subjects' mean differences (benchcert.stats.betting; Bonferroni over several
+    candidates); the item-level tests stay in ``intervals``/``p_values`` for reference."""
+    import numpy as np
+
+    from benchcert.stats.betting import betting_mean_bounds
+    from benchcert.stats.comparisons import QUESTIONS
+    from benchcert.stats.subject_means import SUBJECT_WEIGHTED, subject_means
+
+    level = alpha / len(rows)
+    for row, (ia, ib) in zip(rows, pairs):
+        a, b = scores[:, ia], scores[:, ib]
+        shared = ~np.isnan(a) & ~np.isnan(b)
+        _, means, _ = subject_means((b - a)[shared], np.asarray(subjects)[shared])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # fewer than 2 subjects: wide bounds, said by n_subjects
+            bb = betting_mean_bounds(means, alpha=level)
+        row.update(verdict=str(bb.verdict), gap=_num(bb.estimate), p_value=_num(bb.p_value),
+                   p_adjusted=({"bonferroni": _num(min(1.0, bb.p_value * len(rows))), "holm": None, "bh": None}
+                               if len(rows) > 1 else None),
+                   interval={"method": bb.method, "lower": _num(bb.lower), "upper": _num(bb.upper), "se": None},
+                   simultaneous_interval=({"method": "bonferroni", "lower": _num(bb.lower), "upper": _num(bb.upper)}
+                                          if len(rows) > 1 else None),
+                   mde=None, n_subjects=int(bb.n))
+    bb_assumptions = tuple(bb.assumptions) + (
+        "each subject's mean difference over its shared items is unbiased for its gap (items not chosen by score)",)
+    return "betting_plugin", QUESTIONS["clustered_subject"], SUBJECT_WEIGHTED, bb_assumptions
 
 
 def record_look(request: CompareRequest) -> RecordedLook:
@@ -294,7 +371,7 @@ def record_look(request: CompareRequest) -> RecordedLook:
     baseline, (candidate,) = request.baseline, request.candidates
     v = checkpoint_verdict(request.db, request.benchmark, baseline, candidate, alpha=request.alpha,
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
-                           record=True, lock_timeout=request.lock_timeout)
+                           record=True, lock_timeout=request.lock_timeout, question=request.question)
     anytime = v.cs_lower is not None
     row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
            "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,

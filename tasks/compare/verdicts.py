@@ -5,18 +5,28 @@ from the store and records the answer as one *look* in the ``verdicts`` table. A
 same question again (every night, or whenever new logs arrive) adds a look; the verdict
 stays honest however many looks there are:
 
-* the first look runs the fixed-sample paired test (clustered by subject when the hierarchy
-  has subjects) at ``alpha * first_look_share`` - a question asked once keeps most of the
-  fixed-sample power;
+* the first look runs a fixed-sample directional test at ``alpha * first_look_share``, valid by
+  theorem (issue #24; :mod:`benchcert.stats.betting`, recorded as ``first_method``): for
+  new-subjects the predictable plug-in betting bound on the subjects' mean differences
+  (Waudby-Smith and Ramdas 2024, Section 3), for items a mixture of constant bets on the items,
+  valid for the item-weighted gap of independent items whose means differ by subject (AM-GM
+  and Markov). Before #24 it was the paired CLT / CR2 test or a skewness-calibrated t, whose
+  one-sided level failed in settings a user reaches; looks recorded then have ``first_method``
+  NULL and their first-look decision is not used;
 * every look runs the anytime-valid betting test (benchcert.stats.sequential) at the rest
   of alpha on all items seen so far, so the false-alarm rate over all looks together stays
   <= alpha (union bound; Ville's inequality for the betting part).
 
-Both parts answer the same question, fixed at the first look and named in the verdict
-(``question``), and every number the verdict reports - both tests, the anytime interval and the
-``gap`` - is about ONE estimand, named in the verdict (``estimand``, recorded in the table):
+Both parts answer the same question, asked by the user (``question``: ``--question items``, the
+default, or ``new-subjects``), fixed at the first look and named in the verdict (``question``,
+``question_key``), and every number the verdict reports - both tests, the anytime interval and
+the ``gap`` - is about ONE estimand, named in the verdict (``estimand``, recorded in the table).
+Until #24 the question was chosen by the number of subjects (new-subjects from 30 on); a pair
+recorded so is continued only as the question it was recorded as (asking the other is an error),
+so no recorded look changes meaning. When the two estimands' estimates have opposite signs the
+verdict says so in a warning.
 
-* with 30 or more subjects (and a hierarchy with subjects): "does the gap generalise to new
+* ``new-subjects``: "does the gap generalise to new
   subjects", estimand the SUBJECT-weighted mean gap :math:`\theta_S = E_s[\mu_s]`
   (:math:`\mu_s` = subject s's mean difference; every subject counts once). The first look's
   fixed-sample test is the one-sample t-test on the subjects' mean differences with Hall's (1992)
@@ -40,7 +50,11 @@ Both parts answer the same question, fixed at the first look and named in the ve
   looks, 90 subjects, a 36-point swing of the gap with size; 3.2-3.5% with a 20-point swing;
   tests/stats/test_verdicts_estimand.py). The verdict names
   subjects that have items but no shared item;
-* with fewer subjects (or hierarchy none): "is the candidate better on this benchmark's items",
+  Since #24 the subjects are bet on in a fixed order unrelated to their gaps (a hash of the
+  subject's name), each look using the prefix of that order whose subjects have all entered
+  (:func:`benchcert.stats.sequential.subject_entry_means`, ``universe_order``): betting in entry
+  order was biased when items arrive at random and the gap moves with size (above);
+* ``items`` (or a single subject, or hierarchy none): "is the candidate better on this benchmark's items",
   estimand the ITEM-weighted mean gap over the shared items - the fixed-sample test treats subjects
   as fixed strata (paired CLT without subjects) and the betting test bets on items, whose null
   (each look's new items have expected mean difference <= 0) is that question's when every look's
@@ -71,13 +85,15 @@ import datetime as dt
 import math
 import os
 import warnings
+import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import polars as pl
 
-from benchcert.stats.comparisons import QUESTIONS, default_primary, paired_comparison
+from benchcert.stats.betting import betting_mean_bounds, independent_mean_bounds
+from benchcert.stats.comparisons import QUESTIONS, paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts, subject_entry_means
 from benchcert.stats.subject_means import METHOD as SUBJECT_METHOD
 from benchcert.stats.subject_means import ITEM_WEIGHTED, SUBJECT_WEIGHTED, subject_means, subject_weighted_gap
@@ -86,7 +102,7 @@ from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl, transaction
 
 __all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
-           "answer_look", "read_question", "load_models", "VERDICT_TABLES"]
+           "answer_look", "read_question", "load_models", "VERDICT_TABLES", "QUESTION_KEYS", "opposite_signs"]
 
 #: Created on the first recorded look (tasks/store/schema.py, with the columns added since).
 VERDICT_TABLES = ("verdicts", "verdict_items")
@@ -96,9 +112,20 @@ _COLUMNS = ("benchmark", "variant", "baseline", "candidate", "look", "recorded_a
             "p_value", "p_exact", "hoeffding_lower", "hoeffding_upper", "mde", "power", "n_shared",
             "n_only_baseline", "n_only_candidate", "n_excluded", "n_new", "n_sequential", "log_e_improved",
             "log_e_regressed", "anytime_p", "cs_lower", "cs_upper", "first_p_value", "first_gap", "question",
-            "estimand")
+            "estimand", "first_method")
 
 _KEY = "benchmark = ? AND variant = ? AND baseline = ? AND candidate = ?"
+
+#: The questions a user asks (``--question``): the key and its primary method (with subjects).
+QUESTION_KEYS = {"items": "stratified_items", "new-subjects": "clustered_subject"}
+
+#: The first look's directional test per question (recorded in ``first_method``).
+FIRST_METHODS = {"items": "betting_constant_mixture_items", "new-subjects": "betting_plugin_subject_means"}
+
+
+def question_key(primary: str) -> str:
+    """The ``--question`` a primary method answers (``paired_clt`` and ``stratified_items``: items)."""
+    return "new-subjects" if primary == "clustered_subject" else "items"
 
 
 class VerdictError(ValueError):
@@ -172,6 +199,8 @@ class CheckpointVerdict:
     n_subjects: int | None = None
     sequential_unit: str = "item"
     n_sequential_units: int = 0
+    question_key: str = "items"
+    first_method: str = ""
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -241,8 +270,13 @@ class VerdictSettings:
     first_look_share: float = 0.5
     power: float = 0.8
     hierarchy: tuple[str, ...] = ("subject", "domain")
+    question: str = "items"
 
     def __post_init__(self) -> None:
+        if self.question not in QUESTION_KEYS:
+            raise VerdictError(f"question must be one of {list(QUESTION_KEYS)}; got {self.question!r}")
+        if self.question == "new-subjects" and "subject" not in tuple(self.hierarchy):
+            raise VerdictError("--question new-subjects needs a hierarchy with subjects (not --hierarchy none)")
         if not _real(self.alpha) or not 0 < self.alpha < 1:
             raise VerdictError(f"alpha must be in (0, 1); got {self.alpha!r}")
         if not _real(self.first_look_share) or not 0 <= self.first_look_share < 1:
@@ -258,7 +292,7 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
                        alpha: float = 0.05, variant: str | None = None,
                        hierarchy: tuple[str, ...] = ("subject", "domain"), power: float = 0.8,
                        first_look_share: float = 0.5, record: bool = True,
-                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> CheckpointVerdict:
+                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items") -> CheckpointVerdict:
     """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.
 
     Reads the question's earlier looks, answers this look (:func:`answer_look`, which reads and
@@ -282,6 +316,9 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
         Share of alpha for the fixed-sample test at the first look (0 = betting test alone).
     record : bool
         Store this look (False: a dry run that reads earlier looks but writes nothing).
+    question : {"items", "new-subjects"}
+        What the verdict answers (see the module docstring); fixed at the question's first
+        recorded look: asking a recorded question as the other one is an error.
 
     Raises
     ------
@@ -293,7 +330,8 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
     benchcert.tasks.store.connection.StoreError
         The store is missing, locked or unusable.
     """
-    settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy)
+    settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy,
+                               question=question)
     if baseline == candidate:
         raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
     with open_store(db, write=record, lock_timeout=lock_timeout) as con:
@@ -316,7 +354,7 @@ def _record(con, look: Look, now: dt.datetime) -> None:
                v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
                v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
                v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
-               v.first_p_value, v.first_gap, v.question, v.estimand]
+               v.first_p_value, v.first_gap, v.question, v.estimand, v.first_method]
         con.execute(f"INSERT INTO verdicts ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", row)
         if len(look.new_ids):
             items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
@@ -351,6 +389,7 @@ class _Scores:
     shared: np.ndarray
     subjects: np.ndarray | None
     item_ids: np.ndarray
+    order: np.ndarray | None = None  # every subject code answered by either model, in its fixed betting order
 
 
 @dataclass(frozen=True)
@@ -382,7 +421,7 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
     """
     caught: list[str] = []
     sc = _scores(m, baseline, candidate, settings.hierarchy, caught)
-    primary, sc = _question(history, sc, caught)
+    primary, sc = _question(history, sc, caught, settings.question)
     with _collect(caught):
         fixed = paired_comparison(sc.a, sc.b, sc.subjects, alpha=settings.alpha, power=settings.power,
                                   primary=primary)
@@ -393,11 +432,12 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
     seq_alpha = settings.alpha * (1 - settings.first_look_share)
     with _collect(caught):
         seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look, seq_alpha)
-        first_p, first_gap = _first_look(history.looks, fx, primary, caught)
+        a1 = settings.alpha * settings.first_look_share
+        first_p, first_gap, first_method = _first_look(history.looks, _first_claim(primary, sc, fx, a1), caught)
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
                               first_look_share=settings.first_look_share)
     anytime = _anytime_fields(seq, nv)
-    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"])
+    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
     out = CheckpointVerdict(
         benchmark=m.benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
         recorded=bool(record), recorded_at=now.isoformat() + "Z", alpha=settings.alpha,
@@ -405,6 +445,7 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
         n_new=int(led.new_d.size), n_sequential=int(led.cum[-1]), first_p_value=first_p, first_gap=first_gap,
         assumptions=(fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions + tuple(fx["assumptions"]),
         sequential_unit="subject" if primary == "clustered_subject" else "item", n_sequential_units=n_units,
+        question_key=question_key(primary), first_method=first_method,
         warnings=tuple(dict.fromkeys(caught + moved)))
     return Look(verdict=out, new_ids=led.new_ids, new_d=led.new_d)
 
@@ -419,16 +460,42 @@ def _scores(m: BenchmarkMatrices, baseline: str, candidate: str, hierarchy: tupl
     subjects = m.item_subject if "subject" in hierarchy and m.subjects.height >= 2 else None
     if "subject" in hierarchy and subjects is None:
         caught.append("a single subject: nothing to cluster over, so the fixed-sample test is the paired CLT")
-    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy())
+    order = None
+    if subjects is not None:
+        # new-subjects bets on subjects in an order unrelated to their gaps: by a hash of the name
+        names = m.subjects.select(pl.format("{}/{}", "domain", "subject")).to_series().to_list()
+        answered = np.unique(subjects[~np.isnan(a) | ~np.isnan(b)])
+        order = answered[np.argsort([zlib.crc32(names[c].encode()) for c in answered], kind="stable")]
+    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy(), order=order)
 
 
-def _question(history: QuestionRecord, sc: _Scores, caught: list[str]) -> tuple[str, _Scores]:
+def _asked_primary(question: str, sc: _Scores) -> str:
+    """The primary method of the question asked (items without subjects: the paired CLT)."""
+    if question == "new-subjects":
+        if sc.subjects is None or np.unique(sc.subjects[sc.shared]).size < 2:
+            raise VerdictError("--question new-subjects needs at least 2 subjects with shared items (the units are "
+                               "subjects); ask --question items")
+        return "clustered_subject"
+    return "paired_clt" if sc.subjects is None else "stratified_items"
+
+
+def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question: str) -> tuple[str, _Scores]:
     """The question's primary method (fixed at its first look, and with it the estimand and the
-    betting unit) and the scores it is about."""
+    betting unit) and the scores it is about.
+
+    A recorded question asked as the other one is an error: its looks (and ledger) answer the
+    question they were recorded for - which, before ``--question``, was new-subjects whenever the
+    benchmark had 30 or more subjects.
+    """
     n_subj_now = None if sc.subjects is None else int(np.unique(sc.subjects[sc.shared]).size)
     primary = _recorded_primary(history.looks, sc.subjects is not None)
+    if primary is not None and question_key(primary) != question:
+        raise VerdictError(f"this pair's {history.looks.height} recorded look(s) answer --question "
+                           f"{question_key(primary)} ({QUESTIONS[primary]}); asked --question {question}. Continue it "
+                           f"with --question {question_key(primary)} (its looks keep their meaning), or ask the other "
+                           "question on a fresh store")
     if primary is None:
-        primary = "paired_clt" if sc.subjects is None else default_primary(n_subj_now)
+        primary = _asked_primary(question, sc)
     if primary == "stratified_items":
         sc, n_subj_now = _fixed_strata(sc, history.ledger, caught)
     if primary == "clustered_subject":
@@ -465,9 +532,10 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple
                       "about them as a question of their own once they are in")
         sc = replace(sc, a=np.where(outside, np.nan, sc.a), b=np.where(outside, np.nan, sc.b),
                      shared=sc.shared & ~outside)
-    caught.append(f"{int(strata.size)} subjects (fewer than 30): the verdict answers 'is "
-                  "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
-                  "generalises to new subjects cannot be answered reliably with so few subjects")
+    if strata.size < 30:
+        caught.append(f"{int(strata.size)} subjects (fewer than 30): the verdict answers 'is "
+                      "the candidate better on this benchmark's items' (subjects as fixed strata); whether the gap "
+                      "generalises to new subjects cannot be answered reliably with so few subjects")
     return sc, int(strata.size)
 
 
@@ -508,24 +576,84 @@ def _betting(primary: str, sc: _Scores, ledger: pl.DataFrame, led: _Ledger, look
     ids_all = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
     looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
     units = subject_entry_means(led.d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64), looks_all,
-                                n_looks=look)
-    return betting_test(units.estimate, units.looks, alpha=seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
+                                n_looks=look, universe_order=sc.order)
+    return _prefix_betting(units, seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
 
 
-def _first_look(looks: pl.DataFrame, fx: dict, primary: str, caught: list[str]) -> tuple[float, float]:
-    """The first look's fixed-sample p-value and gap, which the headline keeps spending on."""
+def _prefix_betting(units, seq_alpha):
+    """The betting test on the subjects' prefix at each look; looks before the first subject of
+    the order has entered hold the capital at 1 (no evidence)."""
+    cum = np.asarray(units.looks)
+    if cum[-1] == 0:
+        seq = betting_test(np.zeros(1), np.array([1]), alpha=seq_alpha)
+        zero = np.zeros(cum.size)
+        return replace(seq, estimate=np.full(cum.size, np.nan), lower=np.full(cum.size, -1.0),
+                       upper=np.full(cum.size, 1.0), log_e_improved=zero, log_e_regressed=zero, e_improved=zero + 1,
+                       e_regressed=zero + 1, p_value=zero + 1, verdict=np.full(cum.size, "inconclusive", dtype=object),
+                       decided_at=np.array(-1), n=cum)
+    start = int(np.argmax(cum > 0))
+    seq = betting_test(units.estimate, cum[start:], alpha=seq_alpha)
+    if start == 0:
+        return seq
+    pad = np.zeros(start)
+    return replace(seq, estimate=np.concatenate([np.full(start, np.nan), seq.estimate]),
+                   lower=np.concatenate([pad - 1, seq.lower]), upper=np.concatenate([pad + 1, seq.upper]),
+                   log_e_improved=np.concatenate([pad, seq.log_e_improved]),
+                   log_e_regressed=np.concatenate([pad, seq.log_e_regressed]),
+                   e_improved=np.concatenate([pad + 1, seq.e_improved]), e_regressed=np.concatenate([pad + 1, seq.e_regressed]),
+                   p_value=np.concatenate([pad + 1, seq.p_value]),
+                   verdict=np.concatenate([np.full(start, "inconclusive", dtype=object), seq.verdict]),
+                   decided_at=np.where(np.asarray(seq.decided_at) >= 0, np.asarray(seq.decided_at) + start, -1), n=cum)
+
+
+def _first_claim(primary: str, sc: _Scores, fx: dict, a1: float) -> tuple[float, float, str]:
+    """The first look's directional test at ``a1`` (alpha x first-look share): (p, gap, method).
+
+    Valid by theorem at the fixed sample (:mod:`benchcert.stats.betting`): new-subjects bets on
+    the subjects' mean differences (i.i.d. bounded units; predictable plug-in), items on the
+    items with a mixture of constant bets (independent items whose means differ by subject; the
+    item-weighted gap, subjects as fixed strata). ``p <= a1`` decides, in the direction of the
+    side whose capital crossed; a crossing against the sign of ``gap`` (possible only in
+    principle) is not used.
+    """
+    question = question_key(primary)
+    d = (sc.b - sc.a)[sc.shared]
+    if a1 <= 0:
+        return 1.0, float(fx["gap"]), FIRST_METHODS[question]
+    if question == "new-subjects":
+        # the subjects in their fixed order, up to the first one with no shared item (module docstring)
+        codes, means, _ = subject_means(d, sc.subjects[sc.shared])
+        have = np.isin(sc.order, codes)
+        prefix = sc.order[:sc.order.size if have.all() else int(np.argmin(have))]
+        if prefix.size == 0:
+            return 1.0, float(fx["gap"]), FIRST_METHODS[question]
+        r = betting_mean_bounds(means[np.searchsorted(codes, prefix)], alpha=a1, n_planned=int(sc.order.size))
+        p, direction = float(r.p_value), float(r.direction)
+    else:
+        r = independent_mean_bounds(d, alpha=a1)
+        lp, lm = float(r.log_e_improved[-1]), float(r.log_e_regressed[-1])
+        p, direction = min(1.0, 2.0 * math.exp(-max(lp, lm))), float(np.sign(lp - lm))
+    if direction * float(fx["gap"]) <= 0:
+        p = 1.0
+    return p, float(fx["gap"]), FIRST_METHODS[question]
+
+
+def _first_look(looks: pl.DataFrame, claim: tuple[float, float, str], caught: list[str]) -> tuple[float, float, str]:
+    """The first look's directional p-value, gap and method, which the headline keeps spending on."""
     if not looks.height:
-        return float(fx["p_value"]), float(fx["gap"])
-    first_p, first_gap = float(looks["first_p_value"][0]), float(looks["first_gap"][0])
-    if primary == "clustered_subject" and _recorded_estimand(looks) != SUBJECT_WEIGHTED:
-        # Recorded before the verdict answered one estimand: that first look tested the
-        # item-weighted gap. Its share of alpha stays spent; its decision is not used.
-        first_p = 1.0
-        caught.append("this question's first look was recorded by an earlier version whose "
-                      "fixed-sample test was about the item-weighted gap, not the verdict's "
-                      "subject-weighted one: its decision is not used (its share of alpha stays "
-                      "spent); the verdict rests on the betting test")
-    return first_p, first_gap
+        return claim
+    first = looks.row(0, named=True)
+    first_p, first_gap, method = float(first["first_p_value"]), float(first["first_gap"]), first.get("first_method")
+    if not method:
+        # Recorded before the first look's directional test was the betting bound: that test (a
+        # CLT or a skewness-calibrated t, and before it an item-weighted one) had no finite-sample
+        # guarantee. Its share of alpha stays spent; its decision is not used.
+        caught.append("this question's first look was recorded by an earlier version whose first-look test had no "
+                      "finite-sample directional guarantee: its decision is not used (its share of alpha stays "
+                      "spent); the verdict rests on the betting test over all looks. The recorded looks keep "
+                      "their question and estimand (columns question, estimand; first_method empty)")
+        return 1.0, first_gap, ""
+    return first_p, first_gap, str(method)
 
 
 def _anytime_fields(seq, nv) -> dict:
@@ -550,6 +678,27 @@ def _fixed_fields(fx: dict, fixed) -> dict:
                 n_only_baseline=int(fixed.n_only_a), n_only_candidate=int(fixed.n_only_b),
                 n_excluded=int(fixed.n_excluded), question=fixed.question, estimand=fx["estimand"],
                 n_subjects=fx["n_subjects"])
+
+
+def opposite_signs(candidate: str, item_gap: float, subject_gap: float, question: str) -> list[str]:
+    """The warning, in words, when the two estimands' estimates point different ways."""
+    if item_gap * subject_gap >= 0:
+        return []
+    asked, other = ("item-weighted", "subject-weighted") if question == "items" else ("subject-weighted",
+                                                                                       "item-weighted")
+    return [f"{candidate}: the item-weighted gap ({100 * item_gap:+.2f} pp, every item counts once) and the "
+            f"subject-weighted gap ({100 * subject_gap:+.2f} pp, every subject counts once) have opposite signs: "
+            f"the candidate does better on one and worse on the other. This verdict is about the {asked} gap "
+            f"(--question {question}); the {other} one is a different question"]
+
+
+def _other_estimand(primary: str, sc: _Scores, candidate: str) -> list[str]:
+    """The warning when the item- and subject-weighted gaps of this look have opposite signs."""
+    if sc.subjects is None:
+        return []
+    d = (sc.b - sc.a)[sc.shared]
+    _, means, _ = subject_means(d, sc.subjects[sc.shared])
+    return opposite_signs(candidate, float(d.mean()), float(means.mean()), question_key(primary))
 
 
 def _moved_against(verdict: str, decided_at, gap: float) -> list[str]:
@@ -584,10 +733,6 @@ def _recorded_primary(prev: pl.DataFrame, have_subjects: bool) -> str | None:
     if primary not in QUESTIONS or (primary != "paired_clt" and not have_subjects):
         return None
     return primary
-
-
-def _recorded_estimand(prev: pl.DataFrame) -> str | None:
-    return prev.row(0, named=True).get("estimand") if prev.height else None
 
 
 def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:

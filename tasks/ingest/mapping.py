@@ -180,7 +180,7 @@ def _check_field(name: str, origin: str) -> None:
                           "and prob_<option> / option, prob / label / confidence for probabilities")
 
 
-def _is_identifier(value: str) -> bool:
+def is_identifier(value: str) -> bool:
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", value) is not None
 
 
@@ -223,7 +223,7 @@ def parse_mapping(pairs: list[str] | None = None, config: str | Path | None = No
             raise MappingError(f"--map {pair!r}: empty column name")
         columns[key], origins[key] = col, f"--map {key}={col!r}"
     for key, value in columns.items():
-        if not _is_identifier(value):
+        if not is_identifier(value):
             # Parsed now, so a broken expression is a usage error before any file is read; a
             # value that does not parse may still be an odd column name (checked per file).
             try:

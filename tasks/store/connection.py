@@ -48,7 +48,7 @@ __all__ = ["STORE_VERSION", "DUCKDB_MEMORY_LIMIT", "DEFAULT_LOCK_TIMEOUT", "Stor
 #: DuckDB's buffer pool per process: big scans and joins spill to disk beyond this, which keeps
 #: a 10-million-row ingest's peak memory down at little cost (measured in benchmarks/).
 DUCKDB_MEMORY_LIMIT = "1GB"
-DEFAULT_LOCK_TIMEOUT = 600.0
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT  # noqa: E402  (re-exported; defined where the CLI reads it)
 
 
 class StoreError(RuntimeError):

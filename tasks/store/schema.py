@@ -145,7 +145,7 @@ TABLES: dict[str, str] = {
         n_shared BIGINT, n_only_baseline BIGINT, n_only_candidate BIGINT, n_excluded BIGINT,
         n_new BIGINT, n_sequential BIGINT,
         log_e_improved DOUBLE, log_e_regressed DOUBLE, anytime_p DOUBLE, cs_lower DOUBLE, cs_upper DOUBLE,
-        first_p_value DOUBLE, first_gap DOUBLE, question VARCHAR, estimand VARCHAR,
+        first_p_value DOUBLE, first_gap DOUBLE, question VARCHAR, estimand VARCHAR, first_method VARCHAR,
         PRIMARY KEY (benchmark, variant, baseline, candidate, look))""",
     "verdict_items": """CREATE TABLE IF NOT EXISTS verdict_items (
         benchmark VARCHAR NOT NULL,
@@ -212,7 +212,10 @@ TABLES: dict[str, str] = {
 #: Columns added after a feature table first shipped; stores written before gain them (NULL for old rows).
 COLUMN_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "verdicts": ("ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS question VARCHAR",
-                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS estimand VARCHAR"),
+                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS estimand VARCHAR",
+                 # the first look's directional test (NULL: recorded before the betting bounds,
+                 # by a test without a finite-sample guarantee)
+                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS first_method VARCHAR"),
     # the correct option (NULL: not known)
     "option_probs": ("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS label INTEGER",),
 }

@@ -74,7 +74,17 @@ def test_dependencies_point_one_way(layer, forbidden):
     assert not bad, bad
 
 
-def test_no_flows_module_imports_another_modules_private_name():
-    bad = [f"{_name(p)}: {mod}.{n}" for p in _modules("flows") for mod, names in _imports(p)
+@pytest.mark.parametrize("layer", ["flows", "tasks"])
+def test_no_module_imports_a_private_name_of_another_package(layer):
+    # inside one stats/ subpackage private helpers are shared (relative imports); across packages
+    # and from flows/ or tasks/ only public names are
+    bad = [f"{_name(p)}: {mod}.{n}" for p in _modules(layer) for mod, names in _imports(p)
            if mod.startswith("benchcert.") for n in names if n.startswith("_") and not n.startswith("__")]
     assert not bad, bad
+
+
+def test_readme_is_a_short_page_that_links_every_doc():
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("\n") <= 300, "README.md is a newcomer's page; reference material goes to docs/"
+    unlinked = [p.name for p in sorted((ROOT / "docs").glob("*.md")) if f"(docs/{p.name}" not in readme]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"

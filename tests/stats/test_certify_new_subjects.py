@@ -161,6 +161,7 @@ def band_coverage(settings, Js, reps, seed):
     return hits
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("J", [5, 10, 40])
 @pytest.mark.parametrize("setting", ["graded", "boundary", "few_big_easy"])
 def test_failure_bound_for_new_subjects_holds_when_size_tracks_difficulty(setting, J):
@@ -169,6 +170,7 @@ def test_failure_bound_for_new_subjects_holds_when_size_tracks_difficulty(settin
     assert lo >= 1 - ALPHA, (setting, J, rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("settings, Js", [(("graded", "reversed"), (5, 40)),
                                           (("few_big_easy", "boundary"), (10, 10)),
                                           (("reversed", "few_big_easy"), (40, 6))])
@@ -303,6 +305,7 @@ def boundary_failure_runs(setting, J, reps, seed):
     return covered, kl, additive
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("J", [5, 10, 40])
 @pytest.mark.parametrize("setting", ["zero", "near_zero", "edge"])
 def test_failure_bound_at_boundary_rates_is_tighter_and_still_covers(setting, J):
@@ -316,6 +319,7 @@ def test_failure_bound_at_boundary_rates_is_tighter_and_still_covers(setting, J)
         assert kl.mean() < 0.8 * additive.mean(), (setting, J, kl.mean(), additive.mean())
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("settings, Js", [(("zero", "near_zero"), (5, 40)), (("near_zero", "zero"), (10, 10))])
 def test_new_subjects_band_at_boundary_rates_is_narrower_and_still_covers(settings, Js):
     # Scores near 1: the band's lower ends are where the relative-entropy form gains. The additive

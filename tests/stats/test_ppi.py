@@ -67,6 +67,7 @@ def test_lambda_zero_is_the_human_only_interval_and_t_is_wider_than_normal():
 
 # --------------------------------------------------------------------------- coverage (seeded)
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("n_human", [100, 300])
 def test_human_scale_interval_covers_and_beats_human_only(n_human):
     """Coverage of the benchmark's human-scale mean >= 95% (judged by the Clopper-Pearson interval of
@@ -91,6 +92,7 @@ def test_human_scale_interval_covers_and_beats_human_only(n_human):
     assert rate_ci(naive, reps, level=0.95)[2] < 0.10
 
 
+@pytest.mark.montecarlo
 def test_paired_gap_covers_and_the_judge_gap_does_not():
     """Model A's judge is biased +10 points, model B's not: the judge's gap is off by 10 points;
     the paired PPI++ gap covers the human gap."""
@@ -126,6 +128,7 @@ def test_a_labelled_subset_chosen_by_the_judge_is_flagged():
     assert labelled_subset_check(judge[fair], judge[others]).mean_labelled == pytest.approx(judge[fair].mean())
 
 
+@pytest.mark.montecarlo
 def test_random_subsets_are_flagged_at_about_alpha():
     rng = np.random.default_rng(9)
     reps = 800

@@ -77,6 +77,7 @@ def test_calibrated_predictions_have_ece_near_its_null_and_miscalibrated_ones_do
     assert bad.ece > 4 * bad.ece_null
 
 
+@pytest.mark.montecarlo
 def test_brier_interval_covers_at_nominal_level():
     # Known truth: probabilities from a fixed Dirichlet design, labels drawn from them;
     # the expected Brier score is E sum_k p_k (1 - p_k) ... computed exactly per item and averaged.

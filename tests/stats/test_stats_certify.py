@@ -67,6 +67,7 @@ def test_failure_rate_upper_equals_scipy_binomtest_one_sided_exact(n):
     assert "cannot be certified by black-box testing" in failure_rate_upper(0, n).statement == BLACK_BOX_SENTENCE
 
 
+@pytest.mark.montecarlo
 def test_failure_rate_upper_covers_exactly_and_by_simulation():
     # Exact coverage: sum over k of Bin(n, p) mass where the bound covers p, >= 1 - alpha for all p.
     for n in (20, 137):

@@ -139,7 +139,11 @@ def test_hand_example(no_warnings):
     assert se_o == pytest.approx(se_cl) and cl.df == pytest.approx(df_o) and df_o < 2
     t2 = stats.t.ppf(0.975, df_o)
     assert (r.lower, r.upper) == (pytest.approx(3 / 8 - t2 * se_cl), pytest.approx(min(1, 3 / 8 + t2 * se_cl)))
-    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se_cl, df_o))
+    # The p-value is the sign-flip test's (fewer than 30 subjects; issue 24 finding 3), no longer
+    # 2 t.sf(t, df) = 0.247: the subject sums 0, 2, 1 give |t| at least the data's under 4 of the 8
+    # sign vectors (the first subject's flip changes nothing, the all-flip gives -t).
+    assert r.tests["clustered_subject"].statistic == pytest.approx(3 / 8 / se_cl)
+    assert r.p_value == pytest.approx(4 / 8)
     # McNemar exact: 4 of 5 discordant items favour B -> scipy binomtest p = 0.375
     assert r.tests["mcnemar_exact"].p_value == pytest.approx(stats.binomtest(4, 5).pvalue) == pytest.approx(0.375)
     # Hoeffding: h = sqrt(2 log(40) / 8), p = 2 exp(-8 (3/8)^2 / 2)
@@ -260,6 +264,7 @@ def _null_counts(rng, reps, n_subj, m, rho):
     return nb, n_disc - nb
 
 
+@pytest.mark.montecarlo
 def test_paired_tests_hold_their_size_with_correlated_errors():
     # 6000 replications, 60 subjects x 40 items, rho = 0.6. Simulated rejection rates:
     # paired_clt 0.0467, clustered_subject 0.0465, mcnemar_exact 0.0422, hoeffding 0.0
@@ -276,6 +281,7 @@ def test_paired_tests_hold_their_size_with_correlated_errors():
             assert hi >= 0.04, (method, rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 def test_clustered_se_holds_size_when_subjects_carry_gaps_and_iid_does_not():
     # B is better on some subjects and worse on others (subject gap ~ N(0, 0.04^2)); the
     # population mean gap over subjects is 0. 91 subjects x 130 items (the MMLU-Pro shape),
@@ -294,6 +300,7 @@ def test_clustered_se_holds_size_when_subjects_carry_gaps_and_iid_does_not():
     assert lo_iid > 0.09, rate_iid
 
 
+@pytest.mark.montecarlo
 def test_item_level_null_with_heterogeneous_items_holds_size():
     # Item-level check (no count shortcut): 400 items with their own p_i ~ Beta(0.7, 0.7) held
     # fixed, two models sharing p_i with correlated errors (rho = 0.5), 3000 replications,
@@ -330,6 +337,7 @@ def _correlated_pairs(rng, reps, n, pa, pb, corr):
     return a, b
 
 
+@pytest.mark.montecarlo
 def test_paired_test_is_more_powerful_than_unpaired_z():
     # A at 60%, B at 64%, correlation 0.5, 1000 shared items, 4000 replications.
     # Theory: paired SE 0.0153 -> power 0.74; unpaired SE 0.0217 -> power 0.45.
@@ -391,6 +399,7 @@ def family_sim():
                 est=x.mean(axis=1))
 
 
+@pytest.mark.montecarlo
 def test_holm_controls_fwer_and_raw_tests_do_not(family_sim):
     # 28 pairwise comparisons, 10 true nulls (pairs among the 5 tied models), 2000 replications.
     # Simulated FWER: holm 0.0215, bonferroni 0.0140, unadjusted 0.284 (BH, which does not
@@ -428,6 +437,7 @@ def test_bh_controls_fdr(family_sim):
     assert (bh & ~null).sum() > (holm & ~null).sum()
 
 
+@pytest.mark.montecarlo
 def test_bonferroni_intervals_cover_all_gaps_at_once(family_sim):
     # Simulated simultaneous coverage over 28 gaps: bonferroni 0.954; marginal 95% intervals
     # cover all 28 at once only 0.479 of the time (the log k price is real).
@@ -444,6 +454,7 @@ def test_bonferroni_intervals_cover_all_gaps_at_once(family_sim):
     assert hi_m < 0.6, rate_m
 
 
+@pytest.mark.montecarlo
 def test_rank_intervals_cover_every_true_rank_range(family_sim):
     # True rank range of model i: [1 + #truly better, K - #truly worse]; the five tied models
     # share the range [4, 8]. Simulated simultaneous coverage (all 8 models): 0.9785.
@@ -497,6 +508,7 @@ def test_tied_groups_by_hand(no_warnings):
 # minimum detectable effect and sample sizes (B8)
 
 
+@pytest.mark.montecarlo
 def test_power_at_the_mde_is_the_nominal_power():
     # Discordance 30%, n = 2000: SE = sqrt(0.3 / 2000), MDE = (1.96 + 0.8416) SE = 3.43 pp.
     # At a true gap of exactly the MDE the paired test should reject 80% of the time; simulated
@@ -688,6 +700,7 @@ def _clustered_size(m, tau, reps, seed, alpha=0.05):
     return r.p_value <= alpha
 
 
+@pytest.mark.montecarlo
 def test_clustered_size_with_mmlu_pro_subject_sizes():
     # MMLU-Pro's 91 subjects of 17-1,003 items. CR1 with C - 1 df rejected 6.34% [6.01, 6.69]
     # (20,000 reps, tau = 0.1); CR2 with Bell-McCaffrey df: 5.66% (20,000 reps, seed below),

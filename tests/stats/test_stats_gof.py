@@ -179,6 +179,7 @@ def _null_rate(method, n, d, reps, seed):
     return hits
 
 
+@pytest.mark.montecarlo
 def test_split_holds_its_level_at_the_minimum_number_of_items():
     # n = MIN_ITEMS = 200 (evaluation half of 100), d = 5, 300 replications.  Observed 0.033 (seed 16).
     reps = 300
@@ -186,6 +187,7 @@ def test_split_holds_its_level_at_the_minimum_number_of_items():
     assert lo <= 0.05 <= hi, (rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 def test_split_holds_its_level_in_the_logistic_setting_reduced():
     # 400 replications, n = 400, d = 20 (paper: 500 replications, n >= 1000, d = 200; see the slow test).
     # Observed 0.0575 (seed 11); a true rate of 0.09 or more would put 0.05 below the interval.
@@ -242,6 +244,7 @@ def test_crossfit_fold_statistics_are_correlated_as_derived(folds, corr_range):
     assert 1.5 < z.var() < 2.6, z.var()
 
 
+@pytest.mark.montecarlo
 def test_crossfit_paper_variance_over_rejects_and_adjusted_holds_its_level_reduced():
     # The same replications judged two ways: variance (14) as in the paper (labelled as not holding its
     # level) and the default 2 x (14) (z / sqrt 2).  Mean-difference distinguisher, 1,200 replications, n =
@@ -254,6 +257,7 @@ def test_crossfit_paper_variance_over_rejects_and_adjusted_holds_its_level_reduc
     assert lo <= 0.05 <= hi and hi < 0.075, (rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 def test_crossfit_levels_with_the_logistic_distinguisher_reduced():
     # The default distinguisher (per-label logistic regression, section 4.1), 200 replications, n = 400,
     # d = 20.  Observed: (14) 0.13, 2 x (14) 0.045 (seed 12); paper setting (d = 200, n = 1,000-3,000, 500
@@ -281,6 +285,7 @@ def test_crossfit_results_name_their_variance_and_whether_the_level_holds():
         gof_test(x, y, p, method="crossfit", rng=0, crossfit_variance="14")
 
 
+@pytest.mark.montecarlo
 def test_monte_carlo_cut_off_restores_crossfit_level_reduced():
     # null_draws=B: a Monte Carlo test, exact at alpha for delta = 0 when (B + 1) alpha is whole.  Here
     # alpha = 0.2 with B = 4 (reject when the observed statistic beats all 4 redrawn ones: probability

@@ -101,6 +101,7 @@ def test_theorem42_validation(kwargs, match):
         exchangeable_bound(est, c, **kwargs)
 
 
+@pytest.mark.montecarlo
 def test_figure1_naive_bound_undercovers_theorem42_covers():
     # Paper Figure 1: Theta ~ Beta(50, 50), X_i | Theta ~ Bernoulli(Theta),
     # n = 2000, f = sample mean, E f = 1/2. 20,000 replications (sum drawn as Binomial(n, Theta)).
@@ -135,6 +136,7 @@ def test_figure1_naive_bound_undercovers_theorem42_covers():
     assert any(naive.tail(t) < e[1] for t, e in zip(ts, emp))
 
 
+@pytest.mark.montecarlo
 def test_example43_gaussian_scale_is_right_and_dropping_the_mixture_undercovers():
     # Paper Example 4.3: P_n = 1/2 + (1/4n) sum R_j (R_j Rademacher),
     # X_i | P_n ~ Bernoulli(P_n), f = mean. Theorem 4.2 uses sigma2_eff = 1/(4n) + 1/(16n)
@@ -422,6 +424,7 @@ def _three_level(rng, k_d, ab, reps, alphas=(0.05,)):
     return out
 
 
+@pytest.mark.montecarlo
 def test_three_level_hierarchy_plugin_interval_covers_and_plugin_error_is_quantified():
     # Paper section 7 (known-truth check). MMLU-like hierarchy: 4 domains of 19/13/12/13 subjects with MMLU subject
     # sizes, p ~ Beta(6,4), Beta(8,8), Beta(10,6), Beta(5,5); 1,200 replications, macro score,
@@ -667,6 +670,7 @@ def _one_domain_coverage(sizes, nu, mu, reps, seed, alpha=0.05):
     return out
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("i", range(len(FEW_SUBJECT_SETTINGS)))
 def test_upper_proxy_covers_with_few_subjects_and_unequal_sizes(i):
     # Acceptance (issue 18): 95% Clopper-Pearson lower bound of the coverage >= 0.94 at
@@ -739,6 +743,7 @@ def _mmlu_pro_coverage(reps, seed, alpha=0.05, nu_range=(5, 200), bonferroni=Fal
     return out
 
 
+@pytest.mark.montecarlo
 def test_upper_proxy_covers_on_mmlu_pro_structure():
     # MMLU-Pro's real structure: 14 domains of 3-11 subjects, 17-1,003 items per subject
     # (data/mmlu_pro/items_category_src.csv), the joint bound on the subject term. Measured at

@@ -117,6 +117,7 @@ def test_lemma3_ideal_power_curve():
     assert pc.power[2] == 1.0 and pc.power[0] == pytest.approx(((B - (A - 0.02) - eps) / 0.2) ** m)
 
 
+@pytest.mark.montecarlo
 def test_theorem3_lower_bound_holds_pointwise():
     eps, m, r = 0.05, 9, 40_000
     pts = np.array([0.3, 0.38, 0.62, 0.7])
@@ -155,6 +156,7 @@ def test_figure3_reduced_bounds_hold(nu):
         assert c["null"].rate <= c["edge"].rate + 0.02
 
 
+@pytest.mark.montecarlo
 def test_figure3_simulation_matches_exact_calibration():
     """Oracle: the exact uniform-binomial-mixture size (sup and average over p') and average power
     (beyond the paper) agree with the simulation - sharp checks that fail if either is off by a point."""
@@ -267,6 +269,7 @@ def test_no_valid_design_reports_the_smallest_budget():
 # exact calibration (beyond the paper)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("eps,m,r,a,b", [(0.05, 9, 200, 0.4, 0.6), (0.1, 4, 50, 0.2, 0.5),
                                          (0.02, 12, 3000, 0.7, 0.75)])
 def test_exact_size_and_power_match_simulation(eps, m, r, a, b):
@@ -309,6 +312,7 @@ def test_ties_are_exact_and_mirror_images_agree():
         assert x.reject == y.reject and x.eps_exact == pytest.approx(y.eps_exact, abs=1e-12)
 
 
+@pytest.mark.montecarlo
 def test_exact_calibration_needs_a_far_smaller_budget():
     """Same (a, b, alpha) = (0.4, 0.6, 0.1), same eps = 0.05 and the same guarantee (size <= alpha,
     average power >= 0.7 under Assumptions 2-3): the union bound (Theorems 2/4) needs
@@ -420,6 +424,7 @@ def test_degenerate_null_sets_are_explicit():
     assert same.status == "ok" and same.reject and same.method == "widened"
 
 
+@pytest.mark.montecarlo
 def test_input_validation_names_the_parameter():
     with pytest.raises(ValueError, match="null_counts"):
         P.composite_test([], 10, 1, 10)

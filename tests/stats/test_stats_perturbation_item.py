@@ -111,6 +111,7 @@ def test_ideal_event_has_exactly_the_budgeted_probability():
         assert lo <= 0.04 <= hi, (m, a, b, hit)
 
 
+@pytest.mark.montecarlo
 def test_size_on_the_issue_grid():
     """Acceptance grid of issue #13, every cell at 2,000 replications (vectorised: about a second).
     A test rejecting 8% would give an upper bound near 0.09 and fail."""
@@ -124,6 +125,7 @@ def test_size_on_the_issue_grid():
     assert max(worst)[0] <= ALPHA + 0.01, max(worst)
 
 
+@pytest.mark.montecarlo
 def test_size_when_the_level_is_nearly_spent():
     """Where the bound is nearly attained (many replicates, alpha_I large) the simulated size must
     sit below alpha but not far below alpha_I - a check that can fail in both directions of a
@@ -134,6 +136,7 @@ def test_size_when_the_level_is_nearly_spent():
     assert hi <= ALPHA and lo >= 0.02    # measured 0.0276 (alpha_I = 0.04 is the r -> infinity limit)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("null_probs,r,r_test,p_prime", [
     ([0.99] * 7 + [0.9], 50, 50, 0.9),                  # issue #13: 12.3% for the plug-in test
     ([0.02] * 4 + [0.98] * 4, 20, 2, 0.5),              # issue #13: 49% for the plug-in test
@@ -150,6 +153,7 @@ def test_clustered_rewordings_keep_the_level(null_probs, r, r_test, p_prime):
     assert upper95(k, n) <= ALPHA + 0.01
 
 
+@pytest.mark.montecarlo
 def test_power_where_the_change_is_large():
     """Not a powerless test: 16 null variants and 2,000 replicates detect a tested rate 0.15 below
     the range [0.4, 0.6] nearly always, and 8 variants a rate of 0.1 half of the time or more."""

@@ -105,6 +105,7 @@ def test_hellinger_erratum_exact_total_variation(no_warnings):
         assert tv(math.floor(1 / (8 * eps ** 2))) <= 0.5         # 0.275 at eps = 0.05 (n = 50)
 
 
+@pytest.mark.montecarlo
 def test_two_models_sufficiency_by_simulation(no_warnings):
     # Worst case for the sign test: every item discordant, D = +1 w.p. (1 + eps)/2. At the
     # planned n the worse model must score higher with probability <= alpha. The exact value
@@ -127,6 +128,7 @@ def test_two_models_sufficiency_by_simulation(no_warnings):
     assert lo - 0.02 <= 0.8 <= hi + 0.02
 
 
+@pytest.mark.montecarlo
 def test_zero_failure_hand_values_and_simulation(no_warnings):
     p = plan_zero_failure(0.01, alpha=0.05, N=12032)
     # ln(1/0.05)/0.01 = 299.57 -> 300 (Hardt 3.5: 1/eps, not 1/eps^2).

@@ -119,6 +119,7 @@ def test_capital_has_mean_one_under_the_null_exactly(no_warnings):
 # the claim: 30 nightly looks
 
 
+@pytest.mark.montecarlo
 def test_false_alarm_rate_over_30_nightly_looks_binary():
     # Two equally good models (each wins 15% of items, ties on 70%), 200 new items a night,
     # 30 nights, 6000 replications; a false alarm is any verdict other than inconclusive on
@@ -140,6 +141,7 @@ def test_false_alarm_rate_over_30_nightly_looks_binary():
     assert np.all(np.diff(seq.p_value, axis=1) <= 0)
 
 
+@pytest.mark.montecarlo
 def test_false_alarm_rate_over_30_nightly_looks_partial_credit():
     # Non-binary scores (item-level differences of two equally good noisy graders, D symmetric
     # around 0), 40 new items a night, 30 nights, 600 replications through the item path.
@@ -162,6 +164,7 @@ def test_false_alarm_rate_over_30_nightly_looks_partial_credit():
     assert lo_n > 0.15, rate_n
 
 
+@pytest.mark.montecarlo
 def test_confidence_sequence_covers_at_every_look_at_once():
     # True gap +0.06 (B wins 18%, A 12%), 30 nights x 200 items, 500 replications. Miscoverage
     # at any look: simulated 0.010 (99% CI 0.002 - 0.028; <= alpha). The test also detects the improvement in every
@@ -180,6 +183,7 @@ def test_confidence_sequence_covers_at_every_look_at_once():
     np.testing.assert_array_equal(seq.verdict == "improved", seq.lower > 0)
 
 
+@pytest.mark.montecarlo
 def test_first_look_spending_keeps_single_look_power_and_the_30_night_guarantee():
     # nightly_verdicts spends alpha/2 on the fixed-sample test at the first look and alpha/2 on
     # the betting test over all looks.
@@ -326,6 +330,7 @@ def _clustered_false_alarms(tau, n_looks, reps, seed, alpha=0.05, share=0.5, ite
     return nv.verdict[..., -1] != "inconclusive"
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("tau", [0.0, 0.07, 0.10, 0.13])
 def test_checkpoint_false_alarms_with_clustered_items(tau):
     # Acceptance (issue 18): false-alarm rate upper bound <= alpha + 0.01 at 1 look and at 30
@@ -340,6 +345,7 @@ def test_checkpoint_false_alarms_with_clustered_items(tau):
         assert hi <= 0.06, (tau, looks, rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 def test_item_level_betting_was_invalid_with_clustered_items():
     # The construction replaced: betting on items with tau = 0.13 raises false alarms far above 5%
     # (38.5% in this setting), so the acceptance test above can tell the two apart.

@@ -225,6 +225,7 @@ def test_worst_case_below_theorem_5_2_at_every_n(no_warnings):
                           < theorem_5_2_halfwidth(ns, N, alpha=alpha).half_width)
 
 
+@pytest.mark.montecarlo
 def test_worst_case_never_exceeded_and_tight(paper_worst):
     n, N, alpha = 250, N_PAPER, 0.05
     w = worst_case_halfwidth(n, N, alpha=alpha)
@@ -253,6 +254,7 @@ def test_worst_case_never_exceeded_and_tight(paper_worst):
         assert lo <= alpha, (K, r)
 
 
+@pytest.mark.montecarlo
 def test_exact_agrees_with_monte_carlo_on_real_mmlu_pro_subsets(mmlu, no_warnings):
     # Random subsets of the real response vectors (numpy's choice without replacement =
     # uniform n-subsets), all models at once; per model the simulated P(error > its exact 95%
@@ -301,6 +303,7 @@ def test_exact_agrees_with_monte_carlo_on_real_mmlu_pro_subsets(mmlu, no_warning
 # Theorem 5.2 under its own assumption (infinite exchangeability)
 
 
+@pytest.mark.montecarlo
 def test_theorem_5_2_covers_in_the_paper_figure2_setting(no_warnings):
     # Paper Figure 2: Beta-Bernoulli de Finetti model, n = 150, N = 200. Given Theta the two
     # parts are independent binomials. Exact violation: the total T is beta-binomial and, by
@@ -326,6 +329,7 @@ def test_theorem_5_2_covers_in_the_paper_figure2_setting(no_warnings):
     assert exact[0] <= alpha < exact[1]
 
 
+@pytest.mark.montecarlo
 def test_paired_bound_covers_under_exchangeable_pairs(no_warnings):
     # Remark 7.2: D in {-1, 0, 1}, a de Finetti mixture over the category probabilities.
     n, N, reps = 100, 400, 100_000
@@ -360,6 +364,7 @@ def test_posthoc_matches_bruteforce_inversion(no_warnings):
     np.testing.assert_array_equal(full.K_lower, full.K_upper)   # n = N: the count is known
 
 
+@pytest.mark.montecarlo
 def test_posthoc_coverage_exact_and_simulated(mmlu, no_warnings):
     X, _, _ = mmlu
     N, n, alpha = X.shape[0], 250, 0.05
@@ -459,6 +464,7 @@ def test_stratified_exact_violation_with_tiny_strata(no_warnings):
     assert stats.binom.pmf(b, 50, 0.5)[np.abs(2 * b - 50) > 100 * old].sum() == pytest.approx(0.0649, abs=5e-4)
 
 
+@pytest.mark.montecarlo
 def test_stratified_sd_and_coverage_on_real_subjects(mmlu, no_warnings):
     X, subj, models = mmlu
     N, n, reps = X.shape[0], 1000, 10_000

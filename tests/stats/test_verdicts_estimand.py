@@ -150,6 +150,7 @@ def _judge(res, alpha=ALPHA):
 # false-alarm rates 2.1-3.5% (the skewness-corrected test only makes the first look stricter)
 # for whole subjects arriving over 1 or 30 looks, 2.4-3.4% when every subject is present at the
 # first look (5 or 30 looks); every 95% upper bound <= 4.4%.
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("arrival, looks", [("subjects", 1), ("subjects", 30), ("present", 5), ("present", 30)])
 @pytest.mark.parametrize("k", [40, 90])
 @pytest.mark.parametrize("beta", [-0.1, 0.1])
@@ -168,6 +169,7 @@ def test_false_alarms_under_the_subject_weighted_null_with_size_correlated_gaps(
     assert not np.any((first == "regressed") & (res["first_gap"] >= 0))
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("tau", [0.0, 0.07])
 @pytest.mark.parametrize("k", [30, 40])
 def test_false_improved_stays_within_half_alpha_with_skewed_subject_means(k, tau):
@@ -186,6 +188,7 @@ def test_false_improved_stays_within_half_alpha_with_skewed_subject_means(k, tau
     assert lo <= ALPHA / 2 and hi <= ALPHA / 2 + 0.0025, (rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 def test_power_under_a_subject_weighted_improvement():
     # The same simulation detects a 5-point subject-weighted gap (whole subjects, 90 subjects, one look)
     # most of the time, so the false-alarm tests above are not passing by saying nothing.
@@ -195,6 +198,7 @@ def test_power_under_a_subject_weighted_improvement():
     assert lo > 0.5, rate
 
 
+@pytest.mark.montecarlo
 def test_items_arriving_at_random_over_many_looks_are_outside_the_assumption():
     # The subjects question assumes the subjects with shared items at the first look are not chosen
     # by their gaps. When items arrive at random over 30 looks, the first look holds 1/30 of the

@@ -77,6 +77,7 @@ def _rate(verdicts):
     return rate_ci(hits, hits.size, level=0.95)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("tau", [0.03, 0.08])
 def test_betting_on_every_new_subjects_items_was_invalid(tau):
     # The replaced construction, under the null it claimed (item-weighted gap over all 20 subjects
@@ -92,6 +93,7 @@ def test_betting_on_every_new_subjects_items_was_invalid(tau):
 # than the old one (6.8% at tau = 0.03, 27% at 0.08): no look-1 test can know about subjects that
 # have not arrived, which is why the question is now stated about the first look's subjects and a
 # later subject is named in a warning rather than silently pooled.
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("arrival", ["subjects", "spread"])
 @pytest.mark.parametrize("tau", [0.0, 0.03, 0.05, 0.08])
 @pytest.mark.parametrize("k_first, k", [(5, 20), (12, 25)])
@@ -102,6 +104,7 @@ def test_false_alarms_with_strata_fixed_at_the_first_look(arrival, tau, k_first,
     assert hi <= ALPHA + 0.01, (rate, lo, hi)
 
 
+@pytest.mark.montecarlo
 def test_the_items_question_still_detects_a_real_gap():
     # A 4-point item-weighted gap over the first look's 12 subjects (about 2,000 items, half at the
     # first look): found most of the time, so the tests above do not pass by saying nothing.

@@ -78,6 +78,7 @@ def _coverage(setting, question, *, reps=400, seed=0, fractional=False, clusters
     return np.array(hits)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("setting", sorted(MU))
 @pytest.mark.parametrize("question", ["same", "new"])
 def test_clustered_band_covers_every_environment_at_once(setting, question):
@@ -86,6 +87,7 @@ def test_clustered_band_covers_every_environment_at_once(setting, question):
     assert lo >= 1 - DELTA, (setting, question, rate)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("question", ["same", "new"])
 def test_clustered_band_covers_with_fractional_scores(question):
     hits = _coverage("mid_rates", question, seed=7, fractional=True)
@@ -93,6 +95,7 @@ def test_clustered_band_covers_with_fractional_scores(question):
     assert lo >= 1 - DELTA, (question, rate)
 
 
+@pytest.mark.montecarlo
 def test_independent_items_band_misses_new_subjects():
     # Negative control: the band that treats items as independent (the previous default, which
     # claimed the domain's task distribution) covers the new-subjects target far less often than
@@ -185,6 +188,7 @@ def test_unequal_rates_bounds_are_the_exact_ones_except_one_count_from_each_end(
         clopper_pearson(1, 4, alpha=0.05, unequal_rates=1)
 
 
+@pytest.mark.montecarlo
 def test_certify_without_a_plan_names_its_question_and_reports_new_subjects():
     # certify_scores (no plan) at domain level on a simulated clustered benchmark: the rows name the
     # question, carry the new-subjects band, and that band covers the new-subject truth.

@@ -90,6 +90,7 @@ def _run_coverage(protocol, P, is_vertex, codes, X, *, epsilon, delta, reps, see
     return np.array(hits)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("protocol,epsilon", [("theorem_3_4", 0.25), ("per_environment", 0.1), ("stratified", 0.1)])
 def test_every_environment_is_covered_at_once_five_environments_and_a_simplex(population, protocol, epsilon):
     domains, codes, X = population
@@ -103,6 +104,7 @@ def test_every_environment_is_covered_at_once_five_environments_and_a_simplex(po
     assert lo >= 1 - delta, (protocol, rate)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("protocol,epsilon", [("theorem_3_4", 0.3), ("per_environment", 0.15), ("stratified", 0.1)])
 def test_simplex_over_all_fourteen_domains(population, protocol, epsilon):
     domains, codes, X = population
@@ -136,6 +138,7 @@ def test_coverage_study_full_scale(population, protocol, epsilon):
         assert lo >= 1 - delta
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("setting", ["mmlu_sizes", "few_items", "boundary_rates", "fractional"])
 def test_superpopulation_band_of_the_full_benchmark_covers(population, setting):
     # The band `certify` (no plan) and `audit --environments` report: each domain's items are an
@@ -180,6 +183,7 @@ def subject_population():
     return subjects, codes, 0.5 * (X[:, :-1] + X[:, 1:])
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("protocol,epsilon", [("theorem_3_4", 0.3), ("per_environment", 0.1), ("stratified", 0.1)])
 def test_subject_level_unequal_sizes_fractional_scores(subject_population, protocol, epsilon):
     subjects, codes, X = subject_population

@@ -85,6 +85,7 @@ def _coverage(setting, bound, question):
     return np.array(hits)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("setting", sorted(MU))
 @pytest.mark.parametrize("bound, question", [("same_subjects", "same"), ("new_subjects", "new")])
 def test_failure_bound_covers_its_question_with_clustered_items(setting, bound, question):
@@ -93,6 +94,7 @@ def test_failure_bound_covers_its_question_with_clustered_items(setting, bound, 
     assert lo >= 1 - ALPHA, (setting, bound, question, rate)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("setting", ["rare", "boundary"])
 def test_independent_items_bound_misses_new_subjects(setting):
     # Negative control: the bound for independent items (the previous one, which claimed the task

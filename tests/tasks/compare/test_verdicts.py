@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from benchcert.stats.betting import independent_mean_bounds
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts
 from benchcert.tasks.ingest.service import ingest_file
@@ -90,7 +91,12 @@ def test_first_look_answers_and_is_recorded(store):
     ref = paired_comparison(wide[BASE].to_numpy(), wide[CAND].to_numpy(), codes, alpha=0.05)
     assert v.gap == pytest.approx(ref.estimate) and v.p_value == pytest.approx(ref.p_value)
     assert v.mde == pytest.approx(ref.mde) and v.p_exact == pytest.approx(ref.tests["mcnemar_exact"].p_value)
-    assert (v.first_p_value, v.first_gap) == (pytest.approx(v.p_value), pytest.approx(v.gap))
+    # the first look's directional test is the betting bound on the items (valid by theorem), not the CLT
+    assert v.first_method == "betting_constant_mixture_items" and v.first_gap == pytest.approx(v.gap)
+    d = wide[CAND].to_numpy() - wide[BASE].to_numpy()
+    claim = independent_mean_bounds(d, alpha=0.025)
+    lp, lm = claim.log_e_improved[-1], claim.log_e_regressed[-1]
+    assert v.first_p_value == pytest.approx(min(1.0, 2 * np.exp(-max(lp, lm))) if np.sign(lp - lm) * v.gap > 0 else 1.0)
     # oracle: the e-values are the betting test's on the ledger, at alpha * (1 - share)
     pos, neg, n = _ledger_counts(db)
     seq = betting_test_counts(pos, neg, n, alpha=0.025)
@@ -122,7 +128,7 @@ def test_repeated_looks_accumulate_and_items_enter_once(store, tmp_path):
     assert v4.log_e_improved == pytest.approx(seq.log_e_improved[-1])
     assert v4.anytime_p == pytest.approx(seq.p_value[-1])
     # the first look's fixed-sample test is what the headline keeps spending on
-    assert v4.first_p_value == pytest.approx(v1.p_value)
+    assert v4.first_p_value == pytest.approx(v1.first_p_value) and v4.first_method == v1.first_method
     hist = _history(db)
     assert hist["look"].to_list() == [1, 2, 3, 4] and hist["n_new"].to_list() == [600, 0, 300, 1]
     with open_store(db, write=False) as con:
@@ -193,13 +199,17 @@ def test_real_mmlu_pro_checkpoint_verdicts(mmlu_db, tmp_path):
     # baseline: -0.9 pp on the shared items, inconclusive; its 1,681 unanswered items are counted.
     db = tmp_path / "mmlu.duckdb"
     shutil.copy(mmlu_db, db)
-    v = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "gemini-1.5-pro-002")
-    assert (v.verdict, v.decided_by) == ("improved", "first_look")
+    items = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "gemini-1.5-pro-002", record=False)
+    # the default question: items, the item-weighted gap (+7.41 pp, the accuracy difference)
+    assert (items.verdict, items.decided_by, items.question_key) == ("improved", "first_look", "items")
+    assert items.estimand.startswith("item-weighted") and items.gap == pytest.approx(0.0741, abs=5e-4)
+    v = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "gemini-1.5-pro-002",
+                           question="new-subjects")
+    assert v.verdict == "improved" and v.question_key == "new-subjects"
     assert v.n_shared == 12020 and v.n_only_baseline == 12
-    # 91 subjects: the subjects question, whose estimand is the subject-weighted gap (+7.75 pp, the
-    # mean of the 91 subjects' gaps; oracle below from the store). This test asserted the
-    # item-weighted +7.41 pp before the verdict answered one estimand; that is the accuracy
-    # difference, a different estimand (kept here as the contrast).
+    # --question new-subjects: the estimand is the subject-weighted gap (+7.75 pp, the mean of the
+    # 91 subjects' gaps; oracle below from the store); the item-weighted +7.41 pp is the other
+    # question's (kept here as the contrast).
     assert v.estimand.startswith("subject-weighted") and v.n_subjects == 91 and v.method == "subject_means_hall_t"
     with open_store(db, write=False) as con:
         per = query_pl(con, "SELECT i.subject, r.item_id, r.model, r.score FROM responses r JOIN items i "
@@ -211,7 +221,7 @@ def test_real_mmlu_pro_checkpoint_verdicts(mmlu_db, tmp_path):
     assert wide.height == 12020 and wide["d"].mean() == pytest.approx(0.0741, abs=5e-4)  # item-weighted
     assert v.gap == pytest.approx(wide.group_by("subject").agg(pl.col("d").mean())["d"].mean(), abs=1e-12)
     assert v.gap == pytest.approx(0.0775, abs=5e-4) and v.lower > 0 and v.cs_lower is not None
-    w = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "DeepSeek-Coder-V2")
+    w = checkpoint_verdict(db, "mmlu_pro", "Meta-Llama-3_1-70B-Instruct", "DeepSeek-Coder-V2", question="new-subjects")
     assert w.verdict == "inconclusive" and (w.n_shared, w.n_only_baseline, w.n_excluded) == (10351, 1681, 1681)
     assert w.mde > abs(w.gap)
 
@@ -223,14 +233,14 @@ def test_many_subjects_bet_on_subject_entry_means(tmp_path):
     rng = np.random.default_rng(3)
     db = tmp_path / "s.duckdb"
     _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 500, 0.6, 0.62, n_subj=40)))
-    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
     assert v1.method == "subject_means_hall_t" and v1.question.startswith("subjects")  # was the item-weighted CR2 test
     assert v1.sequential_unit == "subject" and v1.n_sequential_units == 40
     # night 2: new items of the same subjects and of 10 new subjects s40..s49
     rows = _night(rng, 500, 300, 0.6, 0.62, n_subj=40)
     rows += [(m, f"x{i}", f"s{40 + i % 10}", "d0", float(rng.random() < 0.6)) for i in range(50) for m in (BASE, CAND)]
     _ingest(db, _write(tmp_path / "n2.csv", rows))
-    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
     assert v2.method == "subject_means_hall_t" and v2.n_sequential_units == 50 and v2.n_new == 350
     with open_store(db, write=False) as con:
         led = query_pl(con, "SELECT v.item_id, v.look, v.d, i.subject FROM verdict_items v JOIN items i "
@@ -271,7 +281,13 @@ def test_verdict_gap_and_intervals_answer_one_estimand(tmp_path, small_d, big_d,
     # the one estimand the verdict names, and they agree (mirrored for 'regressed').
     db = tmp_path / "sz.duckdb"
     _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(small_d, big_d)))
-    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    # the default question (items) is about the item-weighted gap (-0.49 pp): not 'improved', and the
+    # opposite signs of the two estimands are said in words
+    items = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
+    assert items.verdict == "inconclusive" and items.estimand.startswith("item-weighted")
+    assert -np.sign(items.gap) == (1 if direction == "improved" else -1)
+    assert any("have opposite signs" in w for w in items.warnings)
+    v = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
     sign = 1 if direction == "improved" else -1
     assert v.verdict == direction, v
     assert sign * v.gap > 0, (v.verdict, v.gap)  # the headline and the reported gap agree
@@ -291,12 +307,17 @@ def test_cli_names_the_estimand_for_both_questions(tmp_path, capsys):
     from benchcert.flows.cli import main
 
     db = tmp_path / "cli.duckdb"
-    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))  # 60 subjects: the subjects question
-    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record", "--json"]) == 0
+    _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))  # 60 subjects
+    ask = ["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record", "--question", "new-subjects"]
+    assert main([*ask, "--json"]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["estimand"].startswith("subject-weighted") and js["n_subjects"] == 60
+    assert js["question_key"] == "new-subjects" and js["first_method"] == "betting_plugin_subject_means"
     assert js["p_exact"] is None and js["exact_test"] == "none" and js["gap"] > 0 and js["verdict"] == "improved"
-    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record"]) == 0
+    # asked as the other question, the recorded looks are not silently reinterpreted
+    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record"]) == 1
+    assert "answer --question new-subjects" in capsys.readouterr().err
+    assert main(ask) == 0
     out = capsys.readouterr().out
     assert "estimand (gap, intervals and tests): subject-weighted" in out and "in 60 subjects" in out
     db2 = tmp_path / "cli2.duckdb"
@@ -312,12 +333,16 @@ def test_a_store_recorded_before_the_estimand_columns_is_continued(tmp_path):
     # decision is about another estimand, so it is not used (its share of alpha stays spent).
     db = tmp_path / "old.duckdb"
     _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(5, -6)))
-    checkpoint_verdict(db, "bench", BASE, CAND)
+    checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
     with open_store(db, write=True) as con:
         con.execute("ALTER TABLE verdicts DROP COLUMN question")
         con.execute("ALTER TABLE verdicts DROP COLUMN estimand")
+        con.execute("ALTER TABLE verdicts DROP COLUMN first_method")
         con.execute("UPDATE verdicts SET method = 'clustered_subject', first_p_value = 1e-9, first_gap = -0.0049")
-    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    # recorded under the old rule (30 or more subjects: new-subjects): the default question is refused
+    with pytest.raises(VerdictError, match="answer --question new-subjects"):
+        checkpoint_verdict(db, "bench", BASE, CAND, record=False)
+    v = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
     assert v.look == 2 and v.method == "subject_means_hall_t" and v.first_p_value == 1.0
     assert v.verdict == "improved" and v.decided_by == "anytime"  # the betting part alone (entry means > 0)
     assert any("earlier version" in w for w in v.warnings)
@@ -331,7 +356,7 @@ def test_subjects_without_a_shared_item_are_named(tmp_path):
     db = tmp_path / "cov.duckdb"
     rows = _size_gap_rows(5, -6) + [(BASE, f"late{s}q{i}", f"late{s}", "d0", 1) for s in range(2) for i in range(5)]
     _ingest(db, _write(tmp_path / "a.csv", rows))
-    v = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
+    v = checkpoint_verdict(db, "bench", BASE, CAND, record=False, question="new-subjects")
     assert v.n_subjects == 60 and v.n_only_baseline == 10
     assert any(w.startswith("2 subject(s) have items one model answered but no shared item") for w in v.warnings)
 

@@ -54,7 +54,7 @@ def test_one_candidate_uses_its_primary_interval_and_the_gate_decides(db):
 @pytest.mark.parametrize("request_, message", [
     (dict(baseline="base", candidates=("base",)), "also a candidate"),
     (dict(baseline="base", candidates=("same", "same")), "named twice"),
-    (dict(baseline="base", candidates=("same",), gate=GateOptions(margin=0.1)), "--margin needs --fail-on"),
+    (dict(baseline="base", candidates=("same",), gate=GateOptions(margin=0.1)), "--margin needs --require"),
     (dict(baseline="base", candidates=("same",), hierarchy="items"), "hierarchy must be one of"),
 ])
 def test_a_request_naming_nothing_to_compare_is_a_usage_error(db, request_, message):
