@@ -39,8 +39,10 @@ def allowed_logs_path(logs: str, inbox: str | None, allowed: list[str] | None) -
     this check a served flow would read, and echo in its errors, any file the server can read.
     """
     roots = [Path(r).resolve() for r in ([inbox] if inbox else []) + list(allowed or ())]
-    target = Path(str(logs)).resolve()
-    if not any(target == r or r in target.parents for r in roots):
+    text = str(logs)
+    # A NUL byte (or any path the OS cannot name) is refused like a path outside the roots.
+    target = None if "\x00" in text else Path(text).resolve()
+    if target is None or not any(target == r or r in target.parents for r in roots):
         where = ", ".join(str(r) for r in roots) or "none configured"
         logging.getLogger("benchcert.checkpoint").warning(
             "checkpoint logs path refused (outside the inbox and the allowed folders): %r", str(logs)[:500])

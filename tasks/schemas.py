@@ -64,6 +64,13 @@ class ResponseRow(_Frozen):
             raise ValueError("must not be blank")
         return v
 
+    @field_validator("benchmark", "model", "variant")
+    @classmethod
+    def _printable(cls, v: str) -> str:  # a name is typed on the command line (issue #26)
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in v):
+            raise ValueError("contains a control character")
+        return v
+
 
 class Interval(_Frozen):
     method: str = Field(description='Interval method, e.g. "iid_clt", "wilson", "clustered_subject".')

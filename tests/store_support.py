@@ -38,3 +38,12 @@ def store_of_correct(root: Path, benchmark: str, models: dict, n_subjects: int) 
     path = root / "s.duckdb"
     assert ingest_file(path, csv, benchmark=benchmark, mapping=parse_mapping()).status == "ingested"
     return path
+
+
+def cli(capsys, *argv):
+    """Run ``benchcert ARGV...`` in this process: (exit code, stdout, stderr)."""
+    from benchcert.flows.cli import main
+
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -166,10 +166,35 @@ def is_user_error(exc: BaseException) -> bool:
                             IsADirectoryError, NotADirectoryError))
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full (ENOSPC), as an OSError or in a library's message
+    (DuckDB's IOException, Polars' ComputeError)."""
+    import errno
+
+    return getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc)
+
+
+def environment_problem(exc: BaseException) -> str | None:
+    """A failure of the machine around benchcert, in the user's terms (not a bug): a full disk,
+    a Prefect API that cannot be reached; None for anything else."""
+    if is_disk_full(exc):
+        where = getattr(exc, "filename", None)
+        return (f"disk full (ENOSPC){f' writing {where}' if where else ''}: {one_line(exc)}; free some space "
+                "and run again")
+    if type(exc).__name__ in ("ConnectError", "ConnectTimeout") and type(exc).__module__.startswith("httpx"):
+        api = os.environ.get("PREFECT_API_URL") or "the configured PREFECT_API_URL"
+        return (f"cannot reach the Prefect API at {api} ({one_line(exc)}); start it (`prefect server start`) "
+                "or run in-process (--in-process)")
+    return None
+
+
 def report(command: str | None, exc: BaseException) -> int:
     """Print ``exc`` as one line on stderr; return its exit code."""
     prog = f"benchcert {command}" if command else "benchcert"
-    if is_user_error(exc):
+    problem = environment_problem(exc)
+    if problem is not None:
+        print(f"{prog}: {problem}", file=sys.stderr)
+    elif is_user_error(exc):
         print(f"{prog}: {one_line(exc)}", file=sys.stderr)
     else:
         print(f"{prog}: unexpected error: {type(exc).__name__}: {one_line(exc)} "

@@ -19,7 +19,7 @@ def cmd_ingest(args) -> int:
     from benchcert.tasks.ingest.adapters.native import NATIVE_FORMATS, NativeMapping
     from benchcert.tasks.ingest.service import OK_STATUSES, command_summary, summary_text
     from benchcert.tasks.ingest.mapping import MappingError, parse_mapping
-    from benchcert.tasks.ingest.sources import check_expressions, expand_sources, not_tried
+    from benchcert.tasks.ingest.sources import check_expressions, check_labels, expand_sources, not_tried
 
     native_format = args.format if args.format in NATIVE_FORMATS else None
     try:
@@ -37,12 +37,21 @@ def cmd_ingest(args) -> int:
     if native_format or args.metric or args.scorer or args.stat or args.model:
         mapping = NativeMapping(columns=mapping.columns, format=native_format or mapping.format,
                                 model=args.model, metric=args.metric, scorer=args.scorer, stat=args.stat)
+    if args.records is not None:
+        import dataclasses
+
+        if native_format or mapping.format not in (None, "json"):
+            print("benchcert ingest: --records applies to JSON files of records (--format json), "
+                  f"not to --format {args.format}", file=sys.stderr)
+            return EXIT_USAGE
+        mapping = dataclasses.replace(mapping, records=args.records)
     from benchcert.flows.runs import choose_mode, run_ingest
 
     mode = choose_mode(args.prefect)
     files, unknown = expand_sources(args.paths)
     try:
         check_expressions(files, mapping)
+        check_labels(files, mapping, args.benchmark)
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -106,8 +115,12 @@ def register(sub) -> None:
                          "and label (the correct option) for option probabilities, or confidence (in the "
                          "model's own answer, with a 0/1 score)")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
-    sp.add_argument("--format", choices=["csv", "jsonl", "parquet", "lm_eval", "inspect_ai", "helm", "mmlu_pro_raw"],
-                    help="file format (default: harness logs from their content, tables from the name)")
+    sp.add_argument("--format", choices=["csv", "jsonl", "json", "parquet", "lm_eval", "inspect_ai", "helm",
+                                         "mmlu_pro_raw"],
+                    help="file format (default: harness logs and JSON records from their content, tables from "
+                         "the name); json = a JSON list of records, or an object with one list-of-records field")
+    sp.add_argument("--records", metavar="FIELD",
+                    help="a JSON object's field holding the records (when it holds several lists of records)")
     sp.add_argument("--metric", help="lm-evaluation-harness: metric used as the score (default acc, else exact_match)")
     sp.add_argument("--scorer", help="inspect_ai: scorer used as the score (default: the log's only scorer)")
     sp.add_argument("--stat", metavar="NAME[:SPLIT]",

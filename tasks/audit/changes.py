@@ -120,6 +120,36 @@ def notify_webhook(url: str, summary: Summary, run_dir: str, *, timeout: float =
     return f"webhook failed: HTTP {status}"
 
 
+#: Tries of one delivery, all inside the one deadline, and the pause between them (seconds).
+WEBHOOK_TRIES = 3
+WEBHOOK_PAUSE_S = 1.0
+
+
+def deliver_webhook(url: str, summary: Summary, run_dir: str, *, deadline: float | None = None) -> str:
+    """:func:`notify_webhook`, tried up to ``WEBHOOK_TRIES`` times, all within one ``deadline``.
+
+    The deadline (default ``WEBHOOK_DEADLINE_S``) holds for the whole exchange including the
+    retries and the pauses between them: each try gets the time that is left, and no try starts
+    with less than a tenth of the deadline left.  A redirect or a 4xx answer is not retried (it
+    would be answered the same way).  Returns the last try's status, with the number of tries.
+    """
+    import time
+
+    total = WEBHOOK_DEADLINE_S if deadline is None else deadline
+    end = time.monotonic() + total
+    status = "webhook failed: no try"
+    for attempt in range(1, WEBHOOK_TRIES + 1):
+        left = end - time.monotonic()
+        if left < total / 10:
+            break
+        status = notify_webhook(url, summary, run_dir, timeout=left)
+        if not status.startswith("webhook failed") or "redirect" in status or " HTTP 4" in status:
+            return status if attempt == 1 else f"{status} (try {attempt})"
+        time.sleep(max(0.0, min(WEBHOOK_PAUSE_S, end - time.monotonic())))
+        status = f"{status} (after {attempt} tr{'y' if attempt == 1 else 'ies'} within the {total:g} s deadline)"
+    return status
+
+
 def post_json(url: str, body: dict, *, deadline: float) -> int:
     """POST ``body`` as JSON and return the status code; the whole exchange ends by ``deadline`` seconds."""
     import http.client

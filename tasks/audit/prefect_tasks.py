@@ -82,7 +82,8 @@ def publish_task(summary, run_dir: str) -> None:
                              description=f"benchcert audit {summary.run_id}")
 
 
-notify_task = task(name="notify-webhook", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)(notify)
+# No retries: the webhook's tries are inside its one deadline (tasks/audit/changes.py deliver_webhook).
+notify_task = task(name="notify-webhook", cache_policy=NO_CACHE)(notify)
 rebuild_dashboard_task = task(name="rebuild-dashboard", retries=1, retry_delay_seconds=2,
                               cache_policy=NO_CACHE)(rebuild_dashboard)
 # No retries: a recorded look must not be recorded twice by a retry.

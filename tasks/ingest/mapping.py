@@ -3,7 +3,7 @@ which canonical field.
 
 Given by repeated ``--map FIELD=VALUE`` flags, by a small TOML file::
 
-    format = "csv"            # optional: csv | jsonl | parquet (default: from the extension)
+    format = "csv"            # optional: csv | jsonl | json | parquet (default: from the extension)
     [map]
     item_id = "question_id"
     score = "preference - 1"
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from benchcert.tasks.schemas import CANONICAL_FIELDS
 
-FORMATS = ("csv", "jsonl", "parquet")
+FORMATS = ("csv", "jsonl", "json", "parquet")
 
 
 class MappingError(ValueError):
@@ -45,6 +45,7 @@ class ColumnMapping:
     columns: dict[str, str] = field(default_factory=dict)  # canonical field -> file column
     format: str | None = None
     model: str | None = None  # --model: every row's model (a table's model column, a native log's own name)
+    records: str | None = None  # --records: the field of a JSON object holding the records
 
     def _all(self) -> dict[str, str]:
         if self.model is None:
@@ -59,7 +60,7 @@ class ColumnMapping:
         return canonical if canonical in available else None
 
     def as_dict(self) -> dict:
-        return {"map": dict(self.columns), "format": self.format, "model": self.model}
+        return {"map": dict(self.columns), "format": self.format, "model": self.model, "records": self.records}
 
     def expressions(self, available: list[str], origin: str = "") -> dict[str, str]:
         """Mapped fields whose value is no column of the file: {field: expression}, each checked
@@ -79,11 +80,24 @@ class ColumnMapping:
         return out
 
 
+#: SQL function names Polars lacks, read as the Polars function of the same meaning (outside quotes):
+#: ``to_timestamp(text, format)`` (a strftime format, e.g. ``'%Y-%m-%d %H:%M'``) is ``strptime``.
+ALIASES = {"to_timestamp": "strptime"}
+
+
+def _with_aliases(text: str) -> str:
+    parts = re.split(r"('(?:[^']|'')*')", text)  # quoted literals at odd positions stay as they are
+    for i in range(0, len(parts), 2):
+        for alias, name in ALIASES.items():
+            parts[i] = re.sub(rf"(?i)\b{alias}\s*\(", f"{name}(", parts[i])
+    return "".join(parts)
+
+
 @lru_cache(maxsize=256)
 def _parse(text: str):
     import polars as pl
 
-    return pl.sql_expr(text)
+    return pl.sql_expr(_with_aliases(text))
 
 
 def _syntax_hint(text: str) -> str:

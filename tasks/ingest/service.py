@@ -129,18 +129,23 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
     path = Path(path)
     report = FileReport(path=str(path), status="error")
     try:
+        if path.is_symlink() and (problem := detect.link_target(path)[1]) is not None:
+            raise IngestError(f"{path}: {problem}")
         if not path.exists():
-            raise IngestError(f"{path}: {'a dangling symlink' if path.is_symlink() else 'no such file'}")
+            raise IngestError(f"{path}: no such file")
         if not (path.is_file() or path.is_dir()):  # opening a FIFO would wait for a writer forever
             raise IngestError(f"{path}: not a regular file (a FIFO, socket or device); not read")
+        _printable_benchmark(path, benchmark)
         source = detect.open_native(path, mapping, benchmark)
         if source is not None:
-            _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report, con)
+            _printable_benchmark(path, source.benchmark)
+            _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report, con,
+                           named=getattr(mapping, "model", None) is not None)
             return report
         if not path.is_file():
             raise IngestError(f"{path}: a directory, not a HELM run directory (per_instance_stats.json and "
                               "run_spec.json); give its files, or walk it with `benchcert ingest DIR`")
-        report.format = fmt = generic.detect_format(path, mapping.format)
+        report.format = fmt = generic.detect_format(path, mapping.format, getattr(mapping, "records", None))
         report.sha256 = sha = sha256_file(path)
         cols = resolve_columns(path, fmt, mapping, benchmark)
         prob_cols = probs.mapped_columns(mapping.columns, generic.file_columns(path, fmt), path)
@@ -178,6 +183,16 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
     return report
 
 
+def _printable_benchmark(path: Path, benchmark: str | None) -> None:
+    """A benchmark name (the flag's, or a harness log's task) with a control character is refused."""
+    import re
+
+    from benchcert.tasks.ingest.validate import CONTROL, CONTROL_REASON
+
+    if benchmark is not None and re.search(CONTROL, benchmark):
+        raise IngestError(f"{path}: benchmark name {benchmark!r} {CONTROL_REASON}; nothing from this file is stored")
+
+
 def describe_failure(path: Path, exc: BaseException) -> str:
     """One line naming the file and what is wrong with it, for an exception no adapter translated.
 
@@ -186,6 +201,12 @@ def describe_failure(path: Path, exc: BaseException) -> str:
     """
     if isinstance(exc, limits.DecompressionLimitError):
         return str(exc)
+    import errno
+
+    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+        target = getattr(exc, "filename", None) or "the store or its temporary files"
+        return (f"{path}: disk full (ENOSPC) writing {target} ({' '.join(str(exc).split())[:300]}); "
+                "nothing from this file is stored; free some space and ingest it again")
     if isinstance(exc, UnicodeDecodeError):
         return str(generic.not_utf8(path, exc))
     if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
@@ -215,7 +236,9 @@ class _GenericReader:
         self.file_cols = list(dict.fromkeys(reads))
 
     def batches(self, batch_rows: int):
-        raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows)
+        score = self.cols.get("score")
+        numbers = (score,) if score in self.file_cols and score not in self.expressions else ()
+        raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows, numbers=numbers)
         if self.expressions:
             raw = self._computed(raw)
         if "option" in self.prob_cols:
@@ -237,8 +260,13 @@ class _GenericReader:
 
 
 def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow_rejects: bool,
-                   lock_timeout: float, batch_rows: int, report: FileReport, shared_con=None) -> None:
-    """A harness log: the adapter yields canonical columns; the same staging, checks and rules apply."""
+                   lock_timeout: float, batch_rows: int, report: FileReport, shared_con=None, *,
+                   named: bool = False) -> None:
+    """A harness log: the adapter yields canonical columns; the same staging, checks and rules apply.
+
+    ``named``: ``--model`` names the model (the user's choice; the log is not checked against
+    the names its content is stored under).
+    """
     report.format, report.sha256, report.read = source.format, source.sha256, dict(source.read)
     if source.metadata_only:
         report.status = "metadata"
@@ -258,12 +286,39 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
                 report.message = (f"{source.path}: already ingested as source {done[0][0]} (same content and "
                                   f"settings); nothing added [{source.summary()}]")
                 return
+            if not named:
+                _refuse_second_name(con, source)
             ctx = _FileContext(path=source.path, reader=source, cols=cols, benchmark=source.benchmark,
                                sha=source.sha256, config=config, allow_rejects=allow_rejects)
             _stage_and_insert(con, ctx, batches, report, own_transaction=shared_con is None)
     finally:
         batches.close()
     report.message += f" [{source.summary()}]"
+
+
+def _refuse_second_name(con, source: native.NativeSource) -> None:
+    """A log whose content is stored already under another model name is refused (ConflictError).
+
+    The same log read again with other settings (a repaired results file beside it, a folder
+    renamed) must not store its rows a second time under a second name it read itself: one run
+    would be two models in every audit.  ``--model`` is the user's explicit choice and is not
+    checked.
+    """
+    model = source.read.get("model")
+    if not model:
+        return
+    other = con.execute("""
+        SELECT DISTINCT m.model, src.source_id, src.path
+        FROM sources src JOIN response_codes r ON r.source_id = src.source_id
+        JOIN models m ON m.model_id = r.model_id
+        WHERE src.sha256 = ? AND src.benchmark = ? AND m.model <> ?
+        ORDER BY src.source_id LIMIT 3""", [source.sha256, source.benchmark, model]).fetchall()
+    if other:
+        named, source_id, where = other[0]
+        raise ConflictError(
+            f"{source.path}: this log (same content) is stored already as model {named!r} (source {source_id}, "
+            f"{where}); storing it again as {model!r} would make one run two models; nothing ingested "
+            "(pass --model to name the model yourself)")
 
 
 @dataclass(frozen=True)

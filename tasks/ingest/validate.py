@@ -29,6 +29,11 @@ REJECT_SCHEMA = {"line": pl.Int64, "field": pl.String, "reason": pl.String}
 MAX_REPLICATE = 2**53
 
 _DEFAULTS = {"subject": DEFAULT_SUBJECT, "domain": DEFAULT_DOMAIN, "variant": ""}
+#: Names typed on the command line (benchmark, model, variant) hold no control character (NUL, tab,
+#: newline, DEL ...): such a name could be stored but never named again (issue #26).
+NAMES = ("benchmark", "model", "variant")
+CONTROL = r"[\x00-\x1f\x7f]"
+CONTROL_REASON = "contains a control character (NUL, tab, newline, ...); a name must be printable"
 _INTEGER = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
 _NUMERIC = (pl.Float32, pl.Float64) + _INTEGER
 
@@ -77,8 +82,12 @@ def _string_field(name: str, col: str | None, dtype, constant: str | None, text:
     else:
         v = pl.col(col).cast(pl.String) if dtype in _NUMERIC else pl.col(col).cast(pl.String).str.strip_chars()
     if name == "variant":
-        return v.fill_null(""), pl.lit(None, dtype=pl.String)
-    return v, pl.when(v.is_null() | (v == "")).then(pl.lit("missing value")).otherwise(pl.lit(None, dtype=pl.String))
+        return v.fill_null(""), pl.when(v.str.contains(CONTROL)).then(pl.lit(CONTROL_REASON)).otherwise(
+            pl.lit(None, dtype=pl.String))
+    err = pl.when(v.is_null() | (v == "")).then(pl.lit("missing value"))
+    if name in NAMES:
+        err = err.when(v.cast(pl.String).str.contains(CONTROL)).then(pl.lit(CONTROL_REASON))
+    return v, err.otherwise(pl.lit(None, dtype=pl.String))
 
 
 #: Why a row with a human score and no judge score is refused (docs/analyses.md, "Judge scores").
@@ -156,15 +165,19 @@ def _is_bad(name: str, col: str | None, dtype) -> pl.Expr | None:
 
     ``dtype`` is the value's own type (an integer id is bad only when missing).
     """
-    if col is None or name == "variant":
+    if col is None:
         return None
     v = pl.col(name)
+    if name == "variant":
+        return v.str.contains(CONTROL)
     if name == "score":
         return v.is_null() | v.is_nan() | (v < 0) | (v > 1)
     if name == "human_score":  # optional: null is fine (never null itself, so any_horizontal stays boolean)
         return v.is_not_null() & (v.is_nan() | (v < 0) | (v > 1))
     if name == "replicate" or dtype in _INTEGER:
         return v.is_null()
+    if name in NAMES:
+        return v.is_null() | (v == "") | v.cast(pl.String).str.contains(CONTROL)
     return v.is_null() | (v == "")
 
 

@@ -37,6 +37,7 @@ import datetime as dt
 import math
 import os
 import shutil
+import socket
 import threading
 import uuid
 from dataclasses import dataclass
@@ -489,6 +490,34 @@ class _SiteHandler(SimpleHTTPRequestHandler):
     #: Seconds a connection may sit idle (nothing sent) before it is closed, so half-open or
     #: slow clients cannot hold threads forever.
     timeout = 20.0
+    #: Seconds from the start of a request until its headers must all have arrived: the idle
+    #: timeout restarts with every byte, so a client trickling one byte at a time is cut here.
+    header_deadline = 10.0
+
+    def handle_one_request(self):
+        done = threading.Event()
+
+        def cut() -> None:
+            if not done.is_set():  # the headers are still arriving: end the connection
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        self._headers_read = done
+        timer = threading.Timer(self.header_deadline, cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            super().handle_one_request()
+        finally:
+            timer.cancel()
+
+    def parse_request(self):
+        ok = super().parse_request()  # reads the headers
+        self._headers_read.set()
+        return ok
 
     def send_head(self):
         rel = unquote(urlsplit(self.path).path)
@@ -551,12 +580,15 @@ class _BoundedServer(ThreadingHTTPServer):
 
 
 def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765, *,
-                quiet: bool = False, idle_timeout: float = 20.0, max_connections: int = 64) -> ThreadingHTTPServer:
+                quiet: bool = False, idle_timeout: float = 20.0, max_connections: int = 64,
+                header_deadline: float = 10.0) -> ThreadingHTTPServer:
     """An HTTP server for a built site (call ``serve_forever``); port 0 picks a free port.
 
     A connection idle for ``idle_timeout`` seconds (no request line, or a request sent too
-    slowly) is closed, and at most ``max_connections`` are served at once (more are closed
-    on arrival), so half-open or slow clients cannot pile up threads.
+    slowly) is closed, a request whose line and headers have not all arrived within
+    ``header_deadline`` seconds of its start is closed whatever trickles in, and at most
+    ``max_connections`` are served at once (more are closed on arrival), so half-open, slow
+    or trickling clients cannot pile up threads or hold a slot.
 
     Raises
     ------
@@ -569,8 +601,11 @@ def make_server(directory: str | os.PathLike, host: str = "127.0.0.1", port: int
                              "`benchcert dashboard build --artifacts DIR --out DIR`")
     if not idle_timeout > 0:
         raise ValueError(f"idle_timeout must be > 0; got {idle_timeout!r}")
+    if not header_deadline > 0:
+        raise ValueError(f"header_deadline must be > 0; got {header_deadline!r}")
     if not max_connections >= 1:
         raise ValueError(f"max_connections must be >= 1; got {max_connections!r}")
-    handler = type("Handler", (_SiteHandler,), {"quiet": quiet, "timeout": float(idle_timeout)})
+    handler = type("Handler", (_SiteHandler,), {"quiet": quiet, "timeout": float(idle_timeout),
+                                                  "header_deadline": float(header_deadline)})
     server_cls = type("Server", (_BoundedServer,), {"max_connections": int(max_connections)})
     return server_cls((host, port), lambda *a, **k: handler(*a, directory=str(directory), **k))

@@ -235,3 +235,43 @@ def test_dashboard_server_caps_concurrent_connections_and_keeps_serving(tmp_path
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- issue #26 ----------------------------------------------------------------------------------------
+
+def test_checkpoint_logs_path_with_a_nul_byte_is_the_refusal(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    with pytest.raises(LogsPathRefused) as err:
+        allowed_logs_path(str(inbox / "b\x00x.csv"), str(inbox), None)
+    assert "nothing was read" in str(err.value)
+
+
+def test_webhook_retries_fit_inside_the_one_deadline(monkeypatch):
+    """Finding 10: a server that never answers held the audit for 43 s (three 10 s tries plus
+    backoff); the whole delivery, retries included, now ends by the one deadline."""
+    from benchcert.tasks.audit import changes
+    from benchcert.tasks.audit.steps import plain_steps
+
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(8)  # accepts connections (the kernel's backlog) and never answers
+    monkeypatch.setattr(changes, "WEBHOOK_DEADLINE_S", 1.5)
+    start = time.monotonic()
+    out = plain_steps().notify(f"http://127.0.0.1:{lst.getsockname()[1]}/", _with_changes(), "/x")
+    took = time.monotonic() - start
+    lst.close()
+    assert isinstance(out, str) and "deadline" in out, out
+    assert took < 2.5, took
+
+
+def test_webhook_retries_a_failure_within_the_deadline():
+    srv = _Server(_Hook)
+    try:
+        from benchcert.tasks.audit.changes import deliver_webhook
+
+        out = deliver_webhook(srv.url + "/fail", _with_changes(), "/x", deadline=3.0)
+        assert out.startswith("webhook failed: HTTP 500") and "within the 3 s deadline" in out
+        assert 2 <= len(srv.hits) <= 3
+    finally:
+        srv.close()

@@ -231,13 +231,39 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
                                        "run_spec.json, so the run cannot be read"))
         elif kind is not None:
             sources.append(f)
-        elif f.name.lower().removesuffix(".gz").endswith(GENERIC_EXTENSIONS):
-            sources.append(f)
+        elif f.name.lower().removesuffix(".gz").endswith(GENERIC_EXTENSIONS + (".json",)):
+            sources.append(f)  # a .json no harness wrote: read as JSON records (or refused saying what it is)
         else:
             unknown.append(_unknown(f, "no adapter recognises this file (by content it is no lm-evaluation-harness, "
                                        "inspect_ai, HELM or MMLU-Pro log; by name it is not "
                                        f"{', '.join(GENERIC_EXTENSIONS)}, optionally .gz)"))
     return [str(s) for s in sorted(sources, key=str)], unknown
+
+
+def link_target(link: Path) -> tuple[Path | None, str | None]:
+    """Where a symlink leads, or why it leads nowhere: a link to itself, a loop, a dangling link.
+
+    Never raises for a link (``Path.resolve`` raises ``RuntimeError`` on a loop in some Pythons).
+    """
+    import errno
+
+    try:
+        return link.resolve(strict=True), None
+    except RuntimeError:
+        looped = True
+    except OSError as exc:
+        looped = exc.errno == errno.ELOOP
+        if not looped and exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return None, f"a symlink that cannot be followed ({exc.strerror or exc})"
+    try:
+        points_to = os.readlink(link)
+    except OSError:
+        points_to = "?"
+    if looped:
+        if (link.parent / points_to).absolute() == link.absolute():
+            return None, "a symlink to itself; not read"
+        return None, f"a symlink loop (it points to {points_to}, which leads back to it); not read"
+    return None, f"a dangling symlink (its target {points_to} does not exist); not read"
 
 
 def _walk_files(root: Path) -> tuple[list[Path], list[dict]]:
@@ -265,9 +291,9 @@ def _walk_files(root: Path) -> tuple[list[Path], list[dict]]:
                 continue
             f = here / name
             if f.is_symlink():
-                target = f.resolve()
-                if not f.exists():
-                    unknown.append(_unknown(f, "a dangling symlink"))
+                target, problem = link_target(f)
+                if problem is not None:
+                    unknown.append(_unknown(f, problem))
                     continue
                 if target != base and base not in target.parents:
                     unknown.append(_unknown(f, f"a symlink to {target}, outside {root}; not followed"))

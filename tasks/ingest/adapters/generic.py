@@ -55,10 +55,18 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == _GZIP_MAGIC
 
 
-def detect_format(path: Path, override: str | None = None) -> str:
-    """csv / jsonl / parquet from --format, else from the name (``.gz`` stripped)."""
+def detect_format(path: Path, override: str | None = None, records: str | None = None) -> str:
+    """csv / jsonl / parquet / json from --format, else from the name (``.gz`` stripped), else
+    from the content (a JSON list of records, or an object holding one, is ``json``).
+
+    ``records``: ``--records FIELD``, the field of a JSON object that holds the records.
+    """
+    from benchcert.tasks.ingest.adapters import json_records
+
+    if records and override not in (None, json_records.FORMAT):
+        raise AdapterError(f"{path}: --records applies to a JSON file of records, not to --format {override}")
     if override:
-        return override
+        return json_records.format_name(records) if override == json_records.FORMAT else override
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
@@ -69,19 +77,47 @@ def detect_format(path: Path, override: str | None = None) -> str:
         return "jsonl"
     if ext in (".parquet", ".pq"):
         return "parquet"
-    raise AdapterError(f"{path}: cannot tell the format from the name; pass --format csv|jsonl|parquet")
+    seen = json_records.looks_like_records(path) if path.is_file() else None
+    if ext == ".json" or seen == json_records.FORMAT:
+        return json_records.format_name(records)
+    if seen == "jsonl":
+        return "jsonl"
+    if records:
+        return json_records.format_name(records)
+    raise AdapterError(f"{path}: cannot tell the format: the name ({ext or 'no extension'}) is not .csv, .jsonl, "
+                       f".json or .parquet, and the content {_what_it_is(path)}; pass --format csv|jsonl|json|parquet")
 
 
-def open_binary(path: Path):
-    """The file's bytes, decompressed (within the limits of :mod:`.limits`) when it is gzip."""
-    return limits.open_gzip(path) if is_gzip(path) else open(path, "rb")
+def _what_it_is(path: Path) -> str:
+    """A few words on what a file's first bytes look like, for the format message."""
+    try:
+        with open_binary(path) as fh:
+            head = fh.read(64)
+    except (OSError, EOFError, ValueError):
+        return "cannot be read"
+    if not head.strip():
+        return "is empty"
+    text = head.lstrip()[:20].decode("utf-8", errors="replace")
+    return f"starts with {text!r}, which is no JSON document, JSON line or table this reader knows"
+
+
+def open_binary(path: Path, *, lines: bool = False):
+    """The file's bytes, decompressed (within the limits of :mod:`.limits`) when it is gzip.
+
+    ``lines``: for a line-based reader, refuse a line longer than the line limit
+    (``BENCHCERT_MAX_LINE_BYTES``) after reading at most that much of it.
+    """
+    raw = limits.open_gzip(path) if is_gzip(path) else open(path, "rb")
+    if not lines:
+        return raw
+    return io.BufferedReader(limits.LineLimitedReader(raw, path), buffer_size=1 << 16)
 
 
 def _open_text(path: Path, *, strict: bool = True):
     # Strict: a byte that is not UTF-8 refuses the file (replacing it would merge distinct
     # names, e.g. models b"m\xff" and b"m\xfe"); a leading BOM is dropped.  Only sniffing a
     # file's kind reads leniently.
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="strict" if strict else "replace",
+    return io.TextIOWrapper(open_binary(path, lines=True), encoding="utf-8-sig", errors="strict" if strict else "replace",
                             newline="")
 
 
@@ -91,7 +127,7 @@ def utf8_error(path: Path) -> str | None:
     The byte offset counts from the start of the (decompressed) file.
     """
     offset = 0
-    with open_binary(path) as fh:
+    with open_binary(path, lines=True) as fh:
         for number, line in enumerate(fh, start=1):
             try:
                 line.decode("utf-8")
@@ -179,12 +215,18 @@ def file_columns(path: Path, fmt: str) -> list[str]:
             raise AdapterError(f"{path}: line 1: unreadable CSV header: {exc}") from None
         if not header:
             raise AdapterError(f"{path}: empty file, no CSV header on line 1")
-        dupes = sorted({c for c in header if header.count(c) > 1})
+        from collections import Counter
+
+        dupes = sorted(c for c, k in Counter(header).items() if k > 1)
         if dupes:
             raise AdapterError(f"{path}: line 1: duplicate column names {dupes}")
         return header
     if fmt == "parquet":
         return list(_parquet_file(path).schema_arrow.names)
+    from benchcert.tasks.ingest.adapters import json_records
+
+    if json_records.is_json_format(fmt):
+        return json_records.columns(path, fmt)
     if fmt == "jsonl":
         # The keys of the first line that is a JSON object: a garbage first line is a bad row
         # (reported with its line), not a reason to see no columns at all.
@@ -210,16 +252,25 @@ def file_columns(path: Path, fmt: str) -> list[str]:
     raise AdapterError(f"{path}: unknown format {fmt!r}")
 
 
-def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BATCH_ROWS) -> Iterator[RawBatch]:
-    """Yield the named columns of the file in batches (all columns read as they are stored)."""
+def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BATCH_ROWS, *,
+                 numbers: tuple[str, ...] = ()) -> Iterator[RawBatch]:
+    """Yield the named columns of the file in batches (all columns read as they are stored).
+
+    ``numbers``: columns whose JSON values must be numbers or booleans (the score): a JSON
+    string there, even ``"1"``, is a reject of that field (CSV text is parsed, having no types).
+    """
     if fmt == "csv":
         yield from _csv_batches(path, columns, batch_rows)
     elif fmt == "jsonl":
-        yield from _jsonl_batches(path, columns, batch_rows)
+        yield from _jsonl_batches(path, columns, batch_rows, numbers)
     elif fmt == "parquet":
         yield from _parquet_batches(path, columns, batch_rows)
     else:
-        raise AdapterError(f"{path}: unknown format {fmt!r}")
+        from benchcert.tasks.ingest.adapters import json_records
+
+        if not json_records.is_json_format(fmt):
+            raise AdapterError(f"{path}: unknown format {fmt!r}")
+        yield from json_records.batches(path, fmt, columns, batch_rows, numbers)
 
 
 def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
@@ -237,11 +288,12 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
 
     # Compression is decided by content, not by the name pyarrow would go by; a gzip stream
     # is decompressed within the limits.
-    source = open_binary(path) if is_gzip(path) else pa.OSFile(str(path))
+    source = open_binary(path, lines=True)  # a line past the limit is refused, not buffered whole
+    block = max(32 << 20, 2 * limits.max_line_bytes())  # a block holds any record within the limit
     try:  # pyarrow reads (and decodes) the first block here already
         reader = pacsv.open_csv(
             source,
-            read_options=pacsv.ReadOptions(use_threads=False, block_size=32 << 20),
+            read_options=pacsv.ReadOptions(use_threads=False, block_size=block),
             parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header},
                                                  strings_can_be_null=False, include_columns=header),
@@ -266,7 +318,8 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
         # A record's first physical line: header + records before it + the extra lines taken
         # by embedded newlines in earlier records + malformed lines skipped before it.
         per_row = np.zeros(n, dtype=np.int64)
-        str_cols = [c for c in header if frame.schema[c] == pl.String]
+        schema = frame.schema  # once: Polars builds it anew on every access (quadratic in columns)
+        str_cols = [c for c in header if schema[c] == pl.String]
         if n and str_cols and frame.select(pl.any_horizontal(
                 [pl.col(c).str.contains("\n", literal=True) for c in str_cols]).any()).item():
             per_row = frame.select(pl.sum_horizontal(
@@ -330,7 +383,25 @@ def _jsonl_scalar(value):
     return None, f"expected a scalar, got {type(value).__name__}"
 
 
-def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+def object_values(obj: dict, columns: list[str], numbers: tuple[str, ...] = ()) -> tuple[list, list]:
+    """One JSON record's values as text (the JSONL rule), and (column, reason) of each bad one.
+
+    ``numbers``: columns whose value must be a JSON number or boolean (a string there, even
+    ``"1"``, is a mistyped field).
+    """
+    values, problems = [], []
+    for c in columns:
+        raw = obj.get(c)
+        v, problem = _jsonl_scalar(raw)
+        if c in numbers and isinstance(raw, str):
+            problem = f"a JSON string ({json.dumps(raw[:40])}), not a number: a score in JSON must be a number or true/false"
+        if problem:
+            problems.append((c, problem))
+        values.append(v)
+    return values, problems
+
+
+def _jsonl_batches(path: Path, columns: list[str], batch_rows: int, numbers: tuple[str, ...] = ()) -> Iterator[RawBatch]:
     cols: dict[str, list] = {c: [] for c in columns}
     lines: list[int] = []
     rejects: list[Reject] = []
@@ -346,14 +417,14 @@ def _jsonl_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[
         return out
 
     try:
-        yield from _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush)
+        yield from _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush, numbers)
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
     if lines or rejects:
         yield flush()
 
 
-def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush) -> Iterator[RawBatch]:
+def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush, numbers=()) -> Iterator[RawBatch]:
     with _open_text(path) as fh:
         for number, text in enumerate(fh, start=1):
             if not text.strip():
@@ -366,15 +437,9 @@ def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush) -> Itera
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {type(obj).__name__}", text.rstrip("\r\n")))
                 continue
-            row_ok = True
-            values = []
-            for c in columns:
-                v, problem = _jsonl_scalar(obj.get(c))
-                if problem:
-                    rejects.append(Reject(number, c, problem, text.rstrip("\r\n")))
-                    row_ok = False
-                values.append(v)
-            if not row_ok:
+            values, problems = object_values(obj, columns, numbers)
+            if problems:
+                rejects += [Reject(number, c, why, text.rstrip("\r\n")) for c, why in problems]
                 continue
             for c, v in zip(columns, values):
                 cols[c].append(v)
@@ -443,6 +508,10 @@ def raw_text(path: Path, fmt: str, lines: set[int], limit_chars: int = 2000) -> 
     out: dict[int, str] = {}
     if not lines:
         return out
+    from benchcert.tasks.ingest.adapters import json_records
+
+    if json_records.is_json_format(fmt):
+        return json_records.raw_text(path, fmt, lines, limit_chars)
     if fmt == "parquet":
         pf = _parquet_file(path)
         wanted = sorted(lines)

@@ -84,7 +84,8 @@ class _Log:
                 with zipfile.ZipFile(path) as z:
                     limits.check_archive(z, path)
                     names = z.namelist()
-                    self.members = sorted((n for n in names if SAMPLE_MEMBER.match(n)), key=_natural)
+                    self.members = sorted({n for n in names if SAMPLE_MEMBER.match(n)}, key=_natural)
+                    self._check_repeated(z)
                     if "header.json" in names:
                         self.header = self._member_json(z, "header.json")
                         self.partial = False
@@ -112,9 +113,33 @@ class _Log:
         if not isinstance(self.header, dict) or not isinstance(self.header.get("eval"), dict):
             raise NativeError(f"{path}: no 'eval' object in the log header; not an inspect_ai log")
 
-    def _member_json(self, z: zipfile.ZipFile, name: str) -> Any:
+    def _check_repeated(self, z: zipfile.ZipFile) -> None:
+        """An archive naming one sample member twice: the copies must agree, else the log is refused.
+
+        A zip may hold two entries of one name and a reader sees only the last, so a disagreeing
+        copy would be dropped silently; identical copies are read once.
+        """
+        entries: dict[str, list[tuple[int, zipfile.ZipInfo]]] = {}
+        for position, info in enumerate(z.infolist(), start=1):
+            if SAMPLE_MEMBER.match(info.filename):
+                entries.setdefault(info.filename, []).append((position, info))
+        for name, copies in entries.items():
+            if len(copies) < 2:
+                continue
+            (first_at, first), *others = copies
+            base = self._member_json(z, first)
+            for at, info in others:
+                if self._member_json(z, info) != base:
+                    raise NativeError(f"{self.path}: member {name} appears twice in the archive (entries {first_at} "
+                                      f"and {at}) with different contents; the log is ambiguous, nothing is stored")
+
+    def _member_json(self, z: zipfile.ZipFile, name: str | zipfile.ZipInfo) -> Any:
+        if isinstance(name, zipfile.ZipInfo):
+            entry, name = name, name.filename
+        else:
+            entry = name
         try:
-            data = limits.read_member(z, name, self.path)
+            data = limits.read_member(z, entry, self.path)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
             raise NativeError(f"{self.path}: member {name} cannot be read ({exc}); "
                               "the .eval file is truncated or corrupt") from None

@@ -78,7 +78,23 @@ def _too_big(path, what: str, limits: Limits, out: int, compressed: int | None) 
     return None
 
 
-class LimitedReader(io.RawIOBase):
+class _Checked(io.RawIOBase):
+    """A readable binary stream over ``_inner`` that a subclass checks as the bytes go by."""
+
+    _inner = None
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        try:
+            if self._inner is not None:
+                self._inner.close()
+        finally:
+            super().close()
+
+
+class LimitedReader(_Checked):
     """A binary stream that raises :class:`DecompressionLimitError` once it has yielded too much.
 
     ``compressed`` is the size of the compressed input, for the ratio limit.
@@ -90,9 +106,6 @@ class LimitedReader(io.RawIOBase):
         self._limits = limits or current()
         self.count = 0
 
-    def readable(self) -> bool:
-        return True
-
     def readinto(self, b) -> int:
         data = self._inner.read(len(b))
         n = len(data)
@@ -103,11 +116,60 @@ class LimitedReader(io.RawIOBase):
             raise DecompressionLimitError(problem)
         return n
 
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            super().close()
+
+#: The longest line a line-based reader (CSV, JSONL) takes, in bytes (``BENCHCERT_MAX_LINE_BYTES``).
+LINE_ENV = "BENCHCERT_MAX_LINE_BYTES"
+DEFAULT_MAX_LINE = 64 << 20
+
+
+def max_line_bytes() -> int:
+    """The line limit in force (the environment's, read at every call, else 64 MiB)."""
+    raw = os.environ.get(LINE_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_LINE
+    try:
+        value = int(float(raw))
+    except ValueError:
+        raise DecompressionLimitError(f"{LINE_ENV}={raw!r} is not a number") from None
+    if value <= 0:
+        raise DecompressionLimitError(f"{LINE_ENV}={raw!r} must be positive")
+    return value
+
+
+class LineTooLongError(DecompressionLimitError):
+    """A line longer than the line limit; the file is refused after reading at most about that much of it."""
+
+
+class LineLimitedReader(_Checked):
+    """A binary stream that raises :class:`LineTooLongError` once a line passes ``limit`` bytes.
+
+    Reads are at most ``limit`` bytes, so a line inside one read is within the limit and only
+    the bytes since the last newline need counting: the check costs a ``find`` per read, and
+    a line is refused after at most ``limit`` bytes of it have been read (memory stays bounded
+    by the limit, whatever the reader above buffers per line).
+    """
+
+    def __init__(self, inner, path, *, limit: int | None = None):
+        self._inner, self._path = inner, path
+        self.limit = limit or max_line_bytes()
+        self._gap = 0      # bytes since the last newline
+        self._lines = 0    # newlines seen
+
+    def readinto(self, b) -> int:
+        data = self._inner.read(min(len(b), self.limit))
+        n = len(data)
+        first = data.find(b"\n")
+        if self._gap + (n if first < 0 else first) > self.limit:
+            raise LineTooLongError(
+                f"{self._path}: line {self._lines + 1} is longer than {self.limit:,} bytes (limit {LINE_ENV}); "
+                f"refused after reading {self.limit:,} bytes of it; nothing from this file is stored")
+        if first < 0:
+            self._gap += n
+        else:
+            self._lines += data.count(b"\n")
+            self._gap = n - data.rfind(b"\n") - 1
+        b[:n] = data
+        return n
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -203,16 +265,18 @@ def check_archive(z: zipfile.ZipFile, path) -> None:
         raise DecompressionLimitError(problem + " (sizes declared in its directory)")
 
 
-def read_member(z: zipfile.ZipFile, name: str, path, *, limit: int | None = None) -> bytes:
+def read_member(z: zipfile.ZipFile, name: str | zipfile.ZipInfo, path, *, limit: int | None = None) -> bytes:
     """One member's bytes, read in chunks and refused as soon as it exceeds the limits.
 
+    ``name``: the member's name (its last entry when the archive repeats it) or one entry's ``ZipInfo``.
     ``limit`` caps the member below the configured total (e.g. a small header).
     """
     limits = current()
     if limit is not None:
         limits = Limits(max_bytes=min(limits.max_bytes, limit), max_members=limits.max_members,
                         max_ratio=limits.max_ratio, max_gzip_members=limits.max_gzip_members)
-    info = z.getinfo(name)
+    info = name if isinstance(name, zipfile.ZipInfo) else z.getinfo(name)
+    name = info.filename
     with z.open(info) as fh:
         reader = LimitedReader(fh, path, f"member {name!r}", compressed=max(info.compress_size, 1), limits=limits)
         chunks = []

@@ -71,8 +71,15 @@ def _companions(path: Path, any_name: bool) -> list[tuple[Path, dict]]:
             continue
         try:
             obj = json.loads(f.read_bytes())
-        except (ValueError, RecursionError, OSError):  # not a results file we can read: not a companion
-            continue
+        except (ValueError, RecursionError, OSError) as exc:
+            if RESULTS_NAME.match(f.name):
+                # The run's own results file, damaged: the model and task it names cannot be read,
+                # and guessing them (from the folder) would store the rows under a second name
+                # once the file is repaired.
+                raise NativeError(f"{path}: the results file beside it, {f.name}, cannot be read "
+                                  f"({type(exc).__name__}: {str(exc)[:120]}), so the run's model and task are "
+                                  "unknown; repair or remove that file; nothing is stored") from None
+            continue  # any other JSON file that cannot be read is no companion
         if _is_results(obj):
             out.append((f, obj))
     return out
@@ -325,7 +332,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
             if metric not in obj:
                 yield Reject(line, metric, f"metric {metric!r} missing from this sample", _describe(obj))
                 continue
-            score, why = to_float(obj[metric])
+            score, why = to_float(obj[metric], strings=False)  # a metric in JSON is a number
             if why:
                 yield Reject(line, metric, why, _describe(obj))
                 continue

@@ -194,8 +194,14 @@ def load_json(path: Path, what: str) -> Any:
         raise NativeError(f"{path}: {what} is not acceptable JSON ({exc})") from None
 
 
-def to_float(value: Any) -> tuple[float | None, str | None]:
-    """A metric value as a float, or the reason it is not one (bool counts as 0/1)."""
+def to_float(value: Any, *, strings: bool = True) -> tuple[float | None, str | None]:
+    """A value as a float, or the reason it is not one (bool counts as 0/1).
+
+    ``strings=False`` for a score: a JSON string, even ``"1"``, is a mistyped field (the rule
+    of every JSON reader); log-likelihoods that a harness writes as text pass ``strings=True``.
+    """
+    if isinstance(value, str) and not strings:
+        return None, f"a JSON string ({json.dumps(value[:40])}), not a number: a score in JSON must be a number or true/false"
     if isinstance(value, bool):
         return float(value), None
     if isinstance(value, (int, float)):

@@ -189,11 +189,14 @@ def test_damaged_archives_never_raise(seeded, case):
 
 NAME = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\r"), min_size=1, max_size=12).filter(
     lambda s: s == s.strip() and s.strip())
+#: Model names hold no control character (issue #26: refused at ingest; items may hold them).
+MODEL_NAME = st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
+    lambda s: s == s.strip() and s.strip())
 
 
 @st.composite
 def distinct_rows(draw):
-    keys = draw(st.lists(st.tuples(NAME, NAME, st.integers(0, 2**53)), min_size=1, max_size=10,
+    keys = draw(st.lists(st.tuples(MODEL_NAME, NAME, st.integers(0, 2**53)), min_size=1, max_size=10,
                          unique_by=lambda k: k))
     items = {}
     rows = []

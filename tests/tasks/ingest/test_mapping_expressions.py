@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -112,3 +113,46 @@ def test_a_bad_expression_is_a_usage_error_naming_it(capsys, tmp_path, bad, name
     toml.write_text(f"[map]\n{key} = {json.dumps(value)}\n" + ("" if key == "item_id" else 'item_id = "problem_id"\n'))
     code, _, err = cli(capsys, "ingest", src, "--db", db, "--benchmark", "b", "--config", toml)
     assert code == 2 and names in err, err
+
+
+def test_every_wrong_mapping_is_reported_at_once_with_exit_2_plain_or_in_an_expression(capsys, tmp_path):
+    """Issue #26 finding 14: a wrong plain column exited 1 (per file), one inside an expression 2,
+    and only the first wrong mapping was named."""
+    src = tmp_path / "pref.csv"
+    src.write_text(PREF)
+    db = tmp_path / "s.duckdb"
+    code, _, err = cli(capsys, "ingest", src, "--db", db, "--benchmark", "b", "--map", "item_id=problemid",
+                       "--map", "score=prefrence - 1", "--map", "subject=exm")
+    assert code == 2, err
+    assert "3 wrong mappings" in err and "'problemid'" in err and "'prefrence'" in err and "'exm'" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not db.exists()
+
+
+def _function_table() -> list[tuple[str, str]]:
+    """(example, result) of each row of docs/cli.md's table of SQL functions."""
+    from conftest import TESTS
+
+    text = (TESTS.parent / "docs" / "cli.md").read_text()
+    start = text.index("| Function | Example | Result |")
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip("|"))]
+        rows.append((cells[1].strip("`"), cells[2][1:-1]))
+    return rows
+
+
+def test_the_documented_sql_functions_work_as_the_table_says():
+    """Issue #26 finding 6: which SQL functions work is documented (docs/cli.md), date/time parsing included."""
+    import polars as pl
+
+    from benchcert.tasks.ingest.mapping import evaluate
+
+    rows = _function_table()
+    assert len(rows) >= 15 and any("to_timestamp" in e for e, _ in rows)
+    frame = pl.DataFrame({"t": ["2024-06-01 10:30:00"], "x": [" Ab c "], "n": [1.26]})
+    for example, result in rows:
+        got = evaluate(frame, {"score": example})[example][0]
+        assert str(got) == result, (example, got, result)

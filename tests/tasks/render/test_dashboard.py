@@ -475,3 +475,50 @@ def test_a_running_server_serves_the_rebuilt_site(arts, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_trickling_client_cannot_hold_a_slot_past_the_header_deadline(tmp_path):
+    """Issue #26 finding 11: the idle timer restarts with every byte, so clients sending a byte at a
+    time held every slot; the headers of a request must all arrive within one deadline."""
+    import socket
+    import threading
+    import time
+    import urllib.request
+
+    (tmp_path / "index.html").write_text("<html>ok</html>")
+    server = make_server(tmp_path, "127.0.0.1", 0, quiet=True, idle_timeout=5.0, max_connections=2,
+                         header_deadline=1.0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stop = threading.Event()
+    closed_after: list[float] = []
+
+    def trickle():
+        s = socket.create_connection(server.server_address, timeout=10)
+        start = time.monotonic()
+        for ch in b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200:
+            if stop.wait(0.1):
+                break
+            try:
+                s.send(bytes([ch]))
+            except OSError:
+                closed_after.append(time.monotonic() - start)
+                break
+        else:
+            s.settimeout(0.1)
+        s.close()
+
+    clients = [threading.Thread(target=trickle, daemon=True) for _ in range(2)]
+    try:
+        for c in clients:
+            c.start()
+        time.sleep(1.8)  # past the deadline: the slots are free again
+        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+        with urllib.request.urlopen(url, timeout=3) as resp:
+            assert resp.status == 200 and b"ok" in resp.read()
+        for c in clients:
+            c.join(timeout=5)
+        assert len(closed_after) == 2 and all(t < 3.0 for t in closed_after), closed_after
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,61 @@
+"""Issue #26 findings 8-9: wide files in time linear in columns x rows."""
+
+from __future__ import annotations
+
+import time
+
+from benchcert.flows.cli import main
+
+
+def test_a_csv_of_10006_columns_and_20_rows_is_ingested_within_seconds(capsys, tmp_path):
+    """The issue's file did not finish in 300 s (the frame's schema was rebuilt once per column)."""
+    n = 10_006
+    cols = ["model", "item_id", "score"] + [f"c{i}" for i in range(n - 3)]
+    f = tmp_path / "wide.csv"
+    f.write_text("\n".join([",".join(cols)] + [",".join(["m", f"q{r}", "1"] + ["x"] * (n - 3))
+                                                for r in range(20)]) + "\n")
+    start = time.monotonic()
+    code = main(["ingest", str(f), "--db", str(tmp_path / "s.duckdb"), "--benchmark", "b"])
+    took = time.monotonic() - start
+    assert code == 0, capsys.readouterr().err
+    assert took < 30, took  # ~1.3 s on a quiet 2-core machine
+
+
+def test_a_line_past_the_limit_is_refused_by_name_csv_jsonl_and_gzip(capsys, tmp_path, monkeypatch):
+    """Finding 9: a file with no newline was read whole (4.3 GB for 2 GB) before pyarrow's
+    "straddling object" message; now the line is refused once it passes the limit."""
+    import gzip
+
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", "100000")
+    (tmp_path / "a.csv").write_text("model,item_id,score\nm,q1,1\n" + "x" * 300_000)
+    (tmp_path / "b.jsonl").write_text('{"model": "m", "item_id": "q", "score": 1}\n' + "y" * 300_000)
+    (tmp_path / "c.csv.gz").write_bytes(gzip.compress(b"model,item_id,score\n" + b"\0" * 500_000))
+    for name, line in (("a.csv", 3), ("b.jsonl", 2), ("c.csv.gz", 2)):
+        code = main(["ingest", str(tmp_path / name), "--db", str(tmp_path / "s.duckdb"), "--benchmark", "b"])
+        err = capsys.readouterr().err
+        assert code == 1 and f"line {line} is longer than 100,000 bytes" in err and "BENCHCERT_MAX_LINE_BYTES" in err
+        assert "straddl" not in err and "unexpected" not in err
+
+
+def _peak_rss_mb(path, tmp_path) -> float:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import resource, sys; from benchcert.flows.cli import main; "
+            f"main(['ingest', {str(path)!r}, '--db', {str(tmp_path / 'm.duckdb')!r}, '--benchmark', 'b']); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    env = {**os.environ, "BENCHCERT_MAX_LINE_BYTES": str(1 << 20)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def test_memory_stays_bounded_by_the_line_limit_not_the_line(tmp_path):
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    small.write_text('{"model": "m", "item_id": "q", "score": 1}\n')
+    with open(big, "w") as fh:
+        fh.write('{"model": "m", "item_id": "q", "score": 1}\n')
+        for _ in range(160):
+            fh.write("z" * (1 << 20))  # one 160 MiB line
+    grew = _peak_rss_mb(big, tmp_path) - _peak_rss_mb(small, tmp_path)
+    assert grew < 60, grew  # reading the line whole would take > 320 MB (bytes and text)
