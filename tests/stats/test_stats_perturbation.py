@@ -417,7 +417,7 @@ def test_degenerate_null_sets_are_explicit():
     one = P.composite_test([5], 10, 5, 10)
     assert one.status == "one_null_variant" and not one.reject and math.isnan(one.p_value)
     same = P.composite_test([200] * 8, 200, 0, 200)
-    assert same.status == "ok" and same.reject and same.method == "widened"
+    assert same.status == "ok" and same.reject and same.method == "calibrated"
 
 
 def test_input_validation_names_the_parameter():
