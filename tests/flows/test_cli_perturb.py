@@ -173,3 +173,33 @@ def test_perturb_classical_test_without_power_says_so(capsys, tmp_path):
                        "--test", "d", "--json")
     (v,) = json.loads(out)["variants"]
     assert v["classical_share"] is None and v["n_classical_no_power"] == 10
+
+
+@pytest.mark.montecarlo
+def test_perturb_default_test_has_power_and_keeps_its_level(capsys, tmp_path):
+    """Issue #25: 150 items x (base + 8 null variants) x 400 replicates, null rates Unif[0.4, 0.6]
+    per item: a variant with rate 0.8 is flagged on >= 85% of the items, one with rate 0.6 (the edge
+    of the null range: the null holds) on <= 8%.  The assumption-light widened test flags 0.8 on
+    about 86% and 0.6 on none; the old default failed the first half on ranges as wide as 0.3."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    lines = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    for item in range(150):
+        probs = {"base": rng.uniform(0.4, 0.6), **{f"n{j}": rng.uniform(0.4, 0.6) for j in range(8)},
+                 "t8": 0.8, "t6": 0.6}
+        for v, p in probs.items():
+            x = (rng.random(400) < p).astype(int)
+            lines += [f"pt,m,{item},s,d,{v},{i},{x[i]}" for i in range(400)]
+    path = tmp_path / "pt.csv"
+    path.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "pt.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "pt", "--base", "base",
+                       "--null", ",".join(f"n{j}" for j in range(8)), "--test", "t8,t6", "--json")
+    assert code == 0
+    d = json.loads(out)
+    share = {v["variant"]: v["composite_share"] for v in d["variants"]}
+    n = {v["variant"]: v["n_tested"] for v in d["variants"]}
+    assert d["method"] == "calibrated" and n == {"t8": 150, "t6": 150}
+    assert share["t8"] >= 0.85 and share["t6"] <= 0.08, share
