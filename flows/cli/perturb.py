@@ -43,6 +43,15 @@ _METHOD_NAMES = {"calibrated": "calibrated widened-range test",
                  "plugin_union": "plug-in union bound, assumption-dependent"}
 
 
+def _null_text(d) -> str:
+    """The null variants, listed apart from the tested ones (a variant tested in turn is null for the others)."""
+    only_null = [v for v in d.null if v not in d.test]
+    if not set(d.null) & set(d.test):
+        return ", ".join(map(repr, d.null))
+    return ("for each tested variant, the base and the other variants"
+            + (f" (never tested: {', '.join(map(repr, only_null))})" if only_null else ""))
+
+
 def cmd_perturb(args) -> int:
     from benchcert.tasks.perturbation.service import DesignError, audit_stored
     from benchcert.tasks.store.connection import StoreError
@@ -68,8 +77,9 @@ def cmd_perturb(args) -> int:
                      "notes": list(audit.notes)})
         return EXIT_OK
     d = audit.design
-    print(f"benchmark {args.benchmark!r}: base {d.base!r}; null {', '.join(map(repr, d.null))}; "
-          f"tested {', '.join(map(repr, d.test))} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
+    print(f"benchmark {args.benchmark!r}: base {d.base!r} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
+    print(f"  null variants:   {_null_text(d)}")
+    print(f"  tested variants: {', '.join(map(repr, d.test))}")
     head = (f"{'model':<24} {'variant':<20} {'items':>5} {'composite':>9} {'comp. BH':>8} {'classical':>9} "
             f"{'class. BH':>9}")
     print(head)

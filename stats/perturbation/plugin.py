@@ -210,7 +210,8 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
       null variants (``status="identical_null_rates"``, ``method="fisher_fallback"``);
     * one null variant - no range can be estimated; Fisher's exact test against it
       (``status="one_null_variant"``).
-    * a threshold of 1 or more (no statistic can exceed it), or either of these where no table with these replicate counts gives Fisher a p-value <= alpha
+    * a threshold that not even the most extreme tested count (0 or r') can exceed given the null
+      variants observed, or either of these where no table with these replicate counts gives Fisher a p-value <= alpha
       (:func:`~benchcert.stats.two_sample.fisher_min_p`): ``status="no_power"``, no p-value.
 
     ASSUMPTION-DEPENDENT, NOT THE DEFAULT.  The plug-in range comes from the same null variants
@@ -276,6 +277,14 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
         status = "no_power"
         notes.append(f"threshold {eps:.3g}: no outcome at these replicate counts can exceed it at alpha = {alpha:g}")
         p = math.nan
+    if status == "ok" and not any(_exceeds(k, r, x, rt, eps) for x in (0, rt)):
+        # not even the most extreme tested count exceeds the threshold: the item cannot reject
+        status = "no_power"
+        notes.append(f"threshold {eps:.3g}: no count of the tested variant at r' = {rt} can exceed it given these "
+                     f"null variants at alpha = {alpha:g}")
+        p = math.nan
+    if status == "no_valid_eps":
+        p = math.nan    # cannot reject: untested, out of every share and of Benjamini-Hochberg
     reject = bool(status == "ok" and _exceeds(k, r, kt, rt, eps))
     return CompositeTestResult(eps=eps, reject=reject, p_value=float(p), eps_union=eps_u, eps_exact=eps_e,
                                p_union=p_u, p_exact=p_e, a_hat=a, b_hat=b, status=status, method=f"plugin_{method}",

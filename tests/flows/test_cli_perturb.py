@@ -203,3 +203,29 @@ def test_perturb_default_test_has_power_and_keeps_its_level(capsys, tmp_path):
     n = {v["variant"]: v["n_tested"] for v in d["variants"]}
     assert d["method"] == "calibrated" and n == {"t8": 150, "t6": 150}
     assert share["t8"] >= 0.85 and share["t6"] <= 0.08, share
+
+
+@pytest.mark.parametrize("method", ["calibrated", "widened", "plugin_exact", "plugin_union"])
+def test_no_share_over_items_that_cannot_reject_for_every_method(capsys, tmp_path, method):
+    """Issue #25: one run per variant of 16 variants (a temperature study); --method plugin_exact
+    printed 0.0% over items that can never reject.  Under every method such items are no power,
+    outside every share; the header lists null and tested variants apart."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(2)
+    for item in range(40):
+        for variant in range(16):
+            rows.append(f"t,m,{item},s,d,t{variant:02d},0,{int(rng.random() < 0.6)}")
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "t.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "t", "--base", "t00", "--method", method,
+                       "--json")
+    d = json.loads(out)
+    assert code == 0 and all(v["composite_share"] is None and v["n_tested"] == 0 for v in d["variants"])
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative", "no_valid_eps"}
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "t", "--base", "t00", "--method", method,
+                       "--null", "t01,t02,t03", "--test", "t04,t05")
+    table = out.split("---")[-1].split("items = items tested")[0]
+    assert code == 0 and "%" not in table.replace("classical", "").split("no power")[0]
+    assert "  null variants:   't01', 't02', 't03'" in out and "  tested variants: 't04', 't05'" in out
