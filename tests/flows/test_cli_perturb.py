@@ -229,3 +229,43 @@ def test_no_share_over_items_that_cannot_reject_for_every_method(capsys, tmp_pat
     table = out.split("---")[-1].split("items = items tested")[0]
     assert code == 0 and "%" not in table.replace("classical", "").split("no power")[0]
     assert "  null variants:   't01', 't02', 't03'" in out and "  tested variants: 't04', 't05'" in out
+
+
+def test_plan_from_the_store_and_under_no_power(capsys, tmp_path):
+    """Issue #25: a store with one replicate per variant: `plan perturbation --db` answers a replicate
+    count and its cost in calls, and `perturb` prints the same answer under its "no power" line."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(3)
+    for item in range(30):
+        for variant in ("a", "b", "c", "d", "e"):
+            rows.append(f"r1,m,{item},s,d,{variant},0,{int(rng.random() < 0.55)}")
+    path = tmp_path / "r1.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "r1.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    design = ["--base", "a", "--null", "b,c,d", "--test", "e"]
+    code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r1", "--detect", "0.2", *design,
+                       "--json")
+    assert code == 0
+    (plan,) = json.loads(out)["plans"]
+    code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r1", "--detect", "0.2", *design)
+    assert code == 0 and "replicates per variant" in out and "calls" in out
+    assert plan["replicates_per_variant"] >= 2 and plan["null_variants"] >= 2 and plan["power"] >= 0.8
+    assert plan["calls"] == 30 * (plan["null_variants"] + 1) * plan["replicates_per_variant"]
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", *design, "--detect", "0.2")
+    assert code == 0 and "no test can reject" in out
+    line = out.split("no test can reject")[1].splitlines()[1]
+    assert line.strip().startswith("plan: ") and "replicates per variant" in line and "calls" in line
+
+
+def test_plan_bounds_state_their_true_relation():
+    """Issue #25: `size bound (Theorem 2) = 13.2281 <= 0.05` and a negative power bound were printed
+    where the exact calibration made the design valid."""
+    from types import SimpleNamespace
+
+    from benchcert.flows.cli.perturb import _bounds_text
+
+    text = _bounds_text(SimpleNamespace(size_bound=13.2281, alpha=0.05, power_bound=-2.5))
+    assert "13.2281 > 0.05" in text and "<=" not in text and "-2.5" not in text and "says nothing" in text
+    text = _bounds_text(SimpleNamespace(size_bound=0.04, alpha=0.05, power_bound=0.8357))
+    assert "0.0400 <= 0.05" in text and "= 0.8357" in text
