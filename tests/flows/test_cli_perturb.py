@@ -175,6 +175,15 @@ def test_perturb_classical_test_without_power_says_so(capsys, tmp_path):
     assert v["classical_share"] is None and v["n_classical_no_power"] == 10
 
 
+def _store(tmp_path, name, rows):
+    """A store ingested from CSV rows (header first)."""
+    path = tmp_path / f"{name}.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / f"{name}.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    return db
+
+
 @pytest.mark.montecarlo
 def test_perturb_default_test_has_power_and_keeps_its_level(capsys, tmp_path):
     """Issue #25: 150 items x (base + 8 null variants) x 400 replicates, null rates Unif[0.4, 0.6]
@@ -184,17 +193,14 @@ def test_perturb_default_test_has_power_and_keeps_its_level(capsys, tmp_path):
     import numpy as np
 
     rng = np.random.default_rng(7)
-    lines = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
     for item in range(150):
         probs = {"base": rng.uniform(0.4, 0.6), **{f"n{j}": rng.uniform(0.4, 0.6) for j in range(8)},
                  "t8": 0.8, "t6": 0.6}
         for v, p in probs.items():
             x = (rng.random(400) < p).astype(int)
-            lines += [f"pt,m,{item},s,d,{v},{i},{x[i]}" for i in range(400)]
-    path = tmp_path / "pt.csv"
-    path.write_text("\n".join(lines) + "\n")
-    db = tmp_path / "pt.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+            rows += [f"pt,m,{item},s,d,{v},{i},{x[i]}" for i in range(400)]
+    db = _store(tmp_path, "pt", rows)
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "pt", "--base", "base",
                        "--null", ",".join(f"n{j}" for j in range(8)), "--test", "t8,t6", "--json")
     assert code == 0
@@ -215,10 +221,7 @@ def test_no_share_over_items_that_cannot_reject_for_every_method(capsys, tmp_pat
     for item in range(40):
         for variant in range(16):
             rows.append(f"t,m,{item},s,d,t{variant:02d},0,{int(rng.random() < 0.6)}")
-    path = tmp_path / "t.csv"
-    path.write_text("\n".join(rows) + "\n")
-    db = tmp_path / "t.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    db = _store(tmp_path, "t", rows)
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "t", "--base", "t00", "--method", method,
                        "--json")
     d = json.loads(out)
@@ -239,10 +242,7 @@ def test_plan_from_the_store_and_under_no_power(capsys, tmp_path):
     for item in range(30):
         for variant in ("a", "b", "c", "d", "e"):
             rows.append(f"r1,m,{item},s,d,{variant},0,{int(rng.random() < 0.55)}")
-    path = tmp_path / "r1.csv"
-    path.write_text("\n".join(rows) + "\n")
-    db = tmp_path / "r1.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    db = _store(tmp_path, "r1", rows)
     design = ["--base", "a", "--null", "b,c,d", "--test", "e"]
     code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r1", "--detect", "0.2", *design,
                        "--json")
