@@ -202,7 +202,11 @@ def cmd_plan_perturbation(args) -> int:
         print(_bounds_text(design))
         if design.exact_size is not None:
             print(f"exact size = {design.exact_size:.4f}; exact average power = {design.exact_power:.4f}")
-        print(f"{design.n_valid} of {design.n_candidates} thresholds on the grid admit a valid design")
+        if design.exact_size is None:
+            print(f"{design.n_valid} of {design.n_candidates} thresholds on the grid admit a valid design")
+        else:
+            print(f"{design.n_valid} of the thresholds evaluated ({design.n_candidates} on the grid) admit a "
+                  "valid design")
     else:
         more = (f"the smallest budget that gives one is {design.min_budget:,}" if design.min_budget
                 else "no budget gives one on this grid")
