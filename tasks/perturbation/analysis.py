@@ -67,14 +67,15 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
     d = audit.design
     level = f"{audit.alpha:g}"
     widened = audit.method in ("calibrated", "widened")
+    calibrated = audit.method == "calibrated"
     margin = ("and by a margin for the binomial noise whose size is computed exactly over the composite null"
-              if audit.method == "calibrated" else "and by Hoeffding bounds for the binomial noise (the "
-              "assumption-light option)")
+              if calibrated else "and by Hoeffding bounds for the binomial noise (the assumption-light option)")
+    share = "&alpha;" if calibrated else "&alpha;<sub>I</sub>"
     test_text = (
         "rejects when the tested variant's rate lies outside the null variants' range widened by a margin "
-        "c&middot;R proportional to their spread R (c = &alpha;<sub>I</sub><sup>-1/(m-1)</sup> - 1, so that the "
+        f"c&middot;R proportional to their spread R (c = {share}<sup>-1/(m-1)</sup> - 1, so that the "
         "chance of the sampled rewordings missing the tested probability by more than that is at most "
-        f"&alpha;<sub>I</sub> whatever the true range) {margin}. Its level "
+        f"{share} whatever the true range) {margin}. Its level "
         f"holds at {escape(level)} for every number of null variants and replicates; items where no outcome could "
         "reject are marked <b>no power</b>, items whose null range covers every rate <b>no alternative</b> - "
         "neither says the prompt does not matter" if widened else
