@@ -37,9 +37,19 @@ def _count(text: str) -> int:
 # benchcert perturb
 
 
-_METHOD_NAMES = {"widened": "widened-range test",
+_METHOD_NAMES = {"calibrated": "calibrated widened-range test",
+                 "widened": "widened-range test with Hoeffding margins, assumption-light",
                  "plugin_exact": "plug-in exact calibration, assumption-dependent",
                  "plugin_union": "plug-in union bound, assumption-dependent"}
+
+
+def _null_text(d) -> str:
+    """The null variants, listed apart from the tested ones (a variant tested in turn is null for the others)."""
+    only_null = [v for v in d.null if v not in d.test]
+    if not set(d.null) & set(d.test):
+        return ", ".join(map(repr, d.null))
+    return ("for each tested variant, the base and the other variants"
+            + (f" (never tested: {', '.join(map(repr, only_null))})" if only_null else ""))
 
 
 def cmd_perturb(args) -> int:
@@ -60,15 +70,20 @@ def cmd_perturb(args) -> int:
         show_traceback()  # --debug
         print(f"benchcert perturb: {exc}", file=sys.stderr)
         return exit_code(exc)
+    from benchcert.tasks.perturbation.planning import plans_for_audit
+
+    # where items have no power: the replicates (and null variants) that would give the default test power
+    plans = {(p.model, p.variant): p for p in plans_for_audit(audit, detect=args.detect, only_no_power=True)}
     if args.json:
         print_json({"benchmark": args.benchmark, "alpha": audit.alpha, "method": audit.method,
                      "assumptions": list(audit.assumptions), "design": audit.design.as_dict(),
                      "variants": audit.variants.to_dicts(), "items": audit.items.to_dicts(),
-                     "notes": list(audit.notes)})
+                     "plans": [p.as_dict() for p in plans.values()], "notes": list(audit.notes)})
         return EXIT_OK
     d = audit.design
-    print(f"benchmark {args.benchmark!r}: base {d.base!r}; null {', '.join(map(repr, d.null))}; "
-          f"tested {', '.join(map(repr, d.test))} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
+    print(f"benchmark {args.benchmark!r}: base {d.base!r} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
+    print(f"  null variants:   {_null_text(d)}")
+    print(f"  tested variants: {', '.join(map(repr, d.test))}")
     head = (f"{'model':<24} {'variant':<20} {'items':>5} {'composite':>9} {'comp. BH':>8} {'classical':>9} "
             f"{'class. BH':>9}")
     print(head)
@@ -89,6 +104,7 @@ def cmd_perturb(args) -> int:
         if r["no_power"]:
             no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
                             f"{r['no_power']}")
+            no_power.append(f"  {plans[(r['model'], r['variant'])].sentence()}")
         clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
         if r["classical_tested"] == 0 and r["n_classical_no_power"]:
             clas = clas_bh = "no power"
@@ -104,7 +120,7 @@ def cmd_perturb(args) -> int:
           "fractional scores), over the items it can reject at all; BH = Benjamini-Hochberg across items; "
           "no alt. = every item's null range covers every rate (no alternative left to detect)")
     for line in no_power:
-        print(f"no power: {line}")
+        print(line if line.startswith("  ") else f"no power: {line}")   # a plan stands under its line
     for line in low_power:
         print(f"{line}")
     print("the composite test assumes:")
@@ -136,6 +152,12 @@ def cmd_plan_perturbation(args) -> int:
         alpha_arg(args.alpha)
     except UsageError as exc:
         return user_error("benchcert plan perturbation", exc)
+    if args.db is not None:
+        return _plan_from_store(args)
+    if args.budget is None:
+        print("benchcert plan perturbation: give --budget (or --db and --benchmark to plan from the store)",
+              file=sys.stderr)
+        return EXIT_USAGE
     pilot = None
     pilot_m, pilot_r = args.pilot_m, args.pilot_r
     if args.pilot_rates is not None:
@@ -177,11 +199,14 @@ def cmd_plan_perturbation(args) -> int:
     if design.valid:
         print(f"design: eps = {design.eps:g}, m = {design.m} null variants, r = {design.r:,} replicates each "
               f"(m r = {design.m * design.r:,})")
-        print(f"size bound (Theorem 2) = {design.size_bound:.4f} <= {design.alpha:g}; "
-              f"average-power bound (Theorem 4) = {design.power_bound:.4f}")
+        print(_bounds_text(design))
         if design.exact_size is not None:
             print(f"exact size = {design.exact_size:.4f}; exact average power = {design.exact_power:.4f}")
-        print(f"{design.n_valid} of {design.n_candidates} thresholds on the grid admit a valid design")
+        if design.exact_size is None:
+            print(f"{design.n_valid} of {design.n_candidates} thresholds on the grid admit a valid design")
+        else:
+            print(f"{design.n_valid} of the thresholds evaluated ({design.n_candidates} on the grid) admit a "
+                  "valid design")
     else:
         more = (f"the smallest budget that gives one is {design.min_budget:,}" if design.min_budget
                 else "no budget gives one on this grid")
@@ -191,6 +216,49 @@ def cmd_plan_perturbation(args) -> int:
     for w in out["warnings"]:
         print(f"warning: {w}")
     return EXIT_OK if design.valid else EXIT_DATA
+
+
+def _bounds_text(design) -> str:
+    """Theorem 2's size bound with the true relation to alpha, Theorem 4's power bound only where it says something."""
+    held = design.size_bound <= design.alpha
+    size = (f"size bound (Theorem 2) = {design.size_bound:.4f} {'<=' if held else '>'} {design.alpha:g}"
+            + ("" if held else " (the exact size below is what keeps the level)"))
+    if design.power_bound is None or not design.power_bound > 0:
+        return size + "; average-power bound (Theorem 4) is not positive here: it says nothing"
+    return size + f"; average-power bound (Theorem 4) = {design.power_bound:.4f}"
+
+
+def _plan_from_store(args) -> int:
+    from benchcert.tasks.perturbation.planning import plans_for_audit
+    from benchcert.tasks.perturbation.service import DesignError, audit_stored
+    from benchcert.tasks.store.connection import StoreError
+    from benchcert.tasks.store.matrices import MatrixError
+
+    prog = "benchcert plan perturbation"
+    if not args.benchmark:
+        print(f"{prog}: --db needs --benchmark", file=sys.stderr)
+        return EXIT_USAGE
+    if not 0.0 < args.detect < 1.0:
+        print(f"{prog}: --detect must lie in (0, 1); got {args.detect}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        alpha_arg(args.alpha)
+        audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
+                             test=_variants(args.test), alpha=args.alpha, models=_variants(args.model))
+    except UsageError as exc:
+        return user_error(prog, exc)
+    except (StoreError, MatrixError, DesignError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exit_code(exc)
+    plans = plans_for_audit(audit, detect=args.detect)
+    if args.json:
+        print_json({"benchmark": args.benchmark, "plans": [p.as_dict() for p in plans]})
+        return EXIT_OK
+    print(f"benchmark {args.benchmark!r}: replicates per variant for power 0.8 against a change of {args.detect:g} "
+          f"beyond the null range (the calibrated test perturb runs, alpha {args.alpha:g})")
+    for p in plans:
+        print(f"{p.model} {p.variant!r}: {p.sentence()}")
+    return EXIT_OK
 
 
 def register_plan(plan_sub) -> None:
@@ -207,7 +275,17 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--pilot-rates", metavar="P1,P2,...",
                     help="instead of --a-hat/--b-hat: pilot null variants' response rates (Algorithm B, "
                          "bias-corrected); sets --pilot-m to their number")
-    sp.add_argument("--budget", type=_count, required=True, help="total model calls nu, pilot included (1e7 ok)")
+    sp.add_argument("--budget", type=_count, help="total model calls nu, pilot included (1e7 ok)")
+    sp.add_argument("--db", type=Path, help="plan from a store instead: the null variants' observed rates are the "
+                    "pilot; answers the replicates per variant (and null variants) that give the default test of "
+                    "benchcert perturb power 0.8, and the cost in calls")
+    sp.add_argument("--benchmark", help="with --db: the benchmark")
+    sp.add_argument("--model", metavar="M[,M...]", help="with --db: only these models")
+    sp.add_argument("--base", help="with --db: base variant (as in benchcert perturb)")
+    sp.add_argument("--null", metavar="V1,V2,...", help="with --db: null variants (as in benchcert perturb)")
+    sp.add_argument("--test", metavar="V[,V...]", help="with --db: tested variants (as in benchcert perturb)")
+    sp.add_argument("--detect", type=float, default=0.1, metavar="D",
+                    help="with --db: the change beyond the null range to detect (default 0.1)")
     sp.add_argument("--alpha", type=float, default=0.05, help="level (default 0.05)")
     sp.add_argument("--pilot-m", type=int, default=0, help="pilot null variants m~ (default 0)")
     sp.add_argument("--pilot-r", type=int, default=0, help="pilot replicates per variant r~ (default 0)")
@@ -238,11 +316,19 @@ def register(sub) -> None:
     sp.add_argument("--test", metavar="V[,V...]", help="variants to test (default: every non-base variant)")
     sp.add_argument("--model", metavar="M[,M...]", help="only these models")
     sp.add_argument("--alpha", type=float, default=0.05, help="level per item and BH FDR level (default 0.05)")
-    sp.add_argument("--method", choices=["widened", "plugin_exact", "plugin_union"], default="widened",
-                    help="widened (default): the valid widened-range test; plugin_exact / plugin_union: the "
+    sp.add_argument("--method", choices=["calibrated", "widened", "plugin_exact", "plugin_union"],
+                    default="calibrated",
+                    help="calibrated (default): the widened-range test with its noise margin calibrated exactly "
+                         "over the composite null (null variants with unequal replicate counts fall back to "
+                         "widened); widened: the assumption-light test with Hoeffding margins (valid, far less "
+                         "power); plugin_exact / plugin_union: the "
                          "paper's plug-in calibrations, which assume the estimated null range is the true one and "
                          "do not hold their level with few null variants (for comparison only)")
     sp.add_argument("--items", type=int, default=0, metavar="N", help="also list the N most significant items")
+    sp.add_argument("--detect", type=float, default=0.1, metavar="D",
+                    help="under every 'no power' line, the replicates per variant (and null variants) that give the "
+                         "default test power 0.8 against a change of D beyond the null range, as benchcert plan "
+                         "perturbation --db answers (default 0.1)")
     sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
                     help="seconds to wait for another benchcert process using the store (default 600)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")

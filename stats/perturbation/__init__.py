@@ -24,9 +24,12 @@ What is here (pure numpy/scipy, no I/O), one module per component:
   (ties decided in integers) instead of bounded by the union term :math:`2m/\sqrt r`;
 * :mod:`.design` - :func:`design_search` (Algorithm C under a budget, Theorems 2 and 4 or the exact
   calibration) and :func:`minimal_budget`;
-* :mod:`.item_test` - the per-item test for logs already collected: :func:`composite_test` and its
-  default, :func:`widened_range_test` (valid at alpha for every m >= 2 and replicate count, no
-  plug-in range), :func:`widened_range_test_scores` for fractional scores, the ``no_power`` /
+* :mod:`.calibrated` - the default per-item test, :func:`calibrated_range_test`: the widened range
+  with its noise margin calibrated exactly over the composite null (Assumptions 1-2), and its
+  exact power :func:`calibrated_power`;
+* :mod:`.item_test` - the per-item tests for logs already collected: :func:`composite_test` and the
+  assumption-light :func:`widened_range_test` (Hoeffding margins; valid at alpha for every m >= 2
+  and replicate count, no plug-in range, far less power), :func:`widened_range_test_scores` for fractional scores, the ``no_power`` /
   ``no_alternative`` statuses;
 * :mod:`.plugin` - :func:`plugin_test`, the paper's plug-in calibration (assumption-dependent,
   kept for comparison);
@@ -52,6 +55,7 @@ from __future__ import annotations
 
 from __future__ import annotations
 
+from .calibrated import calibrated_power, calibrated_range_test
 from .bounds import lemma2_m, power_curve, theory_bounds
 from .design import design_search, minimal_budget
 from .exact import exact_power, exact_size
@@ -84,6 +88,8 @@ __all__ = [
     "design_search",
     "minimal_budget",
     "composite_test",
+    "calibrated_range_test",
+    "calibrated_power",
     "widened_range_test",
     "widened_range_test_scores",
     "plugin_test",

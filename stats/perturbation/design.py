@@ -148,15 +148,9 @@ def design_search(a_hat, b_hat, budget, *, alpha, pilot_m=0, pilot_r=0, eps_step
                 best = dict(eps=float(grid[i]), m=int(ms[i]), r=int(rs[i]), objective=float(power[i]),
                             exact_size=None, exact_power=None)
         else:
-            for e, m0 in zip(grid, ms):
-                found = _exact_smallest_m(float(e), int(m0), spend, a, b, alpha)
-                if found is None:
-                    continue
-                n_valid += 1
-                m, r, size = found
-                pw = _exact_power_core(float(e), m, r, a, b)
-                if best is None or pw > best["objective"]:
-                    best = dict(eps=float(e), m=m, r=r, objective=pw, exact_size=size, exact_power=pw)
+            best, n_valid = _exact_search(grid, ms, spend, a, b, alpha)
+            notes.append(f"exact: {n_valid} valid of the thresholds evaluated (a coarse pass of at most "
+                         f"{_EXACT_COARSE} over the grid, then finer passes around the best)")
     if best is None:
         mb = minimal_budget(a, b, alpha=alpha, pilot_m=pilot_m, pilot_r=pilot_r, eps_step=eps_step,
                             eps_max_rule=eps_max_rule, method=method)
@@ -172,6 +166,54 @@ def design_search(a_hat, b_hat, budget, *, alpha, pilot_m=0, pilot_r=0, eps_step
                               power_bound=pb, exact_size=best["exact_size"], exact_power=best["exact_power"],
                               objective=best["objective"], n_candidates=int(grid.size), n_valid=n_valid,
                               min_budget=None, notes=tuple(notes), **common)
+
+
+_EXACT_COARSE = 12
+
+
+def _exact_search(grid, ms, spend, a, b, alpha):
+    """(best, n_valid): the exact-power argmax over the eps grid, coarse to fine.
+
+    Each threshold costs an exact size and power computation; instead of all of them, at most
+    _EXACT_COARSE evenly spaced grid points, then the same number between the best one's neighbours,
+    until neighbours are adjacent (the average power is a smooth, single-peaked function of eps on
+    the grids met here; a second peak narrower than the coarse spacing could be missed).
+    """
+    seen: dict[int, dict | None] = {}
+
+    def run(i):
+        if i not in seen:
+            found = _exact_smallest_m(float(grid[i]), int(ms[i]), spend, a, b, alpha)
+            if found is None:
+                seen[i] = None
+            else:
+                m, r, size = found
+                pw = _exact_power_core(float(grid[i]), m, r, a, b)
+                seen[i] = dict(eps=float(grid[i]), m=m, r=r, objective=pw, exact_size=size, exact_power=pw)
+        return seen[i]
+
+    lo, hi = 0, grid.size - 1
+    while True:
+        idx = np.unique(np.linspace(lo, hi, min(_EXACT_COARSE, hi - lo + 1)).round().astype(int))
+        for i in idx:
+            run(int(i))
+        valid = {i: v for i, v in seen.items() if v is not None}
+        if not valid:
+            return None, 0
+        top = max(valid, key=lambda i: (valid[i]["objective"], -i))
+        pos = int(np.searchsorted(idx, top))
+        if pos >= idx.size or idx[pos] != top:
+            break
+        new_lo = int(idx[pos - 1]) if pos > 0 else top
+        new_hi = int(idx[pos + 1]) if pos + 1 < idx.size else top
+        if new_hi - new_lo <= 2:
+            for i in range(new_lo, new_hi + 1):
+                run(i)
+            break
+        lo, hi = new_lo, new_hi
+    valid = {i: v for i, v in seen.items() if v is not None}
+    top = max(valid, key=lambda i: (valid[i]["objective"], -i))
+    return valid[top], len(valid)
 
 
 def _exact_smallest_m(eps, m0, spend, a, b, alpha, extra=6):

@@ -7,6 +7,7 @@ and the audit run per item); the plug-in test of the paper's Algorithm B/C is ke
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import lru_cache
 
@@ -23,7 +24,7 @@ __all__ = ["LOW_POWER_GAP", "TEST_METHODS", "composite_test", "low_power_sentenc
            "widened_range_test", "widened_range_test_scores"]
 
 #: Methods of :func:`composite_test`; the first is the default.
-TEST_METHODS = ("widened", "plugin_exact", "plugin_union")
+TEST_METHODS = ("calibrated", "widened", "plugin_exact", "plugin_union")
 
 ASSUMPTION_RANDOM_NULLS = ("the null variants' response probabilities are an i.i.d. sample from Unif[a, b], the "
                            "range of all acceptable rewordings (the paper's Assumption 2); used only to bound the "
@@ -428,12 +429,17 @@ def widened_range_test_scores(null_sums, null_replicates, test_sum, test_replica
     return _widened(rates, r, pt, rt, alpha, ideal_share, stat, "widened_mean_score", ASSUMPTIONS_SCORES)
 
 
-def composite_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05, method="widened",
+def composite_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05, method="calibrated",
                    ideal_share=0.8, bias_correction=True) -> CompositeTestResult:
     r"""Fixed-design composite test of one tested variant against the null variants present.
 
-    ``method="widened"`` (default): :func:`widened_range_test`, valid at level alpha for every
-    m >= 2 and every replicate count under the paper's Assumptions 1-2, with no plug-in range.
+    ``method="calibrated"`` (default):
+    :func:`~benchcert.stats.perturbation.calibrated.calibrated_range_test`, the widened range with
+    its noise margin calibrated exactly over the paper's composite null (Assumptions 1-2); with
+    unequal replicate counts among the null variants it is not calibrated and the widened test
+    runs instead (noted).  ``"widened"``: :func:`widened_range_test`, the assumption-light option
+    (Hoeffding margins that hold given the null probabilities, whatever their distribution; valid
+    at level alpha for every m >= 2 and every replicate count, far less power).
     ``"plugin_exact"`` / ``"plugin_union"``: the paper's plug-in calibration
     (:func:`~benchcert.stats.perturbation.plugin.plugin_test`), which treats Algorithm B's
     estimate as the true range and does NOT hold its level (assumption-dependent; kept for
@@ -441,6 +447,17 @@ def composite_test(null_counts, null_replicates, test_count, test_replicates, *,
     plug-in tests.
     """
     method = _choice(method, "method", TEST_METHODS)
+    if method == "calibrated":
+        from .calibrated import calibrated_range_test
+
+        _, r, _, _ = _composite_statistic_iv(null_counts, null_replicates, test_count, test_replicates)
+        if np.unique(r).size == 1:
+            return calibrated_range_test(null_counts, null_replicates, test_count, test_replicates, alpha=alpha)
+        res = widened_range_test(null_counts, null_replicates, test_count, test_replicates, alpha=alpha,
+                                 ideal_share=ideal_share)
+        return dataclasses.replace(res, notes=res.notes + (
+            "unequal replicate counts among the null variants: the calibrated test is not calibrated for them; "
+            "the assumption-light widened test decided this item",))
     if method == "widened":
         return widened_range_test(null_counts, null_replicates, test_count, test_replicates, alpha=alpha,
                                   ideal_share=ideal_share)

@@ -158,6 +158,14 @@ def _exact_fixed_large(r, rt, a, b, alpha, t_obs, groups):
     return hi, p_exact
 
 
+def _farthest_counts(rates, rt):
+    """Tested counts where min_j |p_j - k/r'| can be largest: the ends and both sides of every gap's middle
+    (the distance to the nearest null rate is piecewise linear in k, peaking at 0, r' or a midpoint)."""
+    q = np.unique(rates)
+    mids = (q[:-1] + q[1:]) / 2.0 * rt
+    return sorted({0, rt, *np.floor(mids).astype(int).tolist(), *np.ceil(mids).astype(int).tolist()})
+
+
 def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, alpha=0.05,
                 method="exact", bias_correction=True) -> CompositeTestResult:
     r"""Plug-in fixed-design composite test (assumption-dependent; see the warning below).
@@ -210,7 +218,7 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
       null variants (``status="identical_null_rates"``, ``method="fisher_fallback"``);
     * one null variant - no range can be estimated; Fisher's exact test against it
       (``status="one_null_variant"``).
-    * a threshold of 1 or more (no statistic can exceed it), or either of these where no table with these replicate counts gives Fisher a p-value <= alpha
+    * a threshold that no tested count at r' can exceed given the null variants observed, or either of these where no table with these replicate counts gives Fisher a p-value <= alpha
       (:func:`~benchcert.stats.two_sample.fisher_min_p`): ``status="no_power"``, no p-value.
 
     ASSUMPTION-DEPENDENT, NOT THE DEFAULT.  The plug-in range comes from the same null variants
@@ -276,6 +284,14 @@ def plugin_test(null_counts, null_replicates, test_count, test_replicates, *, al
         status = "no_power"
         notes.append(f"threshold {eps:.3g}: no outcome at these replicate counts can exceed it at alpha = {alpha:g}")
         p = math.nan
+    if status == "ok" and not any(_exceeds(k, r, x, rt, eps) for x in _farthest_counts(rates, rt)):
+        # no tested count is farther than the threshold from every null rate: the item cannot reject
+        status = "no_power"
+        notes.append(f"threshold {eps:.3g}: no count of the tested variant at r' = {rt} can exceed it given these "
+                     f"null variants at alpha = {alpha:g}")
+        p = math.nan
+    if status == "no_valid_eps":
+        p = math.nan    # cannot reject: untested, out of every share and of Benjamini-Hochberg
     reject = bool(status == "ok" and _exceeds(k, r, kt, rt, eps))
     return CompositeTestResult(eps=eps, reject=reject, p_value=float(p), eps_union=eps_u, eps_exact=eps_e,
                                p_union=p_u, p_exact=p_e, a_hat=a, b_hat=b, status=status, method=f"plugin_{method}",

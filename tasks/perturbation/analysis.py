@@ -38,7 +38,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         return AnalysisOutput(name=NAME)
     variants = counts["variant"].unique().sort().to_list()
     spec = getattr(config, "perturbation", None) or {}
-    method = spec.get("method", "widened")
+    method = spec.get("method", "calibrated")
     try:
         design = (make_design(variants, base=spec.get("base"), null=spec.get("null"), test=spec.get("test"))
                   if spec else default_design(variants))
@@ -66,18 +66,22 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
     """Report sections: rejection shares (table and bars), null-rate histograms, top items."""
     d = audit.design
     level = f"{audit.alpha:g}"
-    widened = audit.method == "widened"
+    widened = audit.method in ("calibrated", "widened")
+    calibrated = audit.method == "calibrated"
+    margin = ("and by a margin for the binomial noise whose size is computed exactly over the composite null"
+              if calibrated else "and by Hoeffding bounds for the binomial noise (the assumption-light option)")
+    share = "&alpha;" if calibrated else "&alpha;<sub>I</sub>"
     test_text = (
         "rejects when the tested variant's rate lies outside the null variants' range widened by a margin "
-        "c&middot;R proportional to their spread R (c = &alpha;<sub>I</sub><sup>-1/(m-1)</sup> - 1, so that the "
+        f"c&middot;R proportional to their spread R (c = {share}<sup>-1/(m-1)</sup> - 1, so that the "
         "chance of the sampled rewordings missing the tested probability by more than that is at most "
-        "&alpha;<sub>I</sub> whatever the true range) and by Hoeffding bounds for the binomial noise. Its level "
+        f"{share} whatever the true range) {margin}. Its level "
         f"holds at {escape(level)} for every number of null variants and replicates; items where no outcome could "
         "reject are marked <b>no power</b>, items whose null range covers every rate <b>no alternative</b> - "
         "neither says the prompt does not matter" if widened else
         "uses the paper's plug-in calibration (Algorithm B's range treated as the true one). "
         "<b>This is assumption-dependent and does not hold its level with few null variants</b>; the default "
-        "widened-range test does")
+        "calibrated test does")
     intro = (f"<p>Does a prompt variant change the answers beyond what semantically irrelevant rewordings "
              f"do? For every item, the <b>composite test</b> {test_text}. The <b>classical test</b> (Fisher's exact "
              f"test against the base prompt alone) treats any difference as a change. Shares are over the items "

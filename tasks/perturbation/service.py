@@ -26,6 +26,7 @@ import polars as pl
 from benchcert.stats._common import DegenerateDataWarning
 from benchcert.stats.perturbation import (LOW_POWER_GAP, TEST_METHODS, benjamini_hochberg, composite_test,
                                           low_power_sentence, no_power_sentence, widened_range_test_scores)
+from benchcert.stats.perturbation.calibrated import ASSUMPTIONS as CALIBRATED_ASSUMPTIONS
 from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
 from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.store.matrices import BenchmarkMatrices, MatrixError, available_variants
@@ -65,7 +66,8 @@ VARIANTS_SCHEMA = {
 
 #: What each item status means (printed in reports and the CLI).
 STATUS_TEXT = {
-    "ok": "tested (widened-range test by default; the plug-in methods use Algorithm B's range as if it were true)",
+    "ok": "tested (calibrated widened-range test by default; the plug-in methods use Algorithm B's range as if it "
+          "were true)",
     "no_alternative": "the null variants' range (their rates, or the range widened for their sampling and noise) "
                       "covers every rate the tested variant could show: nothing is left to detect; never rejects",
     "no_power": "no outcome at these replicate counts could reject at alpha: says nothing about whether the prompt "
@@ -341,7 +343,7 @@ def _item_row(model, item, tested, base, cells, nulls, alpha, method, cache):
 
 
 def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.05,
-               method: str = "widened") -> PerturbationAudit:
+               method: str = "calibrated") -> PerturbationAudit:
     """Run the composite and classical tests for every model, item and tested variant.
 
     Parameters
@@ -351,9 +353,10 @@ def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.
     design : VariantDesign
     alpha : float
         Level of every per-item test and FDR level of Benjamini-Hochberg across items.
-    method : {"widened", "plugin_exact", "plugin_union"}
-        The composite test (see :func:`benchcert.stats.perturbation.composite_test`): the valid
-        widened-range test (default) or the assumption-dependent plug-in calibrations.
+    method : {"calibrated", "widened", "plugin_exact", "plugin_union"}
+        The composite test (see :func:`benchcert.stats.perturbation.composite_test`): the
+        calibrated widened-range test (default), the assumption-light widened test (Hoeffding
+        margins) or the assumption-dependent plug-in calibrations.
     """
     if method not in TEST_METHODS:
         raise ValueError(f"method must be one of {', '.join(TEST_METHODS)}; got {method!r}")
@@ -382,11 +385,13 @@ def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.
 
 def assumptions_for(method: str) -> tuple[str, ...]:
     """What the chosen composite test still assumes (printed with every result table)."""
+    if method == "calibrated":
+        return CALIBRATED_ASSUMPTIONS
     if method == "widened":
         return WIDENED_ASSUMPTIONS
     return WIDENED_ASSUMPTIONS[:2] + (
         "ASSUMPTION-DEPENDENT: the plug-in methods treat Algorithm B's range estimate as the true null range; "
-        "they do not hold their level with few null variants (use the default widened-range test)",)
+        "they do not hold their level with few null variants (use the default calibrated test)",)
 
 
 def _with_bh(items: pl.DataFrame, alpha: float) -> pl.DataFrame:
@@ -528,13 +533,15 @@ def _notes(items: pl.DataFrame, design: VariantDesign, method: str, alpha: float
     if unequal:
         notes.append(f"{unequal} item x variant test(s) have unequal replicate counts across variants: "
                      + {"widened": "the widened-range test uses each variant's own count",
+                        "calibrated": "where the null variants' counts differ, the assumption-light widened test "
+                                      "decides (each variant's own count)",
                         "plugin_exact": "the exact calibration uses each variant's own count"}.get(
                             method, "the union bound uses the smallest count (conservative)"))
     return notes
 
 
 def audit_benchmark(con, benchmark: str, *, base: str | None = None, null: list[str] | None = None,
-                    test: list[str] | None = None, alpha: float = 0.05, method: str = "widened",
+                    test: list[str] | None = None, alpha: float = 0.05, method: str = "calibrated",
                     models: list[str] | None = None) -> PerturbationAudit:
     """Load a benchmark's counts and run a design (the default design when none is given)."""
     counts = load_variant_counts(con, benchmark, models=models)
@@ -553,7 +560,7 @@ def audit_benchmark(con, benchmark: str, *, base: str | None = None, null: list[
 
 
 def audit_stored(db, benchmark: str, *, base: str | None = None, null: list[str] | None = None,
-                 test: list[str] | None = None, alpha: float = 0.05, method: str = "widened",
+                 test: list[str] | None = None, alpha: float = 0.05, method: str = "calibrated",
                  models: list[str] | None = None, lock_timeout: float | None = None) -> PerturbationAudit:
     """:func:`audit_benchmark` on the store ``db`` (``benchcert perturb``).
 

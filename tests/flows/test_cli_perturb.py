@@ -173,3 +173,99 @@ def test_perturb_classical_test_without_power_says_so(capsys, tmp_path):
                        "--test", "d", "--json")
     (v,) = json.loads(out)["variants"]
     assert v["classical_share"] is None and v["n_classical_no_power"] == 10
+
+
+def _store(tmp_path, name, rows):
+    """A store ingested from CSV rows (header first)."""
+    path = tmp_path / f"{name}.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = tmp_path / f"{name}.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    return db
+
+
+@pytest.mark.montecarlo
+def test_perturb_default_test_has_power_and_keeps_its_level(capsys, tmp_path):
+    """Issue #25: 150 items x (base + 8 null variants) x 400 replicates, null rates Unif[0.4, 0.6]
+    per item: a variant with rate 0.8 is flagged on >= 85% of the items, one with rate 0.6 (the edge
+    of the null range: the null holds) on <= 8%.  The assumption-light widened test flags 0.8 on
+    about 86% and 0.6 on none; the old default failed the first half on ranges as wide as 0.3."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    for item in range(150):
+        probs = {"base": rng.uniform(0.4, 0.6), **{f"n{j}": rng.uniform(0.4, 0.6) for j in range(8)},
+                 "t8": 0.8, "t6": 0.6}
+        for v, p in probs.items():
+            x = (rng.random(400) < p).astype(int)
+            rows += [f"pt,m,{item},s,d,{v},{i},{x[i]}" for i in range(400)]
+    db = _store(tmp_path, "pt", rows)
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "pt", "--base", "base",
+                       "--null", ",".join(f"n{j}" for j in range(8)), "--test", "t8,t6", "--json")
+    assert code == 0
+    d = json.loads(out)
+    share = {v["variant"]: v["composite_share"] for v in d["variants"]}
+    n = {v["variant"]: v["n_tested"] for v in d["variants"]}
+    assert d["method"] == "calibrated" and n == {"t8": 150, "t6": 150}
+    assert share["t8"] >= 0.85 and share["t6"] <= 0.08, share
+
+
+@pytest.mark.parametrize("method", ["calibrated", "widened", "plugin_exact", "plugin_union"])
+def test_no_share_over_items_that_cannot_reject_for_every_method(capsys, tmp_path, method):
+    """Issue #25: one run per variant of 16 variants (a temperature study); --method plugin_exact
+    printed 0.0% over items that can never reject.  Under every method such items are no power,
+    outside every share; the header lists null and tested variants apart."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(2)
+    for item in range(40):
+        for variant in range(16):
+            rows.append(f"t,m,{item},s,d,t{variant:02d},0,{int(rng.random() < 0.6)}")
+    db = _store(tmp_path, "t", rows)
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "t", "--base", "t00", "--method", method,
+                       "--json")
+    d = json.loads(out)
+    assert code == 0 and all(v["composite_share"] is None and v["n_tested"] == 0 for v in d["variants"])
+    assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative", "no_valid_eps"}
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "t", "--base", "t00", "--method", method,
+                       "--null", "t01,t02,t03", "--test", "t04,t05")
+    table = out.split("---")[-1].split("items = items tested")[0]
+    assert code == 0 and "%" not in table.replace("classical", "").split("no power")[0]
+    assert "  null variants:   't01', 't02', 't03'" in out and "  tested variants: 't04', 't05'" in out
+
+
+def test_plan_from_the_store_and_under_no_power(capsys, tmp_path):
+    """Issue #25: a store with one replicate per variant: `plan perturbation --db` answers a replicate
+    count and its cost in calls, and `perturb` prints the same answer under its "no power" line."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(3)
+    for item in range(30):
+        for variant in ("a", "b", "c", "d", "e"):
+            rows.append(f"r1,m,{item},s,d,{variant},0,{int(rng.random() < 0.55)}")
+    db = _store(tmp_path, "r1", rows)
+    design = ["--base", "a", "--null", "b,c,d", "--test", "e"]
+    code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r1", "--detect", "0.2", *design,
+                       "--json")
+    assert code == 0
+    (plan,) = json.loads(out)["plans"]
+    code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r1", "--detect", "0.2", *design)
+    assert code == 0 and "replicates per variant" in out and "calls" in out
+    assert plan["replicates_per_variant"] >= 2 and plan["null_variants"] >= 2 and plan["power"] >= 0.8
+    assert plan["calls"] == 30 * (plan["null_variants"] + 1) * plan["replicates_per_variant"]
+    code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", *design, "--detect", "0.2")
+    assert code == 0 and "no test can reject" in out
+    line = out.split("no test can reject")[1].splitlines()[1]
+    assert line.strip().startswith("plan: ") and "replicates per variant" in line and "calls" in line
+
+
+def test_plan_bounds_state_their_true_relation():
+    """Issue #25: `size bound (Theorem 2) = 13.2281 <= 0.05` and a negative power bound were printed
+    where the exact calibration made the design valid."""
+    from types import SimpleNamespace
+
+    from benchcert.flows.cli.perturb import _bounds_text
+
+    text = _bounds_text(SimpleNamespace(size_bound=13.2281, alpha=0.05, power_bound=-2.5))
+    assert "13.2281 > 0.05" in text and "<=" not in text and "-2.5" not in text and "says nothing" in text
+    text = _bounds_text(SimpleNamespace(size_bound=0.04, alpha=0.05, power_bound=0.8357))
+    assert "0.0400 <= 0.05" in text and "= 0.8357" in text

@@ -1,4 +1,5 @@
-"""The default per-item composite test (widened null range, stats/perturbation/item_test.py).
+"""The assumption-light per-item composite test (widened null range with Hoeffding margins,
+stats/perturbation/item_test.py; ``method="widened"``).
 
 Composite-null paper = Acharyya, Priebe & Helm, "Testing for LLM response differences: the case of
 a composite null consisting of semantically irrelevant query perturbations"; its Assumption 2
@@ -90,13 +91,13 @@ def test_single_item_and_vectorised_decisions_agree():
         r = int(rng.choice([5, 30, 200, 2000]))
         k = rng.binomial(r, rng.uniform(0, 1) * rng.uniform(0.5, 1, m))
         kt = int(rng.binomial(r, rng.uniform()))
-        res = P.composite_test(k, r, kt, r)
+        res = P.composite_test(k, r, kt, r, method="widened")
         assert res.reject == bool(reject_many(k[None, :], r, [kt], r)[0])
         if res.status == "ok":
             assert res.reject == (res.p_value <= ALPHA)
             assert res.reject == (res.test_rate < res.range_low or res.test_rate > res.range_high)
             if res.reject:   # the p-value is the smallest level that rejects
-                assert P.composite_test(k, r, kt, r, alpha=min(0.999, res.p_value * 1.001)).reject
+                assert P.composite_test(k, r, kt, r, alpha=min(0.999, res.p_value * 1.001), method="widened").reject
 
 
 def test_ideal_event_has_exactly_the_budgeted_probability():
@@ -170,7 +171,8 @@ def test_mirror_images_decide_identically():
         m, r = int(rng.integers(2, 9)), int(rng.choice([10, 100, 1000]))
         k = rng.binomial(r, rng.uniform(0.05, 0.95, m))
         kt = int(rng.binomial(r, rng.uniform()))
-        a, b = P.composite_test(k, r, kt, r), P.composite_test(r - k, r, r - kt, r)
+        a, b = (P.composite_test(k, r, kt, r, method="widened"),
+                P.composite_test(r - k, r, r - kt, r, method="widened"))
         assert (a.status, a.reject) == (b.status, b.reject)
         if a.status == "ok":
             assert a.p_value == pytest.approx(b.p_value, rel=1e-9)
@@ -276,7 +278,7 @@ def test_low_power_label_matches_simulated_power():
         counts = pl.DataFrame({"model": "x", "item_id": np.repeat(np.arange(20), m + 1).astype(str),
                                "variant": variants * 20, "k": k.ravel(), "r": r, "binary": True})
         design = make_design(variants, base="n0", null=variants[:-1], test=["t"])
-        audit = run_design(counts, design, alpha=ALPHA)
+        audit = run_design(counts, design, alpha=ALPHA, method="widened")
         ok = audit.items.filter(pl.col("status") == "ok")
         assert ok.height >= 15 and ok["low_power"].to_list() == [labelled] * ok.height
         assert audit.items.filter(pl.col("status") != "ok")["low_power"].is_null().all()
