@@ -65,9 +65,67 @@ def safe_component(name: str) -> str:
         raise ValueError(f"name must be a non-empty string; got {name!r}")
     if is_plain_folder(name):
         return name
+    return hashed_folder(name)
+
+
+def hashed_folder(name: str) -> str:
+    """A slug of ``name`` plus the first 10 hex digits of its SHA-256 (of the exact code points)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "_", name).strip("._-")[:60] or "x"
     digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
     return f"{slug}-{digest}"
+
+
+def folder_name(name: str) -> str:
+    """The folder a benchmark named ``name`` gets in a new tree: distinct under case folding.
+
+    A plain name (:func:`is_plain_folder`) that is all lower case is kept; any other name, one
+    with a capital letter included, is hashed (:func:`safe_component`'s slug plus digest).
+    Kept names are ASCII, lower case and never end in ``-<10 hex digits>``; hashed ones always
+    do, with a digest of the exact name, so two different names (``Case`` and ``case``, or the
+    NFC and NFD spellings of one word) never get folders that a case-insensitive or
+    normalising filesystem would take for one.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string; got {name!r}")
+    return name if is_plain_folder(name) and name == name.lower() else hashed_folder(name)
+
+
+def folder_candidates(name: str) -> frozenset[str]:
+    """Every folder benchcert ever gives benchmark ``name``: its hashed folder, and the name
+    itself when it is plain (kept by earlier benchcert versions whatever its case).  The sets of
+    two different names are disjoint (plain names never end like a hashed one)."""
+    hashed = hashed_folder(folder_name(name) and name)  # (folder_name validates the name)
+    return frozenset({hashed, name}) if is_plain_folder(name) else frozenset({hashed})
+
+
+def benchmark_folder(root: str | os.PathLike, name: str) -> str:
+    """The folder of benchmark ``name`` under ``root``, where its runs are written and found.
+
+    1. A folder already on disk under one of the name's own :func:`folder_candidates` (listed
+       by exact name, so a case-insensitive filesystem cannot answer for another spelling) is
+       kept: trees written by earlier versions (``MMLU/``) keep their folders and runs.
+    2. Otherwise :func:`folder_name`, except that a lower-case plain name whose folder would
+       fold onto another entry of ``root`` (an earlier version's ``MMLU/`` when ``mmlu`` is
+       new) is hashed instead.
+
+    A new capitalised name is always hashed and a lower-case one is the only plain spelling of
+    its case-fold class, so no two benchmarks share a folder on any filesystem, and a folder,
+    once made, never moves when other benchmarks come or go.
+    """
+    root = Path(root)
+    try:
+        entries = set(os.listdir(root))
+    except (FileNotFoundError, NotADirectoryError):
+        entries = set()
+    cands = folder_candidates(name)
+    hashed = hashed_folder(name)
+    for folder in sorted(cands, key=lambda f: f != name):  # an earlier version's plain folder first
+        if folder in entries:
+            return folder
+    folder = folder_name(name)
+    if folder != hashed and any(e.casefold() == folder.casefold() for e in entries):
+        return hashed
+    return folder
 
 
 def inside(root: Path, *parts: str) -> Path:
@@ -94,7 +152,7 @@ def _write_json(path: Path, model) -> None:
 
 def run_dir_of(root: str | os.PathLike, benchmark: str, run_id: str) -> Path:
     """Where the run directory of ``run_id`` is published."""
-    return inside(Path(root), safe_component(benchmark), safe_component(run_id))
+    return inside(Path(root), benchmark_folder(root, benchmark), safe_component(run_id))
 
 
 #: Lock files of the staging folders this process is writing (fd by folder), released on publish.
@@ -120,7 +178,7 @@ def stage_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dic
     Idempotent: a retry rewrites the folder.  Nothing is visible to readers until published.
     """
     root = Path(root)
-    bench_dir = inside(root, safe_component(summary.benchmark))
+    bench_dir = inside(root, benchmark_folder(root, summary.benchmark))
     bench_dir.mkdir(parents=True, exist_ok=True)
     final = inside(bench_dir, safe_component(summary.run_id))
     if final.exists():
@@ -265,7 +323,8 @@ def refresh_index(root: str | os.PathLike) -> Index:
                     m = read_manifest(run_dir)
                 except (ValueError, OSError):
                     continue  # not ours or unreadable: never let one bad folder hide the rest
-                if run_dir.name != safe_component(m.run_id) or bench_dir.name != safe_component(m.benchmark):
+                if (run_dir.name != safe_component(m.run_id)
+                        or bench_dir.name not in folder_candidates(m.benchmark)):
                     continue  # a folder that is not where this run belongs (moved or hand-made)
                 by_bench.setdefault(m.benchmark, []).append((m.finished_at, m.run_id))
             for benchmark, runs in sorted(by_bench.items()):

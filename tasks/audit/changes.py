@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchcert.tasks.audit.artifacts import inside, load_json, read_index, safe_component
+from benchcert.tasks.audit.artifacts import benchmark_folder, inside, load_json, read_index, safe_component
 from benchcert.tasks.schemas import RunChanges, ScoreMove, Summary
 
 #: Interval used to judge a move, most defensible first (later analyses add "hierarchical").
@@ -24,7 +24,7 @@ def previous_summary(root: str | Path, benchmark: str) -> dict | None:
     index = read_index(root)  # rebuilt from the run directories when missing or damaged
     for entry in index.get("benchmarks", []):
         if entry.get("benchmark") == benchmark and entry.get("runs"):
-            run_dir = inside(root, safe_component(benchmark), safe_component(entry["latest_run_id"]))
+            run_dir = inside(root, benchmark_folder(root, benchmark), safe_component(entry["latest_run_id"]))
             if (run_dir / "summary.json").is_file():
                 return load_json(run_dir / "summary.json")
     return None

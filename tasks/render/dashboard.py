@@ -48,7 +48,7 @@ from urllib.parse import quote, unquote, urlsplit
 import polars as pl
 from filelock import FileLock
 
-from benchcert.tasks.audit.artifacts import inside, iso, safe_component
+from benchcert.tasks.audit.artifacts import hashed_folder, folder_candidates, folder_name, inside, iso, safe_component
 from benchcert.tasks.render.charts import fmt_interval as _iv
 from benchcert.tasks.render.charts import fmt_percent as _pct
 from benchcert.tasks.render.charts import interval_plot_svg, trend_svg
@@ -413,6 +413,24 @@ def _check_out(out: Path) -> None:
                              "(choose an empty or new --out folder)")
 
 
+
+def site_folders(by_bench: dict[str, list[RunRecord]]) -> dict[str, str]:
+    """Each benchmark's folder in the site: its artifacts folder (so links keep their address),
+    or its hashed :func:`~benchcert.tasks.audit.artifacts.folder_name` where that folder is not
+    one of its own or would fold onto another benchmark's (an old tree holding both ``Case/``
+    and ``case/``): no two benchmarks share a site folder on any filesystem."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for bench in sorted(by_bench):
+        folder = by_bench[bench][-1].run_dir.parent.name
+        if folder not in folder_candidates(bench) or folder.casefold() in taken:
+            folder = folder_name(bench)
+            if folder.casefold() in taken:
+                folder = hashed_folder(bench)
+        taken.add(folder.casefold())
+        out[bench] = folder
+    return out
+
 def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *, methods=DEFAULT_METHODS,
                max_trend_runs: int = 90, now: dt.datetime | None = None) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
@@ -442,7 +460,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     pages = 0
     try:
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
-        bench_dir = {b: safe_component(b) for b in by_bench}
+        bench_dir = site_folders(by_bench)
         for bench, bruns in by_bench.items():
             method = choose_method(bruns[-1], methods)
             bdir = inside(tmp, bench_dir[bench])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchcert.tasks.audit.artifacts import inside, safe_component
+from benchcert.tasks.audit.artifacts import benchmark_folder, folder_candidates, inside, safe_component
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -251,9 +251,9 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
             benchmark = _need(entry, "benchmark", str, str(index_path))
             folder = _need(entry, "dir", str, str(index_path))
             # index.json is data too: its folder must be a plain child of the root.
-            if folder != safe_component(benchmark):
+            if folder not in folder_candidates(benchmark):
                 raise _Skip(f"{index_path}: benchmark {benchmark!r} has an unsafe folder {folder!r} (its own "
-                            f"is {safe_component(benchmark)!r})")
+                            f"is {benchmark_folder(root, benchmark)!r})")
             bench_dir = inside(root, folder)
             run_ids = _need(entry, "runs", list, str(index_path))
         except (_Skip, ValueError) as exc:
