@@ -4,8 +4,9 @@ It reads only the artifact contract (``<root>/index.json`` and each run's ``mani
 ``summary.json`` and ``report.html``), never the live DuckDB store, so it can be rebuilt
 while audits are writing and on any machine that can read the artifacts.
 
-Site layout (every folder name is :func:`~benchcert.tasks.audit.artifacts.safe_component` of a
-name from the artifacts, so nothing a log says can leave the site folder)::
+Site layout (a benchmark's folder is its artifacts folder, :func:`site_folders`; a run's is
+:func:`~benchcert.tasks.audit.artifacts.safe_component` of its id, so nothing a log says can leave
+the site folder)::
 
     <out>/index.html                           benchmarks and their runs, newest first
     <out>/<benchmark>/index.html               trends: each model's macro and pooled score with
