@@ -172,7 +172,7 @@ def cmd_audit(args) -> int:
 def register(sub) -> None:
     sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",
                         description="Run every analysis on one benchmark, write manifest.json, summary.json, "
-                                    "tables/*.parquet and report.html under ARTIFACTS/<benchmark>/<run id>/, "
+                                    "tables/*.parquet and report.html under ARTIFACTS/<benchmark folder>/<run id>/, "
                                     "and record the run in the store.")
     store_options(sp)
     sp.add_argument("--benchmark", required=True)
