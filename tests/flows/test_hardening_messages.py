@@ -51,3 +51,22 @@ def test_an_unreachable_prefect_api_is_named_not_unexpected(capsys, monkeypatch)
 def test_a_bug_is_still_an_unexpected_error(capsys):
     report("audit", KeyError("x"))
     assert "unexpected error: KeyError" in capsys.readouterr().err
+
+
+def test_serve_with_the_prefect_api_down_names_it_through_the_command(tmp_path):
+    """Finding 14 through the CLI: `benchcert serve` against a Prefect API nobody answers says so in
+    the user's terms (the old message was "unexpected error: ConnectError")."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_HOME": str(tmp_path / "ph")}
+    r = subprocess.run([sys.executable, "-m", "benchcert.flows.cli", "serve", "--db", str(tmp_path / "s.duckdb"),
+                        "--artifacts", str(tmp_path / "a"), "--inbox", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1, r.stderr
+    assert "cannot reach the Prefect API" in r.stderr and "unexpected error" not in r.stderr
