@@ -36,9 +36,10 @@ demo: $(STAMP)
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -m 'not slow' $(PYTEST_ARGS)
 
-# The developer's quick run: everything but the Monte-Carlo level tests and the full-scale studies.
+# The developer's quick run: everything but the Monte-Carlo level tests and the full-scale studies,
+# on two worker processes (pytest-xdist; CI's make test stays serial).
 quick: $(STAMP) chromium
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 # The dashboard's browser tests drive Debian's Chromium (or BENCHCERT_CHROMIUM). When it is
 # missing: root installs the package, anyone else gets the one command to run.
