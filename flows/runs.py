@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+
 if TYPE_CHECKING:  # (imported where used: this module is read by every command, before its work starts)
     from benchcert.tasks.audit.request import AuditRequest
 
@@ -173,7 +175,7 @@ def short_run_settings():
 
 
 def run_ingest(mode: str, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
-               lock_timeout: float = 600.0, progress=None, atomic: bool = False) -> list:
+               lock_timeout: float = DEFAULT_LOCK_TIMEOUT, progress=None, atomic: bool = False) -> list:
     """Ingest ``paths`` in ``mode``; a list of FileReport."""
     if mode == PREFECT:
         prefect_env()
@@ -208,7 +210,7 @@ def run_audit(mode: str, request: AuditRequest, progress=None) -> dict:
 
 
 def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
-                lock_timeout: float = 600.0, progress=None, atomic: bool = False) -> list:
+                lock_timeout: float = DEFAULT_LOCK_TIMEOUT, progress=None, atomic: bool = False) -> list:
     """One step per file, files in the order given (they may depend on each other).
 
     ``atomic``: every file in one transaction, all stored or none (one step).

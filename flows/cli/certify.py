@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, user_error, user_errors
+from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.flows.cli.errors import print_json as _print_json
 
 #: The keys of tasks/certify/service.py's PROTOCOLS (spelled out: building the parser imports no numerics).
@@ -41,8 +42,7 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--seed", type=int, default=None, help="random seed (default: drawn at random and recorded)")
     sp.add_argument("--out", type=Path, metavar="SUBSET",
                     help="write the plan: .csv = item_id,subject,domain,draws; otherwise JSON (plan, item ids, draws)")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_plan_environments)
 
@@ -67,8 +67,7 @@ def register(sub) -> None:
     sp.add_argument("--delta", type=float, default=None,
                     help="1 - joint confidence (default: the plan's delta, else 0.05)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_certify)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
                                         show_traceback, user_error)
+from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.tasks.compare.gate import FAIL_ON, REQUIRE, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES, QUESTION_CHOICES
 from benchcert.tasks.errors import UsageError, UserError
@@ -59,8 +60,7 @@ def register(sub) -> None:
     sp.add_argument("--record", action="store_true",
                     help="record a two-model comparison as the next look of its checkpoint-verdict question "
                          "(the --question asked, fixed at its first look; its estimand named in the output)")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.add_argument("--fail-on", choices=FAIL_ON, default=None, dest="fail_on",
                     help=f"CI gate: exit {EXIT_GATE} (and print the reason) when a candidate regressed against "

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, user_error
+from benchcert.flows.cli.options import lock_timeout_option
 
 
 def cmd_default_variant(args) -> int:
@@ -48,7 +49,6 @@ def register(sub) -> None:
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", required=True)
     sp.add_argument("--clear", action="store_true", help="remove the stored default")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_default_variant)

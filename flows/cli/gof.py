@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json, user_error, user_errors
+from benchcert.flows.cli.options import lock_timeout_option
 
 
 def cmd_gof(args) -> int:
@@ -107,7 +108,6 @@ def register(sub) -> None:
                          "(exact at delta 0 for either method; B+1 times the work; at least 1/alpha - 1, e.g. 99). "
                          "Default 0: the paper's normal cut-off")
     sp.add_argument("--seed", type=int, default=0, help="seed of the random draws (default 0)")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_gof)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, user_error, user_errors
+from benchcert.flows.cli.options import lock_timeout_option
 
 
 def human_scale_block(summary: dict) -> str:
@@ -112,8 +113,7 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--model", default=None, metavar="M", help="only this model (default: every model)")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_plan_human_labels)
 

@@ -10,9 +10,14 @@ from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 def store_options(sp, db_required: bool = True) -> None:
     """``--db``, ``--lock-timeout`` and ``--json``, as ingest, audit, runs and show take them."""
     sp.add_argument("--db", type=Path, required=db_required, help="DuckDB store file")
-    sp.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def lock_timeout_option(sp) -> None:
+    """``--lock-timeout S``: how long a command waits for another process's lock on the store."""
+    sp.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S",
+                    help=f"seconds to wait for another benchcert process using the store (default {DEFAULT_LOCK_TIMEOUT:g})")
 
 
 def run_mode_options(sp) -> None:

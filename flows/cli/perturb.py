@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_USAGE, alpha_arg, exit_code, require_store,
                                         print_json, show_traceback, user_error)
+from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.tasks.errors import UsageError, UserError
 
 
@@ -329,7 +330,6 @@ def register(sub) -> None:
                     help="under every 'no power' line, the replicates per variant (and null variants) that give the "
                          "default test power 0.8 against a change of D beyond the null range, as benchcert plan "
                          "perturbation --db answers (default 0.1)")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_perturb)

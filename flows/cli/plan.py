@@ -19,6 +19,7 @@ from pathlib import Path
 
 # EXIT_DATA, EXIT_STORE and EXIT_USAGE: the codes documented above, importable from here as from every command.
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE  # noqa: F401
+from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.flows.cli.errors import print_json as _print_json
 from benchcert.flows.cli.errors import user_error, user_errors
 
@@ -30,8 +31,7 @@ def _common(sp, *, need_n_source: bool) -> None:
                                                   "and exact answers)"))
     sp.add_argument("--db", type=Path, help="DuckDB store: take N from --benchmark's item count")
     sp.add_argument("--benchmark", help="benchmark in --db whose item count is N")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
@@ -123,8 +123,7 @@ def _register_subsample(sub) -> None:
     sp.add_argument("--alpha", type=float, default=0.05, help="level of the guarantee printed (default 0.05)")
     sp.add_argument("--out", type=Path, metavar="FILE",
                     help="write the manifest: .csv = item_id,subject,domain rows; otherwise JSON with item_ids")
-    sp.add_argument("--lock-timeout", type=float, default=600.0, metavar="S",
-                    help="seconds to wait for another benchcert process using the store (default 600)")
+    lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     sp.set_defaults(func=cmd_subsample)
 

@@ -25,6 +25,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.compare.gate import GateDecision, GateOptions, check_options, decide
 from benchcert.tasks.errors import UsageError
 
@@ -95,7 +96,7 @@ class CompareRequest:
     power: float = 0.8
     variant: str | None = None
     hierarchy: str = "subject,domain"
-    lock_timeout: float = 600.0
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     gate: GateOptions | None = None
     question: str = "items"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.errors import NoDataError, UsageError
 
 #: Why a run where no item has a known correct option gives no result.
@@ -42,7 +43,7 @@ class GofOptions:
     alpha: float = 0.05
     null_draws: int = 0
     seed: int = 0
-    lock_timeout: float = 600.0
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
 
 @dataclass(frozen=True)

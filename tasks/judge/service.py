@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.stats.ppi import (MCAR, MIN_HUMAN_LABELS, HumanLabelPlan, JudgeAgreement, LabelledSubsetCheck,
                                  PPIMeanResult, judge_agreement, labelled_subset_check, plan_human_labels, ppi_gap,
                                  ppi_mean)
@@ -274,7 +275,7 @@ class HumanLabelsAnswer:
 
 
 def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float = 0.05, model: str | None = None,
-                variant: str | None = None, lock_timeout: float = 600.0) -> HumanLabelsAnswer:
+                variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> HumanLabelsAnswer:
     """Labels needed for a +-``epsilon`` human-scale interval per model, from the doubly-scored items so far.
 
     Raises UsageError (epsilon outside (0, 1)), NoDataError (no human scores, unknown model),

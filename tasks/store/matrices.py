@@ -21,6 +21,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.stats._common import segment_sums
 from benchcert.tasks.store.connection import query_pl
 
@@ -365,7 +366,7 @@ class DefaultVariant:
 
 
 def default_variant(db, benchmark: str, *, variant: str | None = None, clear: bool = False,
-                    lock_timeout: float = 600.0) -> DefaultVariant:
+                    lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> DefaultVariant:
     """``benchcert default-variant``'s service: set ``variant`` (or ``clear``) as the benchmark's
     default, which :func:`choose_variant` reads, and return what is stored.
 

@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.errors import NoDataError, UsageError
 
 
@@ -31,7 +32,7 @@ class SizeSource:
     N: int | None = None
     db: Path | str | None = None
     benchmark: str | None = None
-    lock_timeout: float = 600.0
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
 
 @dataclass(frozen=True)
