@@ -86,7 +86,7 @@ def _show_gap(result) -> None:
     print("-" * len(head))
     for row in result.comparisons:
         name = row["candidate"] if len(row["candidate"]) <= 32 else row["candidate"][:29] + "..."
-        iv = row["interval"]
+        iv = row.get("simultaneous_interval") or row["interval"]  # the interval that decides the verdict
         shown = "-" if iv["lower"] is None else f"[{_pp(iv['lower'])}, {_pp(iv['upper'])}]"
         lam = "-" if row["lam"] is None else f"{row['lam']:6.2f}"
         print(f"{name:<32} {_pp(row['gap']):>7}  {shown:<18} {lam:>6} {_pp(row['judge_only_gap']):>8} "

@@ -167,7 +167,7 @@ HUMAN_QUESTION = ("would people score the candidate higher than the baseline on 
 HUMAN_ESTIMAND = "item-weighted mean human-score gap (candidate - baseline) over the items both models were judged on"
 
 
-def _gap_row(m: BenchmarkMatrices, base: int, cand: int, alpha: float, notes: list[str]) -> dict:
+def _gap_row(m: BenchmarkMatrices, base: int, cand: int, alpha: float, notes: list[str], k: int = 1) -> dict:
     name, bname = m.models[cand], m.models[base]
     jc, jb = m.scores[:, cand], m.scores[:, base]
     hc = m.human[:, cand] if m.human is not None else np.full(jc.shape, np.nan)
@@ -187,6 +187,9 @@ def _gap_row(m: BenchmarkMatrices, base: int, cand: int, alpha: float, notes: li
     row.update(gap=r.estimate, interval={"method": r.method, "lower": r.lower, "upper": r.upper, "se": r.se},
                lam=r.lam, human_only_interval={"lower": r.human_only_lower, "upper": r.human_only_upper},
                judge_only_gap=r.judge_only_estimate)
+    if k > 1:  # the family's interval (Bonferroni, alpha / k) beside the marginal one, as compare reports them
+        s = ppi_gap(hc[lab], hb[lab], jc[lab], jb[lab], jc[rest], jb[rest], alpha=alpha / k)
+        row["simultaneous_interval"] = {"method": "bonferroni", "lower": s.lower, "upper": s.upper}
     if r.n_human >= 2 and r.n_judge >= 2:
         for who, col in ((name, cand), (bname, base)):
             c = labelled_subset_check(m.scores[lab, col], m.scores[rest, col], alpha=alpha)
@@ -204,9 +207,10 @@ def mcar_warning(model: str, c: LabelledSubsetCheck) -> str:
 def compare_human(request) -> HumanGapResult:
     """``compare --scale human``: the PPI++ interval of each candidate's human-scale gap.
 
-    ``request`` is compare's :class:`~benchcert.tasks.compare.service.CompareRequest`.  With
-    several candidates each interval is at alpha / k (Bonferroni) and decides its verdict, as in
-    ``compare``.  Raises what ``compare`` raises (UsageError, VerdictError, MatrixError, StoreError).
+    ``request`` is compare's :class:`~benchcert.tasks.compare.service.CompareRequest`.  Each row's
+    ``interval`` is at level alpha; with several candidates ``simultaneous_interval`` (Bonferroni,
+    alpha / k) stands beside it and decides the verdict, as in ``compare``.  Raises what ``compare``
+    raises (UsageError, VerdictError, MatrixError, StoreError).
     """
     from benchcert.tasks.compare.gate import decide
     from benchcert.tasks.compare.service import check_request, interval_verdicts
@@ -234,15 +238,13 @@ def compare_human(request) -> HumanGapResult:
                            "ingest some with --map human_score=COLUMN, or compare on the judge's scale")
     col = {name: i for i, name in enumerate(m.models)}
     k = len(candidates)
-    level = request.alpha / k
     notes: list[str] = []
-    rows = [_gap_row(m, col[request.baseline], col[c], level, notes) for c in candidates]
+    rows = [_gap_row(m, col[request.baseline], col[c], request.alpha, notes, k) for c in candidates]
     for row in rows:
-        iv = row["interval"]
+        # with several candidates the family's (alpha / k) interval decides, as in compare
+        iv = row.get("simultaneous_interval") or row["interval"]
         if iv["lower"] is not None:
             row["verdict"] = str(interval_verdicts([iv["lower"]], [iv["upper"]])[0])
-        if k > 1:
-            row["simultaneous_interval"] = {"method": "bonferroni", "lower": iv["lower"], "upper": iv["upper"]}
     return HumanGapResult(benchmark=request.benchmark, variant=m.variant, baseline=request.baseline,
                           alpha=request.alpha, method="ppi++ paired gap", question=HUMAN_QUESTION,
                           estimand=HUMAN_ESTIMAND, comparisons=tuple(rows), warnings=tuple(dict.fromkeys(notes)),

@@ -83,6 +83,8 @@ def test_compare_on_the_human_scale(capsys, judged):
     wide = ppi_gap(hc[lab], hb[lab], jc[lab], jb[lab], jc[~lab], jb[~lab], alpha=0.025)
     assert doc["adjustment"] == "bonferroni"
     assert doc["comparisons"][0]["simultaneous_interval"]["lower"] == pytest.approx(wide.lower, abs=1e-12)
+    # ... and the row's own interval is the marginal one at alpha, as compare reports it (review)
+    assert doc["comparisons"][0]["interval"]["lower"] == pytest.approx(want.lower, abs=1e-12)
 
 
 def test_plan_human_labels(capsys, judged):
