@@ -93,6 +93,40 @@ def test_human_scale_interval_covers_and_beats_human_only(n_human):
 
 
 @pytest.mark.montecarlo
+@pytest.mark.parametrize(("n_human", "p_human", "p11", "p10"), [
+    (30, P_HUMAN, P11, P10), (50, P_HUMAN, P11, P10), (30, 0.97, 0.99, 0.3), (50, 0.97, 0.99, 0.3)])
+def test_interval_holds_its_level_at_few_labels_and_boundary_rates(n_human, p_human, p11, p10):
+    """At the audit's minimum of MIN_HUMAN_LABELS labels and at a boundary rate (0.97: 40% of 30-label
+    sets are all 1) both the PPI++ interval and the human-only one beside it cover >= 95% (the plain
+    t interval covered 57% at n = 30 and 77% at n = 50 here: zero width when all labels agree)."""
+    assert n_human >= MIN_HUMAN_LABELS
+    rng = np.random.default_rng(4000 + n_human + int(1000 * p_human))
+    reps, n_items = 2000, 2000
+    hits, hits_h = np.zeros(reps, bool), np.zeros(reps, bool)
+    for r in range(reps):
+        human = (rng.random(n_items) < p_human).astype(float)
+        judge = biased_judge(rng, human, p11, p10)
+        truth = human.mean()
+        lab = rng.choice(n_items, n_human, replace=False)
+        rest = np.setdiff1d(np.arange(n_items), lab)
+        res = ppi_mean(human[lab], judge[lab], judge[rest])
+        hits[r] = res.lower <= truth <= res.upper
+        hits_h[r] = res.human_only_lower <= truth <= res.human_only_upper
+    for h in (hits, hits_h):
+        rate, low, high = rate_ci(h, reps, level=0.95)
+        assert high >= 0.95 and low >= 0.93, (rate, low, high)
+
+
+def test_all_labels_agreeing_still_give_an_interval_of_positive_width():
+    judge_rest = np.r_[np.ones(900), np.zeros(100)]
+    res = ppi_mean(np.ones(30), np.ones(30), judge_rest)
+    assert res.estimate == 1.0 and res.lower < 0.95 and res.human_only_lower < 0.95
+    with pytest.warns(DegenerateDataWarning, match="zero width"):
+        normal = ppi_mean(np.ones(30), np.ones(30), judge_rest, quantile="normal", lam=0.0)
+    assert normal.lower == normal.upper == 1.0  # the reference's interval, kept as it is
+
+
+@pytest.mark.montecarlo
 def test_paired_gap_covers_and_the_judge_gap_does_not():
     """Model A's judge is biased +10 points, model B's not: the judge's gap is off by 10 points;
     the paired PPI++ gap covers the human gap."""
@@ -174,14 +208,28 @@ def test_plan_reaches_its_epsilon_and_needs_fewer_labels_than_humans_alone():
     pilot = rng.choice(20000, 200, replace=False)
     plan = plan_human_labels(human[pilot], judge[pilot], judge[:4000], epsilon=0.03)
     assert plan.n_ppi is not None and plan.n_human_only is not None and plan.n_ppi < plan.n_human_only
-    widths = []
+    widths, widths_h = [], []
     for _ in range(200):  # fresh draws with the planned number of labels: the half-width is about epsilon
         h, j = draw_benchmark(rng, 4000)
         lab = rng.choice(4000, plan.n_ppi, replace=False)
-        widths.append(ppi_mean(h[lab], j[lab], np.delete(j, lab), quantile="normal").half_width)
+        widths.append(ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width)  # the audit's (t) interval
+        lab = rng.choice(4000, plan.n_human_only, replace=False)
+        r = ppi_mean(h[lab], j[lab], np.delete(j, lab))
+        widths_h.append((r.human_only_upper - r.human_only_lower) / 2)
     assert np.mean(widths) == pytest.approx(0.03, rel=0.08)
+    assert np.mean(widths_h) == pytest.approx(0.03, rel=0.08)
     never = plan_human_labels(human[pilot], judge[pilot], judge[:300], epsilon=0.005)
     assert never.n_ppi is None and never.n_human_only is None
+
+
+def test_plan_never_proposes_fewer_than_the_minimum_labels():
+    rng = np.random.default_rng(22)
+    human, judge = draw_benchmark(rng, 4000)
+    wide = plan_human_labels(human[:50], judge[:50], judge, epsilon=0.4)
+    assert wide.n_ppi == wide.n_human_only == MIN_HUMAN_LABELS
+    agree = plan_human_labels(np.ones(20), np.ones(20), np.r_[np.ones(900), np.zeros(100)], epsilon=0.05)
+    assert agree.n_ppi is not None and agree.n_ppi > MIN_HUMAN_LABELS  # all-agreeing pilot: not 2 labels
+    assert agree.n_human_only is not None and agree.n_human_only >= agree.n_ppi
 
 
 def test_validation_names_the_parameter():
