@@ -298,7 +298,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             row["gaps"] = {"item_weighted": _num(item_gap), "subject_weighted": _num(subject_gap)}
             notes += opposite_signs(row["candidate"], item_gap, subject_gap, request.question)
         if request.question == "new-subjects":
-            method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha)
+            method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha, notes)
     return ComparisonResult(
         benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
         method=method, question=question, estimand=estimand, exact_test=exact, comparisons=tuple(rows),
@@ -322,7 +322,26 @@ def both_gaps(scores, subjects, pairs) -> list[tuple[float, float]]:
     return out
 
 
-def _subject_verdicts(rows, scores, subjects, pairs, alpha):
+def _best_case_gap(k: int, level: float) -> float | None:
+    """The smallest gap the subject-level betting bound can show with ``k`` subjects, in the best
+    case (every subject's mean difference exactly that gap); None when no gap in (0, 1] can be shown.
+    What the data cannot answer, said as a number: below it the verdict is inconclusive whatever
+    the models do."""
+    import numpy as np
+
+    from benchcert.stats.betting import betting_mean_bounds
+
+    if k < 2:
+        return None
+    grid = np.arange(1, 1001) / 1000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lower = betting_mean_bounds(np.repeat(grid[:, None], k, axis=1), alpha=level).lower
+    shown = np.flatnonzero(np.asarray(lower) > 0)
+    return float(grid[shown[0]]) if shown.size else None
+
+
+def _subject_verdicts(rows, scores, subjects, pairs, alpha, notes=None):
     """The new-subjects question: each row's gap, interval, p-value and verdict become the betting
     bound's on the subjects' mean differences (benchcert.stats.betting; Bonferroni over several
     candidates); the item-level tests stay in ``intervals``/``p_values`` for reference."""
@@ -347,6 +366,15 @@ def _subject_verdicts(rows, scores, subjects, pairs, alpha):
                    simultaneous_interval=({"method": "bonferroni", "lower": _num(bb.lower), "upper": _num(bb.upper)}
                                           if len(rows) > 1 else None),
                    mde=None, n_subjects=int(bb.n))
+        floor = _best_case_gap(int(bb.n), level)
+        row["best_case_detectable_gap"] = floor
+        if notes is not None and bb.verdict == "inconclusive" and (floor is None or abs(bb.estimate) < floor):
+            notes.append(
+                f"{row['candidate']!r} vs {row['baseline']!r}: with {int(bb.n)} subject(s) the new-subjects bound "
+                + ("cannot show any gap" if floor is None else
+                   f"cannot show a gap below {100 * floor:.1f} pp even if every subject had the same gap")
+                + f" (observed {100 * bb.estimate:+.1f} pp): inconclusive says the data cannot answer this "
+                "question; more subjects would (about 5.3 / gap of them at best), or ask --question items")
     bb_assumptions = tuple(bb.assumptions) + (
         "each subject's mean difference over its shared items is unbiased for its gap (items not chosen by score)",)
     return "betting_plugin", QUESTIONS["clustered_subject"], SUBJECT_WEIGHTED, bb_assumptions

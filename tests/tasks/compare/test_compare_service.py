@@ -61,3 +61,21 @@ def test_a_request_naming_nothing_to_compare_is_a_usage_error(db, request_, mess
     with pytest.raises(UsageError, match=message) as e:
         check_request(CompareRequest(db=db, benchmark="c", **request_))
     assert e.value.exit_code == 2
+
+
+def test_new_subjects_with_too_few_subjects_says_what_it_cannot_show(tmp_path):
+    """With few subjects the subject-level bound cannot show a plausible gap at all: the row carries
+    the best-case detectable gap and a note says so, instead of a bare wide interval (review)."""
+    rng = np.random.default_rng(3)
+    base = rng.random(700) < 0.5
+    better = base | (rng.random(700) < 0.2)  # about 10 points better in every subject
+    for n_subjects, floor in ((5, None), (14, 0.403)):
+        (tmp_path / str(n_subjects)).mkdir()
+        db = store_of_correct(tmp_path / str(n_subjects), "c", {"base": base, "cand": better}, n_subjects)
+        result = compare_models(CompareRequest(db=db, benchmark="c", baseline="base", candidates=("cand",),
+                                               question="new-subjects"))
+        (row,) = result.comparisons
+        assert row["verdict"] == "inconclusive" and row["best_case_detectable_gap"] == floor
+        (note,) = [w for w in result.warnings if "new-subjects bound" in w]
+        assert f"with {n_subjects} subject(s)" in note and "more subjects would" in note
+        assert ("cannot show any gap" in note) == (floor is None)
