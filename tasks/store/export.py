@@ -34,6 +34,7 @@ import duckdb
 
 from benchcert.tasks.store import connection as store
 from benchcert.tasks.store import schema
+from benchcert.tasks.store.matrices import stored_benchmarks
 
 #: Tables exported, each with the query giving its rows and a ``benchmark`` column.
 EXPORT_QUERIES = {
@@ -86,14 +87,13 @@ def export_parquet(db: str | os.PathLike, out: str | os.PathLike, *, benchmarks:
     rows: dict[str, int] = {}
     try:
         with store.open_store(db, write=False, lock_timeout=lock_timeout) as con:
-            stored = [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM models ORDER BY 1").fetchall()]
+            stored = stored_benchmarks(con)
             chosen = stored if benchmarks is None else list(dict.fromkeys(benchmarks))
             unknown = [b for b in chosen if b not in stored]
             if unknown:
                 raise ExportError(f"benchmark(s) {unknown} have no responses in {db}; stored: {stored}")
-            present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            queries = {**EXPORT_QUERIES, **{t: q for t, q in OPTIONAL_QUERIES.items()
-                                             if {"subsets", "subset_items"} <= present}}
+            with_subsets = schema.has_tables(con, "subsets", "subset_items")
+            queries = {**EXPORT_QUERIES, **{t: q for t, q in OPTIONAL_QUERIES.items() if with_subsets}}
             for table, query in queries.items():
                 sql = f"SELECT * FROM ({query}) WHERE benchmark IN (SELECT unnest(?::VARCHAR[]))"
                 rel = con.sql(sql, params=[chosen])
