@@ -30,3 +30,11 @@ class MissingStoreError(UserError):
 class NoDataError(UserError):
     """The store holds nothing that answers the request: an unknown or empty benchmark, a plan or
     model it does not hold, too few models or shared items (exit code 1)."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full (ENOSPC), as an OSError or in a library's message
+    (DuckDB's IOException, Polars' ComputeError)."""
+    import errno
+
+    return getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc)

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import UsageError, UserError, is_disk_full
 
 #: The one definition of the exit codes; every command module imports them from here.
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
@@ -164,14 +164,6 @@ def is_user_error(exc: BaseException) -> bool:
 
     return isinstance(exc, (UserError, ValueError, StoreError, FileNotFoundError, PermissionError,
                             IsADirectoryError, NotADirectoryError))
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` says the disk is full (ENOSPC), as an OSError or in a library's message
-    (DuckDB's IOException, Polars' ComputeError)."""
-    import errno
-
-    return getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc)
 
 
 def environment_problem(exc: BaseException) -> str | None:

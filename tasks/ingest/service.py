@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks import progress
+from benchcert.tasks.errors import is_disk_full
 from benchcert.tasks.ingest.adapters import detect, generic, limits, native, probs
 from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, CodeBook
 from benchcert.tasks.ingest.mapping import ColumnMapping, MappingError, evaluate
@@ -201,9 +202,7 @@ def describe_failure(path: Path, exc: BaseException) -> str:
     """
     if isinstance(exc, limits.DecompressionLimitError):
         return str(exc)
-    import errno
-
-    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+    if is_disk_full(exc):
         target = getattr(exc, "filename", None) or "the store or its temporary files"
         return (f"{path}: disk full (ENOSPC) writing {target} ({' '.join(str(exc).split())[:300]}); "
                 "nothing from this file is stored; free some space and ingest it again")
