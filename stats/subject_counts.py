@@ -37,13 +37,24 @@ class SubjectCounts:
     passed : ndarray of int64, shape (K, M)
         Answered items scored 1 or more (for scores in [0, 1]: exactly 1) per subject and model.
     fractional : ndarray of int64, shape (M,)
-        Answered items per model scored strictly between 0 and 1.
+        Answered items per model scored neither 0 nor 1 or more (for scores in [0, 1]: strictly
+        between 0 and 1).
+    low, high : ndarray of float64, shape (M,)
+        Smallest and largest answered score per model (NaN for a model with none).
     """
 
     n: np.ndarray
     total: np.ndarray
     passed: np.ndarray
     fractional: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    @property
+    def in_unit_interval(self) -> bool:
+        """Every answered score lies in [0, 1] (what :func:`benchcert.stats._common.check_scores`
+        checks; it gives the error message when not)."""
+        return not (np.fmin.reduce(self.low, initial=np.inf) < 0.0 or np.fmax.reduce(self.high, initial=-np.inf) > 1.0)
 
     @property
     def binary(self) -> np.ndarray:
@@ -118,8 +129,10 @@ def subject_counts(scores, subjects, n_subjects: int | None = None, *,
     total = np.zeros((k, n_models))
     passed = np.zeros((k, n_models), np.int64)
     fractional = np.zeros(n_models, np.int64)
+    low = np.full(n_models, np.nan)
+    high = np.full(n_models, np.nan)
     if n_rows == 0 or n_models == 0:
-        return SubjectCounts(n=n, total=total, passed=passed, fractional=fractional)
+        return SubjectCounts(n=n, total=total, passed=passed, fractional=fractional, low=low, high=high)
     grouping = Grouping(codes, k)
     in_order = bool(np.all(grouping.order == np.arange(n_rows)))
     # segment_sums' own choice between a sum per block and np.add.reduceat (their float sums differ)
@@ -138,6 +151,8 @@ def subject_counts(scores, subjects, n_subjects: int | None = None, *,
         obs = ~np.isnan(blk)
         one = blk >= 1.0
         zero = blk == 0.0
+        np.fmin(low, np.fmin.reduce(blk, axis=0), out=low)
+        np.fmax(high, np.fmax.reduce(blk, axis=0), out=high)
         if continues:  # the rest of the previous chunk's subject: add on in row order
             code = seg_code[seg - 1]
             n[code] += np.count_nonzero(obs, axis=0)
@@ -158,4 +173,4 @@ def subject_counts(scores, subjects, n_subjects: int | None = None, *,
                 total[c] = filled[a:b].sum(axis=0)
         seg += local.size
     fractional += n.sum(axis=0) - passed.sum(axis=0)
-    return SubjectCounts(n=n, total=total, passed=passed, fractional=fractional)
+    return SubjectCounts(n=n, total=total, passed=passed, fractional=fractional, low=low, high=high)
