@@ -121,6 +121,6 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary)
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
         if block_models >= s.shape[1] and runner is None:
-            return _pairwise_core(s, codes, pa, pb, settings)
+            return _pairwise_core(s, codes, pa, pb, settings, binary_col=binary_col)
         return _pairwise_blocked(s, codes, pa, pb, settings, min(int(block_models), s.shape[1]), runner=runner)
 
