@@ -9,7 +9,9 @@ process that loads the matrix first, so that each figure is that analysis' own: 
 (user + system, all threads), the peak RSS during the analysis (VmHWM reset before it through
 /proc/self/clear_refs), and that peak above the RSS before it (the matrix, its replicate
 counts and the imports), with the 1-minute load average. ``collate`` times the summary and the
-report (``build_summary``, ``build_report``) after every analysis has run.
+report (``build_summary``, ``build_report``) after every analysis has run; ``subject_counts`` the
+per-subject counts the analyses share (``BenchmarkMatrices.subject_counts``: computed by the
+audit's first analysis, scores, and here before every other one, outside its figures).
 
     .venv/bin/python benchmarks/audit_analyses.py                                  # 300 x 20,000
     .venv/bin/python benchmarks/audit_analyses.py --shape 1000x20000 --dir /tmp/m --only scores
@@ -35,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 GiB = 1 << 30
 COLLATE = "collate"
+COUNTS = "subject_counts"
 
 
 def _status(key: str) -> int:
@@ -104,12 +107,16 @@ def child(name: str, dest: Path, save: Path | None) -> dict:
     m = load(dest)
     config = AuditConfig()
     outputs = []
+    if name != COUNTS and name != "scores" and hasattr(type(m), "subject_counts"):
+        _ = m.subject_counts  # in an audit the first analysis (scores) computes them for all
     if name == COLLATE:
         outputs = [run_analysis(n, fn, m, config) for n, fn in ANALYSES.items()]
     base = _status("VmRSS")
     _reset_peak()
     load0, cpu, t = os.getloadavg()[0], _cpu(), time.perf_counter()
-    if name == COLLATE:
+    if name == COUNTS:
+        kept = {"n": m.subject_counts.n}
+    elif name == COLLATE:
         import polars as pl
 
         from benchcert.tasks.audit import results
@@ -169,7 +176,7 @@ def main(argv=None) -> int:
     dest = prepare(args.shape, folder, args.seed)
     from benchcert.tasks.audit.analyses import ANALYSES
 
-    names = args.only or [*ANALYSES, COLLATE]
+    names = args.only or [COUNTS, *ANALYSES, COLLATE]
     saved, diffs = {}, []
     print(f"{args.shape}: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     print(f"{'analysis':22s} {'wall s':>7s} {'CPU s':>7s} {'peak GiB':>9s} {'above GiB':>10s} {'load':>5s}")

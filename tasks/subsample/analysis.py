@@ -135,8 +135,10 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     S = m.scores
     N = m.n_items
     grid = n_grid(N)
-    full = ~np.isnan(S).any(axis=0)
-    binary = np.all((S == 0.0) | (S == 1.0) | np.isnan(S), axis=0)
+    # From the per-subject counts the analyses share: no masks or column copies of the matrix.
+    sc = m.subject_counts
+    full = sc.n_items == N
+    binary = sc.binary
     keep = np.array([f and b and mod not in subset_models for f, b, mod in zip(full, binary, m.models)], dtype=bool)
     models = [mod for mod, k in zip(m.models, keep) if k]
     # One line per condition, listing the models.
@@ -147,13 +149,13 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
         if names:
             shown = ", ".join(repr(x) for x in names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
             notes.append(f"model(s) {shown} {why}")
-    X = S[:, keep]
-    K = X.sum(axis=0).round().astype(np.int64) if models else np.zeros(0, np.int64)
+    cols = np.flatnonzero(keep)  # the kept models' columns of the matrix
     sizes = np.bincount(m.item_subject)
-    sizes = sizes[sizes > 0]
-    counts = (np.stack([np.bincount(m.item_subject, weights=X[:, j])[np.bincount(m.item_subject) > 0]
-                        for j in range(X.shape[1])], axis=1).round().astype(np.int64)
-              if models else np.zeros((sizes.size, 0), np.int64))
+    present = sizes > 0
+    sizes = sizes[present]
+    # 0/1 scores of complete models: every sum is an exact integer
+    counts = np.ascontiguousarray(sc.total[present][:, cols].round().astype(np.int64))  # C order: the sums below run as before
+    K = counts.sum(axis=0)
 
     curve_rows, model_rows, pair_rows = [], [], []
     if not grid:
@@ -164,8 +166,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     thms = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width) for n in grid}
     thm2s = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width) for n in grid}
     if pair_idx:
-        A = np.stack([X[:, i] for i, _ in pair_idx], axis=1)
-        B = np.stack([X[:, j] for _, j in pair_idx], axis=1)
+        A = np.stack([S[:, cols[i]] for i, _ in pair_idx], axis=1)
+        B = np.stack([S[:, cols[j]] for _, j in pair_idx], axis=1)
         b_better = ((B == 1) & (A == 0)).sum(axis=0)
         a_better = ((A == 1) & (B == 0)).sum(axis=0)
 
