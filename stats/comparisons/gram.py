@@ -26,6 +26,9 @@ def _binary_columns(s: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Cells of the matrix (rows x used columns) masked and bit-packed at a time by :func:`_packed_bits`.
+BITS_BLOCK_CELLS = 1 << 21
+
 #: Pairs are summed column by column (not through Gram matrices) when P * ratio < K^2.
 PAIR_DIRECT_RATIO = 50
 
@@ -125,7 +128,7 @@ def _packed_bits(s, order, starts, used):
     every = used.size == s.shape[1]
     o_bits = np.zeros((used.size, int(words.sum()) * 8), np.uint8)
     x_bits = np.zeros_like(o_bits)
-    step = 64 * max(1, (1 << 21) // (64 * max(used.size, 1)))  # rows per block: whole words, a few MB
+    step = 64 * max(1, BITS_BLOCK_CELLS // (64 * max(used.size, 1)))  # rows per block: whole words
     for k in range(starts.size):
         for lo in range(int(bounds[k]), int(bounds[k + 1]), step):
             hi = min(int(bounds[k + 1]), lo + step)
