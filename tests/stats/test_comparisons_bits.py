@@ -48,3 +48,41 @@ def test_blocked_binary_columns_equal_the_former_check(seed):
     s[rng.random(s.shape) < 0.1] = np.nan
     s[rng.integers(0, 5000, 20), rng.integers(0, 300, 20)] = 0.5
     np.testing.assert_array_equal(gram._binary_columns(s), _binary_columns_former(s))
+
+
+def _column_stats_former(x2):
+    """engine.column_stats before issue #27, verbatim."""
+    k = x2.shape[1]
+    rows = max(1, (1 << 21) // max(k, 1))
+    n = np.zeros(k, dtype=np.int64)
+    total = np.zeros(k)
+    for lo in range(0, x2.shape[0], rows):
+        block = x2[lo:lo + rows]
+        obs = ~np.isnan(block)
+        n += obs.sum(axis=0)
+        total += np.where(obs, block, 0.0).sum(axis=0)
+    mean = total / np.maximum(n, 1)
+    ss = np.zeros(k)
+    for lo in range(0, x2.shape[0], rows):
+        block = x2[lo:lo + rows]
+        dev = np.where(np.isnan(block), 0.0, block - mean)
+        ss += (dev * dev).sum(axis=0)
+    return n, mean, ss / np.maximum(n - 1, 1)
+
+
+@pytest.mark.parametrize("shape", [(30000, 90), (700, 5)])
+def test_column_stats_from_column_sums_equal_the_former(shape):
+    """The one-pass column_sums (answered, sums, 0/1) feed column_stats the numbers of its former first pass."""
+    from benchcert.stats.comparisons.engine import column_stats, column_sums
+
+    rng = np.random.default_rng(shape[1])
+    s = rng.random(shape)  # fractional: the block order of the sums matters
+    s[rng.random(shape) < 0.1] = np.nan
+    s[:, 1] = np.round(s[:, 1])
+    n, total, binary = column_sums(s)
+    ref = _column_stats_former(s)
+    for got in (column_stats(s), column_stats(s, sums=(n, total))):
+        for a, b in zip(got, ref):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    np.testing.assert_array_equal(binary, _binary_columns_former(s))
+    np.testing.assert_array_equal(n, (~np.isnan(s)).sum(axis=0))
