@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from hierarchical_fit import _cpu, _reset_peak, matrix  # noqa: E402  (the same matrix and meters)
 GiB = 1 << 30
 COLLATE = "collate"
 COUNTS = "subject_counts"
@@ -48,25 +50,9 @@ def _status(key: str) -> int:
     return 0
 
 
-def _reset_peak() -> None:
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
-def _cpu() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
 def prepare(shape: str, folder: Path, seed: int) -> Path:
     """The matrix of ``shape`` saved under ``folder`` (kept: later runs load it)."""
     import numpy as np
-
-    sys.path.insert(0, str(HERE))
-    from hierarchical_fit import matrix
 
     n_models, n_items = (int(v) for v in shape.lower().split("x"))
     dest = folder / f"{n_models}x{n_items}-{seed}"
