@@ -259,7 +259,7 @@ class _FragmentChecker(HTMLParser):
 #: 4,000-model report, whose tables and plots run to megabytes); the sections are built by this
 #: package's renderers from escaped text (tasks/render/escape.py), so the check guards against a
 #: renderer's mistake, which shows in every row alike, not against data.
-SELF_CHECK_CHARS = 1 << 14
+SELF_CHECK_CHARS = 1 << 13
 
 
 def _check_fragment(fragment: str, where: str) -> None:
