@@ -119,6 +119,23 @@ def _family(k: int, baseline: int | None, all_pairs: bool) -> str:
     return "all_pairs" if all_pairs or k <= ALL_PAIRS_MAX_MODELS else "leaderboard"
 
 
+def _nanmean_columns(scores: np.ndarray, answered: np.ndarray) -> np.ndarray:
+    """``np.nanmean(scores, axis=0)`` to the last bit, a block of rows at a time: the running column
+    sums continue block to block in row order (the previous sums prepended as a row), as numpy's
+    sequential sum down the rows of the zero-filled copy that nanmean makes (0.64 GB at 4,000 x 20,000)."""
+    k = scores.shape[1]
+    rows = max(1, (1 << 20) // (8 * max(k, 1)))
+    buf = np.zeros((rows + 1, k))
+    for lo in range(0, scores.shape[0], rows):
+        block = scores[lo:lo + rows]
+        part = buf[:block.shape[0] + 1]
+        np.copyto(part[1:], block)
+        part[1:][np.isnan(block)] = 0.0
+        part[0] = part.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return buf[0] / answered
+
+
 def _shared_counts(scores: np.ndarray, answered: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Items answered by both models of each pair (a[p], b[p]); O(n_items P), not a K x K product.
     ``answered``: items each model answered (when every model answered every item, no pass)."""
@@ -174,7 +191,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     if counts.binary.all():
         pooled = counts.total.sum(axis=0) / answered  # exact integer sums: np.nanmean's numbers
     else:
-        pooled = np.nanmean(scores, axis=0)
+        pooled = _nanmean_columns(scores, answered)
     baseline = None
     if config.baseline is not None:
         if config.baseline in models:

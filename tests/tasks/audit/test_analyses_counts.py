@@ -143,3 +143,14 @@ def test_counts_are_computed_once_per_audit(binary, monkeypatch):
     outputs = _run_all(_matrices(4, binary=binary), AuditConfig())
     assert len(calls) == 1
     assert outputs["scores"].tables["model_scores"].height == 30
+
+
+@pytest.mark.parametrize("shape", [(100000, 3), (5000, 300)])
+def test_blocked_column_means_equal_nanmean(shape):
+    """The comparisons' pooled scores of fractional benchmarks: np.nanmean's bits without its copy."""
+    from benchcert.tasks.compare.analysis import _nanmean_columns
+
+    rng = np.random.default_rng(shape[1])
+    s = rng.random(shape)
+    s[rng.random(shape) < 0.1] = np.nan
+    assert np.array_equal(_nanmean_columns(s, (~np.isnan(s)).sum(axis=0)), np.nanmean(s, axis=0))
