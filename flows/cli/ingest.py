@@ -51,7 +51,7 @@ def cmd_ingest(args) -> int:
     files, unknown = expand_sources(args.paths)
     try:
         check_expressions(files, mapping)
-        check_labels(files, mapping, args.benchmark)
+        check_labels(files, mapping, args.benchmark, args.paths)
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE

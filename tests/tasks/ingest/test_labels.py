@@ -233,3 +233,73 @@ def test_random_duplicate_members_in_eval_archives_are_read_once_or_refused(tmp_
             assert r.rows_added == len(samples)
 
     check()
+
+
+def _table(path: Path, n: int = 3) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("item_id,score\n" + "".join(f"{path.stem}{i},{i % 2}\n" for i in range(n)))
+    return path
+
+
+def test_model_flag_on_a_folder_of_plain_tables_in_several_sub_folders_is_refused(capsys, tmp_path):
+    """Rule 1 for plain tables: a folder per model, tables without a model column, and one --model."""
+    root = tmp_path / "results"
+    _table(root / "gpt-4o" / "a.csv")
+    _table(root / "claude" / "b.csv", n=4)
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", root, "--db", db, "--benchmark", "b", "--model", "gpt-4o")
+    assert code == 2, (out, err)
+    assert "--model" in err and "gpt-4o/" in err and "claude/" in err and "2 folder(s)" in err
+    assert "nothing is stored" in err and "its own --model" in err and "name the files" in err
+    assert _models(db) == {}
+    # Each sub-folder with its own --model: stored, each as its model.
+    for name in ("gpt-4o", "claude"):
+        code, out, err = cli(capsys, "ingest", root / name, "--db", db, "--benchmark", "b", "--model", name)
+        assert code == 0, err
+    assert _models(db) == {"gpt-4o": 3, "claude": 4}
+
+
+def test_model_flag_on_plain_tables_named_explicitly_or_in_one_folder_is_taken(capsys, tmp_path):
+    root = tmp_path / "results"
+    a, b = _table(root / "x" / "a.csv"), _table(root / "y" / "b.csv", n=4)
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", a, b, "--db", db, "--benchmark", "b1", "--model", "m")  # the user's word
+    assert code == 0, err
+    assert _models(db) == {"m": 7}
+    one = tmp_path / "one"  # every table in one sub-folder, and the folder walked
+    _table(one / "gpt-4o" / "a.csv")
+    (one / "gpt-4o" / "c.jsonl").write_text('{"item_id": "q9", "score": 1}\n')
+    code, out, err = cli(capsys, "ingest", one, "--db", db, "--benchmark", "b2", "--model", "gpt-4o")
+    assert code == 0, err
+    flat = tmp_path / "flat"  # every table in the walked folder itself
+    _table(flat / "a.csv")
+    _table(flat / "b.csv", n=5)
+    code, out, err = cli(capsys, "ingest", flat, "--db", db, "--benchmark", "b3", "--model", "gpt-4o")
+    assert code == 0, err
+    assert _models(db) == {"m": 7, "gpt-4o": (3 + 1) + (3 + 5)}
+
+
+def test_model_flag_on_a_folder_mixing_harness_logs_and_plain_tables(capsys, tmp_path):
+    """A table beside a harness log naming a model counts as that model; a table in a folder of
+    its own counts as one more: two labels and the folder is refused."""
+    root = tmp_path / "eval_results"
+    _result(root / "gpt-4o", "law")  # MMLU-Pro per-model layout: names gpt-4o by its folder
+    _table(root / "gpt-4o" / "extra.csv")
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", root, "--db", db, "--benchmark", "b", "--model", "gpt-4o")
+    assert code == 0, err
+    _table(root / "claude" / "b.csv")
+    code, out, err = cli(capsys, "ingest", root, "--db", tmp_path / "t.duckdb", "--benchmark", "b",
+                         "--model", "gpt-4o")
+    assert code == 2, (out, err)
+    assert "claude/" in err and "'gpt-4o'" in err and "harness logs naming 1 model" in err
+    assert _models(tmp_path / "t.duckdb") == {}
+
+
+def test_model_flag_refusal_names_the_first_folders_and_the_count(capsys, tmp_path):
+    root = tmp_path / "results"
+    for i in range(9):
+        _table(root / f"m{i}" / "a.csv")
+    code, out, err = cli(capsys, "ingest", root, "--db", tmp_path / "s.duckdb", "--benchmark", "b", "--model", "m0")
+    assert code == 2
+    assert "9 folder(s)" in err and "m0/" in err and "m5/" in err and "m6/" not in err and "and 3 more" in err
