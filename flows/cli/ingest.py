@@ -21,10 +21,13 @@ def cmd_ingest(args) -> int:
     from benchcert.tasks.ingest.mapping import MappingError, parse_mapping
     from benchcert.tasks.ingest.sources import check_expressions, check_labels, expand_sources, not_tried
 
+    from benchcert.tasks.ingest.adapters.limits import LimitSettingError, check_settings
+
     native_format = args.format if args.format in NATIVE_FORMATS else None
     try:
+        check_settings()  # a limit variable set to no usable value: before any file is read
         mapping = parse_mapping(args.map, args.config, None if native_format else args.format)
-    except MappingError as exc:
+    except (MappingError, LimitSettingError) as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.model is not None:
