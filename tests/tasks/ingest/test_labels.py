@@ -176,65 +176,6 @@ def test_control_characters_in_names_are_refused_with_field_and_line(capsys, tmp
     assert _models(db) == {}
 
 
-def _eval_members() -> list[tuple[str, bytes]]:
-    with zipfile.ZipFile(EVAL) as z:
-        return [(n, z.read(n)) for n in z.namelist()]
-
-
-def _flip(data: bytes) -> bytes:
-    sample = json.loads(data)
-    for score in sample["scores"].values():
-        score["value"] = "I" if score["value"] == "C" else "C"
-    return json.dumps(sample).encode()
-
-
-
-def test_random_duplicate_members_in_eval_archives_are_read_once_or_refused(tmp_path_factory):
-    """Random .eval archives repeating sample members (same or other contents, in any order):
-    ingest never raises; a disagreeing repeat refuses the log naming the member, an identical
-    one stores the log as if it were there once."""
-    import os
-    import warnings
-
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-
-    from benchcert.tasks.ingest.mapping import parse_mapping
-    from benchcert.tasks.ingest.service import ingest_file
-
-    members = _eval_members()
-    samples = [i for i, (n, _) in enumerate(members) if n.startswith("samples/")]
-
-    @settings(max_examples=int(os.environ.get("BENCHCERT_HYPOTHESIS_EXAMPLES", 25)), deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(extra=st.lists(st.tuples(st.sampled_from(samples), st.booleans(), st.integers(0, len(members))),
-                          max_size=3))
-    def check(extra):
-        work = tmp_path_factory.mktemp("dup")
-        log = work / "x.eval"
-        entries = list(members)
-        for index, differ, at in extra:
-            name, data = members[index]
-            entries.insert(at, (name, _flip(data) if differ else data))
-        with zipfile.ZipFile(log, "w") as z, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for name, data in entries:
-                z.writestr(name, data)
-        r = ingest_file(work / "s.duckdb", log, benchmark=None, mapping=parse_mapping())
-        copies: dict[str, set[bytes]] = {}
-        for name, data in entries:
-            if name.startswith("samples/"):
-                copies.setdefault(name, set()).add(json.dumps(json.loads(data), sort_keys=True).encode())
-        if any(len(v) > 1 for v in copies.values()):
-            assert r.status == "error" and "appears twice" in r.message, r.message
-            assert _models(work / "s.duckdb") == {}
-        else:
-            assert r.status == "ingested", r.message
-            assert r.rows_added == len(samples)
-
-    check()
-
-
 def _table(path: Path, n: int = 3) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("item_id,score\n" + "".join(f"{path.stem}{i},{i % 2}\n" for i in range(n)))
