@@ -108,7 +108,8 @@ def register(sub) -> None:
                                         "harness log's own task)")
     sp.add_argument("--model", help="model name for every row, for logs whose names or contents do not carry it "
                                     "(a table without a model column, an MMLU-Pro result file, a harness log); "
-                                    "overrides what the log says")
+                                    "overrides what the log says; refused on input naming several models, or on a "
+                                    "folder whose tables without a model column lie in several sub-folders")
     sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                     help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
                          "expression over the columns, e.g. --map score=\"preference - 1\", "
