@@ -20,6 +20,8 @@ rows (docs/scale.md).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import polars as pl
 
@@ -89,8 +91,19 @@ def _scatter(con, where: str, params: list, k0: int, m0: int, n_item_codes: int,
     # Model-major positions: logs arrive model by model, so the writes are (nearly) sequential.
     sql = f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {where}"
     reader = con.sql(sql, params=[m0, n_item_codes, k0, *params]).to_arrow_reader(BATCH_ROWS)
-    for batch in reader:
+
+    def put(batch) -> None:
         flat[batch.column(0).to_numpy()] = batch.column(1).to_numpy()
+
+    # Scatter one batch while DuckDB produces the next (both release the GIL).
+    with ThreadPoolExecutor(1) as pool:
+        pending = None
+        for batch in reader:
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(put, batch)
+        if pending is not None:
+            pending.result()
     return buffer
 
 
@@ -125,11 +138,16 @@ def _ordered(benchmark: str, variant: str, buffer: np.ndarray, items: pl.DataFra
     col_codes = np.array([c for _, c in cols], dtype=np.int64)
     scores = np.empty((row_codes.size, col_codes.size))
     identity_rows = row_codes.size == n_item_codes and bool((np.diff(row_codes) == 1).all()) and row_codes[0] == 0
-    for a in range(0, col_codes.size, TRANSPOSE_BLOCK):
+
+    def transpose(a: int) -> None:
         codes = col_codes[a:a + TRANSPOSE_BLOCK]
         contiguous = bool((np.diff(codes) == 1).all())
         block = buffer[codes[0]:codes[-1] + 1] if contiguous else buffer[codes]
         scores[:, a:a + TRANSPOSE_BLOCK] = (block if identity_rows else block[:, row_codes]).T
+
+    # Blocks of columns are disjoint: two threads (numpy copies release the GIL).
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(transpose, range(0, col_codes.size, TRANSPOSE_BLOCK)))
     return BenchmarkMatrices(benchmark, variant, items=rows.drop("item_code"), models=[n for n, _ in cols],
                              scores=scores, n_replicates=None)
 
