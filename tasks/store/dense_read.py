@@ -2,16 +2,17 @@
 
 The general read (:func:`benchcert.tasks.store.matrices.read_responses`) materialises every
 cell as a row of codes (item, model, score, replicate count: 28 bytes per response, 2.2 GB at
-80M responses) before scattering them into the matrix. Here, in the common case, DuckDB
-computes each cell's position in a buffer indexed by the store's own codes and hands over
-only (position, score) in Arrow batches of a million rows; numpy scatters each batch into the
-buffer, and one blocked, permuting transpose puts rows in (domain, subject, item_id) order and
-columns in model-name order. Memory: the matrix twice (buffer and result) plus one batch;
-no per-row Python.
+80M responses) before scattering them into the matrix. Here, in the common case, the matrix is
+allocated once and filled one block of models at a time: for each block DuckDB computes each
+response's position in a small (model code, item code) buffer and hands over only (position,
+score) in Arrow batches of a million rows; numpy scatters each batch into the buffer, and a
+permuting transpose writes the block's columns (rows in (domain, subject, item_id) order,
+columns in model-name order). Memory: the matrix plus one block of at most ``BLOCK_BYTES``; no
+per-row Python.
 
 The common case, checked by one aggregate query before the read: one response per (item,
-model) (no replicates), no human scores, and codes dense enough that the buffer is at most
-about twice the matrix. Anything else returns None and the caller takes the general path;
+model) (no replicates), no human scores, and codes dense enough that a block's buffer is at
+most about twice its share of the matrix. Anything else returns None and the caller takes the general path;
 both give the same matrices (tests/tasks/store/test_dense_read.py).
 
 ``benchmarks/scale.py`` prints this read beside a DuckDB ``SELECT sum(score)`` over the same
@@ -21,6 +22,7 @@ rows (docs/scale.md).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -30,8 +32,10 @@ from benchcert.tasks.store.matrices import ITEM_SCHEMA, BenchmarkMatrices, Matri
 
 #: Rows per Arrow batch: 16 MB of (position, score) per batch.
 BATCH_ROWS = 1 << 20
-#: Models per block of the final transpose: a block's rows of the buffer stay in cache while
-#: the result's rows are written.
+#: Bytes of one block of models read at a time (the read's memory beyond the matrix).
+BLOCK_BYTES = 64 << 20
+#: Models per group of the transpose: a group's rows of the block stay in cache while the
+#: matrix's rows are written.
 TRANSPOSE_BLOCK = 64
 
 
@@ -60,10 +64,9 @@ def read_dense(con, benchmark: str, variant: str, models: list[str] | None = Non
                       [benchmark, variant]).fetchall()
     if len(ids) != 1:
         return None
-    variant_id = ids[0][0]
     flt, flt_params = _model_filter(models)
     where = f"FROM response_codes WHERE variant_id = ?{flt}"
-    params = [variant_id, *([benchmark, *flt_params] if models else [])]
+    params = [ids[0][0], *([benchmark, *flt_params] if models else [])]
     n, max_rep, n_human, k0, k1, m0, m1 = con.execute(
         f"SELECT count(*), max(replicate), count(human_score), min(item_key), max(item_key), min(model_id), "
         f"max(model_id) {where}", params).fetchall()[0]
@@ -72,84 +75,110 @@ def read_dense(con, benchmark: str, variant: str, models: list[str] | None = Non
     items = query_pl(con, "SELECT item_key AS item_code, item_id, subject, domain FROM items WHERE benchmark = ?",
                      [benchmark])
     model_frame = query_pl(con, "SELECT model_id AS model_code, model FROM models WHERE benchmark = ?", [benchmark])
-    n_item_codes, n_model_codes = k1 - k0 + 1, m1 - m0 + 1
-    # Dense codes only: the buffer is indexed by code, so sparse codes would waste its memory.
-    if n_item_codes > 2 * items.height + 1024 or n_model_codes > 2 * model_frame.height + 1024:
+    codes = _Codes(k0, m0, k1 - k0 + 1, m1 - m0 + 1)
+    # Dense codes only: a block's buffer is indexed by code, so sparse codes would waste its memory.
+    if codes.n_items > 2 * items.height + 1024 or codes.n_models > 2 * model_frame.height + 1024:
         return None
-    # As many responses as buffer cells (one per cell): every cell is written, no NaN fill needed.
-    buffer = _scatter(con, where, params, k0, m0, n_item_codes, n_model_codes, full=n == n_item_codes * n_model_codes)
-    return _ordered(benchmark, variant, buffer, items, model_frame, k0, m0, n)
-
-
-def _scatter(con, where: str, params: list, k0: int, m0: int, n_item_codes: int, n_model_codes: int, *,
-             full: bool) -> np.ndarray:
-    """(model code, item code) buffer of scores, NaN where there is no response (``full``: every
-    cell has one response, so the buffer needs no NaN fill)."""
-    shape = (n_model_codes, n_item_codes)
-    buffer = np.empty(shape) if full else np.full(shape, np.nan)
-    flat = buffer.reshape(-1)
-    # Model-major positions: logs arrive model by model, so the writes are (nearly) sequential.
-    sql = f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {where}"
-    reader = con.sql(sql, params=[m0, n_item_codes, k0, *params]).to_arrow_reader(BATCH_ROWS)
-
-    def put(batch) -> None:
-        flat[batch.column(0).to_numpy()] = batch.column(1).to_numpy()
-
-    # Scatter one batch while DuckDB produces the next (both release the GIL).
-    with ThreadPoolExecutor(1) as pool:
-        pending = None
-        for batch in reader:
-            if pending is not None:
-                pending.result()
-            pending = pool.submit(put, batch)
-        if pending is not None:
-            pending.result()
-    return buffer
-
-
-def _ordered(benchmark: str, variant: str, buffer: np.ndarray, items: pl.DataFrame, model_frame: pl.DataFrame,
-             k0: int, m0: int, n_cells: int) -> BenchmarkMatrices:
-    """The matrix: answered items in (domain, subject, item_id) order by answering models in name order."""
-    n_model_codes, n_item_codes = buffer.shape
     item_codes = items["item_code"].to_numpy().astype(np.int64) - k0
     model_codes = model_frame["model_code"].to_numpy().astype(np.int64) - m0
-    if n_cells == n_item_codes * n_model_codes and _all_listed(item_codes, n_item_codes) and \
-            _all_listed(model_codes, n_model_codes):
+    complete = n == codes.n_items * codes.n_models and _all_listed(item_codes, codes.n_items) and \
+        _all_listed(model_codes, codes.n_models)
+    if complete:
         # As many responses as cells, one per cell, every code listed: every cell is answered.
-        item_seen, model_seen = np.ones(n_item_codes, bool), np.ones(n_model_codes, bool)
+        item_seen, model_seen = np.ones(codes.n_items, bool), np.ones(codes.n_models, bool)
     else:
-        item_seen, model_seen = np.zeros(n_item_codes, bool), np.empty(n_model_codes, bool)
-        for a in range(0, n_model_codes, TRANSPOSE_BLOCK):
-            answered = ~np.isnan(buffer[a:a + TRANSPOSE_BLOCK])
-            model_seen[a:a + TRANSPOSE_BLOCK] = answered.any(axis=1)
-            item_seen |= answered.any(axis=0)
+        item_seen = _seen(con, f"SELECT DISTINCT item_key - ? {where}", [k0, *params], codes.n_items)
+        model_seen = _seen(con, f"SELECT DISTINCT model_id - ? {where}", [m0, *params], codes.n_models)
         _check_listed(item_seen, item_codes, "item")
         _check_listed(model_seen, model_codes, "model")
-    listed = (item_codes >= 0) & (item_codes < n_item_codes)
-    answered_items = listed.copy()
-    answered_items[listed] = item_seen[item_codes[listed]]
-    rows = (items.select(pl.col("item_code").cast(pl.Int64) - k0, *(pl.col(c).cast(t) for c, t in ITEM_SCHEMA.items()))
-            .filter(pl.Series(answered_items)).sort("domain", "subject", "item_id"))
-    in_range = (model_codes >= 0) & (model_codes < n_model_codes)
-    names = model_frame["model"].cast(pl.String).to_list()
-    cols = sorted((names[i], int(model_codes[i])) for i in np.flatnonzero(in_range)
-                  if model_seen[model_codes[i]])
-    row_codes = rows["item_code"].to_numpy()
-    col_codes = np.array([c for _, c in cols], dtype=np.int64)
-    scores = np.empty((row_codes.size, col_codes.size))
-    identity_rows = row_codes.size == n_item_codes and bool((np.diff(row_codes) == 1).all()) and row_codes[0] == 0
-
-    def transpose(a: int) -> None:
-        codes = col_codes[a:a + TRANSPOSE_BLOCK]
-        contiguous = bool((np.diff(codes) == 1).all())
-        block = buffer[codes[0]:codes[-1] + 1] if contiguous else buffer[codes]
-        scores[:, a:a + TRANSPOSE_BLOCK] = (block if identity_rows else block[:, row_codes]).T
-
-    # Blocks of columns are disjoint: two threads (numpy copies release the GIL).
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(transpose, range(0, col_codes.size, TRANSPOSE_BLOCK)))
-    return BenchmarkMatrices(benchmark, variant, items=rows.drop("item_code"), models=[n for n, _ in cols],
+    rows, cols = _layout(items, model_frame, item_codes, model_codes, item_seen, model_seen)
+    scores = np.empty((rows.height, len(cols))) if complete else np.full((rows.height, len(cols)), np.nan)
+    col_of_code = np.full(codes.n_models, -1, np.int64)
+    col_of_code[[c for _, c in cols]] = np.arange(len(cols))
+    _fill(con, where, params, codes, scores, rows["item_code"].to_numpy(), col_of_code, complete=complete)
+    return BenchmarkMatrices(benchmark, variant, items=rows.drop("item_code"), models=[name for name, _ in cols],
                              scores=scores, n_replicates=None)
+
+
+@dataclass(frozen=True)
+class _Codes:
+    """The benchmark's code ranges: item codes k0 .. k0 + n_items - 1, model codes m0 .. m0 + n_models - 1."""
+
+    k0: int
+    m0: int
+    n_items: int
+    n_models: int
+
+
+def _seen(con, sql: str, params: list, size: int) -> np.ndarray:
+    seen = np.zeros(size, bool)
+    seen[con.sql(sql, params=params).fetchnumpy().popitem()[1].astype(np.int64)] = True
+    return seen
+
+
+def _layout(items: pl.DataFrame, model_frame: pl.DataFrame, item_codes: np.ndarray, model_codes: np.ndarray,
+            item_seen: np.ndarray, model_seen: np.ndarray) -> tuple[pl.DataFrame, list[tuple[str, int]]]:
+    """Answered items in (domain, subject, item_id) order (with their shifted codes) and answering
+    models in name order (name, shifted code)."""
+    listed = (item_codes >= 0) & (item_codes < item_seen.size)
+    answered = listed.copy()
+    answered[listed] = item_seen[item_codes[listed]]
+    rows = (items.with_columns(pl.Series("item_code", item_codes))
+            .select("item_code", *(pl.col(c).cast(t) for c, t in ITEM_SCHEMA.items()))
+            .filter(pl.Series(answered)).sort("domain", "subject", "item_id"))
+    names = model_frame["model"].cast(pl.String).to_list()
+    in_range = np.flatnonzero((model_codes >= 0) & (model_codes < model_seen.size))
+    cols = sorted((names[i], int(model_codes[i])) for i in in_range if model_seen[model_codes[i]])
+    return rows, cols
+
+
+def _fill(con, where: str, params: list, codes: _Codes, scores: np.ndarray, row_codes: np.ndarray,
+          col_of_code: np.ndarray, *, complete: bool) -> None:
+    """Write every response into ``scores``, one block of model codes at a time.
+
+    Each block is one query (``model_id`` in the block's range: DuckDB skips the row groups
+    outside it), scattered into a (model code, item code) buffer of at most BLOCK_BYTES -
+    model-major, since logs arrive model by model and the writes are then nearly sequential -
+    and transposed into the block's columns of ``scores``. Memory: the matrix and one block.
+    """
+    per_block = max(1, BLOCK_BYTES // (8 * codes.n_items))
+    identity_rows = row_codes.size == codes.n_items and bool((row_codes == np.arange(codes.n_items)).all())
+    sql = (f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {where} "
+           f"AND model_id BETWEEN ? AND ?")
+    with ThreadPoolExecutor(2) as pool:
+        for c in range(0, codes.n_models, per_block):
+            n_block = min(per_block, codes.n_models - c)
+            block = np.empty((n_block, codes.n_items)) if complete else np.full((n_block, codes.n_items), np.nan)
+            flat = block.reshape(-1)
+            first = codes.m0 + c
+            reader = con.sql(sql, params=[first, codes.n_items, codes.k0, *params, first, first + n_block - 1]
+                             ).to_arrow_reader(BATCH_ROWS)
+
+            def put(batch, flat=flat) -> None:
+                flat[batch.column(0).to_numpy()] = batch.column(1).to_numpy()
+
+            # Scatter one batch while DuckDB produces the next (both release the GIL).
+            pending = None
+            for batch in reader:
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(put, batch)
+            if pending is not None:
+                pending.result()
+            cols = col_of_code[c:c + n_block]
+            kept = np.flatnonzero(cols >= 0)
+
+            def transpose(a: int, block=block, cols=cols, kept=kept) -> None:
+                local = kept[a:a + TRANSPOSE_BLOCK]
+                target = cols[local]
+                part = block[local] if identity_rows else block[local][:, row_codes]
+                if target.size and target[-1] - target[0] == target.size - 1 and (np.diff(target) == 1).all():
+                    scores[:, target[0]:target[-1] + 1] = part.T
+                else:
+                    scores[:, target] = part.T
+
+            # Groups of columns are disjoint: two threads (numpy copies release the GIL).
+            list(pool.map(transpose, range(0, kept.size, TRANSPOSE_BLOCK)))
 
 
 def _all_listed(codes: np.ndarray, size: int) -> bool:

@@ -10,6 +10,8 @@ name order, a model filter, and the Parquet export the Dask workers read.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import polars as pl
 import pytest
@@ -20,6 +22,7 @@ from polars.testing import assert_frame_equal
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.store.connection import open_store
+from benchcert.tasks.store import dense_read
 from benchcert.tasks.store.dense_read import read_dense
 from benchcert.tasks.store.export import export_parquet, open_export
 from benchcert.tasks.store.matrices import load_matrices, matrices_from_raw, read_responses
@@ -64,18 +67,28 @@ def test_streamed_read_equals_the_general_read(tmp_path_factory, rows):
     if not rows:
         return
     d = tmp_path_factory.mktemp("dense")
-    path = d / "rows.csv"
-    pl.DataFrame(rows).write_csv(path)
     db = d / "s.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    # Models arrive in files in the drawn order (one file per model name): the store's model
+    # codes are then not in name order, as after nightly ingests of new checkpoints.
+    frame = pl.DataFrame(rows)
+    for k, model in enumerate(frame["model"].unique(maintain_order=True)):
+        path = d / f"rows{k}.csv"
+        frame.filter(pl.col("model") == model).write_csv(path)
+        assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
     pairs = {(r["benchmark"], r["variant"]) for r in rows}
     with open_store(db, write=False) as con:
         for benchmark, variant in sorted(pairs):
-            dense = read_dense(con, benchmark, variant)
-            assert dense is not None  # no replicates, no human scores, dense codes: the streamed read
-            _same(dense, _general(con, benchmark, variant))
+            general = _general(con, benchmark, variant)
             some = sorted({r["model"] for r in rows if r["benchmark"] == benchmark})[:2]
-            _same(read_dense(con, benchmark, variant, some), _general(con, benchmark, variant, some))
+            # One block and one transpose group (the usual size), then blocks of 1-2 models and
+            # groups of one column: every block boundary and column mapping is exercised.
+            for block_bytes, group in ((dense_read.BLOCK_BYTES, dense_read.TRANSPOSE_BLOCK), (8 * 12, 1), (16 * 12, 2)):
+                with mock.patch.object(dense_read, "BLOCK_BYTES", block_bytes), \
+                        mock.patch.object(dense_read, "TRANSPOSE_BLOCK", group):
+                    dense = read_dense(con, benchmark, variant)
+                    assert dense is not None  # no replicates, no human scores, dense codes: the streamed read
+                    _same(dense, general)
+                    _same(read_dense(con, benchmark, variant, some), _general(con, benchmark, variant, some))
 
 
 def test_the_export_gives_the_same_matrices(tmp_path):
