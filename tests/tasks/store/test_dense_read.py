@@ -47,7 +47,7 @@ def stores(draw):
     """Rows of 1-3 benchmarks, 1-2 variants each, with holes and fractional scores."""
     rows = []
     for b in range(draw(st.integers(1, 3))):
-        n_models, n_items = draw(st.integers(1, 5)), draw(st.integers(1, 12))
+        n_models, n_items = draw(st.integers(1, 4)), draw(st.integers(1, 12))
         models = draw(st.permutations([f"m{j}" for j in range(n_models)]))  # ingest order != name order
         fractional = draw(st.booleans())
         for variant in draw(st.sampled_from([[""], ["", "v2"], ["v2"]])):
@@ -61,7 +61,7 @@ def stores(draw):
     return rows
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=stores())
 def test_streamed_read_equals_the_general_read(tmp_path_factory, rows):
     if not rows:
