@@ -80,6 +80,11 @@ class _CountProfile:
     def value(self, a, b):
         return _colsum(self.A * np.log(a + self.j)) + _colsum(self.B * np.log(b + self.j))
 
+    def value_slope(self, a, b, nu):
+        """(log-likelihood, l_a - l_b) at (a, b): :meth:`value` + :meth:`const` and the slope of
+        :meth:`mean_grad` (for :func:`_profile_grid`'s bound on points far from the maximum)."""
+        return self.value(a, b) + self.const(nu), self.mean_grad(a, b)[0]
+
     def mean_grad(self, a, b):
         """(l_a - l_b, l_aa + l_bb): the terms in a + b cancel in a step of the mean alone."""
         ra = 1.0 / (a + self.j)
@@ -114,6 +119,11 @@ class _SubjectProfile:
     def value(self, a, b):
         return _colsum(gammaln(self.y + a) - gammaln(a)) + _colsum(gammaln(self.f + b) - gammaln(b))
 
+    def value_slope(self, a, b, nu):
+        """(log-likelihood, l_a - l_b) at (a, b), without the second derivative."""
+        d1 = _colsum(psi(self.y + a) - psi(a)) - _colsum(psi(self.f + b) - psi(b))
+        return self.value(a, b) + self.const(nu), d1
+
     def mean_grad(self, a, b):
         pa, pb = psi(a), psi(b)
         ta, tb = _trigamma_rough(a), _trigamma_rough(b)
@@ -137,6 +147,9 @@ class _MeansProfile:
 
     def value(self, a, b):
         return a * self.s1 + b * self.s2 - self.k * (gammaln(a) + gammaln(b))
+
+    def value_slope(self, a, b, nu):
+        return self.value(a, b) + self.const(nu), self.s1 - self.s2 - self.k * (psi(a) - psi(b))
 
     def mean_grad(self, a, b):
         return (self.s1 - self.s2 - self.k * (psi(a) - psi(b)),
@@ -210,12 +223,21 @@ def _max_over_mean(form, t, w, *, max_iter=200):
     return t, form.value(a, b) + form.const(nu)
 
 
-def _profile_grid(form, t_hat, w_hat):
+def _profile_grid(form, t_hat, w_hat, *, ll_hat=None, far=None):
     """(G, F) profile log-likelihood on :data:`_W_GRID` (-inf where not needed) and the (G, F)
     maximising t. Only grid points up to the first one at or above w_hat are needed: both
     bounds look at precisions below the maximum (above it the deviance rises and the proxy
     falls). The grid is walked downwards from w_hat, each fit's maximiser at one point starting
-    the search at the next (extrapolated linearly)."""
+    the search at the next (extrapolated linearly).
+
+    With ``ll_hat`` (the fits' maximum log-likelihood) and ``far`` (a deviance per fit), a point
+    below a point whose deviance 2 (ll_hat - l_p) is above ``far`` is first bounded from one
+    evaluation at its start: at fixed a + b the log-likelihood is concave in the mean (see
+    :func:`_max_over_mean`), so its tangent at mu_0 bounds it over (0, 1),
+    l_p <= l(mu_0) + l'(mu_0) (1 - mu_0 if l' > 0 else -mu_0). Where that bound already puts the
+    deviance above ``far``, the point is not maximised: it holds the bound (its deviance is then a
+    lower bound, above ``far``) and its start. Every other point is maximised as without ``far``.
+    """
     g = _W_GRID
     step = g[1] - g[0]
     f = t_hat.size
@@ -233,9 +255,37 @@ def _profile_grid(form, t_hat, w_hat):
         start = np.select([seen == 0, seen == 1, seen == 2], [t_hat[rows], t1, 2.0 * t1 - t2],
                           3.0 * t1 - 3.0 * t2 + t3)
         start = np.clip(start, -_LOGIT_MAX, _LOGIT_MAX)
+        if far is not None:
+            above_far = (seen > 0) & (2.0 * (ll_hat[rows] - lp[min(j + 1, g.size - 1), rows]) > far[rows])
+            if above_far.any():
+                keep = _far_points(form if above_far.all() and rows.size == f else form.take(rows[above_far]),
+                                   rows, start, t1, above_far, g[j], ll_hat, far, lp[j], tg[j])
+                rows, start = rows[keep], start[keep]
+                if not rows.size:
+                    continue
         sub = form if rows.size == f else form.take(rows)
         tg[j, rows], lp[j, rows] = _max_over_mean(sub, start, g[j])
     return lp, tg
+
+
+def _far_points(sub, rows, start, hold, test, w, ll_hat, far, lp_j, tg_j):
+    """The points ``rows[test]`` at w (``sub``: their fits) whose tangent bound at ``start`` (see
+    :func:`_profile_grid`) puts the deviance above ``far``: their bound and ``hold`` are written to
+    ``lp_j`` and ``tg_j``; returns the mask of ``rows`` still to maximise."""
+    cand = rows[test]
+    t0 = start[test]
+    a, b, mu, nu = _ab(t0, np.broadcast_to(w, t0.shape))
+    v0, d1 = sub.value_slope(a, b, nu)
+    slope = nu * d1  # dl / dmu
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = v0 + np.where(slope > 0, slope * (1.0 - mu), -slope * mu)
+        bound += 1e-7 * (1.0 + np.abs(v0))  # rounding of both evaluations
+        skip = np.isfinite(bound) & (2.0 * (ll_hat[cand] - bound) > far[cand])
+    lp_j[cand[skip]] = bound[skip]
+    tg_j[cand[skip]] = hold[test][skip]
+    keep = np.ones(rows.size, dtype=bool)
+    keep[np.flatnonzero(test)[skip]] = False
+    return keep
 
 
 def _crossing(form, lo, hi, f_lo, f_hi, t_lo, t_hi, top, crit, *, max_iter=80):
@@ -281,7 +331,11 @@ def _precision_lower_bound(form, t_hat, w_hat, ll_hat, crit):
     piece around the maximum) errs on the low side, i.e. conservative.
     """
     g = _W_GRID
-    lp, tg = _profile_grid(form, t_hat, w_hat)
+    # Points whose deviance is surely above the critical value (with the margin of the joint
+    # bound's rounding, at any level at or above this row's) are bounded, not maximised: neither
+    # bound reads more of them than that (see _profile_grid and joint_subject_bound).
+    far = crit * (1.0 + 2.0 / _BUDGET_BINS) + 1e-9
+    lp, tg = _profile_grid(form, t_hat, w_hat, ll_hat=ll_hat, far=far)
     top = np.maximum(ll_hat, np.max(lp, axis=0))
     dev = 2.0 * (top[None, :] - lp)
     inside = (dev <= crit[None, :]) & (g[:, None] <= w_hat[None, :] + 1e-12)
