@@ -135,3 +135,34 @@ def test_far_bound_is_above_the_exact_profile_likelihood():
         if moved.any():
             kinds.add(type(form).__name__)
     assert {"_CountProfile", "_SubjectProfile", "_MeansProfile"} <= kinds
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_range_bound_is_above_the_profile_over_its_whole_range(seed):
+    """_CountProfile.range_bound and _SubjectProfile.range_bound (the same bound from counts per j or per
+    subject) are >= the exact profile log-likelihood at every grid point of [nu_lo, nu_hi], and far
+    below the maximum where a + b is small (the ranges the grid walk then bounds at once)."""
+    y, m = _rows(seed, n=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        fit = H.fit_beta_binomial(y, m)
+    rows = np.flatnonzero(fit.status == "ok")
+    mask = m[rows] > 0
+    lik = HL._BetaBinomialLik(np.where(mask, y[rows], 0.0), np.where(mask, m[rows], 1.0), mask)
+    g = HP._W_GRID
+    kinds = set()
+    for sel, form in HP._profile_forms(lik):
+        kinds.add(type(form).__name__)
+        other = (HP._SubjectProfile if isinstance(form, HP._CountProfile) else HP._CountProfile).from_counts(
+            lik.y[sel], lik.m[sel], lik.mask[sel])
+        t_hat, w_hat = np.log(fit.mean[rows][sel] / (1 - fit.mean[rows][sel])), np.log(fit.nu[rows][sel])
+        lp, _ = HP._profile_grid(form, t_hat, w_hat)
+        top = np.max(lp, axis=0)
+        for lo in range(0, g.size, HP._RANGE_POINTS):
+            hi = min(lo + HP._RANGE_POINTS - 1, g.size - 1)
+            ub = form.range_bound(np.exp(g[lo]), np.exp(g[hi]))
+            np.testing.assert_allclose(other.range_bound(np.exp(g[lo]), np.exp(g[hi])), ub, rtol=1e-10, atol=1e-6)
+            seg = lp[lo:hi + 1]
+            assert np.all(np.where(np.isfinite(seg), ub[None, :] - seg, 1.0) > 0), lo
+        assert np.median(2.0 * (top - form.range_bound(np.exp(g[0]), np.exp(g[7])))) > 30.0
+    assert kinds == {"_CountProfile", "_SubjectProfile"}
