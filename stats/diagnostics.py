@@ -151,6 +151,7 @@ class _HypergeomTable:
         end = start + length  # exclusive
         self.dist = dist.astype(np.int64)
         self.lo, self.start, self.end = lo[dist], start[dist], end[dist]
+        self.params, self._d_lo, self._d_start = params, lo, start  # per distribution
         self.n_dists = params.shape[0]
         if not params.shape[0]:
             self.cdf = np.zeros(0)
@@ -244,6 +245,38 @@ class _HypergeomTable:
                 pos[todo] += 1
             flat[amb] = pos - start[cell]
         idx += lo.astype(np.int32)[:, None]
+        return idx
+
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distribution, value) of every support point, in the order of :attr:`cdf` (point p of
+        distribution d is ``cdf[start_d + i]``, value lo_d + i)."""
+        nd = self._d_start.size
+        length = np.diff(np.r_[self._d_start, self.cdf.size])
+        d = np.repeat(np.arange(nd), length)
+        return d, self._d_lo[d] + (np.arange(self.cdf.size) - self._d_start[d])
+
+    def _invert_raw_points(self, raw: np.ndarray, cells: slice = slice(None)) -> np.ndarray:
+        """:meth:`_invert_raw` as support points (indices into :meth:`support`), int32."""
+        if getattr(self, "_guide_points", None) is None:
+            base = np.repeat(self._d_start, self._q).astype(np.int32)
+            # unambiguous bins: the point itself; ambiguous: -1 - the point where the search starts
+            self._guide_points = np.where(self._guide >= 0, self._guide + base, self._guide - base)
+        q = np.right_shift(raw, np.uint64(64 - self._q_bits)).view(np.int64)
+        q += (self.dist[cells] * self._q)[:, None]
+        idx = np.take(self._guide_points, q, mode="wrap")  # (indices in range: no bound checks)
+        del q
+        flat = idx.reshape(-1)
+        amb = np.flatnonzero(flat < 0)
+        if amb.size:
+            pos = -1 - flat[amb].astype(np.int64)
+            uu = (raw.reshape(-1)[amb] >> np.uint64(11)) * 2.0 ** -53
+            last = self.end[cells][amb // idx.shape[1]] - 1
+            todo = np.arange(amb.size)
+            while todo.size:  # step forward while F(next point) <= u
+                fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
+                todo = todo[fwd]
+                pos[todo] += 1
+            flat[amb] = pos
         return idx
 
     def _draw_per_cell(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -494,41 +527,52 @@ def _split_whole_by_domain(sums, inputs: _SplitInputs, n_splits, chunk, rng):
     a domain's are a contiguous stretch of the chunk's stream, drawn, inverted and summed while they are
     in cache, with no (K, M, splits) array. Every number is the one of the chunk-wide computation: the
     same uniforms (a PCG64 generator's raw outputs give them exactly, see
-    :meth:`_HypergeomTable._invert_raw`), the same products, and each domain sum added subject after
-    subject in the same order (np.sum over the leading axis, as :func:`segment_sums` does, then one
-    row at a time past a run's first subjects)."""
+    :meth:`_HypergeomTable._invert_raw`), the same five products, and each domain sum added subject
+    after subject in the same order (np.sum over the leading axis, as :func:`segment_sums` does, then
+    one row at a time past a run's first subjects).
+
+    With PCG64, a draw is a support point of its cell's distribution (:meth:`_HypergeomTable.support`),
+    and the five terms pa, pb, pa^2, pb^2 and pa pb of a point depend on it alone (pa = x / h_A and
+    pb = (Y - x) / h_B with the distribution's Y and half sizes, computed with the operations the
+    chunk-wide path applies to each cell), so they are tabulated once and gathered."""
     table, grouping = inputs.table, inputs.grouping
     k, mdl = inputs.total.shape
     d = sums.s1.shape[0]
     raw_bits = type(rng.bit_generator) is np.random.PCG64
     total, inv_a, inv_b = inputs.total[:, :, None], inputs.inv_a, inputs.inv_b
+    if raw_bits:
+        dist, x = table.support()
+        good, bad, half = table.params[dist].T
+        pa = x * (1.0 / half)  # as a * inv_a: inv_a = 1.0 / h_A, h_A = half
+        pb = (good.astype(float) - x) * (1.0 / (good + bad - half))  # as (total - a) * inv_b
+        terms5 = np.stack([pa, pb, pa * pa, pb * pb, pa * pb], axis=1)
     bounds = np.r_[grouping.starts, k]
     done = 0
     while done < n_splits:
         b = min(chunk, n_splits - done)
-        acc = np.zeros((5, d, mdl, b))  # sums of pa, pb, pa^2, pb^2, pa pb per domain
+        acc = np.zeros((d, mdl, b, 5))  # sums of pa, pb, pa^2, pb^2, pa pb per domain
         rows = max(1, _BLOCK_DRAWS // max(mdl * b, 1))  # subjects per block
         for code, lo, hi in zip(grouping.codes, bounds[:-1], bounds[1:]):
-            out = acc[:, code]
+            out = acc[code]
             for r0 in range(lo, hi, rows):
                 r1 = min(hi, r0 + rows)
                 cells = slice(r0 * mdl, r1 * mdl)
                 if raw_bits:
-                    a = table._invert_raw(rng.bit_generator.random_raw(((r1 - r0) * mdl, b)), cells)
+                    points = table._invert_raw_points(rng.bit_generator.random_raw(((r1 - r0) * mdl, b)), cells)
+                    terms = np.take(terms5, points.reshape(-1), axis=0).reshape(r1 - r0, mdl, b, 5)
                 else:
                     a = table._invert(rng.random(((r1 - r0) * mdl, b)), scratch=True, cells=cells)
-                a = a.reshape(r1 - r0, mdl, b)
-                pa = a * inv_a[r0:r1]
-                pb = np.subtract(total[r0:r1], a, out=np.empty(a.shape))
-                pb *= inv_b[r0:r1]
-                terms = (pa, pb, pa * pa, pb * pb, pa * pb)
-                for i, x in enumerate(terms):
-                    if r0 == lo:
-                        np.sum(x, axis=0, out=out[i])
-                    else:
-                        for row in x:
-                            out[i] += row
-        sums.add_domain_sums(grouping, inputs.splittable, *acc)
+                    a = a.reshape(r1 - r0, mdl, b)
+                    pa = a * inv_a[r0:r1]
+                    pb = np.subtract(total[r0:r1], a, out=np.empty(a.shape))
+                    pb *= inv_b[r0:r1]
+                    terms = np.stack([pa, pb, pa * pa, pb * pb, pa * pb], axis=-1)
+                if r0 == lo:
+                    np.sum(terms, axis=0, out=out)
+                else:
+                    for row in terms:
+                        out += row
+        sums.add_domain_sums(grouping, inputs.splittable, *np.moveaxis(acc, -1, 0).copy())
         done += b
 
 

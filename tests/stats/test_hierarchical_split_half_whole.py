@@ -2,8 +2,10 @@
 
 Issue #15: the table's draws are the chunk's half-A counts as they come (no masked scatter).
 Issue #27: each domain's draws are drawn, inverted and summed one domain (or run of subjects) at a
-time, from a PCG64 generator's raw 64-bit outputs, with a guide table sized for a core's cache
-(stats/diagnostics.py _split_whole_by_domain, _HypergeomTable._invert_raw). Oracle: the former
+time, from a PCG64 generator's raw 64-bit outputs, with a guide table sized for a core's cache, and
+the five terms of each draw gathered from a table over the distributions' support points
+(stats/diagnostics.py _split_whole_by_domain, _HypergeomTable._invert_raw_points); other generators
+take the uniforms and compute the terms per draw. Oracle: the former
 chunk-wide computation (kept here verbatim: the inverse CDF, the (K, M, splits) half-A array and the
 domain sums of its five products); the results must be equal to the last bit."""
 
@@ -146,7 +148,8 @@ def test_by_domain_with_one_domain_and_subjects_of_different_sizes(block, monkey
 
 def test_raw_bits_give_the_uniforms_inverse():
     """_invert_raw on a PCG64 generator's raw outputs = _invert on Generator.random's uniforms, for any
-    run of cells; both = one searchsorted per cell (the reference sampler)."""
+    run of cells; both = one searchsorted per cell (the reference sampler); _invert_raw_points gives the
+    same draws as support points of the cells' distributions."""
     rng = np.random.default_rng(0)
     g, b = rng.integers(0, 70, 3000), rng.integers(0, 70, 3000)
     table = D._HypergeomTable(g, b, (g + b) // 2)
@@ -157,6 +160,11 @@ def test_raw_bits_give_the_uniforms_inverse():
         np.testing.assert_array_equal(table._invert_raw(raw[100:900].copy(), slice(100, 900)),
                                       table._invert(u.copy())[100:900])
         np.testing.assert_array_equal(table._invert(u.copy()), table._draw_per_cell(size, np.random.default_rng(size)))
+        # as support points: the point's distribution is the cell's, its value the draw
+        dist, value = table.support()
+        points = table._invert_raw_points(raw[100:900].copy(), slice(100, 900))
+        np.testing.assert_array_equal(dist[points], np.broadcast_to(table.dist[100:900, None], points.shape))
+        np.testing.assert_array_equal(value[points], table._invert(u.copy())[100:900])
 
 
 def test_counts_from_the_domain_fits_change_nothing():
