@@ -22,7 +22,6 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
-from benchcert.stats._common import segment_sums
 from benchcert.tasks.store.connection import query_pl
 
 LONG_SCHEMA = {"model": pl.String, "item_id": pl.String, "subject": pl.String, "domain": pl.String,
@@ -169,23 +168,21 @@ class BenchmarkMatrices:
             pl.Series(name, self._scores[:, j], dtype=pl.Float64, nan_to_null=True)
             for j, name in enumerate(self.models))
 
+    @cached_property
+    def subject_counts(self):
+        """Answered items, score sums and items scored 1 per (subject code, model), and each model's
+        fractional scores (:class:`~benchcert.stats.subject_counts.SubjectCounts`): computed once,
+        in blocks of rows, for every analysis that starts from them (scores, comparator intervals,
+        failure bounds, subsample, comparisons)."""
+        from benchcert.stats.subject_counts import subject_counts
+
+        return subject_counts(self._scores, self.item_subject, self.subjects.height)
+
     def subjects_by_models(self) -> pl.DataFrame:
         """Long subjects x models: n answered, sum and mean of scores."""
         subj = self.subjects
-        n_models = len(self.models)
-        if self.n_items == 0 or n_models == 0:
-            n = np.zeros((subj.height, n_models), np.int64)
-            total = np.zeros((subj.height, n_models))
-        else:
-            codes, scores = self.item_subject, self._scores
-            if np.any(np.diff(codes) < 0):  # load_matrices sorts rows by subject; other callers may not
-                order = np.argsort(codes, kind="stable")
-                codes, scores = codes[order], scores[order]
-            # Each subject's items are one block of rows: sum block by block, no hash of strings.
-            starts = np.flatnonzero(np.r_[True, np.diff(codes) != 0])
-            answered = ~np.isnan(scores)
-            n = segment_sums(answered, starts, np.int64)
-            total = segment_sums(np.where(answered, scores, 0.0), starts)
+        counts = self.subject_counts
+        n, total = counts.n, counts.total
         s_idx, m_idx = np.nonzero(n)  # (subject, model) pairs with a response, in subject then model order
         return pl.DataFrame({
             "domain": subj["domain"].gather(pl.Series(s_idx, dtype=pl.UInt32)),
