@@ -12,7 +12,7 @@ The rule that keeps the store identical to ingesting the files one at a time: a 
 stored together only where the one-file path (:func:`~benchcert.tasks.ingest.service.ingest_file`)
 would do nothing but add each file's rows: no bad row, no key given twice (within a file or
 across the run), no item given two subject/domain pairs, no score or item contradicting the
-store, no file stored already or given twice.  Then each file gets the source id, the codes
+store, no file stored already.  Then each file gets the source id, the codes
 of the texts it names first (in sorted text order within the file, as
 :class:`~benchcert.tasks.store.codes.CodeBook` gives them), the items, rows, ``sources`` row and
 report that the one-file path gives it.  Every other file (a bad row, a conflict, a native
@@ -234,16 +234,10 @@ def _validated(run: list[_Small], todo: list[int], benchmark: str) -> tuple[pl.D
     # than at its first row: the one-file path decides that file.
     again = rows.filter(~pl.struct(_KEY).is_first_distinct() | (pl.col("subject") != pl.col("subject").first().over(
         "item_id")) | (pl.col("domain") != pl.col("domain").first().over("item_id")))
+    # (The same content twice repeats every key: the second copy is the one-file path's, which
+    # finds it stored already.)
     if again.height:
         end = min(end, int(again["pos"].min()))
-    # The same content with the same settings twice: the later one is the one-file path's.
-    seen: set[tuple[str, str]] = set()
-    for pos in todo:
-        key = (run[pos].plan.sha, run[pos].plan.config)
-        if key in seen:
-            end = min(end, pos)
-            break
-        seen.add(key)
     return rows, end
 
 
