@@ -58,10 +58,10 @@ def ingest_files_task(db: str, paths: list[str], benchmark: str | None, mapping:
 @task(name="ingest-files-atomic", cache_policy=NO_CACHE)
 def ingest_files_atomic_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
                              allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
-    from benchcert.tasks.ingest.service import ingest_files_atomic
+    from benchcert.tasks.ingest.many import ingest_files
 
-    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                               lock_timeout=lock_timeout)
+    return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                        lock_timeout=lock_timeout, atomic=True)
 
 
 load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,

@@ -137,10 +137,10 @@ def ingest_many(db: str, paths: list[str], benchmark: str | None, mapping, allow
 
 def ingest_atomic(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
                   lock_timeout: float):
-    from benchcert.tasks.ingest.service import ingest_files_atomic
+    from benchcert.tasks.ingest.many import ingest_files
 
-    return ingest_files_atomic(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                               lock_timeout=lock_timeout)
+    return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                        lock_timeout=lock_timeout, atomic=True)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ ends the run; the files after it are checked again against the store it left.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -34,7 +34,8 @@ from polars.exceptions import PanicException
 from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE
-from benchcert.tasks.ingest.service import (FileReport, GenericPlan, ingest_file, open_file, unchanged_message)
+from benchcert.tasks.ingest.service import (NOT_TRIED, ROLLED_BACK, FileReport, GenericPlan, ingest_file,
+                                            ingest_files_atomic, open_file, unchanged_message)
 from benchcert.tasks.ingest.validate import validate_batch
 from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, Kind
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
@@ -61,46 +62,119 @@ class _Small:
 
 
 def ingest_files(db: str | Path, paths: list[str], *, benchmark: str | None, mapping,
-                 allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[FileReport]:
+                 allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                 atomic: bool = False) -> list[FileReport]:
     """Ingest ``paths`` in order, each file all-or-nothing as :func:`ingest_file` does, the store opened once.
 
-    Returns one report per path, in order, the same reports (and the same store) as ingesting
-    the files one at a time; the lock is held for the whole command.
+    Returns one report per path, in order: the same reports (and the same store) as ingesting
+    the files one at a time, or with ``atomic`` as :func:`ingest_files_atomic` (every file in
+    one transaction; at the first refused file nothing is stored, the files before it are
+    ``rolled-back`` and those after it ``not-tried``).  The lock is held for the whole command.
     """
-    reports: list[FileReport | None] = [None] * len(paths)
-    n = len(paths)
+    cmd = _Command(db=db, paths=[str(p) for p in paths], benchmark=benchmark, mapping=mapping,
+                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic)
     try:
         with open_store(db, write=True, lock_timeout=lock_timeout) as con:
-            def one_file(i: int) -> None:
-                following = _next_source_id(con)
-                with progress.prefixed(f"ingesting file {i + 1}/{n}"):
-                    reports[i] = ingest_file(db, paths[i], benchmark=benchmark, mapping=mapping,
-                                             allow_rejects=allow_rejects, lock_timeout=lock_timeout, con=con,
-                                             own_transaction=True)
-                if reports[i].status != "ingested":
-                    _give_back_source_ids(con, following)
-
-            run: list[_Small] = []
-            rows = 0
-            for i, p in enumerate(paths):
-                progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}")
-                small = _read_small(i, Path(p), benchmark, mapping, allow_rejects)
-                if small is not None:
-                    progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}: {small.frame.height:,} rows read")
-                    run.append(small)
-                    rows += small.frame.height
-                    if rows < MAX_RUN_ROWS:
-                        continue
-                _store_runs(con, run, benchmark, reports, one_file)
-                run, rows = [], 0
-                if small is None:
-                    one_file(i)
-            _store_runs(con, run, benchmark, reports, one_file)
+            cmd.con = con
+            if atomic:
+                con.execute("BEGIN TRANSACTION")
+            try:
+                _ingest_in_order(cmd)
+            except _Refused:
+                con.execute("ROLLBACK")
+                return _rolled_back(cmd)
+            except BaseException:
+                if atomic:
+                    con.execute("ROLLBACK")
+                raise
+            if atomic:
+                con.execute("COMMIT")
+    except _RunFailed:  # (--atomic: a run's write failed half way) the files one by one, from the start
+        return ingest_files_atomic(db, cmd.paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                                   lock_timeout=lock_timeout)
     except StoreLockedError as exc:
-        return [r or FileReport(path=str(p), status="locked", message=str(exc)) for r, p in zip(reports, paths)]
+        return [FileReport(path=p, status="locked", message=str(exc)) if r is None or atomic else r
+                for r, p in zip(cmd.reports, cmd.paths)]
     except StoreError as exc:
-        return [r or FileReport(path=str(p), status="unusable", message=str(exc)) for r, p in zip(reports, paths)]
-    return reports  # type: ignore[return-value]
+        return [FileReport(path=p, status="unusable", message=str(exc)) if r is None or atomic else r
+                for r, p in zip(cmd.reports, cmd.paths)]
+    return cmd.reports  # type: ignore[return-value]
+
+
+class _Refused(Exception):
+    """--atomic: a file was refused; the command stores nothing."""
+
+
+class _RunFailed(Exception):
+    """--atomic: storing a run failed inside the command's transaction."""
+
+
+@dataclass
+class _Command:
+    """One ingest command: its settings, its store connection and a report per path (None until known)."""
+
+    db: str | Path
+    paths: list[str]
+    benchmark: str | None
+    mapping: object
+    allow_rejects: bool
+    lock_timeout: float
+    atomic: bool
+    con: object = None
+    reports: list = field(default_factory=list)
+    failed: str | None = None  # --atomic: the refused file
+
+    def __post_init__(self) -> None:
+        self.reports = [None] * len(self.paths)
+
+    def one_file(self, i: int) -> None:
+        """File ``i`` by the one-file path, in its own transaction (--atomic: the command's)."""
+        following = _next_source_id(self.con)
+        with progress.prefixed(f"ingesting file {i + 1}/{len(self.paths)}"):
+            report = ingest_file(self.db, self.paths[i], benchmark=self.benchmark, mapping=self.mapping,
+                                 allow_rejects=self.allow_rejects, lock_timeout=self.lock_timeout, con=self.con,
+                                 own_transaction=not self.atomic)
+        self.reports[i] = report
+        if self.atomic and not report.ok:
+            self.failed = self.paths[i]
+            raise _Refused
+        if report.status != "ingested" and not self.atomic:
+            _give_back_source_ids(self.con, following)
+
+
+def _ingest_in_order(cmd: _Command) -> None:
+    """Every path in order: small table files read ahead into runs, every other file by itself."""
+    run: list[_Small] = []
+    rows = 0
+    n = len(cmd.paths)
+    for i, p in enumerate(cmd.paths):
+        progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}")
+        small = _read_small(i, Path(p), cmd.benchmark, cmd.mapping, cmd.allow_rejects)
+        if small is not None:
+            progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}: {small.frame.height:,} rows read")
+            run.append(small)
+            rows += small.frame.height
+            if rows < MAX_RUN_ROWS:
+                continue
+        _store_runs(cmd, run)
+        run, rows = [], 0
+        if small is None:
+            cmd.one_file(i)
+    _store_runs(cmd, run)
+
+
+def _rolled_back(cmd: _Command) -> list[FileReport]:
+    """--atomic after a refused file: the files before it rolled back, those after it not tried."""
+    out = []
+    for p, r in zip(cmd.paths, cmd.reports):
+        if r is None:
+            r = FileReport(path=p, status=NOT_TRIED,
+                           message=f"{p}: not tried: --atomic, and {cmd.failed} was refused; nothing stored")
+        elif r.ok:
+            r.status, r.source_id, r.rows_added = ROLLED_BACK, None, 0
+            r.message = f"{r.path}: rolled back: --atomic, and {cmd.failed} was refused; nothing stored"
+        out.append(r)
+    return out
 
 
 def _next_source_id(con) -> int:
@@ -136,32 +210,35 @@ def _read_small(index: int, path: Path, benchmark: str | None, mapping, allow_re
     return _Small(index=index, plan=plan, frame=batches[0].frame)
 
 
-def _store_runs(con, run: list[_Small], benchmark: str, reports: list, one_file) -> None:
+def _store_runs(cmd: _Command, run: list[_Small]) -> None:
     """Store ``run`` in order: clean stretches together, each other file by the one-file path."""
     while run:
         try:
-            k = _store_run(con, run, benchmark, reports)
+            k = _store_run(cmd, run)
+        except _RunFailed:
+            raise
         except (Exception, PanicException):  # noqa: BLE001 - nothing of the run was stored: each file goes the one-file way
             for small in run:
-                if reports[small.index] is None:
-                    one_file(small.index)
+                if cmd.reports[small.index] is None:
+                    cmd.one_file(small.index)
             return
         if k == len(run):
             return
-        one_file(run[k].index)
+        cmd.one_file(run[k].index)
         run = run[k + 1:]
 
 
-def _store_run(con, run: list[_Small], benchmark: str, reports: list) -> int:
+def _store_run(cmd: _Command, run: list[_Small]) -> int:
     """Store the longest clean stretch at the head of ``run``; returns its length (files stored or stored already).
 
     The file at the returned position (if any) is for the one-file path.
     """
+    con, reports = cmd.con, cmd.reports
     stored = _stored_already(con, run)
     todo = [pos for pos in range(len(run)) if pos not in stored]
     end = len(run)
     if todo:
-        end = _store_clean(con, run, todo, benchmark, reports)
+        end = _store_clean(cmd, run, todo)
     # Files stored already before the end of the stretch are unchanged whatever the stretch did.
     for pos, source_id in stored.items():
         if pos < end:
@@ -172,8 +249,9 @@ def _store_run(con, run: list[_Small], benchmark: str, reports: list) -> int:
     return end
 
 
-def _store_clean(con, run: list[_Small], todo: list[int], benchmark: str, reports: list) -> int:
+def _store_clean(cmd: _Command, run: list[_Small], todo: list[int]) -> int:
     """Store the files at ``todo`` (positions in ``run``) up to the first that is not clean; returns its position."""
+    con, benchmark = cmd.con, cmd.benchmark
     rows, end = _validated(run, todo, benchmark)
     rows = rows.filter(pl.col("pos") < end)
     if rows.height:
@@ -187,7 +265,7 @@ def _store_clean(con, run: list[_Small], todo: list[int], benchmark: str, report
             new_codes = {k: f.filter(pl.col("pos") < end) for k, f in new_codes.items()}
         files = [pos for pos in todo if pos < end]
         if files:
-            _write_run(con, run, files, rows, items, new_codes, benchmark, direct, reports)
+            _write_run(cmd, _Stretch(run, files, rows, items, new_codes, direct))
     return end
 
 
@@ -294,63 +372,88 @@ def _store_conflicts(con, rows: pl.DataFrame, items: pl.DataFrame) -> int:
     return int(found) if found is not None else 1 << 62
 
 
-def _write_run(con, run: list[_Small], files: list[int], rows: pl.DataFrame, items: pl.DataFrame,
-               new_codes: dict[str, pl.DataFrame], benchmark: str, direct: bool, reports: list) -> None:
-    """Store the files at ``files`` (positions in ``run``, in order) in one transaction; fill their reports."""
+@dataclass(frozen=True)
+class _Stretch:
+    """The clean files at the head of a run, ready to store: their coded rows, first items and new codes."""
+
+    run: list[_Small]
+    files: list[int]  # positions in ``run``, in order
+    rows: pl.DataFrame
+    items: pl.DataFrame
+    new_codes: dict[str, pl.DataFrame]
+    direct: bool  # the benchmark had nothing stored
+
+
+def _write_run(cmd: _Command, stretch: _Stretch) -> None:
+    """Store the stretch's files in one transaction (--atomic: in the command's); fill their reports."""
+    con, reports = cmd.con, cmd.reports
     following = _next_source_id(con)
-    con.execute("BEGIN TRANSACTION")
+    if not cmd.atomic:
+        con.execute("BEGIN TRANSACTION")
     try:
-        ids = sorted(r[0] for r in con.execute("SELECT nextval('source_ids') FROM range(?)", [len(files)]).fetchall())
-        source_of = pl.DataFrame({"pos": files, "source_id": ids}, schema={"pos": pl.Int64, "source_id": pl.Int64})
-        rows = rows.join(source_of, on="pos", how="left")
-        con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "source_id",
-                                              "line", "human_score").to_arrow())
-        per_file = rows.group_by("source_id").len()
-        if direct:
-            added = dict(per_file.iter_rows())
-            con.execute("INSERT INTO response_codes SELECT * FROM _run_rows")
-        else:
-            already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
-                SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
-            added = {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
-            # As the one-file path: a stored response without a human score gains the one given here.
-            con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _run_rows s
-                           WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
-                             AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
-            con.execute("INSERT INTO response_codes SELECT * FROM _run_rows s "
-                        "ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)")
-        con.unregister("_run_rows")
-        for kind in (MODEL, VARIANT):
-            new = new_codes[kind.name].join(source_of, on="pos").select("code", "text", "source_id")
-            con.register("_new_codes", new.to_arrow())
-            # Table and column names come from the fixed Kind constants.
-            con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
-                        "SELECT code, ?, text, source_id FROM _new_codes", [benchmark])
-            con.unregister("_new_codes")
-        new_items = items.join(new_codes[ITEM.name].select(pl.col("code").alias("item_key")), on="item_key",
-                               how="semi").join(source_of, on="pos")
-        con.register("_new_items", new_items.select("item_id", "subject", "domain", "source_id", "line",
-                                                    "item_key").to_arrow())
-        con.execute("INSERT INTO items SELECT ?, item_id, subject, domain, source_id, line, item_key FROM _new_items",
-                    [benchmark])
-        con.unregister("_new_items")
-        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        records = []
-        for pos, sid in zip(files, ids):
-            plan, n, a = run[pos].plan, run[pos].frame.height, added.get(sid, 0)
-            records.append((sid, benchmark, str(plan.path), plan.sha, plan.format, plan.config, n, n, a, 0, "ingested",
-                            now))
-            reports[run[pos].index] = FileReport(
-                path=str(plan.path), status="ingested", format=plan.format, sha256=plan.sha, source_id=sid,
-                rows_read=n, rows_accepted=n, rows_added=a, rows_already_stored=n - a,
-                message=f"{plan.path}: {a} row(s) added, {n - a} already stored")
-        con.register("_run_sources", pl.DataFrame(records, orient="row", schema=_SOURCES).to_arrow())
-        con.execute("INSERT INTO sources SELECT * FROM _run_sources")
-        con.unregister("_run_sources")
-        con.execute("COMMIT")
-    except BaseException:
+        _insert_run(cmd, stretch)
+        if not cmd.atomic:
+            con.execute("COMMIT")
+    except BaseException as exc:
+        for pos in stretch.files:
+            reports[stretch.run[pos].index] = None
+        if cmd.atomic:  # the command's transaction holds part of the run: it is rolled back whole
+            raise _RunFailed from exc
         con.execute("ROLLBACK")
         _give_back_source_ids(con, following)
-        for pos in files:
-            reports[run[pos].index] = None
         raise
+
+
+def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
+    """The statements that store a stretch (inside a transaction); fills the files' reports."""
+    con, benchmark, reports = cmd.con, cmd.benchmark, cmd.reports
+    run, files, rows, items, new_codes, direct = (stretch.run, stretch.files, stretch.rows, stretch.items,
+                                                  stretch.new_codes, stretch.direct)
+    ids = sorted(r[0] for r in con.execute("SELECT nextval('source_ids') FROM range(?)", [len(files)]).fetchall())
+    source_of = pl.DataFrame({"pos": files, "source_id": ids}, schema={"pos": pl.Int64, "source_id": pl.Int64})
+    rows = rows.join(source_of, on="pos", how="left")
+    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "source_id",
+                                          "line", "human_score").to_arrow())
+    per_file = rows.group_by("source_id").len()
+    if direct:
+        added = dict(per_file.iter_rows())
+        con.execute("INSERT INTO response_codes SELECT * FROM _run_rows")
+    else:
+        already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
+            SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
+        added = {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
+        # As the one-file path: a stored response without a human score gains the one given here.
+        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _run_rows s
+                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                         AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
+        con.execute("INSERT INTO response_codes SELECT * FROM _run_rows s "
+                    "ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)")
+    con.unregister("_run_rows")
+    for kind in (MODEL, VARIANT):
+        new = new_codes[kind.name].join(source_of, on="pos").select("code", "text", "source_id")
+        con.register("_new_codes", new.to_arrow())
+        # Table and column names come from the fixed Kind constants.
+        con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
+                    "SELECT code, ?, text, source_id FROM _new_codes", [benchmark])
+        con.unregister("_new_codes")
+    new_items = items.join(new_codes[ITEM.name].select(pl.col("code").alias("item_key")), on="item_key",
+                           how="semi").join(source_of, on="pos")
+    con.register("_new_items", new_items.select("item_id", "subject", "domain", "source_id", "line",
+                                                "item_key").to_arrow())
+    con.execute("INSERT INTO items SELECT ?, item_id, subject, domain, source_id, line, item_key FROM _new_items",
+                [benchmark])
+    con.unregister("_new_items")
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    records = []
+    for pos, sid in zip(files, ids):
+        plan, n, a = run[pos].plan, run[pos].frame.height, added.get(sid, 0)
+        records.append((sid, benchmark, str(plan.path), plan.sha, plan.format, plan.config, n, n, a, 0, "ingested",
+                        now))
+        reports[run[pos].index] = FileReport(
+            path=str(plan.path), status="ingested", format=plan.format, sha256=plan.sha, source_id=sid,
+            rows_read=n, rows_accepted=n, rows_added=a, rows_already_stored=n - a,
+            message=f"{plan.path}: {a} row(s) added, {n - a} already stored")
+    con.register("_run_sources", pl.DataFrame(records, orient="row", schema=_SOURCES).to_arrow())
+    con.execute("INSERT INTO sources SELECT * FROM _run_sources")
+    con.unregister("_run_sources")
+

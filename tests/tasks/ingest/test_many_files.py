@@ -20,7 +20,7 @@ from polars.testing import assert_frame_equal
 from benchcert.tasks.ingest import many
 from benchcert.tasks.ingest.many import ingest_files
 from benchcert.tasks.ingest.mapping import parse_mapping
-from benchcert.tasks.ingest.service import ingest_file
+from benchcert.tasks.ingest.service import ingest_file, ingest_files_atomic
 from benchcert.tasks.store.connection import lock_path, open_store
 
 from store_support import TABLES, cli, snapshot  # noqa: E402  (tests/store_support.py)
@@ -43,10 +43,25 @@ def _together(db: Path, paths: list[Path], **kw) -> list[dict]:
     return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark="b", mapping=MAPPING, **kw)]
 
 
-def assert_same(tmp_path: Path, paths: list[Path], *, before: list[Path] = (), **kw) -> list[dict]:
-    """Both ways into fresh stores (each first given ``before`` one at a time); the reports of ``paths``."""
+def _atomic_one_at_a_time(db: Path, paths: list[Path], **kw) -> list[dict]:
+    return [r.as_dict() for r in ingest_files_atomic(db, [str(p) for p in paths], benchmark="b", mapping=MAPPING, **kw)]
+
+
+def _atomic_together(db: Path, paths: list[Path], **kw) -> list[dict]:
+    return _together(db, paths, atomic=True, **kw)
+
+
+def assert_same(tmp_path: Path, paths: list[Path], *, before: list[Path] = (), atomic: bool = False,
+                **kw) -> list[dict]:
+    """Both ways into fresh stores (each first given ``before`` one at a time); the reports of ``paths``.
+
+    ``atomic``: the command's files in one transaction, against the one-file path's --atomic
+    (every file by ingest_file inside one transaction).
+    """
     out = {}
-    for how, fn in (("one", _one_at_a_time), ("many", _together)):
+    ways = (("one", _atomic_one_at_a_time), ("many", _atomic_together)) if atomic else (
+        ("one", _one_at_a_time), ("many", _together))
+    for how, fn in ways:
         db = tmp_path / f"{how}.duckdb"
         with open_store(db, write=True):
             pass  # (a store made by the first file's own opening would keep the id of a refused first file)
@@ -222,3 +237,43 @@ def test_the_one_file_path_is_used_for_a_command_of_one_file(tmp_path, copy):
         shutil.copy(src, tmp_path / "again.csv")
         src = tmp_path / "again.csv"
     assert_same(tmp_path, [src])
+
+
+def test_atomic_matches_the_one_file_atomic_path(tmp_path, monkeypatch):
+    """--atomic: all stored (the runs in the command's transaction), or nothing at the first refused file."""
+    texts = clean_texts()
+    paths = folder(tmp_path, texts)
+    calls = []
+    real = many.ingest_file
+    monkeypatch.setattr(many, "ingest_file", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    (tmp_path / "all").mkdir()
+    reports = assert_same(tmp_path / "all", paths, atomic=True)
+    assert [r["status"] for r in reports] == ["ingested"] * len(paths) and calls == []
+    bad = list(texts)
+    bad[5] = bad[5].rstrip("\n") + "\nm1,q1,s1,d1,-1\n"
+    paths = folder(tmp_path, bad, name="bad")
+    (tmp_path / "bad-out").mkdir()
+    reports = assert_same(tmp_path / "bad-out", paths, atomic=True, before=paths[:2])
+    assert [r["status"] for r in reports] == ["rolled-back"] * 5 + ["rejected"] + (
+        ["not-tried"] * (len(paths) - 6))
+
+
+def test_atomic_random_folders(tmp_path):
+    rng = random.Random(28)
+    for case in range(6):
+        texts = [rows([(f"m{rng.randint(0, 2)}", rng.randint(0, 9), rng.randint(0, 1)) for _ in range(rng.randint(1, 5))])
+                 for _ in range(rng.randint(2, 6))]
+        work = tmp_path / f"case{case}"
+        work.mkdir()
+        assert_same(work, folder(work, texts), atomic=True)
+
+
+def test_atomic_a_run_that_fails_half_way_is_redone_file_by_file(tmp_path, monkeypatch):
+    paths = folder(tmp_path, clean_texts(4))
+    def half(cmd, stretch):
+        cmd.con.execute("INSERT INTO sources SELECT 99, 'b', 'x', 'x', 'csv', '{}', 0, 0, 0, 0, 'ingested', now()")
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(many, "_insert_run", half)
+    reports = assert_same(tmp_path, paths, atomic=True)
+    assert [r["status"] for r in reports] == ["ingested"] * 4
