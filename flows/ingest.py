@@ -1,4 +1,4 @@
-"""The ingest flow: one task per file, files in the order given (they may depend on each other).
+"""The ingest flow: one task for the files, taken in the order given (they may depend on each other).
 
 The body is :func:`benchcert.flows.runs.ingest_body`, shared with the in-process mode.
 """

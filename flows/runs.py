@@ -211,7 +211,9 @@ def run_audit(mode: str, request: AuditRequest, progress=None) -> dict:
 
 def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping, allow_rejects: bool = False,
                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, progress=None, atomic: bool = False) -> list:
-    """One step per file, files in the order given (they may depend on each other).
+    """One step for the files, taken in the order given (they may depend on each other), each
+    all-or-nothing; the store is opened once and small table files are stored together
+    (tasks/ingest/many.py).
 
     ``atomic``: every file in one transaction, all stored or none (one step).
     """
@@ -222,15 +224,8 @@ def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping
             progress.update(f"ingesting {len(paths)} file(s) in one transaction")
         return steps.ingest_atomic(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout)
 
-    reports = []
-    for i, p in enumerate(paths):
-        prefix = f"ingesting file {i + 1}/{len(paths)}"
-        if progress is not None:
-            progress.update(f"{prefix}: {Path(p).name}")
-        with hook.listening((lambda text, prefix=prefix: progress.update(f"{prefix}: {text}"))
-                            if progress is not None else None):
-            reports.append(steps.ingest_file(db, str(p), benchmark, mapping, allow_rejects, lock_timeout))
-    return reports
+    with hook.listening(progress.update if progress is not None else None):
+        return steps.ingest_files(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout)
 
 
 def audit_body(steps, request: AuditRequest, verdicts: list[dict] | None = None, progress=None) -> dict:

@@ -25,3 +25,11 @@ def listening(fn: Callable[[str], None] | None) -> Iterator[None]:
         yield
     finally:
         _listener = previous
+
+
+@contextlib.contextmanager
+def prefixed(prefix: str) -> Iterator[None]:
+    """Notes made inside the block reach the current listener as ``prefix: text``."""
+    outer = _listener
+    with listening(None if outer is None else (lambda text: outer(f"{prefix}: {text}"))):
+        yield

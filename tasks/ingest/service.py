@@ -119,41 +119,77 @@ def _store(db, lock_timeout: float, con):
     return contextlib.nullcontext(con) if con is not None else open_store(db, write=True, lock_timeout=lock_timeout)
 
 
+@dataclass(frozen=True)
+class GenericPlan:
+    """How a table file (CSV, JSONL, JSON records, Parquet) is read, and the settings its source records."""
+
+    path: Path
+    format: str
+    sha: str
+    cols: dict
+    prob_cols: dict
+    config: str  # with ``sha``, what tells that the file is stored already
+
+    def reader(self) -> _GenericReader:
+        return _GenericReader(self.path, self.format, self.cols, self.prob_cols)
+
+
+def open_file(path: Path, mapping: ColumnMapping, benchmark: str | None, allow_rejects: bool,
+              report: FileReport) -> GenericPlan | native.NativeSource:
+    """The checks every file passes before it is read: a native log's source, or a table's plan.
+
+    Raises IngestError (or an adapter's error) for a file that cannot be ingested as given;
+    ``report.format`` and ``report.sha256`` are filled as they become known.
+    """
+    if path.is_symlink() and (problem := detect.link_target(path)[1]) is not None:
+        raise IngestError(f"{path}: {problem}")
+    if not path.exists():
+        raise IngestError(f"{path}: no such file")
+    if not (path.is_file() or path.is_dir()):  # opening a FIFO would wait for a writer forever
+        raise IngestError(f"{path}: not a regular file (a FIFO, socket or device); not read")
+    _printable_benchmark(path, benchmark)
+    source = detect.open_native(path, mapping, benchmark)
+    if source is not None:
+        _printable_benchmark(path, source.benchmark)
+        return source
+    if not path.is_file():
+        raise IngestError(f"{path}: a directory, not a HELM run directory (per_instance_stats.json and "
+                          "run_spec.json); give its files, or walk it with `benchcert ingest DIR`")
+    report.format = fmt = generic.detect_format(path, mapping.format, getattr(mapping, "records", None))
+    report.sha256 = sha = sha256_file(path)
+    cols = resolve_columns(path, fmt, mapping, benchmark)
+    prob_cols = probs.mapped_columns(mapping.columns, generic.file_columns(path, fmt), path)
+    config = json.dumps({"benchmark": benchmark, "columns": cols, "format": fmt,
+                         "allow_rejects": allow_rejects, **({"probs": prob_cols} if prob_cols else {})},
+                        sort_keys=True)
+    return GenericPlan(path=path, format=fmt, sha=sha, cols=cols, prob_cols=prob_cols or {}, config=config)
+
+
+def unchanged_message(path, source_id: int) -> str:
+    """The report of a file whose content is stored already with the same settings."""
+    return f"{path}: already ingested as source {source_id} (same content and settings); nothing added"
+
+
 def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapping: ColumnMapping,
                 allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-                batch_rows: int = generic.BATCH_ROWS, con=None) -> FileReport:
+                batch_rows: int = generic.BATCH_ROWS, con=None, own_transaction: bool | None = None) -> FileReport:
     """Ingest one file; never raises for bad data, returns a report whose ``status`` says what happened.
 
-    ``con``: an open store connection inside a transaction the caller commits or rolls back
-    (:func:`ingest_files_atomic`); by default the file is ingested in its own transaction.
+    ``con``: an open store connection; unless ``own_transaction`` it is inside a transaction the
+    caller commits or rolls back (:func:`ingest_files_atomic`).  By default (no ``con``) the
+    store is opened for this file and the file is ingested in its own transaction.
     """
     path = Path(path)
+    own = con is None if own_transaction is None else own_transaction
     report = FileReport(path=str(path), status="error")
     try:
-        if path.is_symlink() and (problem := detect.link_target(path)[1]) is not None:
-            raise IngestError(f"{path}: {problem}")
-        if not path.exists():
-            raise IngestError(f"{path}: no such file")
-        if not (path.is_file() or path.is_dir()):  # opening a FIFO would wait for a writer forever
-            raise IngestError(f"{path}: not a regular file (a FIFO, socket or device); not read")
-        _printable_benchmark(path, benchmark)
-        source = detect.open_native(path, mapping, benchmark)
-        if source is not None:
-            _printable_benchmark(path, source.benchmark)
-            _ingest_native(db, source, benchmark, allow_rejects, lock_timeout, batch_rows, report, con,
-                           named=getattr(mapping, "model", None) is not None)
+        plan = open_file(path, mapping, benchmark, allow_rejects, report)
+        if isinstance(plan, native.NativeSource):
+            _ingest_native(db, plan, benchmark, allow_rejects, lock_timeout, batch_rows, report, con,
+                           named=getattr(mapping, "model", None) is not None, own_transaction=own)
             return report
-        if not path.is_file():
-            raise IngestError(f"{path}: a directory, not a HELM run directory (per_instance_stats.json and "
-                              "run_spec.json); give its files, or walk it with `benchcert ingest DIR`")
-        report.format = fmt = generic.detect_format(path, mapping.format, getattr(mapping, "records", None))
-        report.sha256 = sha = sha256_file(path)
-        cols = resolve_columns(path, fmt, mapping, benchmark)
-        prob_cols = probs.mapped_columns(mapping.columns, generic.file_columns(path, fmt), path)
-        config = json.dumps({"benchmark": benchmark, "columns": cols, "format": fmt,
-                             "allow_rejects": allow_rejects, **({"probs": prob_cols} if prob_cols else {})},
-                            sort_keys=True)
-        reader = _GenericReader(path, fmt, cols, prob_cols)
+        fmt, sha, cols, prob_cols, config = plan.format, plan.sha, plan.cols, plan.prob_cols, plan.config
+        reader = plan.reader()
         batches = ValidatedBatches(reader.batches(batch_rows), cols, benchmark)  # starts reading now
         try:
             with _store(db, lock_timeout, con) as store_con:
@@ -163,12 +199,11 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
                 done = done[0] if done else None
                 if done is not None:
                     report.status, report.source_id = "unchanged", done[0]
-                    report.message = (f"{path}: already ingested as source {done[0]} (same content and settings); "
-                                      "nothing added")
+                    report.message = unchanged_message(path, done[0])
                     return report
                 ctx = _FileContext(path=path, reader=reader, cols=cols, benchmark=benchmark, sha=sha, config=config,
                                    allow_rejects=allow_rejects)
-                _stage_and_insert(store_con, ctx, batches, report, own_transaction=con is None)
+                _stage_and_insert(store_con, ctx, batches, report, own_transaction=own)
         finally:
             batches.close()
     except ConflictError as exc:
@@ -260,7 +295,7 @@ class _GenericReader:
 
 def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow_rejects: bool,
                    lock_timeout: float, batch_rows: int, report: FileReport, shared_con=None, *,
-                   named: bool = False) -> None:
+                   named: bool = False, own_transaction: bool | None = None) -> None:
     """A harness log: the adapter yields canonical columns; the same staging, checks and rules apply.
 
     ``named``: ``--model`` names the model (the user's choice; the log is not checked against
@@ -289,7 +324,8 @@ def _ingest_native(db, source: native.NativeSource, benchmark: str | None, allow
                 _refuse_second_name(con, source)
             ctx = _FileContext(path=source.path, reader=source, cols=cols, benchmark=source.benchmark,
                                sha=source.sha256, config=config, allow_rejects=allow_rejects)
-            _stage_and_insert(con, ctx, batches, report, own_transaction=shared_con is None)
+            _stage_and_insert(con, ctx, batches, report,
+                              own_transaction=shared_con is None if own_transaction is None else own_transaction)
     finally:
         batches.close()
     report.message += f" [{source.summary()}]"

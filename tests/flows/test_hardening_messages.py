@@ -15,12 +15,15 @@ from benchcert.flows.cli.errors import report
 def test_a_full_disk_during_ingest_says_disk_full_with_the_path(capsys, tmp_path, monkeypatch):
     import duckdb
 
-    from benchcert.tasks.ingest import service
+    from benchcert.tasks.ingest import many, service
 
     def full(*args, **kwargs):
         raise duckdb.IOException(f'Could not write file "{tmp_path}/s.duckdb.wal": No space left on device')
 
     monkeypatch.setattr(service, "_stage_and_insert", full)
+    # A small file is stored with the others of its command first; a failed write there (rolled
+    # back) sends it down the one-file path, which reports it.
+    monkeypatch.setattr(many, "_write_run", full)
     src = tmp_path / "a.csv"
     src.write_text("model,item_id,score\nm,q1,1\n")
     code = main(["ingest", str(src), "--db", str(tmp_path / "s.duckdb"), "--benchmark", "b", "--json"])

@@ -1,0 +1,459 @@
+"""Many files in one command: the store opened once, runs of small table files stored together.
+
+Ingested one at a time, a folder of small logs (hundreds of CSV files of a hundred rows) cost
+0.1-0.26 s a file: the store opened, its schema checked and its write-ahead log checkpointed
+on close, a reader thread started, and some twenty statements in a transaction, for each file.
+:func:`ingest_files` opens the store once for the whole command and reads the small table
+files (generic CSV, JSONL, JSON records, Parquet of at most :data:`SMALL_FILE_BYTES`, read in
+one batch) ahead of the store; a run of such files, consecutive in the order given, is
+validated as one frame and stored in one transaction with a handful of statements.
+
+The rule that keeps the store identical to ingesting the files one at a time: a run is
+stored together only where the one-file path (:func:`~benchcert.tasks.ingest.service.ingest_file`)
+would do nothing but add each file's rows: no bad row, no key given twice (within a file or
+across the run), no item given two subject/domain pairs, no score or item contradicting the
+store, no file stored already.  Then each file gets the source id, the codes
+of the texts it names first (in sorted text order within the file, as
+:class:`~benchcert.tasks.store.codes.CodeBook` gives them), the items, rows, ``sources`` row and
+report that the one-file path gives it.  Every other file (a bad row, a conflict, a native
+harness log, a large file) goes through ``ingest_file`` itself, at its place in the order, on
+the same connection and in its own transaction, so its report (rejects with file, line and
+field; conflicts naming both sources) is the one-file path's own.  The first such file of a run
+ends the run; the files after it are checked again against the store it left.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+from polars.exceptions import PanicException
+
+from benchcert.tasks import progress
+from benchcert.tasks.ingest.adapters import generic
+from benchcert.tasks.ingest.adapters.generic import LINE
+from benchcert.tasks.ingest.service import (NOT_TRIED, ROLLED_BACK, FileReport, GenericPlan, ingest_file,
+                                            ingest_files_atomic, open_file, unchanged_message)
+from benchcert.tasks.ingest.validate import validate_batch
+from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, Kind
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
+
+#: A table file up to this size on disk is read ahead and may be stored with others.
+SMALL_FILE_BYTES = 256 << 10
+#: At most this many rows are read ahead before a run is stored (memory stays bounded).
+MAX_RUN_ROWS = 1_000_000
+_KEY = ["model", "item_id", "variant", "replicate"]
+_SOURCES = {"source_id": pl.Int64, "benchmark": pl.String, "path": pl.String, "sha256": pl.String,
+            "format": pl.String, "config": pl.String, "rows_read": pl.Int64, "rows_accepted": pl.Int64,
+            "rows_added": pl.Int64, "rows_rejected": pl.Int64, "status": pl.String, "ingested_at": pl.Datetime("us")}
+#: Each row's position in the run and its line in its file, in one integer (``pos << 32 | line``).
+_SHIFT = 32
+
+
+@dataclass(frozen=True)
+class _Small:
+    """A small table file read ahead: its plan and its one raw batch."""
+
+    index: int  # place in the command
+    plan: GenericPlan
+    frame: pl.DataFrame  # the raw batch (``LINE``: the line in the file)
+
+
+def ingest_files(db: str | Path, paths: list[str], *, benchmark: str | None, mapping,
+                 allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                 atomic: bool = False) -> list[FileReport]:
+    """Ingest ``paths`` in order, each file all-or-nothing as :func:`ingest_file` does, the store opened once.
+
+    Returns one report per path, in order: the same reports (and the same store) as ingesting
+    the files one at a time, or with ``atomic`` as :func:`ingest_files_atomic` (every file in
+    one transaction; at the first refused file nothing is stored, the files before it are
+    ``rolled-back`` and those after it ``not-tried``).  The lock is held for the whole command.
+    """
+    cmd = _Command(db=db, paths=[str(p) for p in paths], benchmark=benchmark, mapping=mapping,
+                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic)
+    try:
+        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+            cmd.con = con
+            if atomic:
+                con.execute("BEGIN TRANSACTION")
+            try:
+                _ingest_in_order(cmd)
+            except _Refused:
+                con.execute("ROLLBACK")
+                return _rolled_back(cmd)
+            except BaseException:
+                if atomic:
+                    con.execute("ROLLBACK")
+                raise
+            if atomic:
+                con.execute("COMMIT")
+    except _RunFailed:  # (--atomic: a run's write failed half way) the files one by one, from the start
+        return ingest_files_atomic(db, cmd.paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                                   lock_timeout=lock_timeout)
+    except StoreLockedError as exc:
+        return [FileReport(path=p, status="locked", message=str(exc)) if r is None or atomic else r
+                for r, p in zip(cmd.reports, cmd.paths)]
+    except StoreError as exc:
+        return [FileReport(path=p, status="unusable", message=str(exc)) if r is None or atomic else r
+                for r, p in zip(cmd.reports, cmd.paths)]
+    return cmd.reports  # type: ignore[return-value]
+
+
+class _Refused(Exception):
+    """--atomic: a file was refused; the command stores nothing."""
+
+
+class _RunFailed(Exception):
+    """--atomic: storing a run failed inside the command's transaction."""
+
+
+@dataclass
+class _Command:
+    """One ingest command: its settings, its store connection and a report per path (None until known)."""
+
+    db: str | Path
+    paths: list[str]
+    benchmark: str | None
+    mapping: object
+    allow_rejects: bool
+    lock_timeout: float
+    atomic: bool
+    con: object = None
+    reports: list = field(default_factory=list)
+    failed: str | None = None  # --atomic: the refused file
+
+    def __post_init__(self) -> None:
+        self.reports = [None] * len(self.paths)
+
+    def one_file(self, i: int) -> None:
+        """File ``i`` by the one-file path, in its own transaction (--atomic: the command's)."""
+        following = _next_source_id(self.con)
+        with progress.prefixed(f"ingesting file {i + 1}/{len(self.paths)}"):
+            report = ingest_file(self.db, self.paths[i], benchmark=self.benchmark, mapping=self.mapping,
+                                 allow_rejects=self.allow_rejects, lock_timeout=self.lock_timeout, con=self.con,
+                                 own_transaction=not self.atomic)
+        self.reports[i] = report
+        if self.atomic and not report.ok:
+            self.failed = self.paths[i]
+            raise _Refused
+        if report.status != "ingested" and not self.atomic:
+            _give_back_source_ids(self.con, following)
+
+
+def _ingest_in_order(cmd: _Command) -> None:
+    """Every path in order: small table files read ahead into runs, every other file by itself."""
+    run: list[_Small] = []
+    rows = 0
+    n = len(cmd.paths)
+    for i, p in enumerate(cmd.paths):
+        progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}")
+        small = _read_small(i, Path(p), cmd.benchmark, cmd.mapping, cmd.allow_rejects)
+        if small is not None:
+            progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}: {small.frame.height:,} rows read")
+            run.append(small)
+            rows += small.frame.height
+            if rows < MAX_RUN_ROWS:
+                continue
+        _store_runs(cmd, run)
+        run, rows = [], 0
+        if small is None:
+            cmd.one_file(i)
+    _store_runs(cmd, run)
+
+
+def _rolled_back(cmd: _Command) -> list[FileReport]:
+    """--atomic after a refused file: the files before it rolled back, those after it not tried."""
+    out = []
+    for p, r in zip(cmd.paths, cmd.reports):
+        if r is None:
+            r = FileReport(path=p, status=NOT_TRIED,
+                           message=f"{p}: not tried: --atomic, and {cmd.failed} was refused; nothing stored")
+        elif r.ok:
+            r.status, r.source_id, r.rows_added = ROLLED_BACK, None, 0
+            r.message = f"{r.path}: rolled back: --atomic, and {cmd.failed} was refused; nothing stored"
+        out.append(r)
+    return out
+
+
+def _next_source_id(con) -> int:
+    """The source id the next ``nextval('source_ids')`` gives."""
+    return con.execute("SELECT coalesce(last_value + 1, start_value) FROM duckdb_sequences() "
+                       "WHERE sequence_name = 'source_ids'").fetchall()[0][0]
+
+
+def _give_back_source_ids(con, following: int) -> None:
+    """After a rolled-back transaction that took source ids: the next one is ``following`` again.
+
+    A file refused in a store opened for it alone left no trace, not even the id it took (the
+    sequence is written only with a commit), so the next file got that id; on the connection
+    shared by the command the sequence would have moved on.
+    """
+    if _next_source_id(con) != following:
+        con.execute(f"CREATE OR REPLACE SEQUENCE source_ids START WITH {int(following)}")
+
+
+def _read_small(index: int, path: Path, benchmark: str | None, mapping, allow_rejects: bool) -> _Small | None:
+    """The file read ahead, or None when the one-file path is to ingest it (or report what is wrong)."""
+    try:
+        if benchmark is None or path.is_symlink() or not path.is_file() or path.stat().st_size > SMALL_FILE_BYTES:
+            return None
+        plan = open_file(path, mapping, benchmark, allow_rejects, FileReport(path=str(path), status="error"))
+        if not isinstance(plan, GenericPlan) or plan.prob_cols or plan.cols.get("benchmark") is not None:
+            return None
+        batches = list(plan.reader().batches(generic.BATCH_ROWS))
+    except Exception:  # noqa: BLE001 - the one-file path reads it again and says what is wrong
+        return None
+    if len(batches) != 1 or batches[0].rejects or batches[0].extras is not None or not batches[0].frame.height:
+        return None
+    return _Small(index=index, plan=plan, frame=batches[0].frame)
+
+
+def _store_runs(cmd: _Command, run: list[_Small]) -> None:
+    """Store ``run`` in order: clean stretches together, each other file by the one-file path."""
+    while run:
+        try:
+            k = _store_run(cmd, run)
+        except _RunFailed:
+            raise
+        except (Exception, PanicException):  # noqa: BLE001 - nothing of the run was stored: each file goes the one-file way
+            for small in run:
+                if cmd.reports[small.index] is None:
+                    cmd.one_file(small.index)
+            return
+        if k == len(run):
+            return
+        cmd.one_file(run[k].index)
+        run = run[k + 1:]
+
+
+def _store_run(cmd: _Command, run: list[_Small]) -> int:
+    """Store the longest clean stretch at the head of ``run``; returns its length (files stored or stored already).
+
+    The file at the returned position (if any) is for the one-file path.
+    """
+    con, reports = cmd.con, cmd.reports
+    stored = _stored_already(con, run)
+    todo = [pos for pos in range(len(run)) if pos not in stored]
+    end = len(run)
+    if todo:
+        end = _store_clean(cmd, run, todo)
+    # Files stored already before the end of the stretch are unchanged whatever the stretch did.
+    for pos, source_id in stored.items():
+        if pos < end:
+            plan = run[pos].plan
+            reports[run[pos].index] = FileReport(path=str(plan.path), status="unchanged", format=plan.format,
+                                                 sha256=plan.sha, source_id=source_id,
+                                                 message=unchanged_message(plan.path, source_id))
+    return end
+
+
+def _store_clean(cmd: _Command, run: list[_Small], todo: list[int]) -> int:
+    """Store the files at ``todo`` (positions in ``run``) up to the first that is not clean; returns its position."""
+    con, benchmark = cmd.con, cmd.benchmark
+    rows, end = _validated(run, todo, benchmark)
+    rows = rows.filter(pl.col("pos") < end)
+    if rows.height:
+        direct = not con.execute("SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark = ? LIMIT 1)",
+                                 [benchmark]).fetchall()[0][0]
+        rows, new_codes = _coded(con, rows, benchmark, direct)
+        items = _first_of_each(rows, "item_key")
+        if not direct:
+            end = min(end, _store_conflicts(con, rows, items))
+            rows, items = rows.filter(pl.col("pos") < end), items.filter(pl.col("pos") < end)
+            new_codes = {k: f.filter(pl.col("pos") < end) for k, f in new_codes.items()}
+        files = [pos for pos in todo if pos < end]
+        if files:
+            _write_run(cmd, _Stretch(run, files, rows, items, new_codes, direct))
+    return end
+
+
+def _stored_already(con, run: list[_Small]) -> dict[int, int]:
+    """Position -> source id of the files whose content and settings are stored already."""
+    keys = pl.DataFrame({"pos": range(len(run)), "sha256": [s.plan.sha for s in run],
+                         "config": [s.plan.config for s in run]}, schema={"pos": pl.Int64, "sha256": pl.String,
+                                                                          "config": pl.String})
+    con.register("_run_files", keys.to_arrow())
+    try:
+        found = con.execute("""SELECT f.pos, any_value(s.source_id) FROM _run_files f
+                               JOIN sources s ON s.sha256 = f.sha256 AND s.config = f.config GROUP BY f.pos""").fetchall()
+    finally:
+        con.unregister("_run_files")
+    return {int(pos): int(sid) for pos, sid in found}
+
+
+def _validated(run: list[_Small], todo: list[int], benchmark: str) -> tuple[pl.DataFrame, int]:
+    """The canonical rows of the files at ``todo`` (text as text, ``pos`` and ``line``), and the
+    position of the first file that is not clean by itself or beside the files before it.
+
+    Files with the same columns (and types) are validated as one frame: validation is row by
+    row, so the verdicts are those of each file alone.
+    """
+    groups: dict[tuple, list[pl.DataFrame]] = {}
+    cols_of: dict[tuple, dict] = {}
+    for pos in todo:
+        small = run[pos]
+        key = (tuple(small.frame.schema.items()), tuple(sorted((k, v or "") for k, v in small.plan.cols.items())))
+        cols_of[key] = small.plan.cols
+        groups.setdefault(key, []).append(small.frame.with_columns(pl.col(LINE) + (pos << _SHIFT)))
+    end = len(run)
+    parts = []
+    for key, frames in groups.items():
+        good, bad = validate_batch(pl.concat(frames, rechunk=True), cols_of[key], benchmark=benchmark)
+        if bad.height:
+            end = min(end, int(bad["line"].min()) >> _SHIFT)
+        parts.append(good.select(
+            pl.col("model", "item_id", "subject", "domain", "variant").cast(pl.String),
+            "replicate", "score", "human_score",
+            (pl.col("line") // (1 << _SHIFT)).alias("pos"), (pl.col("line") % (1 << _SHIFT)).alias("line")))
+    rows = pl.concat(parts).sort("pos", "line")
+    # A key given again (in the same file or a later one) or an item given another subject/domain
+    # than at its first row: the one-file path decides that file.
+    again = rows.filter(~pl.struct(_KEY).is_first_distinct() | (pl.col("subject") != pl.col("subject").first().over(
+        "item_id")) | (pl.col("domain") != pl.col("domain").first().over("item_id")))
+    # (The same content twice repeats every key: the second copy is the one-file path's, which
+    # finds it stored already.)
+    if again.height:
+        end = min(end, int(again["pos"].min()))
+    return rows, end
+
+
+def _coded(con, rows: pl.DataFrame, benchmark: str, direct: bool) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """The rows with their codes, and each kind's new codes (code, text, pos of the file naming it first).
+
+    As the one-file path gives them: a stored text keeps its code; the texts each file names
+    first get the next free codes, file after file, in sorted text order within a file.
+    """
+    first = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
+                                              for k in (MODEL, ITEM, VARIANT))).fetchall()[0]
+    new_codes = {}
+    coded = []
+    for kind, start in zip((MODEL, ITEM, VARIANT), first):
+        text = "item_id" if kind is ITEM else kind.name
+        texts = rows.group_by(text).agg(pl.col("pos").min()).rename({text: "text"})
+        stored = _stored_codes(con, kind, benchmark) if not direct else pl.DataFrame(
+            schema={"text": pl.String, "code": pl.Int32})
+        texts = texts.join(stored, on="text", how="left")
+        new = texts.filter(pl.col("code").is_null()).sort("pos", "text")
+        new = new.with_columns(pl.int_range(start, start + new.height, dtype=pl.Int32).alias("code"))
+        new_codes[kind.name] = new
+        every = pl.concat([texts.filter(pl.col("code").is_not_null()), new])
+        coded.append(pl.col(text).replace_strict(every["text"], every["code"], return_dtype=pl.Int32).alias(kind.code))
+    return rows.with_columns(coded), new_codes
+
+
+def _stored_codes(con, kind: Kind, benchmark: str) -> pl.DataFrame:
+    # Table and column names come from the fixed Kind constants, never from a log.
+    return query_pl(con, f"SELECT {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} "
+                         "WHERE benchmark = ?", [benchmark])
+
+
+def _first_of_each(rows: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The first row (by file, then line) of each ``key``."""
+    return rows.unique(subset=[key], keep="first", maintain_order=True)
+
+
+def _store_conflicts(con, rows: pl.DataFrame, items: pl.DataFrame) -> int:
+    """Position of the first file with a score or an item contradicting the store (else past the end)."""
+    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "pos").to_arrow())
+    con.register("_run_items", items.select("item_key", "subject", "domain", "pos").to_arrow())
+    try:
+        found = con.execute("""
+            SELECT min(pos) FROM (
+                SELECT s.pos FROM _run_rows s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+                WHERE r.score <> s.score
+                UNION ALL
+                SELECT n.pos FROM _run_items n JOIN items i USING (item_key)
+                WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]
+    finally:
+        con.unregister("_run_rows")
+        con.unregister("_run_items")
+    return int(found) if found is not None else 1 << 62
+
+
+@dataclass(frozen=True)
+class _Stretch:
+    """The clean files at the head of a run, ready to store: their coded rows, first items and new codes."""
+
+    run: list[_Small]
+    files: list[int]  # positions in ``run``, in order
+    rows: pl.DataFrame
+    items: pl.DataFrame
+    new_codes: dict[str, pl.DataFrame]
+    direct: bool  # the benchmark had nothing stored
+
+
+def _write_run(cmd: _Command, stretch: _Stretch) -> None:
+    """Store the stretch's files in one transaction (--atomic: in the command's); fill their reports."""
+    con, reports = cmd.con, cmd.reports
+    following = _next_source_id(con)
+    if not cmd.atomic:
+        con.execute("BEGIN TRANSACTION")
+    try:
+        _insert_run(cmd, stretch)
+        if not cmd.atomic:
+            con.execute("COMMIT")
+    except BaseException as exc:
+        for pos in stretch.files:
+            reports[stretch.run[pos].index] = None
+        if cmd.atomic:  # the command's transaction holds part of the run: it is rolled back whole
+            raise _RunFailed from exc
+        con.execute("ROLLBACK")
+        _give_back_source_ids(con, following)
+        raise
+
+
+def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
+    """The statements that store a stretch (inside a transaction); fills the files' reports."""
+    con, benchmark, reports = cmd.con, cmd.benchmark, cmd.reports
+    run, files, rows, items, new_codes, direct = (stretch.run, stretch.files, stretch.rows, stretch.items,
+                                                  stretch.new_codes, stretch.direct)
+    ids = sorted(r[0] for r in con.execute("SELECT nextval('source_ids') FROM range(?)", [len(files)]).fetchall())
+    source_of = pl.DataFrame({"pos": files, "source_id": ids}, schema={"pos": pl.Int64, "source_id": pl.Int64})
+    rows = rows.join(source_of, on="pos", how="left")
+    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "source_id",
+                                          "line", "human_score").to_arrow())
+    per_file = rows.group_by("source_id").len()
+    if direct:
+        added = dict(per_file.iter_rows())
+        con.execute("INSERT INTO response_codes SELECT * FROM _run_rows")
+    else:
+        already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
+            SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
+        added = {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
+        # As the one-file path: a stored response without a human score gains the one given here.
+        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _run_rows s
+                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                         AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
+        con.execute("INSERT INTO response_codes SELECT * FROM _run_rows s "
+                    "ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)")
+    con.unregister("_run_rows")
+    for kind in (MODEL, VARIANT):
+        new = new_codes[kind.name].join(source_of, on="pos").select("code", "text", "source_id")
+        con.register("_new_codes", new.to_arrow())
+        # Table and column names come from the fixed Kind constants.
+        con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
+                    "SELECT code, ?, text, source_id FROM _new_codes", [benchmark])
+        con.unregister("_new_codes")
+    new_items = items.join(new_codes[ITEM.name].select(pl.col("code").alias("item_key")), on="item_key",
+                           how="semi").join(source_of, on="pos")
+    con.register("_new_items", new_items.select("item_id", "subject", "domain", "source_id", "line",
+                                                "item_key").to_arrow())
+    con.execute("INSERT INTO items SELECT ?, item_id, subject, domain, source_id, line, item_key FROM _new_items",
+                [benchmark])
+    con.unregister("_new_items")
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    records = []
+    for pos, sid in zip(files, ids):
+        plan, n, a = run[pos].plan, run[pos].frame.height, added.get(sid, 0)
+        records.append((sid, benchmark, str(plan.path), plan.sha, plan.format, plan.config, n, n, a, 0, "ingested",
+                        now))
+        reports[run[pos].index] = FileReport(
+            path=str(plan.path), status="ingested", format=plan.format, sha256=plan.sha, source_id=sid,
+            rows_read=n, rows_accepted=n, rows_added=a, rows_already_stored=n - a,
+            message=f"{plan.path}: {a} row(s) added, {n - a} already stored")
+    con.register("_run_sources", pl.DataFrame(records, orient="row", schema=_SOURCES).to_arrow())
+    con.execute("INSERT INTO sources SELECT * FROM _run_sources")
+    con.unregister("_run_sources")
+
