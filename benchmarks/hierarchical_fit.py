@@ -17,7 +17,9 @@ analysis (VmHWM reset before it through /proc/self/clear_refs) and the 1-minute 
 ``--analysis`` times the whole hierarchical analysis of the audit instead
 (tasks/audit/hierarchical.py on the same matrix, default settings): CPU and wall seconds of its
 three steps (the per-model block: fits, bounds, comparator and same-subjects intervals; the
-split-half diagnostic; the tables and report sections), the peak above the matrix and the load:
+split-half diagnostic; the tables and report sections), the peak above the matrix and the load;
+the per-subject counts the audit's analyses share are computed (and timed) before, as the
+audit's first analysis does:
 
     .venv/bin/python benchmarks/hierarchical_fit.py --shape 1000x20000 --analysis
 """
@@ -90,6 +92,10 @@ def analysis(n_models: int, n_items: int, seed: int) -> None:
     m = BenchmarkMatrices("synthetic", "default", items=items, models=[f"model-{j:05d}" for j in range(n_models)],
                           scores=scores, n_replicates=np.ones(scores.shape, dtype=np.int8))
     m.item_subject, m.subject_domain  # noqa: B018 (cached before timing, as the store read leaves them)
+    c, t = _cpu(), time.perf_counter()
+    if hasattr(type(m), "subject_counts"):  # shared by the audit's analyses: the first one computes them
+        m.subject_counts  # noqa: B018
+    counts = (_cpu() - c, time.perf_counter() - t)
     config = AuditConfig()
     _reset_peak()
     base = _hwm()
@@ -110,7 +116,8 @@ def analysis(n_models: int, n_items: int, seed: int) -> None:
     cpu, wall = sum(s[1] for s in steps), sum(s[2] for s in steps)
     print(f"{n_models} x {n_items} hierarchical analysis: CPU {cpu:.2f} s, wall {wall:.2f} s ("
           + ", ".join(f"{name} {c:.2f} / {w:.2f}" for name, c, w in steps)
-          + f" CPU / wall s); peak {(peak - base) / 2**30:.2f} GiB above the matrix and inputs "
+          + f" CPU / wall s; the shared per-subject counts before it {counts[0]:.2f} / {counts[1]:.2f})"
+          + f"; peak {(peak - base) / 2**30:.2f} GiB above the matrix and inputs "
           f"({base / 2**30:.2f} GiB); load {load0:.1f} / {os.getloadavg()[0]:.1f}")
 
 
