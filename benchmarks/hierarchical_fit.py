@@ -13,6 +13,15 @@ analysis (VmHWM reset before it through /proc/self/clear_refs) and the 1-minute 
 
 ``--save`` writes the fits and half-widths, to compare two versions of the code
 (``--compare other.npz`` prints the largest relative difference of each array).
+
+``--analysis`` times the whole hierarchical analysis of the audit instead
+(tasks/audit/hierarchical.py on the same matrix, default settings): CPU and wall seconds of its
+three steps (the per-model block: fits, bounds, comparator and same-subjects intervals; the
+split-half diagnostic; the tables and report sections), the peak above the matrix and the load;
+the per-subject counts the audit's analyses share are computed (and timed) before, as the
+audit's first analysis does:
+
+    .venv/bin/python benchmarks/hierarchical_fit.py --shape 1000x20000 --analysis
 """
 
 from __future__ import annotations
@@ -68,14 +77,63 @@ def _cpu() -> float:
     return t.user + t.system
 
 
+def analysis(n_models: int, n_items: int, seed: int) -> None:
+    """Per-step CPU and wall seconds of the audit's hierarchical analysis (``--analysis``)."""
+    import polars as pl
+
+    from benchcert.tasks.audit import hierarchical as H
+    from benchcert.tasks.audit.analyses import AuditConfig
+    from benchcert.tasks.store.matrices import BenchmarkMatrices
+
+    scores, subj, doms = matrix(n_models, n_items, seed)
+    items = pl.DataFrame({"item_id": [f"item-{i:06d}" for i in range(n_items)],
+                          "subject": [f"subject-{k:03d}" for k in subj],
+                          "domain": [f"domain-{doms[k]:02d}" for k in subj]})
+    m = BenchmarkMatrices("synthetic", "default", items=items, models=[f"model-{j:05d}" for j in range(n_models)],
+                          scores=scores, n_replicates=np.ones(scores.shape, dtype=np.int8))
+    m.item_subject, m.subject_domain  # noqa: B018 (cached before timing, as the store read leaves them)
+    c, t = _cpu(), time.perf_counter()
+    if hasattr(type(m), "subject_counts"):  # shared by the audit's analyses: the first one computes them
+        m.subject_counts  # noqa: B018
+    counts = (_cpu() - c, time.perf_counter() - t)
+    config = AuditConfig()
+    _reset_peak()
+    base = _hwm()
+    load0 = os.getloadavg()[0]
+    steps = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c, t = _cpu(), time.perf_counter()
+        block = H.model_block(m, config)
+        steps.append(("model_block", _cpu() - c, time.perf_counter() - t))
+        c, t = _cpu(), time.perf_counter()
+        split = H.split_part(m, config, block.fits)
+        steps.append(("split_half", _cpu() - c, time.perf_counter() - t))
+        c, t = _cpu(), time.perf_counter()
+        H.assemble(m, config, [block], split)
+        steps.append(("assemble", _cpu() - c, time.perf_counter() - t))
+    peak = _hwm()
+    cpu, wall = sum(s[1] for s in steps), sum(s[2] for s in steps)
+    print(f"{n_models} x {n_items} hierarchical analysis: CPU {cpu:.2f} s, wall {wall:.2f} s ("
+          + ", ".join(f"{name} {c:.2f} / {w:.2f}" for name, c, w in steps)
+          + f" CPU / wall s; the shared per-subject counts before it {counts[0]:.2f} / {counts[1]:.2f})"
+          + f"; peak {(peak - base) / 2**30:.2f} GiB above the matrix and inputs "
+          f"({base / 2**30:.2f} GiB); load {load0:.1f} / {os.getloadavg()[0]:.1f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="500x20000", help="MODELSxITEMS (default 500x20000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--save", type=Path, help="write fits and half-widths to this .npz")
     ap.add_argument("--compare", type=Path, help="compare with a .npz written by --save")
+    ap.add_argument("--analysis", action="store_true",
+                    help="time the audit's whole hierarchical analysis per step instead")
     args = ap.parse_args(argv)
     n_models, n_items = (int(v) for v in args.shape.lower().split("x"))
+    if args.analysis:
+        analysis(n_models, n_items, args.seed)
+        return 0
     scores, subj, doms = matrix(n_models, n_items, args.seed)
     alpha = 0.05
     _reset_peak()

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._common import (
-    Grouping,
     Ref,
     _short,
     all_missing_columns,
@@ -16,6 +15,7 @@ from .._common import (
     check_scores,
     warn_degenerate,
 )
+from ..subject_counts import SubjectCounts, subject_counts
 from .fit import _BB_ASSUMPTIONS, _BETA_MEANS_ASSUMPTIONS, _STATUS, _fit_bb_rows, _fit_means_rows
 from .profile import _W_GRID
 
@@ -117,48 +117,21 @@ def _matrix_iv(scores, subjects, subject_domains, n_subjects=None):
 
 def _counts(s, codes, k):
     """(n, total, binary): answered items and score sums per (subject, model), and whether each
-    model's scores are all 0/1.
-
-    One subject's rows at a time (a view where the items are already in subject order, else a
-    copy of those rows alone), so no gathered copy of the matrix and no temporaries of its size;
-    each sum is np.sum over that block's rows, what :meth:`Grouping.reduce_sorted` computes on the
-    gathered matrix, so the numbers are the same to the last bit."""
-    grouping = Grouping(codes, k)
-    starts = grouping.starts
-    mdl = s.shape[1]
-    if starts.size > max(64, s.shape[0] // 8):  # segment_sums adds these with np.add.reduceat
-        return _counts_gathered(s, grouping)
-    n = np.zeros((k, mdl), dtype=np.int64)
-    total = np.zeros((k, mdl))
-    binary = np.ones(mdl, dtype=bool)
-    in_order = bool(np.all(grouping.order[1:] > grouping.order[:-1]))
-    bounds = np.r_[starts, s.shape[0]]
-    for code, lo, hi in zip(grouping.codes, bounds[:-1], bounds[1:]):
-        block = s[lo:hi] if in_order else np.take(s, grouping.order[lo:hi], axis=0)
-        obs = ~np.isnan(block)
-        np.sum(obs, axis=0, dtype=np.int64, out=n[code])
-        filled = np.fmax(block, 0.0, out=None if in_order else block)
-        np.sum(filled, axis=0, dtype=np.float64, out=total[code])
-        binary &= np.all(~obs | (filled == 0.0) | (filled == 1.0), axis=0)
-    return n, total, binary
+    model's scores are all 0/1, from :func:`~benchcert.stats.subject_counts.subject_counts` (one pass
+    in blocks of rows; no gathered copy of the matrix)."""
+    return _from_counts(subject_counts(s, codes, k))
 
 
-def _counts_gathered(s, grouping):
-    """:func:`_counts` on the gathered matrix (many small subjects: summed with np.add.reduceat)."""
-    ss = grouping.gather(s)
-    obs = ~np.isnan(ss)
-    n = grouping.reduce_sorted(obs)
-    filled = np.fmax(ss, 0.0, out=ss)
-    total = grouping.reduce_sorted(filled)
-    binary = np.all(~obs | (filled == 0.0) | (filled == 1.0), axis=0)
-    return n.astype(np.int64), total, binary
+def _from_counts(counts: SubjectCounts):
+    return counts.n, counts.total, counts.binary
 
 
 def _fit_domains_iv(scores, subjects, subject_domains):
     return _matrix_iv(scores, subjects, subject_domains)
 
 
-def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None) -> DomainFits:
+def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None,
+                counts: SubjectCounts | None = None) -> DomainFits:
     r"""Fit every (domain, model) of a score matrix at once (paper section 6.2).
 
     Parameters
@@ -169,6 +142,13 @@ def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None) -> 
         Subject code of each item, 0..K-1.
     subject_domains : array_like of int, shape (K,), optional
         Domain code of each subject; default one domain (hierarchy "subject" only).
+    proxy_alpha : float, keyword-only, optional
+        With it, each fit's profile-likelihood upper bound on its subject proxy (see
+        :class:`DomainFits`).
+    counts : SubjectCounts, keyword-only, optional
+        :func:`~benchcert.stats.subject_counts.subject_counts` of the same ``scores`` and
+        ``subjects`` (e.g. ``BenchmarkMatrices.subject_counts``, shared by an audit's analyses):
+        used instead of counting again (the same numbers).
 
     Returns
     -------
@@ -185,7 +165,13 @@ def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None) -> 
     s, codes, doms, k = _fit_domains_iv(scores, subjects, subject_domains)
     if proxy_alpha is not None:
         proxy_alpha = check_alpha(proxy_alpha)
-    n, total, binary = _counts(s, codes, k)
+    if counts is None:
+        n, total, binary = _counts(s, codes, k)
+    elif not isinstance(counts, SubjectCounts) or counts.n.shape != (k, s.shape[1]):
+        raise ValueError(f"counts must be the SubjectCounts of these scores, shape (K, M) = {(k, s.shape[1])}; got "
+                         f"{getattr(getattr(counts, 'n', None), 'shape', type(counts).__name__)}")
+    else:
+        n, total, binary = _from_counts(counts)
     return _fit_domains_counts(n, total, binary, doms, stacklevel=3, proxy_alpha=proxy_alpha)
 
 

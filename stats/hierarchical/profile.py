@@ -481,6 +481,12 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     if d == 1:  # one domain: the largest proxy within the budget, no knapsack needed
         val = np.where(~fixed[0][:, None] & (cost[0] <= nb), a[0][:, None] * s2j[None, :], 0.0)
         return base + val.max(axis=1)
+    # An interval costing no less than a lower one (larger proxy) is never better: best[m] is
+    # nondecreasing in b and the proxy decreases along the grid, so best[b - c'] + v' <= best[b - c] + v
+    # (rounding is monotone too); only the intervals that lower the running minimum cost are tried.
+    lowest_before = np.minimum.accumulate(np.concatenate([np.full((d, mdl, 1), nb + 1), cost[..., :-1]], axis=-1),
+                                          axis=-1)
+    useful = (cost <= nb) & (cost < lowest_before)
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
     # padded[m, s:s + nb + 1] for s = nb + 1 - c is best[m] shifted right by c bins (-inf below c):
@@ -495,7 +501,7 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
         new = np.full((mdl, nb + 1), -np.inf)
         for j in range(gi):
             c = cost[dd, :, j]
-            r = np.flatnonzero(use & (c <= nb))  # only the models for which this interval is affordable
+            r = np.flatnonzero(use & useful[dd, :, j])  # the models for which this interval is affordable and useful
             if not r.size:
                 continue
             val = windows[r, nb + 1 - c[r]] + (a[dd, r] * s2j[j])[:, None]

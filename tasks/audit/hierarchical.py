@@ -287,7 +287,8 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
     proxy_alpha = PROXY_SHARE * config.alpha
     with warnings.catch_warnings(record=True) as caught_fits:
         warnings.simplefilter("always")
-        fits = fit_domains(m.scores, m.item_subject, doms, proxy_alpha=proxy_alpha)
+        # The per-subject counts the audit's analyses share (one pass over the matrix for all of them).
+        fits = fit_domains(m.scores, m.item_subject, doms, proxy_alpha=proxy_alpha, counts=m.subject_counts)
     with warnings.catch_warnings(record=True) as caught_bounds:
         warnings.simplefilter("always")
         means = np.nan_to_num(fits.subject_means, nan=0.0)

@@ -1,8 +1,9 @@
-"""Per-subject counts of the score matrix one subject's rows at a time (issue #27,
-stats/hierarchical/domains.py _counts): no gathered copy of the matrix. Oracle: the former
-count (gather every row in subject order, then segment sums), kept here verbatim; equal to the
-last bit on items in subject order or not, missing answers, fractional scores, subjects with no
-item, and many small subjects (summed with np.add.reduceat, where the former path is kept)."""
+"""Per-subject counts of the fits without a gathered copy of the matrix (issue #27,
+stats/hierarchical/domains.py _counts: stats/subject_counts.py's blocked pass, or the counts an
+audit's analyses share, passed as ``fit_domains(counts=...)``). Oracle: the former count (gather
+every row in subject order, then segment sums), kept here verbatim; equal to the last bit on
+items in subject order or not, missing answers, fractional scores, subjects with no item, and
+many small subjects (summed with np.add.reduceat)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,28 @@ def test_counts_by_subject_equal_the_gathered_counts(shuffled, n_items, k):
         np.testing.assert_array_equal(a, b, err_msg=name)
     assert not new[2][1] and new[2][0] and new[2][3]
     assert (new[0][k // 2] == 0).all()
+
+
+def test_fit_domains_from_shared_counts_is_the_same_fit():
+    """fit_domains(counts=subject_counts(...)) = fit_domains(...) field for field; counts of other
+    scores are refused."""
+    import dataclasses
+    import warnings
+
+    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.subject_counts import subject_counts
+
+    s, codes = _matrix(5, 2000, 6, 30, shuffled=True)
+    doms = np.arange(30) % 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        a = HD.fit_domains(s, codes, doms, proxy_alpha=0.025)
+        b = HD.fit_domains(s, codes, doms, proxy_alpha=0.025, counts=subject_counts(s, codes, 30))
+    for f in dataclasses.fields(a):
+        va, vb = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(va, np.ndarray):
+            np.testing.assert_array_equal(va, vb, err_msg=f.name)
+        else:
+            assert va == vb, f.name
+    with pytest.raises(ValueError, match="counts must be the SubjectCounts"):
+        HD.fit_domains(s, codes, doms, counts=subject_counts(s[:, :3], codes, 30))

@@ -166,3 +166,31 @@ def test_range_bound_is_above_the_profile_over_its_whole_range(seed):
             assert np.all(np.where(np.isfinite(seg), ub[None, :] - seg, 1.0) > 0), lo
         assert np.median(2.0 * (top - form.range_bound(np.exp(g[0]), np.exp(g[7])))) > 30.0
     assert kinds == {"_CountProfile", "_SubjectProfile"}
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_joint_bound_tries_only_useful_intervals_and_equals_the_former_one(d):
+    """joint_subject_bound skips an interval costing no less than a lower interval (issue #27): the
+    same bound to the last bit as the former knapsack over every affordable interval (kept in
+    tests/stats/_hierarchical_profile_former.py), on deviance curves of any shape: unimodal, flat
+    (many affordable intervals) and random."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import _hierarchical_profile_former as former
+
+    rng = np.random.default_rng(10 + d)
+    mdl, gi = 31, HP._W_GRID.size - 1
+    centre = rng.integers(10, gi, (d, mdl, 1))
+    unimodal = np.abs(np.arange(gi)[None, None, :] - centre) * rng.uniform(0.01, 1.0, (d, mdl, 1))
+    rand = rng.uniform(0.0, 6.0, (d, mdl, gi))
+    for prof in (unimodal, rand, np.minimum(unimodal, rand)):
+        prof = prof.copy()
+        prof[..., :3] = np.inf
+        prof[rng.random((d, mdl)) < 0.1] = np.inf
+        a2 = rng.uniform(0, 0.05, (d, mdl))
+        a2[rng.random((d, mdl)) < 0.1] = 0.0
+        for alpha in (0.02, 0.2):
+            np.testing.assert_array_equal(H.joint_subject_bound(prof, a2, alpha=alpha),
+                                          former.joint_subject_bound(prof, a2, alpha=alpha))

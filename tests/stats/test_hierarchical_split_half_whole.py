@@ -121,10 +121,13 @@ def test_by_domain_gives_the_former_split_half_bit_for_bit(n_models, kind, block
                     mp.setattr(D, "_BLOCK_DRAWS", block)
                 inner = D._split_whole_by_domain
                 mp.setattr(D, "_split_whole_by_domain", lambda *a: calls.append(1) or inner(*a))
-            out[name] = D.split_half(s, subj, doms, n_splits=200, rng=_rngs(n_models)[kind]())
+            rng = _rngs(n_models)[kind]()
+            out[name] = D.split_half(s, subj, doms, n_splits=200, rng=rng)
+            out[name + " next"] = rng.random(3)  # the generator is left where the former path left it
             assert calls  # the all-binary, all-splittable path was taken
     for f in ("corr", "sd", "n_valid", "n_subjects", "status", "negative"):
         np.testing.assert_array_equal(getattr(out["new"], f), getattr(out["former"], f), err_msg=f)
+    np.testing.assert_array_equal(out["new next"], out["former next"])
     assert np.isfinite(out["new"].corr).all()
 
 
