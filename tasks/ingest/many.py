@@ -72,7 +72,8 @@ def ingest_files(db: str | Path, paths: list[str], *, benchmark: str | None, map
     ``rolled-back`` and those after it ``not-tried``).  The lock is held for the whole command.
     """
     cmd = _Command(db=db, paths=[str(p) for p in paths], benchmark=benchmark, mapping=mapping,
-                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic)
+                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic,
+                   new_store=not Path(db).exists())
     try:
         with open_store(db, write=True, lock_timeout=lock_timeout) as con:
             cmd.con = con
@@ -120,6 +121,7 @@ class _Command:
     allow_rejects: bool
     lock_timeout: float
     atomic: bool
+    new_store: bool  # made by this command's opening
     con: object = None
     reports: list = field(default_factory=list)
     failed: str | None = None  # --atomic: the refused file
@@ -138,7 +140,10 @@ class _Command:
         if self.atomic and not report.ok:
             self.failed = self.paths[i]
             raise _Refused
-        if report.status != "ingested" and not self.atomic:
+        # The first file of a new store, opened for it alone, made the store in the same opening:
+        # that commit wrote the sequence with the id a refused file took, and the next file got
+        # the one after it.  Any other refused file left no trace.
+        if report.status != "ingested" and not self.atomic and not (self.new_store and i == 0):
             _give_back_source_ids(self.con, following)
 
 

@@ -21,7 +21,7 @@ from benchcert.tasks.ingest import many
 from benchcert.tasks.ingest.many import ingest_files
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.service import ingest_file, ingest_files_atomic
-from benchcert.tasks.store.connection import lock_path, open_store
+from benchcert.tasks.store.connection import lock_path
 
 from store_support import TABLES, cli, snapshot  # noqa: E402  (tests/store_support.py)
 
@@ -63,8 +63,6 @@ def assert_same(tmp_path: Path, paths: list[Path], *, before: list[Path] = (), a
         ("one", _one_at_a_time), ("many", _together))
     for how, fn in ways:
         db = tmp_path / f"{how}.duckdb"
-        with open_store(db, write=True):
-            pass  # (a store made by the first file's own opening would keep the id of a refused first file)
         _one_at_a_time(db, list(before))
         out[how] = (fn(db, paths, **kw), _store(db))
     assert out["many"][0] == out["one"][0]
@@ -277,3 +275,14 @@ def test_atomic_a_run_that_fails_half_way_is_redone_file_by_file(tmp_path, monke
     monkeypatch.setattr(many, "_insert_run", half)
     reports = assert_same(tmp_path, paths, atomic=True)
     assert [r["status"] for r in reports] == ["ingested"] * 4
+
+
+def test_a_refused_first_file_of_a_new_store_keeps_the_ids_of_one_at_a_time(tmp_path):
+    """The one-file path on a new store: the opening that made the store also kept the id the
+    refused first file took; a later refused file took none."""
+    texts = clean_texts(4)
+    for k in (0, 2):
+        texts[k] = texts[k].rstrip("\n") + "\nm0,q1,s1,d1,7\n"
+    reports = assert_same(tmp_path, folder(tmp_path, texts))
+    assert [(r["status"], r["source_id"]) for r in reports] == [("rejected", None), ("ingested", 2),
+                                                               ("rejected", None), ("ingested", 3)]
