@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 
 from benchcert.tasks.ingest import many
 from benchcert.tasks.ingest.many import ingest_files
-from benchcert.tasks.ingest.mapping import parse_mapping
+from benchcert.tasks.ingest.mapping import ColumnMapping, parse_mapping
 from benchcert.tasks.ingest.service import ingest_file, ingest_files_atomic
 from benchcert.tasks.store.connection import lock_path
 
@@ -35,12 +35,12 @@ def _store(db: Path) -> dict[str, pl.DataFrame]:
     return snap
 
 
-def _one_at_a_time(db: Path, paths: list[Path], **kw) -> list[dict]:
-    return [ingest_file(db, p, benchmark="b", mapping=MAPPING, **kw).as_dict() for p in paths]
+def _one_at_a_time(db: Path, paths: list[Path], mapping=MAPPING, **kw) -> list[dict]:
+    return [ingest_file(db, p, benchmark="b", mapping=mapping, **kw).as_dict() for p in paths]
 
 
-def _together(db: Path, paths: list[Path], **kw) -> list[dict]:
-    return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark="b", mapping=MAPPING, **kw)]
+def _together(db: Path, paths: list[Path], mapping=MAPPING, **kw) -> list[dict]:
+    return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark="b", mapping=mapping, **kw)]
 
 
 def _atomic_one_at_a_time(db: Path, paths: list[Path], **kw) -> list[dict]:
@@ -59,11 +59,12 @@ def assert_same(tmp_path: Path, paths: list[Path], *, before: list[Path] = (), a
     (every file by ingest_file inside one transaction).
     """
     out = {}
+    before_kw = {"mapping": kw["mapping"]} if "mapping" in kw else {}
     ways = (("one", _atomic_one_at_a_time), ("many", _atomic_together)) if atomic else (
         ("one", _one_at_a_time), ("many", _together))
     for how, fn in ways:
         db = tmp_path / f"{how}.duckdb"
-        _one_at_a_time(db, list(before))
+        _one_at_a_time(db, list(before), **before_kw)
         out[how] = (fn(db, paths, **kw), _store(db))
     assert out["many"][0] == out["one"][0]
     for t in TABLES:
@@ -109,7 +110,7 @@ def test_clean_folder_matches_one_at_a_time_and_takes_no_file_alone(tmp_path, mo
 
 def test_a_bad_file_among_good_ones_is_reported_alone_and_the_others_stored(tmp_path):
     texts = clean_texts()
-    texts[4] = texts[4].replace(",1\n", ",x\n", 1).replace(",0\n", ",x\n", 1) if ",1\n" in texts[4] else texts[4]
+    texts[4] = texts[4].replace(",1\n", ",x\n", 1) if ",1\n" in texts[4] else texts[4].replace(",0\n", ",x\n", 1)
     texts[7] = texts[7].rstrip("\n").rsplit("\n", 1)[0] + "\nm1,q999,s0,d0,2\n"  # a score outside [0, 1]
     paths = folder(tmp_path, texts)
     reports = assert_same(tmp_path, paths)
@@ -118,7 +119,9 @@ def test_a_bad_file_among_good_ones_is_reported_alone_and_the_others_stored(tmp_
     assert bad["status"] == "rejected" and bad["rejects"][0]["field"] == "score"
     assert bad["rejects"][0]["line"] == texts[7].count("\n")  # the last line of that file
     assert all(r["status"] == "ingested" for k, r in enumerate(reports) if k not in (4, 7))
-    assert_same(tmp_path / "allow", paths, allow_rejects=True) if (tmp_path / "allow").mkdir() is None else None
+    (tmp_path / "allow").mkdir()
+    reports = assert_same(tmp_path / "allow", paths, allow_rejects=True)  # the good rows of both stored
+    assert reports[7]["status"] == "ingested" and reports[7]["rows_rejected"] == 1
 
 
 def test_keys_and_items_across_files_follow_the_one_file_rules(tmp_path):
@@ -286,3 +289,28 @@ def test_a_refused_first_file_of_a_new_store_keeps_the_ids_of_one_at_a_time(tmp_
     reports = assert_same(tmp_path, folder(tmp_path, texts))
     assert [(r["status"], r["source_id"]) for r in reports] == [("rejected", None), ("ingested", 2),
                                                                ("rejected", None), ("ingested", 3)]
+
+
+def test_formats_types_expressions_and_a_named_model(tmp_path):
+    """CSV, JSONL and Parquet side by side, integer and text ids, replicates, variants, a human
+    score, a SQL expression and --model: each file's columns and types validated in its own group."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    (d / "a.csv").write_text("id,correct,rep\n1,1,0\n2,0,0\n3,1,1\n")
+    (d / "b.jsonl").write_text("".join(f'{{"id": {i}, "correct": {i % 2}.0, "rep": 0}}\n' for i in range(3, 7)))
+    pl.DataFrame({"id": ["7", "8"], "correct": [1, 1], "rep": [0, 0]}).write_parquet(d / "c.parquet")
+    (d / "d.csv").write_text("id,correct,rep,human\n01,1,0,1\n9,0,0,\n")
+    (d / "e.csv").write_text("id,correct,rep\n 10 ,1,2\n")
+    paths = sorted(d.iterdir())
+    mapping = ColumnMapping(columns={"item_id": "'q' || id", "score": "correct", "replicate": "rep"}, model="named")
+    assert_same(tmp_path, paths, mapping=mapping)
+    human = ColumnMapping(columns={"item_id": "id", "score": "correct", "replicate": "rep", "human_score": "human"},
+                          model="named")
+    (tmp_path / "h").mkdir()
+    assert_same(tmp_path / "h", [d / "d.csv", d / "a.csv"], mapping=human)
+    # The judge's scores stored first without human scores: the human scores join the stored rows.
+    judge_only = tmp_path / "judge_only.csv"
+    judge_only.write_text("id,correct,rep,human\n01,1,0,\n9,0,0,\n")
+    (tmp_path / "h2").mkdir()
+    (report,) = assert_same(tmp_path / "h2", [d / "d.csv"], mapping=human, before=[judge_only])
+    assert report["status"] == "ingested" and report["rows_already_stored"] == 2
