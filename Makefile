@@ -17,7 +17,7 @@ DEMO_DIR  ?= demo-output
 DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
-.PHONY: demo test quick chromium bench study serve dashboard venv clean
+.PHONY: demo test quick chromium bench bench-all study serve dashboard venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,18 @@ chromium:
 	    exit 2; \
 	fi
 
-# Full-scale timings (not part of `make test`): every benchmarks/*.py script in turn.
+# The scale figures of docs/scale.md in one run (not part of `make test`; about 10 minutes):
+# the 80M-response ingest and audit with the store read against a DuckDB scan, many small
+# files against one file, and the command line's latency; the load average before and after.
 bench: $(STAMP)
+	@echo "== load average $$(cut -d' ' -f1-3 /proc/loadavg) on $$(nproc) CPUs"
+	$(BIN)/python benchmarks/scale.py --shape 4000x20000
+	$(BIN)/python benchmarks/small_files.py
+	$(BIN)/python benchmarks/cli_latency.py --no-server
+	@echo "== load average $$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Every benchmarks/*.py script in turn with its defaults (hours).
+bench-all: $(STAMP)
 	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
 # Full-scale simulation studies carry the `slow` marker.

@@ -104,6 +104,41 @@ def child_ingest(args) -> dict:
             "db_bytes": db.stat().st_size}
 
 
+SCAN_SQL = """SELECT sum(r.score) FROM response_codes r JOIN models m ON m.model_id = r.model_id
+               JOIN variants v ON v.variant_id = r.variant_id WHERE m.benchmark = ? AND v.variant = ?"""
+
+
+def _timed(fn) -> tuple[float, float, object]:
+    cpu, t = _cpu(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, _cpu() - cpu, out
+
+
+def read_against_scan(db: str, rounds: int = 2) -> dict:
+    """The store read (``load_matrices``: what the audit's read_store step does, without the
+    source list and variant counts) against DuckDB summing the same rows' scores, alternated
+    ``rounds`` times in this process (the first scan pays for loading the columns): the issue's
+    target is read <= 3 x scan."""
+    import gc
+
+    from benchcert.tasks.store.connection import open_store
+    from benchcert.tasks.store.matrices import load_matrices
+
+    scans, reads = [], []
+    with open_store(db, write=False) as con:
+        for _ in range(rounds):
+            scans.append(_timed(lambda: con.execute(SCAN_SQL, [BENCH, ""]).fetchall()))
+            w, c, m = _timed(lambda: load_matrices(con, BENCH))
+            reads.append((w, c))
+            del m
+            gc.collect()
+    scan_w, scan_c = min(s[0] for s in scans), min(s[1] for s in scans)
+    read_w, read_c = min(r[0] for r in reads), min(r[1] for r in reads)
+    return {"scan_wall_s": scan_w, "scan_cpu_s": scan_c, "read_wall_s": read_w, "read_cpu_s": read_c,
+            "ratio_wall": read_w / scan_w, "ratio_cpu": read_c / scan_c, "rounds": rounds,
+            "scans": [s[:2] for s in scans], "reads": reads, "load": _load()}
+
+
 def child_audit(args) -> dict:
     import benchcert.tasks.audit.analyses as pt
     from benchcert.flows.audit import audit_flow
@@ -124,6 +159,9 @@ def child_audit(args) -> dict:
             per[name] = {"wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak_rss": peak}
             peaks.append(peak or 0)
 
+    read_scan = None if args.dask_workers else read_against_scan(args.db)
+    _reset_peak()  # the audit's peak is its own, not the comparison's
+    peaks[0] = _status("VmHWM") or 0
     pt.run_analysis = measured  # instrumentation only: tasks/audit/steps.py looks the name up at call time
     load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
     dask = None
@@ -147,7 +185,7 @@ def child_audit(args) -> dict:
             # on Dask the analyses overlap: their step's wall (analyses_on_cluster) is the work
             "work_s": sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead")
                           and not ("analyses_on_cluster" in timings and k.startswith("analysis:"))),
-            "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes}
+            "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes, "read_scan": read_scan}
 
 
 def _worker_stats() -> dict:
@@ -271,6 +309,14 @@ def render(results: list[dict]) -> str:
             f"{_gib(i['peak_rss'])} | {a['wall_s']:.1f} / {a['cpu_s']:.1f} / {_gib(a['peak_rss'])} | "
             f"{a['load_before']:.1f} / {a['load_after']:.1f} | {slow_txt} | "
             f"{arts.get('report.html', 0) / 2**20:.2f} MiB / {sum(arts.values()) / 2**20:.1f} MiB |")
+    for r in results:
+        rs = r["audit"].get("read_scan")
+        if rs:
+            lines.append("")
+            lines.append(f"Store read vs DuckDB scan, {r['n_models']:,} x {r['n_items']:,} (best of {rs['rounds']}, "
+                         f"load {rs['load']:.1f}): read {rs['read_wall_s']:.2f} s wall / {rs['read_cpu_s']:.2f} CPU s; "
+                         f"SELECT sum(score) {rs['scan_wall_s']:.2f} s / {rs['scan_cpu_s']:.2f} CPU s; ratio "
+                         f"{rs['ratio_wall']:.1f}x wall, {rs['ratio_cpu']:.1f}x CPU (target <= 3x)")
     for r in results:
         d = r["audit"].get("dask")
         if not d:

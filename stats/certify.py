@@ -355,7 +355,7 @@ def clopper_pearson(k, n, *, alpha: float, sided: str = "two-sided",
     return lower, upper
 
 
-def _kl_upper(est, J, level):
+def _kl_upper(est, J, level, *, each: bool = False):
     r"""Largest :math:`m \ge \hat\mu` with :math:`J\,\mathrm{kl}(\hat\mu\,\|\,m) \le` ``level``, elementwise.
 
     ``est`` the means (in [0, 1]), ``J`` the numbers of variables, ``level`` the log of one over
@@ -370,7 +370,8 @@ def _kl_upper(est, J, level):
     kl >= level/J, and the right end is returned, so the result is never below the root (the
     conservative side) and never above Hoeffding's additive bound (if rounding ever makes the
     Pinsker end look inside the set, the left end climbs to it and that additive bound is returned).
-    All entries are bisected together, to a bracket of a few units in the last place.
+    All entries are bisected together, to a bracket of a few units in the last place (``each``:
+    every entry stops at its own bracket, so each gets the bits of a call of its own).
     (``scipy.optimize.elementwise.find_root`` would do the same but imports scipy.optimize,
     about 0.4 s per command; every audit computes this bound.)
     """
@@ -383,12 +384,14 @@ def _kl_upper(est, J, level):
     e, cc = est[inner], c[inner]
     a, b = lo[inner], hi[inner]
     for _ in range(200):            # the bracket halves each step: 2^-60 < 1e-16 long before 200
-        if not np.any(b - a > 4.0 * np.finfo(float).eps * b):
+        wide = b - a > 4.0 * np.finfo(float).eps * b
+        if not np.any(wide):
             break
         mid = 0.5 * (a + b)
         out = _sc.rel_entr(e, mid) + _sc.rel_entr(1.0 - e, 1.0 - mid) >= cc   # kl(e || mid) >= level / J
-        b = np.where(out, mid, b)
-        a = np.where(out, a, mid)
+        move = wide if each else True
+        b = np.where(out & move, mid, b)
+        a = np.where(~out & move, mid, a)
     u = np.where(est >= 1.0, 1.0, -np.expm1(-c))       # the closed forms at est = 1 and est = 0
     u[inner] = b
     return u

@@ -151,10 +151,11 @@ class _HypergeomTable:
         end = start + length  # exclusive
         self.dist = dist.astype(np.int64)
         self.lo, self.start, self.end = lo[dist], start[dist], end[dist]
+        self.params, self._d_lo, self._d_start = params, lo, start  # per distribution
         self.n_dists = params.shape[0]
         if not params.shape[0]:
             self.cdf = np.zeros(0)
-            self._q, self._guide = 64, np.zeros(0, dtype=np.int32)
+            self._q_bits, self._q, self._guide = 6, 64, np.zeros(0, dtype=np.int32)
             return
         cell = np.repeat(np.arange(g.size), length)
         x = lo[cell] + (np.arange(length.sum()) - start[cell])
@@ -176,7 +177,7 @@ class _HypergeomTable:
         self.cdf = cdf
         self._guide = self._guide_table(cdf, start, end)
 
-    _GUIDE_ENTRIES = 1 << 22  # at most 16 MiB of int32 guide table
+    _GUIDE_ENTRIES = 1 << 18  # at most 1 MiB of int32 guide table (in a core's cache)
 
     def _guide_table(self, cdf, start, end):
         """Per distribution d and bin q of [0, 1) in Q equal bins: the number of support
@@ -185,7 +186,7 @@ class _HypergeomTable:
         exact comparisons). Q is a power of 2, so u * Q, its floor and q/Q are exact."""
         nd = start.size
         q_bits = int(np.clip(np.floor(np.log2(self._GUIDE_ENTRIES / max(nd, 1))), 6, 14))
-        self._q = 1 << q_bits
+        self._q_bits, self._q = q_bits, 1 << q_bits
         edges = np.arange(self._q + 1) / self._q
         lo_n = np.empty((nd, self._q), dtype=np.int32)
         for d in range(nd):  # one small search per distribution (at most a few thousand)
@@ -207,12 +208,25 @@ class _HypergeomTable:
         u = rng.random((self.n_cells, size))
         return self._invert(u, scratch=True)
 
-    def _invert(self, u: np.ndarray, *, scratch: bool = False) -> np.ndarray:
-        """Inverse CDF of ``u`` (one row per cell); int32 counts. With ``scratch`` the caller's ``u``
-        is overwritten by u * Q (exact: Q is a power of 2, so u is recovered where needed)."""
-        dist, lo, start, end = self.dist, self.lo, self.start, self.end
+    def _invert(self, u: np.ndarray, *, scratch: bool = False, cells: slice = slice(None)) -> np.ndarray:
+        """Inverse CDF of ``u`` (one row per cell: the cells ``cells`` of the table); int32 counts. With
+        ``scratch`` the caller's ``u`` is overwritten by u * Q (exact: Q is a power of 2, so u is recovered
+        where needed)."""
         uq = np.multiply(u, self._q, out=u if scratch else None)
         q = uq.astype(np.int64)
+        return self._resolve(q, cells, lambda amb: uq.reshape(-1)[amb] / self._q)
+
+    def _invert_raw(self, raw: np.ndarray, cells: slice = slice(None)) -> np.ndarray:
+        """:meth:`_invert` of the uniforms u = (raw >> 11) 2^-53 that ``Generator.random`` makes of the
+        64-bit outputs ``raw`` of a PCG64 generator, without forming u: the bin floor(u Q) of Q = 2^s
+        bins is raw >> (64 - s), exactly, and u is formed only where a bin needs exact comparisons."""
+        q = np.right_shift(raw, np.uint64(64 - self._q_bits)).view(np.int64)
+        return self._resolve(q, cells, lambda amb: (raw.reshape(-1)[amb] >> np.uint64(11)) * 2.0 ** -53)
+
+    def _resolve(self, q: np.ndarray, cells: slice, uniforms) -> np.ndarray:
+        """Counts from the bins ``q`` (overwritten) of the cells ``cells``: the guide table's count,
+        advanced by exact comparisons of u (``uniforms(flat positions)``) with F in the ambiguous bins."""
+        dist, lo, start, end = self.dist[cells], self.lo[cells], self.start[cells], self.end[cells]
         q += (dist * self._q)[:, None]
         idx = self._guide[q]  # int32: counts below 2^20
         del q
@@ -220,9 +234,9 @@ class _HypergeomTable:
         amb = np.flatnonzero(flat < 0)
         if amb.size:
             cnt = -1 - flat[amb].astype(np.int64)
-            cell = amb // u.shape[1]
+            cell = amb // idx.shape[1]
             pos = start[cell] + cnt
-            uu = uq.reshape(-1)[amb] / self._q
+            uu = uniforms(amb)
             last = end[cell] - 1
             todo = np.arange(amb.size)
             while todo.size:  # step forward while F(next point) <= u
@@ -231,6 +245,38 @@ class _HypergeomTable:
                 pos[todo] += 1
             flat[amb] = pos - start[cell]
         idx += lo.astype(np.int32)[:, None]
+        return idx
+
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distribution, value) of every support point, in the order of :attr:`cdf` (point p of
+        distribution d is ``cdf[start_d + i]``, value lo_d + i)."""
+        nd = self._d_start.size
+        length = np.diff(np.r_[self._d_start, self.cdf.size])
+        d = np.repeat(np.arange(nd), length)
+        return d, self._d_lo[d] + (np.arange(self.cdf.size) - self._d_start[d])
+
+    def _invert_raw_points(self, raw: np.ndarray, cells: slice = slice(None)) -> np.ndarray:
+        """:meth:`_invert_raw` as support points (indices into :meth:`support`), int32."""
+        if getattr(self, "_guide_points", None) is None:
+            base = np.repeat(self._d_start, self._q).astype(np.int32)
+            # unambiguous bins: the point itself; ambiguous: -1 - the point where the search starts
+            self._guide_points = np.where(self._guide >= 0, self._guide + base, self._guide - base)
+        q = np.right_shift(raw, np.uint64(64 - self._q_bits)).view(np.int64)
+        q += (self.dist[cells] * self._q)[:, None]
+        idx = np.take(self._guide_points, q, mode="wrap")  # (indices in range: no bound checks)
+        del q
+        flat = idx.reshape(-1)
+        amb = np.flatnonzero(flat < 0)
+        if amb.size:
+            pos = -1 - flat[amb].astype(np.int64)
+            uu = (raw.reshape(-1)[amb] >> np.uint64(11)) * 2.0 ** -53
+            last = self.end[cells][amb // idx.shape[1]] - 1
+            todo = np.arange(amb.size)
+            while todo.size:  # step forward while F(next point) <= u
+                fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
+                todo = todo[fwd]
+                pos[todo] += 1
+            flat[amb] = pos
         return idx
 
     def _draw_per_cell(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -432,6 +478,8 @@ class _SplitInputs:
 
 def _split_chunks(sums, inputs: _SplitInputs, n_splits, chunk, rng):
     """Accumulate the split-half sums over ``n_splits`` splits, ``chunk`` splits at a time."""
+    if inputs.whole and inputs.grouping.starts.size <= max(64, inputs.total.shape[0] // 8):
+        return _split_whole_by_domain(sums, inputs, n_splits, chunk, rng)
     done = 0
     while done < n_splits:
         b = min(chunk, n_splits - done)
@@ -469,6 +517,65 @@ def _split_whole(table, k, mdl, b, rng):
     return table.draw(b, rng).reshape(k, mdl, b)
 
 
+#: Cells x splits of one block of the whole path's draws (its temporaries stay within a core's cache).
+_BLOCK_DRAWS = 1 << 17
+
+
+def _split_whole_by_domain(sums, inputs: _SplitInputs, n_splits, chunk, rng):
+    """:func:`_split_chunks` when every (subject, model) cell is binary and splittable, one domain (or a
+    run of its subjects) at a time: the draws of a chunk come in cell order, subjects in domain order, so
+    a domain's are a contiguous stretch of the chunk's stream, drawn, inverted and summed while they are
+    in cache, with no (K, M, splits) array. Every number is the one of the chunk-wide computation: the
+    same uniforms (a PCG64 generator's raw outputs give them exactly, see
+    :meth:`_HypergeomTable._invert_raw`), the same five products, and each domain sum added subject
+    after subject in the same order (np.sum over the leading axis, as :func:`segment_sums` does, then
+    one row at a time past a run's first subjects).
+
+    With PCG64, a draw is a support point of its cell's distribution (:meth:`_HypergeomTable.support`),
+    and the five terms pa, pb, pa^2, pb^2 and pa pb of a point depend on it alone (pa = x / h_A and
+    pb = (Y - x) / h_B with the distribution's Y and half sizes, computed with the operations the
+    chunk-wide path applies to each cell), so they are tabulated once and gathered."""
+    table, grouping = inputs.table, inputs.grouping
+    k, mdl = inputs.total.shape
+    d = sums.s1.shape[0]
+    raw_bits = type(rng.bit_generator) is np.random.PCG64
+    total, inv_a, inv_b = inputs.total[:, :, None], inputs.inv_a, inputs.inv_b
+    if raw_bits:
+        dist, x = table.support()
+        good, bad, half = table.params[dist].T
+        pa = x * (1.0 / half)  # as a * inv_a: inv_a = 1.0 / h_A, h_A = half
+        pb = (good.astype(float) - x) * (1.0 / (good + bad - half))  # as (total - a) * inv_b
+        terms5 = np.stack([pa, pb, pa * pa, pb * pb, pa * pb], axis=1)
+    bounds = np.r_[grouping.starts, k]
+    done = 0
+    while done < n_splits:
+        b = min(chunk, n_splits - done)
+        acc = np.zeros((d, mdl, b, 5))  # sums of pa, pb, pa^2, pb^2, pa pb per domain
+        rows = max(1, _BLOCK_DRAWS // max(mdl * b, 1))  # subjects per block
+        for code, lo, hi in zip(grouping.codes, bounds[:-1], bounds[1:]):
+            out = acc[code]
+            for r0 in range(lo, hi, rows):
+                r1 = min(hi, r0 + rows)
+                cells = slice(r0 * mdl, r1 * mdl)
+                if raw_bits:
+                    points = table._invert_raw_points(rng.bit_generator.random_raw(((r1 - r0) * mdl, b)), cells)
+                    terms = np.take(terms5, points.reshape(-1), axis=0).reshape(r1 - r0, mdl, b, 5)
+                else:
+                    a = table._invert(rng.random(((r1 - r0) * mdl, b)), scratch=True, cells=cells)
+                    a = a.reshape(r1 - r0, mdl, b)
+                    pa = a * inv_a[r0:r1]
+                    pb = np.subtract(total[r0:r1], a, out=np.empty(a.shape))
+                    pb *= inv_b[r0:r1]
+                    terms = np.stack([pa, pb, pa * pa, pb * pb, pa * pb], axis=-1)
+                if r0 == lo:
+                    np.sum(terms, axis=0, out=out)
+                else:
+                    for row in terms:
+                        out += row
+        sums.add_domain_sums(grouping, inputs.splittable, *np.moveaxis(acc, -1, 0).copy())
+        done += b
+
+
 class _SplitSums:
     """Running sums of the per-split, per-domain Pearson correlations."""
 
@@ -479,13 +586,14 @@ class _SplitSums:
         self.nd = None
 
     def add(self, grouping, valid, pa, pb):
+        dsum = grouping.reduce_sorted
+        self.add_domain_sums(grouping, valid, dsum(pa), dsum(pb), dsum(pa * pa), dsum(pb * pb), dsum(pa * pb))
+
+    def add_domain_sums(self, grouping, valid, sa, sb, saa, sbb, sab):
+        """:meth:`add` from the domain sums of pa, pb, pa^2, pb^2 and pa pb, each (D, M, splits)."""
         if self.nd is None:  # (D, M, 1) subjects per domain: the same for every chunk
             self.nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]
         nd = self.nd
-        dsum = grouping.reduce_sorted
-
-        sa, sb = dsum(pa), dsum(pb)
-        saa, sbb, sab = dsum(pa * pa), dsum(pb * pb), dsum(pa * pb)
         with np.errstate(invalid="ignore", divide="ignore"):
             ndd = np.where(nd > 0, nd, 1.0)
             var_a = saa - sa * sa / ndd

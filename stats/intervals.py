@@ -42,6 +42,7 @@ __all__ = [
     "comparator_intervals",
     "comparator_intervals_both",
     "comparator_intervals_counts",
+    "comparator_intervals_from_counts",
 ]
 
 
@@ -712,6 +713,45 @@ def comparator_intervals_counts(n_km, t_km, *, alpha=0.05) -> dict[str, dict[str
     alpha : float, keyword-only
     """
     alpha = check_alpha(alpha)
+    n, t = _check_counts(n_km, t_km)
+    return _comparators_from_sums(_subject_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None),
+                                  ("macro", "pooled"), alpha)
+
+
+def comparator_intervals_from_counts(n_km, t_km, *, weighting="pooled", alpha=0.05) -> dict[str, IntervalResult]:
+    r""":func:`comparator_intervals` of 0/1 scores from their per-subject counts, without the matrix:
+    iid_clt, wilson, clustered_subject and (pooled) lm_eval_group.
+
+    Parameters
+    ----------
+    n_km : array_like of int, shape (K, M)
+        Answered items per subject and model (0 where a model answered none of a subject).
+    t_km : array_like, shape (K, M)
+        Correct answers per subject and model (whole numbers, 0 <= t_km <= n_km).
+    weighting : {"pooled", "macro"}, keyword-only
+    alpha : float, keyword-only
+
+    Returns
+    -------
+    dict of str to IntervalResult
+        As :func:`comparator_intervals` on the 0/1 matrix the counts are of.
+
+    Notes
+    -----
+    iid_clt, wilson and clustered_subject are those of :func:`comparator_intervals` to the last
+    bit (they are functions of the counts). lm_eval_group's within-subject sum of squares is
+    computed in closed form: a subject with :math:`t` ones among :math:`n` answered items has
+    :math:`\sum_i (s_i - t/n)^2 = t(n - t)/n` exactly, where the matrix path adds the n squared
+    deviations one by one; the two agree to rounding (a relative 1e-12 in the tests).
+    """
+    alpha = check_alpha(alpha)
+    weighting = _check_weighting(weighting, "weighting")
+    n, t = _check_counts(n_km, t_km)
+    sums = _subject_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None, within=weighting == "pooled")
+    return _comparators_one(weighting, sums, alpha, None)
+
+
+def _check_counts(n_km, t_km) -> tuple[np.ndarray, np.ndarray]:
     n = np.asarray(n_km)
     t = np.asarray(t_km, dtype=np.float64)
     if n.ndim != 2 or t.shape != n.shape or not np.issubdtype(n.dtype, np.integer):
@@ -721,8 +761,7 @@ def comparator_intervals_counts(n_km, t_km, *, alpha=0.05) -> dict[str, dict[str
     empty = np.flatnonzero(n.sum(axis=0) == 0)
     if empty.size:
         raise ValueError(f"n_km has no answered item for model column(s) {_short(empty)}")
-    return _comparators_from_sums(_subject_sums(n.astype(np.float64), t, np.ones(n.shape[1], dtype=bool), None),
-                                  ("macro", "pooled"), alpha)
+    return n, t
 
 
 def _comparators(s, codes, weightings, alpha) -> dict[str, dict[str, IntervalResult]]:
@@ -760,6 +799,9 @@ class _SubjectSums:
         n_km > 0, and the subject means (0 where unanswered).
     n_items, c, pooled, macro : ndarray, shape (M,)
         Answered items, answered subjects, pooled and macro score per model.
+    ss_within : ndarray, shape (M,), or None
+        The within-subject sum of squares lm_eval_group needs, when known without the items
+        (0/1 scores: from the counts).
     """
 
     n_km: np.ndarray
@@ -772,6 +814,7 @@ class _SubjectSums:
     mean_km: np.ndarray
     pooled: np.ndarray
     macro: np.ndarray
+    ss_within: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -783,13 +826,19 @@ class _ItemRows:
     obs_sorted: np.ndarray  # answered
 
 
-def _subject_sums(n_km, t_km, binary, sq) -> _SubjectSums:
+def _subject_sums(n_km, t_km, binary, sq, within: bool = False) -> _SubjectSums:
+    """The sums; ``within``: with lm_eval_group's within-subject sum of squares of 0/1 scores,
+    :math:`\\sum_k t_k (n_k - t_k) / n_k`."""
     answered = n_km > 0
     n_items = n_km.sum(axis=0)
     c = answered.sum(axis=0)
     mean_km = np.where(answered, t_km / np.where(answered, n_km, 1.0), 0.0)
+    ss_within = None
+    if within:
+        ss_within = np.where(answered, t_km * (n_km - t_km) / np.where(answered, n_km, 1.0), 0.0).sum(axis=0)
     return _SubjectSums(n_km=n_km, t_km=t_km, binary=binary, sq=sq, answered=answered, n_items=n_items, c=c,
-                        mean_km=mean_km, pooled=t_km.sum(axis=0) / n_items, macro=mean_km.sum(axis=0) / c)
+                        mean_km=mean_km, pooled=t_km.sum(axis=0) / n_items, macro=mean_km.sum(axis=0) / c,
+                        ss_within=ss_within)
 
 
 def _comparators_from_sums(sums: _SubjectSums, weightings, alpha, rows: _ItemRows | None = None):
@@ -859,13 +908,16 @@ def _comparators_one(weighting, sums: _SubjectSums, alpha, rows: _ItemRows | Non
         n_clusters=c_out, se=se, weighting=weighting,
     )
 
-    if weighting == "pooled" and rows is not None:
-        # Deviations from each item's own subject mean, zeroed where missing; two-pass
-        # (rather than sum of squares minus squared sum) so nothing cancels.
-        dev = rows.filled - rows.grouping.expand_sorted(mean_km)
-        dev[~rows.obs_sorted] = 0.0
-        dev *= dev
-        ss_within = rows.grouping.reduce_sorted(dev).sum(axis=0)
+    if weighting == "pooled" and (rows is not None or sums.ss_within is not None):
+        if rows is not None:
+            # Deviations from each item's own subject mean, zeroed where missing; two-pass
+            # (rather than sum of squares minus squared sum) so nothing cancels.
+            dev = rows.filled - rows.grouping.expand_sorted(mean_km)
+            dev[~rows.obs_sorted] = 0.0
+            dev *= dev
+            ss_within = rows.grouping.reduce_sorted(dev).sum(axis=0)
+        else:
+            ss_within = sums.ss_within
         dof = n_items - c
         ok = dof > 0
         with np.errstate(invalid="ignore", divide="ignore"):

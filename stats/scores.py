@@ -20,7 +20,7 @@ from ._common import (
     warn_degenerate,
 )
 
-__all__ = ["BenchmarkScores", "benchmark_scores"]
+__all__ = ["BenchmarkScores", "benchmark_scores", "benchmark_scores_from_counts"]
 
 
 @dataclass(frozen=True)
@@ -201,6 +201,51 @@ def benchmark_scores(
     # fmax ignores NaN, so with scores validated >= 0 it zero-fills missing entries
     # in one pass, in place on our private sorted copy (no extra full-size array).
     total = grouping.reduce_sorted(np.fmax(scores_sorted, 0.0, out=scores_sorted))
+    return _scores_of_counts(n, total, domains, d)
+
+
+def benchmark_scores_from_counts(n, total, *, subject_domains=None, n_domains=None) -> BenchmarkScores:
+    """:func:`benchmark_scores` from the per-subject counts of the score matrix, without the matrix.
+
+    Parameters
+    ----------
+    n : array_like of int, shape (K, M)
+        Answered items per subject and model.
+    total : array_like, shape (K, M)
+        Sum of the answered scores per subject and model (each subject's rows summed in row
+        order: :attr:`benchcert.stats.subject_counts.SubjectCounts.total`).
+    subject_domains, n_domains
+        As in :func:`benchmark_scores`.
+
+    Returns
+    -------
+    BenchmarkScores
+        The same numbers as :func:`benchmark_scores` on the matrix the counts are of, to the
+        last bit (its sums are these counts).
+    """
+    n = np.asarray(n)
+    total = np.asarray(total, dtype=np.float64)
+    if n.ndim != 2 or total.shape != n.shape or not np.issubdtype(n.dtype, np.integer) or n.size == 0:
+        raise ValueError(f"n (integer) and total must both have shape (K, M) with K, M >= 1; got "
+                         f"{n.dtype} {n.shape} and {total.shape}")
+    if np.any(n < 0):
+        raise ValueError("n must be >= 0")
+    k = n.shape[0]
+    if subject_domains is None:
+        domains = np.zeros(k, dtype=np.int64)
+    else:
+        domains = check_codes(subject_domains, "subject_domains", length=k)
+    max_dom = int(domains.max())
+    d = max_dom + 1 if n_domains is None else _check_count(n_domains, "n_domains")
+    if d <= max_dom:
+        raise ValueError(f"n_domains must exceed every domain code (max code {max_dom}); got {n_domains}")
+    empty = np.flatnonzero(n.sum(axis=0) == 0)
+    if empty.size:
+        raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
+    return _scores_of_counts(n.astype(np.int64, copy=False), total, domains, d)
+
+
+def _scores_of_counts(n, total, domains, d) -> BenchmarkScores:
     answered = n > 0
 
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -21,10 +21,13 @@ def cmd_ingest(args) -> int:
     from benchcert.tasks.ingest.mapping import MappingError, parse_mapping
     from benchcert.tasks.ingest.sources import check_expressions, check_labels, expand_sources, not_tried
 
+    from benchcert.tasks.ingest.adapters.limits import LimitSettingError, check_settings
+
     native_format = args.format if args.format in NATIVE_FORMATS else None
     try:
+        check_settings()  # a limit variable set to no usable value: before any file is read
         mapping = parse_mapping(args.map, args.config, None if native_format else args.format)
-    except MappingError as exc:
+    except (MappingError, LimitSettingError) as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.model is not None:
@@ -51,7 +54,7 @@ def cmd_ingest(args) -> int:
     files, unknown = expand_sources(args.paths)
     try:
         check_expressions(files, mapping)
-        check_labels(files, mapping, args.benchmark)
+        check_labels(files, mapping, args.benchmark, args.paths)
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -105,7 +108,8 @@ def register(sub) -> None:
                                         "harness log's own task)")
     sp.add_argument("--model", help="model name for every row, for logs whose names or contents do not carry it "
                                     "(a table without a model column, an MMLU-Pro result file, a harness log); "
-                                    "overrides what the log says")
+                                    "overrides what the log says; refused on input naming several models, or on a "
+                                    "folder whose tables without a model column lie in several sub-folders")
     sp.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                     help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
                          "expression over the columns, e.g. --map score=\"preference - 1\", "

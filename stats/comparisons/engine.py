@@ -314,21 +314,43 @@ def _unpaired_core(ma, va, na, mb, vb, nb, alpha, stacklevel=3):
     return ComparisonTest(est, lo, hi, se, zs, p, alpha, np.minimum(na, nb), "unpaired_z", _UNPAIRED_ASSUMPTIONS)
 
 
-def column_stats(x2: np.ndarray):
+def _stat_rows(k: int) -> int:
+    """Rows per block of :func:`column_stats` and :func:`column_sums` (a few MB of temporaries)."""
+    return max(1, (1 << 21) // max(k, 1))
+
+
+def column_sums(x2: np.ndarray):
+    """Per-column count and sum of the answered scores, summed block by block as :func:`column_stats`
+    sums them (the same bits), and whether each column's answered scores are all 0 or 1: one pass
+    over the matrix for what its callers otherwise read in three."""
+    k = x2.shape[1]
+    rows = _stat_rows(k)
+    n = np.zeros(k, dtype=np.int64)
+    total = np.zeros(k)
+    binary = np.ones(k, dtype=bool)
+    for lo in range(0, x2.shape[0], rows):
+        block = x2[lo:lo + rows]
+        nan = np.isnan(block)
+        obs = ~nan
+        n += obs.sum(axis=0)
+        total += np.where(obs, block, 0.0).sum(axis=0)
+        binary &= np.all(nan | (block == 0) | (block == 1), axis=0)
+    return n, total, binary
+
+
+def column_stats(x2: np.ndarray, *, sums=None):
     """Per-column count, mean and sample variance (ddof=1; 0 where fewer than 2) ignoring NaN.
 
     Two passes (mean, then squared deviations) over blocks of rows: the temporaries stay a few
-    MB instead of three copies of the matrix (2.4 GB at 4,000 models x 20,000 items).
+    MB instead of three copies of the matrix (2.4 GB at 4,000 models x 20,000 items). ``sums``:
+    the count and sum of :func:`column_sums`, when the caller has them (the first pass skipped).
     """
     k = x2.shape[1]
-    rows = max(1, (1 << 21) // max(k, 1))
-    n = np.zeros(k, dtype=np.int64)
-    total = np.zeros(k)
-    for lo in range(0, x2.shape[0], rows):
-        block = x2[lo:lo + rows]
-        obs = ~np.isnan(block)
-        n += obs.sum(axis=0)
-        total += np.where(obs, block, 0.0).sum(axis=0)
+    rows = _stat_rows(k)
+    if sums is None:
+        n, total, _ = column_sums(x2)
+    else:
+        n, total = sums
     mean = total / np.maximum(n, 1)
     ss = np.zeros(k)
     for lo in range(0, x2.shape[0], rows):

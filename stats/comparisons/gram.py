@@ -16,9 +16,18 @@ from .results import PairedComparison
 
 
 def _binary_columns(s: np.ndarray) -> np.ndarray:
-    """Whether each column's answered scores are all 0 or 1 (no float copy of the matrix)."""
-    return np.all(np.isnan(s) | (s == 0) | (s == 1), axis=0)
+    """Whether each column's answered scores are all 0 or 1 (no float copy of the matrix; the
+    masks a block of rows at a time, a few MB instead of four matrix-sized ones)."""
+    out = np.ones(s.shape[1], dtype=bool)
+    rows = max(1, (1 << 20) // max(s.shape[1], 1))
+    for lo in range(0, s.shape[0], rows):
+        b = s[lo:lo + rows]
+        out &= np.all(np.isnan(b) | (b == 0) | (b == 1), axis=0)
+    return out
 
+
+#: Cells of the matrix (rows x used columns) masked and bit-packed at a time by :func:`_packed_bits`.
+BITS_BLOCK_CELLS = 1 << 21
 
 #: Pairs are summed column by column (not through Gram matrices) when P * ratio < K^2.
 PAIR_DIRECT_RATIO = 50
@@ -46,6 +55,15 @@ class _Sums:
     def empty(cls, c: int, p: int) -> _Sums:
         return cls(n_c=np.empty((c, p)), s_c=np.empty((c, p)), q_c=np.empty((c, p)), n_pos=np.zeros(p),
                    n_neg=np.zeros(p), sum_a=np.zeros(p), sum_b=np.zeros(p))
+
+
+def _answered(s: np.ndarray) -> np.ndarray:
+    """Answered items per column, a block of rows at a time (no matrix-sized mask)."""
+    out = np.zeros(s.shape[1], dtype=np.int64)
+    rows = max(1, (1 << 20) // max(s.shape[1], 1))
+    for lo in range(0, s.shape[0], rows):
+        out += np.count_nonzero(~np.isnan(s[lo:lo + rows]), axis=0)
+    return out
 
 
 def _pair_sums_direct(s, codes, pa, pb, both_binary, out: _Sums) -> None:
@@ -99,6 +117,67 @@ def _pair_sums_direct(s, codes, pa, pb, both_binary, out: _Sums) -> None:
         out.sum_a[lo:lo + step] = ox_ba.sum(axis=0)
 
 
+def _packed_bits(s, order, starts, used):
+    """Answered (O) and correct (X) bits of the ``used`` columns of a 0/1 matrix, model-major: row j of
+    each (len(used), W) uint64 array holds column used[j]'s bits, every subject (rows in ``order``,
+    subjects starting at ``starts``) padded to whole 64-bit words; and each subject's first word."""
+    n_items = s.shape[0]
+    bounds = np.r_[starts, n_items]
+    words = -(-np.diff(bounds) // 64)
+    first = np.r_[0, np.cumsum(words)[:-1]].astype(np.intp)
+    every = used.size == s.shape[1]
+    o_bits = np.zeros((used.size, int(words.sum()) * 8), np.uint8)
+    x_bits = np.zeros_like(o_bits)
+    step = 64 * max(1, BITS_BLOCK_CELLS // (64 * max(used.size, 1)))  # rows per block: whole words
+    for k in range(starts.size):
+        for lo in range(int(bounds[k]), int(bounds[k + 1]), step):
+            hi = min(int(bounds[k + 1]), lo + step)
+            rows = s[lo:hi] if order is None else s[order[lo:hi]]
+            if not every:
+                rows = rows[:, used]
+            at = (int(first[k]) * 64 + lo - int(bounds[k])) // 8
+            # masks transposed to model-major first: packing along the contiguous axis is 2x faster
+            ob = np.packbits(np.ascontiguousarray((~np.isnan(rows)).T), axis=1)
+            o_bits[:, at:at + ob.shape[1]] = ob
+            x_bits[:, at:at + ob.shape[1]] = np.packbits(np.ascontiguousarray((rows == 1.0).T), axis=1)
+    return o_bits.view(np.uint64), x_bits.view(np.uint64), first
+
+
+def _pair_sums_bits(s, codes, pa, pb, out: _Sums) -> None:
+    """:func:`_pair_sums_direct` for pairs of 0/1 columns, from bit-packed answered and correct masks:
+    per subject and pair, the counts n_c = |O_a & O_b|, (O^T X)_ab = |O_a & X_b|, (O^T X)_ba and
+    (X^T X)_ab = |X_a & X_b| are popcounts, and the statistics are exact integer combinations of
+    them (X^2 = X): the same numbers as the float path, without a float copy of the columns."""
+    if codes is None:
+        order, starts = None, np.zeros(1, dtype=np.intp)
+    else:
+        g = Grouping(codes)
+        order, starts = g.order, g.starts
+        if np.array_equal(order, np.arange(order.size)):
+            order = None
+    used, inv = np.unique(np.r_[pa, pb], return_inverse=True)
+    ia, ib = inv[:pa.size], inv[pa.size:]
+    o_bits, x_bits, first = _packed_bits(s, order, starts, used)
+
+    def seg(v):  # popcounts per subject: (subjects, chunk)
+        return np.add.reduceat(np.bitwise_count(v), first, axis=1, dtype=np.int64).T.astype(np.float64)
+
+    step = max(1, (1 << 22) // max(8 * o_bits.shape[1], 1))
+    for lo in range(0, pa.size, step):
+        a, b = ia[lo:lo + step], ib[lo:lo + step]
+        oa, ob, xa, xb = o_bits[a], o_bits[b], x_bits[a], x_bits[b]
+        ox_ab = seg(oa & xb)
+        ox_ba = seg(ob & xa)
+        xx = seg(xa & xb)
+        out.n_c[:, lo:lo + step] = seg(oa & ob)
+        out.s_c[:, lo:lo + step] = ox_ab - ox_ba
+        out.q_c[:, lo:lo + step] = ox_ab + ox_ba - 2.0 * xx
+        out.n_pos[lo:lo + step] = (ox_ab - xx).sum(axis=0)
+        out.n_neg[lo:lo + step] = (ox_ba - xx).sum(axis=0)
+        out.sum_b[lo:lo + step] = ox_ab.sum(axis=0)
+        out.sum_a[lo:lo + step] = ox_ba.sum(axis=0)
+
+
 def _pair_sums_gram(s, obs, blocks, pa, pb, both_binary, out: _Sums) -> None:
     """Per-subject statistics of each pair from per-subject Gram matrices of all K columns (into ``out``;
     ``blocks`` are the row indices of each subject)."""
@@ -121,18 +200,18 @@ def _pair_sums_gram(s, obs, blocks, pa, pb, both_binary, out: _Sums) -> None:
 
 
 def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, colstats=None,
-                   colstats_of_cols=False) -> PairedComparison:
+                   colstats_of_cols=False, binary_col=None, colsums=None) -> PairedComparison:
     """Every pair at once: per-subject statistics (Gram matrices of all K columns, or pair by pair for
     a few pairs among many models), then every test.
 
     ``cols`` are the whole matrix's column indices of the columns of ``s`` (blocked path: names
     pairs in errors, picks ``colstats``), ``colstats`` the whole matrix's :func:`column_stats`
-    (of the columns of ``s`` when ``colstats_of_cols``).
+    (of the columns of ``s`` when ``colstats_of_cols``); ``binary_col`` (:func:`_binary_columns`) and
+    ``colsums`` (answered counts and sums, :func:`~.engine.column_sums`) of ``s`` when the caller has them.
     """
-    obs = ~np.isnan(s)
     k = s.shape[1]
     P = pa.size
-    binary_col = _binary_columns(s)
+    binary_col = _binary_columns(s) if binary_col is None else binary_col
     if codes is not None:
         g = Grouping(codes)
         order, starts = g.order, np.r_[g.starts, s.shape[0]]
@@ -141,11 +220,17 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
         blocks = [slice(None)]
     sums = _Sums.empty(len(blocks), P)
     both_binary = binary_col[pa] & binary_col[pb]
+    obs = None
     if P * PAIR_DIRECT_RATIO < k * k:
         # Few pairs for many models (the leaderboard or baseline family): sums over each pair's
-        # two columns cost O(n_items P), where the Gram matrices cost O(n_items K^2).
-        _pair_sums_direct(s, codes, pa, pb, both_binary, sums)
+        # two columns cost O(n_items P), where the Gram matrices cost O(n_items K^2); on 0/1
+        # columns as popcounts of their bits (exact integers either way).
+        if both_binary.all():
+            _pair_sums_bits(s, codes, pa, pb, sums)
+        else:
+            _pair_sums_direct(s, codes, pa, pb, both_binary, sums)
     else:
+        obs = ~np.isnan(s)
         _pair_sums_gram(s, obs, blocks, pa, pb, both_binary, sums)
     # Gram sums of 0/1 values are exact integers; rounding guards the float path anyway.
     n_c = np.rint(sums.n_c)
@@ -158,12 +243,13 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
     n_pos, n_neg = sums.n_pos, sums.n_neg
     if not both_binary.all():
         # Sign counts are not bilinear in the scores; count them directly for non-binary pairs.
+        obs = ~np.isnan(s) if obs is None else obs
         for j in np.flatnonzero(~both_binary):
             sh = obs[:, pa[j]] & obs[:, pb[j]]
             d = s[sh, pb[j]] - s[sh, pa[j]]
             n_pos[j], n_neg[j] = (d > 0).sum(), (d < 0).sum()
     n_pos, n_neg = np.rint(n_pos), np.rint(n_neg)
-    n_ans = obs.sum(axis=0)
+    n_ans = colsums[0] if colsums is not None else obs.sum(axis=0) if obs is not None else _answered(s)
     n_only_a = n_ans[pa] - n
     n_only_b = n_ans[pb] - n
     fields = _engine(PairSums(n_c, sums.s_c, sums.q_c, n_pos.astype(np.int64), n_neg.astype(np.int64), both_binary,
@@ -171,7 +257,7 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
                      settings)
     fields["n"] = np.asarray(fields["n"]).astype(np.int64)
     if colstats is None:
-        cn, cm, cv = column_stats(s)
+        cn, cm, cv = column_stats(s, sums=colsums)
     else:  # of the whole matrix (blocked path): the same numbers as the dense path's
         cn, cm, cv = (c if cols is None or colstats_of_cols else c[cols] for c in colstats)
     fields["tests"]["unpaired_z"] = _unpaired_core(cm[pa], cv[pa], cn[pa], cm[pb], cv[pb], cn[pb], settings.alpha)

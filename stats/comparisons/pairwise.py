@@ -13,8 +13,8 @@ from .._blas import loop_blas_threads
 from .._common import check_alpha, check_codes, check_power, check_scores
 from . import gram as _gram  # PAIR_DIRECT_RATIO read at call time: one knob for both uses
 from .blocks import _BLOCK_RUNNER, _pairwise_blocked
-from .engine import ComparisonSettings
-from .gram import _binary_columns, _pairwise_core
+from .engine import ComparisonSettings, column_sums
+from .gram import _pairwise_core
 from .results import PairedComparison, _check_primary
 
 
@@ -101,7 +101,7 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     """
     s, codes, pa, pb, alpha, power, primary = _pairwise_comparisons_iv(scores, subjects, pairs, baseline,
                                                                        alpha, power, primary)
-    binary_col = _binary_columns(s)
+    n_col, total_col, binary_col = column_sums(s)  # one pass: answered, sums (column_stats' first), 0/1
     all_binary = bool(binary_col[pa].all() and binary_col[pb].all())
     c = 1 if codes is None else int(np.unique(codes).size)
     runner = _BLOCK_RUNNER.get()
@@ -121,6 +121,6 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary)
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
         if block_models >= s.shape[1] and runner is None:
-            return _pairwise_core(s, codes, pa, pb, settings)
+            return _pairwise_core(s, codes, pa, pb, settings, binary_col=binary_col, colsums=(n_col, total_col))
         return _pairwise_blocked(s, codes, pa, pb, settings, min(int(block_models), s.shape[1]), runner=runner)
 

@@ -116,7 +116,35 @@ def _matrix_iv(scores, subjects, subject_domains, n_subjects=None):
 
 
 def _counts(s, codes, k):
+    """(n, total, binary): answered items and score sums per (subject, model), and whether each
+    model's scores are all 0/1.
+
+    One subject's rows at a time (a view where the items are already in subject order, else a
+    copy of those rows alone), so no gathered copy of the matrix and no temporaries of its size;
+    each sum is np.sum over that block's rows, what :meth:`Grouping.reduce_sorted` computes on the
+    gathered matrix, so the numbers are the same to the last bit."""
     grouping = Grouping(codes, k)
+    starts = grouping.starts
+    mdl = s.shape[1]
+    if starts.size > max(64, s.shape[0] // 8):  # segment_sums adds these with np.add.reduceat
+        return _counts_gathered(s, grouping)
+    n = np.zeros((k, mdl), dtype=np.int64)
+    total = np.zeros((k, mdl))
+    binary = np.ones(mdl, dtype=bool)
+    in_order = bool(np.all(grouping.order[1:] > grouping.order[:-1]))
+    bounds = np.r_[starts, s.shape[0]]
+    for code, lo, hi in zip(grouping.codes, bounds[:-1], bounds[1:]):
+        block = s[lo:hi] if in_order else np.take(s, grouping.order[lo:hi], axis=0)
+        obs = ~np.isnan(block)
+        np.sum(obs, axis=0, dtype=np.int64, out=n[code])
+        filled = np.fmax(block, 0.0, out=None if in_order else block)
+        np.sum(filled, axis=0, dtype=np.float64, out=total[code])
+        binary &= np.all(~obs | (filled == 0.0) | (filled == 1.0), axis=0)
+    return n, total, binary
+
+
+def _counts_gathered(s, grouping):
+    """:func:`_counts` on the gathered matrix (many small subjects: summed with np.add.reduceat)."""
     ss = grouping.gather(s)
     obs = ~np.isnan(ss)
     n = grouping.reduce_sorted(obs)

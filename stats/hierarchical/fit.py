@@ -97,7 +97,11 @@ class BetaFit:
     profile : ndarray, shape (..., G - 1), or None
         With ``upper_alpha``: per grid interval of log(a + b) (:data:`_W_GRID`) a lower bound on
         the profile deviance 2 (l_max - l_p) over that interval (inf for the fallbacks); what
-        :func:`joint_subject_bound` combines across domains.
+        :func:`joint_subject_bound` combines across domains. Where both ends of an interval lie
+        above the fit's critical value z^2 at ``upper_alpha`` (by a margin of 2/400 of it), the
+        deviance of a grid point is a bound from one evaluation, not its maximum over the mean:
+        still a lower bound above that value, which is all a bound at a level at or above
+        ``upper_alpha`` reads of it (its knapsack cost is then "unaffordable" either way).
     """
 
     a: np.ndarray | float

@@ -5,7 +5,7 @@ summed over domains."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, psi
+from scipy.special import gammaln, psi, xlogy
 
 from .likelihood import _BetaLik, _ab, _subset
 from .limits import WORST_CASE_S2, _LOGIT_MAX, _LOG_NU_MAX, _LOG_NU_MIN
@@ -35,6 +35,12 @@ def _colsum(x):
     shape: np.sum may sum a lone column pairwise), so that zero padding rows and the other
     columns of the batch leave each column's sum unchanged to the last bit."""
     return np.add.accumulate(x, axis=0)[-1]
+
+
+def _mean_part(ky, kf):
+    """max over mu of ky log mu + kf log(1 - mu) (0 log 0 = 0): the part of :meth:`range_bound` in mu."""
+    both = ky + kf
+    return xlogy(ky, ky / both) + xlogy(kf, kf / both)
 
 
 class _CountProfile:
@@ -80,6 +86,21 @@ class _CountProfile:
     def value(self, a, b):
         return _colsum(self.A * np.log(a + self.j)) + _colsum(self.B * np.log(b + self.j))
 
+    def value_slope(self, a, b, nu):
+        """(log-likelihood, l_a - l_b) at (a, b): :meth:`value` + :meth:`const` and the slope of
+        :meth:`mean_grad` (for :func:`_profile_grid`'s bound on points far from the maximum)."""
+        return self.value(a, b) + self.const(nu), self.mean_grad(a, b)[0]
+
+    def range_bound(self, nu_lo, nu_hi):
+        """An upper bound on the log-likelihood over every mean and every a + b in [nu_lo, nu_hi]
+        (see :func:`_profile_grid`): sum_{j >= 1} [(A_j + B_j) log(nu_hi + j) - N_j log(nu_lo + j)]
+        + (A_0 + B_0 - N_0) log nu_hi + max over mu of A_0 log mu + B_0 log(1 - mu)."""
+        j = self.j[1:]
+        rest = _colsum((self.A[1:] + self.B[1:]) * np.log(nu_hi + j) - self.N[1:] * np.log(nu_lo + j)) \
+            if j.size else 0.0
+        a0, b0, n0 = self.A[0], self.B[0], self.N[0]
+        return _mean_part(a0, b0) + (a0 + b0 - n0) * np.log(nu_hi) + rest
+
     def mean_grad(self, a, b):
         """(l_a - l_b, l_aa + l_bb): the terms in a + b cancel in a step of the mean alone."""
         ra = 1.0 / (a + self.j)
@@ -114,6 +135,23 @@ class _SubjectProfile:
     def value(self, a, b):
         return _colsum(gammaln(self.y + a) - gammaln(a)) + _colsum(gammaln(self.f + b) - gammaln(b))
 
+    def range_bound(self, nu_lo, nu_hi):
+        """:meth:`_CountProfile.range_bound` from the subjects' counts: with
+        S(n, x) = log Gamma(n + x) - log Gamma(1 + x) = sum_{1 <= j < n} log(j + x), increasing in x,
+        sum_k [1{y_k >= 1} S(y_k, nu_hi) + 1{f_k >= 1} S(f_k, nu_hi) - S(m_k, nu_lo)]
+        + (K_y + K_f - K) log nu_hi + max over mu of K_y log mu + K_f log(1 - mu)."""
+        y, f, m = self.y, self.f, self.m
+        g_hi, g_lo = gammaln(1.0 + nu_hi), gammaln(1.0 + nu_lo)
+        terms = (np.where(y >= 1, gammaln(y + nu_hi) - g_hi, 0.0) + np.where(f >= 1, gammaln(f + nu_hi) - g_hi, 0.0)
+                 - np.where(m >= 1, gammaln(m + nu_lo) - g_lo, 0.0))
+        ky, kf, k = (_colsum((v >= 1).astype(float)) for v in (y, f, m))
+        return _mean_part(ky, kf) + (ky + kf - k) * np.log(nu_hi) + _colsum(terms)
+
+    def value_slope(self, a, b, nu):
+        """(log-likelihood, l_a - l_b) at (a, b), without the second derivative."""
+        d1 = _colsum(psi(self.y + a) - psi(a)) - _colsum(psi(self.f + b) - psi(b))
+        return self.value(a, b) + self.const(nu), d1
+
     def mean_grad(self, a, b):
         pa, pb = psi(a), psi(b)
         ta, tb = _trigamma_rough(a), _trigamma_rough(b)
@@ -137,6 +175,9 @@ class _MeansProfile:
 
     def value(self, a, b):
         return a * self.s1 + b * self.s2 - self.k * (gammaln(a) + gammaln(b))
+
+    def value_slope(self, a, b, nu):
+        return self.value(a, b) + self.const(nu), self.s1 - self.s2 - self.k * (psi(a) - psi(b))
 
     def mean_grad(self, a, b):
         return (self.s1 - self.s2 - self.k * (psi(a) - psi(b)),
@@ -188,8 +229,9 @@ def _max_over_mean(form, t, w, *, max_iter=200):
         newton = (h < 0) & np.isfinite(g) & np.isfinite(h)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             step = np.where(newton, -g / h, np.sign(g) * 3.0)
-        step = np.clip(np.nan_to_num(step), -3.0, 3.0)
-        cand = np.clip(ta + step, -_LOGIT_MAX, _LOGIT_MAX)
+        # (np.minimum(np.maximum(x, lo), hi) is np.clip, without its per-call overhead)
+        step = np.minimum(np.maximum(np.nan_to_num(step), -3.0), 3.0)
+        cand = np.minimum(np.maximum(ta + step, -_LOGIT_MAX), _LOGIT_MAX)
         # Newton's decrement g^2 / (2 |h|), the log-likelihood still to gain, below _L_TOL: the
         # step is taken and ends the search (it leaves a gain of the order of the decrement's
         # square). Any other step must land strictly inside the bracket, else the midpoint.
@@ -210,32 +252,107 @@ def _max_over_mean(form, t, w, *, max_iter=200):
     return t, form.value(a, b) + form.const(nu)
 
 
-def _profile_grid(form, t_hat, w_hat):
+def _profile_grid(form, t_hat, w_hat, *, ll_hat=None, far=None):
     """(G, F) profile log-likelihood on :data:`_W_GRID` (-inf where not needed) and the (G, F)
     maximising t. Only grid points up to the first one at or above w_hat are needed: both
     bounds look at precisions below the maximum (above it the deviance rises and the proxy
     falls). The grid is walked downwards from w_hat, each fit's maximiser at one point starting
-    the search at the next (extrapolated linearly)."""
+    the search at the next (extrapolated linearly).
+
+    With ``ll_hat`` (the fits' maximum log-likelihood) and ``far`` (a deviance per fit), a point
+    below a point whose deviance 2 (ll_hat - l_p) is above ``far`` is first bounded from one
+    evaluation at its start: at fixed a + b the log-likelihood is concave in the mean (see
+    :func:`_max_over_mean`), so its tangent at mu_0 bounds it over (0, 1),
+    l_p <= l(mu_0) + l'(mu_0) (1 - mu_0 if l' > 0 else -mu_0). Where that bound already puts the
+    deviance above ``far``, the point is not maximised: it holds the bound (its deviance is then a
+    lower bound, above ``far``) and, as its t, the one of the point above (so that the starts
+    below do not extrapolate from points that were not maximised). Before that, for 0/1 scores,
+    one bound covers a whole range of :data:`_RANGE_POINTS` grid points, every mean and every
+    a + b in the range (:meth:`_CountProfile.range_bound`, tight where a + b is small: there the
+    subjects' accuracies would be near 0 or 1); where it puts the deviance above ``far``, it is
+    each point's bound. Every other point is maximised as without ``far``, from its start.
+    """
     g = _W_GRID
     step = g[1] - g[0]
     f = t_hat.size
     lp = np.full((g.size, f), -np.inf)
     tg = np.zeros((g.size, f))
     top_j = np.searchsorted(g, w_hat + step, side="right") - 1  # last grid index with g_j <= w_hat + step
+    range_ub = np.full(f, np.inf)
+    ranges = far is not None and hasattr(form, "range_bound")
     for j in range(g.size - 1, -1, -1):
+        if ranges and (j % _RANGE_POINTS == _RANGE_POINTS - 1 or j == g.size - 1):  # the top of a range
+            range_ub = _range_bounds(form, top_j, j, ll_hat, far)
         rows = np.flatnonzero(top_j >= j)
         if not rows.size:
             continue
         # Start: the fit's mean at its first grid point, then the maximisers of the points
         # above extrapolated (linearly from two, quadratically from three).
         seen = top_j[rows] - j
-        t1, t2, t3 = (tg[np.minimum(j + i, g.size - 1), rows] for i in (1, 2, 3))
+        t1, t2, t3 = (tg[min(j + i, g.size - 1)][rows] for i in (1, 2, 3))
         start = np.select([seen == 0, seen == 1, seen == 2], [t_hat[rows], t1, 2.0 * t1 - t2],
                           3.0 * t1 - 3.0 * t2 + t3)
-        start = np.clip(start, -_LOGIT_MAX, _LOGIT_MAX)
+        start = np.minimum(np.maximum(start, -_LOGIT_MAX), _LOGIT_MAX)
+        if far is not None:
+            above_far = (seen > 0) & (2.0 * (ll_hat[rows] - lp[min(j + 1, g.size - 1)][rows]) > far[rows])
+            if ranges:
+                hit = above_far & np.isfinite(range_ub[rows])
+                if hit.any():  # the whole range is far: the bound holds for each of its points
+                    lp[j, rows[hit]] = range_ub[rows[hit]]
+                    tg[j, rows[hit]] = t1[hit]
+                    rows, start, t1, above_far = rows[~hit], start[~hit], t1[~hit], above_far[~hit]
+                    if not rows.size:
+                        continue
+            if above_far.any():
+                keep = _far_points(form if above_far.all() and rows.size == f else form.take(rows[above_far]),
+                                   rows, start, t1, above_far, g[j], ll_hat, far, lp[j], tg[j])
+                rows, start = rows[keep], start[keep]
+                if not rows.size:
+                    continue
         sub = form if rows.size == f else form.take(rows)
         tg[j, rows], lp[j, rows] = _max_over_mean(sub, start, g[j])
     return lp, tg
+
+
+#: Grid points per range of :meth:`_CountProfile.range_bound` in :func:`_profile_grid`.
+_RANGE_POINTS = 8
+
+
+def _range_bounds(form, top_j, j, ll_hat, far):
+    """Per fit, the range bound (plus rounding) over grid points j - _RANGE_POINTS + 1 .. j where it puts
+    the deviance above ``far`` for the whole range, else inf; computed for the fits whose
+    first grid point lies above the range (for the others the range holds their maximum)."""
+    g = _W_GRID
+    lo_j = max(j - _RANGE_POINTS + 1, 0)
+    out = np.full(top_j.size, np.inf)
+    cand = np.flatnonzero(top_j > j)
+    if cand.size:
+        ub = (form if cand.size == top_j.size else form.take(cand)).range_bound(np.exp(g[lo_j]), np.exp(g[j]))
+        ub = ub + 1e-7 * (1.0 + np.abs(ub))  # rounding
+        with np.errstate(invalid="ignore"):
+            sure = np.isfinite(ub) & (2.0 * (ll_hat[cand] - ub) > far[cand])
+        out[cand[sure]] = ub[sure]
+    return out
+
+
+def _far_points(sub, rows, start, hold, test, w, ll_hat, far, lp_j, tg_j):
+    """The points ``rows[test]`` at w (``sub``: their fits) whose tangent bound at ``start`` (see
+    :func:`_profile_grid`) puts the deviance above ``far``: their bound and ``hold`` are written to
+    ``lp_j`` and ``tg_j``; returns the mask of ``rows`` still to maximise."""
+    cand = rows[test]
+    t0 = start[test]
+    a, b, mu, nu = _ab(t0, np.broadcast_to(w, t0.shape))
+    v0, d1 = sub.value_slope(a, b, nu)
+    slope = nu * d1  # dl / dmu
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = v0 + np.where(slope > 0, slope * (1.0 - mu), -slope * mu)
+        bound += 1e-7 * (1.0 + np.abs(v0))  # rounding of both evaluations
+        skip = np.isfinite(bound) & (2.0 * (ll_hat[cand] - bound) > far[cand])
+    lp_j[cand[skip]] = bound[skip]
+    tg_j[cand[skip]] = hold[test][skip]
+    keep = np.ones(rows.size, dtype=bool)
+    keep[np.flatnonzero(test)[skip]] = False
+    return keep
 
 
 def _crossing(form, lo, hi, f_lo, f_hi, t_lo, t_hi, top, crit, *, max_iter=80):
@@ -281,7 +398,11 @@ def _precision_lower_bound(form, t_hat, w_hat, ll_hat, crit):
     piece around the maximum) errs on the low side, i.e. conservative.
     """
     g = _W_GRID
-    lp, tg = _profile_grid(form, t_hat, w_hat)
+    # Points whose deviance is surely above the critical value (with the margin of the joint
+    # bound's rounding, at any level at or above this row's) are bounded, not maximised: neither
+    # bound reads more of them than that (see _profile_grid and joint_subject_bound).
+    far = crit * (1.0 + 2.0 / _BUDGET_BINS) + 1e-9
+    lp, tg = _profile_grid(form, t_hat, w_hat, ll_hat=ll_hat, far=far)
     top = np.maximum(ll_hat, np.max(lp, axis=0))
     dev = 2.0 * (top[None, :] - lp)
     inside = (dev <= crit[None, :]) & (g[:, None] <= w_hat[None, :] + 1e-12)

@@ -14,7 +14,8 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats._common import IndexedWarning
-from benchcert.stats.intervals import comparator_intervals
+from benchcert.stats.intervals import comparator_intervals, comparator_intervals_from_counts
+from benchcert.tasks.audit.scores import validated_counts
 from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.escape import escape
@@ -35,11 +36,17 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     frames = []
     assumptions = {}
     all_results = {}
+    counts = validated_counts(m)
+    binary = counts.binary
     for metric in ("pooled", "macro"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            all_results[metric] = comparator_intervals(m.scores, m.item_subject, weighting=metric,
-                                                       alpha=config.alpha)
+            if binary.all():  # from the per-subject counts the analyses share: no pass over the matrix
+                all_results[metric] = comparator_intervals_from_counts(counts.n, counts.total, weighting=metric,
+                                                                       alpha=config.alpha)
+            else:
+                all_results[metric] = comparator_intervals(m.scores, m.item_subject, weighting=metric,
+                                                           alpha=config.alpha)
         # Passed on with the score they concern; run_analysis turns the model columns they refer to
         # into model names (tasks/audit/analyses.py _named), one line per condition and score.
         for message in dict(((str(w.message), w.category), w.message) for w in caught).values():
@@ -47,8 +54,6 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
                 warnings.warn(message.retold(f"{metric} score: "), stacklevel=2)
             else:
                 warnings.warn(f"{metric} score: {message}", type(message), stacklevel=2)
-    s = m.scores
-    binary = np.all(np.isnan(s) | (s == 0.0) | (s == 1.0), axis=0)
     for metric, results in all_results.items():
         for method, r in results.items():
             frames.append(pl.DataFrame({

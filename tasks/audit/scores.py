@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from benchcert.stats.scores import benchmark_scores
+from benchcert.stats._common import check_scores
+from benchcert.stats.scores import benchmark_scores_from_counts
+from benchcert.stats.subject_counts import SubjectCounts
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.escape import escape
@@ -27,9 +29,20 @@ def _nullable(x: np.ndarray) -> list:
     return [None if not np.isfinite(v) else float(v) for v in x]
 
 
+def validated_counts(m: BenchmarkMatrices) -> SubjectCounts:
+    """The matrix' per-subject counts (BenchmarkMatrices.subject_counts: one pass, shared by the
+    analyses), once they show every score in [0, 1]; else the matrix' own check raises its error."""
+    counts = m.subject_counts
+    if m.n_items == 0 or not m.models or not counts.in_unit_interval:
+        check_scores(m.scores, "scores", ndim=2, allow_nan=True)
+    return counts
+
+
 def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
-    s = benchmark_scores(m.scores, m.item_subject, subject_domains=m.subject_domain,
-                         n_subjects=m.subjects.height, n_domains=len(m.domains))
+    # The sums are the per-subject counts every analysis shares, not another pass over the matrix.
+    counts = validated_counts(m)
+    s = benchmark_scores_from_counts(counts.n, counts.total, subject_domains=m.subject_domain,
+                                     n_domains=len(m.domains))
     model_scores = pl.DataFrame({
         "model": m.models,
         "n_items": s.n_items.astype(np.int64),
@@ -41,6 +54,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         "subject_min": _nullable(s.subject_min),
         "subject_max": _nullable(s.subject_max),
     }, schema_overrides={"subject_sd": pl.Float64, "subject_min": pl.Float64, "subject_max": pl.Float64})
+    subject_table = m.subjects_by_models()
     missing = model_scores.filter(pl.col("coverage") < 1)
     notes = [f"model {r['model']!r} answered {r['n_items']} of {m.n_items} items; its scores use only those"
              for r in missing.iter_rows(named=True)]
@@ -52,7 +66,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         name="scores",
         tables={
             "model_scores": model_scores,
-            "subject_scores": m.subjects_by_models(),
+            "subject_scores": subject_table,
             "domain_scores": m.domains_by_models(),
         },
         sections=[Section(

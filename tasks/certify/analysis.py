@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats.certify import BLACK_BOX_SENTENCE
+from benchcert.stats.failure_counts import failure_rate_bounds
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
@@ -49,25 +50,20 @@ def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
     for a new subject's expected failure rate (subjects as the sampling unit, each weighing the
     same; ``failure_rate_new_subjects`` is the subject-weighted rate, ``effective_subjects`` the
     number of subjects): the band's two questions,
-    from :func:`~benchcert.tasks.certify.service.failure_bound`, the one the certificates report."""
-    from benchcert.tasks.certify.service import failure_bound
-
-    rows = []
-    # (domain, subject) pairs: a subject name reused in two domains is two subjects
-    subjects = np.unique((m.items["domain"].cast(pl.String).fill_null("") + "\x00"
-                          + m.items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
-    for j, model in enumerate(m.models):
-        x = m.scores[:, j]
-        ok = ~np.isnan(x)
-        x = x[ok]
-        if x.size == 0:
-            continue
-        fr = failure_bound(x, alpha, "uniform over the benchmark's answered items", subjects=subjects[ok])
-        rows.append({"model": model, "items": fr["n"], "failures": fr["failures"], "failure_rate": fr["estimate"],
-                     "upper": fr["upper"], "alpha": alpha, "method": fr["method"], "question": fr["question"],
-                     "failure_rate_new_subjects": fr["estimate_new_subjects"],
-                     "upper_new_subjects": fr["upper_new_subjects"], "effective_subjects": fr["effective_subjects"]})
-    return pl.DataFrame(rows, schema=FAILURE_SCHEMA)
+    the numbers :func:`~benchcert.tasks.certify.service.failure_bound` (the one the certificates report)
+    gives on each model's column, computed for every model at once from the per-subject counts."""
+    # From the per-subject counts the analyses share (one pass over the matrix for all of them),
+    # every model at once: the same numbers as failure_bound on each model's column
+    # (tests/tasks/certify/test_failure_table_counts.py keeps that path as the oracle).
+    counts = m.subject_counts
+    b = failure_rate_bounds(counts.n, counts.n - counts.passed, alpha=alpha)
+    keep = np.flatnonzero(b.answered)
+    return pl.DataFrame({
+        "model": [m.models[j] for j in keep], "items": b.n[keep], "failures": b.failures[keep],
+        "failure_rate": b.estimate[keep], "upper": b.upper[keep], "alpha": alpha, "method": b.method,
+        "question": b.question, "failure_rate_new_subjects": b.estimate_new_subjects[keep],
+        "upper_new_subjects": b.upper_new_subjects[keep], "effective_subjects": b.effective_subjects[keep],
+    }, schema=FAILURE_SCHEMA)
 
 
 def risk_table(m: BenchmarkMatrices, spec_dict: dict, alpha: float) -> tuple[pl.DataFrame, list[str]]:

@@ -22,7 +22,6 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
-from benchcert.stats._common import segment_sums
 from benchcert.tasks.store.connection import query_pl
 
 LONG_SCHEMA = {"model": pl.String, "item_id": pl.String, "subject": pl.String, "domain": pl.String,
@@ -74,10 +73,13 @@ class BenchmarkMatrices:
                 raise ValueError("give either long or items/models/scores/n_replicates, not both")
             items, models, scores, n_replicates = _encode_long(long)
             self.__dict__["long"] = long  # the caller's frame is the long frame: no rebuild
-        elif items is None or models is None or scores is None or n_replicates is None:
-            raise ValueError("give a long frame or all of items, models, scores and n_replicates")
-        if scores.shape != (items.height, len(models)) or n_replicates.shape != scores.shape:
-            raise ValueError(f"scores {scores.shape} and n_replicates {n_replicates.shape} must be "
+        elif items is None or models is None or scores is None:
+            raise ValueError("give a long frame or all of items, models and scores (and n_replicates, unless "
+                             "every answered cell holds one response)")
+        if scores.shape != (items.height, len(models)) or (n_replicates is not None
+                                                           and n_replicates.shape != scores.shape):
+            raise ValueError(f"scores {scores.shape} and n_replicates "
+                             f"{None if n_replicates is None else n_replicates.shape} must be "
                              f"(n_items, n_models) = ({items.height}, {len(models)})")
         self.items = items.select(list(ITEM_SCHEMA))  # item_id, subject, domain of each matrix row
         self.models = list(models)
@@ -104,7 +106,13 @@ class BenchmarkMatrices:
 
     @property
     def n_replicates(self) -> np.ndarray:
-        """(n_items, n_models) replicates averaged into each score; 0 where there is no response."""
+        """(n_items, n_models) replicates averaged into each score; 0 where there is no response.
+
+        Built on first use when every answered cell holds one response (the store read's common
+        case): only the perturbation analysis asks for it, and at 80M cells it is 320 MB.
+        """
+        if self._n_replicates is None:
+            self._n_replicates = (~np.isnan(self._scores)).astype(np.uint32)
         return self._n_replicates
 
     @cached_property
@@ -123,7 +131,7 @@ class BenchmarkMatrices:
             "subject": items["subject"].gather(rows_s),
             "domain": items["domain"].gather(rows_s),
             "score": self._scores[rows, cols],
-            "n_replicates": self._n_replicates[rows, cols],
+            "n_replicates": self.n_replicates[rows, cols],
         }, schema=LONG_SCHEMA)
 
     @cached_property
@@ -160,23 +168,21 @@ class BenchmarkMatrices:
             pl.Series(name, self._scores[:, j], dtype=pl.Float64, nan_to_null=True)
             for j, name in enumerate(self.models))
 
+    @cached_property
+    def subject_counts(self):
+        """Answered items, score sums and items scored 1 per (subject code, model), and each model's
+        fractional scores (:class:`~benchcert.stats.subject_counts.SubjectCounts`): computed once,
+        in blocks of rows, for every analysis that starts from them (scores, comparator intervals,
+        failure bounds, subsample, comparisons)."""
+        from benchcert.stats.subject_counts import subject_counts
+
+        return subject_counts(self._scores, self.item_subject, self.subjects.height)
+
     def subjects_by_models(self) -> pl.DataFrame:
         """Long subjects x models: n answered, sum and mean of scores."""
         subj = self.subjects
-        n_models = len(self.models)
-        if self.n_items == 0 or n_models == 0:
-            n = np.zeros((subj.height, n_models), np.int64)
-            total = np.zeros((subj.height, n_models))
-        else:
-            codes, scores = self.item_subject, self._scores
-            if np.any(np.diff(codes) < 0):  # load_matrices sorts rows by subject; other callers may not
-                order = np.argsort(codes, kind="stable")
-                codes, scores = codes[order], scores[order]
-            # Each subject's items are one block of rows: sum block by block, no hash of strings.
-            starts = np.flatnonzero(np.r_[True, np.diff(codes) != 0])
-            answered = ~np.isnan(scores)
-            n = segment_sums(answered, starts, np.int64)
-            total = segment_sums(np.where(answered, scores, 0.0), starts)
+        counts = self.subject_counts
+        n, total = counts.n, counts.total
         s_idx, m_idx = np.nonzero(n)  # (subject, model) pairs with a response, in subject then model order
         return pl.DataFrame({
             "domain": subj["domain"].gather(pl.Series(s_idx, dtype=pl.UInt32)),
@@ -214,8 +220,9 @@ def _encode_long(long: pl.DataFrame) -> tuple[pl.DataFrame, list[str], np.ndarra
 
 
 def _dense(rows: np.ndarray, cols: np.ndarray, score: np.ndarray, nrep: np.ndarray,
-           shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Score (NaN = no response) and replicate-count matrices from one entry per answered cell."""
+           shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Score (NaN = no response) and replicate-count matrices from one entry per answered cell
+    (None for the counts when every cell holds one response: derived on use)."""
     # One flat int64 index instead of a (rows, cols) pair: numpy would widen both to intp, twice.
     flat = np.asarray(rows, dtype=np.int64) * shape[1]
     flat += cols
@@ -223,8 +230,8 @@ def _dense(rows: np.ndarray, cols: np.ndarray, score: np.ndarray, nrep: np.ndarr
     np.put(scores, flat, score)
     if nrep.size and (nrep == 1).all() and not np.isnan(score).any():
         # One response per cell (the store read's common case): the counts are where the scores
-        # are, a sequential pass instead of a second scatter (3 of the read's 14 s at 80M cells).
-        return scores, (~np.isnan(scores)).astype(np.uint32)
+        # are, derived on first use (BenchmarkMatrices.n_replicates) instead of a second scatter.
+        return scores, None
     n_replicates = np.zeros(shape, np.uint32)
     np.put(n_replicates, flat, nrep)
     return scores, n_replicates
@@ -430,9 +437,17 @@ def load_matrices(con, benchmark: str, variant: str | None = None,
                   models: list[str] | None = None) -> BenchmarkMatrices:
     """Read one benchmark's responses (one variant, replicates averaged) into matrices.
 
-    ``models`` restricts the read to those model ids (comparisons of a few models).
+    ``models`` restricts the read to those model ids (comparisons of a few models). The common
+    case (one response per cell, no human scores, dense codes) is streamed straight into the
+    matrix (:func:`read_dense`); every other case goes through :func:`read_responses`. Both give
+    the same matrices (tests/tasks/store/test_dense_read.py).
     """
+    from benchcert.tasks.store.dense_read import read_dense  # it builds on this module's classes
+
     chosen = choose_variant(con, benchmark, variant)
+    dense = read_dense(con, benchmark, chosen, models)
+    if dense is not None:
+        return dense
     return matrices_from_raw(benchmark, chosen, read_responses(con, benchmark, chosen, models))
 
 

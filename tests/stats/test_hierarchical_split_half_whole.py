@@ -1,7 +1,13 @@
-"""Split-half without the masked scatter (issue #15): when every (subject, model) cell is a binary,
-splittable one, the table's draws are the chunk's half-A counts as they come (stats/diagnostics.py
-_split_whole). Oracle: the former computation (draws scattered into a zero array through the
-all-true cell mask), kept here; the results must be equal to the last bit, over several chunks."""
+"""Split-half when every (subject, model) cell is a binary, splittable one (issues #15 and #27).
+
+Issue #15: the table's draws are the chunk's half-A counts as they come (no masked scatter).
+Issue #27: each domain's draws are drawn, inverted and summed one domain (or run of subjects) at a
+time, from a PCG64 generator's raw 64-bit outputs, with a guide table sized for a core's cache, and
+the five terms of each draw gathered from a table over the distributions' support points
+(stats/diagnostics.py _split_whole_by_domain, _HypergeomTable._invert_raw_points); other generators
+take the uniforms and compute the terms per draw. Oracle: the former
+chunk-wide computation (kept here verbatim: the inverse CDF, the (K, M, splits) half-A array and the
+domain sums of its five products); the results must be equal to the last bit."""
 
 from __future__ import annotations
 
@@ -11,11 +17,77 @@ import pytest
 from benchcert.stats import diagnostics as D
 
 
-def _former_whole(table, k, mdl, b, rng):
-    # the chunk's split sums are then formed from these counts as for any other chunk
-    a_sum = np.zeros((k, mdl, b))
-    a_sum[np.ones((k, mdl), dtype=bool)] = table.draw(b, rng)
-    return a_sum
+def _former_invert(self, u, *, scratch=False):
+    dist, lo, start, end = self.dist, self.lo, self.start, self.end
+    uq = np.multiply(u, self._q, out=u if scratch else None)
+    q = uq.astype(np.int64)
+    q += (dist * self._q)[:, None]
+    idx = self._guide[q]  # int32: counts below 2^20
+    del q
+    flat = idx.reshape(-1)
+    amb = np.flatnonzero(flat < 0)
+    if amb.size:
+        cnt = -1 - flat[amb].astype(np.int64)
+        cell = amb // u.shape[1]
+        pos = start[cell] + cnt
+        uu = uq.reshape(-1)[amb] / self._q
+        last = end[cell] - 1
+        todo = np.arange(amb.size)
+        while todo.size:  # step forward while F(next point) <= u
+            fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
+            todo = todo[fwd]
+            pos[todo] += 1
+        flat[amb] = pos - start[cell]
+    idx += lo.astype(np.int32)[:, None]
+    return idx
+
+
+def _former_add(self, grouping, valid, pa, pb):
+    if self.nd is None:  # (D, M, 1) subjects per domain: the same for every chunk
+        self.nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]
+    nd = self.nd
+    dsum = grouping.reduce_sorted
+
+    sa, sb = dsum(pa), dsum(pb)
+    saa, sbb, sab = dsum(pa * pa), dsum(pb * pb), dsum(pa * pb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ndd = np.where(nd > 0, nd, 1.0)
+        var_a = saa - sa * sa / ndd
+        var_b = sbb - sb * sb / ndd
+        cov = sab - sa * sb / ndd
+        ok = (var_a > 1e-12 * ndd) & (var_b > 1e-12 * ndd)
+        r = np.where(ok, cov / np.sqrt(np.where(ok, var_a * var_b, 1.0)), 0.0)
+    r = np.clip(r, -1.0, 1.0)
+    self.s1 += r.sum(axis=-1)
+    self.s2 += (r * r).sum(axis=-1)
+    self.cnt += ok.sum(axis=-1)
+
+
+def _former_chunks(sums, inputs, n_splits, chunk, rng):
+    k, mdl = inputs.total.shape
+    done = 0
+    while done < n_splits:
+        b = min(chunk, n_splits - done)
+        table = inputs.table
+        a_sum = _former_invert(table, rng.random((table.n_cells, b)), scratch=True).reshape(k, mdl, b)
+        pa = a_sum * inputs.inv_a
+        pb = (inputs.total[:, :, None] - a_sum) * inputs.inv_b
+        _former_add(sums, inputs.grouping, inputs.splittable, pa, pb)
+        done += b
+
+
+def _former_guide(self, cdf, start, end):
+    """The former guide table size (up to 2^22 entries): a different Q, the same exact draws."""
+    nd = start.size
+    q_bits = int(np.clip(np.floor(np.log2((1 << 22) / max(nd, 1))), 6, 14))
+    self._q_bits, self._q = q_bits, 1 << q_bits
+    edges = np.arange(self._q + 1) / self._q
+    lo_n = np.empty((nd, self._q), dtype=np.int32)
+    for d in range(nd):
+        cnt = np.searchsorted(cdf[start[d]:end[d]], edges, side="right")
+        below = np.searchsorted(cdf[start[d]:end[d]], edges[1:], side="left")
+        lo_n[d] = np.where(cnt[:-1] == below, cnt[:-1], -1 - cnt[:-1])
+    return lo_n.ravel()
 
 
 def _scores(seed, n_models):
@@ -26,20 +98,73 @@ def _scores(seed, n_models):
     return (rng.random((600, n_models)) < p[subj]).astype(float), subj, np.arange(30) % 4
 
 
+def _rngs(seed):
+    """A PCG64 generator (raw outputs) and an MT19937 one (Generator.random)."""
+    return {"pcg64": lambda: np.random.default_rng(seed),
+            "mt19937": lambda: np.random.Generator(np.random.MT19937(seed))}
+
+
 @pytest.mark.parametrize("n_models", [1, 7, 12])
-def test_draws_as_they_come_give_the_former_split_half_bit_for_bit(n_models, monkeypatch):
+@pytest.mark.parametrize("kind", ["pcg64", "mt19937"])
+@pytest.mark.parametrize("block", [None, 40])  # the default block, and runs of a few subjects
+def test_by_domain_gives_the_former_split_half_bit_for_bit(n_models, kind, block, monkeypatch):
     s, subj, doms = _scores(n_models, n_models)
     out = {}
     for name in ("former", "new"):
         with monkeypatch.context() as mp:
             calls = []
-            inner = _former_whole if name == "former" else D._split_whole
-            mp.setattr(D, "_split_whole", lambda *a: calls.append(1) or inner(*a))
-            out[name] = D.split_half(s, subj, doms, n_splits=200, rng=np.random.default_rng(4))
+            if name == "former":
+                mp.setattr(D._HypergeomTable, "_guide_table", _former_guide)
+                mp.setattr(D, "_split_chunks", lambda *a: calls.append(1) or _former_chunks(*a))
+            else:
+                if block is not None:
+                    mp.setattr(D, "_BLOCK_DRAWS", block)
+                inner = D._split_whole_by_domain
+                mp.setattr(D, "_split_whole_by_domain", lambda *a: calls.append(1) or inner(*a))
+            out[name] = D.split_half(s, subj, doms, n_splits=200, rng=_rngs(n_models)[kind]())
             assert calls  # the all-binary, all-splittable path was taken
     for f in ("corr", "sd", "n_valid", "n_subjects", "status", "negative"):
         np.testing.assert_array_equal(getattr(out["new"], f), getattr(out["former"], f), err_msg=f)
     assert np.isfinite(out["new"].corr).all()
+
+
+@pytest.mark.parametrize("block", [64, 555])  # runs of 1 and of 3 subjects (5 models x 37 splits)
+def test_by_domain_with_one_domain_and_subjects_of_different_sizes(block, monkeypatch):
+    """hierarchy 'subject' (one domain of every subject) and uneven subjects: still the former numbers."""
+    rng = np.random.default_rng(9)
+    subj = np.sort(np.r_[np.arange(40), np.arange(40), rng.integers(0, 40, 900)])
+    s = (rng.random((subj.size, 5)) < rng.beta(2, 2, (40, 5))[subj]).astype(float)
+    out = {}
+    for name in ("former", "new"):
+        with monkeypatch.context() as mp:
+            if name == "former":
+                mp.setattr(D, "_split_chunks", _former_chunks)
+            else:
+                mp.setattr(D, "_BLOCK_DRAWS", block)
+            out[name] = D.split_half(s, subj, None, n_splits=37, rng=np.random.default_rng(2))
+    for f in ("corr", "sd", "n_valid"):
+        np.testing.assert_array_equal(getattr(out["new"], f), getattr(out["former"], f), err_msg=f)
+
+
+def test_raw_bits_give_the_uniforms_inverse():
+    """_invert_raw on a PCG64 generator's raw outputs = _invert on Generator.random's uniforms, for any
+    run of cells; both = one searchsorted per cell (the reference sampler); _invert_raw_points gives the
+    same draws as support points of the cells' distributions."""
+    rng = np.random.default_rng(0)
+    g, b = rng.integers(0, 70, 3000), rng.integers(0, 70, 3000)
+    table = D._HypergeomTable(g, b, (g + b) // 2)
+    for size in (1, 4, 11):
+        u = np.random.default_rng(size).random((3000, size))
+        raw = np.random.default_rng(size).bit_generator.random_raw((3000, size))
+        np.testing.assert_array_equal(table._invert_raw(raw.copy()), table._invert(u.copy()))
+        np.testing.assert_array_equal(table._invert_raw(raw[100:900].copy(), slice(100, 900)),
+                                      table._invert(u.copy())[100:900])
+        np.testing.assert_array_equal(table._invert(u.copy()), table._draw_per_cell(size, np.random.default_rng(size)))
+        # as support points: the point's distribution is the cell's, its value the draw
+        dist, value = table.support()
+        points = table._invert_raw_points(raw[100:900].copy(), slice(100, 900))
+        np.testing.assert_array_equal(dist[points], np.broadcast_to(table.dist[100:900, None], points.shape))
+        np.testing.assert_array_equal(value[points], table._invert(u.copy())[100:900])
 
 
 def test_counts_from_the_domain_fits_change_nothing():

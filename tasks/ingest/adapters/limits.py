@@ -31,6 +31,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchcert.tasks.errors import UsageError
+
 _DEFAULTS = {"max_bytes": 16 << 30, "max_members": 100_000, "max_ratio": 200.0, "max_gzip_members": 1_000_000}
 _ENV = {"max_bytes": "BENCHCERT_MAX_DECOMPRESSED_BYTES", "max_members": "BENCHCERT_MAX_ARCHIVE_MEMBERS",
         "max_ratio": "BENCHCERT_MAX_COMPRESSION_RATIO", "max_gzip_members": "BENCHCERT_MAX_GZIP_MEMBERS"}
@@ -57,15 +59,37 @@ def current() -> Limits:
         raw = os.environ.get(_ENV[key])
         if raw is None or raw.strip() == "":
             values[key] = default
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
-            raise DecompressionLimitError(f"{_ENV[key]}={raw!r} is not a number") from None
-        if not value > 0:
-            raise DecompressionLimitError(f"{_ENV[key]}={raw!r} must be positive")
-        values[key] = value if key == "max_ratio" else int(value)
+        else:
+            values[key] = setting(_ENV[key], raw, whole=key != "max_ratio", default=default)
     return Limits(**values)
+
+
+class LimitSettingError(DecompressionLimitError, UsageError):
+    """A limit's environment variable holds no usable value: a usage error (exit 2), not the file's."""
+
+
+def setting(name: str, raw: str, *, whole: bool, default) -> int | float:
+    """The value of the limit variable ``name`` set to ``raw``: a positive whole number (bytes,
+    members), or for a ratio any positive number (``inf``: no ratio limit).
+
+    Raises
+    ------
+    LimitSettingError
+        ``raw`` is no such number (``inf``, ``nan``, ``1.5``, ``-3``, ``abc`` for a whole one),
+        naming the variable and the value.
+    """
+    import math
+
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    ok = (math.isfinite(value) and value >= 1 and value.is_integer()) if whole else value > 0
+    if not ok:
+        kind = "a positive whole number" if whole else "a positive number"
+        raise LimitSettingError(f"{name}={raw!r} is not {kind}; set it to one (e.g. {default}) or unset it "
+                                f"for the default")
+    return int(value) if whole else value
 
 
 def _too_big(path, what: str, limits: Limits, out: int, compressed: int | None) -> str | None:
@@ -123,17 +147,29 @@ DEFAULT_MAX_LINE = 64 << 20
 
 
 def max_line_bytes() -> int:
-    """The line limit in force (the environment's, read at every call, else 64 MiB)."""
+    """The line limit in force (the environment's, read at every call, else 64 MiB).
+
+    Raises
+    ------
+    LimitSettingError
+        ``BENCHCERT_MAX_LINE_BYTES`` is set to something other than a positive whole number.
+    """
     raw = os.environ.get(LINE_ENV)
     if raw is None or not raw.strip():
         return DEFAULT_MAX_LINE
-    try:
-        value = int(float(raw))
-    except ValueError:
-        raise DecompressionLimitError(f"{LINE_ENV}={raw!r} is not a number") from None
-    if value <= 0:
-        raise DecompressionLimitError(f"{LINE_ENV}={raw!r} must be positive")
-    return value
+    return setting(LINE_ENV, raw, whole=True, default=DEFAULT_MAX_LINE)
+
+
+def check_settings() -> None:
+    """Read every limit variable once, so a bad value is a usage error before any file is read.
+
+    Raises
+    ------
+    LimitSettingError
+        A limit variable that is set holds no usable value.
+    """
+    current()
+    max_line_bytes()
 
 
 class LineTooLongError(DecompressionLimitError):

@@ -37,6 +37,30 @@ def test_a_line_past_the_limit_is_refused_by_name_csv_jsonl_and_gzip(capsys, tmp
         assert "straddl" not in err and "unexpected" not in err
 
 
+
+def test_a_line_limit_that_is_not_a_positive_whole_number_is_a_usage_error(capsys, tmp_path, monkeypatch):
+    """BENCHCERT_MAX_LINE_BYTES=inf ended as an OverflowError reported as the file's error (exit 1)."""
+    from pathlib import Path
+
+    f = tmp_path / "a.csv"
+    f.write_text("model,item_id,score\nm,q1,1\n")
+    db = tmp_path / "s.duckdb"
+    for raw in ("inf", "nan", "1.5", "0", "-3", "64MiB"):
+        monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", raw)
+        code = main(["ingest", str(f), "--db", str(db), "--benchmark", "b"])
+        err = capsys.readouterr().err
+        assert code == 2, (raw, err)
+        assert f"BENCHCERT_MAX_LINE_BYTES={raw!r} is not a positive whole number" in err, err
+        assert "Overflow" not in err and "unexpected" not in err and str(f) not in err
+        assert not Path(db).exists()
+    monkeypatch.setenv("BENCHCERT_MAX_DECOMPRESSED_BYTES", "inf")  # the other whole-number limits alike
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", "1e6")
+    code = main(["ingest", str(f), "--db", str(db), "--benchmark", "b"])
+    assert code == 2 and "BENCHCERT_MAX_DECOMPRESSED_BYTES='inf'" in capsys.readouterr().err
+    monkeypatch.delenv("BENCHCERT_MAX_DECOMPRESSED_BYTES")
+    code = main(["ingest", str(f), "--db", str(db), "--benchmark", "b"])  # 1e6: a whole number, taken
+    assert code == 0, capsys.readouterr().err
+
 def _peak_rss_mb(path, tmp_path) -> float:
     import os
     import subprocess

@@ -185,6 +185,90 @@ def test_damaged_archives_never_raise(seeded, case):
         _check_ingest(work, *case)
 
 
+
+# --- random duplicate members in .eval archives (issue #26) ----------------------------------------
+
+EVALS = [Path(__file__).parents[2] / "data" / "native" / "inspect_ai" / name
+         for name in ("2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval", "log_streaming.eval")]
+
+
+def _members(path: Path) -> list[tuple[str, bytes]]:
+    with zipfile.ZipFile(path) as z:
+        return [(n, z.read(n)) for n in z.namelist()]
+
+
+def _copy(data: bytes, how: str) -> bytes:
+    """A repeat of a sample member: the same bytes, the same JSON written otherwise, its score
+    flipped, or another field changed."""
+    if how == "same":
+        return data
+    sample = json.loads(data)
+    if how == "score":
+        for score in sample["scores"].values():
+            score["value"] = "I" if score["value"] == "C" else "C"
+    elif how == "other":
+        sample["metadata"] = {**(sample.get("metadata") or {}), "copy": 2}
+    return json.dumps(sample, sort_keys=True, indent=1).encode()
+
+
+@st.composite
+def repeated_members(draw):
+    """An inspect_ai .eval archive (10 samples of one epoch, or 2 samples x 2 epochs) keeping a
+    random subset of its samples, with 1-3 of them written again anywhere in the archive."""
+    members = _members(draw(st.sampled_from(EVALS)))
+    samples = [n for n, _ in members if n.startswith("samples/")]
+    keep = set(draw(st.lists(st.sampled_from(samples), min_size=1, max_size=len(samples), unique=True)))
+    entries = [(n, d) for n, d in members if not n.startswith("samples/") or n in keep]
+    original = dict(entries)
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(sorted(keep)))
+        how = draw(st.sampled_from(["same", "reformatted", "score", "other"]))
+        entries.insert(draw(st.integers(0, len(entries))), (name, _copy(original[name], how)))
+    return entries, len(keep), draw(st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]))
+
+
+def _first_disagreement(entries: list[tuple[str, bytes]]) -> tuple[str, int, int] | None:
+    """The first member (in archive order) whose copies differ as JSON: its name, the entry of
+    its first copy and of the first copy that differs from it (1-based), else None."""
+    first: dict[str, tuple[int, object]] = {}
+    for at, (name, data) in enumerate(entries, start=1):
+        if name.startswith("samples/"):
+            first.setdefault(name, (at, json.loads(data)))
+    for name, (at, value) in first.items():
+        for later, (other, data) in enumerate(entries, start=1):
+            if other == name and later > at and json.loads(data) != value:
+                return name, at, later
+    return None
+
+
+@FAST
+@given(case=repeated_members())
+def test_repeated_eval_members_are_read_once_or_refused_naming_both_entries(seeded, case):
+    """A sample member written twice: copies that agree (as JSON) are read once, so the rows are
+    the distinct samples; copies that differ refuse the log naming the member and both entries,
+    and nothing of it is stored. Never an unexpected exception (the autouse spy)."""
+    import warnings
+
+    entries, n_samples, compression = case
+    with _Work(seeded) as work:
+        log = work.dir / "repeated.eval"
+        with zipfile.ZipFile(log, "w", compression=compression) as z, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Duplicate name": the point of the test
+            for name, data in entries:
+                z.writestr(name, data)
+        before = snapshot(work.db)
+        r = ingest_file(work.db, log, benchmark=None, mapping=CANON)
+        clash = _first_disagreement(entries)
+        if clash is None:
+            assert r.status == "ingested", r.message
+            assert r.rows_added == n_samples
+        else:
+            name, first, second = clash
+            assert r.status == "error", r.message
+            assert f"member {name} appears twice" in r.message, r.message
+            assert f"(entries {first} and {second})" in r.message and "different contents" in r.message
+            assert_unchanged(before, work.db)
+
 # --- stored rows round-trip exactly ----------------------------------------------------------------
 
 NAME = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\r"), min_size=1, max_size=12).filter(

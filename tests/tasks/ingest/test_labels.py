@@ -176,60 +176,71 @@ def test_control_characters_in_names_are_refused_with_field_and_line(capsys, tmp
     assert _models(db) == {}
 
 
-def _eval_members() -> list[tuple[str, bytes]]:
-    with zipfile.ZipFile(EVAL) as z:
-        return [(n, z.read(n)) for n in z.namelist()]
+def _table(path: Path, n: int = 3) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("item_id,score\n" + "".join(f"{path.stem}{i},{i % 2}\n" for i in range(n)))
+    return path
 
 
-def _flip(data: bytes) -> bytes:
-    sample = json.loads(data)
-    for score in sample["scores"].values():
-        score["value"] = "I" if score["value"] == "C" else "C"
-    return json.dumps(sample).encode()
+def test_model_flag_on_a_folder_of_plain_tables_in_several_sub_folders_is_refused(capsys, tmp_path):
+    """Rule 1 for plain tables: a folder per model, tables without a model column, and one --model."""
+    root = tmp_path / "results"
+    _table(root / "gpt-4o" / "a.csv")
+    _table(root / "claude" / "b.csv", n=4)
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", root, "--db", db, "--benchmark", "b", "--model", "gpt-4o")
+    assert code == 2, (out, err)
+    assert "--model" in err and "gpt-4o/" in err and "claude/" in err and "2 folder(s)" in err
+    assert "nothing is stored" in err and "its own --model" in err and "name the files" in err
+    assert _models(db) == {}
+    # Each sub-folder with its own --model: stored, each as its model.
+    for name in ("gpt-4o", "claude"):
+        code, out, err = cli(capsys, "ingest", root / name, "--db", db, "--benchmark", "b", "--model", name)
+        assert code == 0, err
+    assert _models(db) == {"gpt-4o": 3, "claude": 4}
 
 
+def test_model_flag_on_plain_tables_named_explicitly_or_in_one_folder_is_taken(capsys, tmp_path):
+    root = tmp_path / "results"
+    a, b = _table(root / "x" / "a.csv"), _table(root / "y" / "b.csv", n=4)
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", a, b, "--db", db, "--benchmark", "b1", "--model", "m")  # the user's word
+    assert code == 0, err
+    assert _models(db) == {"m": 7}
+    one = tmp_path / "one"  # every table in one sub-folder, and the folder walked
+    _table(one / "gpt-4o" / "a.csv")
+    (one / "gpt-4o" / "c.jsonl").write_text('{"item_id": "q9", "score": 1}\n')
+    code, out, err = cli(capsys, "ingest", one, "--db", db, "--benchmark", "b2", "--model", "gpt-4o")
+    assert code == 0, err
+    flat = tmp_path / "flat"  # every table in the walked folder itself
+    _table(flat / "a.csv")
+    _table(flat / "b.csv", n=5)
+    code, out, err = cli(capsys, "ingest", flat, "--db", db, "--benchmark", "b3", "--model", "gpt-4o")
+    assert code == 0, err
+    assert _models(db) == {"m": 7, "gpt-4o": (3 + 1) + (3 + 5)}
 
-def test_random_duplicate_members_in_eval_archives_are_read_once_or_refused(tmp_path_factory):
-    """Random .eval archives repeating sample members (same or other contents, in any order):
-    ingest never raises; a disagreeing repeat refuses the log naming the member, an identical
-    one stores the log as if it were there once."""
-    import os
-    import warnings
 
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+def test_model_flag_on_a_folder_mixing_harness_logs_and_plain_tables(capsys, tmp_path):
+    """A table beside a harness log naming a model counts as that model; a table in a folder of
+    its own counts as one more: two labels and the folder is refused."""
+    root = tmp_path / "eval_results"
+    _result(root / "gpt-4o", "law")  # MMLU-Pro per-model layout: names gpt-4o by its folder
+    _table(root / "gpt-4o" / "extra.csv")
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", root, "--db", db, "--benchmark", "b", "--model", "gpt-4o")
+    assert code == 0, err
+    _table(root / "claude" / "b.csv")
+    code, out, err = cli(capsys, "ingest", root, "--db", tmp_path / "t.duckdb", "--benchmark", "b",
+                         "--model", "gpt-4o")
+    assert code == 2, (out, err)
+    assert "claude/" in err and "'gpt-4o'" in err and "harness logs naming 1 model" in err
+    assert _models(tmp_path / "t.duckdb") == {}
 
-    from benchcert.tasks.ingest.mapping import parse_mapping
-    from benchcert.tasks.ingest.service import ingest_file
 
-    members = _eval_members()
-    samples = [i for i, (n, _) in enumerate(members) if n.startswith("samples/")]
-
-    @settings(max_examples=int(os.environ.get("BENCHCERT_HYPOTHESIS_EXAMPLES", 25)), deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(extra=st.lists(st.tuples(st.sampled_from(samples), st.booleans(), st.integers(0, len(members))),
-                          max_size=3))
-    def check(extra):
-        work = tmp_path_factory.mktemp("dup")
-        log = work / "x.eval"
-        entries = list(members)
-        for index, differ, at in extra:
-            name, data = members[index]
-            entries.insert(at, (name, _flip(data) if differ else data))
-        with zipfile.ZipFile(log, "w") as z, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for name, data in entries:
-                z.writestr(name, data)
-        r = ingest_file(work / "s.duckdb", log, benchmark=None, mapping=parse_mapping())
-        copies: dict[str, set[bytes]] = {}
-        for name, data in entries:
-            if name.startswith("samples/"):
-                copies.setdefault(name, set()).add(json.dumps(json.loads(data), sort_keys=True).encode())
-        if any(len(v) > 1 for v in copies.values()):
-            assert r.status == "error" and "appears twice" in r.message, r.message
-            assert _models(work / "s.duckdb") == {}
-        else:
-            assert r.status == "ingested", r.message
-            assert r.rows_added == len(samples)
-
-    check()
+def test_model_flag_refusal_names_the_first_folders_and_the_count(capsys, tmp_path):
+    root = tmp_path / "results"
+    for i in range(9):
+        _table(root / f"m{i}" / "a.csv")
+    code, out, err = cli(capsys, "ingest", root, "--db", tmp_path / "s.duckdb", "--benchmark", "b", "--model", "m0")
+    assert code == 2
+    assert "9 folder(s)" in err and "m0/" in err and "m5/" in err and "m6/" not in err and "and 3 more" in err

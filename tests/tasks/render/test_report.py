@@ -268,3 +268,16 @@ def test_no_nan_strings_leak_into_svg_coordinates():
     svg = interval_plot_svg(["a"], [make_series(1, "s", nan_rows=(0,))])
     assert "nan" not in svg.lower().replace("nan)", "")
     assert not math.isnan(float(ET.fromstring(svg).get("height")))
+
+
+def test_long_fragments_are_checked_on_their_first_and_last_parts():
+    """Beyond SELF_CHECK_CHARS a section is checked on a sample (issue #27): a problem in its first or
+    last part is still refused; the rest of a long table is not parsed."""
+    from benchcert.tasks.render.report import SELF_CHECK_CHARS
+
+    filler = "<p>row</p>" * (SELF_CHECK_CHARS // 5)
+    bad = '<img src="https://x.test/a.png">'
+    for html in (bad + filler, filler + bad):
+        with pytest.raises(ValueError, match="external URL"):
+            render_report(title="t", meta={}, sections=[Section("s", html)], generated_at="now")
+    render_report(title="t", meta={}, sections=[Section("s", filler + filler)], generated_at="now")
