@@ -35,16 +35,18 @@ def _store(db: Path) -> dict[str, pl.DataFrame]:
     return snap
 
 
-def _one_at_a_time(db: Path, paths: list[Path], mapping=MAPPING, **kw) -> list[dict]:
-    return [ingest_file(db, p, benchmark="b", mapping=mapping, **kw).as_dict() for p in paths]
+def _one_at_a_time(db: Path, paths: list[Path], mapping=MAPPING, benchmark="b", **kw) -> list[dict]:
+    return [ingest_file(db, p, benchmark=benchmark, mapping=mapping, **kw).as_dict() for p in paths]
 
 
-def _together(db: Path, paths: list[Path], mapping=MAPPING, **kw) -> list[dict]:
-    return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark="b", mapping=mapping, **kw)]
+def _together(db: Path, paths: list[Path], mapping=MAPPING, benchmark="b", **kw) -> list[dict]:
+    return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark=benchmark, mapping=mapping,
+                                              **kw)]
 
 
-def _atomic_one_at_a_time(db: Path, paths: list[Path], **kw) -> list[dict]:
-    return [r.as_dict() for r in ingest_files_atomic(db, [str(p) for p in paths], benchmark="b", mapping=MAPPING, **kw)]
+def _atomic_one_at_a_time(db: Path, paths: list[Path], mapping=MAPPING, benchmark="b", **kw) -> list[dict]:
+    return [r.as_dict() for r in ingest_files_atomic(db, [str(p) for p in paths], benchmark=benchmark,
+                                                     mapping=mapping, **kw)]
 
 
 def _atomic_together(db: Path, paths: list[Path], **kw) -> list[dict]:
@@ -59,7 +61,7 @@ def assert_same(tmp_path: Path, paths: list[Path], *, before: list[Path] = (), a
     (every file by ingest_file inside one transaction).
     """
     out = {}
-    before_kw = {"mapping": kw["mapping"]} if "mapping" in kw else {}
+    before_kw = {k: kw[k] for k in ("mapping", "benchmark") if k in kw}
     ways = (("one", _atomic_one_at_a_time), ("many", _atomic_together)) if atomic else (
         ("one", _one_at_a_time), ("many", _together))
     for how, fn in ways:
@@ -314,3 +316,32 @@ def test_formats_types_expressions_and_a_named_model(tmp_path):
     (tmp_path / "h2").mkdir()
     (report,) = assert_same(tmp_path / "h2", [d / "d.csv"], mapping=human, before=[judge_only])
     assert report["status"] == "ingested" and report["rows_already_stored"] == 2
+
+
+def test_a_benchmark_column_naming_several_benchmarks(tmp_path, monkeypatch):
+    """No --benchmark: each file's benchmark column; codes, items and keys are per benchmark."""
+    def bench(name, lines, subject=lambda i: f"s{i % 3}"):
+        return "benchmark," + rows(lines, subject=subject).replace("\n", f"\n{name},")[:-len(name) - 1]
+
+    texts = [
+        bench("b1", [("m0", 1, 1), ("m1", 1, 0)]),
+        bench("b2", [("m0", 1, 0), ("m2", 2, 1)], subject=lambda i: "other"),  # same key and item, other benchmark
+        bench("b1", [("m2", 3, 1)]),
+        bench("b2", [("m9", 4, 1)]).replace("\nb2,m9", "\nb1,m9") + "b2,m9,q5,s0,d0,1\n",  # two benchmarks in one file
+        bench("b1", [("m3", 6, 1)]).replace("\nb1,", "\n,", 1),  # a row without a benchmark
+        bench("b2", [("m3", 2, 1)], subject=lambda i: "third"),  # b2's q2 is stored with subject 'other'
+    ]
+    paths = folder(tmp_path, texts)
+    calls = []
+    real = many.ingest_file
+    monkeypatch.setattr(many, "ingest_file", lambda *a, **k: calls.append(Path(a[1]).name) or real(*a, **k))
+    reports = assert_same(tmp_path, paths, benchmark=None)
+    assert [r["status"] for r in reports] == ["ingested", "ingested", "ingested", "ingested", "rejected", "conflict"]
+    assert set(calls) == {"f003.csv", "f004.csv", "f005.csv"}  # (each of the two ways' runs: the 'many' one)
+    rng = random.Random(29)
+    for case in range(6):
+        texts = [bench(f"b{rng.randint(1, 2)}", [(f"m{rng.randint(0, 2)}", rng.randint(0, 6), rng.randint(0, 1))
+                                                   for _ in range(rng.randint(1, 4))]) for _ in range(rng.randint(2, 6))]
+        work = tmp_path / f"case{case}"
+        work.mkdir()
+        assert_same(work, folder(work, texts), benchmark=None, atomic=case == 5)
