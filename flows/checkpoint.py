@@ -13,7 +13,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import ColumnMapping
-from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task, verdict_task
+from benchcert.tasks.audit.prefect_tasks import ingest_files_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.matrices import response_count
@@ -88,7 +88,7 @@ def checkpoint_flow(request: CheckpointRequest) -> dict:
         colmap = parse_mapping(config=inbox_map)
     else:
         colmap = parse_mapping()
-    reports = [ingest_file_task(db, f, benchmark, colmap, False, lock_timeout).as_dict() for f in files]
+    reports = [r.as_dict() for r in ingest_files_task(db, files, benchmark, colmap, False, lock_timeout)]
     reports += unknown
     bad = [r for r in reports if r["status"] not in ("ingested", "unchanged")]
     if bad:

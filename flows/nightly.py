@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.sources import expand_sources
-from benchcert.tasks.audit.prefect_tasks import ingest_file_task, rebuild_dashboard_task
+from benchcert.tasks.audit.prefect_tasks import ingest_files_task, rebuild_dashboard_task
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
@@ -62,7 +62,8 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
             mapping_path = folder / MAPPING_FILE
             mapping = parse_mapping(config=mapping_path) if mapping_path.is_file() else parse_mapping()
             files, unknown = inbox_files(folder)
-            reports = [ingest_file_task(db, f, benchmark, mapping, False, lock_timeout).as_dict() for f in files]
+            # One task for the folder: the store opened once, small files stored together (tasks/ingest/many.py).
+            reports = [r.as_dict() for r in ingest_files_task(db, files, benchmark, mapping, False, lock_timeout)]
             entry["files"] = reports + unknown
             changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
             if changed and parallel:

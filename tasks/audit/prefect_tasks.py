@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # an audit does not import the ingest code (its adapters: 0.0
     from benchcert.tasks.ingest.service import FileReport
     from benchcert.tasks.ingest.mapping import ColumnMapping
 
-__all__ = ["analysis_task", "artifact_key", "ingest_file_task", "ingest_files_task", "ingest_files_atomic_task", "load_matrices_task", "notify_task", "publish_task",
+__all__ = ["analysis_task", "artifact_key", "ingest_files_task", "ingest_files_atomic_task", "load_matrices_task", "notify_task", "publish_task",
            "read_benchmark", "rebuild_dashboard_task", "record_run", "record_run_task", "verdict_task",
            "write_artifacts_task", "write_run_artifacts"]
 
@@ -35,20 +35,13 @@ def _transient(task, task_run, state) -> bool:
     return not isinstance(exc, BaseException) or is_transient(exc)
 
 
-@task(name="ingest-file", cache_policy=NO_CACHE)
-def ingest_file_task(db: str, path: str, benchmark: str | None, mapping: ColumnMapping,
-                     allow_rejects: bool, lock_timeout: float) -> FileReport:
-    # No retries: a rejected or conflicting file fails the same way every time.
-    from benchcert.tasks.ingest.service import ingest_file
-
-    return ingest_file(db, path, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                       lock_timeout=lock_timeout)
-
-
 @task(name="ingest-files", cache_policy=NO_CACHE)
 def ingest_files_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
                       allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
-    """Every file of the command in one task (the store opened once; small files stored together)."""
+    """Every file of the command in one task (the store opened once; small files stored together).
+
+    No retries: a rejected or conflicting file fails the same way every time.
+    """
     from benchcert.tasks.ingest.many import ingest_files
 
     return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,

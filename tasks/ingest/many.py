@@ -44,7 +44,7 @@ from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, S
 SMALL_FILE_BYTES = 256 << 10
 #: At most this many rows are read ahead before a run is stored (memory stays bounded).
 MAX_RUN_ROWS = 1_000_000
-_KEY = ["model", "item_id", "variant", "replicate"]
+_KEY = ["benchmark", "model", "item_id", "variant", "replicate"]
 _SOURCES = {"source_id": pl.Int64, "benchmark": pl.String, "path": pl.String, "sha256": pl.String,
             "format": pl.String, "config": pl.String, "rows_read": pl.Int64, "rows_accepted": pl.Int64,
             "rows_added": pl.Int64, "rows_rejected": pl.Int64, "status": pl.String, "ingested_at": pl.Datetime("us")}
@@ -72,7 +72,8 @@ def ingest_files(db: str | Path, paths: list[str], *, benchmark: str | None, map
     ``rolled-back`` and those after it ``not-tried``).  The lock is held for the whole command.
     """
     cmd = _Command(db=db, paths=[str(p) for p in paths], benchmark=benchmark, mapping=mapping,
-                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic)
+                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic,
+                   new_store=not Path(db).exists())
     try:
         with open_store(db, write=True, lock_timeout=lock_timeout) as con:
             cmd.con = con
@@ -120,6 +121,7 @@ class _Command:
     allow_rejects: bool
     lock_timeout: float
     atomic: bool
+    new_store: bool  # made by this command's opening
     con: object = None
     reports: list = field(default_factory=list)
     failed: str | None = None  # --atomic: the refused file
@@ -138,7 +140,10 @@ class _Command:
         if self.atomic and not report.ok:
             self.failed = self.paths[i]
             raise _Refused
-        if report.status != "ingested" and not self.atomic:
+        # The first file of a new store, opened for it alone, made the store in the same opening:
+        # that commit wrote the sequence with the id a refused file took, and the next file got
+        # the one after it.  Any other refused file left no trace.
+        if report.status != "ingested" and not self.atomic and not (self.new_store and i == 0):
             _give_back_source_ids(self.con, following)
 
 
@@ -197,10 +202,10 @@ def _give_back_source_ids(con, following: int) -> None:
 def _read_small(index: int, path: Path, benchmark: str | None, mapping, allow_rejects: bool) -> _Small | None:
     """The file read ahead, or None when the one-file path is to ingest it (or report what is wrong)."""
     try:
-        if benchmark is None or path.is_symlink() or not path.is_file() or path.stat().st_size > SMALL_FILE_BYTES:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > SMALL_FILE_BYTES:
             return None
         plan = open_file(path, mapping, benchmark, allow_rejects, FileReport(path=str(path), status="error"))
-        if not isinstance(plan, GenericPlan) or plan.prob_cols or plan.cols.get("benchmark") is not None:
+        if not isinstance(plan, GenericPlan) or plan.prob_cols:
             return None
         batches = list(plan.reader().batches(generic.BATCH_ROWS))
     except Exception:  # noqa: BLE001 - the one-file path reads it again and says what is wrong
@@ -251,13 +256,14 @@ def _store_run(cmd: _Command, run: list[_Small]) -> int:
 
 def _store_clean(cmd: _Command, run: list[_Small], todo: list[int]) -> int:
     """Store the files at ``todo`` (positions in ``run``) up to the first that is not clean; returns its position."""
-    con, benchmark = cmd.con, cmd.benchmark
-    rows, end = _validated(run, todo, benchmark)
+    con = cmd.con
+    rows, end = _validated(run, todo, cmd.benchmark)
     rows = rows.filter(pl.col("pos") < end)
     if rows.height:
-        direct = not con.execute("SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark = ? LIMIT 1)",
-                                 [benchmark]).fetchall()[0][0]
-        rows, new_codes = _coded(con, rows, benchmark, direct)
+        benchmarks = rows["benchmark"].unique().to_list()
+        direct = not con.execute("SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark IN (SELECT unnest(?)) "
+                                 "LIMIT 1)", [benchmarks]).fetchall()[0][0]
+        rows, new_codes = _coded(con, rows, benchmarks, direct)
         items = _first_of_each(rows, "item_key")
         if not direct:
             end = min(end, _store_conflicts(con, rows, items))
@@ -283,7 +289,7 @@ def _stored_already(con, run: list[_Small]) -> dict[int, int]:
     return {int(pos): int(sid) for pos, sid in found}
 
 
-def _validated(run: list[_Small], todo: list[int], benchmark: str) -> tuple[pl.DataFrame, int]:
+def _validated(run: list[_Small], todo: list[int], benchmark: str | None) -> tuple[pl.DataFrame, int]:
     """The canonical rows of the files at ``todo`` (text as text, ``pos`` and ``line``), and the
     position of the first file that is not clean by itself or beside the files before it.
 
@@ -304,14 +310,16 @@ def _validated(run: list[_Small], todo: list[int], benchmark: str) -> tuple[pl.D
         if bad.height:
             end = min(end, int(bad["line"].min()) >> _SHIFT)
         parts.append(good.select(
-            pl.col("model", "item_id", "subject", "domain", "variant").cast(pl.String),
+            pl.col("benchmark", "model", "item_id", "subject", "domain", "variant").cast(pl.String),
             "replicate", "score", "human_score",
             (pl.col("line") // (1 << _SHIFT)).alias("pos"), (pl.col("line") % (1 << _SHIFT)).alias("line")))
     rows = pl.concat(parts).sort("pos", "line")
-    # A key given again (in the same file or a later one) or an item given another subject/domain
-    # than at its first row: the one-file path decides that file.
+    # A key given again (in the same file or a later one), an item given another subject/domain
+    # than at its first row, or a file naming several benchmarks: the one-file path decides that file.
+    item = ["benchmark", "item_id"]
     again = rows.filter(~pl.struct(_KEY).is_first_distinct() | (pl.col("subject") != pl.col("subject").first().over(
-        "item_id")) | (pl.col("domain") != pl.col("domain").first().over("item_id")))
+        item)) | (pl.col("domain") != pl.col("domain").first().over(item))
+        | (pl.col("benchmark") != pl.col("benchmark").first().over("pos")))
     # (The same content twice repeats every key: the second copy is the one-file path's, which
     # finds it stored already.)
     if again.height:
@@ -319,11 +327,13 @@ def _validated(run: list[_Small], todo: list[int], benchmark: str) -> tuple[pl.D
     return rows, end
 
 
-def _coded(con, rows: pl.DataFrame, benchmark: str, direct: bool) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
-    """The rows with their codes, and each kind's new codes (code, text, pos of the file naming it first).
+def _coded(con, rows: pl.DataFrame, benchmarks: list[str],
+           direct: bool) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """The rows with their codes, and each kind's new codes (benchmark, text, code, pos of the file naming it first).
 
-    As the one-file path gives them: a stored text keeps its code; the texts each file names
-    first get the next free codes, file after file, in sorted text order within a file.
+    As the one-file path gives them: a stored text (of the row's benchmark) keeps its code; the
+    texts each file names first get the next free codes, file after file, in sorted text order
+    within a file (a file names one benchmark).
     """
     first = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
                                               for k in (MODEL, ITEM, VARIANT))).fetchall()[0]
@@ -331,22 +341,23 @@ def _coded(con, rows: pl.DataFrame, benchmark: str, direct: bool) -> tuple[pl.Da
     coded = []
     for kind, start in zip((MODEL, ITEM, VARIANT), first):
         text = "item_id" if kind is ITEM else kind.name
-        texts = rows.group_by(text).agg(pl.col("pos").min()).rename({text: "text"})
-        stored = _stored_codes(con, kind, benchmark) if not direct else pl.DataFrame(
-            schema={"text": pl.String, "code": pl.Int32})
-        texts = texts.join(stored, on="text", how="left")
+        texts = rows.group_by("benchmark", text).agg(pl.col("pos").min()).rename({text: "text"})
+        stored = _stored_codes(con, kind, benchmarks) if not direct else pl.DataFrame(
+            schema={"benchmark": pl.String, "text": pl.String, "code": pl.Int32})
+        texts = texts.join(stored, on=["benchmark", "text"], how="left")
         new = texts.filter(pl.col("code").is_null()).sort("pos", "text")
         new = new.with_columns(pl.int_range(start, start + new.height, dtype=pl.Int32).alias("code"))
         new_codes[kind.name] = new
         every = pl.concat([texts.filter(pl.col("code").is_not_null()), new])
-        coded.append(pl.col(text).replace_strict(every["text"], every["code"], return_dtype=pl.Int32).alias(kind.code))
-    return rows.with_columns(coded), new_codes
+        rows = rows.join(every.select("benchmark", pl.col("text").alias(text), pl.col("code").alias(kind.code)),
+                         on=["benchmark", text], how="left", maintain_order="left")
+    return rows, new_codes
 
 
-def _stored_codes(con, kind: Kind, benchmark: str) -> pl.DataFrame:
+def _stored_codes(con, kind: Kind, benchmarks: list[str]) -> pl.DataFrame:
     # Table and column names come from the fixed Kind constants, never from a log.
-    return query_pl(con, f"SELECT {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} "
-                         "WHERE benchmark = ?", [benchmark])
+    return query_pl(con, f"SELECT benchmark, {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} "
+                         "WHERE benchmark IN (SELECT unnest(?))", [benchmarks])
 
 
 def _first_of_each(rows: pl.DataFrame, key: str) -> pl.DataFrame:
@@ -381,7 +392,7 @@ class _Stretch:
     rows: pl.DataFrame
     items: pl.DataFrame
     new_codes: dict[str, pl.DataFrame]
-    direct: bool  # the benchmark had nothing stored
+    direct: bool  # the benchmarks had nothing stored
 
 
 def _write_run(cmd: _Command, stretch: _Stretch) -> None:
@@ -430,18 +441,17 @@ def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
                     "ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)")
     con.unregister("_run_rows")
     for kind in (MODEL, VARIANT):
-        new = new_codes[kind.name].join(source_of, on="pos").select("code", "text", "source_id")
+        new = new_codes[kind.name].join(source_of, on="pos").select("code", "benchmark", "text", "source_id")
         con.register("_new_codes", new.to_arrow())
         # Table and column names come from the fixed Kind constants.
         con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
-                    "SELECT code, ?, text, source_id FROM _new_codes", [benchmark])
+                    "SELECT code, benchmark, text, source_id FROM _new_codes")
         con.unregister("_new_codes")
     new_items = items.join(new_codes[ITEM.name].select(pl.col("code").alias("item_key")), on="item_key",
                            how="semi").join(source_of, on="pos")
-    con.register("_new_items", new_items.select("item_id", "subject", "domain", "source_id", "line",
+    con.register("_new_items", new_items.select("benchmark", "item_id", "subject", "domain", "source_id", "line",
                                                 "item_key").to_arrow())
-    con.execute("INSERT INTO items SELECT ?, item_id, subject, domain, source_id, line, item_key FROM _new_items",
-                [benchmark])
+    con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, source_id, line, item_key FROM _new_items")
     con.unregister("_new_items")
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     records = []

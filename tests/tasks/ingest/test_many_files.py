@@ -19,9 +19,9 @@ from polars.testing import assert_frame_equal
 
 from benchcert.tasks.ingest import many
 from benchcert.tasks.ingest.many import ingest_files
-from benchcert.tasks.ingest.mapping import parse_mapping
+from benchcert.tasks.ingest.mapping import ColumnMapping, parse_mapping
 from benchcert.tasks.ingest.service import ingest_file, ingest_files_atomic
-from benchcert.tasks.store.connection import lock_path, open_store
+from benchcert.tasks.store.connection import lock_path
 
 from store_support import TABLES, cli, snapshot  # noqa: E402  (tests/store_support.py)
 
@@ -35,16 +35,18 @@ def _store(db: Path) -> dict[str, pl.DataFrame]:
     return snap
 
 
-def _one_at_a_time(db: Path, paths: list[Path], **kw) -> list[dict]:
-    return [ingest_file(db, p, benchmark="b", mapping=MAPPING, **kw).as_dict() for p in paths]
+def _one_at_a_time(db: Path, paths: list[Path], mapping=MAPPING, benchmark="b", **kw) -> list[dict]:
+    return [ingest_file(db, p, benchmark=benchmark, mapping=mapping, **kw).as_dict() for p in paths]
 
 
-def _together(db: Path, paths: list[Path], **kw) -> list[dict]:
-    return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark="b", mapping=MAPPING, **kw)]
+def _together(db: Path, paths: list[Path], mapping=MAPPING, benchmark="b", **kw) -> list[dict]:
+    return [r.as_dict() for r in ingest_files(db, [str(p) for p in paths], benchmark=benchmark, mapping=mapping,
+                                              **kw)]
 
 
-def _atomic_one_at_a_time(db: Path, paths: list[Path], **kw) -> list[dict]:
-    return [r.as_dict() for r in ingest_files_atomic(db, [str(p) for p in paths], benchmark="b", mapping=MAPPING, **kw)]
+def _atomic_one_at_a_time(db: Path, paths: list[Path], mapping=MAPPING, benchmark="b", **kw) -> list[dict]:
+    return [r.as_dict() for r in ingest_files_atomic(db, [str(p) for p in paths], benchmark=benchmark,
+                                                     mapping=mapping, **kw)]
 
 
 def _atomic_together(db: Path, paths: list[Path], **kw) -> list[dict]:
@@ -59,13 +61,12 @@ def assert_same(tmp_path: Path, paths: list[Path], *, before: list[Path] = (), a
     (every file by ingest_file inside one transaction).
     """
     out = {}
+    before_kw = {k: kw[k] for k in ("mapping", "benchmark") if k in kw}
     ways = (("one", _atomic_one_at_a_time), ("many", _atomic_together)) if atomic else (
         ("one", _one_at_a_time), ("many", _together))
     for how, fn in ways:
         db = tmp_path / f"{how}.duckdb"
-        with open_store(db, write=True):
-            pass  # (a store made by the first file's own opening would keep the id of a refused first file)
-        _one_at_a_time(db, list(before))
+        _one_at_a_time(db, list(before), **before_kw)
         out[how] = (fn(db, paths, **kw), _store(db))
     assert out["many"][0] == out["one"][0]
     for t in TABLES:
@@ -111,7 +112,7 @@ def test_clean_folder_matches_one_at_a_time_and_takes_no_file_alone(tmp_path, mo
 
 def test_a_bad_file_among_good_ones_is_reported_alone_and_the_others_stored(tmp_path):
     texts = clean_texts()
-    texts[4] = texts[4].replace(",1\n", ",x\n", 1).replace(",0\n", ",x\n", 1) if ",1\n" in texts[4] else texts[4]
+    texts[4] = texts[4].replace(",1\n", ",x\n", 1) if ",1\n" in texts[4] else texts[4].replace(",0\n", ",x\n", 1)
     texts[7] = texts[7].rstrip("\n").rsplit("\n", 1)[0] + "\nm1,q999,s0,d0,2\n"  # a score outside [0, 1]
     paths = folder(tmp_path, texts)
     reports = assert_same(tmp_path, paths)
@@ -120,7 +121,9 @@ def test_a_bad_file_among_good_ones_is_reported_alone_and_the_others_stored(tmp_
     assert bad["status"] == "rejected" and bad["rejects"][0]["field"] == "score"
     assert bad["rejects"][0]["line"] == texts[7].count("\n")  # the last line of that file
     assert all(r["status"] == "ingested" for k, r in enumerate(reports) if k not in (4, 7))
-    assert_same(tmp_path / "allow", paths, allow_rejects=True) if (tmp_path / "allow").mkdir() is None else None
+    (tmp_path / "allow").mkdir()
+    reports = assert_same(tmp_path / "allow", paths, allow_rejects=True)  # the good rows of both stored
+    assert reports[7]["status"] == "ingested" and reports[7]["rows_rejected"] == 1
 
 
 def test_keys_and_items_across_files_follow_the_one_file_rules(tmp_path):
@@ -277,3 +280,68 @@ def test_atomic_a_run_that_fails_half_way_is_redone_file_by_file(tmp_path, monke
     monkeypatch.setattr(many, "_insert_run", half)
     reports = assert_same(tmp_path, paths, atomic=True)
     assert [r["status"] for r in reports] == ["ingested"] * 4
+
+
+def test_a_refused_first_file_of_a_new_store_keeps_the_ids_of_one_at_a_time(tmp_path):
+    """The one-file path on a new store: the opening that made the store also kept the id the
+    refused first file took; a later refused file took none."""
+    texts = clean_texts(4)
+    for k in (0, 2):
+        texts[k] = texts[k].rstrip("\n") + "\nm0,q1,s1,d1,7\n"
+    reports = assert_same(tmp_path, folder(tmp_path, texts))
+    assert [(r["status"], r["source_id"]) for r in reports] == [("rejected", None), ("ingested", 2),
+                                                               ("rejected", None), ("ingested", 3)]
+
+
+def test_formats_types_expressions_and_a_named_model(tmp_path):
+    """CSV, JSONL and Parquet side by side, integer and text ids, replicates, variants, a human
+    score, a SQL expression and --model: each file's columns and types validated in its own group."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    (d / "a.csv").write_text("id,correct,rep\n1,1,0\n2,0,0\n3,1,1\n")
+    (d / "b.jsonl").write_text("".join(f'{{"id": {i}, "correct": {i % 2}.0, "rep": 0}}\n' for i in range(3, 7)))
+    pl.DataFrame({"id": ["7", "8"], "correct": [1, 1], "rep": [0, 0]}).write_parquet(d / "c.parquet")
+    (d / "d.csv").write_text("id,correct,rep,human\n01,1,0,1\n9,0,0,\n")
+    (d / "e.csv").write_text("id,correct,rep\n 10 ,1,2\n")
+    paths = sorted(d.iterdir())
+    mapping = ColumnMapping(columns={"item_id": "'q' || id", "score": "correct", "replicate": "rep"}, model="named")
+    assert_same(tmp_path, paths, mapping=mapping)
+    human = ColumnMapping(columns={"item_id": "id", "score": "correct", "replicate": "rep", "human_score": "human"},
+                          model="named")
+    (tmp_path / "h").mkdir()
+    assert_same(tmp_path / "h", [d / "d.csv", d / "a.csv"], mapping=human)
+    # The judge's scores stored first without human scores: the human scores join the stored rows.
+    judge_only = tmp_path / "judge_only.csv"
+    judge_only.write_text("id,correct,rep,human\n01,1,0,\n9,0,0,\n")
+    (tmp_path / "h2").mkdir()
+    (report,) = assert_same(tmp_path / "h2", [d / "d.csv"], mapping=human, before=[judge_only])
+    assert report["status"] == "ingested" and report["rows_already_stored"] == 2
+
+
+def test_a_benchmark_column_naming_several_benchmarks(tmp_path, monkeypatch):
+    """No --benchmark: each file's benchmark column; codes, items and keys are per benchmark."""
+    def bench(name, lines, subject=lambda i: f"s{i % 3}"):
+        return "benchmark," + rows(lines, subject=subject).replace("\n", f"\n{name},")[:-len(name) - 1]
+
+    texts = [
+        bench("b1", [("m0", 1, 1), ("m1", 1, 0)]),
+        bench("b2", [("m0", 1, 0), ("m2", 2, 1)], subject=lambda i: "other"),  # same key and item, other benchmark
+        bench("b1", [("m2", 3, 1)]),
+        bench("b2", [("m9", 4, 1)]).replace("\nb2,m9", "\nb1,m9") + "b2,m9,q5,s0,d0,1\n",  # two benchmarks in one file
+        bench("b1", [("m3", 6, 1)]).replace("\nb1,", "\n,", 1),  # a row without a benchmark
+        bench("b2", [("m3", 2, 1)], subject=lambda i: "third"),  # b2's q2 is stored with subject 'other'
+    ]
+    paths = folder(tmp_path, texts)
+    calls = []
+    real = many.ingest_file
+    monkeypatch.setattr(many, "ingest_file", lambda *a, **k: calls.append(Path(a[1]).name) or real(*a, **k))
+    reports = assert_same(tmp_path, paths, benchmark=None)
+    assert [r["status"] for r in reports] == ["ingested", "ingested", "ingested", "ingested", "rejected", "conflict"]
+    assert set(calls) == {"f003.csv", "f004.csv", "f005.csv"}  # (each of the two ways' runs: the 'many' one)
+    rng = random.Random(29)
+    for case in range(6):
+        texts = [bench(f"b{rng.randint(1, 2)}", [(f"m{rng.randint(0, 2)}", rng.randint(0, 6), rng.randint(0, 1))
+                                                   for _ in range(rng.randint(1, 4))]) for _ in range(rng.randint(2, 6))]
+        work = tmp_path / f"case{case}"
+        work.mkdir()
+        assert_same(work, folder(work, texts), benchmark=None, atomic=case == 5)
