@@ -145,10 +145,14 @@ def _fill(con, where: str, params: list, codes: _Codes, scores: np.ndarray, row_
     identity_rows = row_codes.size == codes.n_items and bool((row_codes == np.arange(codes.n_items)).all())
     sql = (f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {where} "
            f"AND model_id BETWEEN ? AND ?")
+    # One buffer for every block: a fresh one per block would be paged in again each time.
+    buffer = np.empty((min(per_block, codes.n_models), codes.n_items))
     with ThreadPoolExecutor(2) as pool:
         for c in range(0, codes.n_models, per_block):
             n_block = min(per_block, codes.n_models - c)
-            block = np.empty((n_block, codes.n_items)) if complete else np.full((n_block, codes.n_items), np.nan)
+            block = buffer[:n_block]
+            if not complete:
+                block.fill(np.nan)
             flat = block.reshape(-1)
             first = codes.m0 + c
             reader = con.sql(sql, params=[first, codes.n_items, codes.k0, *params, first, first + n_block - 1]
