@@ -17,7 +17,10 @@ What goes out (:func:`analyses_on_cluster`):
   Benjamini-Hochberg), rank intervals and tied groups over the whole family tested, the
   subject correlation across all models, the tables and report;
 * every other analysis (and the hierarchical analysis' split-half diagnostic, one random
-  stream for all models) as one task on the whole matrix.
+  stream for all models) on the whole matrix: in the flow's process, on the matrix it holds
+  already, when the benchmark is split into blocks (a worker would read and hold the whole
+  matrix again: 2.4 GiB and about 20 CPU s at 320M responses); as one task each otherwise
+  (small benchmarks: a nightly run's many audits then share the cluster).
 
 Blocking changes no number: each block's numbers depend on its own columns only, and the
 artifacts equal the single-process ones (tests/tasks/audit/test_dask_blocks.py, tests/tasks/audit/test_distributed.py).
@@ -200,16 +203,6 @@ def hierarchical_block(export_dir: str, benchmark: str, variant: str, models: li
     return hierarchical.model_block(m, config)
 
 
-def split_half_whole(export_dir: str, benchmark: str, variant: str, config: AuditConfig):
-    """The hierarchical analysis' split-half diagnostic, on the whole matrix."""
-    from benchcert.tasks.audit import hierarchical
-
-    stamp = export_manifest(export_dir)["export_id"]
-    with _cache_lock:
-        m, _, _ = _cached_inputs(export_dir, benchmark, variant, stamp)
-    return hierarchical.split_part(m, config)
-
-
 def pair_block_from_export(export_dir: str, benchmark: str, variant: str, models_i: list[str], models_j: list[str],
                            n_items: int, group, codes, colstats, settings: dict):
     """One group of the paired comparisons (pairs of models in blocks i and j), from those blocks'
@@ -256,10 +249,6 @@ def _hierarchical_block_costed(export_dir, benchmark, variant, models, n_items, 
     return _costed("hierarchical-block", hierarchical_block)(export_dir, benchmark, variant, models, n_items, config)
 
 
-def _split_half_costed(export_dir, benchmark, variant, config):
-    return _costed("split-half", split_half_whole)(export_dir, benchmark, variant, config)
-
-
 def _pair_block_costed(export_dir, benchmark, variant, models_i, models_j, n_items, group, codes, colstats, settings):
     return _costed("comparisons-block", pair_block_from_export)(export_dir, benchmark, variant, models_i, models_j,
                                                                  n_items, group, codes, colstats, settings)
@@ -267,7 +256,6 @@ def _pair_block_costed(export_dir, benchmark, variant, models_i, models_j, n_ite
 
 # (module-level functions: a worker runs them from its own import of this module, so BLOCK_COSTS is its own)
 hierarchical_block_task = task(name="hierarchical-block", cache_policy=NO_CACHE)(_hierarchical_block_costed)
-split_half_task = task(name="split-half", cache_policy=NO_CACHE)(_split_half_costed)
 pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(_pair_block_costed)
 
 
@@ -322,16 +310,30 @@ def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: li
     blocks = model_blocks(len(matrices.models), bm)
     remote = dataclasses.replace(config, db=None)  # workers never open the store
     n_items = matrices.n_items
+    blocked = len(blocks) > 1
     futures: dict = {}
     for name in names:
-        if name == "hierarchical" and len(blocks) > 1:
-            futures[name] = ([hierarchical_block_task.submit(export_dir, benchmark, variant, matrices.models[lo:hi],
-                                                             n_items, remote) for lo, hi in blocks],
-                             split_half_task.submit(export_dir, benchmark, variant, remote))
-        elif name != "comparisons" or len(blocks) == 1:
+        if name == "hierarchical" and blocked:
+            futures[name] = [hierarchical_block_task.submit(export_dir, benchmark, variant, matrices.models[lo:hi],
+                                                            n_items, remote) for lo, hi in blocks]
+        elif not blocked:
             futures[name] = analysis_from_export_task.submit(export_dir, benchmark, variant, name, remote)
     outputs = {}
-    if "comparisons" in names and len(blocks) > 1:
+    if blocked:
+        # A benchmark large enough for blocks runs its whole-matrix work here, on the matrix the flow
+        # holds already, while the workers fit the blocks: on a worker each such task read the whole
+        # matrix from the export again and held it (at 320M responses: about 20 CPU s and 2.4 GiB a
+        # worker, docs/scale.md). Small benchmarks still send it out (a nightly run's many audits
+        # then share the cluster).
+        for name in names:
+            if name not in ("hierarchical", "comparisons"):
+                outputs[name] = run_analysis(name, ANALYSES[name], matrices, remote)
+        if "hierarchical" in names:
+            try:
+                split = hierarchical.split_part(matrices, remote)
+            except Exception as exc:  # noqa: BLE001 - raised where the analysis assembles, as a task's error was
+                split = exc
+    if "comparisons" in names and blocked:
         # The analysis runs here, on the flow's matrix (pairs chosen, family adjusted, ranks); its pairs
         # go to the workers by pairs of model blocks.
         runner = _PairBlocksOnCluster(export_dir, benchmark, variant, matrices.models, n_items,
@@ -343,11 +345,12 @@ def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: li
 
         outputs["comparisons"] = run_analysis("comparisons", comparisons, matrices, remote)
     for name, fut in futures.items():
-        if name == "hierarchical" and isinstance(fut, tuple):
-            block_futures, split_future = fut
+        if name == "hierarchical" and blocked:
 
-            def assemble(m, c, block_futures=block_futures, split_future=split_future):
-                return hierarchical.assemble(m, c, [f.result() for f in block_futures], split_future.result())
+            def assemble(m, c, block_futures=fut):
+                if isinstance(split, BaseException):
+                    raise split
+                return hierarchical.assemble(m, c, [f.result() for f in block_futures], split)
 
             outputs[name] = run_analysis(name, assemble, matrices, remote)
         else:
