@@ -168,6 +168,20 @@ class BenchmarkMatrices:
             pl.Series(name, self._scores[:, j], dtype=pl.Float64, nan_to_null=True)
             for j, name in enumerate(self.models))
 
+    def columns(self, cols) -> np.ndarray:
+        """Scores of the models ``cols`` (column indices, in that order): a new (n_items, len(cols))
+        array. The analyses that need a few models' items ask for them here rather than indexing
+        :attr:`scores`, so that an out-of-core matrix (tasks/store/blocked.py) can read just those."""
+        return self.scores[:, np.asarray(cols, dtype=np.intp)]
+
+    def column_blocks(self, block_models: int):
+        """(lo, hi, scores of models lo..hi-1) for consecutive blocks of at most ``block_models``
+        models, in column order; in memory each block is a view of :attr:`scores`."""
+        n_models = len(self.models)
+        for lo in range(0, n_models, max(1, int(block_models))):
+            hi = min(n_models, lo + max(1, int(block_models)))
+            yield lo, hi, self.scores[:, lo:hi]
+
     @cached_property
     def subject_counts(self):
         """Answered items, score sums and items scored 1 per (subject code, model), and each model's
