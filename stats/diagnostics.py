@@ -25,7 +25,8 @@ import warnings
 
 from ._blas import loop_blas_threads
 from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, warn_degenerate
-from .hierarchical.domains import DomainFits, _counts, _fit_domains_counts, _matrix_iv
+from .subject_counts import SubjectCounts
+from .hierarchical.domains import DomainFits, _counts, _domains_iv, _fit_domains_counts, _matrix_iv
 
 __all__ = [
     "NoSplittableSubjectWarning",
@@ -296,8 +297,18 @@ def _check_rng(rng):
     return rng
 
 
-def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method):
-    s, codes, doms, k = _matrix_iv(scores, subjects, subject_domains)
+def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method, counted):
+    if scores is None:
+        # The counts stand for the matrix (an audit that does not hold it): 0/1 scores only, whose
+        # half counts are drawn from the counts alone; shuffling items needs the items.
+        if counted is None or not counted.binary.all() or method == "shuffle":
+            raise ValueError("split_half without scores needs the fits or counts of 0/1 scores and method 'auto' "
+                             f"or 'hypergeometric'; got {type(counted).__name__}, method={method!r}")
+        codes = check_codes(subjects, "subjects")
+        doms, k = _domains_iv(codes, subject_domains, counted.n.shape[0])[1:]
+        s = None
+    else:
+        s, codes, doms, k = _matrix_iv(scores, subjects, subject_domains)
     if isinstance(n_splits, (bool, np.bool_)) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
         raise ValueError(f"n_splits must be a positive integer; got {n_splits!r}")
     rng = _check_rng(rng)
@@ -307,13 +318,14 @@ def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method):
 
 
 def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto",
-               fits: DomainFits | None = None) -> SplitHalfResult:
+               fits: DomainFits | None = None, counts: SubjectCounts | None = None) -> SplitHalfResult:
     r"""Split-half correlation of subject accuracies within each domain (paper section 7.3).
 
     Parameters
     ----------
-    scores : array_like, shape (n_items, n_models)
-        Item scores in [0, 1]; NaN = not answered.
+    scores : array_like, shape (n_items, n_models), or None
+        Item scores in [0, 1]; NaN = not answered. None: ``fits`` of 0/1 scores stand for them
+        (the half counts are drawn from the per-subject counts alone; the same draws).
     subjects : array_like of int, shape (n_items,)
     subject_domains : array_like of int, shape (K,), optional
         Default: one domain.
@@ -328,6 +340,9 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
         :func:`~benchcert.stats.hierarchical.fit_domains` of the same ``scores`` and
         ``subjects``: its per-subject counts are used instead of counting again (the same
         numbers; the matrix is then not gathered a second time).
+    counts : SubjectCounts, keyword-only, optional
+        The same per-subject counts without the fits (``BenchmarkMatrices.subject_counts``); give
+        ``fits`` or ``counts``, not both.
 
     Returns
     -------
@@ -353,16 +368,31 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     or with no split in which both halves vary, has no correlation: NaN, ``defined`` False,
     and a :class:`DegenerateDataWarning`.
     """
+    if fits is not None and counts is not None:
+        raise ValueError("give fits or counts, not both")
+    if counts is not None:
+        if not isinstance(counts, SubjectCounts):
+            raise ValueError(f"counts must be a SubjectCounts; got {type(counts).__name__}")
+        fits_like = counts
+    else:
+        fits_like = fits
     s, codes, doms, k, n_splits, rng, method = _split_half_iv(scores, subjects, subject_domains, n_splits,
-                                                             rng, method)
-    if fits is not None:
-        if not isinstance(fits, DomainFits) or fits.n.shape != (k, s.shape[1]):
-            raise ValueError(f"fits must be the DomainFits of these scores, shape (K, M) = {(k, s.shape[1])}; got "
+                                                             rng, method, fits_like)
+    if counts is not None:
+        width = counts.n.shape[1] if s is None else s.shape[1]
+        if counts.n.shape != (k, width):
+            raise ValueError(f"counts must be the SubjectCounts of these scores, shape (K, M) = {(k, width)}; "
+                             f"got {counts.n.shape}")
+        n, total, binary = counts.n, counts.total, counts.binary
+    elif fits is not None:
+        width = fits.n.shape[1] if s is None else s.shape[1]
+        if not isinstance(fits, DomainFits) or fits.n.shape != (k, width):
+            raise ValueError(f"fits must be the DomainFits of these scores, shape (K, M) = {(k, width)}; got "
                              f"{getattr(getattr(fits, 'n', None), 'shape', type(fits).__name__)}")
         n, total, binary = fits.n, fits.total, fits.binary
     else:
         n, total, binary = _counts(s, codes, k)
-    mdl = s.shape[1]
+    mdl = n.shape[1]
     d = int(doms.max()) + 1
     if method == "hypergeometric" and not binary.all():
         raise ValueError("method='hypergeometric' needs 0/1 scores; model column(s) "

@@ -103,6 +103,24 @@ def _matrix_iv(scores, subjects, subject_domains, n_subjects=None):
     empty = all_missing_columns(s)
     if empty.size:
         raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
+    return (s, *_domains_iv(codes, subject_domains, n_subjects))
+
+
+def _counts_iv(counts, subjects, subject_domains):
+    """:func:`_matrix_iv`'s checks from the matrix' per-subject counts (an audit that does not hold
+    the matrix, tasks/store/blocked.py): (codes, doms, k)."""
+    if not isinstance(counts, SubjectCounts):
+        raise ValueError(f"counts must be a SubjectCounts; got {type(counts).__name__}")
+    if not counts.in_unit_interval:
+        raise ValueError("scores must lie in [0, 1] (NaN for a missing response); the counts show scores outside it")
+    codes = check_codes(subjects, "subjects")
+    empty = np.flatnonzero(counts.n.sum(axis=0) == 0)
+    if empty.size:
+        raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
+    return _domains_iv(codes, subject_domains, counts.n.shape[0])
+
+
+def _domains_iv(codes, subject_domains, n_subjects):
     k = int(codes.max()) + 1 if n_subjects is None else int(n_subjects)
     if subject_domains is None:
         doms = np.zeros(k, dtype=np.int64)
@@ -112,7 +130,7 @@ def _matrix_iv(scores, subjects, subject_domains, n_subjects=None):
             raise ValueError(f"subject_domains must have one code per subject (at least "
                              f"{int(codes.max()) + 1}); got length {doms.shape[0]}")
         k = doms.shape[0]
-    return s, codes, doms, k
+    return codes, doms, k
 
 
 def _counts(s, codes, k):
@@ -136,8 +154,9 @@ def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None,
 
     Parameters
     ----------
-    scores : array_like, shape (n_items, n_models)
-        Item scores in [0, 1]; NaN marks an item a model did not answer.
+    scores : array_like, shape (n_items, n_models), or None
+        Item scores in [0, 1]; NaN marks an item a model did not answer. None: ``counts`` stand
+        for them (the fits use nothing else).
     subjects : array_like of int, shape (n_items,)
         Subject code of each item, 0..K-1.
     subject_domains : array_like of int, shape (K,), optional
@@ -162,6 +181,14 @@ def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None,
     answered is left out of that model's fit. All fits run as one batch. Subjects with a
     single answered item are kept (they inform the mean only) and warned about.
     """
+    if scores is None:
+        # The counts stand for the matrix (an audit that does not hold it): the same fits.
+        if counts is None:
+            raise ValueError("fit_domains needs scores, or counts in their place")
+        _, doms, k = _counts_iv(counts, subjects, subject_domains)
+        if counts.n.shape[0] != k:
+            raise ValueError(f"counts must have one row per subject ({k}); got {counts.n.shape[0]}")
+        return _fit_domains_counts(*_from_counts(counts), doms, stacklevel=3, proxy_alpha=proxy_alpha)
     s, codes, doms, k = _fit_domains_iv(scores, subjects, subject_domains)
     if proxy_alpha is not None:
         proxy_alpha = check_alpha(proxy_alpha)

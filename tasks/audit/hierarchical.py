@@ -288,7 +288,10 @@ def model_block(m: BenchmarkMatrices, config: AuditConfig) -> ModelBlock:
     with warnings.catch_warnings(record=True) as caught_fits:
         warnings.simplefilter("always")
         # The per-subject counts the audit's analyses share (one pass over the matrix for all of them).
-        fits = fit_domains(m.scores, m.item_subject, doms, proxy_alpha=proxy_alpha, counts=m.subject_counts)
+        counts = m.subject_counts
+        # 0/1 scores: the counts are all the fits read (the matrix need not be held, tasks/store/blocked.py).
+        scores = None if counts.binary.all() and counts.in_unit_interval else m.scores
+        fits = fit_domains(scores, m.item_subject, doms, proxy_alpha=proxy_alpha, counts=counts)
     with warnings.catch_warnings(record=True) as caught_bounds:
         warnings.simplefilter("always")
         means = np.nan_to_num(fits.subject_means, nan=0.0)
@@ -317,10 +320,13 @@ def split_part(m: BenchmarkMatrices, config: AuditConfig, fits: DomainFits | Non
     """The split-half diagnostic of the whole matrix (one random stream for all models: not split by block);
     ``fits``: the whole matrix' domain fits, whose subject counts it then reuses."""
     doms, _ = _domains(m, tuple(config.hierarchy))
+    counts = None if fits is not None else m.subject_counts  # the same numbers as the fits'
+    binary = (fits if fits is not None else counts).binary.all() and m.subject_counts.in_unit_interval
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        split = split_half(m.scores, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED),
-                           fits=fits)
+        # 0/1 scores: the half counts are drawn from the counts alone (the matrix need not be held).
+        split = split_half(None if binary else m.scores, m.item_subject, doms, n_splits=N_SPLITS,
+                           rng=np.random.default_rng(SPLIT_SEED), fits=fits, counts=counts)
     return split, _caught(caught)
 
 

@@ -152,7 +152,6 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     # Subset-evaluated checkpoints are not full response vectors: keep them out of the curve.
     subset_models = set(estimates["model"].to_list())
 
-    S = m.scores
     N = m.n_items
     grid = n_grid(N)
     full, binary, keep, sizes, counts, K = exact_inputs(m, subset_models)
@@ -176,8 +175,9 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     thms = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha).half_width) for n in grid}
     thm2s = {n: float(theorem_5_2_halfwidth(n, N, alpha=alpha, R=2.0).half_width) for n in grid}
     if pair_idx:
-        A = np.stack([S[:, cols[i]] for i, _ in pair_idx], axis=1)
-        B = np.stack([S[:, cols[j]] for _, j in pair_idx], axis=1)
+        # The pairs' columns only (an out-of-core matrix reads just these, tasks/store/blocked.py).
+        A = m.columns([cols[i] for i, _ in pair_idx])
+        B = m.columns([cols[j] for _, j in pair_idx])
         b_better = ((B == 1) & (A == 0)).sum(axis=0)
         a_better = ((A == 1) & (B == 0)).sum(axis=0)
 
