@@ -159,7 +159,7 @@ def child_audit(args) -> dict:
             per[name] = {"wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak_rss": peak}
             peaks.append(peak or 0)
 
-    read_scan = None if args.dask_workers else read_against_scan(args.db)
+    read_scan = None if args.dask_workers or args.out_of_core else read_against_scan(args.db)
     _reset_peak()  # the audit's peak is its own, not the comparison's
     peaks[0] = _status("VmHWM") or 0
     pt.run_analysis = measured  # instrumentation only: tasks/audit/steps.py looks the name up at call time
@@ -174,7 +174,9 @@ def child_audit(args) -> dict:
         from benchcert.flows.runs import run_audit
 
         out = run_audit("in_process", AuditRequest(db=args.db, benchmark=BENCH, artifacts_root=args.artifacts,
-                                                   all_pairs=args.all_pairs))
+                                                   all_pairs=args.all_pairs, out_of_core=args.out_of_core,
+                                                   dask_block_models=args.dask_block_models if args.out_of_core
+                                                   else None))
     wall = time.perf_counter() - t0
     peaks.append(_status("VmHWM") or 0)
     run_dir = Path(out["run_dir"])
@@ -353,6 +355,7 @@ def main(argv=None) -> int:
         ap.add_argument("--mode", default="in_process")
         ap.add_argument("--dask-workers", type=int)
         ap.add_argument("--dask-block-models", type=int)
+        ap.add_argument("--out-of-core", action="store_true")
         a = ap.parse_args(argv)
         res = child_ingest(a) if a.kind == "_ingest" else child_audit(a)
         Path(a.out).write_text(json.dumps(res, indent=2, default=str))
@@ -371,7 +374,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dask-workers", type=int, metavar="N",
                     help="audit on a LocalCluster of N worker processes (export first; Prefect flow run), with the "
                          "workers' CPU s and peak and the cost of every block task")
-    ap.add_argument("--dask-block-models", type=int, metavar="N", help="models per block on Dask (default 500)")
+    ap.add_argument("--dask-block-models", type=int, metavar="N",
+                    help="models per block on Dask, or read at a time with --out-of-core (default 500)")
+    ap.add_argument("--out-of-core", action="store_true",
+                    help="audit without holding the score matrix (benchcert audit --out-of-core)")
     args, unknown = ap.parse_known_args(argv)
     if unknown:
         print(f"scale.py: ignoring options it does not know: {' '.join(unknown)}", file=sys.stderr)
@@ -400,7 +406,7 @@ def main(argv=None) -> int:
             print(f"[{shape}] ingest {ing['wall_s']:.1f} s, peak {_gib(ing['peak_rss'])}; audit ...", file=sys.stderr)
             aud = run_child("audit", d / "audit.json", args.timeout, db=db, artifacts=d / "artifacts",
                             all_pairs=args.all_pairs, mode=args.mode, dask_workers=args.dask_workers,
-                            dask_block_models=args.dask_block_models)
+                            dask_block_models=args.dask_block_models, out_of_core=args.out_of_core)
             print(f"[{shape}] audit {aud['wall_s']:.1f} s, peak {_gib(aud['peak_rss'])}", file=sys.stderr)
             results.append({**info, "ingest": ing, "audit": aud})
             print(render(results[-1:]).splitlines()[2], file=sys.stderr)

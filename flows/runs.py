@@ -271,7 +271,9 @@ def audit_body(steps, request: AuditRequest, verdicts: list[dict] | None = None,
     try:
         if export_dir is None:
             say("reading the store")
-            matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout)
+            matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout,
+                                                            out_of_core=request.out_of_core,
+                                                            block_models=request.dask_block_models)
         else:
             if steps.analyses_from_export is None:
                 raise ValueError("export_dir is for the Dask path, which runs as a Prefect flow (--prefect)")

@@ -121,9 +121,15 @@ def cmd_audit(args) -> int:
     request = AuditRequest(db=str(args.db), benchmark=args.benchmark, artifacts_root=str(args.artifacts),
                            alpha=args.alpha, variant=args.variant, lock_timeout=args.lock_timeout,
                            hierarchy=hierarchy, subject_weights=weights, baseline=args.baseline,
-                           webhook_url=args.webhook, environments=environments, all_pairs=args.all_pairs)
+                           webhook_url=args.webhook, environments=environments, all_pairs=args.all_pairs,
+                           out_of_core=args.out_of_core,
+                           dask_block_models=args.dask_block_models if args.out_of_core else None)
     scale = ScaleOut(address=args.dask_address, workers=args.dask_workers, export=args.export,
                      block_models=args.dask_block_models)
+    if scale.asked and args.out_of_core:
+        print("benchcert audit: --out-of-core runs in one process; it cannot be combined with --dask-address, "
+              "--dask-workers or --export", file=sys.stderr)
+        return EXIT_USAGE
     if scale.asked:
         # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
         from benchcert.flows.runs import prefect_env
@@ -204,6 +210,10 @@ def add_dask_arguments(sp) -> None:
     sp.add_argument("--all-pairs", action="store_true",
                     help="compare every pair of models even beyond 150 models (default there: each model against "
                          "the next in the ranking and every pair among the top 20)")
+    sp.add_argument("--out-of-core", action="store_true",
+                    help="do not hold the score matrix: read it from the store by blocks of models (--dask-block-models, "
+                         "default 500) when an analysis asks; memory is the per-subject counts and one block, not "
+                         "models x items (0/1 scores, one process; docs/scale.md)")
     g = sp.add_argument_group("scale-out on Dask (default: one process)")
     g.add_argument("--dask-address", metavar="URL",
                    help="run the analyses on the Dask cluster whose scheduler is at URL (tcp://HOST:PORT); its "
@@ -214,4 +224,4 @@ def add_dask_arguments(sp) -> None:
                    help="where the store is exported for the workers (default ARTIFACTS/.export)")
     g.add_argument("--dask-block-models", type=int, metavar="N",
                    help="models per block of the per-model and pairwise work sent to the workers (hierarchical "
-                        "fits, paired comparisons; default 500)")
+                        "fits, paired comparisons), or read at a time with --out-of-core; default 500")

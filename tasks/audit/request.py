@@ -52,6 +52,9 @@ class AuditRequest(BaseModel):
     export_dir, dask_block_models
         The Dask path: read the benchmark from this Parquet export and send the per-model work
         out in blocks of this many models (tasks/audit/distributed.py).
+    out_of_core
+        Do not hold the score matrix: read it from the store by blocks of ``dask_block_models``
+        models (default 500) when an analysis asks (tasks/store/blocked.py; 0/1 scores only).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
@@ -70,6 +73,7 @@ class AuditRequest(BaseModel):
     all_pairs: bool = False
     export_dir: PathText | None = None
     dask_block_models: int | None = None
+    out_of_core: bool = False
 
     @field_validator("hierarchy", mode="before")
     @classmethod

@@ -22,9 +22,14 @@ if TYPE_CHECKING:  # imported where used: an ingest should not pay for scipy and
 
 
 def read_benchmark(db: str | None, benchmark: str, variant: str | None, lock_timeout: float,
-                   export_dir: str | None = None) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
+                   export_dir: str | None = None, out_of_core: bool = False,
+                   block_models: int | None = None) -> tuple[BenchmarkMatrices, pl.DataFrame, float]:
     """Matrices and sources of one benchmark, from the store ``db`` or, with ``export_dir``, from its
-    Parquet export (tasks/store/export.py: what Dask workers read; the same loaders, the same matrices)."""
+    Parquet export (tasks/store/export.py: what Dask workers read; the same loaders, the same matrices).
+
+    ``out_of_core``: the matrices without the score matrix (tasks/store/blocked.py), read from the
+    store by blocks of ``block_models`` models when an analysis asks; the per-subject counts are
+    computed here, block by block, and counted as reading."""
     import contextlib
 
     from benchcert.tasks.store import connection as store
@@ -38,14 +43,22 @@ def read_benchmark(db: str | None, benchmark: str, variant: str | None, lock_tim
     else:
         opened = store.open_store(db, write=False, lock_timeout=lock_timeout)
     with opened as con:
-        m = load_matrices(con, benchmark, variant)
-        from benchcert.tasks.perturbation.service import with_variant_counts
+        if out_of_core:
+            if export_dir is not None:
+                raise ValueError("an out-of-core audit reads the store, not an export")
+            from benchcert.tasks.store.blocked import BLOCK_MODELS, load_blocked, store_opener
 
-        # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
-        m = with_variant_counts(con, m)
+            m = load_blocked(con, benchmark, variant, store_opener(db, lock_timeout),
+                             block_models=block_models or BLOCK_MODELS)
+        else:
+            m = load_matrices(con, benchmark, variant)
+            from benchcert.tasks.perturbation.service import with_variant_counts
+
+            # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
+            m = with_variant_counts(con, m)
         sources = source_refs(con, benchmark)
     # Materialise the derived arrays here so their cost is counted as reading, once.
-    _ = (m.scores, m.item_subject, m.subject_domain)
+    _ = (m.subject_counts if out_of_core else m.scores, m.item_subject, m.subject_domain)
     return m, sources, time.perf_counter() - start
 
 

@@ -60,6 +60,46 @@ def read_dense(con, benchmark: str, variant: str, models: list[str] | None = Non
     models
         Read only these models (None: every model).
     """
+    plan = plan_read(con, benchmark, variant, models)
+    if plan is None:
+        return None
+    scores = plan.empty(plan.n_rows, plan.n_cols)
+    col_of_code = np.full(plan.codes.n_models, -1, np.int64)
+    col_of_code[plan.col_codes] = np.arange(plan.n_cols)
+    fill(con, plan, scores, col_of_code)
+    return BenchmarkMatrices(benchmark, variant, items=plan.rows, models=plan.models, scores=scores,
+                             n_replicates=None)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What the streamed read of one benchmark and variant needs: the query's filter, the code
+    ranges, and the matrix layout (rows: answered items in (domain, subject, item_id) order,
+    columns: answering models in name order, with their shifted codes)."""
+
+    where: str
+    params: list
+    codes: "_Codes"
+    complete: bool  # one response in every cell: no NaN fill needed
+    rows: pl.DataFrame  # ITEM_SCHEMA columns of the matrix rows
+    row_codes: np.ndarray  # shifted item code of each row
+    models: list[str]
+    col_codes: np.ndarray  # shifted model code of each column
+
+    @property
+    def n_rows(self) -> int:
+        return self.rows.height
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.models)
+
+    def empty(self, n_rows: int, n_cols: int) -> np.ndarray:
+        return np.empty((n_rows, n_cols)) if self.complete else np.full((n_rows, n_cols), np.nan)
+
+
+def plan_read(con, benchmark: str, variant: str, models: list[str] | None = None) -> ReadPlan | None:
+    """The layout of the streamed read (:func:`read_dense`), or None when the general read must do it."""
     ids = con.execute("SELECT variant_id FROM variants WHERE benchmark = ? AND variant = ?",
                       [benchmark, variant]).fetchall()
     if len(ids) != 1:
@@ -92,12 +132,9 @@ def read_dense(con, benchmark: str, variant: str, models: list[str] | None = Non
         _check_listed(item_seen, item_codes, "item")
         _check_listed(model_seen, model_codes, "model")
     rows, cols = _layout(items, model_frame, item_codes, model_codes, item_seen, model_seen)
-    scores = np.empty((rows.height, len(cols))) if complete else np.full((rows.height, len(cols)), np.nan)
-    col_of_code = np.full(codes.n_models, -1, np.int64)
-    col_of_code[[c for _, c in cols]] = np.arange(len(cols))
-    _fill(con, where, params, codes, scores, rows["item_code"].to_numpy(), col_of_code, complete=complete)
-    return BenchmarkMatrices(benchmark, variant, items=rows.drop("item_code"), models=[name for name, _ in cols],
-                             scores=scores, n_replicates=None)
+    return ReadPlan(where=where, params=params, codes=codes, complete=complete, rows=rows.drop("item_code"),
+                    row_codes=rows["item_code"].to_numpy(), models=[name for name, _ in cols],
+                    col_codes=np.array([c for _, c in cols], dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -132,24 +169,31 @@ def _layout(items: pl.DataFrame, model_frame: pl.DataFrame, item_codes: np.ndarr
     return rows, cols
 
 
-def _fill(con, where: str, params: list, codes: _Codes, scores: np.ndarray, row_codes: np.ndarray,
-          col_of_code: np.ndarray, *, complete: bool) -> None:
-    """Write every response into ``scores``, one block of model codes at a time.
+def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
+         ranges: list[tuple[int, int]] | None = None) -> None:
+    """Write the responses of the models whose (shifted) code maps to a column of ``scores``
+    (``col_of_code``, -1: not wanted) into ``scores``, one block of model codes at a time.
 
     Each block is one query (``model_id`` in the block's range: DuckDB skips the row groups
     outside it), scattered into a (model code, item code) buffer of at most BLOCK_BYTES -
     model-major, since logs arrive model by model and the writes are then nearly sequential -
-    and transposed into the block's columns of ``scores``. Memory: the matrix and one block.
+    and transposed into the block's columns of ``scores``. Memory: ``scores`` and one block.
+    ``ranges``: the (first shifted code, number of codes) to read (default: every code).
     """
+    codes, row_codes, complete = plan.codes, plan.row_codes, plan.complete
     per_block = max(1, BLOCK_BYTES // (8 * codes.n_items))
+    if ranges is None:
+        ranges = [(c, min(per_block, codes.n_models - c)) for c in range(0, codes.n_models, per_block)]
+    else:
+        ranges = [(c + a, min(per_block, n - a)) for c, n in ranges for a in range(0, n, per_block)]
     identity_rows = row_codes.size == codes.n_items and bool((row_codes == np.arange(codes.n_items)).all())
-    sql = (f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {where} "
+    sql = (f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {plan.where} "
            f"AND model_id BETWEEN ? AND ?")
+    params = plan.params
     # One buffer for every block: a fresh one per block would be paged in again each time.
-    buffer = np.empty((min(per_block, codes.n_models), codes.n_items))
+    buffer = np.empty((max(n for _, n in ranges) if ranges else 0, codes.n_items))
     with ThreadPoolExecutor(2) as pool:
-        for c in range(0, codes.n_models, per_block):
-            n_block = min(per_block, codes.n_models - c)
+        for c, n_block in ranges:
             block = buffer[:n_block]
             if not complete:
                 block.fill(np.nan)

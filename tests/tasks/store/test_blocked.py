@@ -1,0 +1,109 @@
+"""The out-of-core audit (tasks/store/blocked.py) writes the in-memory audit's artifacts.
+
+Oracle: the same store audited twice, in memory and ``out_of_core`` with blocks of a few models,
+compared artifact by artifact (tools/compare_runs.py: identical apart from run ids and times).
+The store has holes (models that skipped items), unequal subjects, more than 150 models (the
+leaderboard family of comparisons) and models ingested out of name order; the out-of-core
+matrices never hand out the whole matrix (their ``scores`` raises, and a spy counts the reads).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchcert.tasks.ingest.mapping import parse_mapping
+from benchcert.tasks.ingest.service import ingest_file
+from benchcert.tasks.store import blocked
+from benchcert.tasks.store.blocked import BlockedMatrices, OutOfCoreError, load_blocked, store_opener
+from benchcert.tasks.store.connection import open_store
+from benchcert.tasks.store.matrices import load_matrices
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _compare_runs():
+    spec = importlib.util.spec_from_file_location("compare_runs", ROOT / "tools" / "compare_runs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.compare_runs
+
+
+def _store(tmp_path: Path, n_models: int = 170, n_items: int = 48, fractional: bool = False) -> Path:
+    rng = np.random.default_rng(7)
+    subject = [min(i // 3, 11) for i in range(n_items)]  # 12 subjects, the last one larger
+    ability = rng.normal(0, 1, n_models)
+    rows = []
+    for j in rng.permutation(n_models):  # ingest order is not name order
+        for i in range(n_items):
+            if rng.random() < 0.03:
+                continue  # a hole
+            p = 1 / (1 + np.exp(-(ability[j] - 0.3 * subject[i] / 4)))
+            score = float(rng.random() < p)
+            if fractional and i == 0:
+                score = 0.5
+            rows.append({"model": f"m{j:03d}", "item_id": f"q{i:03d}", "subject": f"s{subject[i]:02d}",
+                         "domain": f"d{subject[i] % 3}", "score": score})
+    db = tmp_path / "s.duckdb"
+    frame = pl.DataFrame(rows)
+    half = frame["model"].unique(maintain_order=True).to_list()[: n_models // 2]
+    for k, part in enumerate((frame.filter(pl.col("model").is_in(half)), frame.filter(~pl.col("model").is_in(half)))):
+        path = tmp_path / f"part{k}.csv"
+        part.write_csv(path)
+        assert ingest_file(db, path, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    return db
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_out_of_core_audit_writes_the_in_memory_artifacts(tmp_path, monkeypatch):
+    from benchcert.flows.runs import run_audit
+    from benchcert.tasks.audit.request import AuditRequest
+
+    db = _store(tmp_path)
+    reads = []
+    original = BlockedMatrices._read
+
+    def spy(self, cols):
+        reads.append(len(cols))
+        return original(self, cols)
+
+    monkeypatch.setattr(BlockedMatrices, "_read", spy)
+    mem = run_audit("in_process", AuditRequest(db=str(db), benchmark="b", artifacts_root=str(tmp_path / "mem")))
+    ooc = run_audit("in_process", AuditRequest(db=str(db), benchmark="b", artifacts_root=str(tmp_path / "ooc"),
+                                               out_of_core=True, dask_block_models=7))
+    assert _compare_runs()(Path(mem["run_dir"]), Path(ooc["run_dir"])) == []
+    assert reads and max(reads) <= 7  # never more than a block of models at a time
+
+
+def test_blocks_and_columns_are_the_matrix(tmp_path):
+    db = _store(tmp_path, n_models=23, n_items=30)
+    with open_store(db, write=False) as con:
+        full = load_matrices(con, "b")
+        m = load_blocked(con, "b", None, store_opener(db, 5.0), block_models=4)
+    assert m.models == full.models and m.items.equals(full.items)
+    blocks = list(m.column_blocks(3))
+    assert [hi - lo for lo, hi, _ in blocks] == [3] * 7 + [2]
+    np.testing.assert_array_equal(np.concatenate([b for _, _, b in blocks], axis=1), full.scores)
+    pick = [22, 0, 5, 17, 3, 11]
+    np.testing.assert_array_equal(m.columns(pick), full.scores[:, pick])
+    for f in ("n", "total", "passed", "fractional", "low", "high"):
+        np.testing.assert_array_equal(getattr(m.subject_counts, f), getattr(full.subject_counts, f))
+    with pytest.raises(OutOfCoreError, match="out of core"):
+        m.scores  # noqa: B018 - the property raises
+
+
+def test_fractional_scores_are_refused(tmp_path):
+    db = _store(tmp_path, n_models=5, n_items=12, fractional=True)
+    with open_store(db, write=False) as con:
+        m = load_blocked(con, "b", None, store_opener(db, 5.0))
+    with pytest.raises(OutOfCoreError, match="0/1 scores"):
+        m.subject_counts  # noqa: B018
+
+
+def test_runs_merge_close_codes():
+    assert blocked._runs(np.array([0, 1, 2, 50, 200, 201])) == [(0, 51), (200, 2)]
+    assert blocked._runs(np.array([], dtype=np.int64)) == []
