@@ -92,6 +92,19 @@ def _column_variances(block: np.ndarray, mean: np.ndarray, rows: int, whole: boo
     return ss
 
 
+def _checked(column_blocks, n_items: int, n_models: int):
+    """The blocks, each checked to continue the previous one with the right shape, and to end at n_models."""
+    at = 0
+    for lo, hi, block in column_blocks:
+        if lo != at or not lo < hi <= n_models or np.shape(block) != (n_items, hi - lo):
+            raise ValueError(f"column_blocks must give consecutive blocks (n_items={n_items}, hi - lo) from 0 to "
+                             f"n_models={n_models}; got columns {lo}..{hi} shaped {np.shape(block)} after {at}")
+        at = hi
+        yield lo, hi, block
+    if at != n_models:
+        raise ValueError(f"column_blocks must cover the n_models={n_models} columns; they ended at {at}")
+
+
 def _whole(column_blocks, n_items: int, n_models: int):
     """The blocks of a matrix of at most MIN_PACK_MODELS columns as one block (numpy sums a narrow
     matrix's columns in an order a running sum does not reproduce)."""
@@ -142,14 +155,10 @@ def pack_binary_scores(column_blocks, n_items: int, n_models: int, subjects=None
     ones = np.zeros(n_models, dtype=np.int64)
     zeros = np.zeros(n_models, dtype=np.int64)
     ss = np.zeros(n_models)
-    at = 0
+    column_blocks = _checked(column_blocks, int(n_items), int(n_models))
     if n_models <= MIN_PACK_MODELS:  # narrow: one block of every column (at most MIN_PACK_MODELS wide)
         column_blocks = _whole(column_blocks, n_items, n_models)
     for lo, hi, block in column_blocks:
-        if lo != at or not lo < hi <= n_models or np.shape(block) != (n_items, hi - lo):
-            raise ValueError(f"column_blocks must give consecutive blocks (n_items={n_items}, hi - lo) from 0 to "
-                             f"n_models={n_models}; got columns {lo}..{hi} shaped {np.shape(block)} after {at}")
-        at = hi
         ob, xb, first = _packed_bits(block, order, starts, np.arange(hi - lo))
         if o_bits is None:
             o_bits = np.empty((n_models, ob.shape[1]), np.uint64)
@@ -160,8 +169,6 @@ def pack_binary_scores(column_blocks, n_items: int, n_models: int, subjects=None
         zeros[lo:hi] = np.count_nonzero(block == 0.0, axis=0)
         # the mean as column_stats computes it (the sum of 0/1 scores is the exact integer `ones`)
         ss[lo:hi] = _column_variances(block, ones[lo:hi] / np.maximum(n[lo:hi], 1), rows, hi - lo == n_models)
-    if at != n_models:
-        raise ValueError(f"column_blocks must cover the n_models={n_models} columns; they ended at {at}")
     if np.any(zeros + ones != n):
         bad = np.flatnonzero(zeros + ones != n)
         raise ValueError(f"column_blocks: the scores of model column(s) {bad[:5].tolist()} are not all 0 or 1 "
