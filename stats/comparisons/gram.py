@@ -143,18 +143,20 @@ def _packed_bits(s, order, starts, used):
     return o_bits.view(np.uint64), x_bits.view(np.uint64), first
 
 
+def _subject_order(codes):
+    """The rows in subject order (None: already) and each subject's first row there, for :func:`_packed_bits`."""
+    if codes is None:
+        return None, np.zeros(1, dtype=np.intp)
+    g = Grouping(codes)
+    return (None if np.array_equal(g.order, np.arange(g.order.size)) else g.order), g.starts
+
+
 def _pair_sums_bits(s, codes, pa, pb, out: _Sums) -> None:
     """:func:`_pair_sums_direct` for pairs of 0/1 columns, from bit-packed answered and correct masks:
     per subject and pair, the counts n_c = |O_a & O_b|, (O^T X)_ab = |O_a & X_b|, (O^T X)_ba and
     (X^T X)_ab = |X_a & X_b| are popcounts, and the statistics are exact integer combinations of
     them (X^2 = X): the same numbers as the float path, without a float copy of the columns."""
-    if codes is None:
-        order, starts = None, np.zeros(1, dtype=np.intp)
-    else:
-        g = Grouping(codes)
-        order, starts = g.order, g.starts
-        if np.array_equal(order, np.arange(order.size)):
-            order = None
+    order, starts = _subject_order(codes)
     used, inv = np.unique(np.r_[pa, pb], return_inverse=True)
     o_bits, x_bits, first = _packed_bits(s, order, starts, used)
     _bit_pair_sums(o_bits, x_bits, first, inv[:pa.size], inv[pa.size:], out)

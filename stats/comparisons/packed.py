@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import Grouping, check_alpha, check_codes, check_power
+from .._common import check_alpha, check_codes, check_power
 from .blocks import _BLOCK_RUNNER, _blocked_groups
 from .engine import ComparisonSettings, _stat_rows
-from .gram import _bit_pair_sums, _from_sums, _packed_bits, _shared_or_raise, _Sums
+from .gram import _bit_pair_sums, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums
 from .pairwise import _check_pairs, _choose_block_models
 from .results import PairedComparison, _check_primary
 
@@ -142,13 +142,7 @@ def pack_binary_scores(column_blocks, n_items: int, n_models: int, subjects=None
     ValueError (the answered items' count must be the zeros' plus the ones').
     """
     codes = None if subjects is None else check_codes(subjects, "subjects", length=int(n_items))
-    if codes is None:
-        order, starts = None, np.zeros(1, dtype=np.intp)
-    else:
-        g = Grouping(codes)
-        order, starts = g.order, g.starts
-        if np.array_equal(order, np.arange(order.size)):
-            order = None
+    order, starts = _subject_order(codes)
     rows = _stat_rows(n_models)
     o_bits = x_bits = first = None
     n = np.zeros(n_models, dtype=np.int64)
