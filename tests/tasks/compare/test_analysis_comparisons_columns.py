@@ -86,21 +86,28 @@ def test_a_binary_benchmark_is_compared_from_its_columns_alone(shape, config, fa
     _same(ref, _run(columns, config))
 
 
-def test_the_block_runner_gets_the_groups_and_the_numbers_stay_the_same():
+@pytest.mark.parametrize("shape, config, n_sent", [
+    ((120, 24, 6), AuditConfig(), 3 * 4 // 2),  # every pair: the 6 pairs of 3 blocks of 8 models go out
+    ((40, 160, 4), AuditConfig(), 0),  # the leaderboard family: one group over every model, computed here
+    ((60, 30, 35), AuditConfig(baseline="m001"), 4 * 5 // 2),  # the table here; the ranks' every pair out
+])
+def test_the_block_runner_gets_the_groups_and_the_numbers_stay_the_same(shape, config, n_sent):
     # The Dask path (tasks/audit/distributed.py): pairs of model blocks go to the runner, which reads
-    # the groups' columns itself; the flow keeps only the bits.
-    memory, columns = _matrices(120, 24, 6, seed=5)
+    # the groups' columns itself; the flow keeps only the bits, and computes a group over every model.
+    memory, columns = _matrices(*shape, seed=5)
+    sent = []
 
     def runner(groups, codes, colstats, **settings):
         for g in groups:
-            assert g.cols.size < 24  # blocked groups only: a group over every model is computed on the flow
+            sent.append(g.blocks)
             yield pair_block(memory.columns(g.cols), codes, g, tuple(c[g.cols] for c in colstats), **settings)
 
     with pair_block_runner(lambda *a, **k: list(runner(*a, **k)), 8):
-        ref = _run(memory, AuditConfig())
-        got = _run(columns, AuditConfig())
-    _same(ref, got)
-    _same(_run(memory, AuditConfig()), got)  # and the one-process numbers
+        got = _run(columns, config)
+    assert len(set(sent)) == n_sent
+    _same(_run(memory, config), got)  # the one-process numbers
+    with pair_block_runner(lambda *a, **k: list(runner(*a, **k)), 8):
+        _same(_run(memory, config), got)  # and the in-memory run's through the runner
 
 
 def test_packing_refuses_scores_that_are_not_0_or_1():
