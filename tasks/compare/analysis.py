@@ -35,6 +35,12 @@ each model against the next one in the ranking and every pair among the top ``TO
 intervals and tied groups come from them (untested pairs count as not distinguished, which only
 widens the intervals). ``AuditConfig.all_pairs`` (``--all-pairs``) asks for every pair.
 
+On a benchmark whose scores are all 0 or 1 the matrix is read only through
+``BenchmarkMatrices.column_blocks``, once, into each model's bit-packed answered and correct
+items (stats/comparisons/packed.py), and never through ``scores``: what an out-of-core matrix
+allows; every number is the matrix computation's to the last bit. Fractional scores are compared
+from ``scores``.
+
 The report gets a rank plot (rank intervals), the tied groups and the table.
 """
 
