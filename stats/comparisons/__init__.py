@@ -43,7 +43,8 @@ Where each part lives (one module per component; the names above are importable 
   subject sums (exact under a symmetric null whatever the subject sizes);
 * :mod:`.paired` - one pair from item-level scores or from binary counts, and the unpaired contrast;
 * :mod:`.pairwise` - every pair of a score matrix; :mod:`.gram` its per-subject sums;
-  :mod:`.blocks` the memory-budgeted blocks of models and the Dask block runner;
+  :mod:`.blocks` the memory-budgeted blocks of models and the Dask block runner; :mod:`.packed`
+  every pair of a 0/1 matrix read a block of models at a time (its bits, not the matrix);
 * :mod:`.multiplicity`, :mod:`.ranks`, :mod:`.power` - families, ranks, sample sizes.
 """
 
@@ -54,6 +55,7 @@ from .blocks import PairBlock, pair_block, pair_block_runner
 from .engine import column_stats, interval_verdict
 from .multiplicity import adjust_pvalues, simultaneous_intervals
 from .paired import paired_comparison, paired_comparison_counts, unpaired_z_test
+from .packed import PackedScores, pack_binary_scores, pack_block_models, pairwise_comparisons_packed
 from .pairwise import BLOCK_PAIR_BYTES, DENSE_PAIR_BYTES, pairwise_comparisons
 from .power import hellinger_min_items, minimum_detectable_effect, paired_sample_size
 from .ranks import rank_confidence, shared_gap_scores
@@ -106,4 +108,9 @@ __all__ = [
     "column_stats",
     "DENSE_PAIR_BYTES",
     "BLOCK_PAIR_BYTES",
+    # a 0/1 matrix read by blocks of models (an out-of-core matrix's comparisons)
+    "PackedScores",
+    "pack_binary_scores",
+    "pack_block_models",
+    "pairwise_comparisons_packed",
 ]

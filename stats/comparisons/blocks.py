@@ -130,28 +130,38 @@ def _pairwise_blocked(s, codes, pa, pb, settings: ComparisonSettings, bm: int, r
     (tested); warnings name the pairs by their position in the whole family. With a
     ``runner`` (:class:`pair_block_runner`) the groups are computed by it (on a Dask cluster).
     """
-    k = s.shape[1]
+    colstats = column_stats(s)
+
+    def local(group):
+        return _pairwise_core(s[:, group.cols], codes, group.pa, group.pb, settings, cols=group.cols,
+                              colstats=colstats)
+
+    return _blocked_groups(s.shape[1], codes, pa, pb, settings, bm, colstats, local, runner)
+
+
+def _blocked_groups(k, codes, pa, pb, settings: ComparisonSettings, bm: int, colstats, local, runner=None):
+    """The groups of :func:`_pairwise_blocked` over ``k`` columns, each computed by ``local(group)``
+    (with the group's positions in the family set for its warnings) or by the ``runner``; results
+    scattered into place. ``colstats``: the whole matrix's :func:`column_stats`, for the runner."""
     if bm >= k:  # one group: the dense computation itself, wherever the runner computes it
         groups = [PairBlock(blocks=(0, 0), block_models=k, cols=np.arange(k, dtype=np.intp), pa=pa, pb=pb,
                             index=np.arange(pa.size), n_pairs=pa.size)]
     else:
         groups = _pair_groups(k, pa, pb, bm)
-    colstats = column_stats(s)
     if runner is not None:
         groups = list(groups)
         done = zip(groups, runner.run(groups, codes, colstats, alpha=settings.alpha, power=settings.power,
                                       primary=settings.primary, all_binary=settings.all_binary))
     else:
 
-        def local(group):
+        def here(group):
             token = _PAIR_INDEX.set(group.index)
             try:
-                return _pairwise_core(s[:, group.cols], codes, group.pa, group.pb, settings, cols=group.cols,
-                                      colstats=colstats)
+                return local(group)
             finally:
                 _PAIR_INDEX.reset(token)
 
-        done = ((g, local(g)) for g in groups)  # one group's index arrays at a time
+        done = ((g, here(g)) for g in groups)  # one group's index arrays at a time
     out = None
     for group, part in done:
         idx = group.index[:group.n_pairs]

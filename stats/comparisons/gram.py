@@ -143,27 +143,33 @@ def _packed_bits(s, order, starts, used):
     return o_bits.view(np.uint64), x_bits.view(np.uint64), first
 
 
+def _subject_order(codes):
+    """The rows in subject order (None: already) and each subject's first row there, for :func:`_packed_bits`."""
+    if codes is None:
+        return None, np.zeros(1, dtype=np.intp)
+    g = Grouping(codes)
+    return (None if np.array_equal(g.order, np.arange(g.order.size)) else g.order), g.starts
+
+
 def _pair_sums_bits(s, codes, pa, pb, out: _Sums) -> None:
     """:func:`_pair_sums_direct` for pairs of 0/1 columns, from bit-packed answered and correct masks:
     per subject and pair, the counts n_c = |O_a & O_b|, (O^T X)_ab = |O_a & X_b|, (O^T X)_ba and
     (X^T X)_ab = |X_a & X_b| are popcounts, and the statistics are exact integer combinations of
     them (X^2 = X): the same numbers as the float path, without a float copy of the columns."""
-    if codes is None:
-        order, starts = None, np.zeros(1, dtype=np.intp)
-    else:
-        g = Grouping(codes)
-        order, starts = g.order, g.starts
-        if np.array_equal(order, np.arange(order.size)):
-            order = None
+    order, starts = _subject_order(codes)
     used, inv = np.unique(np.r_[pa, pb], return_inverse=True)
-    ia, ib = inv[:pa.size], inv[pa.size:]
     o_bits, x_bits, first = _packed_bits(s, order, starts, used)
+    _bit_pair_sums(o_bits, x_bits, first, inv[:pa.size], inv[pa.size:], out)
 
+
+def _bit_pair_sums(o_bits, x_bits, first, ia, ib, out: _Sums) -> None:
+    """The per-subject statistics of the pairs (rows ``ia[p]``, ``ib[p]`` of the bit-packed masks of
+    :func:`_packed_bits`; subjects starting at words ``first``) as popcounts (into ``out``)."""
     def seg(v):  # popcounts per subject: (subjects, chunk)
         return np.add.reduceat(np.bitwise_count(v), first, axis=1, dtype=np.int64).T.astype(np.float64)
 
     step = max(1, (1 << 22) // max(8 * o_bits.shape[1], 1))
-    for lo in range(0, pa.size, step):
+    for lo in range(0, ia.size, step):
         a, b = ia[lo:lo + step], ib[lo:lo + step]
         oa, ob, xa, xb = o_bits[a], o_bits[b], x_bits[a], x_bits[b]
         ox_ab = seg(oa & xb)
@@ -232,33 +238,46 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
     else:
         obs = ~np.isnan(s)
         _pair_sums_gram(s, obs, blocks, pa, pb, both_binary, sums)
-    # Gram sums of 0/1 values are exact integers; rounding guards the float path anyway.
-    n_c = np.rint(sums.n_c)
-    n = n_c.sum(axis=0)
-    if np.any(n == 0):
-        bad = np.flatnonzero(n == 0)
-        ga, gb = (pa, pb) if cols is None else (cols[pa], cols[pb])
-        raise ValueError(f"scores: model columns {_short([(int(ga[j]), int(gb[j])) for j in bad])} share no "
-                         "answered item; there is nothing to compare")
-    n_pos, n_neg = sums.n_pos, sums.n_neg
+    _shared_or_raise(sums, pa, pb, cols)
     if not both_binary.all():
         # Sign counts are not bilinear in the scores; count them directly for non-binary pairs.
         obs = ~np.isnan(s) if obs is None else obs
         for j in np.flatnonzero(~both_binary):
             sh = obs[:, pa[j]] & obs[:, pb[j]]
             d = s[sh, pb[j]] - s[sh, pa[j]]
-            n_pos[j], n_neg[j] = (d > 0).sum(), (d < 0).sum()
-    n_pos, n_neg = np.rint(n_pos), np.rint(n_neg)
+            sums.n_pos[j], sums.n_neg[j] = (d > 0).sum(), (d < 0).sum()
     n_ans = colsums[0] if colsums is not None else obs.sum(axis=0) if obs is not None else _answered(s)
+    if colstats is None:
+        colstats = column_stats(s, sums=colsums)
+    else:  # of the whole matrix (blocked path): the same numbers as the dense path's
+        colstats = tuple(c if cols is None or colstats_of_cols else c[cols] for c in colstats)
+    return _from_sums(sums, pa, pb, settings, both_binary, n_ans, colstats, clustered=codes is not None)
+
+
+def _shared_or_raise(sums: _Sums, pa, pb, cols) -> None:
+    """ValueError naming the pairs (whole-matrix columns: ``cols`` maps the local ones) that share no item."""
+    n = np.rint(sums.n_c).sum(axis=0)
+    if np.any(n == 0):
+        bad = np.flatnonzero(n == 0)
+        ga, gb = (pa, pb) if cols is None else (cols[pa], cols[pb])
+        raise ValueError(f"scores: model columns {_short([(int(ga[j]), int(gb[j])) for j in bad])} share no "
+                         "answered item; there is nothing to compare")
+
+
+def _from_sums(sums: _Sums, pa, pb, settings: ComparisonSettings, both_binary, n_ans, colstats, *,
+               clustered: bool) -> PairedComparison:
+    """Every test of the pairs (pa[p], pb[p]) from their per-subject statistics ``sums``, each column's
+    answered items ``n_ans`` and (count, mean, variance) ``colstats`` (indexed like pa and pb)."""
+    # Gram sums of 0/1 values are exact integers; rounding guards the float path anyway.
+    n_c = np.rint(sums.n_c)
+    n = n_c.sum(axis=0)
+    n_pos, n_neg = np.rint(sums.n_pos), np.rint(sums.n_neg)
     n_only_a = n_ans[pa] - n
     n_only_b = n_ans[pb] - n
     fields = _engine(PairSums(n_c, sums.s_c, sums.q_c, n_pos.astype(np.int64), n_neg.astype(np.int64), both_binary,
-                              n_only_a.astype(np.int64), n_only_b.astype(np.int64), clustered=codes is not None),
+                              n_only_a.astype(np.int64), n_only_b.astype(np.int64), clustered=clustered),
                      settings)
     fields["n"] = np.asarray(fields["n"]).astype(np.int64)
-    if colstats is None:
-        cn, cm, cv = column_stats(s, sums=colsums)
-    else:  # of the whole matrix (blocked path): the same numbers as the dense path's
-        cn, cm, cv = (c if cols is None or colstats_of_cols else c[cols] for c in colstats)
+    cn, cm, cv = colstats
     fields["tests"]["unpaired_z"] = _unpaired_core(cm[pa], cv[pa], cn[pa], cm[pb], cv[pb], cn[pb], settings.alpha)
     return PairedComparison(mean_a=sums.sum_a / n, mean_b=sums.sum_b / n, pair_a=pa, pair_b=pb, **fields)

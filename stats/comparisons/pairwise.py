@@ -34,6 +34,13 @@ def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, pr
         raise ValueError(f"scores must have at least 2 model columns to compare; got {k}")
     codes = None if subjects is None else check_codes(subjects, "subjects", length=s.shape[0])
     primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
+    pa, pb = _check_pairs(pairs, baseline, k)
+    return s, codes, pa, pb, alpha, power, primary
+
+
+def _check_pairs(pairs, baseline, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (A, B) columns of the pairs asked for (``pairs``, every column against ``baseline``, or every
+    pair i < j) among ``k`` columns; ValueError naming the parameter otherwise."""
     if pairs is not None and baseline is not None:
         raise ValueError(f"give pairs or baseline, not both; got pairs and baseline={baseline!r}")
     if baseline is not None:
@@ -53,7 +60,25 @@ def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, pr
         pa, pb = p[:, 0], p[:, 1]
     else:
         pa, pb = np.triu_indices(k, 1)
-    return s, codes, pa.astype(np.intp), pb.astype(np.intp), alpha, power, primary
+    return pa.astype(np.intp), pb.astype(np.intp)
+
+
+def _choose_block_models(block_models, runner, all_binary: bool, n_pairs: int, k: int, c: int) -> int:
+    """The model block size the pairs are computed in (:func:`pairwise_comparisons`' rule)."""
+    if block_models is None:
+        if runner is not None and all_binary and n_pairs * _gram.PAIR_DIRECT_RATIO >= k ** 2:
+            # Many pairs (the Gram path, O(n_items K^2)): by blocks. Exact integer sums: any blocking gives
+            # the same numbers. A few pairs among many models (leaderboard, baseline) cost O(n_items P) and
+            # would touch most pairs of blocks: one group.
+            return runner.block_models
+        if c * n_pairs * 24 <= DENSE_PAIR_BYTES:
+            return k
+        # a block pair's statistics (C x at most B^2 pairs x 3 arrays) within the budget
+        return max(2, int(math.isqrt(BLOCK_PAIR_BYTES // (24 * c))))
+    if isinstance(block_models, (bool, np.bool_)) or not isinstance(block_models, numbers.Integral) \
+            or block_models < 1:
+        raise ValueError(f"block_models must be a positive integer; got {block_models!r}")
+    return int(block_models)
 
 
 def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, alpha=0.05, power=0.8,
@@ -105,19 +130,7 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     all_binary = bool(binary_col[pa].all() and binary_col[pb].all())
     c = 1 if codes is None else int(np.unique(codes).size)
     runner = _BLOCK_RUNNER.get()
-    if block_models is None:
-        if runner is not None and all_binary and pa.size * _gram.PAIR_DIRECT_RATIO >= s.shape[1] ** 2:
-            # Many pairs (the Gram path, O(n_items K^2)): by blocks. Exact integer sums: any blocking gives
-            # the same numbers. A few pairs among many models (leaderboard, baseline) cost O(n_items P) and
-            # would touch most pairs of blocks: one group.
-            block_models = runner.block_models
-        elif c * pa.size * 24 <= DENSE_PAIR_BYTES:
-            block_models = s.shape[1]
-        else:  # a block pair's statistics (C x at most B^2 pairs x 3 arrays) within the budget
-            block_models = max(2, int(math.isqrt(BLOCK_PAIR_BYTES // (24 * c))))
-    elif isinstance(block_models, (bool, np.bool_)) or not isinstance(block_models, numbers.Integral) \
-            or block_models < 1:
-        raise ValueError(f"block_models must be a positive integer; got {block_models!r}")
+    block_models = _choose_block_models(block_models, runner, all_binary, pa.size, s.shape[1], c)
     settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary)
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
         if block_models >= s.shape[1] and runner is None:

@@ -263,9 +263,15 @@ class _PairBlocksOnCluster:
     """The groups of a blocked pairwise computation as Prefect tasks (stats/comparisons/blocks.py pair_block_runner)."""
 
     def __init__(self, export_dir: str, benchmark: str, variant: str, models: list[str], n_items: int,
-                 scores: np.ndarray):
+                 scores):
+        """``scores``: the flow's matrix, or a function giving it (read only if a group over every
+        model comes here: a 0/1 benchmark's comparisons compute that group from its bits instead)."""
         self.where = (export_dir, benchmark, variant)
-        self.models, self.n_items, self.scores = models, n_items, scores
+        self.models, self.n_items, self._scores = models, n_items, scores
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self._scores() if callable(self._scores) else self._scores
 
     def _here(self, g, codes, colstats, settings):
         """A group over every model (a few pairs among many: leaderboard or baseline family) is computed
@@ -337,7 +343,7 @@ def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: li
         # The analysis runs here, on the flow's matrix (pairs chosen, family adjusted, ranks); its pairs
         # go to the workers by pairs of model blocks.
         runner = _PairBlocksOnCluster(export_dir, benchmark, variant, matrices.models, n_items,
-                                      matrices.scores)
+                                      lambda: matrices.scores)
 
         def comparisons(m, c):
             with pair_block_runner(lambda *a, **k: list(runner(*a, **k)), bm):

@@ -35,6 +35,12 @@ each model against the next one in the ranking and every pair among the top ``TO
 intervals and tied groups come from them (untested pairs count as not distinguished, which only
 widens the intervals). ``AuditConfig.all_pairs`` (``--all-pairs``) asks for every pair.
 
+On a benchmark whose scores are all 0 or 1 the matrix is read only through
+``BenchmarkMatrices.column_blocks``, once, into each model's bit-packed answered and correct
+items (stats/comparisons/packed.py), and never through ``scores``: what an out-of-core matrix
+allows; every number is the matrix computation's to the last bit. Fractional scores are compared
+from ``scores``.
+
 The report gets a rank plot (rank intervals), the tied groups and the table.
 """
 
@@ -48,8 +54,12 @@ import polars as pl
 from benchcert.stats.comparisons import (
     MIN_SUBJECTS_CLUSTERED,
     QUESTIONS,
+    PackedScores,
     adjust_pvalues,
+    pack_binary_scores,
+    pack_block_models,
     pairwise_comparisons,
+    pairwise_comparisons_packed,
     rank_confidence,
     simultaneous_intervals,
 )
@@ -136,11 +146,15 @@ def _nanmean_columns(scores: np.ndarray, answered: np.ndarray) -> np.ndarray:
         return buf[0] / answered
 
 
-def _shared_counts(scores: np.ndarray, answered: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _shared_counts(scores, answered: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Items answered by both models of each pair (a[p], b[p]); O(n_items P), not a K x K product.
-    ``answered``: items each model answered (when every model answered every item, no pass)."""
-    if np.all(answered == scores.shape[0]):
-        return np.full(a.size, scores.shape[0], dtype=np.int64)
+    ``answered``: items each model answered (when every model answered every item, no pass).
+    ``scores``: the matrix, or its :class:`PackedScores` (popcounts of the answered bits)."""
+    n_items = scores.n_items if isinstance(scores, PackedScores) else scores.shape[0]
+    if np.all(answered == n_items):
+        return np.full(a.size, n_items, dtype=np.int64)
+    if isinstance(scores, PackedScores):
+        return scores.shared_counts(a, b)
     out = np.empty(a.size, dtype=np.int64)
     step = max(1, (1 << 24) // max(scores.shape[0], 1))
     for lo in range(0, a.size, step):
@@ -149,8 +163,28 @@ def _shared_counts(scores: np.ndarray, answered: np.ndarray, a: np.ndarray, b: n
     return out
 
 
-def _pairs(scores: np.ndarray, models: list[str], pooled: np.ndarray, baseline: int | None,
-           all_pairs: bool = False):
+def _compare(scores, subjects, pairs: np.ndarray, alpha: float):
+    """:func:`pairwise_comparisons` of ``pairs``, from the matrix or from its :class:`PackedScores`
+    (the same numbers: see :func:`_source`)."""
+    if isinstance(scores, PackedScores):
+        return pairwise_comparisons_packed(scores, pairs=pairs, alpha=alpha, power=POWER)
+    return pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+
+
+def _source(m: BenchmarkMatrices, counts, subjects):
+    """What the pairs are computed from: when every score is 0 or 1, each model's answered and correct
+    bits, read from ``m`` a block of models at a time (``column_blocks``: 2 bits a cell, no
+    matrix-sized array; an out-of-core matrix never holds ``scores``), from which every pair's
+    statistics are exact integers, so the results are the matrix computation's to the last bit;
+    otherwise (fractional scores, or scores outside [0, 1], which pairwise_comparisons refuses)
+    the matrix itself."""
+    if counts.binary.all() and counts.in_unit_interval:
+        return pack_binary_scores(m.column_blocks(pack_block_models(m.n_items)), m.n_items, len(m.models),
+                                  subjects)
+    return m.scores
+
+
+def _pairs(models: list[str], pooled: np.ndarray, baseline: int | None, all_pairs: bool = False):
     """(versus, model) column pairs: against the baseline, every pair, or (beyond
     ALL_PAIRS_MAX_MODELS models) the leaderboard family; the better-scoring model first so that
     gaps read 'model is ahead of versus by ...'."""
@@ -174,7 +208,6 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     alpha = config.alpha
     if len(models) < 2:
         return _empty(f"comparisons: {len(models)} model(s) in the benchmark; nothing to compare")
-    scores = m.scores
     notes: list[str] = []
     subjects = m.item_subject if "subject" in config.hierarchy else None
     if subjects is not None and m.subjects.height < 2:
@@ -188,6 +221,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
                      "with so few subjects: that test has little power and a noisy standard error")
     counts = m.subject_counts  # shared by the analyses: no mask or zero-filled copy of the matrix here
     answered = counts.n_items
+    scores = _source(m, counts, subjects)
     if counts.binary.all():
         pooled = counts.total.sum(axis=0) / answered  # exact integer sums: np.nanmean's numbers
     else:
@@ -206,7 +240,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
 
     # Pairs that share no item cannot be compared; they stay in the table, flagged.
     all_pairs_asked = bool(getattr(config, "all_pairs", False))
-    versus, model = _pairs(scores, models, pooled, baseline, all_pairs_asked)
+    versus, model = _pairs(models, pooled, baseline, all_pairs_asked)
     comparable = _shared_counts(scores, answered, versus, model) > 0
     if not comparable.all():
         for v, w in zip(versus[~comparable], model[~comparable]):
@@ -224,7 +258,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     if pv.size:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            r = pairwise_comparisons(scores, subjects, pairs=np.column_stack([pv, pm]), alpha=alpha, power=POWER)
+            r = _compare(scores, subjects, np.column_stack([pv, pm]), alpha)
         _pass_on(caught, pm, pv)
         holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
         bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
@@ -323,7 +357,7 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs, answered, leaderb
         if pairs.shape[0]:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+                r = _compare(scores, subjects, pairs, alpha)
             # pairs are (i, j), gap = j - i; the table's own family was passed on already
             _pass_on(caught, pairs[:, 1], pairs[:, 0], prefix=f"rank intervals ({'leaderboard family' if leaderboard else 'every pair'}): ")
             gap, p = r.estimate, r.p_value
