@@ -269,14 +269,16 @@ def audit_body(steps, request: AuditRequest, verdicts: list[dict] | None = None,
     published = False
     webhook = None
     try:
-        if export_dir is None:
+        if export_dir is not None and steps.analyses_from_export is None:
+            raise ValueError("export_dir is for the Dask path, which runs as a Prefect flow (--prefect)")
+        if export_dir is None or request.out_of_core:
+            # Out of core the flow reads the store by blocks itself, on Dask too: the workers read
+            # the export; the flow never holds the matrix.
             say("reading the store")
             matrices, sources, read_s = steps.load_matrices(db, benchmark, variant, lock_timeout,
                                                             out_of_core=request.out_of_core,
                                                             block_models=request.dask_block_models)
         else:
-            if steps.analyses_from_export is None:
-                raise ValueError("export_dir is for the Dask path, which runs as a Prefect flow (--prefect)")
             from benchcert.tasks.audit.steps import read_benchmark
 
             say("reading the export")

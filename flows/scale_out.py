@@ -54,9 +54,9 @@ def dask_audit(options: ScaleOut, request: AuditRequest, audit_flow):
         below 2, a bad address or worker count), before anything is exported.
     """
     if not options.address and options.workers is None:
-        if options.export or options.block_models is not None:
-            raise ValueError("--export and --dask-block-models are for the Dask workers; give --dask-address or "
-                             "--dask-workers with them")
+        if options.export or (options.block_models is not None and not request.out_of_core):
+            raise ValueError("--export and --dask-block-models are for the Dask workers (or --out-of-core); give "
+                             "--dask-address or --dask-workers with them")
         return audit_flow, request
     from benchcert.tasks.audit.distributed import dask_task_runner, model_blocks
     from benchcert.tasks.store.export import export_parquet

@@ -126,10 +126,6 @@ def cmd_audit(args) -> int:
                            dask_block_models=args.dask_block_models if args.out_of_core else None)
     scale = ScaleOut(address=args.dask_address, workers=args.dask_workers, export=args.export,
                      block_models=args.dask_block_models)
-    if scale.asked and args.out_of_core:
-        print("benchcert audit: --out-of-core runs in one process; it cannot be combined with --dask-address, "
-              "--dask-workers or --export", file=sys.stderr)
-        return EXIT_USAGE
     if scale.asked:
         # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
         from benchcert.flows.runs import prefect_env
@@ -213,7 +209,7 @@ def add_dask_arguments(sp) -> None:
     sp.add_argument("--out-of-core", action="store_true",
                     help="do not hold the score matrix: read it from the store by blocks of models (--dask-block-models, "
                          "default 500) when an analysis asks; memory is the per-subject counts and one block, not "
-                         "models x items (0/1 scores, one process; docs/scale.md)")
+                         "models x items (0/1 scores; on Dask the flow reads the store this way; docs/scale.md)")
     g = sp.add_argument_group("scale-out on Dask (default: one process)")
     g.add_argument("--dask-address", metavar="URL",
                    help="run the analyses on the Dask cluster whose scheduler is at URL (tcp://HOST:PORT); its "

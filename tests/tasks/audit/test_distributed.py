@@ -104,6 +104,31 @@ def test_local_cluster_audit_gives_the_single_process_artifacts(mmlu_db, dask_ad
     _multiplicity_over_the_whole_family(Path(dask["run_dir"]), block=10)
 
 
+@pytest.mark.usefixtures("prefect_harness")
+def test_out_of_core_flow_on_a_local_cluster_gives_the_single_process_artifacts(mmlu_db, dask_address, tmp_path,
+                                                                                 monkeypatch):
+    """``--out-of-core`` on Dask: the flow reads the store by blocks (never the whole matrix), the
+    workers the export's blocks; the artifacts are the single-process ones."""
+    from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.audit.distributed import dask_task_runner
+    from benchcert.tasks.audit.request import AuditRequest
+    from benchcert.tasks.store.blocked import BlockedMatrices
+
+    single = audit_flow(AuditRequest(db=str(mmlu_db), benchmark="mmlu_pro", artifacts_root=str(tmp_path / "single")))
+    export = tmp_path / "export"
+    export_parquet(mmlu_db, export)
+    reads = []
+    original = BlockedMatrices._read
+    monkeypatch.setattr(BlockedMatrices, "_read", lambda self, cols: reads.append(len(cols)) or original(self, cols))
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
+    dask = flow(AuditRequest(db=str(mmlu_db), benchmark="mmlu_pro", artifacts_root=str(tmp_path / "dask"),
+                             export_dir=str(export), dask_block_models=10, out_of_core=True))
+    assert reads and max(reads) <= 10  # the flow read blocks of at most 10 models, never the matrix
+    a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
+    b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
+    _same_artifacts(a, b)
+
+
 def _multiplicity_over_the_whole_family(run_dir: Path, block: int) -> None:
     """Holm, Bonferroni and BH of the comparisons table are those of all its p-values at once, applied
     after the blocks were assembled, not of each pair of model blocks on its own."""

@@ -107,3 +107,20 @@ def test_fractional_scores_are_refused(tmp_path):
 def test_runs_merge_close_codes():
     assert blocked._runs(np.array([0, 1, 2, 50, 200, 201])) == [(0, 51), (200, 2)]
     assert blocked._runs(np.array([], dtype=np.int64)) == []
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_cli_out_of_core(capsys, tmp_path, monkeypatch):
+    from store_support import cli
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)  # the in-process audit a person types
+    db = _store(tmp_path, n_models=9, n_items=24)
+    code, out, err = cli(capsys, "audit", "--db", db, "--benchmark", "b", "--artifacts", tmp_path / "a",
+                         "--out-of-core", "--dask-block-models", "4", "--in-process")
+    assert code == 0, err
+    (tmp_path / "f").mkdir()
+    frac = _store(tmp_path / "f", n_models=4, n_items=12, fractional=True)
+    code, out, err = cli(capsys, "audit", "--db", frac, "--benchmark", "b", "--artifacts", tmp_path / "a",
+                         "--out-of-core", "--in-process")
+    assert code != 0 and "needs 0/1 scores" in err and "without --out-of-core" in err
+    assert "unexpected error" not in err
