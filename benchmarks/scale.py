@@ -215,7 +215,7 @@ def _dask_audit(args, audit_flow):
             flow = audit_flow.with_options(task_runner=dask_task_runner(address=address))
             out = flow(AuditRequest(db=args.db, benchmark=BENCH, artifacts_root=args.artifacts,
                                     all_pairs=args.all_pairs, export_dir=str(export),
-                                    dask_block_models=args.dask_block_models))
+                                    dask_block_models=args.dask_block_models, out_of_core=args.out_of_core))
             after = client.run(_worker_stats)
     workers = {w: {"cpu_s": after[w]["cpu_s"] - before[w]["cpu_s"], "peak_rss": after[w]["peak_rss"]} for w in after}
     tasks = [c for w in after for c in after[w]["tasks"]]
@@ -412,7 +412,8 @@ def main(argv=None) -> int:
             # give two rows (make bench's 320M), neither gives the in-memory audit.
             modes = [("out of core", {"out_of_core": True})] if args.out_of_core else []
             if args.dask_workers:
-                modes.append((f"Dask, {args.dask_workers} workers", {"dask_workers": args.dask_workers}))
+                modes.append((f"Dask, {args.dask_workers} workers" + (", out of core" if args.out_of_core else ""),
+                              {"dask_workers": args.dask_workers, "out_of_core": args.out_of_core}))
             for label, how in modes or [("", {})]:
                 aud = run_child("audit", d / f"audit{len(results)}.json", args.timeout, db=db,
                                 artifacts=d / "artifacts", all_pairs=args.all_pairs, mode=args.mode,
