@@ -166,14 +166,24 @@ def _answered_items(export_dir: str, benchmark: str, variant: str, export_id: st
 def _cached_block(export_dir: str, benchmark: str, variant: str, models: tuple[str, ...], export_id: str):
     import polars as pl
 
+    from benchcert.tasks.store.blocked import BlockedMatrices
+    from benchcert.tasks.store.dense_read import plan_read
     from benchcert.tasks.store.matrices import RawResponses, matrices_from_raw, read_responses
 
-    keys = _answered_items(export_dir, benchmark, variant, export_id)
     con = open_export(export_dir, benchmark)
     try:
+        plan = plan_read(con, benchmark, variant)
+        if plan is not None and set(models) <= set(plan.models):
+            # The streamed read (tasks/store/dense_read.py): the whole matrix' rows, these models' columns,
+            # read as the out-of-core audit reads a block.
+            whole = BlockedMatrices(benchmark, variant, plan, lambda: contextlib.nullcontext(con))
+            col = {name: j for j, name in enumerate(plan.models)}
+            return BenchmarkMatrices(benchmark, variant, items=plan.rows, models=list(models),
+                                     scores=whole.columns([col[x] for x in models]), n_replicates=None)
         raw = read_responses(con, benchmark, variant, list(models))
     finally:
         con.close()
+    keys = _answered_items(export_dir, benchmark, variant, export_id)
     items = raw.items.filter(pl.col("item_code").is_in(pl.Series(keys, dtype=raw.items["item_code"].dtype)))
     m = matrices_from_raw(benchmark, variant, RawResponses(items=items, models=raw.models, cells=raw.cells),
                           keep_items=True)
