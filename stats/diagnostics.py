@@ -26,7 +26,7 @@ import warnings
 from ._blas import loop_blas_threads
 from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, warn_degenerate
 from .subject_counts import SubjectCounts
-from .hierarchical.domains import DomainFits, _counts, _domains_iv, _fit_domains_counts, _matrix_iv
+from .hierarchical.domains import DomainFits, _counts, _counts_iv, _domains_iv, _fit_domains_counts, _matrix_iv
 
 __all__ = [
     "NoSplittableSubjectWarning",
@@ -304,8 +304,11 @@ def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method, cou
         if counted is None or not counted.binary.all() or method == "shuffle":
             raise ValueError("split_half without scores needs the fits or counts of 0/1 scores and method 'auto' "
                              f"or 'hypergeometric'; got {type(counted).__name__}, method={method!r}")
-        codes = check_codes(subjects, "subjects")
-        doms, k = _domains_iv(codes, subject_domains, counted.n.shape[0])[1:]
+        if isinstance(counted, SubjectCounts):
+            codes, doms, k = _counts_iv(counted, subjects, subject_domains)  # the matrix path's checks
+        else:
+            codes = check_codes(subjects, "subjects")
+            doms, k = _domains_iv(codes, subject_domains, counted.n.shape[0])[1:]
         s = None
     else:
         s, codes, doms, k = _matrix_iv(scores, subjects, subject_domains)

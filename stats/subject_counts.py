@@ -58,8 +58,9 @@ class SubjectCounts:
 
     @property
     def binary(self) -> np.ndarray:
-        """(M,) bool: the model's answered scores are all 0 or 1 (for scores in [0, 1])."""
-        return self.fractional == 0
+        """(M,) bool: the model's answered scores are all 0 or 1 (``fractional`` counts scores
+        neither 0 nor >= 1, so a score above 1 or below 0 is checked here too)."""
+        return (self.fractional == 0) & ~(self.high > 1.0) & ~(self.low < 0.0)
 
     @property
     def n_items(self) -> np.ndarray:
@@ -141,7 +142,9 @@ def subject_counts(scores, subjects, n_subjects: int | None = None, *,
     buf = np.empty((block_rows + 1, n_models))
     seg_code = grouping.codes
     seg = 0
-    for lo, hi, local, continues in _chunks(grouping.starts, n_rows, block_rows, split=not reduceat):
+    # One column: numpy sums a lone column's rows pairwise, not in order, so a subject split
+    # across blocks would not give segment_sums' bits; one model's subject fits in memory whole.
+    for lo, hi, local, continues in _chunks(grouping.starts, n_rows, block_rows, split=not reduceat and n_models > 1):
         blk = s[lo:hi] if in_order else np.take(s, grouping.order[lo:hi], axis=0)
         rows = hi - lo
         if rows > block_rows:  # one subject longer than a block (reduceat path): its own buffer

@@ -188,6 +188,8 @@ def fit_domains(scores, subjects, subject_domains=None, *, proxy_alpha=None,
         _, doms, k = _counts_iv(counts, subjects, subject_domains)
         if counts.n.shape[0] != k:
             raise ValueError(f"counts must have one row per subject ({k}); got {counts.n.shape[0]}")
+        if proxy_alpha is not None:
+            proxy_alpha = check_alpha(proxy_alpha)
         return _fit_domains_counts(*_from_counts(counts), doms, stacklevel=3, proxy_alpha=proxy_alpha)
     s, codes, doms, k = _fit_domains_iv(scores, subjects, subject_domains)
     if proxy_alpha is not None:

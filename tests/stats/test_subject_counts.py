@@ -48,6 +48,7 @@ CASES = [
     (3000, 4, 3, False, True, 1 << 10),       # subjects longer than a block: continued sums
     (3000, 4, 1, True, True, 1 << 10),
     (500, 1, 4, False, True, 1 << 20),        # one model
+    (3000, 1, 2, False, True, 1 << 10),       # one model, subjects longer than a block (pairwise column sums)
     (700, 9, 20, True, False, 1 << 9),
 ]
 
@@ -128,3 +129,29 @@ def test_kl_upper_each_entry_stops_on_its_own():
     assert np.array_equal(batch, one)
     # the default keeps the batch behaviour of the other callers
     assert np.array_equal(_kl_upper(est, J, level), _kl_upper(est, J, level, each=False))
+
+
+def test_scores_free_paths_check_what_the_matrix_paths_check():
+    """fit_domains(None, counts=) and split_half(None, counts=) refuse what the matrix paths refuse
+    (the out-of-core audit, tasks/store/blocked.py, calls them without the matrix)."""
+    from benchcert.stats.diagnostics import split_half
+    from benchcert.stats.hierarchical import fit_domains
+
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(6), 5)
+    good = (rng.random((30, 4)) < 0.6).astype(float)
+    bad = good.copy()
+    bad[0, 1] = 2.0
+    for s in (good, bad):
+        counts = subject_counts(s, codes, 6)
+        with pytest.raises(ValueError):
+            fit_domains(s, codes, proxy_alpha=5.0) if s is good else fit_domains(s, codes)
+        with pytest.raises(ValueError):
+            fit_domains(None, codes, counts=counts, proxy_alpha=5.0) if s is good else fit_domains(None, codes,
+                                                                                               counts=counts)
+    assert not subject_counts(bad, codes, 6).binary[1]  # a score of 2 is not a 0/1 score
+    with pytest.raises(ValueError):
+        split_half(None, codes, n_splits=5, rng=np.random.default_rng(0), counts=subject_counts(bad, codes, 6))
+    ok = split_half(None, codes, n_splits=5, rng=np.random.default_rng(0), counts=subject_counts(good, codes, 6))
+    ref = split_half(good, codes, n_splits=5, rng=np.random.default_rng(0))
+    np.testing.assert_array_equal(ok.corr, ref.corr)
