@@ -270,14 +270,20 @@ def test_no_nan_strings_leak_into_svg_coordinates():
     assert not math.isnan(float(ET.fromstring(svg).get("height")))
 
 
-def test_long_fragments_are_checked_on_their_first_and_last_parts():
-    """Beyond SELF_CHECK_CHARS a section is checked on a sample (issue #27): a problem in its first or
-    last part is still refused; the rest of a long table is not parsed."""
-    from benchcert.tasks.render.report import SELF_CHECK_CHARS
-
-    filler = "<p>row</p>" * (SELF_CHECK_CHARS // 5)
+def test_long_fragments_are_checked_whole():
+    """A long section is searched whole for anything the parser could flag (issue #27: only a
+    section with a candidate is parsed): a problem at either end or in the middle, or spelt with a
+    character reference, is refused; a long clean table passes without a parse."""
+    filler = "<p>row</p>" * 1700  # 17,000 characters
     bad = '<img src="https://x.test/a.png">'
-    for html in (bad + filler, filler + bad):
+    for html in (bad + filler, filler + bad, filler + bad + filler):
         with pytest.raises(ValueError, match="external URL"):
             render_report(title="t", meta={}, sections=[Section("s", html)], generated_at="now")
-    render_report(title="t", meta={}, sections=[Section("s", filler + filler)], generated_at="now")
+    with pytest.raises(ValueError, match="external URL"):
+        render_report(title="t", meta={}, sections=[Section("s", filler + '<img src="&#104;ttps://x.test/">' + filler)],
+                      generated_at="now")
+    with pytest.raises(ValueError, match="event handler"):
+        render_report(title="t", meta={}, sections=[Section("s", filler + '<b\nonmouseover="x()">' + filler)],
+                      generated_at="now")
+    render_report(title="t", meta={}, sections=[Section("s", filler + "<p>O&#x27;Brien &amp; co</p>" + filler)],
+                  generated_at="now")
