@@ -28,8 +28,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import polars as pl
-from polars.exceptions import PanicException
+from polars.exceptions import PanicException, PolarsError
 
 from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
@@ -215,6 +216,12 @@ def _read_small(index: int, path: Path, benchmark: str | None, mapping, allow_re
     return _Small(index=index, plan=plan, frame=batches[0].frame)
 
 
+#: What a run's data can raise (the store refusing a value, polars on a frame of several files,
+#: an unreadable file): the one-file path then takes each file and reports its own error. A
+#: programming error (KeyError, TypeError, ...) is not caught: it would only show as slowness.
+_DATA_ERRORS = (duckdb.Error, PolarsError, PanicException, OSError, ValueError)
+
+
 def _store_runs(cmd: _Command, run: list[_Small]) -> None:
     """Store ``run`` in order: clean stretches together, each other file by the one-file path."""
     while run:
@@ -222,7 +229,7 @@ def _store_runs(cmd: _Command, run: list[_Small]) -> None:
             k = _store_run(cmd, run)
         except _RunFailed:
             raise
-        except (Exception, PanicException):  # noqa: BLE001 - nothing of the run was stored: each file goes the one-file way
+        except _DATA_ERRORS:  # nothing of the run was stored: each file goes the one-file way, which reports it
             for small in run:
                 if cmd.reports[small.index] is None:
                     cmd.one_file(small.index)
