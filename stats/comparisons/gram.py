@@ -11,19 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._common import Grouping, _short
-from .engine import ComparisonSettings, PairSums, _engine, _unpaired_core, column_stats
+from .engine import ComparisonSettings, PairSums, _engine, _unpaired_core, column_stats, column_sums
 from .results import PairedComparison
-
-
-def _binary_columns(s: np.ndarray) -> np.ndarray:
-    """Whether each column's answered scores are all 0 or 1 (no float copy of the matrix; the
-    masks a block of rows at a time, a few MB instead of four matrix-sized ones)."""
-    out = np.ones(s.shape[1], dtype=bool)
-    rows = max(1, (1 << 20) // max(s.shape[1], 1))
-    for lo in range(0, s.shape[0], rows):
-        b = s[lo:lo + rows]
-        out &= np.all(np.isnan(b) | (b == 0) | (b == 1), axis=0)
-    return out
 
 
 #: Cells of the matrix (rows x used columns) masked and bit-packed at a time by :func:`_packed_bits`.
@@ -55,15 +44,6 @@ class _Sums:
     def empty(cls, c: int, p: int) -> _Sums:
         return cls(n_c=np.empty((c, p)), s_c=np.empty((c, p)), q_c=np.empty((c, p)), n_pos=np.zeros(p),
                    n_neg=np.zeros(p), sum_a=np.zeros(p), sum_b=np.zeros(p))
-
-
-def _answered(s: np.ndarray) -> np.ndarray:
-    """Answered items per column, a block of rows at a time (no matrix-sized mask)."""
-    out = np.zeros(s.shape[1], dtype=np.int64)
-    rows = max(1, (1 << 20) // max(s.shape[1], 1))
-    for lo in range(0, s.shape[0], rows):
-        out += np.count_nonzero(~np.isnan(s[lo:lo + rows]), axis=0)
-    return out
 
 
 def _pair_sums_direct(s, codes, pa, pb, both_binary, out: _Sums) -> None:
@@ -212,12 +192,16 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
 
     ``cols`` are the whole matrix's column indices of the columns of ``s`` (blocked path: names
     pairs in errors, picks ``colstats``), ``colstats`` the whole matrix's :func:`column_stats`
-    (of the columns of ``s`` when ``colstats_of_cols``); ``binary_col`` (:func:`_binary_columns`) and
-    ``colsums`` (answered counts and sums, :func:`~.engine.column_sums`) of ``s`` when the caller has them.
+    (of the columns of ``s`` when ``colstats_of_cols``); ``binary_col`` (0/1 flags) and
+    ``colsums`` (answered counts and sums) of ``s`` from :func:`~.engine.column_sums` when the caller has them.
     """
     k = s.shape[1]
     P = pa.size
-    binary_col = _binary_columns(s) if binary_col is None else binary_col
+    if binary_col is None or colsums is None:
+        # One blocked pass gives the answered counts, sums and 0/1 flags (engine.column_sums).
+        n_col, total_col, binary_of_s = column_sums(s)
+        binary_col = binary_of_s if binary_col is None else binary_col
+        colsums = (n_col, total_col) if colsums is None else colsums
     if codes is not None:
         g = Grouping(codes)
         order, starts = g.order, np.r_[g.starts, s.shape[0]]
@@ -246,7 +230,7 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
             sh = obs[:, pa[j]] & obs[:, pb[j]]
             d = s[sh, pb[j]] - s[sh, pa[j]]
             sums.n_pos[j], sums.n_neg[j] = (d > 0).sum(), (d < 0).sum()
-    n_ans = colsums[0] if colsums is not None else obs.sum(axis=0) if obs is not None else _answered(s)
+    n_ans = colsums[0]
     if colstats is None:
         colstats = column_stats(s, sums=colsums)
     else:  # of the whole matrix (blocked path): the same numbers as the dense path's
