@@ -71,7 +71,12 @@ class BlockedMatrices(BenchmarkMatrices):
         return self.scores  # raises
 
     def _read(self, cols: np.ndarray) -> np.ndarray:
-        """Scores of the model columns ``cols`` (in that order), read from the store."""
+        """Scores of the model columns ``cols`` (in that order, repeats allowed), read from the store."""
+        uniq, where = np.unique(cols, return_inverse=True)
+        if uniq.size < cols.size:
+            # fill writes each model's scores once, into one column: the subsample's pairs name a
+            # model in several pairs (a repeat's column was left unwritten before).
+            return self._read(uniq)[:, where]
         plan = self._plan
         out = plan.empty(plan.n_rows, cols.size)
         col_of_code = np.full(plan.codes.n_models, -1, np.int64)
