@@ -4,16 +4,18 @@ The general read (:func:`benchcert.tasks.store.matrices.read_responses`) materia
 cell as a row of codes (item, model, score, replicate count: 28 bytes per response, 2.2 GB at
 80M responses) before scattering them into the matrix. Here, in the common case, the matrix is
 allocated once and filled one block of models at a time: for each block DuckDB computes each
-response's position in a small (model code, item code) buffer and hands over only (position,
-score) in Arrow batches of a million rows; numpy scatters each batch into the buffer, and a
-permuting transpose writes the block's columns (rows in (domain, subject, item_id) order,
-columns in model-name order). Memory: the matrix plus one block of at most ``BLOCK_BYTES``; no
-per-row Python.
+response's 32-bit position in a (model code, item code) buffer and hands over only (position,
+score) in Arrow batches of 64K rows; each batch is scattered into the buffer, and a permuting
+transpose writes the block's columns (rows in (domain, subject, item_id) order, columns in
+model-name order) while DuckDB reads the next block into a second buffer. Large reads do both
+with compiled loops (tasks/store/dense_kernels.py), small ones with numpy. Memory: the matrix
+plus two blocks of at most ``BLOCK_BYTES``; no per-row Python.
 
-The common case, checked by one aggregate query before the read: one response per (item,
-model) (no replicates), no human scores, and codes dense enough that a block's buffer is at
-most about twice its share of the matrix. Anything else returns None and the caller takes the general path;
-both give the same matrices (tests/tasks/store/test_dense_read.py).
+The common case, checked by aggregate queries before the read (DuckDB answers them from its
+column statistics where it can): one response per (item, model) (no replicates), no human
+scores, and codes dense enough that a block's buffer is at most about twice its share of the
+matrix. Anything else returns None and the caller takes the general path; both give the same
+matrices (tests/tasks/store/test_dense_read.py).
 
 ``benchmarks/scale.py`` prints this read beside a DuckDB ``SELECT sum(score)`` over the same
 rows (docs/scale.md).
@@ -30,13 +32,21 @@ import polars as pl
 from benchcert.tasks.store.connection import query_pl
 from benchcert.tasks.store.matrices import ITEM_SCHEMA, BenchmarkMatrices, MatrixError
 
-#: Rows per Arrow batch: 16 MB of (position, score) per batch.
-BATCH_ROWS = 1 << 20
+#: Rows per Arrow batch: 768 KB of (32-bit position, score), which stays in cache while it is
+#: scattered (at 80M responses, batches of 2^20 rows made the read half as slow again).
+BATCH_ROWS = 1 << 16
 #: Bytes of one block of models read at a time (the read's memory beyond the matrix).
 BLOCK_BYTES = 64 << 20
-#: Models per group of the transpose: a group's rows of the block stay in cache while the
+#: Models per group of numpy's transpose: a group's rows of the block stay in cache while the
 #: matrix's rows are written.
 TRANSPOSE_BLOCK = 64
+#: The compiled transpose's tiles: TRANSPOSE_TILE rows (one cache line of a block's row) by
+#: TRANSPOSE_GROUP columns (eight cache lines of a matrix row); measured best at 80M responses.
+TRANSPOSE_GROUP = 64
+TRANSPOSE_TILE = 8
+#: Reads of at least this many cells (models x rows) take the compiled loops
+#: (tasks/store/dense_kernels.py); below, numba's import (about 0.2 s) would cost more than it saves.
+COMPILED_MIN_CELLS = 1 << 22
 
 
 def _model_filter(models: list[str] | None) -> tuple[str, list]:
@@ -107,10 +117,15 @@ def plan_read(con, benchmark: str, variant: str, models: list[str] | None = None
     flt, flt_params = _model_filter(models)
     where = f"FROM response_codes WHERE variant_id = ?{flt}"
     params = [ids[0][0], *([benchmark, *flt_params] if models else [])]
-    n, max_rep, n_human, k0, k1, m0, m1 = con.execute(
-        f"SELECT count(*), max(replicate), count(human_score), min(item_key), max(item_key), min(model_id), "
-        f"max(model_id) {where}", params).fetchall()[0]
-    if not n or max_rep or n_human:
+    # Two queries: DuckDB answers these aggregates from its column statistics when it can, and
+    # count(human_score) beside them would make it scan the rows.
+    n, max_rep, k0, k1, m0, m1 = con.execute(
+        f"SELECT count(*), max(replicate), min(item_key), max(item_key), min(model_id), max(model_id) {where}",
+        params).fetchall()[0]
+    if not n or max_rep:
+        return None
+    if con.execute(f"SELECT count(*) FROM (SELECT 1 {where} AND human_score IS NOT NULL LIMIT 1)",
+                   params).fetchall()[0][0]:
         return None
     items = query_pl(con, "SELECT item_key AS item_code, item_id, subject, domain FROM items WHERE benchmark = ?",
                      [benchmark])
@@ -175,58 +190,147 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
     (``col_of_code``, -1: not wanted) into ``scores``, one block of model codes at a time.
 
     Each block is one query (``model_id`` in the block's range: DuckDB skips the row groups
-    outside it), scattered into a (model code, item code) buffer of at most BLOCK_BYTES -
-    model-major, since logs arrive model by model and the writes are then nearly sequential -
-    and transposed into the block's columns of ``scores``. Memory: ``scores`` and one block.
-    ``ranges``: the (first shifted code, number of codes) to read (default: every code).
+    outside it) handing over (32-bit position in the block, score), scattered into a (model
+    code, item code) buffer of at most BLOCK_BYTES - model-major, since logs arrive model by
+    model and the writes are then nearly sequential - and transposed into the block's columns
+    of ``scores`` by two threads while DuckDB reads the next block into the other buffer.
+    Memory: ``scores`` and two blocks. ``ranges``: the (first shifted code, number of codes) to
+    read (default: every code).
+
+    Reads of at least COMPILED_MIN_CELLS cells use the compiled loops of
+    :mod:`benchcert.tasks.store.dense_kernels`, smaller ones numpy's (:class:`_NumpyLoops`).
     """
-    codes, row_codes, complete = plan.codes, plan.row_codes, plan.complete
-    per_block = max(1, BLOCK_BYTES // (8 * codes.n_items))
-    if ranges is None:
-        ranges = [(c, min(per_block, codes.n_models - c)) for c in range(0, codes.n_models, per_block)]
-    else:
-        ranges = [(c + a, min(per_block, n - a)) for c, n in ranges for a in range(0, n, per_block)]
-    identity_rows = row_codes.size == codes.n_items and bool((row_codes == np.arange(codes.n_items)).all())
-    sql = (f"SELECT (model_id - ?)::BIGINT * ? + (item_key - ?) AS pos, score {plan.where} "
-           f"AND model_id BETWEEN ? AND ?")
-    params = plan.params
-    # One buffer for every block: a fresh one per block would be paged in again each time.
-    buffer = np.empty((max(n for _, n in ranges) if ranges else 0, codes.n_items))
+    codes = plan.codes
+    if scores.dtype != np.float64 or scores.ndim != 2 or not scores.flags.c_contiguous or \
+            scores.shape[0] != plan.n_rows or col_of_code.shape != (codes.n_models,) or \
+            (col_of_code.size and col_of_code.max() >= scores.shape[1]):
+        raise ValueError(f"scores: a C-ordered float64 matrix of {plan.n_rows} rows, and col_of_code one column "
+                         f"(or -1) per model code, expected; got {scores.dtype} {scores.shape}, "
+                         f"col_of_code {col_of_code.shape}")
+    blocks = _blocks([(0, codes.n_models)] if ranges is None else ranges, max(1, BLOCK_BYTES // (8 * codes.n_items)))
+    if not blocks:
+        return
+    loops = _CompiledLoops(plan) if scores.size >= COMPILED_MIN_CELLS else _NumpyLoops(plan)
+    size = max(n for _, n in blocks) * codes.n_items
+    buffers = [np.empty(size) for _ in range(min(2, len(blocks)))]
+    pending: list[list] = [[] for _ in buffers]  # the transposes still reading each buffer
     with ThreadPoolExecutor(2) as pool:
-        for c, n_block in ranges:
-            block = buffer[:n_block]
-            if not complete:
-                block.fill(np.nan)
-            flat = block.reshape(-1)
-            first = codes.m0 + c
-            reader = con.sql(sql, params=[first, codes.n_items, codes.k0, *params, first, first + n_block - 1]
-                             ).to_arrow_reader(BATCH_ROWS)
+        try:
+            for b, (c, n_block) in enumerate(blocks):
+                for f in pending[b % 2]:
+                    f.result()
+                flat = buffers[b % 2][:n_block * codes.n_items]
+                if not plan.complete:
+                    flat.fill(np.nan)
+                # Inline: a batch's scatter is a fraction of DuckDB's work on it, and DuckDB's
+                # threads fill the next batch meanwhile.
+                for batch in _block_reader(con, plan, c, n_block):
+                    if not loops.scatter(flat, batch.column(0).to_numpy(), batch.column(1).to_numpy()):
+                        raise MatrixError(f"a stored response's codes fall outside the benchmark's code ranges "
+                                          f"{plan.codes}")
+                cols = col_of_code[c:c + n_block]
+                kept = np.flatnonzero(cols >= 0)
+                targets = cols[kept]
+                block = flat.reshape(n_block, codes.n_items)
+                # Two halves of the block's columns: disjoint columns of ``scores``.
+                half = kept.size // 2
+                pending[b % 2] = [pool.submit(loops.transpose, scores, block, kept[s], targets[s])
+                                  for s in (slice(0, half), slice(half, None))]
+        finally:
+            for fs in pending:
+                for f in fs:
+                    f.result()
 
-            def put(batch, flat=flat) -> None:
-                flat[batch.column(0).to_numpy()] = batch.column(1).to_numpy()
 
-            # Scatter one batch while DuckDB produces the next (both release the GIL).
-            pending = None
-            for batch in reader:
-                if pending is not None:
-                    pending.result()
-                pending = pool.submit(put, batch)
-            if pending is not None:
-                pending.result()
-            cols = col_of_code[c:c + n_block]
-            kept = np.flatnonzero(cols >= 0)
+class _NumpyLoops:
+    """The scatter and transpose of :func:`fill` in numpy (no compiler to start)."""
 
-            def transpose(a: int, block=block, cols=cols, kept=kept) -> None:
-                local = kept[a:a + TRANSPOSE_BLOCK]
-                target = cols[local]
-                part = block[local] if identity_rows else block[local][:, row_codes]
-                if target.size and target[-1] - target[0] == target.size - 1 and (np.diff(target) == 1).all():
-                    scores[:, target[0]:target[-1] + 1] = part.T
-                else:
-                    scores[:, target] = part.T
+    #: Past this many runs of consecutive positions in a batch, one fancy-index assignment.
+    MAX_RUNS = 64
 
-            # Groups of columns are disjoint: two threads (numpy copies release the GIL).
-            list(pool.map(transpose, range(0, kept.size, TRANSPOSE_BLOCK)))
+    def __init__(self, plan: ReadPlan):
+        self.rows = plan.row_codes
+        self.identity_rows = plan.row_codes.size == plan.codes.n_items and \
+            bool((plan.row_codes == np.arange(plan.codes.n_items)).all())
+
+    def scatter(self, flat: np.ndarray, pos: np.ndarray, score: np.ndarray) -> bool:
+        """``flat[pos] = score``; False (nothing written) when a position falls outside ``flat``.
+        Runs of consecutive positions (a model's items in code order, as logs list them) are
+        copied as slices."""
+        if not pos.size:
+            return True
+        breaks = np.flatnonzero(np.diff(pos) != 1) + 1
+        if breaks.size >= self.MAX_RUNS:
+            if pos.min() < 0 or pos.max() >= flat.size:  # numpy would wrap a negative position
+                return False
+            flat[pos] = score
+            return True
+        starts = np.r_[0, breaks]
+        ends = np.r_[breaks, pos.size]
+        firsts = pos[starts].astype(np.int64)
+        if firsts.min() < 0 or (firsts + (ends - starts)).max() > flat.size:
+            return False
+        for a, e, q in zip(starts.tolist(), ends.tolist(), firsts.tolist()):
+            flat[q:q + e - a] = score[a:e]
+        return True
+
+    def transpose(self, scores: np.ndarray, block: np.ndarray, kept: np.ndarray, targets: np.ndarray) -> None:
+        """``scores[r, targets[j]] = block[kept[j], rows[r]]``, TRANSPOSE_BLOCK columns at a time
+        (a group's rows of ``block`` stay in cache while the matrix's rows are written)."""
+        for a in range(0, kept.size, TRANSPOSE_BLOCK):
+            local, target = kept[a:a + TRANSPOSE_BLOCK], targets[a:a + TRANSPOSE_BLOCK]
+            # kept is increasing: first and last tell whether it is a run
+            part = block[local[0]:local[-1] + 1] if local[-1] - local[0] == local.size - 1 else block[local]
+            if not self.identity_rows:
+                part = part[:, self.rows]
+            if target[-1] - target[0] == target.size - 1 and (np.diff(target) == 1).all():
+                scores[:, target[0]:target[-1] + 1] = part.T
+            else:
+                scores[:, target] = part.T
+
+
+class _CompiledLoops:
+    """The scatter and transpose of :func:`fill` compiled by numba (tasks/store/dense_kernels.py)."""
+
+    def __init__(self, plan: ReadPlan):
+        from benchcert.tasks.store import dense_kernels
+
+        self.kernels = dense_kernels
+        self.rows = np.ascontiguousarray(plan.row_codes, dtype=np.int64)
+        # numba checks no bounds: the rows' codes index a block's rows.
+        if self.rows.size and (self.rows.min() < 0 or self.rows.max() >= plan.codes.n_items):
+            raise MatrixError(f"the plan's row codes fall outside its item codes {plan.codes}")
+
+    def scatter(self, flat: np.ndarray, pos: np.ndarray, score: np.ndarray) -> bool:
+        return self.kernels.scatter(flat, pos, score) == -1
+
+    def transpose(self, scores: np.ndarray, block: np.ndarray, kept: np.ndarray, targets: np.ndarray) -> None:
+        self.kernels.transpose(scores, block, self.rows, kept, targets, TRANSPOSE_GROUP, TRANSPOSE_TILE)
+
+
+def _blocks(ranges: list[tuple[int, int]], per_block: int) -> list[tuple[int, int]]:
+    """``ranges`` cut into blocks of at most ``per_block`` codes, of even sizes (a range of
+    per_block + 1 codes is two blocks of half, not one full block and one of a single code)."""
+    out = []
+    for c, n in ranges:
+        k = -(-n // per_block)
+        size = -(-n // k) if k else 0
+        out += [(c + a, min(size, n - a)) for a in range(0, n, size or 1)]
+    return out
+
+
+def _block_reader(con, plan: ReadPlan, c: int, n_block: int):
+    """Arrow batches of (position in the block's (model code, item code) buffer, score) of the
+    models with shifted codes c .. c + n_block - 1. The position is 32-bit: a block holds at most
+    BLOCK_BYTES / 8 cells, and DuckDB filters the rows before it computes it."""
+    codes = plan.codes
+    first = codes.m0 + c
+    params = [first, codes.n_items, codes.k0, *plan.params]
+    sql = f"SELECT ((model_id - ?) * ? + (item_key - ?))::INTEGER AS pos, score {plan.where}"
+    if c > 0 or n_block < codes.n_models:
+        sql += " AND model_id BETWEEN ? AND ?"
+        params += [first, first + n_block - 1]
+    return con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
 
 
 def _all_listed(codes: np.ndarray, size: int) -> bool:

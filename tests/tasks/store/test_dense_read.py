@@ -25,7 +25,7 @@ from benchcert.tasks.store.connection import open_store
 from benchcert.tasks.store import dense_read
 from benchcert.tasks.store.dense_read import read_dense
 from benchcert.tasks.store.export import export_parquet, open_export
-from benchcert.tasks.store.matrices import load_matrices, matrices_from_raw, read_responses
+from benchcert.tasks.store.matrices import MatrixError, load_matrices, matrices_from_raw, read_responses
 
 
 def _same(a, b) -> None:
@@ -81,14 +81,19 @@ def test_streamed_read_equals_the_general_read(tmp_path_factory, rows):
             general = _general(con, benchmark, variant)
             some = sorted({r["model"] for r in rows if r["benchmark"] == benchmark})[:2]
             # One block and one transpose group (the usual size), then blocks of 1-2 models and
-            # groups of one column: every block boundary and column mapping is exercised.
-            for block_bytes, group in ((dense_read.BLOCK_BYTES, dense_read.TRANSPOSE_BLOCK), (8 * 12, 1), (16 * 12, 2)):
-                with mock.patch.object(dense_read, "BLOCK_BYTES", block_bytes), \
-                        mock.patch.object(dense_read, "TRANSPOSE_BLOCK", group):
-                    dense = read_dense(con, benchmark, variant)
-                    assert dense is not None  # no replicates, no human scores, dense codes: the streamed read
-                    _same(dense, general)
-                    _same(read_dense(con, benchmark, variant, some), _general(con, benchmark, variant, some))
+            # groups of one column: every block boundary and column mapping is exercised, by
+            # numpy's loops and by the compiled ones (tasks/store/dense_kernels.py) that large
+            # reads take, with batches of 1-2 rows and transpose tiles of 1-3 rows.
+            for block_bytes, group, tile, batch in ((dense_read.BLOCK_BYTES, dense_read.TRANSPOSE_BLOCK, 8, 1 << 16),
+                                                    (8 * 12, 1, 1, 1), (16 * 12, 2, 3, 2)):
+                for compiled_min in (1 << 62, 0):
+                    with mock.patch.multiple(dense_read, BLOCK_BYTES=block_bytes, TRANSPOSE_BLOCK=group,
+                                             TRANSPOSE_GROUP=group, TRANSPOSE_TILE=tile, BATCH_ROWS=batch,
+                                             COMPILED_MIN_CELLS=compiled_min):
+                        dense = read_dense(con, benchmark, variant)
+                        assert dense is not None  # no replicates, no human scores, dense codes: the streamed read
+                        _same(dense, general)
+                        _same(read_dense(con, benchmark, variant, some), _general(con, benchmark, variant, some))
 
 
 def test_the_export_gives_the_same_matrices(tmp_path):
@@ -121,3 +126,55 @@ def test_replicates_and_human_scores_take_the_general_read(tmp_path, extra):
     with open_store(db, write=False) as con:
         assert read_dense(con, "b", "") is None
         _same(load_matrices(con, "b"), _general(con, "b", ""))
+
+
+@pytest.mark.parametrize("compiled_min", [1 << 62, 0])
+def test_a_position_outside_the_buffer_is_refused(tmp_path, compiled_min):
+    """A response whose codes fall outside the plan's ranges (a plan older than the store) is an
+    error, never a write outside the block buffer (numba does not check bounds; numpy would
+    wrap a negative position)."""
+    import dataclasses
+
+    rows = [{"benchmark": "b", "model": m, "item_id": f"q{i}", "subject": "s", "domain": "d", "score": 1.0}
+            for m in ("a", "b") for i in range(5)]
+    path = tmp_path / "rows.csv"
+    pl.DataFrame(rows).write_csv(path)
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    with open_store(db, write=False) as con, mock.patch.object(dense_read, "COMPILED_MIN_CELLS", compiled_min):
+        plan = dense_read.plan_read(con, "b", "")
+        for codes in (dataclasses.replace(plan.codes, n_items=4), dataclasses.replace(plan.codes, k0=plan.codes.k0 + 1)):
+            stale = dataclasses.replace(plan, codes=codes)
+            scores = np.zeros((plan.n_rows, plan.n_cols))
+            with pytest.raises(MatrixError, match="outside"):
+                dense_read.fill(con, stale, scores, np.arange(plan.n_cols))
+
+
+def test_the_compiled_scatter_stops_at_a_position_outside(tmp_path):
+    from benchcert.tasks.store import dense_kernels
+
+    flat = np.zeros(4)
+    assert dense_kernels.scatter(flat, np.array([0, 4, 1], np.int32), np.array([1.0, 2.0, 3.0])) == 1
+    np.testing.assert_array_equal(flat, [1.0, 0, 0, 0])
+    assert dense_kernels.scatter(flat, np.array([-1], np.int32), np.array([1.0])) == 0
+    assert dense_kernels.scatter(flat, np.array([3, 2], np.int32), np.array([5.0, 6.0])) == -1
+    np.testing.assert_array_equal(flat, [1.0, 0, 6.0, 5.0])
+
+
+@pytest.mark.parametrize("compiled_min", [1 << 62, 0])
+def test_models_ingested_out_of_name_order_keep_their_columns(tmp_path, compiled_min):
+    """Models stored as m0, m2, m1, m3, m4, m6, m5, m7 (codes 0-7) are columns m0 ... m7: each
+    half of the block's column targets ([0, 2, 1, 3], [4, 6, 5, 7]) spans as many columns as it
+    has without being a run (a transpose that took it for one swapped two models' columns)."""
+    ORDER = ["m0", "m2", "m1", "m3", "m4", "m6", "m5", "m7"]  # noqa: N806
+    rows = [{"benchmark": "b", "model": m, "item_id": f"q{i}", "subject": f"s{i % 2}", "domain": "d",
+             "score": float((i * (j + 2)) % 3 == 0)} for j, m in enumerate(ORDER) for i in range(9)]
+    db = tmp_path / "s.duckdb"
+    for m in ORDER:
+        path = tmp_path / f"{m}.csv"
+        pl.DataFrame([r for r in rows if r["model"] == m]).write_csv(path)
+        assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    with open_store(db, write=False) as con, mock.patch.object(dense_read, "COMPILED_MIN_CELLS", compiled_min):
+        dense = read_dense(con, "b", "")
+        assert dense.models == sorted(ORDER)
+        _same(dense, _general(con, "b", ""))

@@ -1,0 +1,51 @@
+"""Compiled loops of the streamed store read (tasks/store/dense_read.py): the scatter of each
+Arrow batch into a block buffer and the permuting transpose of the block into the matrix.
+
+numpy does both (fancy-index assignment, a transposed copy), but its scatter first converts the
+32-bit positions to 64-bit ones and its transpose copies each group of rows before writing it:
+at 80M responses that is about 0.3 CPU s of a read whose DuckDB part is about 0.3. These loops
+are compiled by numba (``cache=True``: once per machine, in ``__pycache__`` or numba's user
+cache) and release the GIL, so the transpose runs on two threads. Importing numba costs about
+0.2 s, so only reads of at least :data:`benchcert.tasks.store.dense_read.COMPILED_MIN_CELLS`
+cells come here; smaller ones take numpy's way. Both give the same matrix to the last bit: each
+cell is one stored score, copied (tests/tasks/store/test_dense_read.py runs the read both ways
+against the general read).
+
+numba does not check bounds: the scatter does, since a position comes from the store's codes.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(nogil=True, cache=True)
+def scatter(flat, pos, score):  # pragma: no cover - compiled; tested through the read
+    """``flat[pos[k]] = score[k]``. Returns -1, or the first k whose position is outside ``flat``
+    (nothing is written from it on)."""
+    n = flat.size
+    for k in range(pos.size):
+        p = pos[k]
+        if p < 0 or p >= n:
+            return k
+        flat[p] = score[k]
+    return -1
+
+
+@numba.njit(nogil=True, cache=True)
+def transpose(out, block, rows, kept, targets, group, tile):  # pragma: no cover - compiled
+    """``out[r, targets[j]] = block[kept[j], rows[r]]`` for every row r and j, in tiles of
+    ``tile`` rows by ``group`` columns of ``out``: each tile reads ``tile`` consecutive values of
+    each of ``group`` rows of ``block`` (whole cache lines) and writes ``tile`` runs of ``group``
+    values of ``out``'s rows, both of which stay in cache while the tile is written."""
+    n_rows = rows.size
+    for g0 in range(0, kept.size, group):
+        g1 = min(g0 + group, kept.size)
+        for r0 in range(0, n_rows, tile):
+            r1 = min(r0 + tile, n_rows)
+            for j in range(g0, g1):
+                src = block[kept[j]]
+                t = targets[j]
+                for r in range(r0, r1):
+                    out[r, t] = src[rows[r]]
