@@ -168,8 +168,6 @@ def child_audit(args) -> dict:
             per[name] = {"wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak_rss": peak}
             peaks.append(peak or 0)
 
-    read_scan = None if args.dask_workers or args.out_of_core else read_against_scan(args.db)
-    _reset_peak()  # the audit's peak is its own, not the comparison's
     peaks[0] = _status("VmHWM") or 0
     pt.run_analysis = measured  # instrumentation only: tasks/audit/steps.py looks the name up at call time
     load0, cpu0, t0 = _load(), _cpu(), time.perf_counter()
@@ -196,7 +194,7 @@ def child_audit(args) -> dict:
             # on Dask the analyses overlap: their step's wall (analyses_on_cluster) is the work
             "work_s": sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead")
                           and not ("analyses_on_cluster" in timings and k.startswith("analysis:"))),
-            "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes, "read_scan": read_scan}
+            "n_models": out["n_models"], "n_items": out["n_items"], "artifact_bytes": sizes}
 
 
 def _worker_stats() -> dict:
@@ -361,7 +359,7 @@ def render(results: list[dict]) -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("_ingest", "_audit"):
+    if argv and argv[0] in ("_ingest", "_audit", "_readscan"):
         ap = argparse.ArgumentParser()
         ap.add_argument("kind")
         ap.add_argument("--out", required=True)
@@ -374,7 +372,8 @@ def main(argv=None) -> int:
         ap.add_argument("--dask-block-models", type=int)
         ap.add_argument("--out-of-core", action="store_true")
         a = ap.parse_args(argv)
-        res = child_ingest(a) if a.kind == "_ingest" else child_audit(a)
+        res = {"_ingest": child_ingest, "_audit": child_audit,
+               "_readscan": lambda a: read_against_scan(a.db)}[a.kind](a)
         Path(a.out).write_text(json.dumps(res, indent=2, default=str))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -432,6 +431,10 @@ def main(argv=None) -> int:
                                 artifacts=d / "artifacts", all_pairs=args.all_pairs, mode=args.mode,
                                 dask_block_models=args.dask_block_models, **how)
                 print(f"[{shape}] audit {label} {aud['wall_s']:.1f} s, peak {_gib(aud['peak_rss'])}", file=sys.stderr)
+                if not how:
+                    # In a process of its own, after the audit: the audit's read is then a cold one, as
+                    # in a user's run (DuckDB's buffers empty, numba not started).
+                    aud["read_scan"] = run_child("readscan", d / "readscan.json", args.timeout, db=db)
                 results.append({**info, "ingest": ing, "audit": aud, "label": label})
                 print(render(results[-1:]).splitlines()[2], file=sys.stderr)
             if args.json:  # written after every shape, so a long run keeps what it measured

@@ -44,9 +44,14 @@ TRANSPOSE_BLOCK = 64
 #: TRANSPOSE_GROUP columns (eight cache lines of a matrix row); measured best at 80M responses.
 TRANSPOSE_GROUP = 64
 TRANSPOSE_TILE = 8
-#: Reads of at least this many cells (models x rows) take the compiled loops
-#: (tasks/store/dense_kernels.py); below, numba's import (about 0.2 s) would cost more than it saves.
-COMPILED_MIN_CELLS = 1 << 22
+#: The compiled loops (tasks/store/dense_kernels.py) save about 0.13 CPU s per 80M cells read and
+#: cost about 0.5 s once per process to start (numba's import, its compiler, the cached loops).
+#: A process starts them when a read brings the cells it has read to COMPILED_MIN_CELLS (a one-
+#: shot audit of a smaller benchmark never pays the start); once started, every read of at least
+#: COMPILED_WARM_MIN_CELLS uses them.
+COMPILED_MIN_CELLS = 1 << 26
+COMPILED_WARM_MIN_CELLS = 1 << 16
+_process = {"cells": 0, "compiled": False}  # what this process has read, and whether the loops are started
 
 
 def _model_filter(models: list[str] | None) -> tuple[str, list]:
@@ -197,8 +202,8 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
     Memory: ``scores`` and two blocks. ``ranges``: the (first shifted code, number of codes) to
     read (default: every code).
 
-    Reads of at least COMPILED_MIN_CELLS cells use the compiled loops of
-    :mod:`benchcert.tasks.store.dense_kernels`, smaller ones numpy's (:class:`_NumpyLoops`).
+    The scatter and transpose are numpy's (:class:`_NumpyLoops`) or, in a process that reads
+    many cells (COMPILED_MIN_CELLS), compiled (:mod:`benchcert.tasks.store.dense_kernels`).
     """
     codes = plan.codes
     if scores.dtype != np.float64 or scores.ndim != 2 or not scores.flags.c_contiguous or \
@@ -210,7 +215,10 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
     blocks = _blocks([(0, codes.n_models)] if ranges is None else ranges, max(1, BLOCK_BYTES // (8 * codes.n_items)))
     if not blocks:
         return
-    loops = _CompiledLoops(plan) if scores.size >= COMPILED_MIN_CELLS else _NumpyLoops(plan)
+    _process["cells"] += scores.size
+    compiled = scores.size >= COMPILED_WARM_MIN_CELLS if _process["compiled"] else \
+        _process["cells"] >= COMPILED_MIN_CELLS
+    loops = _CompiledLoops(plan) if compiled else _NumpyLoops(plan)
     size = max(n for _, n in blocks) * codes.n_items
     buffers = [np.empty(size) for _ in range(min(2, len(blocks)))]
     pending: list[list] = [[] for _ in buffers]  # the transposes still reading each buffer
@@ -240,6 +248,7 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
             for fs in pending:
                 for f in fs:
                     f.result()
+    _process["compiled"] |= compiled
 
 
 class _NumpyLoops:

@@ -89,7 +89,7 @@ def test_streamed_read_equals_the_general_read(tmp_path_factory, rows):
                 for compiled_min in (1 << 62, 0):
                     with mock.patch.multiple(dense_read, BLOCK_BYTES=block_bytes, TRANSPOSE_BLOCK=group,
                                              TRANSPOSE_GROUP=group, TRANSPOSE_TILE=tile, BATCH_ROWS=batch,
-                                             COMPILED_MIN_CELLS=compiled_min):
+                                             COMPILED_MIN_CELLS=compiled_min, COMPILED_WARM_MIN_CELLS=compiled_min):
                         dense = read_dense(con, benchmark, variant)
                         assert dense is not None  # no replicates, no human scores, dense codes: the streamed read
                         _same(dense, general)
@@ -141,7 +141,8 @@ def test_a_position_outside_the_buffer_is_refused(tmp_path, compiled_min):
     pl.DataFrame(rows).write_csv(path)
     db = tmp_path / "s.duckdb"
     assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
-    with open_store(db, write=False) as con, mock.patch.object(dense_read, "COMPILED_MIN_CELLS", compiled_min):
+    with open_store(db, write=False) as con, mock.patch.multiple(dense_read, COMPILED_MIN_CELLS=compiled_min,
+                                                                 COMPILED_WARM_MIN_CELLS=compiled_min):
         plan = dense_read.plan_read(con, "b", "")
         for codes in (dataclasses.replace(plan.codes, n_items=4), dataclasses.replace(plan.codes, k0=plan.codes.k0 + 1)):
             stale = dataclasses.replace(plan, codes=codes)
@@ -174,7 +175,32 @@ def test_models_ingested_out_of_name_order_keep_their_columns(tmp_path, compiled
         path = tmp_path / f"{m}.csv"
         pl.DataFrame([r for r in rows if r["model"] == m]).write_csv(path)
         assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
-    with open_store(db, write=False) as con, mock.patch.object(dense_read, "COMPILED_MIN_CELLS", compiled_min):
+    with open_store(db, write=False) as con, mock.patch.multiple(dense_read, COMPILED_MIN_CELLS=compiled_min,
+                                                                 COMPILED_WARM_MIN_CELLS=compiled_min):
         dense = read_dense(con, "b", "")
         assert dense.models == sorted(ORDER)
         _same(dense, _general(con, "b", ""))
+
+
+def test_the_compiled_loops_start_once_the_process_has_read_enough(tmp_path):
+    """A one-shot read below COMPILED_MIN_CELLS cells stays with numpy (numba's start costs more
+    than it saves there); the read that brings the process's cells to it starts the compiled
+    loops, and from then on every read of at least COMPILED_WARM_MIN_CELLS uses them."""
+    rows = [{"benchmark": "b", "model": m, "item_id": f"q{i}", "subject": "s", "domain": "d", "score": float(i % 2)}
+            for m in ("a", "b", "c") for i in range(10)]  # 30 cells a read
+    path = tmp_path / "rows.csv"
+    pl.DataFrame(rows).write_csv(path)
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    used = []
+    with open_store(db, write=False) as con, \
+            mock.patch.multiple(dense_read, COMPILED_MIN_CELLS=70, COMPILED_WARM_MIN_CELLS=20,
+                                _process={"cells": 0, "compiled": False}), \
+            mock.patch.object(dense_read, "_CompiledLoops", wraps=dense_read._CompiledLoops) as compiled:
+        general = _general(con, "b", "")
+        for _ in range(4):
+            _same(read_dense(con, "b", ""), general)
+            used.append(compiled.call_count)
+        assert used == [0, 0, 1, 2]  # 30, 60 cells: numpy; 90 >= 70: started; then warm
+        _same(read_dense(con, "b", "", ["a"]), _general(con, "b", "", ["a"]))  # 10 cells < 20: numpy
+        assert compiled.call_count == 2
