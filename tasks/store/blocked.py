@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from benchcert.tasks.store.dense_read import ReadPlan, fill, plan_read
+from benchcert.tasks.store.dense_read import ReadPlan, check_unchanged, fill, plan_read
 from benchcert.tasks.store.matrices import BenchmarkMatrices, MatrixError
 
 #: Models per block read from the store: 500 x 20,000 items is 80 MB.
@@ -83,6 +83,7 @@ class BlockedMatrices(BenchmarkMatrices):
         wanted = plan.col_codes[cols]
         col_of_code[wanted] = np.arange(cols.size)
         with self._opener() as con:
+            check_unchanged(con, plan)  # the store is reopened for every read
             fill(con, plan, out, col_of_code, ranges=_runs(np.sort(wanted)))
         return out
 

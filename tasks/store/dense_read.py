@@ -7,9 +7,9 @@ allocated once and filled one block of models at a time: for each block DuckDB c
 response's 32-bit position in a (model code, item code) buffer and hands over only (position,
 score) in Arrow batches of 64K rows; each batch is scattered into the buffer, and a permuting
 transpose writes the block's columns (rows in (domain, subject, item_id) order, columns in
-model-name order) while DuckDB reads the next block into a second buffer. Large reads do both
-with compiled loops (tasks/store/dense_kernels.py), small ones with numpy. Memory: the matrix
-plus two blocks of at most ``BLOCK_BYTES``; no per-row Python.
+model-name order) while DuckDB reads the next block into a second buffer. A process that reads
+many cells does both with compiled loops (tasks/store/dense_kernels.py), others with numpy.
+Memory: the matrix plus two blocks of at most ``BLOCK_BYTES``; no per-row Python.
 
 The common case, checked by aggregate queries before the read (DuckDB answers them from its
 column statistics where it can): one response per (item, model) (no replicates), no human
@@ -23,7 +23,8 @@ rows (docs/scale.md).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import logging
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +52,8 @@ TRANSPOSE_TILE = 8
 #: COMPILED_WARM_MIN_CELLS uses them.
 COMPILED_MIN_CELLS = 1 << 26
 COMPILED_WARM_MIN_CELLS = 1 << 16
-_process = {"cells": 0, "compiled": False}  # what this process has read, and whether the loops are started
+#: What this process has read, whether the compiled loops are started, and why they cannot be.
+_process: dict = {"cells": 0, "compiled": False, "unavailable": None}
 
 
 def _model_filter(models: list[str] | None) -> tuple[str, list]:
@@ -100,6 +102,7 @@ class ReadPlan:
     row_codes: np.ndarray  # shifted item code of each row
     models: list[str]
     col_codes: np.ndarray  # shifted model code of each column
+    census: tuple = ()  # what _census found when the plan was made (check_unchanged)
 
     @property
     def n_rows(self) -> int:
@@ -122,15 +125,9 @@ def plan_read(con, benchmark: str, variant: str, models: list[str] | None = None
     flt, flt_params = _model_filter(models)
     where = f"FROM response_codes WHERE variant_id = ?{flt}"
     params = [ids[0][0], *([benchmark, *flt_params] if models else [])]
-    # Two queries: DuckDB answers these aggregates from its column statistics when it can, and
-    # count(human_score) beside them would make it scan the rows.
-    n, max_rep, k0, k1, m0, m1 = con.execute(
-        f"SELECT count(*), max(replicate), min(item_key), max(item_key), min(model_id), max(model_id) {where}",
-        params).fetchall()[0]
-    if not n or max_rep:
-        return None
-    if con.execute(f"SELECT count(*) FROM (SELECT 1 {where} AND human_score IS NOT NULL LIMIT 1)",
-                   params).fetchall()[0][0]:
+    census = _census(con, where, params)
+    n, max_rep, k0, k1, m0, m1, has_human = census
+    if not n or max_rep or has_human:
         return None
     items = query_pl(con, "SELECT item_key AS item_code, item_id, subject, domain FROM items WHERE benchmark = ?",
                      [benchmark])
@@ -154,7 +151,29 @@ def plan_read(con, benchmark: str, variant: str, models: list[str] | None = None
     rows, cols = _layout(items, model_frame, item_codes, model_codes, item_seen, model_seen)
     return ReadPlan(where=where, params=params, codes=codes, complete=complete, rows=rows.drop("item_code"),
                     row_codes=rows["item_code"].to_numpy(), models=[name for name, _ in cols],
-                    col_codes=np.array([c for _, c in cols], dtype=np.int64))
+                    col_codes=np.array([c for _, c in cols], dtype=np.int64), census=census)
+
+
+def _census(con, where: str, params: list) -> tuple:
+    """(responses, largest replicate, item code range, model code range, any human score) of the
+    plan's rows. Two queries: DuckDB answers the first from its column statistics when it can,
+    and count(human_score) beside it would make it scan the rows."""
+    first = con.execute(f"SELECT count(*), max(replicate), min(item_key), max(item_key), min(model_id), "
+                        f"max(model_id) {where}", params).fetchall()[0]
+    human = con.execute(f"SELECT count(*) FROM (SELECT 1 {where} AND human_score IS NOT NULL LIMIT 1)",
+                        params).fetchall()[0][0]
+    return (*first, bool(human))
+
+
+def check_unchanged(con, plan: ReadPlan) -> None:
+    """Raise MatrixError unless the store still holds the responses ``plan`` was made from (the
+    same count, code ranges, no replicate and no human score): a read that reopens the store
+    (the out-of-core matrices) would otherwise place a response ingested since - a new item's
+    code past the plan's range - in another model's cell, or leave it out."""
+    now = _census(con, plan.where, plan.params)
+    if now != plan.census:
+        raise MatrixError(f"the store changed while the benchmark was being read (responses, replicates, code "
+                          f"ranges, human scores: {plan.census} then {now}); run the audit again")
 
 
 @dataclass(frozen=True)
@@ -206,19 +225,30 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
     many cells (COMPILED_MIN_CELLS), compiled (:mod:`benchcert.tasks.store.dense_kernels`).
     """
     codes = plan.codes
+    # The compiled transpose checks no bounds: every index it is given is checked here.
     if scores.dtype != np.float64 or scores.ndim != 2 or not scores.flags.c_contiguous or \
-            scores.shape[0] != plan.n_rows or col_of_code.shape != (codes.n_models,) or \
-            (col_of_code.size and col_of_code.max() >= scores.shape[1]):
-        raise ValueError(f"scores: a C-ordered float64 matrix of {plan.n_rows} rows, and col_of_code one column "
-                         f"(or -1) per model code, expected; got {scores.dtype} {scores.shape}, "
-                         f"col_of_code {col_of_code.shape}")
+            scores.shape[0] != plan.n_rows or plan.row_codes.shape != (plan.n_rows,) or \
+            col_of_code.shape != (codes.n_models,) or (col_of_code.size and col_of_code.max() >= scores.shape[1]):
+        raise ValueError(f"scores: a C-ordered float64 matrix of the plan's {plan.n_rows} rows, and col_of_code one "
+                         f"column of it (or -1) per model code, expected; got {scores.dtype} {scores.shape}, "
+                         f"{plan.row_codes.shape[0]} row codes, col_of_code {col_of_code.shape}")
     blocks = _blocks([(0, codes.n_models)] if ranges is None else ranges, max(1, BLOCK_BYTES // (8 * codes.n_items)))
     if not blocks:
         return
     _process["cells"] += scores.size
-    compiled = scores.size >= COMPILED_WARM_MIN_CELLS if _process["compiled"] else \
-        _process["cells"] >= COMPILED_MIN_CELLS
-    loops = _CompiledLoops(plan) if compiled else _NumpyLoops(plan)
+    compiled = not _process.get("unavailable") and (
+        scores.size >= COMPILED_WARM_MIN_CELLS if _process["compiled"] else _process["cells"] >= COMPILED_MIN_CELLS)
+    loops = _NumpyLoops(plan)
+    if compiled:
+        try:
+            loops = _CompiledLoops(plan)
+        except (ImportError, RuntimeError, OSError) as exc:
+            # numba cannot run or cache here (an unwritable cache folder raises at import): numpy's
+            # loops give the same matrix, a little slower.
+            _process["unavailable"], compiled = f"{type(exc).__name__}: {exc}", False
+            logging.getLogger(__name__).warning("the store read's compiled loops are unavailable (%s); numpy's "
+                                                "are used (set NUMBA_CACHE_DIR to a writable folder)",
+                                                _process["unavailable"])
     size = max(n for _, n in blocks) * codes.n_items
     buffers = [np.empty(size) for _ in range(min(2, len(blocks)))]
     pending: list[list] = [[] for _ in buffers]  # the transposes still reading each buffer
@@ -244,10 +274,12 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
                 half = kept.size // 2
                 pending[b % 2] = [pool.submit(loops.transpose, scores, block, kept[s], targets[s])
                                   for s in (slice(0, half), slice(half, None))]
-        finally:
             for fs in pending:
                 for f in fs:
                     f.result()
+        finally:
+            # An error of the read is raised, not hidden by a transpose's; none runs on after it.
+            wait([f for fs in pending for f in fs])
     _process["compiled"] |= compiled
 
 

@@ -21,7 +21,7 @@ from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.store import blocked
 from benchcert.tasks.store.blocked import BlockedMatrices, OutOfCoreError, load_blocked, store_opener
 from benchcert.tasks.store.connection import open_store
-from benchcert.tasks.store.matrices import load_matrices
+from benchcert.tasks.store.matrices import MatrixError, load_matrices
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -128,3 +128,23 @@ def test_cli_out_of_core(capsys, tmp_path, monkeypatch):
                          "--out-of-core", "--in-process")
     assert code != 0 and "needs 0/1 scores" in err and "without --out-of-core" in err
     assert "unexpected error" not in err
+
+
+def test_a_store_changed_between_block_reads_is_refused(tmp_path):
+    """The out-of-core matrices reopen the store for every read: a row ingested since their plan
+    (a new item of the first model, whose code lies past the plan's item range) would land in the
+    next model's first cell; the read refuses instead."""
+    rows = [{"model": m, "item_id": f"q{i}", "subject": "s", "domain": "d", "score": 1.0}
+            for m in ("a", "b") for i in range(5)]
+    path = tmp_path / "rows.csv"
+    pl.DataFrame(rows).write_csv(path)
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, path, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    with open_store(db, write=False) as con:
+        m = load_blocked(con, "b", None, store_opener(db, 5.0), block_models=2)
+    np.testing.assert_array_equal(m.columns([0, 1]), np.ones((5, 2)))
+    late = tmp_path / "late.csv"
+    pl.DataFrame([{"model": "a", "item_id": "q5", "subject": "s", "domain": "d", "score": 0.0}]).write_csv(late)
+    assert ingest_file(db, late, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    with pytest.raises(MatrixError, match="the store changed while the benchmark was being read"):
+        m.columns([0, 1])

@@ -84,12 +84,15 @@ def test_streamed_read_equals_the_general_read(tmp_path_factory, rows):
             # groups of one column: every block boundary and column mapping is exercised, by
             # numpy's loops and by the compiled ones (tasks/store/dense_kernels.py) that large
             # reads take, with batches of 1-2 rows and transpose tiles of 1-3 rows.
-            for block_bytes, group, tile, batch in ((dense_read.BLOCK_BYTES, dense_read.TRANSPOSE_BLOCK, 8, 1 << 16),
-                                                    (8 * 12, 1, 1, 1), (16 * 12, 2, 3, 2)):
+            # numpy's scatter copies runs of positions, or (MAX_RUNS 0) assigns by fancy index.
+            for block_bytes, group, tile, batch, max_runs in (
+                    (dense_read.BLOCK_BYTES, dense_read.TRANSPOSE_BLOCK, 8, 1 << 16, 64),
+                    (8 * 12, 1, 1, 1, 64), (16 * 12, 2, 3, 2, 0), (dense_read.BLOCK_BYTES, 3, 2, 5, 0)):
                 for compiled_min in (1 << 62, 0):
                     with mock.patch.multiple(dense_read, BLOCK_BYTES=block_bytes, TRANSPOSE_BLOCK=group,
                                              TRANSPOSE_GROUP=group, TRANSPOSE_TILE=tile, BATCH_ROWS=batch,
-                                             COMPILED_MIN_CELLS=compiled_min, COMPILED_WARM_MIN_CELLS=compiled_min):
+                                             COMPILED_MIN_CELLS=compiled_min, COMPILED_WARM_MIN_CELLS=compiled_min), \
+                            mock.patch.object(dense_read._NumpyLoops, "MAX_RUNS", max_runs):
                         dense = read_dense(con, benchmark, variant)
                         assert dense is not None  # no replicates, no human scores, dense codes: the streamed read
                         _same(dense, general)
@@ -128,8 +131,8 @@ def test_replicates_and_human_scores_take_the_general_read(tmp_path, extra):
         _same(load_matrices(con, "b"), _general(con, "b", ""))
 
 
-@pytest.mark.parametrize("compiled_min", [1 << 62, 0])
-def test_a_position_outside_the_buffer_is_refused(tmp_path, compiled_min):
+@pytest.mark.parametrize("compiled_min, max_runs", [(1 << 62, 64), (1 << 62, 0), (0, 64)])
+def test_a_position_outside_the_buffer_is_refused(tmp_path, compiled_min, max_runs):
     """A response whose codes fall outside the plan's ranges (a plan older than the store) is an
     error, never a write outside the block buffer (numba does not check bounds; numpy would
     wrap a negative position)."""
@@ -142,7 +145,8 @@ def test_a_position_outside_the_buffer_is_refused(tmp_path, compiled_min):
     db = tmp_path / "s.duckdb"
     assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
     with open_store(db, write=False) as con, mock.patch.multiple(dense_read, COMPILED_MIN_CELLS=compiled_min,
-                                                                 COMPILED_WARM_MIN_CELLS=compiled_min):
+                                                                 COMPILED_WARM_MIN_CELLS=compiled_min), \
+            mock.patch.object(dense_read._NumpyLoops, "MAX_RUNS", max_runs):
         plan = dense_read.plan_read(con, "b", "")
         for codes in (dataclasses.replace(plan.codes, n_items=4), dataclasses.replace(plan.codes, k0=plan.codes.k0 + 1)):
             stale = dataclasses.replace(plan, codes=codes)
@@ -195,7 +199,7 @@ def test_the_compiled_loops_start_once_the_process_has_read_enough(tmp_path):
     used = []
     with open_store(db, write=False) as con, \
             mock.patch.multiple(dense_read, COMPILED_MIN_CELLS=70, COMPILED_WARM_MIN_CELLS=20,
-                                _process={"cells": 0, "compiled": False}), \
+                                _process={"cells": 0, "compiled": False, "unavailable": None}), \
             mock.patch.object(dense_read, "_CompiledLoops", wraps=dense_read._CompiledLoops) as compiled:
         general = _general(con, "b", "")
         for _ in range(4):
@@ -204,3 +208,87 @@ def test_the_compiled_loops_start_once_the_process_has_read_enough(tmp_path):
         assert used == [0, 0, 1, 2]  # 30, 60 cells: numpy; 90 >= 70: started; then warm
         _same(read_dense(con, "b", "", ["a"]), _general(con, "b", "", ["a"]))  # 10 cells < 20: numpy
         assert compiled.call_count == 2
+
+
+def _small_store(tmp_path, models=("a", "b", "c", "d", "e"), n_items=6, hole=(2, 1)):
+    rows = [{"benchmark": "b", "model": m, "item_id": f"q{i}", "subject": f"s{i % 2}", "domain": "d",
+             "score": float((i + j) % 3 == 0)} for j, m in enumerate(models) for i in range(n_items) if (i, j) != hole]
+    path = tmp_path / "rows.csv"
+    pl.DataFrame(rows).write_csv(path)
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    return db
+
+
+@pytest.mark.parametrize("compiled_min", [1 << 62, 0])
+def test_a_block_buffer_is_refilled_only_after_its_transpose(tmp_path, compiled_min):
+    """Blocks of one model alternate between two buffers while the transposes run on other
+    threads: with each transpose slowed down, a scatter that did not wait for the transpose still
+    reading its buffer would overwrite that block's scores before they reached the matrix."""
+    import time
+
+    db = _small_store(tmp_path)
+    original_np, original_c = dense_read._NumpyLoops.transpose, dense_read._CompiledLoops.transpose
+
+    def slow(original):
+        def transpose(self, *args):
+            time.sleep(0.05)
+            return original(self, *args)
+        return transpose
+
+    with open_store(db, write=False) as con, \
+            mock.patch.multiple(dense_read, BLOCK_BYTES=8 * 6, COMPILED_MIN_CELLS=compiled_min,
+                                COMPILED_WARM_MIN_CELLS=compiled_min), \
+            mock.patch.object(dense_read._NumpyLoops, "transpose", slow(original_np)), \
+            mock.patch.object(dense_read._CompiledLoops, "transpose", slow(original_c)):
+        _same(read_dense(con, "b", ""), _general(con, "b", ""))
+
+
+def test_blocks_cover_the_ranges_within_the_block_size():
+    from hypothesis import given as given_
+
+    @given_(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 40)), max_size=4), st.integers(1, 17))
+    def check(ranges, per_block):
+        blocks = dense_read._blocks(ranges, per_block)
+        assert all(0 < n <= per_block for _, n in blocks)
+        assert [c for c, n in blocks for c in range(c, c + n)] == [c for c, n in ranges for c in range(c, c + n)]
+
+    check()
+
+
+def test_fill_refuses_a_matrix_or_columns_that_do_not_fit_the_plan(tmp_path):
+    """The compiled transpose checks no bounds, so fill checks what it is given."""
+    import dataclasses
+
+    db = _small_store(tmp_path)
+    with open_store(db, write=False) as con:
+        plan = dense_read.plan_read(con, "b", "")
+        cols = np.arange(plan.n_cols)
+        for scores, col_of_code, p in (
+                (np.zeros((plan.n_rows + 1, plan.n_cols)), cols, plan),  # more rows than the plan
+                (np.zeros((plan.n_rows, plan.n_cols), np.float32), cols, plan),
+                (np.zeros((plan.n_cols, plan.n_rows)).T, cols, plan),  # not C-ordered
+                (np.zeros((plan.n_rows, plan.n_cols - 1)), cols, plan),  # a column past the matrix
+                (np.zeros((plan.n_rows, plan.n_cols)), cols[:-1], plan),  # not one entry per model code
+                (np.zeros((plan.n_rows, plan.n_cols)), cols, dataclasses.replace(plan, row_codes=np.r_[plan.row_codes, 0]))):
+            with pytest.raises(ValueError, match="expected"):
+                dense_read.fill(con, p, scores, col_of_code)
+
+
+def test_without_numba_the_read_takes_numpys_loops(tmp_path, caplog):
+    """numba raises at import where it can write no cache; the read then uses numpy's loops (the
+    same matrix) and says why, once."""
+    db = _small_store(tmp_path)
+
+    def unavailable(self, plan):
+        raise RuntimeError("cannot cache function 'scatter': no locator available")
+
+    with open_store(db, write=False) as con, \
+            mock.patch.multiple(dense_read, COMPILED_MIN_CELLS=0, COMPILED_WARM_MIN_CELLS=0,
+                                _process={"cells": 0, "compiled": False, "unavailable": None}), \
+            mock.patch.object(dense_read._CompiledLoops, "__init__", unavailable):
+        for _ in range(2):
+            _same(read_dense(con, "b", ""), _general(con, "b", ""))
+    assert [r.getMessage() for r in caplog.records].count(
+        "the store read's compiled loops are unavailable (RuntimeError: cannot cache function 'scatter': no locator "
+        "available); numpy's are used (set NUMBA_CACHE_DIR to a writable folder)") == 1
