@@ -176,7 +176,7 @@ def _cached_block(export_dir: str, benchmark: str, variant: str, models: tuple[s
         if plan is not None and set(models) <= set(plan.models):
             # The streamed read (tasks/store/dense_read.py): the whole matrix' rows, these models' columns,
             # read as the out-of-core audit reads a block.
-            whole = BlockedMatrices(benchmark, variant, plan, lambda: contextlib.nullcontext(con))
+            whole = BlockedMatrices(benchmark, variant, plan, lambda: contextlib.nullcontext(con), reopens=False)
             col = {name: j for j, name in enumerate(plan.models)}
             return BenchmarkMatrices(benchmark, variant, items=plan.rows, models=list(models),
                                      scores=whole.columns([col[x] for x in models]), n_replicates=None)

@@ -38,10 +38,13 @@ class BlockedMatrices(BenchmarkMatrices):
     """A benchmark's matrices whose scores stay in the store: read by blocks of models on demand.
 
     ``opener`` is a zero-argument callable returning a context manager that yields an open
-    (read-only) store connection: each read opens the store for its duration.
+    (read-only) store connection: each read opens the store for its duration, and first checks
+    that the store still holds what ``plan`` was made from (``reopens=False``: the opener yields
+    the connection the plan was made on, which nothing writes to, so the check is skipped).
     """
 
-    def __init__(self, benchmark: str, variant: str, plan: ReadPlan, opener, *, block_models: int = BLOCK_MODELS):
+    def __init__(self, benchmark: str, variant: str, plan: ReadPlan, opener, *, block_models: int = BLOCK_MODELS,
+                 reopens: bool = True):
         # BenchmarkMatrices.__init__ wants the scores: set what it would, without them.
         self.benchmark = benchmark
         self.variant = variant
@@ -52,6 +55,7 @@ class BlockedMatrices(BenchmarkMatrices):
         self._human = None
         self._plan = plan
         self._opener = opener
+        self._reopens = reopens
         self.block_models = max(1, int(block_models))
 
     @property
@@ -83,7 +87,8 @@ class BlockedMatrices(BenchmarkMatrices):
         wanted = plan.col_codes[cols]
         col_of_code[wanted] = np.arange(cols.size)
         with self._opener() as con:
-            check_unchanged(con, plan)  # the store is reopened for every read
+            if self._reopens:
+                check_unchanged(con, plan)
             fill(con, plan, out, col_of_code, ranges=_runs(np.sort(wanted)))
         return out
 
