@@ -255,8 +255,12 @@ def parse_shape(text: str) -> tuple[int, int]:
     return int(m), int(n)
 
 
-def generate(dest: Path, n_models: int, n_items: int, seed: int) -> dict:
-    """Parquet files of binary scores, MODELS_PER_FILE models each; p[model, subject] ~ Beta."""
+def generate(dest: Path, n_models: int, n_items: int, seed: int, shuffled_ids: bool = False) -> dict:
+    """Parquet files of binary scores, MODELS_PER_FILE models each; p[model, subject] ~ Beta.
+
+    ``shuffled_ids``: item ids in an order unrelated to their subjects (as in real logs, where a
+    question's id does not follow its subject), so that the store's item codes are not in the
+    matrix's (domain, subject, item_id) row order."""
     import numpy as np
     import polars as pl
 
@@ -265,7 +269,7 @@ def generate(dest: Path, n_models: int, n_items: int, seed: int) -> dict:
     dest.mkdir(parents=True, exist_ok=True)
     done = dest / "done.json"
     info = {"n_models": n_models, "n_items": n_items, "n_subjects": n_subjects, "n_domains": n_domains,
-            "rows": n_models * n_items, "seed": seed}
+            "rows": n_models * n_items, "seed": seed, "shuffled_ids": shuffled_ids}
     if done.exists() and json.loads(done.read_text()) == info:
         return info
     for f in dest.glob("*.parquet"):
@@ -274,7 +278,8 @@ def generate(dest: Path, n_models: int, n_items: int, seed: int) -> dict:
     hardness = rng.normal(0.0, 0.7, n_subjects)
     item_subject = (np.arange(n_items) * n_subjects) // n_items
     subject_domain = (np.arange(n_subjects) * n_domains) // n_subjects
-    item_ids = pl.Series([f"item-{i:06d}" for i in range(n_items)])
+    order = np.random.default_rng(seed + 1).permutation(n_items) if shuffled_ids else np.arange(n_items)
+    item_ids = pl.Series([f"item-{order[i]:06d}" for i in range(n_items)])
     subj_names = pl.Series([f"subject-{s:03d}" for s in item_subject])
     dom_names = pl.Series([f"domain-{subject_domain[s]:02d}" for s in item_subject])
     for lo in range(0, n_models, MODELS_PER_FILE):
@@ -309,6 +314,17 @@ def run_child(kind: str, out: Path, timeout: float, **kw) -> dict:
     return res
 
 
+def _read_scan_line(n_models: int, n_items: int, rs: dict) -> str:
+    return (f"Store read vs DuckDB scan, {n_models:,} x {n_items:,} (best of {rs['rounds']} after a first, "
+            f"load {rs['load']:.1f}): read {rs['read_wall_s']:.2f} s wall / {rs['read_cpu_s']:.2f} CPU s; "
+            f"SELECT sum(score) {rs['scan_wall_s']:.2f} s / {rs['scan_cpu_s']:.2f} CPU s; ratio "
+            f"{rs['ratio_wall']:.1f}x wall, {rs['ratio_cpu']:.1f}x CPU (target <= 3x)"
+            + (f"; medians {rs['median_ratio_wall']:.1f}x / {rs['median_ratio_cpu']:.1f}x; first read "
+               f"{rs['first_read'][0]:.2f} s / {rs['first_read'][1]:.2f} CPU s against a first scan "
+               f"{rs['first_scan'][0]:.2f} s (columns loaded" + (", numba started)" if rs.get("loops") == "compiled" else ")")
+               + f"; {rs.get('loops', '?')} loops" if "median_ratio_wall" in rs else ""))
+
+
 def _gib(b) -> str:
     return "-" if not b else f"{b / GiB:.2f} GiB"
 
@@ -332,16 +348,7 @@ def render(results: list[dict]) -> str:
         rs = r["audit"].get("read_scan")
         if rs:
             lines.append("")
-            lines.append(f"Store read vs DuckDB scan, {r['n_models']:,} x {r['n_items']:,} (best of {rs['rounds']} after a first, "
-                         f"load {rs['load']:.1f}): read {rs['read_wall_s']:.2f} s wall / {rs['read_cpu_s']:.2f} CPU s; "
-                         f"SELECT sum(score) {rs['scan_wall_s']:.2f} s / {rs['scan_cpu_s']:.2f} CPU s; ratio "
-                         f"{rs['ratio_wall']:.1f}x wall, {rs['ratio_cpu']:.1f}x CPU (target <= 3x)"
-                         + (f"; medians {rs['median_ratio_wall']:.1f}x / {rs['median_ratio_cpu']:.1f}x; first read "
-                            f"{rs['first_read'][0]:.2f} s / {rs['first_read'][1]:.2f} CPU s against a first scan "
-                            f"{rs['first_scan'][0]:.2f} s (columns loaded"
-                            + (", numba started)" if rs.get("loops") == "compiled" else ")")
-                            + f"; {rs.get('loops', '?')} loops"
-                            if "median_ratio_wall" in rs else ""))
+            lines.append(_read_scan_line(r["n_models"], r["n_items"], rs))
     for r in results:
         d = r["audit"].get("dask")
         if not d:
@@ -405,6 +412,11 @@ def main(argv=None) -> int:
                     help="models per block on Dask, or read at a time with --out-of-core (default 500)")
     ap.add_argument("--out-of-core", action="store_true",
                     help="audit without holding the score matrix (benchcert audit --out-of-core)")
+    ap.add_argument("--shuffle-item-ids", action="store_true",
+                    help="item ids in an order unrelated to their subjects, as in real logs (the store's item codes "
+                         "are then not in the matrix's row order)")
+    ap.add_argument("--read-only", action="store_true",
+                    help="ingest, then only the store read against the DuckDB scan (no audit)")
     args, unknown = ap.parse_known_args(argv)
     if unknown:
         print(f"scale.py: ignoring options it does not know: {' '.join(unknown)}", file=sys.stderr)
@@ -416,28 +428,38 @@ def main(argv=None) -> int:
         os.environ["PREFECT_HOME"] = tmp_home
     shapes = args.shape or (QUICK_SHAPES if args.quick else FULL_SHAPES)
     work = Path(args.keep).resolve() if args.keep else Path(tempfile.mkdtemp(prefix="benchcert-scale-"))
-    results = []
+    results, reads = [], []  # audits; with --read-only, the reads
     try:
         print(f"scale benchmark: audit mode {args.mode}; {os.cpu_count()} CPUs, load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}",
               file=sys.stderr)
         for shape in shapes:
             n_models, n_items = parse_shape(shape)
-            d = work / f"{n_models}x{n_items}"
+            d = work / (f"{n_models}x{n_items}" + ("-shuffled" if args.shuffle_item_ids else ""))
             t = time.perf_counter()
-            info = generate(d / "data", n_models, n_items, args.seed)
+            info = generate(d / "data", n_models, n_items, args.seed, shuffled_ids=args.shuffle_item_ids)
             print(f"[{shape}] data ready ({time.perf_counter() - t:.0f} s, not timed); ingest ...", file=sys.stderr)
             db = d / "store.duckdb"
             for p in (db, db.with_name(db.name + ".wal"), d / "artifacts"):
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
             ing = run_child("ingest", d / "ingest.json", args.timeout, db=db, data=d / "data")
-            print(f"[{shape}] ingest {ing['wall_s']:.1f} s, peak {_gib(ing['peak_rss'])}; audit ...", file=sys.stderr)
+            print(f"[{shape}] ingest {ing['wall_s']:.1f} s, peak {_gib(ing['peak_rss'])}; "
+                  + ("the read ..." if args.read_only else "audit ..."), file=sys.stderr)
             # Every audit asked for runs on the one ingest: --out-of-core and --dask-workers together
             # give two rows (make bench's 320M), neither gives the in-memory audit.
             modes = [("out of core", {"out_of_core": True})] if args.out_of_core else []
             if args.dask_workers:
                 modes.append((f"Dask, {args.dask_workers} workers" + (", out of core" if args.out_of_core else ""),
                               {"dask_workers": args.dask_workers, "out_of_core": args.out_of_core}))
-            for label, how in modes or [("", {})]:
+            if args.read_only:
+                rs = run_child("readscan", d / "readscan.json", args.timeout, db=db)
+                reads.append({**info, "ingest": ing, "read_scan": rs})
+                print(_read_scan_line(info["n_models"], info["n_items"], rs)
+                      + (" (item ids shuffled: the store's item codes are not in row order)"
+                         if args.shuffle_item_ids else ""))
+                modes = []
+            else:
+                modes = modes or [("", {})]
+            for label, how in modes:
                 aud = run_child("audit", d / f"audit{len(results)}.json", args.timeout, db=db,
                                 artifacts=d / "artifacts", all_pairs=args.all_pairs, mode=args.mode,
                                 dask_block_models=args.dask_block_models, **how)
@@ -449,7 +471,7 @@ def main(argv=None) -> int:
                 results.append({**info, "ingest": ing, "audit": aud, "label": label})
                 print(render(results[-1:]).splitlines()[2], file=sys.stderr)
             if args.json:  # written after every shape, so a long run keeps what it measured
-                Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+                Path(args.json).write_text(json.dumps(reads if args.read_only else results, indent=2, default=str) + "\n")
             if not args.keep:
                 shutil.rmtree(d, ignore_errors=True)
     finally:
@@ -457,10 +479,11 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         if tmp_home:
             shutil.rmtree(tmp_home, ignore_errors=True)
-    print(render(results))
+    if results:
+        print(render(results))
     print(f"load average at end {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        Path(args.json).write_text(json.dumps(reads if args.read_only else results, indent=2, default=str) + "\n")
     return 0
 
 

@@ -97,7 +97,9 @@ class AuditRequest(BaseModel):
         return {"db": self.db, "benchmark": self.benchmark, "alpha": self.alpha, "variant": self.variant,
                 "artifacts_root": self.artifacts_root, "analyses": None, "hierarchy": list(self.hierarchy),
                 "subject_weights": self.subject_weights, "baseline": self.baseline,
-                "webhook": bool(self.webhook_url), "environments": self.environments, "all_pairs": self.all_pairs}
+                "webhook": bool(self.webhook_url), "environments": self.environments, "all_pairs": self.all_pairs,
+                # The artifacts are the same either way; the record says how the run read the store.
+                "out_of_core": self.out_of_core}
 
 
 class CheckpointRequest(BaseModel):

@@ -232,8 +232,8 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
         raise ValueError(f"scores: a C-ordered float64 matrix of the plan's {plan.n_rows} rows, and col_of_code one "
                          f"column of it (or -1) per model code, expected; got {scores.dtype} {scores.shape}, "
                          f"{plan.row_codes.shape[0]} row codes, col_of_code {col_of_code.shape}")
-    blocks = _blocks([(0, codes.n_models)] if ranges is None else ranges, max(1, BLOCK_BYTES // (8 * codes.n_items)))
-    if not blocks:
+    ranges = [(0, codes.n_models)] if ranges is None else ranges
+    if not ranges:
         return
     _process["cells"] += scores.size
     compiled = not _process.get("unavailable") and (
@@ -249,7 +249,11 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
             logging.getLogger(__name__).warning("the store read's compiled loops are unavailable (%s); numpy's "
                                                 "are used (set NUMBA_CACHE_DIR to a writable folder)",
                                                 _process["unavailable"])
-    size = max(n for _, n in blocks) * codes.n_items
+    # A block's buffer holds n_block rows of loops.row_len cells; its 32-bit positions run to
+    # n_block * loops.stride.
+    per_block = max(1, min(BLOCK_BYTES // (8 * loops.row_len), (2**31 - 1) // loops.stride))
+    blocks = _blocks(ranges, per_block)
+    size = max(n for _, n in blocks) * loops.row_len
     buffers = [np.empty(size) for _ in range(min(2, len(blocks)))]
     pending: list[list] = [[] for _ in buffers]  # the transposes still reading each buffer
     with ThreadPoolExecutor(2) as pool:
@@ -257,19 +261,19 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
             for b, (c, n_block) in enumerate(blocks):
                 for f in pending[b % 2]:
                     f.result()
-                flat = buffers[b % 2][:n_block * codes.n_items]
+                flat = buffers[b % 2][:n_block * loops.row_len]
                 if not plan.complete:
                     flat.fill(np.nan)
                 # Inline: a batch's scatter is a fraction of DuckDB's work on it, and DuckDB's
                 # threads fill the next batch meanwhile.
-                for batch in _block_reader(con, plan, c, n_block):
+                for batch in _block_reader(con, plan, c, n_block, loops.stride):
                     if not loops.scatter(flat, batch.column(0).to_numpy(), batch.column(1).to_numpy()):
                         raise MatrixError(f"a stored response's codes fall outside the benchmark's code ranges "
                                           f"{plan.codes}")
                 cols = col_of_code[c:c + n_block]
                 kept = np.flatnonzero(cols >= 0)
                 targets = cols[kept]
-                block = flat.reshape(n_block, codes.n_items)
+                block = flat.reshape(n_block, loops.row_len)
                 # Two halves of the block's columns: disjoint columns of ``scores``.
                 half = kept.size // 2
                 pending[b % 2] = [pool.submit(loops.transpose, scores, block, kept[s], targets[s])
@@ -290,6 +294,9 @@ class _NumpyLoops:
     MAX_RUNS = 64
 
     def __init__(self, plan: ReadPlan):
+        # The block buffer's rows are models, its columns item codes; the transpose permutes them
+        # into the matrix's row order.
+        self.stride = self.row_len = plan.codes.n_items
         self.rows = plan.row_codes
         self.identity_rows = plan.row_codes.size == plan.codes.n_items and \
             bool((plan.row_codes == np.arange(plan.codes.n_items)).all())
@@ -337,13 +344,23 @@ class _CompiledLoops:
         from benchcert.tasks.store import dense_kernels
 
         self.kernels = dense_kernels
-        self.rows = np.ascontiguousarray(plan.row_codes, dtype=np.int64)
-        # numba checks no bounds: the rows' codes index a block's rows.
-        if self.rows.size and (self.rows.min() < 0 or self.rows.max() >= plan.codes.n_items):
+        n_items = plan.codes.n_items
+        # The scatter puts each response in its matrix row at once (the block buffer's columns are
+        # the matrix's rows), so the transpose reads rows in order even where the item codes are
+        # not in (domain, subject, item_id) order, as in most real stores: a position's item code
+        # is its low ``shift`` bits.
+        self.shift = max(1, (n_items - 1).bit_length())
+        self.stride, self.row_len = 1 << self.shift, plan.n_rows
+        codes = np.asarray(plan.row_codes, dtype=np.int64)
+        # numba checks no bounds: the rows' codes index row_of.
+        if codes.size and (codes.min() < 0 or codes.max() >= n_items):
             raise MatrixError(f"the plan's row codes fall outside its item codes {plan.codes}")
+        self.row_of = np.full(n_items, -1, np.int64)
+        self.row_of[codes] = np.arange(codes.size)
+        self.rows = np.arange(plan.n_rows, dtype=np.int64)
 
     def scatter(self, flat: np.ndarray, pos: np.ndarray, score: np.ndarray) -> bool:
-        return self.kernels.scatter(flat, pos, score) == -1
+        return self.kernels.scatter_rows(flat, pos, score, self.row_of, self.shift, self.row_len) == -1
 
     def transpose(self, scores: np.ndarray, block: np.ndarray, kept: np.ndarray, targets: np.ndarray) -> None:
         self.kernels.transpose(scores, block, self.rows, kept, targets, TRANSPOSE_GROUP, TRANSPOSE_TILE)
@@ -360,13 +377,13 @@ def _blocks(ranges: list[tuple[int, int]], per_block: int) -> list[tuple[int, in
     return out
 
 
-def _block_reader(con, plan: ReadPlan, c: int, n_block: int):
-    """Arrow batches of (position in the block's (model code, item code) buffer, score) of the
-    models with shifted codes c .. c + n_block - 1. The position is 32-bit: a block holds at most
-    BLOCK_BYTES / 8 cells, and DuckDB filters the rows before it computes it."""
+def _block_reader(con, plan: ReadPlan, c: int, n_block: int, stride: int):
+    """Arrow batches of (position, score) of the models with shifted codes c .. c + n_block - 1,
+    the position (model code - c) * stride + shifted item code. It is 32-bit (fill keeps
+    n_block * stride below 2^31), and DuckDB filters the rows before it computes it."""
     codes = plan.codes
     first = codes.m0 + c
-    params = [first, codes.n_items, codes.k0, *plan.params]
+    params = [first, stride, codes.k0, *plan.params]
     sql = f"SELECT ((model_id - ?) * ? + (item_key - ?))::INTEGER AS pos, score {plan.where}"
     if c > 0 or n_block < codes.n_models:
         sql += " AND model_id BETWEEN ? AND ?"

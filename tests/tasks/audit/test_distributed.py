@@ -126,6 +126,9 @@ def test_out_of_core_flow_on_a_local_cluster_gives_the_single_process_artifacts(
     assert reads and max(reads) <= 10  # the flow read blocks of at most 10 models, never the matrix
     a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
     b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
+    # The manifest records how each run read the store; everything else is the same.
+    assert (a["manifest.json"]["config"].pop("out_of_core"), b["manifest.json"]["config"].pop("out_of_core")) == \
+        (False, True)
     _same_artifacts(a, b)
 
 

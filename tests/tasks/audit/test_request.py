@@ -22,8 +22,9 @@ def test_defaults_give_the_default_config_and_run_record():
     assert r.run_config() == {"db": "/s.duckdb", "benchmark": "b", "alpha": 0.05, "variant": None,
                               "artifacts_root": "artifacts", "analyses": None, "hierarchy": ["subject", "domain"],
                               "subject_weights": None, "baseline": None, "webhook": False, "environments": None,
-                              "all_pairs": False}
+                              "all_pairs": False, "out_of_core": False}
     assert AuditRequest(db="s", benchmark="b", hierarchy=None).hierarchy == ("subject", "domain")
+    assert AuditRequest(db="s", benchmark="b", out_of_core=True).run_config()["out_of_core"] is True
 
 
 def test_settings_reach_the_analyses_config():

@@ -155,15 +155,25 @@ def test_a_position_outside_the_buffer_is_refused(tmp_path, compiled_min, max_ru
                 dense_read.fill(con, stale, scores, np.arange(plan.n_cols))
 
 
-def test_the_compiled_scatter_stops_at_a_position_outside(tmp_path):
+def test_the_compiled_scatter_stops_at_a_position_or_item_outside():
     from benchcert.tasks.store import dense_kernels
 
-    flat = np.zeros(4)
-    assert dense_kernels.scatter(flat, np.array([0, 4, 1], np.int32), np.array([1.0, 2.0, 3.0])) == 1
-    np.testing.assert_array_equal(flat, [1.0, 0, 0, 0])
-    assert dense_kernels.scatter(flat, np.array([-1], np.int32), np.array([1.0])) == 0
-    assert dense_kernels.scatter(flat, np.array([3, 2], np.int32), np.array([5.0, 6.0])) == -1
-    np.testing.assert_array_equal(flat, [1.0, 0, 6.0, 5.0])
+    # Two models x 3 matrix rows; item codes 0..3 (2 bits) with rows 2, -, 0, 1 (code 1 has none).
+    row_of = np.array([2, -1, 0, 1], np.int64)
+
+    def pos(model, item):
+        return (model << 2) | item
+
+    flat = np.zeros(6)
+    ok = dense_kernels.scatter_rows(flat, np.array([pos(0, 0), pos(1, 3), pos(1, 2)], np.int32),
+                                    np.array([1.0, 2.0, 3.0]), row_of, 2, 3)
+    assert ok == -1
+    np.testing.assert_array_equal(flat, [0, 0, 1.0, 3.0, 2.0, 0])
+    for bad in (pos(0, 1), pos(2, 0), -1):  # an item with no row, a model past the block, a negative position
+        flat = np.zeros(6)
+        assert dense_kernels.scatter_rows(flat, np.array([pos(0, 2), bad, pos(0, 3)], np.int32),
+                                          np.array([5.0, 6.0, 7.0]), row_of, 2, 3) == 1
+        np.testing.assert_array_equal(flat, [5.0, 0, 0, 0, 0, 0])  # nothing from the bad one on
 
 
 @pytest.mark.parametrize("compiled_min", [1 << 62, 0])
