@@ -69,8 +69,10 @@ def checkpoint_flow(request: CheckpointRequest) -> dict:
     (``<inbox>/<benchmark>/mapping.toml``) when there is one, else the canonical names.
     """
     from benchcert.flows.nightly import MAPPING_FILE, inbox_files
+    from benchcert.tasks.ingest.adapters.limits import check_settings
     from benchcert.tasks.ingest.mapping import parse_mapping
 
+    check_settings()  # a limit variable with no usable value: before any file is read, as the CLI does
     model, logs, mapping, inbox = request.model, request.logs, request.mapping, request.inbox
     db, benchmark, baseline = request.audit.db, request.audit.benchmark, request.audit.baseline
     alpha, lock_timeout = request.audit.alpha, request.audit.lock_timeout

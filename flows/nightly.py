@@ -42,9 +42,14 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     in parallel, one audit per benchmark, each fanning its analyses out to the cluster
     (tasks/audit/distributed.py). This flow still writes every artifact and run record.
     """
+    from benchcert.tasks.ingest.adapters.limits import check_settings
+
     inbox_path = Path(inbox)
     if not inbox_path.is_dir():
         raise FileNotFoundError(f"inbox {inbox} is not a directory")
+    # A limit variable with no usable value stops the run before any file is read (as the CLI does),
+    # instead of refusing every file of every benchmark for it.
+    check_settings()
 
     def request(benchmark: str) -> AuditRequest:
         return AuditRequest(db=db, benchmark=benchmark, artifacts_root=artifacts_root, alpha=alpha,

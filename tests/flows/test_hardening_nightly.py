@@ -35,3 +35,19 @@ def test_nightly_audits_the_benchmarks_it_can_and_reports_the_others(tmp_path, p
         runs = list_runs(con)
     assert runs["benchmark"].to_list() == ["b_bench"] and runs["status"].to_list() == ["completed"]
     assert (Path(runs["run_dir"][0]) / "summary.json").is_file()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_limit_variable_with_no_usable_value_stops_the_nightly_before_any_file(tmp_path, monkeypatch):
+    """As on the command line: the run fails naming the variable and its value, the store is not
+    touched (before, every file of every benchmark was refused for it, one by one)."""
+    from benchcert.flows.nightly import nightly_flow
+    from benchcert.tasks.ingest.adapters.limits import LimitSettingError
+
+    inbox = tmp_path / "inbox"
+    (inbox / "b_bench").mkdir(parents=True)
+    (inbox / "b_bench" / "good.csv").write_text("model,item_id,score\nm,q1,1\nm,q2,0\n")
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", "inf")
+    with pytest.raises(LimitSettingError, match="BENCHCERT_MAX_LINE_BYTES.*inf"):
+        nightly_flow(str(inbox), str(tmp_path / "s.duckdb"), str(tmp_path / "artifacts"))
+    assert not (tmp_path / "s.duckdb").exists()

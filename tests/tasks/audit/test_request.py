@@ -93,3 +93,19 @@ def test_checkpoint_flow_takes_a_request_and_refuses_logs_outside_its_folders(tm
         checkpoint_flow(CheckpointRequest(model="m", logs=tmp_path / "elsewhere", inbox=tmp_path / "inbox",
                                           allowed_logs=[tmp_path / "a"], audit=audit))
     assert "TOPSECRET" not in str(err.value) and not (tmp_path / "s.duckdb").exists()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_checkpoint_flow_stops_on_a_limit_variable_with_no_usable_value(tmp_path, monkeypatch):
+    """As the CLI and the nightly flow: before any file is read, naming the variable and value."""
+    from benchcert.flows.checkpoint import checkpoint_flow
+    from benchcert.tasks.ingest.adapters.limits import LimitSettingError
+
+    (tmp_path / "inbox" / "b").mkdir(parents=True)
+    (tmp_path / "inbox" / "b" / "x.csv").write_text("model,item_id,score\nm,q,1\n")
+    audit = AuditRequest(db=tmp_path / "s.duckdb", benchmark="b", artifacts_root=tmp_path / "a")
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", "-3")
+    with pytest.raises(LimitSettingError, match="BENCHCERT_MAX_LINE_BYTES.*-3"):
+        checkpoint_flow(CheckpointRequest(model="m", logs=tmp_path / "inbox" / "b", inbox=tmp_path / "inbox",
+                                          audit=audit))
+    assert not (tmp_path / "s.duckdb").exists()
