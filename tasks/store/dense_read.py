@@ -165,6 +165,15 @@ def _census(con, where: str, params: list) -> tuple:
     return (*first, bool(human))
 
 
+def store_stamp(con) -> tuple:
+    """(responses, sources, last source id) of the whole store: every ingest that adds or updates
+    responses records a source in the same transaction, so an unchanged stamp means unchanged
+    responses. DuckDB answers it from metadata in about a millisecond at 80M responses, where
+    :func:`check_unchanged` scans the variant's code columns when the store has several."""
+    return con.execute("SELECT (SELECT count(*) FROM response_codes), count(*), max(source_id) FROM sources"
+                       ).fetchall()[0]
+
+
 def check_unchanged(con, plan: ReadPlan) -> None:
     """Raise MatrixError unless the store still holds the responses ``plan`` was made from (the
     same count, code ranges, no replicate and no human score): a read that reopens the store

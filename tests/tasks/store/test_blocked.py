@@ -148,3 +148,22 @@ def test_a_store_changed_between_block_reads_is_refused(tmp_path):
     assert ingest_file(db, late, benchmark="b", mapping=parse_mapping()).status == "ingested"
     with pytest.raises(MatrixError, match="the store changed while the benchmark was being read"):
         m.columns([0, 1])
+
+
+def test_another_benchmarks_ingest_between_block_reads_is_checked_and_let_through(tmp_path):
+    """The store's stamp changes with any ingest; the benchmark's own census then decides: rows of
+    another benchmark change nothing it reads, so the reads go on."""
+    rows = [{"benchmark": b, "model": m, "item_id": f"q{i}", "subject": "s", "domain": "d", "score": 1.0}
+            for b in ("b", "c") for m in ("a", "b") for i in range(5)]
+    path = tmp_path / "rows.csv"
+    pl.DataFrame(rows).write_csv(path)
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    with open_store(db, write=False) as con:
+        m = load_blocked(con, "b", None, store_opener(db, 5.0), block_models=2)
+    np.testing.assert_array_equal(m.columns([0, 1]), np.ones((5, 2)))
+    late = tmp_path / "late.csv"
+    pl.DataFrame([{"benchmark": "c", "model": "z", "item_id": "q9", "subject": "s", "domain": "d",
+                   "score": 0.0}]).write_csv(late)
+    assert ingest_file(db, late, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    np.testing.assert_array_equal(m.columns([1, 0]), np.ones((5, 2)))
