@@ -223,10 +223,11 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
     (``col_of_code``, -1: not wanted) into ``scores``, one block of model codes at a time.
 
     Each block is one query (``model_id`` in the block's range: DuckDB skips the row groups
-    outside it) handing over (32-bit position in the block, score), scattered into a (model
-    code, item code) buffer of at most BLOCK_BYTES - model-major, since logs arrive model by
-    model and the writes are then nearly sequential - and transposed into the block's columns
-    of ``scores`` by two threads while DuckDB reads the next block into the other buffer.
+    outside it) handing over (32-bit position in the block, score), scattered into a buffer of
+    at most BLOCK_BYTES - model-major, since logs arrive model by model and the writes are then
+    nearly sequential; its columns are item codes (numpy) or the matrix's rows (compiled) - and
+    transposed into the block's columns of ``scores`` by two threads while DuckDB reads the next
+    block into the other buffer.
     Memory: ``scores`` and two blocks. ``ranges``: the (first shifted code, number of codes) to
     read (default: every code).
 
@@ -260,7 +261,7 @@ def fill(con, plan: ReadPlan, scores: np.ndarray, col_of_code: np.ndarray,
                                                 _process["unavailable"])
     # A block's buffer holds n_block rows of loops.row_len cells; its 32-bit positions run to
     # n_block * loops.stride.
-    per_block = max(1, min(BLOCK_BYTES // (8 * loops.row_len), (2**31 - 1) // loops.stride))
+    per_block = max(1, min(BLOCK_BYTES // (8 * max(1, loops.row_len)), (2**31 - 1) // loops.stride))
     blocks = _blocks(ranges, per_block)
     size = max(n for _, n in blocks) * loops.row_len
     buffers = [np.empty(size) for _ in range(min(2, len(blocks)))]
