@@ -124,9 +124,12 @@ def test_checkpoint_event_starts_an_audit_with_artifacts(server):
     assert json.loads(out.stdout)["event"] == "benchcert.checkpoint.logged"
     runs = _wait(lambda: [r for r in _runs(server["db"])[before:] if r["status"] == "completed"] or None,
                  240, "the checkpoint run", server["logs"])
-    index = json.loads((server["arts"] / "index.json").read_text())
-    run_id = index["benchmarks"][0]["latest_run_id"]
-    assert run_id == runs[-1]["run_id"]
+    # A run is recorded, then published (flows/runs.py): index.json lists it a moment after the
+    # catalog row is committed.
+    run_id = runs[-1]["run_id"]
+    index_file = server["arts"] / "index.json"
+    _wait(lambda: index_file.is_file() and [b["latest_run_id"] for b in json.loads(index_file.read_text())["benchmarks"]]
+          == [run_id], 60, "index.json listing the run as the benchmark's latest", server["logs"])
     summary = json.loads((server["arts"] / "small" / run_id / "summary.json").read_text())
     assert "org/m@step-1" in {m["model"] for m in summary["models"]}
     assert summary["changes"] is None or "org/m@step-1" in summary["changes"]["new_models"]
