@@ -36,9 +36,10 @@ from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE
 from benchcert.tasks.ingest.service import (NOT_TRIED, ROLLED_BACK, FileReport, GenericPlan, ingest_file,
-                                            ingest_files_atomic, open_file, unchanged_message)
+                                            ingest_files_atomic, merge_responses, open_file,
+                                            unchanged_message)
 from benchcert.tasks.ingest.validate import validate_batch
-from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, Kind
+from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, Kind, next_codes
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
 
 #: A table file up to this size on disk is read ahead and may be stored with others.
@@ -342,11 +343,10 @@ def _coded(con, rows: pl.DataFrame, benchmarks: list[str],
     texts each file names first get the next free codes, file after file, in sorted text order
     within a file (a file names one benchmark).
     """
-    first = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
-                                              for k in (MODEL, ITEM, VARIANT))).fetchall()[0]
+    first = next_codes(con)
     new_codes = {}
-    coded = []
-    for kind, start in zip((MODEL, ITEM, VARIANT), first):
+    for kind in (MODEL, ITEM, VARIANT):
+        start = first[kind.name]
         text = "item_id" if kind is ITEM else kind.name
         texts = rows.group_by("benchmark", text).agg(pl.col("pos").min()).rename({text: "text"})
         stored = _stored_codes(con, kind, benchmarks) if not direct else pl.DataFrame(
@@ -440,12 +440,7 @@ def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
         already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
             SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
         added = {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
-        # As the one-file path: a stored response without a human score gains the one given here.
-        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _run_rows s
-                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
-                         AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
-        con.execute("INSERT INTO response_codes SELECT * FROM _run_rows s "
-                    "ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)")
+        merge_responses(con, "_run_rows")
     con.unregister("_run_rows")
     for kind in (MODEL, VARIANT):
         new = new_codes[kind.name].join(source_of, on="pos").select("code", "benchmark", "text", "source_id")

@@ -621,16 +621,28 @@ def _insert_rows(con, ctx: _FileContext, rows: _Rows, distinct_rows: int) -> int
         "LIMIT 1)").fetchall()[0][0] > 0
     _check_against_store(con, ctx.path, overlap)
     if overlap:
-        # A stored response without a human score gains the one this file gives it (human labels
-        # ingested after the judge's scores, issue #28); a stored human score is kept, like a score.
-        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _stage s
-                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
-                         AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
-        return con.execute("""
-            INSERT INTO response_codes
-            SELECT * FROM _stage s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
-            """).fetchall()[0][0]
+        return merge_responses(con, "_stage")
     return con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
+
+
+#: The staged relations merge_responses takes (their names are written into its SQL).
+_STAGED = frozenset({"_stage", "_run_rows"})
+
+
+def merge_responses(con, staged: str) -> int:
+    """Add the responses of the staged relation ``staged`` (response_codes' columns) that the store
+    does not hold; returns how many were added. A stored response without a human score gains
+    the one staged for it (human labels ingested after the judge's scores, issue #28); a stored
+    human score is kept, like a score. The one rule for the one-file and the many-files ingest."""
+    if staged not in _STAGED:
+        raise ValueError(f"staged: one of {sorted(_STAGED)}, not {staged!r}")
+    con.execute(f"""UPDATE response_codes r SET human_score = s.human_score FROM {staged} s
+                    WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                      AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
+    return con.execute(f"""
+        INSERT INTO response_codes
+        SELECT * FROM {staged} s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        """).fetchall()[0][0]
 
 
 def _insert_items(con, rows: _Rows, split_items: bool) -> None:

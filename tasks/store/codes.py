@@ -52,6 +52,15 @@ class _Column:
         self.new = pl.DataFrame(schema={"code": pl.Int32, "text": pl.String})
 
 
+def next_codes(con) -> dict[str, int]:
+    """The next free code of each kind (by ``Kind.name``): one past the largest stored, codes are
+    never reused. The one rule for the one-file ingest (:class:`CodeBook`) and the many-files one."""
+    # Table and column names come from the fixed Kind constants, never from a log.
+    firsts = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
+                                               for k in KINDS)).fetchall()[0]
+    return {k.name: first for k, first in zip(KINDS, firsts)}
+
+
 class CodeBook:
     """The codes of models, items and variants for the benchmarks one ingest touches."""
 
@@ -61,10 +70,7 @@ class CodeBook:
         empty = pl.DataFrame(schema={"text": pl.String, "code": pl.Int32})
         self._columns: dict[tuple[str, str], _Column] = {
             (k.name, b): _Column(empty) for k in KINDS for b in new_benchmarks}
-        # Table and column names come from the fixed Kind constants, never from a log.
-        firsts = con.execute("SELECT " + ", ".join(f"(SELECT coalesce(max({k.code}), 0) + 1 FROM {k.table})"
-                                                   for k in KINDS)).fetchall()[0]
-        self._next = {k.name: first for k, first in zip(KINDS, firsts)}
+        self._next = next_codes(con)
 
     def load(self, benchmark: str) -> None:
         """Read the benchmark's stored codes now (coding a batch afterwards does not use the store)."""
