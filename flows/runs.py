@@ -222,7 +222,8 @@ def ingest_body(steps, paths: list[str], db: str, benchmark: str | None, mapping
     if atomic:
         if progress is not None:
             progress.update(f"ingesting {len(paths)} file(s) in one transaction")
-        return steps.ingest_atomic(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout)
+        return steps.ingest_files(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout,
+                                  True)
 
     with hook.listening(progress.update if progress is not None else None):
         return steps.ingest_files(db, [str(p) for p in paths], benchmark, mapping, allow_rejects, lock_timeout)

@@ -18,14 +18,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from benchcert.tasks.audit.steps import (analysis, artifact_key, is_transient, notify, read_benchmark, rebuild_dashboard,
-                                   record_run, verdict, write_run_artifacts)
+from benchcert.tasks.audit.steps import (analysis, artifact_key, ingest_many, is_transient, notify, read_benchmark,
+                                         rebuild_dashboard, record_run, verdict, write_run_artifacts)
 
 if TYPE_CHECKING:  # an audit does not import the ingest code (its adapters: 0.05-0.15 s)
     from benchcert.tasks.ingest.service import FileReport
     from benchcert.tasks.ingest.mapping import ColumnMapping
 
-__all__ = ["analysis_task", "artifact_key", "ingest_files_task", "ingest_files_atomic_task", "load_matrices_task", "notify_task", "publish_task",
+__all__ = ["analysis_task", "artifact_key", "ingest_files_task", "load_matrices_task", "notify_task", "publish_task",
            "read_benchmark", "rebuild_dashboard_task", "record_run", "record_run_task", "verdict_task",
            "write_artifacts_task", "write_run_artifacts"]
 
@@ -37,24 +37,13 @@ def _transient(task, task_run, state) -> bool:
 
 @task(name="ingest-files", cache_policy=NO_CACHE)
 def ingest_files_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
-                      allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
-    """Every file of the command in one task (the store opened once; small files stored together).
+                      allow_rejects: bool, lock_timeout: float, atomic: bool = False) -> list[FileReport]:
+    """Every file of the command in one task (the store opened once; small files stored together;
+    ``atomic``: all in one transaction, stored or none).
 
     No retries: a rejected or conflicting file fails the same way every time.
     """
-    from benchcert.tasks.ingest.many import ingest_files
-
-    return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                        lock_timeout=lock_timeout)
-
-
-@task(name="ingest-files-atomic", cache_policy=NO_CACHE)
-def ingest_files_atomic_task(db: str, paths: list[str], benchmark: str | None, mapping: ColumnMapping,
-                             allow_rejects: bool, lock_timeout: float) -> list[FileReport]:
-    from benchcert.tasks.ingest.many import ingest_files
-
-    return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                        lock_timeout=lock_timeout, atomic=True)
+    return ingest_many(db, paths, benchmark, mapping, allow_rejects, lock_timeout, atomic)
 
 
 load_matrices_task = task(name="load-matrices", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient,
@@ -121,6 +110,6 @@ def prefect_steps():
     return Steps(mode="prefect", load_matrices=load_matrices_task, analysis=analysis_task,
                  write_artifacts=write_step, record_run=record_step,
                  publish=lambda summary, run_dir: publish_task(quote(summary), run_dir),
-                 notify=notify_step, ingest_files=ingest_files_task, ingest_atomic=ingest_files_atomic_task,
+                 notify=notify_step, ingest_files=ingest_files_task,
                  analyses_from_export=analyses_step,
                  flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)

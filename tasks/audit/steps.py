@@ -141,19 +141,11 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def ingest_many(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
-                lock_timeout: float):
+                lock_timeout: float, atomic: bool = False):
     from benchcert.tasks.ingest.many import ingest_files
 
     return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                        lock_timeout=lock_timeout)
-
-
-def ingest_atomic(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,
-                  lock_timeout: float):
-    from benchcert.tasks.ingest.many import ingest_files
-
-    return ingest_files(db, paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                        lock_timeout=lock_timeout, atomic=True)
+                        lock_timeout=lock_timeout, atomic=atomic)
 
 
 @dataclass(frozen=True)
@@ -171,8 +163,7 @@ class Steps:
     record_run: Callable
     publish: Callable | None
     notify: Callable
-    ingest_files: Callable
-    ingest_atomic: Callable
+    ingest_files: Callable  # (db, paths, benchmark, mapping, allow_rejects, lock_timeout, atomic=False)
     analyses_from_export: Callable | None  # the Dask fan-out (Prefect mode only)
     flow_run_id: Callable[[], str | None]
 
@@ -200,6 +191,6 @@ def plain_steps() -> Steps:
 
     return Steps(mode="in_process", load_matrices=_retrying(read_benchmark, 2, 2.0), analysis=analysis,
                  write_artifacts=_retrying(write_run_artifacts, 2, 1.0), record_run=_retrying(record_run, 2, 2.0),
-                 publish=None, notify=notify_step, ingest_files=ingest_many, ingest_atomic=ingest_atomic,
+                 publish=None, notify=notify_step, ingest_files=ingest_many,
                  analyses_from_export=None,
                  flow_run_id=lambda: None)
