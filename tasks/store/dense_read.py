@@ -102,7 +102,7 @@ class ReadPlan:
     row_codes: np.ndarray  # shifted item code of each row
     models: list[str]
     col_codes: np.ndarray  # shifted model code of each column
-    census: tuple = ()  # what _census found when the plan was made (check_unchanged)
+    census: tuple  # what _census found when the plan was made (check_unchanged)
 
     @property
     def n_rows(self) -> int:

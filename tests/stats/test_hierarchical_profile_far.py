@@ -104,15 +104,21 @@ def test_far_points_in_the_audit_path_give_the_same_intervals(monkeypatch):
     assert not np.array_equal(f_new.profile, f_old.profile)  # the shortcut was taken
 
 
-def test_far_bound_is_above_the_exact_profile_likelihood():
-    """(1) on the grid itself, with every form of the profile (counts, per subject, subject means)."""
-    y, m = _rows(3, n=30)
+def _fit_and_lik(y, m):
+    """The beta-binomial fits of the rows, the rows that fitted, and their likelihood (subjects with
+    no item masked)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         fit = H.fit_beta_binomial(y, m)
     rows = np.flatnonzero(fit.status == "ok")
     mask = m[rows] > 0
-    lik = HL._BetaBinomialLik(np.where(mask, y[rows], 0.0), np.where(mask, m[rows], 1.0), mask)
+    return fit, rows, HL._BetaBinomialLik(np.where(mask, y[rows], 0.0), np.where(mask, m[rows], 1.0), mask)
+
+
+def test_far_bound_is_above_the_exact_profile_likelihood():
+    """(1) on the grid itself, with every form of the profile (counts, per subject, subject means)."""
+    y, m = _rows(3, n=30)
+    fit, rows, lik = _fit_and_lik(y, m)
     x = np.random.default_rng(4).beta(3.0, 2.0, (12, 7))
     mk = np.ones(x.shape, dtype=bool)
     means = HF._fit_means_rows(x, mk, (12,), 2)
@@ -143,12 +149,7 @@ def test_range_bound_is_above_the_profile_over_its_whole_range(seed):
     subject) are >= the exact profile log-likelihood at every grid point of [nu_lo, nu_hi], and far
     below the maximum where a + b is small (the ranges the grid walk then bounds at once)."""
     y, m = _rows(seed, n=40)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        fit = H.fit_beta_binomial(y, m)
-    rows = np.flatnonzero(fit.status == "ok")
-    mask = m[rows] > 0
-    lik = HL._BetaBinomialLik(np.where(mask, y[rows], 0.0), np.where(mask, m[rows], 1.0), mask)
+    fit, rows, lik = _fit_and_lik(y, m)
     g = HP._W_GRID
     kinds = set()
     for sel, form in HP._profile_forms(lik):
