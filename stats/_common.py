@@ -247,6 +247,13 @@ def check_codes(codes, name: str, *, length: int | None = None) -> np.ndarray:
     return arr
 
 
+def sums_by_reduceat(n_segments: int, n_rows: int) -> bool:
+    """Whether :func:`segment_sums` sums ``n_segments`` blocks of ``n_rows`` rows (2-D or more)
+    with ``np.add.reduceat`` rather than a sum per block. Callers that must reproduce its float
+    sums bit for bit (the two add a block's rows in different orders) ask this one rule."""
+    return n_segments > max(64, n_rows // 8)
+
+
 def segment_sums(values: np.ndarray, starts: np.ndarray, dtype=None) -> np.ndarray:
     """Sums of the row blocks ``values[starts[i]:starts[i + 1]]`` (the last block to the end).
 
@@ -260,7 +267,7 @@ def segment_sums(values: np.ndarray, starts: np.ndarray, dtype=None) -> np.ndarr
     """
     values = np.asarray(values)
     starts = np.asarray(starts)
-    if values.ndim < 2 or starts.size == 0 or starts.size > max(64, values.shape[0] // 8):
+    if values.ndim < 2 or starts.size == 0 or sums_by_reduceat(starts.size, values.shape[0]):
         return np.add.reduceat(values, starts, axis=0, dtype=dtype)
     out = np.empty((starts.size,) + values.shape[1:], dtype=dtype if dtype is not None else values.dtype)
     bounds = np.r_[starts, values.shape[0]]

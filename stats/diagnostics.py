@@ -24,7 +24,7 @@ import contextlib
 import warnings
 
 from ._blas import loop_blas_threads
-from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, warn_degenerate
+from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, sums_by_reduceat, warn_degenerate
 from .subject_counts import SubjectCounts
 from .hierarchical.domains import DomainFits, _counts, _counts_iv, _domains_iv, _fit_domains_counts, _matrix_iv
 
@@ -511,7 +511,7 @@ class _SplitInputs:
 
 def _split_chunks(sums, inputs: _SplitInputs, n_splits, chunk, rng):
     """Accumulate the split-half sums over ``n_splits`` splits, ``chunk`` splits at a time."""
-    if inputs.whole and inputs.grouping.starts.size <= max(64, inputs.total.shape[0] // 8):
+    if inputs.whole and not sums_by_reduceat(inputs.grouping.starts.size, inputs.total.shape[0]):
         return _split_whole_by_domain(sums, inputs, n_splits, chunk, rng)
     done = 0
     while done < n_splits:

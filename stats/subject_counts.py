@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import Grouping, check_codes
+from ._common import Grouping, check_codes, sums_by_reduceat
 
 __all__ = ["SubjectCounts", "subject_counts"]
 
@@ -137,7 +137,7 @@ def subject_counts(scores, subjects, n_subjects: int | None = None, *,
     grouping = Grouping(codes, k)
     in_order = bool(np.all(grouping.order == np.arange(n_rows)))
     # segment_sums' own choice between a sum per block and np.add.reduceat (their float sums differ)
-    reduceat = grouping.starts.size > max(64, n_rows // 8)
+    reduceat = sums_by_reduceat(grouping.starts.size, n_rows)
     block_rows = max(1, block_bytes // (8 * n_models))
     buf = np.empty((block_rows + 1, n_models))
     seg_code = grouping.codes
