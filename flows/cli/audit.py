@@ -15,70 +15,13 @@ from benchcert.flows.cli.options import run_mode_options, store_options
 from benchcert.tasks.errors import UsageError, UserError
 
 
-def _headline(score: dict) -> dict | None:
-    """A score's headline interval; runs from before schema 1.2 headlined the hierarchical one."""
-    if score.get("headline"):
-        return score["headline"]
-    iv = {i["method"]: i for i in score["intervals"]}.get("hierarchical")
-    return None if iv is None else {**iv, "question": "new_subjects", "beside": None, "note": None}
-
-
-def _rank(m: dict) -> str:
-    if m.get("rank") is None:
-        return "-"
-    groups = ",".join(str(g) for g in m.get("tied_groups") or [])
-    return f"{m['rank']} [{m['rank_lower']}-{m['rank_upper']}]" + (f" g{groups}" if groups else "")
-
-
 def summary_table(summary: dict) -> str:
-    """Per model: items without a score, pooled and macro score, the macro score's headline interval
-    (the question it answers in the header), its half-width and, beside it, the new-subjects half-width
-    (when the headline is the same-subjects interval) or the iid one, and the rank with its simultaneous
-    interval and tied groups."""
-    from benchcert.tasks.audit.headline import QUESTIONS, wide_note
+    """The audit table of a summary.json document: the typed result's text
+    (:func:`benchcert.tasks.render.text.audit_table`), which the Python API shows too."""
+    from benchcert.tasks.audit.audit_result import AuditResult
+    from benchcert.tasks.render.text import audit_table
 
-    level = f"{100 * (1 - summary['alpha']):g}%"
-    models = sorted(summary["models"], key=lambda m: -m["macro"]["estimate"])
-    heads = [_headline(m["macro"]) for m in models]
-    question = next((h["question"] for h in heads if h), "new_subjects")
-    same = question == "same_subjects"
-    title = f"macro {level}, {QUESTIONS[question]}"
-    second = "new subj ±" if same else "iid ±"
-    width = max(len(title), 15)
-    head = (f"{'model':<36} {'items':>6} {'no score':>8} {'pooled':>7} {'macro':>7}  {title:<{width}} {'±':>6} "
-            f"{second:>10}  rank [{level}] tied")
-    lines = [head, "-" * len(head)]
-    for m, hd in zip(models, heads):
-        ii = {i["method"]: i for i in m["macro"]["intervals"]}.get("iid_clt")
-        hd_s = f"[{100 * hd['lower']:5.1f}, {100 * hd['upper']:5.1f}]" if hd else "-"
-        hw_s = f"{100 * hd['half_width']:.2f}" if hd else "-"
-        other = (hd or {}).get("beside") if same else ii
-        other_s = f"{100 * other['half_width']:.2f}" if other else "-"
-        unscored = m.get("n_unscored")
-        name = m["model"] if len(m["model"]) <= 36 else m["model"][:33] + "..."
-        lines.append(f"{name:<36} {m['n_items']:>6} {'-' if unscored is None else unscored:>8} "
-                     f"{100 * m['pooled']['estimate']:6.2f}% {100 * m['macro']['estimate']:6.2f}%  {hd_s:<{width}} "
-                     f"{hw_s:>6} {other_s:>10}  {_rank(m)}")
-    lines.append("(percentage points) " + {
-        "new_subjects": "new subjects = hierarchical bound: how good is the model on new subjects drawn like these "
-                        "(items, subjects and domains exchangeable); iid = items treated as independent",
-        "items": "items independent = hierarchical bound with hierarchy 'none' (item-level only); iid = items "
-                 "treated as independent",
-        "same_subjects": "these subjects = same-subjects interval: how good is the model on this benchmark's "
-                         "subjects, items sampled within them; new subj = the new-subjects (hierarchical) bound"}[
-        question])
-    if same:
-        tight = min((h for h in heads if h and h.get("beside")), key=lambda h: h["beside"]["half_width"], default=None)
-        if tight is not None:
-            n_subj = next(m["n_subjects"] for m, h in zip(models, heads) if h is tight)
-            lines.append(f"headline: these subjects, because {wide_note(n_subj, tight['beside']['half_width'])}")
-    if any(m.get("rank") is not None for m in models):
-        lines.append(f"rank: by pooled score, with its simultaneous {level} interval over every model; tied: the groups "
-                     "of models the comparisons cannot tell apart (table tied_groups)")
-    if any(m.get("n_unscored") for m in models):
-        lines.append("no score: benchmark items this model has no score for, left out of its scores (not counted "
-                     "wrong; summary.json unscored_convention)")
-    return "\n".join(lines)
+    return audit_table(AuditResult.from_summary(summary))
 
 
 def cmd_audit(args) -> int:

@@ -1,0 +1,64 @@
+"""Terminal text of typed results: the tables ``benchcert`` prints, built from the same objects the
+Python API returns (so the two never disagree)."""
+
+from __future__ import annotations
+
+from benchcert.tasks.audit.audit_result import AuditResult, headline_of, interval_of
+from benchcert.tasks.audit.headline import QUESTIONS, wide_note
+from benchcert.tasks.schemas import ModelSummary
+
+
+def _rank(m: ModelSummary) -> str:
+    if m.rank is None:
+        return "-"
+    groups = ",".join(str(g) for g in m.tied_groups)
+    return f"{m.rank} [{m.rank_lower}-{m.rank_upper}]" + (f" g{groups}" if groups else "")
+
+
+_FOOTNOTES = {
+    "new_subjects": "new subjects = hierarchical bound: how good is the model on new subjects drawn like these "
+                    "(items, subjects and domains exchangeable); iid = items treated as independent",
+    "items": "items independent = hierarchical bound with hierarchy 'none' (item-level only); iid = items "
+             "treated as independent",
+    "same_subjects": "these subjects = same-subjects interval: how good is the model on this benchmark's "
+                     "subjects, items sampled within them; new subj = the new-subjects (hierarchical) bound"}
+
+
+def audit_table(result: AuditResult) -> str:
+    """Per model: items without a score, pooled and macro score, the macro score's headline interval
+    (the question it answers in the header), its half-width and, beside it, the new-subjects half-width
+    (when the headline is the same-subjects interval) or the iid one, and the rank with its simultaneous
+    interval and tied groups; then the footnotes that say what each column answers."""
+    level = f"{100 * (1 - result.alpha):g}%"
+    models = result.models
+    heads = [headline_of(m.macro) for m in models]
+    question = result.headline_question
+    same = question == "same_subjects"
+    title = f"macro {level}, {QUESTIONS[question]}"
+    second = "new subj ±" if same else "iid ±"
+    width = max(len(title), 15)
+    head = (f"{'model':<36} {'items':>6} {'no score':>8} {'pooled':>7} {'macro':>7}  {title:<{width}} {'±':>6} "
+            f"{second:>10}  rank [{level}] tied")
+    lines = [head, "-" * len(head)]
+    for m, hd in zip(models, heads):
+        hd_s = f"[{100 * hd.lower:5.1f}, {100 * hd.upper:5.1f}]" if hd else "-"
+        hw_s = f"{100 * hd.half_width:.2f}" if hd else "-"
+        other = (hd.beside if hd else None) if same else interval_of(m.macro, "iid_clt")
+        other_s = f"{100 * other.half_width:.2f}" if other else "-"
+        name = m.model if len(m.model) <= 36 else m.model[:33] + "..."
+        lines.append(f"{name:<36} {m.n_items:>6} {'-' if m.n_unscored is None else m.n_unscored:>8} "
+                     f"{100 * m.pooled.estimate:6.2f}% {100 * m.macro.estimate:6.2f}%  {hd_s:<{width}} "
+                     f"{hw_s:>6} {other_s:>10}  {_rank(m)}")
+    lines.append("(percentage points) " + _FOOTNOTES[question])
+    if same:
+        with_beside = [(m, h) for m, h in zip(models, heads) if h and h.beside]
+        if with_beside:
+            m, tight = min(with_beside, key=lambda mh: mh[1].beside.half_width)
+            lines.append(f"headline: these subjects, because {wide_note(m.n_subjects, tight.beside.half_width)}")
+    if any(m.rank is not None for m in models):
+        lines.append(f"rank: by pooled score, with its simultaneous {level} interval over every model; tied: the groups "
+                     "of models the comparisons cannot tell apart (table tied_groups)")
+    if any(m.n_unscored for m in models):
+        lines.append("no score: benchmark items this model has no score for, left out of its scores (not counted "
+                     "wrong; summary.json unscored_convention)")
+    return "\n".join(lines)
