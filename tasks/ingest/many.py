@@ -373,14 +373,16 @@ def _first_of_each(rows: pl.DataFrame, key: str) -> pl.DataFrame:
 
 
 def _store_conflicts(con, rows: pl.DataFrame, items: pl.DataFrame) -> int:
-    """Position of the first file with a score or an item contradicting the store (else past the end)."""
-    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "pos").to_arrow())
+    """Position of the first file with a score, a human score or an item contradicting the store
+    (else past the end); that file is the one-file path's, which refuses it naming both sources."""
+    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "human_score",
+                                          "pos").to_arrow())
     con.register("_run_items", items.select("item_key", "subject", "domain", "pos").to_arrow())
     try:
         found = con.execute("""
             SELECT min(pos) FROM (
                 SELECT s.pos FROM _run_rows s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
-                WHERE r.score <> s.score
+                WHERE r.score <> s.score OR r.human_score <> s.human_score
                 UNION ALL
                 SELECT n.pos FROM _run_items n JOIN items i USING (item_key)
                 WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]

