@@ -270,8 +270,9 @@ class _GenericReader:
         self.file_cols = list(dict.fromkeys(reads))
 
     def batches(self, batch_rows: int):
-        score = self.cols.get("score")
-        numbers = (score,) if score in self.file_cols and score not in self.expressions else ()
+        # A JSON string where a score or a human score is read ("1") is a mistyped field, not a number.
+        numbers = tuple(c for c in (self.cols.get("score"), self.cols.get("human_score"))
+                        if c in self.file_cols and c not in self.expressions)
         raw = generic.read_batches(self.path, self.format, self.file_cols, batch_rows, numbers=numbers)
         if self.expressions:
             raw = self._computed(raw)

@@ -394,7 +394,8 @@ def object_values(obj: dict, columns: list[str], numbers: tuple[str, ...] = ()) 
         raw = obj.get(c)
         v, problem = _jsonl_scalar(raw)
         if c in numbers and isinstance(raw, str):
-            problem = f"a JSON string ({json.dumps(raw[:40])}), not a number: a score in JSON must be a number or true/false"
+            problem = (f"a JSON string ({json.dumps(raw[:40])}), not a number: a score (or human score) in JSON "
+                       "must be a number or true/false")
         if problem:
             problems.append((c, problem))
         values.append(v)

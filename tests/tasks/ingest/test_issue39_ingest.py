@@ -56,3 +56,13 @@ def test_a_key_given_twice_in_one_file_with_two_human_scores_is_refused(capsys, 
     assert "line 3, field human_score" in err and "different human score" in err
     assert not db.exists() or not _human(db)
 
+
+def test_jsonl_human_score_given_as_a_string_is_a_typed_field_error(capsys, tmp_path):
+    log = tmp_path / "h.jsonl"
+    log.write_text('{"model": "m", "item_id": "q1", "score": 1, "human_score": 1}\n'
+                   '{"model": "m", "item_id": "q2", "score": 1, "human_score": "1"}\n')
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", log, "--db", db, "--benchmark", "b")
+    assert code == 1, (out, err)
+    assert str(log) in err and "line 2, field human_score" in err and "JSON string" in err
+    assert not db.exists() or not _human(db)
