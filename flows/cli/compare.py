@@ -142,36 +142,15 @@ def _finish(decision) -> int:
 
 
 def _show(args, result) -> int:
-    rows, many, alpha = result.comparisons, result.several, result.alpha
     if args.json:
         out = result.as_dict()
         if result.gate is not None:
             out["gate"] = _gate_json(result.gate)
         print_json(out, strict=True)
         return _finish(result.gate)
-    level = f"{100 * (1 - alpha):g}%"
-    print(f"{result.benchmark!r}: candidate vs baseline {result.baseline!r}; gap = candidate - baseline on shared "
-          f"items, {level} interval {result.method}" + ("; with several candidates the interval shown is the "
-                                                        "Bonferroni simultaneous one and decides the verdict"
-                                                        if many else ""))
-    print(f"question: {result.question} (--question {result.question_key})")
-    # Every verdict, gap and interval below is about this one estimand.
-    print(f"estimand: {result.estimand}")
-    exact = result.exact_test
-    head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
-            + (f"{'p bonf':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
-    print(head)
-    print("-" * len(head))
-    for row in rows:
-        name = row["candidate"] if len(row["candidate"]) <= 32 else row["candidate"][:29] + "..."
-        shown = row["simultaneous_interval"] or row["interval"]
-        iv = f"[{100 * shown['lower']:6.2f}, {100 * shown['upper']:6.2f}]"
-        subjects_q = result.question_key == "new-subjects"  # no item-level exact test or MDE beside its verdict
-        line = (f"{name:<32} {100 * row['gap']:7.2f}  {iv:<18} {row['p_value']:9.3g} "
-                + (f"{row['p_adjusted']['bonferroni']:9.3g} " if many else "")
-                + (f"{'-':>9} {'-':>7}" if subjects_q else f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f}")
-                + f" {row['n_shared']:7d} {row['n_excluded']:5d}  {row['verdict']}")
-        print(line)
+    from benchcert.tasks.render.text import comparison_table
+
+    print(comparison_table(result))
     for n in result.warnings:
         print(f"warning: {n}", file=sys.stderr)
     return _finish(result.gate)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, user_error, user_errors
 from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.tasks.compare.rows import deciding_interval
 
 
 def human_scale_block(summary: dict) -> str:
@@ -86,8 +87,8 @@ def _show_gap(result) -> None:
     print("-" * len(head))
     for row in result.comparisons:
         name = row["candidate"] if len(row["candidate"]) <= 32 else row["candidate"][:29] + "..."
-        iv = row.get("simultaneous_interval") or row["interval"]  # the interval that decides the verdict
-        shown = "-" if iv["lower"] is None else f"[{_pp(iv['lower'])}, {_pp(iv['upper'])}]"
+        iv = deciding_interval(row)
+        shown = "-" if iv.lower is None else f"[{_pp(iv.lower)}, {_pp(iv.upper)}]"
         lam = "-" if row["lam"] is None else f"{row['lam']:6.2f}"
         print(f"{name:<32} {_pp(row['gap']):>7}  {shown:<18} {lam:>6} {_pp(row['judge_only_gap']):>8} "
               f"{row['n_human']:8d} {row['n_judge']:7d}  {row['verdict']}")

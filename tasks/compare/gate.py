@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from benchcert.tasks.compare.rows import deciding_interval
 from benchcert.tasks.errors import UsageError
 
 FAIL_ON = ("regressed",)
@@ -146,15 +147,15 @@ def decide(rows: list[dict], alpha: float, options: GateOptions | None) -> GateD
         return None
     failed, undecided = [], []
     for row in rows:
-        iv = row.get("simultaneous_interval") or row["interval"]
-        lower, upper = iv.get("lower"), iv.get("upper")
+        iv = deciding_interval(row)
+        lower, upper = iv.lower, iv.upper
         if lower is None or upper is None:
             undecided.append(row["candidate"])  # no interval (too few shared items or subjects)
         why = _why_failed(row, lower, upper, options)
         if why is not None:
             failed.append({"candidate": row["candidate"], "baseline": row["baseline"], "reason": why,
                            "gap": row.get("gap"), "lower": lower, "upper": upper,
-                           "interval_method": iv.get("method", row.get("method"))})
+                           "interval_method": iv.method})
     level = f"{100 * (1 - alpha):g}%"
     if failed:
         f = failed[0]

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.compare.gate import GateDecision, GateOptions, check_options, decide
+from benchcert.tasks.compare.rows import ComparisonRow
+from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.errors import UsageError
 
 #: The clustering levels ``--hierarchy`` names, as the levels they cluster over.
@@ -116,8 +118,8 @@ def check_request(request: CompareRequest) -> None:
         raise UsageError(f"a candidate is named twice: {list(request.candidates)}")
 
 
-@dataclass(frozen=True)
-class ComparisonResult:
+@dataclass(frozen=True, repr=False)
+class ComparisonResult(TableResult):
     """Every candidate against the baseline on one benchmark.
 
     Attributes
@@ -132,8 +134,9 @@ class ComparisonResult:
         The gap every verdict and interval is about (item- or subject-weighted, by ``question_key``).
     exact_test : str
         ``mcnemar_exact`` (0/1 scores) or ``sign_test``.
-    comparisons : tuple of dict
-        One JSON-ready row per candidate (NaN as None), in the order asked.
+    comparisons : tuple of ComparisonRow
+        One typed row per candidate, in the order asked (each also reads as its JSON document,
+        NaN as None: ``row["p_values"]``).
     warnings, assumptions : tuple of str
         What the data made of the question, and what the intervals assume.
     gate : GateDecision or None
@@ -149,11 +152,54 @@ class ComparisonResult:
     question: str
     estimand: str
     exact_test: str
-    comparisons: tuple[dict, ...]
+    comparisons: tuple[ComparisonRow, ...]
     warnings: tuple[str, ...]
     assumptions: tuple[str, ...]
     gate: GateDecision | None = None
     question_key: str = "items"
+
+    def row(self, candidate: str) -> ComparisonRow:
+        """The row of ``candidate``; KeyError naming the candidates when there is none."""
+        for r in self.comparisons:
+            if r.candidate == candidate:
+                return r
+        raise KeyError(f"{candidate!r} is not a candidate here; the candidates are "
+                       f"{[r.candidate for r in self.comparisons]}")
+
+    def to_polars(self):
+        """One row per candidate: gap, the interval that decides (with its method), p-value, MDE,
+        shared and excluded items, verdict."""
+        import polars as pl
+
+        schema = {"candidate": pl.String, "baseline": pl.String, "gap": pl.Float64, "lower": pl.Float64,
+                  "upper": pl.Float64, "interval_method": pl.String, "p_value": pl.Float64, "mde": pl.Float64,
+                  "n_shared": pl.Int64, "n_excluded": pl.Int64, "verdict": pl.String}
+        return pl.DataFrame([r.table_row() for r in self.comparisons], schema=schema)
+
+    def __str__(self) -> str:
+        from benchcert.tasks.render.text import comparison_table
+
+        return comparison_table(self)
+
+    def __repr__(self) -> str:
+        return f"<ComparisonResult {self._title()}>\n{self}"
+
+    def _title(self) -> str:
+        return (f"{self.benchmark!r}: {len(self.comparisons)} candidate(s) against {self.baseline!r}, "
+                f"question {self.question_key}")
+
+    def _notes(self) -> list[str]:
+        return [f"question: {self.question}", f"estimand: {self.estimand}",
+                *(f"warning: {w}" for w in self.warnings[:5])]
+
+    def _chart(self) -> dict | None:
+        ivs = [r.deciding_interval for r in self.comparisons]
+        return {"labels": [r.candidate for r in self.comparisons],
+                "series": [{"name": f"gap, {100 * (1 - self.alpha):g}% interval ({ivs[0].method})",
+                            "estimate": [r.gap for r in self.comparisons], "lower": [i.lower for i in ivs],
+                            "upper": [i.upper for i in ivs]}] if ivs else [],
+                "title": "Gap (candidate - baseline) and the interval that decides its verdict",
+                "x_label": "gap", "percent": True}
 
     @property
     def family_size(self) -> int:
@@ -170,7 +216,7 @@ class ComparisonResult:
                 "method": self.method, "question": self.question, "question_key": self.question_key,
                 "estimand": self.estimand,
                 "family_size": self.family_size, "adjustment": "bonferroni" if self.several else None,
-                "comparisons": [dict(r) for r in self.comparisons], "warnings": list(self.warnings),
+                "comparisons": [r.as_dict() for r in self.comparisons], "warnings": list(self.warnings),
                 "assumptions": list(self.assumptions)}
 
 
@@ -299,10 +345,11 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             notes += opposite_signs(row["candidate"], item_gap, subject_gap, request.question)
         if request.question == "new-subjects":
             method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha, notes)
+    typed = tuple(ComparisonRow.from_dict(r) for r in rows)
     return ComparisonResult(
         benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
-        method=method, question=question, estimand=estimand, exact_test=exact, comparisons=tuple(rows),
-        warnings=tuple(notes), assumptions=assumptions, gate=decide(rows, alpha, request.gate),
+        method=method, question=question, estimand=estimand, exact_test=exact, comparisons=typed,
+        warnings=tuple(notes), assumptions=assumptions, gate=decide(typed, alpha, request.gate),
         question_key=request.question)
 
 

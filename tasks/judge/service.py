@@ -213,6 +213,7 @@ def compare_human(request) -> HumanGapResult:
     raises (UsageError, VerdictError, MatrixError, StoreError).
     """
     from benchcert.tasks.compare.gate import decide
+    from benchcert.tasks.compare.rows import deciding_interval
     from benchcert.tasks.compare.service import check_request, interval_verdicts
     from benchcert.tasks.compare.verdicts import VerdictError, load_models
     from benchcert.tasks.store.connection import open_store
@@ -242,9 +243,9 @@ def compare_human(request) -> HumanGapResult:
     rows = [_gap_row(m, col[request.baseline], col[c], request.alpha, notes, k) for c in candidates]
     for row in rows:
         # with several candidates the family's (alpha / k) interval decides, as in compare
-        iv = row.get("simultaneous_interval") or row["interval"]
-        if iv["lower"] is not None:
-            row["verdict"] = str(interval_verdicts([iv["lower"]], [iv["upper"]])[0])
+        iv = deciding_interval(row)
+        if iv.lower is not None:
+            row["verdict"] = str(interval_verdicts([iv.lower], [iv.upper])[0])
     return HumanGapResult(benchmark=request.benchmark, variant=m.variant, baseline=request.baseline,
                           alpha=request.alpha, method="ppi++ paired gap", question=HUMAN_QUESTION,
                           estimand=HUMAN_ESTIMAND, comparisons=tuple(rows), warnings=tuple(dict.fromkeys(notes)),

@@ -62,3 +62,32 @@ def audit_table(result: AuditResult) -> str:
         lines.append("no score: benchmark items this model has no score for, left out of its scores (not counted "
                      "wrong; summary.json unscored_convention)")
     return "\n".join(lines)
+
+
+def comparison_table(result) -> str:
+    """A :class:`~benchcert.tasks.compare.service.ComparisonResult` as ``benchcert compare`` prints it:
+    the header naming the question and the estimand, then one line per candidate with the gap, the
+    interval that decides its verdict, p-values, MDE, shared and excluded items and the verdict."""
+    rows, many, alpha = result.comparisons, result.several, result.alpha
+    level = f"{100 * (1 - alpha):g}%"
+    lines = [f"{result.benchmark!r}: candidate vs baseline {result.baseline!r}; gap = candidate - baseline on shared "
+             f"items, {level} interval {result.method}" + ("; with several candidates the interval shown is the "
+                                                           "Bonferroni simultaneous one and decides the verdict"
+                                                           if many else ""),
+             f"question: {result.question} (--question {result.question_key})",
+             # Every verdict, gap and interval below is about this one estimand.
+             f"estimand: {result.estimand}"]
+    exact = result.exact_test
+    head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
+            + (f"{'p bonf':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")
+    lines += [head, "-" * len(head)]
+    subjects_q = result.question_key == "new-subjects"  # no item-level exact test or MDE beside its verdict
+    for row in rows:
+        name = row.candidate if len(row.candidate) <= 32 else row.candidate[:29] + "..."
+        shown = row.deciding_interval
+        iv = f"[{100 * shown.lower:6.2f}, {100 * shown.upper:6.2f}]"
+        lines.append(f"{name:<32} {100 * row.gap:7.2f}  {iv:<18} {row['p_value']:9.3g} "
+                     + (f"{row['p_adjusted']['bonferroni']:9.3g} " if many else "")
+                     + (f"{'-':>9} {'-':>7}" if subjects_q else f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f}")
+                     + f" {row['n_shared']:7d} {row['n_excluded']:5d}  {row.verdict}")
+    return "\n".join(lines)
