@@ -16,59 +16,30 @@ from benchcert.flows.cli.options import run_mode_options, store_options
 
 
 def cmd_ingest(args) -> int:
-    from benchcert.tasks.ingest.adapters.native import NATIVE_FORMATS, NativeMapping
+    from benchcert.flows.ingest_command import IngestOptions, build_mapping, ingest_paths
+    from benchcert.flows.runs import choose_mode
+    from benchcert.tasks.ingest.adapters.limits import LimitSettingError
+    from benchcert.tasks.ingest.mapping import MappingError
     from benchcert.tasks.ingest.service import OK_STATUSES, command_summary, summary_text
-    from benchcert.tasks.ingest.mapping import MappingError, parse_mapping
-    from benchcert.tasks.ingest.sources import check_expressions, check_labels, expand_sources, not_tried
 
-    from benchcert.tasks.ingest.adapters.limits import LimitSettingError, check_settings
-
-    native_format = args.format if args.format in NATIVE_FORMATS else None
+    options = IngestOptions(map=tuple(args.map or ()), config=args.config, format=args.format, model=args.model,
+                            metric=args.metric, scorer=args.scorer, stat=args.stat, records=args.records)
     try:
-        check_settings()  # a limit variable set to no usable value: before any file is read
-        mapping = parse_mapping(args.map, args.config, None if native_format else args.format)
+        mapping = build_mapping(options)
     except (MappingError, LimitSettingError) as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.model is not None:
-        if not args.model.strip():
-            print("benchcert ingest: --model must not be empty", file=sys.stderr)
-            return EXIT_USAGE
-        if "model" in mapping.columns:
-            print("benchcert ingest: give --model NAME or --map model=..., not both", file=sys.stderr)
-            return EXIT_USAGE
-    if native_format or args.metric or args.scorer or args.stat or args.model:
-        mapping = NativeMapping(columns=mapping.columns, format=native_format or mapping.format,
-                                model=args.model, metric=args.metric, scorer=args.scorer, stat=args.stat)
-    if args.records is not None:
-        import dataclasses
-
-        if native_format or mapping.format not in (None, "json"):
-            print("benchcert ingest: --records applies to JSON files of records (--format json), "
-                  f"not to --format {args.format}", file=sys.stderr)
-            return EXIT_USAGE
-        mapping = dataclasses.replace(mapping, records=args.records)
-    from benchcert.flows.runs import choose_mode, run_ingest
-
     mode = choose_mode(args.prefect)
-    files, unknown = expand_sources(args.paths)
+    from benchcert.flows.cli.progress import Progress
+
     try:
-        check_expressions(files, mapping)
-        check_labels(files, mapping, args.benchmark, args.paths)
+        with Progress(enabled=not args.json) as progress:
+            reports = ingest_paths(args.paths, str(args.db), args.benchmark, mapping, mode=mode,
+                                   allow_rejects=args.allow_rejects, lock_timeout=args.lock_timeout,
+                                   atomic=args.atomic, progress=progress)
     except MappingError as exc:
         print(f"benchcert ingest: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    reports = []
-    if args.atomic and unknown:  # a file no adapter reads fails the command before anything is stored
-        reports, files = not_tried(files), []
-    if files:
-        from benchcert.flows.cli.progress import Progress
-
-        with Progress(enabled=not args.json) as progress:
-            reports = [r.as_dict() for r in run_ingest(mode, files, str(args.db), args.benchmark, mapping,
-                                                       args.allow_rejects, args.lock_timeout, progress=progress,
-                                                       atomic=args.atomic)]
-    reports += unknown
     ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] in ("locked", "unusable") for r in reports)  # the store, not the data
     if args.json:
