@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import polars as pl
 import pytest
@@ -39,19 +38,26 @@ def test_an_error_of_the_reader_is_raised_in_the_caller_after_the_good_batches()
 
 
 def test_close_stops_a_worker_blocked_on_a_full_queue():
+    """Nobody consumes: the worker has filled the queue and waits on it; close() alone must end it."""
     produced = []
+    blocked = threading.Event()
 
     def endless():
         i = 0
         while True:
             produced.append(i)
+            if len(produced) == 2:  # batch 1 sits in the queue; the worker now puts batch 2 and waits
+                blocked.set()
             yield _batch(i)
             i += 3
 
     prefetch = ValidatedBatches(endless(), COLS, "b", depth=1)
-    time.sleep(0.3)  # the worker fills the queue and waits
-    t = time.perf_counter()
-    prefetch.close()
-    assert time.perf_counter() - t < 2.0
+    assert blocked.wait(60), "the worker never read its second batch"
+    # close() in a thread of its own, so a close that waited for a consumer fails here
+    # instead of hanging the run
+    closer = threading.Thread(target=prefetch.close, daemon=True)
+    closer.start()
+    closer.join(60)
+    assert not closer.is_alive(), "close() is waiting for a worker blocked on the full queue"
     assert not any(th.name == "benchcert-read" and th.is_alive() for th in threading.enumerate())
     assert len(produced) <= 3  # bounded read-ahead: it did not run through the source
