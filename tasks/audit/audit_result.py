@@ -59,7 +59,7 @@ class AuditResult(TableResult):
     >>> [m.model for m in result.models]
     ['strong', 'weak']
     >>> result.to_polars().select("model", "n_items", "pooled").row(0)
-    ('strong', 40, 0.75)
+    ('strong', 200, 0.75)
     """
 
     summary: Summary
