@@ -14,7 +14,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 180
 export PREFECT_LOGGING_LEVEL ?= WARNING
 
 DEMO_DIR  ?= demo-output
-DEMO_DB   := $(DEMO_DIR)/benchcert.duckdb
+# benchcert demo writes its store to $(DEMO_DIR)/benchcert.duckdb and its runs under DEMO_ARTS.
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
 .PHONY: demo test quick chromium bench bench-all study serve dashboard venv clean
@@ -26,11 +26,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)
 
+# `benchcert demo` refuses a folder that already holds a store; make demo starts anew in its own folder.
 demo: $(STAMP)
-	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
-	$(BIN)/benchcert ingest data/mmlu_pro/mmlu_pro_item_correctness_long.csv.gz \
-	    --db $(DEMO_DB) --benchmark mmlu_pro --config data/mmlu_pro/mapping.toml
-	$(BIN)/benchcert audit --db $(DEMO_DB) --benchmark mmlu_pro --artifacts $(DEMO_ARTS)
+	rm -rf $(DEMO_DIR)
+	$(BIN)/benchcert demo --dir $(DEMO_DIR)
 
 # The whole default suite, Monte-Carlo level tests included (what CI runs).
 test: $(STAMP) chromium
