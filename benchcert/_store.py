@@ -20,7 +20,18 @@ from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 
 class IngestRefused(UserError):
-    """A source was refused (nothing of it was stored); ``.result`` holds every file's report."""
+    """A source was refused (nothing of it was stored); ``.result`` holds every file's report.
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> frame = bc.example_frame().with_columns(score=2.0)  # scores must lie in [0, 1]
+    >>> try:
+    ...     bc.Store().ingest(frame, benchmark="toy", mapping={"item_id": "item", "score": "score"})
+    ... except bc.IngestRefused as exc:
+    ...     print(exc.result.files[0].status, exc.exit_code)
+    rejected 1
+    """
 
     def __init__(self, message: str, result: IngestResult):
         super().__init__(message)
@@ -41,6 +52,13 @@ class IngestedFile:
     rows_added, rows_already_stored, rows_rejected : int
     message : str
         Why it was refused, or what it was read as.
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> report = bc.Store().ingest(bc.example_frame(), benchmark="toy", mapping={"item_id": "item", "score": "score"})
+    >>> report.files[0].status, report.files[0].format, report.files[0].rows_added
+    ('ingested', 'parquet', 400)
     """
 
     path: str
@@ -331,7 +349,7 @@ class Store:
     def compare(self, candidate: str | Sequence[str], baseline: str, *, benchmark: str, question: str = "items",
                 require: str | None = None, margin: float | None = None, fail_on: str | None = None,
                 alpha: float = 0.05, power: float = 0.8, variant: str | None = None,
-                hierarchy: str = "subject,domain", record: bool = False):
+                hierarchy: str = "subject,domain", record: bool = False, scale: str = "judge"):
         """Paired comparison of ``candidate`` (one model or several) against ``baseline``, as ``benchcert compare``.
 
         Parameters
@@ -352,10 +370,13 @@ class Store:
             As ``--variant`` and ``--hierarchy``.
         record : bool
             Record a two-model comparison as the next look of its anytime-valid checkpoint verdict.
+        scale : {"judge", "human"}
+            judge: the scores as stored; human: a judge-scored benchmark's gap on the human scale
+            (PPI++ from the judge's scores and the items people labelled for both models).
 
         Returns
         -------
-        ComparisonResult, or RecordedLook when ``record``
+        ComparisonResult; RecordedLook when ``record``; HumanGapResult when ``scale="human"``
         """
         from benchcert.tasks.compare.gate import GateOptions
         from benchcert.tasks.compare.service import CompareRequest, compare_models, record_look
@@ -372,6 +393,14 @@ class Store:
                                  alpha=alpha, power=power, variant=variant, hierarchy=hierarchy,
                                  lock_timeout=self.lock_timeout, gate=GateOptions(fail_on, margin, require),
                                  question=question)
+        if scale not in ("judge", "human"):
+            raise ValueError(f"scale must be 'judge' or 'human'; got {scale!r}")
+        if scale == "human":
+            if record:
+                raise ValueError("record answers the judge-scale checkpoint question; drop scale='human'")
+            from benchcert.tasks.judge.service import compare_human
+
+            return compare_human(request)
         return record_look(request) if record else compare_models(request)
 
     # -- runs -----------------------------------------------------------------------------------------

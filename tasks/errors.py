@@ -10,7 +10,17 @@ from __future__ import annotations
 
 
 class UserError(Exception):
-    """The user's input, options or data cannot be used as given (exit code 1 unless overridden)."""
+    """The user's input, options or data cannot be used as given (exit code 1 unless overridden).
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> try:
+    ...     bc.Store("no-such-folder/none.duckdb").audit("toy")
+    ... except bc.UserError as exc:
+    ...     print(type(exc).__name__, exc.exit_code)
+    MissingStoreError 3
+    """
 
     exit_code: int = 1
 

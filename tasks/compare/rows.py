@@ -32,6 +32,12 @@ class GapInterval:
         Its ends; None when the data give none (too few shared items or subjects).
     se : float or None
         The standard error it was built from, where there is one.
+
+    Examples
+    --------
+    >>> from benchcert import GapInterval
+    >>> GapInterval("paired_clt", -0.01, 0.03).decided, GapInterval("paired_clt", 0.01, 0.03).decided
+    (False, True)
     """
 
     method: str | None
@@ -86,6 +92,18 @@ class ComparisonRow(Mapping):
         The primary test's p-value (unadjusted).
     n_shared : int or None
         Items both models answered.
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> store = bc.Store()
+    >>> _ = store.ingest(bc.example_frame(), benchmark="toy",
+    ...                  mapping={"item_id": "item", "subject": "subject", "score": "score"})
+    >>> row = store.compare("strong", "weak", benchmark="toy").row("strong")
+    >>> row.verdict, row.deciding_interval.decided, row.deciding_interval.lower > 0
+    ('improved', True, True)
+    >>> sorted(row["p_values"])[:2]  # the JSON row's other fields
+    ['clustered_subject', 'hoeffding']
     """
 
     candidate: str

@@ -141,6 +141,18 @@ class ComparisonResult(TableResult):
         What the data made of the question, and what the intervals assume.
     gate : GateDecision or None
         The CI gate's decision, when one was asked for.
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> store = bc.Store()
+    >>> _ = store.ingest(bc.example_frame(), benchmark="toy",
+    ...                  mapping={"item_id": "item", "subject": "subject", "score": "score"})
+    >>> result = store.compare("strong", "weak", benchmark="toy", require="non-inferior", margin=0.02)
+    >>> result.estimand.split(":")[0], result.gate.passed
+    ('item-weighted mean gap', True)
+    >>> result.to_polars().select("candidate", "gap", "verdict").row(0)
+    ('strong', 0.25, 'improved')
     """
 
     benchmark: str

@@ -34,7 +34,9 @@ from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.stats.ppi import (MCAR, MIN_HUMAN_LABELS, HumanLabelPlan, JudgeAgreement, LabelledSubsetCheck,
                                  PPIMeanResult, judge_agreement, labelled_subset_check, plan_human_labels, ppi_gap,
                                  ppi_mean)
+from benchcert.tasks.compare.rows import ComparisonRow
 from benchcert.tasks.errors import NoDataError, UsageError
+from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 __all__ = ["ModelHumanScale", "HumanGapResult", "HumanLabelsAnswer", "model_scores", "human_scale",
@@ -133,9 +135,14 @@ def agreement(m: BenchmarkMatrices, *, alpha: float = 0.05) -> list[tuple[str, J
 # --------------------------------------------------------------------------- compare --scale human
 
 
-@dataclass(frozen=True)
-class HumanGapResult:
-    """Candidates against a baseline on the human scale (``compare --scale human``)."""
+@dataclass(frozen=True, repr=False)
+class HumanGapResult(TableResult):
+    """Candidates against a baseline on the human scale (``compare --scale human``).
+
+    ``comparisons`` are typed rows (:class:`~benchcert.tasks.compare.rows.ComparisonRow`) whose JSON
+    documents add ``lam`` (PPI++'s weight on the judge), ``n_human``, ``n_judge``, the interval from
+    the labels alone and the judge's own gap.
+    """
 
     benchmark: str
     variant: str
@@ -144,10 +151,32 @@ class HumanGapResult:
     method: str
     question: str
     estimand: str
-    comparisons: tuple[dict, ...]
+    comparisons: tuple[ComparisonRow, ...]
     warnings: tuple[str, ...]
     assumptions: tuple[str, ...]
     gate: object = None
+
+    def to_polars(self):
+        """One row per candidate: the human-scale gap, the interval that decides, lambda, labelled and
+        judged items, verdict."""
+        import polars as pl
+
+        rows = [{**r.table_row(), "lam": r["lam"], "n_human": r["n_human"], "n_judge": r["n_judge"]}
+                for r in self.comparisons]
+        return pl.DataFrame(rows, schema={
+            "candidate": pl.String, "baseline": pl.String, "gap": pl.Float64, "lower": pl.Float64,
+            "upper": pl.Float64, "interval_method": pl.String, "p_value": pl.Float64, "mde": pl.Float64,
+            "n_shared": pl.Int64, "n_excluded": pl.Int64, "verdict": pl.String, "lam": pl.Float64,
+            "n_human": pl.Int64, "n_judge": pl.Int64})
+
+    def _title(self) -> str:
+        return f"{self.benchmark!r} on the human scale: {len(self.comparisons)} candidate(s) against {self.baseline!r}"
+
+    def _notes(self) -> list[str]:
+        return [f"question: {self.question}", f"estimand: {self.estimand}", *self.assumptions[:1]]
+
+    def __repr__(self) -> str:
+        return f"<HumanGapResult {self._title()}>\n{self.to_polars()}"
 
     @property
     def several(self) -> bool:
@@ -157,7 +186,7 @@ class HumanGapResult:
         return {"benchmark": self.benchmark, "variant": self.variant, "baseline": self.baseline, "alpha": self.alpha,
                 "scale": "human", "method": self.method, "question": self.question, "estimand": self.estimand,
                 "family_size": len(self.comparisons), "adjustment": "bonferroni" if self.several else None,
-                "comparisons": [dict(r) for r in self.comparisons], "warnings": list(self.warnings),
+                "comparisons": [r.as_dict() for r in self.comparisons], "warnings": list(self.warnings),
                 "assumptions": list(self.assumptions)}
 
 
@@ -248,7 +277,8 @@ def compare_human(request) -> HumanGapResult:
             row["verdict"] = str(interval_verdicts([iv.lower], [iv.upper])[0])
     return HumanGapResult(benchmark=request.benchmark, variant=m.variant, baseline=request.baseline,
                           alpha=request.alpha, method="ppi++ paired gap", question=HUMAN_QUESTION,
-                          estimand=HUMAN_ESTIMAND, comparisons=tuple(rows), warnings=tuple(dict.fromkeys(notes)),
+                          estimand=HUMAN_ESTIMAND, comparisons=tuple(ComparisonRow.from_dict(r) for r in rows),
+                          warnings=tuple(dict.fromkeys(notes)),
                           assumptions=(MCAR, "the same items are labelled for both models",
                                        "items are independent draws (no clustering by subject: --hierarchy does "
                                        "not apply on the human scale)"),
