@@ -17,7 +17,7 @@ DEMO_DIR  ?= demo-output
 # benchcert demo writes its store to $(DEMO_DIR)/benchcert.duckdb and its runs under DEMO_ARTS.
 DEMO_ARTS := $(DEMO_DIR)/artifacts
 
-.PHONY: demo test quick chromium bench bench-all study serve dashboard venv clean
+.PHONY: demo test wheel-check quick chromium bench bench-all study serve dashboard venv clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ demo: $(STAMP)
 	$(BIN)/benchcert demo --dir $(DEMO_DIR)
 
 # The whole default suite, Monte-Carlo level tests included (what CI runs).
-test: $(STAMP) chromium
+test: $(STAMP) chromium wheel-check
 	$(BIN)/python -m pytest -q -m 'not slow' $(PYTEST_ARGS)
 
 # The developer's quick run: everything but the Monte-Carlo level tests and the full-scale studies,
@@ -84,5 +84,13 @@ dashboard: $(STAMP)
 serve: $(STAMP)
 	bash deployments/serve_local.sh
 
+# benchcert as users install it (part of make test): the sdist and wheel built with python -m build,
+# the wheel installed (not editable) into $(WHEEL_VENV) with constraints.txt's pins, then, from a
+# folder outside the checkout, benchcert demo, a compare on its store and an import of every module
+# (tools/wheel_check.py; the dependencies stay installed between runs while their pins do not change).
+WHEEL_VENV ?= .venv-wheel
+wheel-check: $(STAMP)
+	$(BIN)/python tools/wheel_check.py --venv $(WHEEL_VENV)
+
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .prefect .pytest_cache serve-state
+	rm -rf $(VENV) $(WHEEL_VENV) $(DEMO_DIR) .prefect .pytest_cache serve-state
