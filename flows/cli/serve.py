@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json, user_error, webhook_arg
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json, user_error, webhook_arg
 from benchcert.tasks.errors import UsageError
 
 
@@ -21,7 +24,7 @@ def cmd_serve(args) -> int:
         return user_error("benchcert serve", exc)
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
-    from prefect import serve
+    from prefect.runner import Runner
 
     from benchcert.deployments.definitions import ServeOptions, build_deployments
 
@@ -33,8 +36,68 @@ def cmd_serve(args) -> int:
         dashboard_dir=str(args.dashboard) if args.dashboard else None,
         allowed_logs=tuple(str(p) for p in args.allow_logs), dask_address=args.dask_address,
         dask_workers=args.dask_workers))
-    serve(*deployments, print_starting_message=True)
+    runner = Runner(pause_on_shutdown=True)
+    for deployment in deployments:
+        runner.add_deployment(deployment)
+    _stop_within(runner, SIGTERM_GRACE)
+    print("Your deployments are being served and polling for scheduled runs!\n"
+          + "".join(f"    {d.flow_name}/{d.name}\n" for d in deployments)
+          + "Trigger one with `prefect deployment run NAME`; stop with Ctrl-C or SIGTERM.", flush=True)
+    try:
+        asyncio.run(runner.start())
+    except KeyboardInterrupt:
+        pass
     return EXIT_OK
+
+
+#: Seconds Prefect's graceful stop gets after SIGTERM (it takes about 2 s with the API up).
+SIGTERM_GRACE = 10.0
+
+
+def _stop_within(runner, grace: float) -> None:
+    """On SIGTERM, Prefect's graceful stop; the process ends at once if the API does not answer,
+    and after ``grace`` seconds whatever the stop does.
+
+    The graceful stop pauses the deployments' schedules through the API; once the API is gone
+    its client retries each call with a back-off of a minute or more, and serve outlived SIGTERM
+    (issue #39). A service manager's stop must end the process, so a watcher thread ends it.
+    """
+    prefect_stop = runner.handle_sigterm
+    api = os.environ.get("PREFECT_API_URL", "")
+
+    def watch() -> None:
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if not _answers(api):
+                why = f"the Prefect API at {api} does not answer"
+                break
+            time.sleep(0.5)
+        else:
+            why = f"not stopped {grace:g} s after it"
+        print(f"benchcert serve: SIGTERM: {why}; exiting without pausing the deployments' schedules",
+              file=sys.stderr, flush=True)
+        os._exit(EXIT_DATA)  # as for an unreachable API at any other time
+
+    def on_sigterm(*args, **kwargs):
+        threading.Thread(target=watch, name="sigterm-watch", daemon=True).start()
+        prefect_stop(*args, **kwargs)
+
+    # Runner.start installs self.handle_sigterm as the SIGTERM handler: the instance's is this one.
+    runner.handle_sigterm = on_sigterm
+
+
+def _answers(api: str) -> bool:
+    """Whether anything answers HTTP at the API's address (any status counts: it is there)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{api.rstrip('/')}/health", timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def register(sub) -> None:
