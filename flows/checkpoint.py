@@ -41,7 +41,7 @@ def allowed_logs_path(logs: str, inbox: str | None, allowed: list[str] | None) -
     roots = [Path(r).resolve() for r in ([inbox] if inbox else []) + list(allowed or ())]
     text = str(logs)
     # A NUL byte (or any path the OS cannot name) is refused like a path outside the roots.
-    target = None if "\x00" in text else Path(text).resolve()
+    target = None if "\x00" in text else _resolved(Path(text))
     if target is None or not any(target == r or r in target.parents for r in roots):
         where = ", ".join(str(r) for r in roots) or "none configured"
         logging.getLogger("benchcert.checkpoint").warning(
@@ -50,6 +50,30 @@ def allowed_logs_path(logs: str, inbox: str | None, allowed: list[str] | None) -
                               f"allowed folder ({where}); nothing was read. Put the logs in the inbox or start "
                               "`benchcert serve` with --allow-logs DIR")
     return target
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its symlinks followed; a symlink loop on the way is :class:`LogsPathRefused`.
+
+    ``Path.resolve`` raises RuntimeError on a loop (Python 3.11), which ended the flow with a
+    traceback instead of the refusal (issue #39).
+    """
+    from benchcert.tasks.ingest.adapters.detect import link_target
+
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        pass
+    problem = "a symlink loop along the path"
+    for part in [*reversed(path.parents), path]:  # the first link on the way that leads nowhere
+        if part.is_symlink() and (found := link_target(part)[1]) is not None:
+            where = "" if part == path else f" ({part} is {found.removesuffix('; not read')})"
+            problem = found.removesuffix("; not read") if part == path else f"a symlink loop along the path{where}"
+            break
+    logging.getLogger("benchcert.checkpoint").warning("checkpoint logs path refused (%s): %r", problem,
+                                                      str(path)[:500])
+    raise LogsPathRefused(f"checkpoint logs path {str(path)[:500]!r} refused: it is {problem}; nothing was read. "
+                          "Give the logs' real location")
 
 
 def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict:
