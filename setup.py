@@ -29,14 +29,17 @@ def layout_packages(root: Path = HERE) -> list[str]:
     Returns
     -------
     list of str
-        Dotted package names, sorted (``benchcert.flows``, ``benchcert.flows.cli``, ...).
+        Dotted package names, sorted (``benchcert.flows``, ``benchcert.flows.cli``, ...), and the
+        data-only folders that package-data names.
     """
-    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    mapping = config["tool"]["setuptools"]["package-dir"]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     names = set()
-    for name, folder in mapping.items():
+    for name, folder in config["package-dir"].items():
         names.add(name)
         names.update(f"{name}.{sub}" for sub in find_packages(where=str(root / folder)))
+    # A folder of data files only (benchcert.data.mmlu_pro) is a package too, named where package-data lists
+    # its files; setuptools warns that such a folder would be left out if it were not in the list.
+    names.update(config.get("package-data", {}))
     return sorted(names)
 
 
