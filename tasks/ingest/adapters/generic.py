@@ -77,6 +77,9 @@ def detect_format(path: Path, override: str | None = None, records: str | None =
         return "jsonl"
     if ext in (".parquet", ".pq"):
         return "parquet"
+    if ext == ".json" and not records and path.is_file():
+        # The content decides (issue #39): JSON lines in a file named .json are JSONL.
+        return json_records.looks_like_records(path, named_json=True) or json_records.FORMAT
     seen = json_records.looks_like_records(path) if path.is_file() else None
     if ext == ".json" or seen == json_records.FORMAT:
         return json_records.format_name(records)

@@ -77,6 +77,16 @@ def records_of(obj, field: str | None, where: str) -> tuple[list, str]:
     return obj[lists[0]], f"field {lists[0]!r}"
 
 
+def _first_text_line(fh) -> str:
+    """The next line that is not blank (within five, each read up to 1 MiB), or ""."""
+    line = ""
+    for _ in range(5):
+        line = fh.readline(1 << 20)
+        if line.strip() or not line:
+            break
+    return line
+
+
 @lru_cache(maxsize=2)
 def _load(path: str, stamp: tuple, field: str | None) -> tuple[list, str]:
     from benchcert.tasks.ingest.adapters import generic
@@ -139,21 +149,30 @@ def raw_text(path: Path, fmt: str, lines: set[int], limit_chars: int = 2000) -> 
     return {n: _raw(rows[n - 1], limit_chars) for n in lines if 1 <= n <= len(rows)}
 
 
-def looks_like_records(path: Path) -> str | None:
+def looks_like_records(path: Path, *, named_json: bool = False) -> str | None:
     """``json`` when a file's text is one JSON document (starts with ``[`` or a ``{`` that does not
-    end on its first line), ``jsonl`` when its first line is a whole JSON object, else None."""
+    end on its first line), ``jsonl`` when its first line is a whole JSON object, else None.
+
+    ``named_json``: the file's name ends in ``.json``; it is ``jsonl`` only when more text follows
+    the whole object of its first line (one object on one line is a JSON document, ``{"rows": [...]}``;
+    a bad later line is then a reject with its line number, as in any JSONL file).
+    """
     from benchcert.tasks.ingest.adapters import generic
 
     try:
         with generic._open_text(path, strict=False) as fh:
-            first = ""
-            for _ in range(5):
-                first = fh.readline(1 << 20)
-                if first.strip() or not first:
-                    break
+            first = _first_text_line(fh)
+            second = _first_text_line(fh) if named_json else ""
     except (OSError, EOFError, ValueError):
         return None
     body = first.strip()
+    if named_json:
+        if not (body.startswith("{") and second.strip()):
+            return FORMAT
+        try:
+            return "jsonl" if isinstance(generic.loads_json_line(body), dict) else FORMAT
+        except ValueError:
+            return FORMAT
     if body.startswith("["):
         return FORMAT
     if body.startswith("{"):

@@ -66,3 +66,26 @@ def test_jsonl_human_score_given_as_a_string_is_a_typed_field_error(capsys, tmp_
     assert code == 1, (out, err)
     assert str(log) in err and "line 2, field human_score" in err and "JSON string" in err
     assert not db.exists() or not _human(db)
+
+
+def test_jsonl_content_in_a_file_named_json_is_read_as_jsonl(capsys, tmp_path):
+    log = tmp_path / "lines.json"
+    log.write_text('{"model": "m", "item_id": "q1", "score": 1}\n{"model": "m", "item_id": "q2", "score": 0}\n')
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", log, "--db", db, "--benchmark", "b", "--json")
+    assert code == 0, (out, err)
+    assert '"format": "jsonl"' in out
+    with open_store(db, write=False) as con:
+        assert con.execute("SELECT item_id, score, line FROM responses ORDER BY line").fetchall() == [
+            ("q1", 1.0, 1), ("q2", 0.0, 2)]
+    # One JSON document stays one document, on one line or several.
+    for name, text in (("one_line.json", '{"meta": 1, "rows": [{"model": "m2", "item_id": "q1", "score": 1}]}\n'),
+                       ("pretty.json", '{\n "rows": [\n  {"model": "m3", "item_id": "q1", "score": 1}\n ]\n}\n')):
+        (tmp_path / name).write_text(text)
+        code, out, err = cli(capsys, "ingest", tmp_path / name, "--db", db, "--benchmark", "b", "--json")
+        assert code == 0 and '"format": "json"' in out, (name, out, err)
+    # A bad JSON line in a .json file is a reject with its line, as in a .jsonl file.
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model": "m4", "item_id": "q1", "score": 1}\n{"model": "m4", "item_id": \n')
+    code, out, err = cli(capsys, "ingest", bad, "--db", db, "--benchmark", "b")
+    assert code == 1 and "line 2" in err, (out, err)
