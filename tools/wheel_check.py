@@ -111,7 +111,9 @@ def _deps_key(wheel: Path) -> str:
     """What the installed dependencies depend on: the base Python, constraints.txt, the wheel's requirements."""
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        requires = sorted(line for line in zf.read(meta).decode().splitlines() if line.startswith("Requires-Dist:"))
+        # (an extra's requirements are not installed here)
+        requires = sorted(line for line in zf.read(meta).decode().splitlines()
+                          if line.startswith("Requires-Dist:") and "extra ==" not in line)
     h = hashlib.sha256()
     for part in (sys.version, (ROOT / "constraints.txt").read_text(), *requires):
         h.update(part.encode() + b"\0")

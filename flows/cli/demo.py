@@ -79,7 +79,11 @@ def bundled(*parts: str):
     """
     import importlib.resources
 
-    resource = importlib.resources.files("benchcert.data").joinpath(*parts)
+    try:
+        resource = importlib.resources.files("benchcert.data").joinpath(*parts)
+    except ModuleNotFoundError:  # an installation built without the data package
+        raise MissingDemoDataError("the bundled demo data (package benchcert.data) is missing from this "
+                                   "installation of benchcert; reinstall it") from None
     if not resource.is_file():
         raise MissingDemoDataError(f"the bundled demo data {resource} is missing from this installation of "
                                    "benchcert; reinstall it")

@@ -94,6 +94,17 @@ def test_demo_without_its_bundled_data_exits_1_naming_the_file(capsys, tmp_path,
     assert not (tmp_path / "d").exists()  # checked before the folder is made
 
 
+def test_demo_in_an_installation_without_the_data_package_exits_1(capsys, tmp_path, monkeypatch):
+    import importlib.resources
+
+    def files(package):
+        raise ModuleNotFoundError(f"No module named {package!r}")
+
+    monkeypatch.setattr(importlib.resources, "files", files)
+    code, _, err = cli(capsys, "demo", "--dir", tmp_path / "d")
+    assert code == 1 and "benchcert.data" in err and "unexpected" not in err
+
+
 def test_demo_help_names_the_store_and_the_refusal(capsys):
     with pytest.raises(SystemExit) as e:
         main(["demo", "--help"])
