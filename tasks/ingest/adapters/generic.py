@@ -292,7 +292,8 @@ def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[Ra
     # Compression is decided by content, not by the name pyarrow would go by; a gzip stream
     # is decompressed within the limits.
     source = open_binary(path, lines=True)  # a line past the limit is refused, not buffered whole
-    block = max(32 << 20, 2 * limits.max_line_bytes())  # a block holds any record within the limit
+    # A block holds any record within the limit; pyarrow's block size is a 32-bit int.
+    block = min(max(32 << 20, 2 * limits.max_line_bytes()), (1 << 31) - 1)
     try:  # pyarrow reads (and decodes) the first block here already
         reader = pacsv.open_csv(
             source,

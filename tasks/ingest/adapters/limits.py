@@ -60,7 +60,8 @@ def current() -> Limits:
         if raw is None or raw.strip() == "":
             values[key] = default
         else:
-            values[key] = setting(_ENV[key], raw, whole=key != "max_ratio", default=default)
+            values[key] = setting(_ENV[key], raw, whole=key != "max_ratio", default=default,
+                                  maximum=None if key == "max_ratio" else MAX_WHOLE)
     return Limits(**values)
 
 
@@ -68,25 +69,32 @@ class LimitSettingError(DecompressionLimitError, UsageError):
     """A limit's environment variable holds no usable value: a usage error (exit 2), not the file's."""
 
 
-def setting(name: str, raw: str, *, whole: bool, default) -> int | float:
+#: The largest whole limit (bytes, members): a value past a 64-bit integer failed in the readers
+#: as an OverflowError that named no variable (issue #39).
+MAX_WHOLE = 1 << 62
+
+
+def setting(name: str, raw: str, *, whole: bool, default, maximum: int | None = None) -> int | float:
     """The value of the limit variable ``name`` set to ``raw``: a positive whole number (bytes,
-    members), or for a ratio any positive number (``inf``: no ratio limit).
+    members) of at most ``maximum``, or for a ratio any positive number (``inf``: no ratio limit).
 
     Raises
     ------
     LimitSettingError
-        ``raw`` is no such number (``inf``, ``nan``, ``1.5``, ``-3``, ``abc`` for a whole one),
-        naming the variable and the value.
+        ``raw`` is no such number (``inf``, ``nan``, ``1.5``, ``-3``, ``abc``, or past ``maximum``
+        for a whole one), naming the variable, the value and the allowed range.
     """
     import math
 
     try:
         value = float(raw)
-    except ValueError:
+    except (ValueError, OverflowError):
         value = math.nan
-    ok = (math.isfinite(value) and value >= 1 and value.is_integer()) if whole else value > 0
+    ok = (math.isfinite(value) and value >= 1 and value.is_integer()
+          and (maximum is None or value <= maximum)) if whole else value > 0
     if not ok:
-        kind = "a positive whole number" if whole else "a positive number"
+        kind = ("a positive number" if not whole else "a positive whole number"
+                + (f" (from 1 to {maximum:,})" if maximum is not None else ""))
         raise LimitSettingError(f"{name}={raw!r} is not {kind}; set it to one (e.g. {default}) or unset it "
                                 f"for the default")
     return int(value) if whole else value
@@ -144,6 +152,8 @@ class LimitedReader(_Checked):
 #: The longest line a line-based reader (CSV, JSONL) takes, in bytes (``BENCHCERT_MAX_LINE_BYTES``).
 LINE_ENV = "BENCHCERT_MAX_LINE_BYTES"
 DEFAULT_MAX_LINE = 64 << 20
+#: The longest line limit: the CSV reader's block (twice the limit) is a 32-bit size in pyarrow.
+MAX_LINE = 1 << 30
 
 
 def max_line_bytes() -> int:
@@ -157,7 +167,7 @@ def max_line_bytes() -> int:
     raw = os.environ.get(LINE_ENV)
     if raw is None or not raw.strip():
         return DEFAULT_MAX_LINE
-    return setting(LINE_ENV, raw, whole=True, default=DEFAULT_MAX_LINE)
+    return setting(LINE_ENV, raw, whole=True, default=DEFAULT_MAX_LINE, maximum=MAX_LINE)
 
 
 def check_settings() -> None:

@@ -89,3 +89,21 @@ def test_jsonl_content_in_a_file_named_json_is_read_as_jsonl(capsys, tmp_path):
     bad.write_text('{"model": "m4", "item_id": "q1", "score": 1}\n{"model": "m4", "item_id": \n')
     code, out, err = cli(capsys, "ingest", bad, "--db", db, "--benchmark", "b")
     assert code == 1 and "line 2" in err, (out, err)
+
+
+def test_a_limit_variable_past_its_range_is_a_usage_error_naming_it(capsys, tmp_path, monkeypatch):
+    table = tmp_path / "t.csv"
+    table.write_text("model,item_id,score\nm,q1,1\n")
+    db = tmp_path / "s.duckdb"
+    for name in ("BENCHCERT_MAX_LINE_BYTES", "BENCHCERT_MAX_DECOMPRESSED_BYTES", "BENCHCERT_MAX_GZIP_MEMBERS"):
+        monkeypatch.setenv(name, "1" * 30)
+        code, out, err = cli(capsys, "ingest", table, "--db", db, "--benchmark", "b")
+        assert code == 2, (name, out, err)
+        assert name in err and "from 1 to" in err and "OverflowError" not in err
+        monkeypatch.delenv(name)
+    assert not db.exists()
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", str((1 << 30) + 1))
+    assert cli(capsys, "ingest", table, "--db", db, "--benchmark", "b")[0] == 2
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", str(1 << 30))  # the largest: the CSV reader takes it
+    code, out, err = cli(capsys, "ingest", table, "--db", db, "--benchmark", "b")
+    assert code == 0, (out, err)
