@@ -23,7 +23,21 @@ import os
 
 from threadpoolctl import threadpool_limits
 
-__all__ = ["LOOP_BLAS_THREADS", "loop_blas_threads"]
+__all__ = ["LOOP_BLAS_THREADS", "MAX_LOOP_BLAS_THREADS", "SettingError", "loop_blas_threads"]
+
+#: The most threads the variable may name (more is no machine's BLAS; 30 digits overflowed a C int).
+MAX_LOOP_BLAS_THREADS = 1024
+
+
+class SettingError(ValueError):
+    """An environment variable holds no usable value: the user's setting, not the data.
+
+    ``setting`` names the variable; the command line reports it as a usage error (exit 2).
+    """
+
+    def __init__(self, message: str, setting: str):
+        super().__init__(message)
+        self.setting = setting
 
 
 def _from_env() -> int:
@@ -31,9 +45,11 @@ def _from_env() -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"BENCHCERT_LOOP_BLAS_THREADS must be a positive integer; got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"BENCHCERT_LOOP_BLAS_THREADS must be a positive integer; got {raw!r}")
+        value = 0
+    if not 1 <= value <= MAX_LOOP_BLAS_THREADS:
+        raise SettingError(f"BENCHCERT_LOOP_BLAS_THREADS={raw!r} is not a whole number from 1 to "
+                           f"{MAX_LOOP_BLAS_THREADS}; set it to one (e.g. 1) or unset it for the default",
+                           "BENCHCERT_LOOP_BLAS_THREADS")
     return value
 
 

@@ -131,7 +131,8 @@ def quiet_prefect_console(debug: bool) -> None:
 
 def exit_code(exc: BaseException) -> int:
     """The documented exit code of an error that reached the top of a command: the store 3, a
-    mapping 2, a :class:`~benchcert.tasks.errors.UserError` its own ``exit_code``, anything else 1."""
+    mapping 2, a :class:`~benchcert.tasks.errors.UserError` its own ``exit_code``, a bad
+    environment variable of ``stats/`` (a ValueError with ``setting``) 2, anything else 1."""
     from benchcert.tasks.store.connection import StoreError
 
     try:
@@ -144,6 +145,9 @@ def exit_code(exc: BaseException) -> int:
         return EXIT_USAGE
     if isinstance(exc, UserError):
         return exc.exit_code
+    if isinstance(exc, ValueError) and isinstance(getattr(exc, "setting", None), str):
+        # stats/ cannot raise tasks' UsageError; its setting errors name their variable instead.
+        return EXIT_USAGE
     return EXIT_DATA
 
 
