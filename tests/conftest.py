@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 
+# The session's server processes (a Prefect API, a Dask cluster) and the signal handling that
+# stops them when a run is interrupted; hooks and fixtures are picked up from this module's names.
+from session_support import (dask_address, prefect_harness, pytest_configure,  # noqa: F401
+                             pytest_keyboard_interrupt, pytest_unconfigure)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 TESTS = Path(__file__).resolve().parent
@@ -39,25 +44,6 @@ for key, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": 
 
 
 @pytest.fixture(scope="session")
-def prefect_harness():
-    """One temporary Prefect API for every flow test of the session (its start costs seconds)."""
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=None):
-        yield
-
-
-@pytest.fixture(scope="session")
-def dask_address():
-    """One LocalCluster of 2 worker processes shared by every Dask test of the session (its start
-    costs seconds); the tests reach it by address, as a remote cluster is reached."""
-    from benchcert.tasks.audit.distributed import dask_cluster
-
-    with dask_cluster(workers=2) as address:
-        yield address
-
-
-@pytest.fixture(scope="session")
 def mmlu_db(tmp_path_factory) -> Path:
     """The real MMLU-Pro file ingested once (plain function, no Prefect); tests only read it."""
     from benchcert.tasks.ingest.service import ingest_file
@@ -74,3 +60,4 @@ def small_mapping():
     from benchcert.tasks.ingest.mapping import parse_mapping
 
     return parse_mapping(SMALL_MAP)
+

@@ -1,0 +1,166 @@
+"""An interrupted run leaves no process behind (issue #33).
+
+Ctrl-C did not stop pytest, and killing it left the Prefect server of the session running. Here a
+small suite that starts what the project's sessions start (this project's conftest: its Prefect
+API and Dask LocalCluster fixtures, plus a child process of a test, run through a flow) runs in a
+pytest of its own, serially and on xdist workers; once every test is running it gets Ctrl-C (SIGINT
+to its process group, as a terminal sends it), SIGINT to pytest alone, or SIGTERM (``kill``). It
+must exit, and no process it started may outlive it. Processes are found by a tag in their
+environment, which every descendant inherits, so one whose parent died is found too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import psutil
+import pytest
+
+from conftest import TESTS
+
+TAG = "BENCHCERT_INTERRUPT_PROBE"
+
+SUITE_CONFTEST = """
+import runpy
+import sys
+
+sys.path.insert(0, {tests!r})
+# the project's conftest itself: its fixtures and hooks become this suite's
+globals().update({{k: v for k, v in runpy.run_path({conftest!r}).items() if not k.startswith("__")}})
+"""
+
+SUITE_TEST = """
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from prefect import flow
+
+
+@flow
+def one():
+    return 1
+
+
+@pytest.fixture
+def child():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    try:
+        yield p
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_runs_until_interrupted(k, prefect_harness, dask_address, child):
+    from distributed import Client
+
+    assert one() == 1
+    with Client(dask_address) as client:
+        assert client.submit(sum, [1, 2]).result() == 3
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    Path({markers!r}, f"{{worker}}-{{k}}").touch()
+    while True:
+        time.sleep(0.05)
+"""
+
+CASES = {
+    "ctrl-c": (signal.SIGINT, True, 0),
+    "sigterm": (signal.SIGTERM, False, 0),
+    "ctrl-c-xdist": (signal.SIGINT, True, 2),
+    "sigint-to-controller-xdist": (signal.SIGINT, False, 2),
+    "sigterm-xdist": (signal.SIGTERM, False, 2),
+}
+# Each case starts one or two Prefect servers and Dask clusters (20-40 CPU seconds): the default
+# suite runs a SIGINT and a SIGTERM case, make study the rest.
+IN_DEFAULT_SUITE = ("ctrl-c", "sigterm-xdist")
+
+
+def _tagged(tag: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get(TAG) == tag and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def _reap(procs) -> None:
+    # an orphan of the inner run may have been handed to this process (a subreaper)
+    for p in procs:
+        try:
+            os.waitpid(p.pid, os.WNOHANG)
+        except OSError:
+            pass
+
+
+def _wait_for(markers, n: int, proc: subprocess.Popen, log) -> None:
+    deadline = time.monotonic() + 600  # a wait for the suite to start on a loaded machine, not a bound on it
+    while len(list(markers.iterdir())) < n:
+        if proc.poll() is not None:
+            pytest.fail(f"the suite ended before it was interrupted:\n{log.read_text()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"the suite never started its tests:\n{log.read_text()}")
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("case", [c if c in IN_DEFAULT_SUITE else pytest.param(c, marks=pytest.mark.slow) for c in CASES])
+def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
+    signum, to_group, workers = CASES[case]
+    suite, markers = tmp_path / "suite", tmp_path / "markers"
+    suite.mkdir()
+    markers.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    (suite / "conftest.py").write_text(SUITE_CONFTEST.format(tests=str(TESTS), conftest=str(TESTS / "conftest.py")))
+    (suite / "test_runs.py").write_text(SUITE_TEST.format(markers=str(markers)))
+    tag = uuid.uuid4().hex
+    log = tmp_path / "pytest.log"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-s"]
+    argv += ["-n", str(workers)] if workers else ["-p", "no:xdist"]
+    # not the outer run's xdist worker identity
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")} | {TAG: tag}
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, cwd=suite, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    seen: list[psutil.Process] = []
+    try:
+        _wait_for(markers, max(workers, 1), proc, log)
+        started = _tagged(tag)
+        seen.extend(started)
+        assert any("uvicorn" in " ".join(p.cmdline()) for p in started), [p.cmdline() for p in started]
+        if to_group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
+        try:
+            proc.wait(timeout=180)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"pytest did not stop after {signal.Signals(signum).name}:\n{log.read_text()}")
+        # what is exiting already (a Dask worker whose parent went) is given a moment
+        seen.extend(_tagged(tag))
+        _, left = psutil.wait_procs(seen, timeout=10)
+        left = [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not left, (f"still running after pytest exited: {[(p.pid, p.cmdline()) for p in left]}\n"
+                          f"{log.read_text()}")
+    finally:
+        seen.extend(_tagged(tag))
+        for p in seen:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        _reap(seen)
