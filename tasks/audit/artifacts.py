@@ -16,7 +16,9 @@ lose each other's entry, and a missing or damaged index is rebuilt by its reader
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import fcntl
 import hashlib
 import json
@@ -30,6 +32,7 @@ from pathlib import Path
 import polars as pl
 from filelock import FileLock
 
+from benchcert.tasks.errors import is_disk_full
 from benchcert.tasks.schemas import Index, IndexEntry, Manifest, Summary
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -146,8 +149,25 @@ def iso(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@contextlib.contextmanager
+def _writing(path: Path):
+    """A full disk while writing ``path`` is an OSError(ENOSPC) naming it.
+
+    A failed write() carries no file name, and a Parquet writer's message none either: the
+    user was told the disk was full but not where (issue #39).
+    """
+    try:
+        yield
+    except Exception as exc:
+        if not is_disk_full(exc) or getattr(exc, "filename", None):
+            raise
+        detail = " ".join(str(exc).split())[:300]
+        raise OSError(errno.ENOSPC, f"No space left on device ({detail})", str(path)) from exc
+
+
 def _write_json(path: Path, model) -> None:
-    path.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    with _writing(path):
+        path.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
 def run_dir_of(root: str | os.PathLike, benchmark: str, run_id: str) -> Path:
@@ -193,9 +213,11 @@ def stage_run(root: str | os.PathLike, *, summary: Summary, manifest_fields: dic
         table_refs = []
         for name, frame in tables.items():
             rel = f"tables/{safe_component(name)}.parquet"
-            frame.write_parquet(tmp / rel)
+            with _writing(tmp / rel):
+                frame.write_parquet(tmp / rel)
             table_refs.append({"name": name, "file": rel, "rows": frame.height, "columns": frame.columns})
-        (tmp / "report.html").write_text(report_html, encoding="utf-8")
+        with _writing(tmp / "report.html"):
+            (tmp / "report.html").write_text(report_html, encoding="utf-8")
         _write_json(tmp / "summary.json", summary)
         files = sorted(["manifest.json", "summary.json", "report.html"] + [t["file"] for t in table_refs])
         manifest = Manifest(tables=table_refs, files=files, **manifest_fields)
