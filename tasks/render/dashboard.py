@@ -514,29 +514,48 @@ class _SiteHandler(SimpleHTTPRequestHandler):
     header_deadline = 10.0
 
     def handle_one_request(self):
-        done = threading.Event()
+        lock = threading.Lock()
+        self._headers_read, self._cut = False, False
 
         def cut() -> None:
-            if not done.is_set():  # the headers are still arriving: end the connection
-                self.close_connection = True
-                try:
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            with lock:
+                if self._headers_read:
+                    return
+                self._cut = True  # the headers are still arriving: end the connection
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
-        self._headers_read = done
+        self._cut_lock = lock
         timer = threading.Timer(self.header_deadline, cut)
         timer.daemon = True
         timer.start()
         try:
             super().handle_one_request()
+        except OSError:
+            # Writing to the connection cut (an error page for the partial request) fails: that
+            # was a traceback per cut connection (issue #39), and it is no error of the server's.
+            if not self._cut:
+                raise
         finally:
             timer.cancel()
+        if self._cut:
+            self.close_connection = True
+            if not self.quiet:
+                # The base class's: this class's log_message is silent for a cut request, whose
+                # partial request line and error page (never sent) would be logged as answered.
+                super().log_message("connection cut: request headers not complete after %g s; no response",
+                                    self.header_deadline)
 
     def parse_request(self):
-        ok = super().parse_request()  # reads the headers
-        self._headers_read.set()
-        return ok
+        # A request cut before its headers are complete is not answered: reading the stream the cut
+        # ended would see a complete request and answer it into a closed socket.
+        ok = not self._cut and super().parse_request()  # reads the headers
+        with self._cut_lock:
+            self._headers_read = True
+        return ok and not self._cut
 
     def send_head(self):
         rel = unquote(urlsplit(self.path).path)
@@ -566,7 +585,7 @@ class _SiteHandler(SimpleHTTPRequestHandler):
         super().end_headers()
 
     def log_message(self, format, *args):
-        if not self.quiet:
+        if not self.quiet and not getattr(self, "_cut", False):
             super().log_message(format, *args)
 
 
