@@ -88,9 +88,10 @@ serve: $(STAMP)
 # the wheel installed (not editable) into $(WHEEL_VENV) with constraints.txt's pins, then, from a
 # folder outside the checkout, benchcert demo, a compare on its store and an import of every module
 # (tools/wheel_check.py; the dependencies stay installed between runs while their pins do not change).
-WHEEL_VENV ?= .venv-wheel
+# The wheel's virtualenv lies inside .venv so that make clean, git and the tests that skip .venv skip it too.
+WHEEL_VENV ?= $(VENV)/wheel-check
 wheel-check: $(STAMP)
 	$(BIN)/python tools/wheel_check.py --venv $(WHEEL_VENV)
 
 clean:
-	rm -rf $(VENV) $(WHEEL_VENV) $(DEMO_DIR) .prefect .pytest_cache serve-state
+	rm -rf $(VENV) $(DEMO_DIR) .prefect .pytest_cache serve-state

@@ -5,7 +5,7 @@ wheel left out (tasks/judge: an installed benchcert could not audit, issue #33).
 
 1. builds the sdist and, from it, the wheel with the standard front end (``python -m build``, in
    an isolated environment holding [build-system]'s setuptools);
-2. installs the wheel, not editable, into its own virtualenv (default ``.venv-wheel``) with the
+2. installs the wheel, not editable, into its own virtualenv (default ``.venv/wheel-check``) with the
    dependencies pinned by constraints.txt.  The dependencies are installed once and kept while
    constraints.txt, the wheel's requirements and the Python version stay the same (a full install
    takes 1-2 minutes); benchcert itself is reinstalled from the new wheel on every run, and the
@@ -258,8 +258,9 @@ STEPS = [("build", build), ("install", install), ("demo", demo), ("compare", com
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tools/wheel_check.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--venv", type=Path, default=ROOT / ".venv-wheel",
-                   help="virtualenv for the installed wheel (default .venv-wheel in the checkout)")
+    # (inside .venv: what skips the developer's virtualenv, git and make clean included, skips it too)
+    p.add_argument("--venv", type=Path, default=ROOT / ".venv" / "wheel-check",
+                   help="virtualenv for the installed wheel (default .venv/wheel-check in the checkout)")
     p.add_argument("--fresh", action="store_true", help="start from an empty virtualenv (dependencies too)")
     p.add_argument("--keep", action="store_true", help="keep the temporary working folder (printed)")
     args = p.parse_args(argv)
