@@ -13,8 +13,8 @@ wheel left out (tasks/judge: an installed benchcert could not audit, issue #33).
    for a missing one.  ``--fresh`` starts from an empty virtualenv;
 3. from a working folder outside the checkout (a temporary one, so no checkout is on sys.path),
    runs ``benchcert demo``, a ``benchcert compare`` on the demo's store, imports every module of
-   the installed package (pkgutil over benchcert.__path__; the failures are listed) and finds the
-   bundled data;
+   the installed package (pkgutil over benchcert.__path__; the failures are listed), checks that
+   every module of the checkout's package folders was among them, and finds the bundled data;
 4. runs the Python API's smoke check (see :func:`python_api_smoke`).
 
 It exits 0 when every check passed and 1 at the first that failed, printing that step's output.
