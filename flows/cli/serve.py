@@ -24,6 +24,7 @@ def cmd_serve(args) -> int:
         return user_error("benchcert serve", exc)
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
+    from prefect.exceptions import TerminationSignal
     from prefect.runner import Runner
 
     from benchcert.deployments.definitions import ServeOptions, build_deployments
@@ -45,7 +46,7 @@ def cmd_serve(args) -> int:
           + "Trigger one with `prefect deployment run NAME`; stop with Ctrl-C or SIGTERM.", flush=True)
     try:
         asyncio.run(runner.start())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, TerminationSignal):  # a stop asked for, as prefect.serve takes it
         pass
     return EXIT_OK
 
