@@ -98,16 +98,14 @@ def cmd_perturb(args) -> int:
         model = r["model"] if len(r["model"]) <= 24 else r["model"][:21] + "..."
         variant = repr(r["variant"])[:20]
         comp, comp_bh = pct(r["composite_share"]), pct(r["composite_share_bh"])
-        if r["n_tested"] == 0:
-            # nothing could be tested: a share would read as "the prompt does not matter"
-            comp = comp_bh = ("no power" if r["n_no_power"] else "no alt." if r["n_no_alternative"] else
-                              "untested")
+        if r["composite_status"] != "tested":
+            comp = comp_bh = {"no alternative": "no alt."}.get(r["composite_status"], r["composite_status"])
         if r["no_power"]:
             no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
                             f"{r['no_power']}")
             no_power.append(f"  {plans[(r['model'], r['variant'])].sentence()}")
         clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
-        if r["classical_tested"] == 0 and r["n_classical_no_power"]:
+        if r["classical_status"] == "no power":
             clas = clas_bh = "no power"
         if r["low_power"]:
             low_power.append(f"{r['model']} {r['variant']!r}: {r['n_low_power']} of {r['n_tested']} tested items - "

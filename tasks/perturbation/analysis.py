@@ -4,12 +4,12 @@ Runs when the benchmark has at least three prompt variants and the matrices carr
 replicate counts (:func:`benchcert.tasks.perturbation.service.with_variant_counts`); otherwise it returns
 an empty output at once.  The design is :func:`benchcert.tasks.perturbation.service.default_design`
 (leave-one-out: base ``""`` if present, else the first variant; each other variant tested against
-all the rest) unless the audit config carries a ``perturbation`` mapping with ``base``, ``null``
-and ``test`` (and optionally ``method``).  Per item and tested variant: the composite decision
-(the widened-range test: valid at alpha with no plug-in range, or an item status saying why it
-was not tested), the classical Fisher test against the base, and per
-tested variant the share of items where the change matters (raw and Benjamini-Hochberg across
-items) beside the classical share.
+all the rest) unless the audit's ``perturbation`` option (tasks/perturbation/option.py) names
+a ``base``, ``null`` or ``test``; its ``method`` chooses the composite test (default calibrated).
+Per item and tested variant: the composite decision (the widened-range test: valid at alpha with
+no plug-in range, or an item status saying why it was not tested), the classical Fisher test
+against the base, and per tested variant the share of items where the change matters (raw and
+Benjamini-Hochberg across items) beside the classical share.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bid
 import numpy as np
 import polars as pl
 
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.perturbation.option import PerturbationOption, parse_option
 from benchcert.tasks.perturbation.service import (STATUS_TEXT, DesignError, PerturbationAudit, default_design,
                                           make_design, run_design)
 from benchcert.tasks.render.report import Section, table_html
@@ -37,19 +38,18 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     if counts is None or counts.height == 0:
         return AnalysisOutput(name=NAME)
     variants = counts["variant"].unique().sort().to_list()
-    spec = getattr(config, "perturbation", None) or {}
-    method = spec.get("method", "calibrated")
+    option = parse_option(config.option(NAME, PerturbationOption()))
     try:
-        design = (make_design(variants, base=spec.get("base"), null=spec.get("null"), test=spec.get("test"))
-                  if spec else default_design(variants))
-        if not spec and design is not None and m.variant in variants and design.base != m.variant:
+        design = (make_design(variants, base=option.base, null=list(option.null or ()), test=list(option.test or ()))
+                  if option.has_design else default_design(variants))
+        if not option.has_design and design is not None and m.variant in variants and design.base != m.variant:
             # The base is the variant the audit reads (one rule for every command: tasks/store/matrices.py).
             design = make_design(variants, base=m.variant, null=None, test=None)
     except DesignError as exc:
         return AnalysisOutput(name=NAME, warnings=[f"perturbation design not used: {exc}"])
     if design is None:
         return AnalysisOutput(name=NAME)
-    audit = run_design(counts, design, alpha=config.alpha, method=method)
+    audit = run_design(counts, design, alpha=config.alpha, method=option.method)
     return AnalysisOutput(
         name=NAME,
         tables={"perturbation_items": audit.items, "perturbation_variants": audit.variants},
@@ -98,7 +98,8 @@ def sections(audit: PerturbationAudit, benchmark: str) -> list[Section]:
         (pl.col("composite_share_bh") * 100).alias("composite BH %"),
         (pl.col("classical_share") * 100).alias("classical %"),
         (pl.col("classical_share_bh") * 100).alias("classical BH %"),
-        (pl.col("test_accuracy") * 100).alias("accuracy %"))
+        (pl.col("test_accuracy") * 100).alias("accuracy %"),
+        pl.col("composite_status").alias("composite test"), pl.col("classical_status").alias("classical test"))
     no_power = "".join(f"<p class=\"no-power\"><b>No power</b> - {escape(r['model'])} {escape(repr(r['variant']))}: "
                        f"{r['n_no_power']} of {r['n_items']} items: {escape(r['no_power'])}.</p>"
                        for r in v.iter_rows(named=True) if r["no_power"])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.perturbation import (LOW_POWER_GAP, TEST_METHODS, benjamini_hochberg, composite_test,
                                           low_power_sentence, no_power_sentence, widened_range_test_scores)
 from benchcert.stats.perturbation.calibrated import ASSUMPTIONS as CALIBRATED_ASSUMPTIONS
@@ -62,7 +62,26 @@ VARIANTS_SCHEMA = {
     "n_low_power": pl.Int64, "low_power": pl.String,
     "n_non_binary": pl.Int64, "n_unequal_replicates": pl.Int64, "median_eps": pl.Float64,
     "test_accuracy": pl.Float64, "alpha": pl.Float64, "method": pl.String,
+    "composite_status": pl.String, "classical_status": pl.String,
 }
+
+#: What a (model, variant)'s share can say, by test: "tested" (a share over the tested items), or why
+#: there is no share - a share of 0 would read as "the prompt does not matter".
+VARIANT_STATUSES = ("tested", "no power", "no alternative", "untested")
+
+
+def variant_status_columns() -> list[pl.Expr]:
+    """The one rule for each (model, variant)'s ``composite_status`` and ``classical_status``
+    (:data:`VARIANT_STATUSES`), which the command line, ``--json`` and the report all read:
+    tested when some item was tested; else no power when some item could not reject at any outcome;
+    else (composite test) no alternative when every item's null range covers every rate; else untested."""
+    return [pl.when(pl.col("n_tested") > 0).then(pl.lit("tested"))
+            .when(pl.col("n_no_power") > 0).then(pl.lit("no power"))
+            .when(pl.col("n_no_alternative") > 0).then(pl.lit("no alternative"))
+            .otherwise(pl.lit("untested")).alias("composite_status"),
+            pl.when(pl.col("classical_tested") > 0).then(pl.lit("tested"))
+            .when(pl.col("n_classical_no_power") > 0).then(pl.lit("no power"))
+            .otherwise(pl.lit("untested")).alias("classical_status")]
 
 #: What each item status means (printed in reports and the CLI).
 STATUS_TEXT = {
@@ -460,6 +479,7 @@ def _variant_summary(items, counts, design, alpha, method) -> pl.DataFrame:
         None if not n else low_power_sentence(int(lo), int(hi), float(g), alpha)
         for n, lo, hi, g in zip(out["n_low_power"], out["_lp_mlo"], out["_lp_mhi"], out["_lp_gap"])],
         dtype=pl.String))
+    out = out.with_columns(variant_status_columns())
     order = {v: i for i, v in enumerate(design.test)}
     return (out.with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_o"))
             .sort("model", "_o").select(list(VARIANTS_SCHEMA)).cast(VARIANTS_SCHEMA))

@@ -108,6 +108,9 @@ def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
     d = json.loads(out)
     assert all(v["composite_share"] is None and v["no_power"].startswith("with r = 1 replicate")
                for v in d["variants"])
+    # --json says what the table says instead of a share (issue #34: the CLI derived it, --json lacked it)
+    assert {v["composite_status"] for v in d["variants"]} == {"no power"}
+    assert all(f"{v['composite_status']:>9}" in table for v in d["variants"])
     assert {i["status"] for i in d["items"]} <= {"no_power", "no_alternative"}
 
 
