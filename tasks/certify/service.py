@@ -48,8 +48,9 @@ from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_r
                                      stratified_means, theorem_3_4_budget)
 from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
 from benchcert.tasks.errors import NoDataError, UsageError
-from benchcert.tasks.store import schema
-from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
+from benchcert.tasks.store import plans
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.store.items import benchmark_items, benchmarks_with_items
 
 __all__ = ["EnvironmentsError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
            "build_design", "atom_sizes", "draw_plan", "record_plan", "load_plan", "certify_scores",
@@ -59,9 +60,6 @@ __all__ = ["EnvironmentsError", "EnvironmentSpec", "read_environments", "parse_e
 LEVELS = ("domain", "subject")
 PROTOCOLS = {"theorem": "theorem_3_4", "naive": "per_environment", "stratified": "stratified"}
 WEIGHT_TOL = 1e-6
-
-#: Created on the first recorded plan (tasks/store/schema.py).
-PLAN_TABLES = ("environment_plans", "environment_plan_draws")
 
 
 class EnvironmentsError(ValueError):
@@ -374,25 +372,11 @@ def record_plan(db, benchmark: str, design: Design, protocol: str, seed: int, dr
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     n_items = draws["item_id"].n_unique()
     with open_store(db, write=True, lock_timeout=lock_timeout) as con:
-        schema.ensure_tables(con, *PLAN_TABLES)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            exists = con.execute("SELECT created_at FROM environment_plans WHERE plan_id = ?", [pid]).fetchall()
-            if exists:
-                now = exists[0][0]
-            else:
-                con.execute("INSERT INTO environment_plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [pid, benchmark, design.spec.level, protocol, design.epsilon, design.delta, int(seed),
-                             json.dumps(spec, sort_keys=True), json.dumps(_design_record(design, protocol)),
-                             draws.height, n_items, now])
-                con.register("_plan_rows", draws.with_columns(pl.lit(pid).alias("plan_id"))
-                             .select("plan_id", "draw", "item_id", "subject", "domain", "stratum").to_arrow())
-                con.execute("INSERT INTO environment_plan_draws SELECT * FROM _plan_rows")
-                con.unregister("_plan_rows")
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
+        now = plans.record_plan(con, {
+            "plan_id": pid, "benchmark": benchmark, "level": design.spec.level, "protocol": protocol,
+            "epsilon": design.epsilon, "delta": design.delta, "seed": int(seed),
+            "spec": json.dumps(spec, sort_keys=True), "design": json.dumps(_design_record(design, protocol)),
+            "n_draws": draws.height, "n_items": n_items, "created_at": now}, draws)
     return {"plan_id": pid, "benchmark": benchmark, "protocol": protocol, "seed": int(seed), "n_draws": draws.height,
             "n_items": n_items, "created_at": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
@@ -413,21 +397,15 @@ class Plan:
 
 def load_plan(con, plan_id: str, benchmark: str) -> Plan:
     """A recorded plan of this benchmark; EnvironmentsError naming the plans stored if unknown."""
-    exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'environment_plans'"
-                         ).fetchall()[0][0]
-    rows = [] if not exists else con.execute(
-        "SELECT plan_id, benchmark, level, protocol, epsilon, delta, seed, spec, design FROM environment_plans "
-        "WHERE plan_id = ?", [plan_id]).fetchall()
-    if not rows or rows[0][1] != benchmark:
-        known = [] if not exists else [r[0] for r in con.execute(
-            "SELECT plan_id FROM environment_plans WHERE benchmark = ? ORDER BY created_at", [benchmark]).fetchall()]
+    r = plans.read_plan(con, plan_id)
+    if r is None or r["benchmark"] != benchmark:
+        known = plans.plan_ids(con, benchmark)
         raise EnvironmentsError(f"no environment plan {plan_id!r} for benchmark {benchmark!r} in the store; "
                                 f"plans recorded: {known or 'none'} (draw one with benchcert plan environments)")
-    r = rows[0]
-    draws = query_pl(con, "SELECT draw, item_id, subject, domain, stratum FROM environment_plan_draws "
-                          "WHERE plan_id = ? ORDER BY draw", [plan_id])
-    return Plan(plan_id=r[0], benchmark=r[1], level=r[2], protocol=r[3], epsilon=r[4], delta=r[5], seed=r[6],
-                spec=EnvironmentSpec.from_dict(json.loads(r[7])), design=json.loads(r[8]), draws=draws)
+    return Plan(plan_id=r["plan_id"], benchmark=r["benchmark"], level=r["level"], protocol=r["protocol"],
+                epsilon=r["epsilon"], delta=r["delta"], seed=r["seed"],
+                spec=EnvironmentSpec.from_dict(json.loads(r["spec"])), design=json.loads(r["design"]),
+                draws=plans.plan_draws(con, plan_id))
 
 
 # --------------------------------------------------------------------------------------
@@ -634,8 +612,6 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
 
 def spec_for_audit(path, db, benchmark: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
     """Read an environments file and check its names against the benchmark's items (for ``audit``)."""
-    from benchcert.tasks.subsample.subsets import benchmark_items
-
     spec = read_environments(path)
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:
         items = benchmark_items(con, benchmark)
@@ -740,9 +716,8 @@ def _user_spec(path) -> EnvironmentSpec:
 
 
 def _store_items(db, benchmark: str, lock_timeout: float) -> pl.DataFrame:
-    """The benchmark's items (tasks/subsample/subsets.py); NoDataError naming the stored ones if none."""
+    """The benchmark's items (tasks/store/items.py); NoDataError naming the stored ones if none."""
     from benchcert.tasks.store.connection import require_store
-    from benchcert.tasks.subsample.subsets import benchmark_items, benchmarks_with_items
 
     require_store(db)
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:

@@ -29,16 +29,14 @@ from benchcert.stats.subsample import (
     stratified_halfwidth,
     theorem_5_2_halfwidth,
 )
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.store.items import benchmark_items, benchmarks_with_items, item_count
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.store import schema
-from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl
+from benchcert.tasks.store.subsets import read_subsets, record_subset
 
 __all__ = ["SubsetManifest", "SubsetError", "NoSubsetItems", "benchmarks_with_items", "item_count",
            "benchmark_items", "draw_subset", "create_subset", "load_subsets", "load_subsets_from_db",
            "subset_estimates", "ESTIMATE_SCHEMA"]
-
-#: Created on the first recorded subset (tasks/store/schema.py).
-SUBSET_TABLES = ("subsets", "subset_items")
 
 ESTIMATE_SCHEMA = {
     "model": pl.String, "subset_id": pl.String, "n": pl.Int64, "N": pl.Int64, "seed": pl.Int64,
@@ -82,23 +80,6 @@ class SubsetManifest:
         if with_items:
             out["item_ids"] = self.items["item_id"].to_list()
         return out
-
-
-def benchmark_items(con, benchmark: str) -> pl.DataFrame:
-    """Every item of the benchmark in the store (item_id, subject, domain), sorted by item_id."""
-    return query_pl(con, "SELECT DISTINCT item_id, subject, domain FROM items WHERE benchmark = ? ORDER BY item_id",
-                    [benchmark])
-
-
-def benchmarks_with_items(con) -> list[str]:
-    """The benchmarks with items in the store, sorted."""
-    return [r[0] for r in con.execute("SELECT DISTINCT benchmark FROM items ORDER BY 1").fetchall()]
-
-
-def item_count(con, benchmark: str) -> int:
-    """How many distinct items the benchmark has in the store (0 if empty or unknown)."""
-    return int(con.execute("SELECT count(DISTINCT item_id) FROM items WHERE benchmark = ?",
-                           [benchmark]).fetchall()[0][0])
 
 
 def _subset_id(benchmark: str, item_ids: list[str], stratified: bool) -> str:
@@ -161,24 +142,10 @@ def create_subset(db, benchmark: str, n: int, *, seed: int | None = None, strati
         drawn, strata = draw_subset(items, n, seed=int(seed), stratified=stratified)
         sid = _subset_id(benchmark, drawn["item_id"].to_list(), stratified)
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
-        schema.ensure_tables(con, *SUBSET_TABLES)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            exists = con.execute("SELECT created_at FROM subsets WHERE subset_id = ?", [sid]).fetchall()
-            if exists:
-                now = exists[0][0]
-            else:
-                con.execute("INSERT INTO subsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            [sid, benchmark, int(n), items.height, int(seed), bool(stratified),
-                             json.dumps(strata, sort_keys=True) if strata is not None else None, now])
-                con.register("_subset_rows", drawn.with_columns(pl.lit(sid).alias("subset_id"))
-                             .select("subset_id", "item_id", "subject", "domain").to_arrow())
-                con.execute("INSERT INTO subset_items SELECT subset_id, item_id, subject, domain FROM _subset_rows")
-                con.unregister("_subset_rows")
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
+        strata_json = json.dumps(strata, sort_keys=True) if strata is not None else None
+        now = record_subset(con, {"subset_id": sid, "benchmark": benchmark, "n_items": int(n),
+                                  "n_benchmark": items.height, "seed": int(seed), "stratified": bool(stratified),
+                                  "strata": strata_json, "created_at": now}, drawn)
     return SubsetManifest(subset_id=sid, benchmark=benchmark, n=int(n), N=items.height, seed=int(seed),
                           stratified=bool(stratified), created_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"), items=drawn,
                           strata=strata)
@@ -186,16 +153,10 @@ def create_subset(db, benchmark: str, n: int, *, seed: int | None = None, strati
 
 def load_subsets(con, benchmark: str) -> list[SubsetManifest]:
     """Every recorded subset of the benchmark (none when no subset was ever drawn)."""
-    if not schema.has_tables(con, *SUBSET_TABLES):
+    stored = read_subsets(con, benchmark)
+    if stored is None or stored[0].height == 0:
         return []
-    heads = query_pl(con, "SELECT subset_id, n_items, n_benchmark, seed, stratified, strata, "
-                          "strftime(created_at, '%Y-%m-%dT%H:%M:%SZ') AS created_at FROM subsets "
-                          "WHERE benchmark = ? ORDER BY created_at, subset_id", [benchmark])
-    if heads.height == 0:
-        return []
-    rows = query_pl(con, "SELECT si.subset_id, si.item_id, si.subject, si.domain FROM subset_items si "
-                         "JOIN subsets s USING (subset_id) WHERE s.benchmark = ? ORDER BY si.subset_id, si.item_id",
-                    [benchmark])
+    heads, rows = stored
     out = []
     for h in heads.iter_rows(named=True):
         strata = json.loads(h["strata"]) if h["strata"] else None

@@ -1,0 +1,74 @@
+"""Recorded certification plans (tables ``environment_plans`` and ``environment_plan_draws``): the SQL of
+tasks/certify/service.py.
+
+The tables are made on a plan's first recording (:func:`~benchcert.tasks.store.schema.ensure_tables`);
+a store that never recorded one has neither, and reads find nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from benchcert.tasks.store import schema
+from benchcert.tasks.store.connection import query_pl, transaction
+
+__all__ = ["PLAN_TABLES", "PLAN_COLUMNS", "record_plan", "read_plan", "plan_ids", "plan_draws"]
+
+#: Created on the first recorded plan (tasks/store/schema.py).
+PLAN_TABLES = ("environment_plans", "environment_plan_draws")
+
+#: The columns of a plan's row in ``environment_plans``, in the table's order.
+PLAN_COLUMNS = ("plan_id", "benchmark", "level", "protocol", "epsilon", "delta", "seed", "spec", "design",
+                "n_draws", "n_items", "created_at")
+
+#: The keys of :func:`read_plan`'s answer, in its SELECT's order.
+_READ_COLUMNS = ("plan_id", "benchmark", "level", "protocol", "epsilon", "delta", "seed", "spec", "design")
+
+
+def record_plan(con, head: dict, draws: pl.DataFrame) -> dt.datetime:
+    """Record a plan once: its row ``head`` (keys :data:`PLAN_COLUMNS`) and its ``draws`` (draw,
+    item_id, subject, domain, stratum), in one transaction; return the ``created_at`` stored.
+
+    A plan id recorded before keeps its row, draws and time (the same plan is stored once).
+    """
+    schema.ensure_tables(con, *PLAN_TABLES)
+    with transaction(con):
+        exists = con.execute("SELECT created_at FROM environment_plans WHERE plan_id = ?",
+                             [head["plan_id"]]).fetchall()
+        if exists:
+            return exists[0][0]
+        con.execute("INSERT INTO environment_plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [head[c] for c in PLAN_COLUMNS])
+        con.register("_plan_rows", draws.with_columns(pl.lit(head["plan_id"]).alias("plan_id"))
+                     .select("plan_id", "draw", "item_id", "subject", "domain", "stratum").to_arrow())
+        try:
+            con.execute("INSERT INTO environment_plan_draws SELECT * FROM _plan_rows")
+        finally:
+            con.unregister("_plan_rows")
+    return head["created_at"]
+
+
+def read_plan(con, plan_id: str) -> dict | None:
+    """The row of plan ``plan_id`` (plan_id, benchmark, level, protocol, epsilon, delta, seed, and
+    the JSON texts spec and design), or None when no such plan was recorded."""
+    if not schema.has_tables(con, "environment_plans"):
+        return None
+    rows = con.execute("SELECT plan_id, benchmark, level, protocol, epsilon, delta, seed, spec, design "
+                       "FROM environment_plans WHERE plan_id = ?", [plan_id]).fetchall()
+    return dict(zip(_READ_COLUMNS, rows[0])) if rows else None
+
+
+def plan_ids(con, benchmark: str) -> list[str]:
+    """The ids of the benchmark's recorded plans, oldest first (none when no plan was ever recorded)."""
+    if not schema.has_tables(con, "environment_plans"):
+        return []
+    return [r[0] for r in con.execute("SELECT plan_id FROM environment_plans WHERE benchmark = ? ORDER BY created_at",
+                                      [benchmark]).fetchall()]
+
+
+def plan_draws(con, plan_id: str) -> pl.DataFrame:
+    """The drawn items of a recorded plan (draw, item_id, subject, domain, stratum), in draw order."""
+    return query_pl(con, "SELECT draw, item_id, subject, domain, stratum FROM environment_plan_draws "
+                         "WHERE plan_id = ? ORDER BY draw", [plan_id])

@@ -1,0 +1,60 @@
+"""Recorded subsets (tables ``subsets`` and ``subset_items``): the SQL of tasks/subsample/subsets.py.
+
+The tables are made on a subset's first recording (:func:`~benchcert.tasks.store.schema.ensure_tables`);
+a store that never recorded one has neither, and reads find nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from benchcert.tasks.store import schema
+from benchcert.tasks.store.connection import query_pl, transaction
+
+__all__ = ["SUBSET_TABLES", "SUBSET_COLUMNS", "record_subset", "read_subsets"]
+
+#: Created on the first recorded subset (tasks/store/schema.py).
+SUBSET_TABLES = ("subsets", "subset_items")
+
+#: The columns of a subset's row in ``subsets``, in the table's order.
+SUBSET_COLUMNS = ("subset_id", "benchmark", "n_items", "n_benchmark", "seed", "stratified", "strata", "created_at")
+
+
+def record_subset(con, head: dict, items: pl.DataFrame) -> dt.datetime:
+    """Record a subset once: its row ``head`` (keys :data:`SUBSET_COLUMNS`) and its ``items``
+    (item_id, subject, domain), in one transaction; return the ``created_at`` stored.
+
+    A subset id recorded before keeps its row, items and time (the same draw is one subset).
+    """
+    schema.ensure_tables(con, *SUBSET_TABLES)
+    with transaction(con):
+        exists = con.execute("SELECT created_at FROM subsets WHERE subset_id = ?", [head["subset_id"]]).fetchall()
+        if exists:
+            return exists[0][0]
+        con.execute("INSERT INTO subsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [head[c] for c in SUBSET_COLUMNS])
+        con.register("_subset_rows", items.with_columns(pl.lit(head["subset_id"]).alias("subset_id"))
+                     .select("subset_id", "item_id", "subject", "domain").to_arrow())
+        try:
+            con.execute("INSERT INTO subset_items SELECT subset_id, item_id, subject, domain FROM _subset_rows")
+        finally:
+            con.unregister("_subset_rows")
+    return head["created_at"]
+
+
+def read_subsets(con, benchmark: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The benchmark's recorded subsets: their rows (oldest first; ``created_at`` as ISO text) and
+    their items (subset_id, item_id, subject, domain); None when no subset was ever recorded."""
+    if not schema.has_tables(con, *SUBSET_TABLES):
+        return None
+    heads = query_pl(con, "SELECT subset_id, n_items, n_benchmark, seed, stratified, strata, "
+                          "strftime(created_at, '%Y-%m-%dT%H:%M:%SZ') AS created_at FROM subsets "
+                          "WHERE benchmark = ? ORDER BY created_at, subset_id", [benchmark])
+    if heads.height == 0:
+        return heads, pl.DataFrame(schema={"subset_id": pl.String, "item_id": pl.String, "subject": pl.String,
+                                           "domain": pl.String})
+    items = query_pl(con, "SELECT si.subset_id, si.item_id, si.subject, si.domain FROM subset_items si "
+                          "JOIN subsets s USING (subset_id) WHERE s.benchmark = ? ORDER BY si.subset_id, si.item_id",
+                     [benchmark])
+    return heads, items
