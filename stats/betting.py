@@ -59,7 +59,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import check_alpha, warn_degenerate
+from .degenerate import warn_degenerate
+from .validation import check_alpha
 
 __all__ = ["BettingBounds", "betting_mean_bounds", "independent_mean_bounds", "BET_CAP"]
 

@@ -33,7 +33,8 @@ import numpy as np
 from scipy.special import ndtri
 from benchcert.stats._dist import t as student_t
 
-from ._common import check_alpha, warn_degenerate
+from .degenerate import warn_degenerate
+from .validation import check_alpha
 from .gof import _check_labels, _rng, check_probabilities
 from .intervals import wilson_interval
 

@@ -33,7 +33,8 @@ import numpy as np
 import scipy.special as _sc
 from benchcert.stats import _dist as stats  # scipy.stats, imported only when beta is used
 
-from benchcert.stats._common import check_alpha, warn_degenerate
+from benchcert.stats.degenerate import warn_degenerate
+from benchcert.stats.validation import check_alpha
 from benchcert.stats.subject_means import means_by_code
 from benchcert.stats.subsample import serfling_halfwidth
 

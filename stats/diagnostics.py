@@ -24,7 +24,10 @@ import contextlib
 import warnings
 
 from ._blas import loop_blas_threads
-from ._common import DegenerateDataWarning, Grouping, Ref, _short, check_codes, sums_by_reduceat, warn_degenerate
+from ._common import _short
+from .degenerate import DegenerateDataWarning, Ref, warn_degenerate
+from .segments import Grouping, sums_by_reduceat
+from .validation import check_codes
 from .subject_counts import SubjectCounts
 from .hierarchical.domains import DomainFits, _counts, _counts_iv, _domains_iv, _fit_domains_counts, _matrix_iv
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import gammaln
 
-from benchcert.stats._common import warn_degenerate
+from benchcert.stats.degenerate import warn_degenerate
 
 __all__ = [
     "Chi2Radius",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchcert.stats import _dist as stats  # scipy.stats, imported only when beta is used
-from benchcert.stats._common import check_alpha
+from benchcert.stats.validation import check_alpha
 from benchcert.stats.certify import _kl_upper
 
 __all__ = ["FailureRateBounds", "failure_rate_bounds"]

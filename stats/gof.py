@@ -101,7 +101,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import check_alpha, warn_degenerate
+from .degenerate import warn_degenerate
+from .validation import check_alpha
 from .gof_settings import CROSSFIT_VARIANCES, DISTINGUISHERS, MIN_FOLD_ITEMS, MIN_ITEMS  # noqa: F401  (re-exported)
 
 __all__ = [

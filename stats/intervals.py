@@ -21,17 +21,10 @@ import numpy as np
 from scipy.special import ndtri
 from benchcert.stats._dist import t as _st_t  # scipy.stats.t without its import cost
 
-from ._common import (
-    Grouping,
-    Ref,
-    _short,
-    all_missing_columns,
-    check_alpha,
-    check_codes,
-    check_scores,
-    cr2_mean,
-    warn_degenerate,
-)
+from ._common import _short, cr2_mean
+from .degenerate import Ref, warn_degenerate
+from .segments import Grouping
+from .validation import all_missing_columns, check_alpha, check_codes, check_scores
 
 __all__ = [
     "IntervalResult",

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 from scipy.special import ndtri
 
-from ._common import check_alpha, check_power
+from .validation import check_alpha, check_power
 from .subsample import (
     WORST_CASE_ASSUMPTIONS,
     barber_halfwidth,

@@ -57,7 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import DegenerateDataWarning, check_alpha
+from .degenerate import DegenerateDataWarning
+from .validation import check_alpha
 
 __all__ = [
     "MIN_HUMAN_LABELS",

@@ -20,7 +20,9 @@ import numpy as np
 
 from benchcert.stats._dist import t as _st_t
 
-from ._common import Grouping, _short, all_missing_columns, check_alpha, check_codes, check_scores
+from ._common import _short
+from .segments import Grouping
+from .validation import all_missing_columns, check_alpha, check_codes, check_scores
 
 __all__ = ["SameSubjectsInterval", "same_subjects_interval"]
 

@@ -10,15 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import (
-    Grouping,
-    Ref,
-    _short,
-    all_missing_columns,
-    check_codes,
-    check_scores,
-    warn_degenerate,
-)
+from ._common import _short
+from .degenerate import Ref, warn_degenerate
+from .segments import Grouping
+from .validation import all_missing_columns, check_codes, check_scores
 
 __all__ = ["BenchmarkScores", "benchmark_scores", "benchmark_scores_from_counts"]
 

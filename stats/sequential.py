@@ -72,7 +72,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import check_alpha, warn_degenerate
+from .degenerate import warn_degenerate
+from .validation import check_alpha
 from .subject_means import means_by_code
 
 __all__ = ["DEFAULT_LAMBDAS", "SequentialResult", "NightlyVerdict", "EntryMeans", "betting_test",

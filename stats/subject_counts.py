@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import Grouping, check_codes, sums_by_reduceat
+from .segments import Grouping, sums_by_reduceat
+from .validation import check_codes
 
 __all__ = ["SubjectCounts", "subject_counts"]
 
@@ -32,7 +33,7 @@ class SubjectCounts:
         Answered (non-NaN) items per subject and model.
     total : ndarray of float64, shape (K, M)
         Sum of the answered scores per subject and model: ``np.sum`` over the subject's rows in
-        row order with missing scores as 0, the sums :func:`benchcert.stats._common.segment_sums`
+        row order with missing scores as 0, the sums :func:`benchcert.stats.segments.segment_sums`
         gives (the same bits for fractional scores; exact integers for 0/1 scores).
     passed : ndarray of int64, shape (K, M)
         Answered items scored 1 or more (for scores in [0, 1]: exactly 1) per subject and model.
@@ -52,7 +53,7 @@ class SubjectCounts:
 
     @property
     def in_unit_interval(self) -> bool:
-        """Every answered score lies in [0, 1] (what :func:`benchcert.stats._common.check_scores`
+        """Every answered score lies in [0, 1] (what :func:`benchcert.stats.validation.check_scores`
         checks; it gives the error message when not)."""
         return not (np.fmin.reduce(self.low, initial=np.inf) < 0.0 or np.fmax.reduce(self.high, initial=-np.inf) > 1.0)
 
@@ -111,7 +112,7 @@ def subject_counts(scores, subjects, n_subjects: int | None = None, *,
 
     Notes
     -----
-    ``total`` equals :func:`benchcert.stats._common.segment_sums` of the zero-filled matrix
+    ``total`` equals :func:`benchcert.stats.segments.segment_sums` of the zero-filled matrix
     with rows in subject order, to the last bit: a subject's rows are summed in row order by
     ``np.sum`` (sequential along axis 0), a subject longer than a block continuing from the
     previous block's sum (prepended as a row, so the additions stay in the same order), or, with

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from . import _dist as _st  # scipy.stats' t through scipy.special (importing scipy.stats costs ~0.5 s)
 
-from ._common import check_alpha, check_power, warn_degenerate
+from .degenerate import warn_degenerate
+from .validation import check_alpha, check_power
 
 __all__ = ["SubjectWeightedGap", "subject_weighted_gap", "subject_means", "means_by_code", "SUBJECT_WEIGHTED",
            "ITEM_WEIGHTED", "SKEW_ALLOWANCE", "METHOD"]

@@ -9,7 +9,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._common import check_alpha, unwrap_scalar
+from ._common import unwrap_scalar
+from .validation import check_alpha
 
 __all__ = ["FisherResult", "EnergyTestResult", "fisher_contrast", "fisher_min_p", "energy_test", "energy_min_p"]
 

@@ -17,7 +17,8 @@ import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats' t and binom without its import cost
 from scipy.special import ndtr, ndtri
 
-from .._common import Ref, cr2_mean, unwrap_scalar, warn_degenerate
+from .._common import cr2_mean, unwrap_scalar
+from ..degenerate import Ref, warn_degenerate
 from .results import (
     MIN_SUBJECTS_CLUSTERED,
     _CLUSTERED_ASSUMPTIONS,

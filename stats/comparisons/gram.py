@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import Grouping, _short
+from .._common import _short
+from ..segments import Grouping
 from .engine import ComparisonSettings, PairSums, _engine, _unpaired_core, column_stats, column_sums
 from .results import PairedComparison
 

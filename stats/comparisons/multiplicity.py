@@ -8,7 +8,7 @@ import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats' t without its import cost
 from scipy.special import ndtri
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from .engine import _out
 from .results import AdjustedPValues, SimultaneousIntervals
 

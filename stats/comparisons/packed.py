@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import check_alpha, check_codes, check_power
+from ..validation import check_alpha, check_codes, check_power
 from .blocks import _BLOCK_RUNNER, _blocked_groups
 from .engine import ComparisonSettings, _stat_rows
 from .gram import _bit_pair_sums, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums

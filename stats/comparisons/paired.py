@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import Grouping, _short, check_alpha, check_codes, check_power, check_scores
+from .._common import _short
+from ..segments import Grouping
+from ..validation import check_alpha, check_codes, check_power, check_scores
 from .engine import ComparisonSettings, PairSums, _engine, _scalar, _scalar_test, _unpaired_core, column_stats
 from .results import ComparisonTest, PairedComparison, _check_primary
 

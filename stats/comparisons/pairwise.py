@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .._blas import loop_blas_threads
-from .._common import check_alpha, check_codes, check_power, check_scores
+from ..validation import check_alpha, check_codes, check_power, check_scores
 from . import gram as _gram  # PAIR_DIRECT_RATIO read at call time: one knob for both uses
 from .blocks import _BLOCK_RUNNER, _pairwise_blocked
 from .engine import ComparisonSettings, column_sums

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
-from .._common import check_alpha, check_power, warn_degenerate
+from ..degenerate import warn_degenerate
+from ..validation import check_alpha, check_power
 from .engine import _mde_core, _out, _z
 from .results import _MDE_ASSUMPTIONS, DetectableEffect, SampleSize
 

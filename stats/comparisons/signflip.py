@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import check_alpha
+from ..validation import check_alpha
 
 #: Subjects up to this many: every one of the 2^C sign vectors (the whole group).
 FULL_GROUP_MAX_CLUSTERS = 12

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import Ref, _short, check_alpha, check_codes, warn_degenerate
+from .._common import _short
+from ..degenerate import Ref, warn_degenerate
+from ..validation import check_alpha, check_codes
 from .domains import DomainFits, _matrix_iv, fit_domains
 from .exchangeable import _half_width
 from .profile import joint_subject_bound

@@ -6,15 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import (
-    Ref,
-    _short,
-    all_missing_columns,
-    check_alpha,
-    check_codes,
-    check_scores,
-    warn_degenerate,
-)
+from .._common import _short
+from ..degenerate import Ref, warn_degenerate
+from ..validation import all_missing_columns, check_alpha, check_codes, check_scores
 from ..subject_counts import SubjectCounts, subject_counts
 from .fit import _BB_ASSUMPTIONS, _BETA_MEANS_ASSUMPTIONS, _STATUS, _fit_bb_rows, _fit_means_rows
 from .profile import _W_GRID

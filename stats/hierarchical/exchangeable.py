@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._common import check_alpha, warn_degenerate
+from ..degenerate import warn_degenerate
+from ..validation import check_alpha
 
 __all__ = ["ExchangeableBound", "exchangeable_bound", "marchal_arbel_proxy"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from .._common import Ref, warn_degenerate
+from ..degenerate import Ref, warn_degenerate
 from .likelihood import _BetaBinomialLik, _BetaLik, _ab, _best_of_starts, _moment_start
 from .limits import NU_MAX, NU_MIN, WORST_CASE_S2, _LOG_NU_MAX, _LOG_NU_MIN
 from .profile import _W_GRID, _upper_proxy

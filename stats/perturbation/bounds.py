@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .._common import check_alpha, warn_degenerate
+from ..degenerate import warn_degenerate
+from ..validation import check_alpha
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _REPLICATES, _int, _int_array, _out,
                       _range_iv, _real)
 from .results import PowerCurve, TheoryBounds

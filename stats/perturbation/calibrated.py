@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import betainc, gammaln, xlog1py, xlogy
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from ._checks import _ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES
 from .results import CompositeTestResult
 from .statistic import _composite_statistic_iv, composite_statistic

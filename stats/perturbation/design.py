@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .._common import check_alpha, warn_degenerate
+from ..degenerate import warn_degenerate
+from ..validation import check_alpha
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _MAX_EXACT_R, _PLUG_IN, _REPLICATES, EPS_MAX_RULES,
                       METHODS, _choice, _int, _range_iv, _real)
 from .bounds import _lemma2, _power_bound, _size_bound

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy.special import betainc, gammaln, xlog1py, xlogy
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _MAX_EXACT_R, _REPLICATES, _WINDOW_SD, _int,
                       _range_iv, _real)
 from .results import ExactPower, ExactSize

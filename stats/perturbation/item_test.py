@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
 from .plugin import plugin_test
 from .results import CompositeTestResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from .results import MultipleTestResult
 
 

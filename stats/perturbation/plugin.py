@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .._common import check_alpha, warn_degenerate
+from ..degenerate import warn_degenerate
+from ..validation import check_alpha
 from ..two_sample import _fisher_p, fisher_min_p
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _MAX_CANDIDATES, _PLUG_IN, _REPLICATES, METHODS, _choice)
 from .bounds import _s, _size_bound

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._common import warn_degenerate
+from ..degenerate import warn_degenerate
 from ._checks import _ASSUMPTION_2, _REPLICATES, _int, _int_array
 from .results import CompositeStatistic, RangeEstimate
 

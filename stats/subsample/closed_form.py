@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from .._common import check_alpha, warn_degenerate
+from ..degenerate import warn_degenerate
+from ..validation import check_alpha
 from .checks import _int_scalar, _n_array, _out, _range
 from .results import SubsampleBound
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import Ref, check_alpha, warn_degenerate
+from ..degenerate import Ref, warn_degenerate
+from ..validation import check_alpha
 from .checks import _int_array, _int_scalar, _out
 from .hypergeom import _D_of, _blocks, _quantile_D, _tail, _windows
 from .results import SubsampleErrorDistribution

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats, imported only where hypergeom is used
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from .checks import _int_array, _int_scalar, _out
 from .results import PosthocInterval
 

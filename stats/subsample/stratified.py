@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from .checks import _int_array, _int_scalar, _range
 from .closed_form import _log_term
 from .results import StratifiedErrorSD, SubsampleBound

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import check_alpha
+from ..validation import check_alpha
 from .checks import _int_scalar, _n_array, _out
 from .hypergeom import _blocks, _quantile_D, _tail, _windows
 from .results import WorstCaseBound

@@ -63,7 +63,7 @@ from benchcert.stats.comparisons import (
     rank_confidence,
     simultaneous_intervals,
 )
-from benchcert.stats._common import IndexedWarning, Ref
+from benchcert.stats.degenerate import IndexedWarning, Ref
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.compare.service import interval_verdicts
 from benchcert.tasks.store.matrices import BenchmarkMatrices
