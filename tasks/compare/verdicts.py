@@ -98,23 +98,11 @@ from benchcert.stats.sequential import betting_test, betting_test_counts, nightl
 from benchcert.stats.subject_means import METHOD as SUBJECT_METHOD
 from benchcert.stats.subject_means import ITEM_WEIGHTED, SUBJECT_WEIGHTED, subject_means, subject_weighted_gap
 from benchcert.tasks.store.matrices import BenchmarkMatrices, choose_variant, load_matrices, models_with_responses
-from benchcert.tasks.store import schema
-from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store, query_pl, transaction
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.store.verdicts import LEDGER_SCHEMA, VERDICT_TABLES, read_question_rows, record_look
 
 __all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
            "answer_look", "read_question", "load_models", "VERDICT_TABLES", "QUESTION_KEYS", "opposite_signs"]
-
-#: Created on the first recorded look (tasks/store/schema.py, with the columns added since).
-VERDICT_TABLES = ("verdicts", "verdict_items")
-
-_COLUMNS = ("benchmark", "variant", "baseline", "candidate", "look", "recorded_at", "alpha", "first_look_share",
-            "verdict", "decided_by", "decided_at_look", "fixed_verdict", "method", "gap", "lower", "upper", "se",
-            "p_value", "p_exact", "hoeffding_lower", "hoeffding_upper", "mde", "power", "n_shared",
-            "n_only_baseline", "n_only_candidate", "n_excluded", "n_new", "n_sequential", "log_e_improved",
-            "log_e_regressed", "anytime_p", "cs_lower", "cs_upper", "first_p_value", "first_gap", "question",
-            "estimand", "first_method")
-
-_KEY = "benchmark = ? AND variant = ? AND baseline = ? AND candidate = ?"
 
 #: The questions a user asks (``--question``): the key and its primary method (with subjects).
 QUESTION_KEYS = {"items": "stratified_items", "new-subjects": "clustered_subject"}
@@ -230,9 +218,6 @@ def load_models(con, benchmark: str, models: list[str], variant: str | None = No
     return load_matrices(con, benchmark, chosen, models=list(models))
 
 
-_LEDGER_SCHEMA = {"item_id": pl.String, "look": pl.Int64, "d": pl.Float64}
-
-
 @dataclass(frozen=True)
 class QuestionRecord:
     """What the store holds about one question: its recorded looks (oldest first) and its item ledger."""
@@ -243,12 +228,10 @@ class QuestionRecord:
 
 def read_question(con, benchmark: str, variant: str, baseline: str, candidate: str) -> QuestionRecord:
     """The recorded looks and the ledger of one question (both empty when it was never recorded)."""
-    if not schema.has_tables(con, *VERDICT_TABLES):
-        return QuestionRecord(looks=pl.DataFrame(), ledger=pl.DataFrame(schema=_LEDGER_SCHEMA))
-    key = [benchmark, variant, baseline, candidate]
-    return QuestionRecord(
-        looks=query_pl(con, f"SELECT * FROM verdicts WHERE {_KEY} ORDER BY look", key),
-        ledger=query_pl(con, f"SELECT item_id, look, d FROM verdict_items WHERE {_KEY} ORDER BY look, item_id", key))
+    rows = read_question_rows(con, (benchmark, variant, baseline, candidate))
+    if rows is None:
+        return QuestionRecord(looks=pl.DataFrame(), ledger=pl.DataFrame(schema=LEDGER_SCHEMA))
+    return QuestionRecord(looks=rows[0], ledger=rows[1])
 
 
 # --------------------------------------------------------------------------------------
@@ -348,23 +331,18 @@ def _record(con, look: Look, now: dt.datetime) -> None:
     """Add the look's row and its new ledger items in one transaction (the tables on first use)."""
     v = look.verdict
     key = [v.benchmark, v.variant, v.baseline, v.candidate]
-    with transaction(con):
-        schema.ensure_tables(con, *VERDICT_TABLES)
-        row = [*key, v.look, now, v.alpha, v.first_look_share, v.verdict, v.decided_by or None, v.decided_at_look,
-               v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
-               v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
-               v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
-               v.first_p_value, v.first_gap, v.question, v.estimand, v.first_method]
-        con.execute(f"INSERT INTO verdicts ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", row)
-        if len(look.new_ids):
-            items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
-                                  "item_id": look.new_ids.astype(str), "look": v.look, "d": look.new_d},
-                                 schema={"benchmark": pl.String, "variant": pl.String, "baseline": pl.String,
-                                         "candidate": pl.String, **_LEDGER_SCHEMA})
-            con.register("_verdict_items", items.to_arrow())
-            con.execute("INSERT INTO verdict_items SELECT benchmark, variant, baseline, candidate, item_id, look, d "
-                        "FROM _verdict_items")
-            con.unregister("_verdict_items")
+    row = [*key, v.look, now, v.alpha, v.first_look_share, v.verdict, v.decided_by or None, v.decided_at_look,
+           v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
+           v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
+           v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
+           v.first_p_value, v.first_gap, v.question, v.estimand, v.first_method]
+    items = None
+    if len(look.new_ids):
+        items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
+                              "item_id": look.new_ids.astype(str), "look": v.look, "d": look.new_d},
+                             schema={"benchmark": pl.String, "variant": pl.String, "baseline": pl.String,
+                                     "candidate": pl.String, **LEDGER_SCHEMA})
+    record_look(con, row, items)
 
 
 # --------------------------------------------------------------------------------------
