@@ -34,6 +34,7 @@ from filelock import FileLock
 
 from benchcert.tasks.errors import is_disk_full
 from benchcert.tasks.schemas import Index, IndexEntry, Manifest, Summary
+from benchcert.tasks.slug import slug as _slug
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: The tail every hashed name ends with; a name that already ends like this is hashed too.
@@ -73,7 +74,7 @@ def safe_component(name: str) -> str:
 
 def hashed_folder(name: str) -> str:
     """A slug of ``name`` plus the first 10 hex digits of its SHA-256 (of the exact code points)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "_", name).strip("._-")[:60] or "x"
+    slug = _slug(name, keep="._-", sep="_", lower=False, max_len=60, empty="x")
     digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
     return f"{slug}-{digest}"
 

@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks.render.escape import escape
+from benchcert.tasks.slug import slug
 
 __all__ = [
     "Section",
@@ -78,11 +79,6 @@ def _cell(value: Any, float_digits: int) -> tuple[str, str]:
     if isinstance(value, (int, np.integer)):
         return escape(str(int(value))), "num"
     return escape(value), ""
-
-
-def _slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9-]+", "-", text.lower())
-    return re.sub(r"-{2,}", "-", s).strip("-")
 
 
 # --------------------------------------------------------------------------- Section
@@ -284,7 +280,7 @@ def _anchors(sections: Sequence[Section]) -> list[str]:
     used = {"top", "toc", "contents"}
     out: list[str] = []
     for i, sec in enumerate(sections, start=1):
-        base = _slug(sec.anchor) or _slug(sec.title) or f"section-{i}"
+        base = slug(sec.anchor) or slug(sec.title) or f"section-{i}"
         cand, j = base, 2
         while cand in used:
             cand, j = f"{base}-{j}", j + 1
