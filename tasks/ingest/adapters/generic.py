@@ -163,6 +163,11 @@ def _no_duplicate_keys(pairs: list) -> dict:
     return obj
 
 
+def json_decoder() -> json.JSONDecoder:
+    """A decoder that refuses a key repeated in one object, as :func:`loads_json` (for raw_decode)."""
+    return json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+
+
 def loads_json(text: str | bytes):
     """json.loads that refuses duplicate keys in one object (the last would silently win).
 

@@ -5,13 +5,18 @@ Public result files often come this way (a benchmark's ``{"performances": [{...}
 The format is ``json`` (``json:FIELD`` when ``--records`` names the field); the records are
 the rows, each one's ``LINE`` is its 1-based position in the list, and every rule of the JSONL
 reader applies to its fields (scalars only; a score is a JSON number or true/false).  The
-whole document is parsed at once (it is one JSON value), within the decompression limits.
+document is read as a stream, within the decompression limits: a record at a time, so memory
+holds a batch of rows, not the whole document (the JSONL reader's bound).
 """
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,45 +43,6 @@ def _kind(value) -> str:
         type(value), "number")
 
 
-def records_of(obj, field: str | None, where: str) -> tuple[list, str]:
-    """The list of records in a parsed document and a description of where it was found.
-
-    Raises
-    ------
-    AdapterError
-        The document holds no list of records (or several, and ``field`` names none), saying
-        what it saw.
-    """
-    from benchcert.tasks.ingest.adapters.generic import AdapterError
-
-    if isinstance(obj, list):
-        if field:
-            raise AdapterError(f"{where}: --records {field} names a field, but the file is a JSON list, not an object")
-        if not obj:
-            raise AdapterError(f"{where}: a JSON list with no records; nothing to ingest")
-        if not any(isinstance(r, dict) for r in obj):
-            raise AdapterError(f"{where}: a JSON list of {_kind(obj[0])}s, not of records (JSON objects)")
-        return obj, "the top-level list"
-    if not isinstance(obj, dict):
-        raise AdapterError(f"{where}: a JSON {_kind(obj)}, not a list of records or an object holding one")
-    lists = [k for k, v in obj.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
-    fields = ", ".join(list(obj)[:12]) + (", ..." if len(obj) > 12 else "")
-    if field:
-        if field not in obj:
-            raise AdapterError(f"{where}: --records {field}: no such field; the object's fields are {fields}")
-        value = obj[field]
-        if not isinstance(value, list) or not any(isinstance(r, dict) for r in value):
-            raise AdapterError(f"{where}: --records {field}: the field is a JSON {_kind(value)}, not a list of records")
-        return value, f"field {field!r}"
-    if not lists:
-        raise AdapterError(f"{where}: a JSON object with fields {fields}, none of them a list of records "
-                           "(JSON objects); nothing to ingest as rows")
-    if len(lists) > 1:
-        raise AdapterError(f"{where}: a JSON object with several lists of records ({', '.join(lists)}); "
-                           "name the one to read with --records FIELD")
-    return obj[lists[0]], f"field {lists[0]!r}"
-
-
 def _first_text_line(fh) -> str:
     """The next line that is not blank (within five, each read up to 1 MiB), or ""."""
     line = ""
@@ -87,57 +53,281 @@ def _first_text_line(fh) -> str:
     return line
 
 
-@lru_cache(maxsize=2)
-def _load(path: str, stamp: tuple, field: str | None) -> tuple[list, str]:
+class _TooDeep(ValueError):
+    """A value nested too deeply for the parser."""
+
+
+#: Characters of the document read at a time while its records are streamed.
+_CHUNK = 1 << 22
+_BLANKS = re.compile(r"[ \t\n\r]*")
+#: What may still follow a number cut at the end of the text read so far ("1.5" of "1.5e+300").
+_NUMBER_GOES_ON = re.compile(r"[0-9eE.+\-]*")
+#: Between two elements of an array: the comma and the blanks around it.
+_NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+
+
+class _Cursor:
+    """A JSON document's text, read a chunk at a time, and a position in it.
+
+    Memory holds one chunk and the value being parsed, never the whole document: parsed whole,
+    a JSON file of records took about eight times its size (issue #39).
+    """
+
+    def __init__(self, fh):
+        from benchcert.tasks.ingest.adapters.generic import json_decoder
+
+        self._fh, self.buf, self.pos, self.eof = fh, "", 0, False
+        self._decoder = json_decoder()
+
+    def _more(self, at_least: int = 0) -> bool:
+        """Read on (at least ``at_least`` more characters); False at the end of the document."""
+        if self.eof:
+            return False
+        chunk = self._fh.read(max(at_least, _CHUNK))
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not blank ("" at the end)."""
+        while True:
+            self.pos = _BLANKS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos:self.pos + 1]
+
+    def take(self, char: str, expecting: str) -> None:
+        if self.peek() != char:
+            raise json.JSONDecodeError(f"Expecting {expecting}", self.buf, self.pos)
+        self.pos += 1
+
+    def value(self):
+        """The next JSON value, parsed."""
+        if self.pos >= len(self.buf) or self.buf[self.pos] in " \t\n\r":
+            self.peek()
+        while True:
+            try:
+                obj, end = self._decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                # The value may go on past the text read so far: read as much again, so a value
+                # is parsed a bounded number of times; at the end the error is the document's.
+                if self._more(len(self.buf) - self.pos):
+                    continue
+                raise
+            except RecursionError:
+                raise _TooDeep("JSON nested too deeply to read") from None
+            if not self.eof and _NUMBER_GOES_ON.fullmatch(self.buf, end) and self._more():
+                continue  # a number at the end of the text read so far may go on
+            self.pos = end
+            return obj
+
+    def elements(self) -> Iterator:
+        """The values of the array that starts here, one at a time."""
+        self.take("[", "'['")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            yield self.value()
+            # The usual case in one match (a comma and the blanks around it, all read already).
+            step = _NEXT.match(self.buf, self.pos)
+            if step is not None and step.end() < len(self.buf):
+                self.pos = step.end()
+                continue
+            if self.peek() == "]":
+                self.pos += 1
+                return
+            self.take(",", "',' delimiter")
+
+    def members(self) -> Iterator[str]:
+        """The keys of the object that starts here; the caller reads each key's value before the next."""
+        from benchcert.tasks.ingest.adapters.generic import DuplicateKeyError
+
+        self.take("{", "'{'")
+        if self.peek() == "}":
+            self.pos += 1
+            return
+        seen: set[str] = set()
+        while True:
+            if self.peek() != '"':
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", self.buf, self.pos)
+            key = self.value()
+            if key in seen:
+                raise DuplicateKeyError(f"key {key!r} appears twice in one object")
+            seen.add(key)
+            self.take(":", "':' delimiter")
+            yield key
+            if self.peek() == "}":
+                self.pos += 1
+                return
+            self.take(",", "',' delimiter")
+
+    def end(self) -> None:
+        """Nothing but blanks may follow the document."""
+        if self.peek():
+            raise json.JSONDecodeError("Extra data", self.buf, self.pos)
+
+
+@contextmanager
+def _document(path: Path):
+    """A cursor over the file's text (decompressed within the limits), with its JSON errors
+    turned into the file's refusal."""
     from benchcert.tasks.ingest.adapters import generic
 
-    with generic.open_binary(Path(path)) as fh:
-        data = fh.read()
     try:
-        obj = generic.loads_json(data)
+        with io.TextIOWrapper(generic.open_binary(Path(path)), encoding="utf-8-sig", newline="") as fh:
+            yield _Cursor(fh)
     except UnicodeDecodeError as exc:
         raise generic.not_utf8(Path(path), exc) from None
-    except ValueError as exc:
+    except (json.JSONDecodeError, generic.DuplicateKeyError, _TooDeep) as exc:
         raise generic.AdapterError(f"{path}: a .json file that is not valid JSON ({generic.json_problem(exc)}); "
                                    "nothing from this file is stored") from None
-    return records_of(obj, field, path)
 
 
-def load(path: Path, fmt: str) -> tuple[list, str]:
-    """The records of the file (parsed once for the few readers of one ingest) and where they are."""
+@dataclass(frozen=True)
+class _Found:
+    """Where a document keeps its records, and the keys of the first one."""
+
+    member: str | None  # the object's field holding them; None for a top-level list
+    where: str
+    keys: list[str]
+
+
+def _first_keys(elements: Iterator) -> tuple[int, object, list[str] | None]:
+    """(how many elements, the first, the keys of the first object) of an array, read to its end."""
+    n, first, keys = 0, None, None
+    for element in elements:
+        if n == 0:
+            first = element
+        n += 1
+        if keys is None and isinstance(element, dict):
+            keys = list(element)
+    return n, first, keys
+
+
+@lru_cache(maxsize=8)
+def _find(path: str, stamp: tuple, field: str | None) -> _Found:
+    """Where the records are: a top-level list (read up to its first record), or the one field of
+    the object (read whole) whose list starts with a record, or the field ``field`` names.
+
+    Raises
+    ------
+    AdapterError
+        The document holds no list of records (or several, and ``field`` names none), saying
+        what it saw; or it is not valid JSON up to where it was read.
+    """
+    from benchcert.tasks.ingest.adapters.generic import AdapterError
+
+    where = path
+    with _document(Path(path)) as doc:
+        start = doc.peek()
+        if start == "[":
+            if field:
+                raise AdapterError(f"{where}: --records {field} names a field, but the file is a JSON list, "
+                                   "not an object")
+            n, first = 0, None
+            for element in doc.elements():  # up to the first record: the rest is read with the rows
+                first = element if n == 0 else first
+                n += 1
+                if isinstance(element, dict):
+                    return _Found(None, "the top-level list", list(element))
+            if not n:
+                raise AdapterError(f"{where}: a JSON list with no records; nothing to ingest")
+            raise AdapterError(f"{where}: a JSON list of {_kind(first)}s, not of records (JSON objects)")
+        if start != "{":
+            value = doc.value()
+            doc.end()
+            raise AdapterError(f"{where}: a JSON {_kind(value)}, not a list of records or an object holding one")
+        kinds: dict[str, str] = {}
+        lists: list[str] = []  # fields whose list starts with a record
+        keys_of: dict[str, list[str] | None] = {}
+        for key in doc.members():
+            if doc.peek() == "[":
+                n, first, keys = _first_keys(doc.elements())
+                kinds[key], keys_of[key] = "list", keys
+                if n and isinstance(first, dict):
+                    lists.append(key)
+            else:
+                kinds[key] = _kind(doc.value())
+        doc.end()
+    fields = ", ".join(list(kinds)[:12]) + (", ..." if len(kinds) > 12 else "")
+    if field:
+        if field not in kinds:
+            raise AdapterError(f"{where}: --records {field}: no such field; the object's fields are {fields}")
+        if kinds[field] != "list" or keys_of[field] is None:
+            raise AdapterError(f"{where}: --records {field}: the field is a JSON {kinds[field]}, not a list of records")
+        return _Found(field, f"field {field!r}", keys_of[field])
+    if not lists:
+        raise AdapterError(f"{where}: a JSON object with fields {fields}, none of them a list of records "
+                           "(JSON objects); nothing to ingest as rows")
+    if len(lists) > 1:
+        raise AdapterError(f"{where}: a JSON object with several lists of records ({', '.join(lists)}); "
+                           "name the one to read with --records FIELD")
+    return _Found(lists[0], f"field {lists[0]!r}", keys_of[lists[0]])
+
+
+def _found(path: Path, fmt: str) -> _Found:
     st = Path(path).stat()
-    return _load(str(path), (st.st_mtime_ns, st.st_size, st.st_ino), _field(fmt))
+    return _find(str(path), (st.st_mtime_ns, st.st_size, st.st_ino), _field(fmt))
+
+
+def records(path: Path, fmt: str) -> Iterator:
+    """The file's records one at a time, and the rest of the document read and checked after the last.
+
+    Raises AdapterError (the file's refusal) for a document that is not valid JSON, when its
+    error is reached.
+    """
+    found = _found(path, fmt)
+    with _document(path) as doc:
+        if found.member is None:
+            yield from doc.elements()
+        else:
+            for key in doc.members():
+                if key == found.member:
+                    yield from doc.elements()
+                else:
+                    doc.value()
+        doc.end()
 
 
 def columns(path: Path, fmt: str) -> list[str]:
     """The keys of the first record that is an object."""
-    rows, _ = load(path, fmt)
-    return list(next(r for r in rows if isinstance(r, dict)))
+    return list(_found(path, fmt).keys)
 
 
 def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: tuple[str, ...]) -> Iterator:
     """The records as raw batches: every column as text, as the JSONL reader gives them."""
     from benchcert.tasks.ingest.adapters.generic import LINE, RawBatch, Reject, object_values
 
-    rows, _ = load(path, fmt)
-    for start in range(0, len(rows), batch_rows):
+    rows = enumerate(records(path, fmt), start=1)
+    while True:
         cols: dict[str, list] = {c: [] for c in columns}
         lines: list[int] = []
         rejects: list[Reject] = []
-        for number, obj in enumerate(rows[start:start + batch_rows], start=start + 1):
+        taken = 0
+        for number, obj in rows:
+            taken += 1
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {_kind(obj)}", _raw(obj)))
-                continue
-            values, problems = object_values(obj, columns, numbers)
-            if problems:
-                rejects += [Reject(number, c, why, _raw(obj)) for c, why in problems]
-                continue
-            for c, v in zip(columns, values):
-                cols[c].append(v)
-            lines.append(number)
+            else:
+                values, problems = object_values(obj, columns, numbers)
+                if problems:
+                    rejects += [Reject(number, c, why, _raw(obj)) for c, why in problems]
+                else:
+                    for c, v in zip(columns, values):
+                        cols[c].append(v)
+                    lines.append(number)
+            if taken == batch_rows:
+                break
+        if not taken:
+            return
         frame = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
         frame[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
         yield RawBatch(frame=pl.DataFrame(frame), rejects=rejects)
+        if taken < batch_rows:
+            return
 
 
 def _raw(obj, limit: int = 2000) -> str:
@@ -145,8 +335,14 @@ def _raw(obj, limit: int = 2000) -> str:
 
 
 def raw_text(path: Path, fmt: str, lines: set[int], limit_chars: int = 2000) -> dict[int, str]:
-    rows, _ = load(path, fmt)
-    return {n: _raw(rows[n - 1], limit_chars) for n in lines if 1 <= n <= len(rows)}
+    out: dict[int, str] = {}
+    last = max(lines, default=0)
+    for number, obj in enumerate(records(path, fmt), start=1):
+        if number in lines:
+            out[number] = _raw(obj, limit_chars)
+        if number >= last:
+            break
+    return out
 
 
 def looks_like_records(path: Path, *, named_json: bool = False) -> str | None:

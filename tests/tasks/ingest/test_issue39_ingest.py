@@ -1,11 +1,14 @@
 """Issue #39 probe findings about ingest: a human label never silently dropped, typed human scores,
-JSONL content in a file named .json, a symlink loop among the files.
+JSONL content in a file named .json, the limit variables' range, a JSON file of records read as a
+stream.
 
-Each test goes through the command line, as the probes did, and checks what is stored."""
+Most tests go through the command line, as the probes did, and check what is stored."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from benchcert.tasks.store.connection import open_store
 
@@ -107,3 +110,58 @@ def test_a_limit_variable_past_its_range_is_a_usage_error_naming_it(capsys, tmp_
     monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", str(1 << 30))  # the largest: the CSV reader takes it
     code, out, err = cli(capsys, "ingest", table, "--db", db, "--benchmark", "b")
     assert code == 0, (out, err)
+
+
+def test_a_json_file_of_records_is_read_as_a_stream_not_whole(tmp_path, monkeypatch):
+    """Finding 4: a JSON list of records was parsed whole (about eight times the file in memory);
+    it is read a record at a time, so memory holds a batch of rows and a chunk of text."""
+    import json
+    import tracemalloc
+
+    from benchcert.tasks.ingest.adapters import generic, json_records
+
+    monkeypatch.setattr(json_records, "_CHUNK", 1 << 16, raising=False)
+    for wrap in (False, True):
+        log = tmp_path / f"big{int(wrap)}.json"
+        rows = [{"model": f"m{i % 3}", "item_id": f"q{i}", "score": i % 2, "note": "x" * 60} for i in range(40_000)]
+        log.write_text(json.dumps({"meta": {"n": len(rows)}, "rows": rows} if wrap else rows, indent=1))
+        size = log.stat().st_size
+        del rows
+        fmt = generic.detect_format(log)
+        tracemalloc.start()
+        try:
+            cols = generic.file_columns(log, fmt)
+            n = 0
+            for batch in generic.read_batches(log, fmt, cols, 1000):
+                n += batch.frame.height
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert n == 40_000
+        assert peak < size / 2, (wrap, peak, size)
+    # A document that goes wrong after its first records is still refused whole, naming the problem.
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"model": "m", "item_id": "q1", "score": 1},\n {"model": "m", "item_id": "q2", "score": 0}\n] x\n')
+    with pytest.raises(generic.AdapterError, match="not valid JSON"):
+        list(generic.read_batches(bad, "json", ["model", "item_id", "score"], 1))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_streamed_json_records_equal_the_parsed_document_at_any_chunk_boundary(tmp_path, monkeypatch, chunk):
+    import json
+
+    from benchcert.tasks.ingest.adapters import json_records
+
+    monkeypatch.setattr(json_records, "_CHUNK", chunk)
+    rows = [{"model": "m\u00e9", "item_id": "q1", "score": 1.5e-3, "x": [1, {"y": 'a]b", ,'}]}, 5, "s", None,
+            1.5e300, -0.25, 12, True, {}, {"model": "m", "item_id": "q2", "score": 123456789012}]
+    for i, doc in enumerate((rows, {"a": [1, 2], "meta": {"k": [{"z": 1}]}, "rows": rows, "tail": 12.345})):
+        for j, text in enumerate((json.dumps(doc), json.dumps(doc, indent=2),
+                                  json.dumps(doc, separators=(" ,\n ", " : ")))):
+            log = tmp_path / f"d{i}{j}.json"
+            log.write_text(text)
+            assert list(json_records.records(log, "json")) == rows, text
+    log = tmp_path / "bad.json"
+    log.write_text('[{"a": 1}, 1.5e]')
+    with pytest.raises(ValueError, match="not valid JSON"):
+        list(json_records.records(log, "json"))
