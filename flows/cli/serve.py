@@ -88,7 +88,8 @@ def _stop_within(runner, grace: float) -> None:
 
 
 def _answers(api: str) -> bool:
-    """Whether anything answers HTTP at the API's address (any status counts: it is there)."""
+    """Whether anything answers HTTP at the API's address (any status counts: it is there; a slow
+    answer is taken for one, so a busy server still gets its schedules paused)."""
     import urllib.error
     import urllib.request
 
@@ -96,6 +97,10 @@ def _answers(api: str) -> bool:
         with urllib.request.urlopen(f"{api.rstrip('/')}/health", timeout=1):
             return True
     except urllib.error.HTTPError:
+        return True
+    except urllib.error.URLError as exc:
+        return isinstance(exc.reason, TimeoutError)
+    except TimeoutError:
         return True
     except (OSError, ValueError):
         return False
