@@ -88,7 +88,8 @@ def load(dest: Path):
 
 
 def child(name: str, dest: Path, save: Path | None) -> dict:
-    from benchcert.tasks.audit.analyses import ANALYSES, AuditConfig, run_analysis
+    from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
+    from benchcert.tasks.audit.contract import AuditConfig
 
     m = load(dest)
     config = AuditConfig()

@@ -109,8 +109,8 @@ def main(argv=None) -> int:
     import numpy as np
 
     import benchcert
-    from benchcert.tasks.audit.analyses import AuditConfig
-    from benchcert.tasks.audit.hierarchical import analyze
+    from benchcert.tasks.audit.contract import AuditConfig
+    from benchcert.tasks.hierarchical.analysis import analyze
 
     t0 = time.perf_counter()
     m = load_matrices()

@@ -15,7 +15,7 @@ analysis (VmHWM reset before it through /proc/self/clear_refs) and the 1-minute 
 (``--compare other.npz`` prints the largest relative difference of each array).
 
 ``--analysis`` times the whole hierarchical analysis of the audit instead
-(tasks/audit/hierarchical.py on the same matrix, default settings): CPU and wall seconds of its
+(tasks/hierarchical/analysis.py on the same matrix, default settings): CPU and wall seconds of its
 three steps (the per-model block: fits, bounds, comparator and same-subjects intervals; the
 split-half diagnostic; the tables and report sections), the peak above the matrix and the load;
 the per-subject counts the audit's analyses share are computed (and timed) before, as the
@@ -81,8 +81,8 @@ def analysis(n_models: int, n_items: int, seed: int) -> None:
     """Per-step CPU and wall seconds of the audit's hierarchical analysis (``--analysis``)."""
     import polars as pl
 
-    from benchcert.tasks.audit import hierarchical as H
-    from benchcert.tasks.audit.analyses import AuditConfig
+    from benchcert.tasks.hierarchical import analysis as H
+    from benchcert.tasks.audit.contract import AuditConfig
     from benchcert.tasks.store.matrices import BenchmarkMatrices
 
     scores, subj, doms = matrix(n_models, n_items, seed)

@@ -25,7 +25,7 @@ def summary_table(summary: dict) -> str:
 
 
 def cmd_audit(args) -> int:
-    from benchcert.tasks.audit.hierarchical import parse_hierarchy, read_subject_weights
+    from benchcert.tasks.hierarchical.settings import parse_hierarchy, read_subject_weights
 
     try:
         alpha_arg(args.alpha)

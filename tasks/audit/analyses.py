@@ -1,83 +1,27 @@
-"""Analyses: one plain function per family, each over the whole benchmark matrix.
+"""The analyses' registry and the one way an analysis is run.
 
-An analysis takes :class:`~benchcert.tasks.store.matrices.BenchmarkMatrices` and an
-:class:`AuditConfig` and returns an :class:`AnalysisOutput`: its long tables (written as
-``tables/<name>.parquet``), any per-model intervals (merged into summary.json and the
-interval plot), report sections and warnings.  The audit flow runs every entry of
-:data:`ANALYSES` as one Prefect task; a new family (hierarchical bounds, subsample
-guarantees, comparisons, ...) plugs in by adding a module and one line to ANALYSES,
-without touching the others.
+Each entry is an :class:`~benchcert.tasks.audit.contract.AnalysisSpec`: the analysis' function
+``analyze(matrices, config) -> AnalysisOutput`` and what it declares (its options, the
+summary.json fields it fills, its inputs beyond the score matrix, its blocked form).  The audit
+runs every entry, in order, as one step; a new analysis is one :func:`register` call (or one
+entry of :func:`_registry` for those shipped with benchcert), without touching the orchestrator.
+The analyses import the leaf :mod:`benchcert.tasks.audit.contract`, never this module, so the
+registry and the analyses do not import each other.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from benchcert.tasks.audit.contract import Analysis, AnalysisOutput, AnalysisSpec, AuditConfig, BlockedForm
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.report import Section
-
-#: Columns of the per-model interval frame every analysis may return.
-INTERVAL_SCHEMA = {
-    "model": pl.String,
-    "metric": pl.String,      # "pooled" | "macro" | an analysis-specific score name
-    "method": pl.String,      # e.g. "iid_clt", "wilson", "clustered_subject"
-    "estimate": pl.Float64,
-    "lower": pl.Float64,
-    "upper": pl.Float64,
-    "half_width": pl.Float64,
-    "alpha": pl.Float64,
-}
-
-
-@dataclass(frozen=True)
-class AuditConfig:
-    """Settings every analysis may read.
-
-    ``hierarchy`` names the levels analyses may treat as clusters: ("subject", "domain")
-    (default), ("subject",) to ignore domains (one domain), or () for no clustering.
-    ``subject_weights`` optionally gives user weights per subject (normalised to sum 1) for
-    weighted scores beside pooled and macro.  ``baseline`` names a model that comparisons
-    are made against (None = all pairs).
-    """
-
-    alpha: float = 0.05
-    variant: str | None = None
-    hierarchy: tuple[str, ...] = ("subject", "domain")
-    subject_weights: dict[str, float] | None = None
-    baseline: str | None = None
-    db: str | None = None  # the store being audited: analyses may read recorded metadata (subset manifests)
-    environments: dict | None = None  # parsed environments file (tasks/certify/service.py), for audit --environments
-    all_pairs: bool = False  # comparisons: every pair even beyond comparisons.ALL_PAIRS_MAX_MODELS models
-
-    def __post_init__(self):
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1); got {self.alpha!r}")
-        if self.hierarchy not in (("subject", "domain"), ("subject",), ()):
-            raise ValueError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
-        if self.subject_weights is not None:
-            bad = {k: v for k, v in self.subject_weights.items() if not v >= 0}
-            if bad or not sum(self.subject_weights.values()) > 0:
-                raise ValueError(f"subject_weights must be >= 0 and not all 0; got {bad or self.subject_weights}")
-
-
-@dataclass(frozen=True)
-class AnalysisOutput:
-    name: str
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    intervals: pl.DataFrame | None = None
-    sections: list[Section] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-Analysis = Callable[[BenchmarkMatrices, AuditConfig], AnalysisOutput]
-
 
 #: Analyses every run needs (summary.json is built from them); a failure of any other one skips it.
 REQUIRED = ("scores",)
@@ -160,32 +104,139 @@ def _named(message, m: BenchmarkMatrices) -> str:
     return message.template.format(*parts)
 
 
-def _registry() -> dict[str, Analysis]:
-    from benchcert.tasks.compare import analysis as comparisons
-    from benchcert.tasks.audit import hierarchical
-    from benchcert.tasks.audit import intervals
-    from benchcert.tasks.perturbation import analysis as perturbation
-    from benchcert.tasks.audit import scores
-    from benchcert.tasks.subsample import analysis as subsample
-    from benchcert.tasks.gof import analysis as calibration
+def _registry() -> dict[str, AnalysisSpec]:
+    from benchcert.tasks.audit import intervals, scores
     from benchcert.tasks.certify import analysis as environments
+    from benchcert.tasks.compare import analysis as comparisons
+    from benchcert.tasks.gof import analysis as calibration
+    from benchcert.tasks.hierarchical import analysis as hierarchical
     from benchcert.tasks.judge import analysis as judge
+    from benchcert.tasks.perturbation import analysis as perturbation
+    from benchcert.tasks.perturbation.option import parse_option
+    from benchcert.tasks.subsample import analysis as subsample
 
-    return {"scores": scores.analyze, "comparator_intervals": intervals.analyze, "hierarchical": hierarchical.analyze,
-            "comparisons": comparisons.analyze, "subsample": subsample.analyze,
-            "perturbation": perturbation.analyze, "environments": environments.analyze,
-            "calibration": calibration.analyze, "judge": judge.analyze}
+    specs = [
+        AnalysisSpec("scores", scores.analyze),
+        AnalysisSpec("comparator_intervals", intervals.analyze),
+        AnalysisSpec("hierarchical", hierarchical.analyze,
+                     blocked=BlockedForm(model_block=hierarchical.model_block, whole=hierarchical.split_part,
+                                         assemble=hierarchical.assemble)),
+        AnalysisSpec("comparisons", comparisons.analyze, blocked=BlockedForm(pairs=True)),
+        AnalysisSpec("subsample", subsample.analyze, inputs=("subsets",)),
+        AnalysisSpec("perturbation", perturbation.analyze, options={"perturbation": parse_option},
+                     inputs=("variant_counts",)),
+        AnalysisSpec("environments", environments.analyze),
+        AnalysisSpec("calibration", calibration.analyze, inputs=("option_probs",)),
+        AnalysisSpec("judge", judge.analyze, inputs=("human_scores",), summary_fields=judge.SUMMARY_FIELDS,
+                     summary=judge.summary_fields),
+    ]
+    return {spec.name: spec for spec in specs}
 
 
-#: name -> analysis, in the order a run executes them.  Built on first use (PEP 562), so that
-#: importing one analysis module, or this package for its dataclasses, does not import them all;
+#: name -> registry entry, in the order a run executes them.  Built on first use (PEP 562), so that
+#: importing one analysis module, or this module for :func:`run_analysis`, does not import them all;
 #: an audit imports them all before its clock starts (flows/runs.py).
+SPECS: dict[str, AnalysisSpec]
+#: name -> analysis function, in run order (a view of :data:`SPECS` for callers that only run them).
 ANALYSES: dict[str, Analysis]
 
 
-def __getattr__(name: str):
-    if name == "ANALYSES":
+def _specs() -> dict[str, AnalysisSpec]:
+    if "SPECS" not in globals():
         registry = _registry()
-        globals()["ANALYSES"] = registry
-        return registry
+        globals()["SPECS"] = registry
+        globals()["ANALYSES"] = {name: spec.analyze for name, spec in registry.items()}
+    return globals()["SPECS"]
+
+
+def _sync() -> None:
+    # ANALYSES is updated in place, so a caller holding it sees a registration
+    analyses = globals()["ANALYSES"]
+    analyses.clear()
+    analyses.update({name: spec.analyze for name, spec in _specs().items()})
+
+
+def register(spec: AnalysisSpec) -> AnalysisSpec:
+    """Add ``spec`` to the registry, run after the analyses already there.
+
+    Raises
+    ------
+    ValueError
+        An analysis of that name, or an option another analysis declares, is registered already.
+    """
+    registry = _specs()
+    if spec.name in registry:
+        raise ValueError(f"an analysis named {spec.name!r} is registered already")
+    taken = {o for s in registry.values() for o in s.options} & set(spec.options)
+    if taken:
+        raise ValueError(f"option(s) {sorted(taken)} of analysis {spec.name!r} are declared by another analysis")
+    registry[spec.name] = spec
+    _sync()
+    return spec
+
+
+def unregister(name: str) -> AnalysisSpec:
+    """Remove analysis ``name`` from the registry (a plug-in's or a test's); returns its entry."""
+    registry = _specs()
+    if name in REQUIRED:
+        raise ValueError(f"analysis {name!r} is required by every run")
+    spec = registry.pop(name)
+    _sync()
+    return spec
+
+
+def parse_options(raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The analyses' options of a request, each parsed by the analysis that declares it.
+
+    Raises
+    ------
+    ValueError
+        An option no registered analysis declares, or a value its parser refuses.
+    """
+    if not raw:
+        return {}
+    parsers = {name: parse for spec in _specs().values() for name, parse in spec.options.items()}
+    unknown = sorted(set(raw) - set(parsers))
+    if unknown:
+        raise ValueError(f"unknown analysis option(s) {unknown}; the analyses declare: {sorted(parsers) or 'none'}")
+    return {name: parsers[name](value) for name, value in raw.items()}
+
+
+def needs(inputs: str) -> bool:
+    """Does any registered analysis declare input ``inputs`` (a key of contract.INPUTS)?"""
+    return any(inputs in spec.inputs for spec in _specs().values())
+
+
+def summary_fields(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    """summary.json's fields the analyses declare, from the run's tables (an analysis' absent fields: none)."""
+    out: dict[str, Any] = {}
+    for spec in _specs().values():
+        if spec.summary is not None:
+            out.update(spec.summary(tables))
+    return out
+
+
+def summary_model() -> type:
+    """summary.json's model: tasks/schemas.py's ``Summary``, plus a field (any JSON value, null when
+    absent) for each summary field a registered analysis declares that ``Summary`` does not have."""
+    from benchcert.tasks.schemas import Summary
+
+    extra = tuple(dict.fromkeys(f for spec in _specs().values() for f in spec.summary_fields
+                                if f not in Summary.model_fields))
+    return _extended_summary(extra) if extra else Summary
+
+
+@functools.lru_cache(maxsize=8)
+def _extended_summary(fields: tuple[str, ...]) -> type:
+    import pydantic
+
+    from benchcert.tasks.schemas import Summary
+
+    return pydantic.create_model("Summary", __base__=Summary, **{f: (Any, None) for f in fields})
+
+
+def __getattr__(name: str):
+    if name in ("SPECS", "ANALYSES"):
+        _specs()
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

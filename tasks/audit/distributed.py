@@ -11,7 +11,7 @@ What goes out (:func:`analyses_on_cluster`):
 
 * the per-model and pairwise work in **blocks of models** (``block_models``, default
   :data:`BLOCK_MODELS`): the hierarchical analysis' fits, bounds and comparator intervals one
-  task per block of models (:func:`hierarchical_block`), and the paired comparisons one task
+  task per block of models (:func:`model_block`), and the paired comparisons one task
   per pair of model blocks (:func:`pair_block_from_export`), each reading only its blocks'
   columns of the export. The flow assembles them: multiplicity adjustment (Holm, Bonferroni,
   Benjamini-Hochberg), rank intervals and tied groups over the whole family tested, the
@@ -44,7 +44,8 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from benchcert.tasks.audit.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import ANALYSES, SPECS, run_analysis
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.export import export_manifest, open_export
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
@@ -123,7 +124,7 @@ def analysis_from_export(export_dir: str, benchmark: str, variant: str | None, n
     with _cache_lock:
         m, subsets, _ = _cached_inputs(export_dir, benchmark, variant, stamp)
     fn = ANALYSES[name]
-    if name == "subsample":
+    if "subsets" in SPECS[name].inputs:
         # The store's recorded subsets come from the export too: config.db is never opened here.
         fn = functools.partial(fn, subsets=subsets)
     return run_analysis(name, fn, m, dataclasses.replace(config, db=None))
@@ -152,14 +153,13 @@ def model_blocks(n_models: int, block_models: int) -> list[tuple[int, int]]:
 @functools.lru_cache(maxsize=1)
 def _answered_items(export_dir: str, benchmark: str, variant: str, export_id: str) -> tuple:
     """Item keys answered in ``variant`` by any model: the rows of the whole matrix."""
+    from benchcert.tasks.store.matrices import answered_item_keys
+
     con = open_export(export_dir, benchmark)
     try:
-        rows = con.execute("""SELECT DISTINCT r.item_key FROM response_codes r
-                              JOIN variants v ON v.variant_id = r.variant_id WHERE v.variant = ?""",
-                           [variant]).fetchall()
+        return answered_item_keys(con, variant)
     finally:
         con.close()
-    return tuple(r[0] for r in rows)
 
 
 @functools.lru_cache(maxsize=4)
@@ -204,13 +204,12 @@ def read_block(export_dir: str, benchmark: str, variant: str, models: list[str],
     return m
 
 
-def hierarchical_block(export_dir: str, benchmark: str, variant: str, models: list[str], n_items: int,
-                       config: AuditConfig):
-    """The hierarchical analysis' per-model part (fits, bounds, comparator intervals) of a block of models."""
-    from benchcert.tasks.audit import hierarchical
-
+def model_block(export_dir: str, benchmark: str, variant: str, name: str, models: list[str], n_items: int,
+                config: AuditConfig):
+    """Analysis ``name``'s per-model part (its registry entry's ``blocked.model_block``: the hierarchical
+    analysis' fits, bounds and comparator intervals) of a block of models."""
     m = read_block(export_dir, benchmark, variant, models, n_items)
-    return hierarchical.model_block(m, config)
+    return SPECS[name].blocked.model_block(m, config)
 
 
 def pair_block_from_export(export_dir: str, benchmark: str, variant: str, models_i: list[str], models_j: list[str],
@@ -255,8 +254,8 @@ def _analysis_costed(export_dir: str, benchmark: str, variant: str | None, name:
 
 
 analysis_from_export_task = task(name="analysis", cache_policy=NO_CACHE)(_analysis_costed)
-def _hierarchical_block_costed(export_dir, benchmark, variant, models, n_items, config):
-    return _costed("hierarchical-block", hierarchical_block)(export_dir, benchmark, variant, models, n_items, config)
+def _model_block_costed(export_dir, benchmark, variant, name, models, n_items, config):
+    return _costed(f"{name}-block", model_block)(export_dir, benchmark, variant, name, models, n_items, config)
 
 
 def _pair_block_costed(export_dir, benchmark, variant, models_i, models_j, n_items, group, codes, colstats, settings):
@@ -265,7 +264,8 @@ def _pair_block_costed(export_dir, benchmark, variant, models_i, models_j, n_ite
 
 
 # (module-level functions: a worker runs them from its own import of this module, so BLOCK_COSTS is its own)
-hierarchical_block_task = task(name="hierarchical-block", cache_policy=NO_CACHE)(_hierarchical_block_costed)
+# named "<analysis>-block" where it is submitted (e.g. "hierarchical-block")
+model_block_task = task(name="model-block", cache_policy=NO_CACHE)(_model_block_costed)
 pair_block_task = task(name="comparisons-block", cache_policy=NO_CACHE)(_pair_block_costed)
 
 
@@ -316,25 +316,29 @@ class _PairBlocksOnCluster:
 
 def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: list[str], config: AuditConfig,
                         matrices: BenchmarkMatrices, *, block_models: int | None = None) -> list[AnalysisOutput]:
-    """Every analysis of ``names`` on the flow's task runner; the hierarchical and comparisons ones
-    (their per-model and pairwise work) by blocks of ``block_models`` models, assembled here.
-    Outputs in the order of ``names``."""
+    """Every analysis of ``names`` on the flow's task runner; those with a blocked form (their registry
+    entry's ``blocked``: the hierarchical analysis' per-model work, the comparisons' pairs) by blocks of
+    ``block_models`` models, assembled here.  Outputs in the order of ``names``."""
     from benchcert.stats.comparisons import pair_block_runner
-    from benchcert.tasks.audit import hierarchical
 
     bm = BLOCK_MODELS if block_models is None else block_models
     blocks = model_blocks(len(matrices.models), bm)
     remote = dataclasses.replace(config, db=None)  # workers never open the store
     n_items = matrices.n_items
     blocked = len(blocks) > 1
+    forms = {name: SPECS[name].blocked if blocked else None for name in names}
+    per_model = [name for name in names if forms[name] is not None and forms[name].model_block is not None]
+    by_pairs = [name for name in names if forms[name] is not None and forms[name].pairs]
     futures: dict = {}
     for name in names:
-        if name == "hierarchical" and blocked:
-            futures[name] = [hierarchical_block_task.submit(export_dir, benchmark, variant, matrices.models[lo:hi],
-                                                            n_items, remote) for lo, hi in blocks]
+        if name in per_model:
+            submit = model_block_task.with_options(name=f"{name}-block").submit
+            futures[name] = [submit(export_dir, benchmark, variant, name, matrices.models[lo:hi], n_items, remote)
+                             for lo, hi in blocks]
         elif not blocked:
             futures[name] = analysis_from_export_task.submit(export_dir, benchmark, variant, name, remote)
     outputs = {}
+    wholes: dict = {}
     if blocked:
         # A benchmark large enough for blocks runs its whole-matrix work here, on the matrix the flow
         # holds already, while the workers fit the blocks: on a worker each such task read the whole
@@ -342,31 +346,32 @@ def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: li
         # worker, docs/scale.md). Small benchmarks still send it out (a nightly run's many audits
         # then share the cluster).
         for name in names:
-            if name not in ("hierarchical", "comparisons"):
+            if name not in per_model and name not in by_pairs:
                 outputs[name] = run_analysis(name, ANALYSES[name], matrices, remote)
-        if "hierarchical" in names:
+        for name in per_model:
+            whole = forms[name].whole
             try:
-                split = hierarchical.split_part(matrices, remote)
+                wholes[name] = None if whole is None else whole(matrices, remote)
             except Exception as exc:  # noqa: BLE001 - raised where the analysis assembles, as a task's error was
-                split = exc
-    if "comparisons" in names and blocked:
+                wholes[name] = exc
+    for name in by_pairs:
         # The analysis runs here, on the flow's matrix (pairs chosen, family adjusted, ranks); its pairs
         # go to the workers by pairs of model blocks.
         runner = _PairBlocksOnCluster(export_dir, benchmark, variant, matrices.models, n_items,
                                       lambda: matrices.scores)
 
-        def comparisons(m, c):
+        def by_blocks(m, c, runner=runner, fn=ANALYSES[name]):
             with pair_block_runner(lambda *a, **k: list(runner(*a, **k)), bm):
-                return ANALYSES["comparisons"](m, c)
+                return fn(m, c)
 
-        outputs["comparisons"] = run_analysis("comparisons", comparisons, matrices, remote)
+        outputs[name] = run_analysis(name, by_blocks, matrices, remote)
     for name, fut in futures.items():
-        if name == "hierarchical" and blocked:
+        if name in per_model:
 
-            def assemble(m, c, block_futures=fut):
-                if isinstance(split, BaseException):
-                    raise split
-                return hierarchical.assemble(m, c, [f.result() for f in block_futures], split)
+            def assemble(m, c, block_futures=fut, whole=wholes[name], form=forms[name]):
+                if isinstance(whole, BaseException):
+                    raise whole
+                return form.assemble(m, c, [f.result() for f in block_futures], whole)
 
             outputs[name] = run_analysis(name, assemble, matrices, remote)
         else:

@@ -13,10 +13,10 @@ import warnings
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import IndexedWarning
+from benchcert.stats.degenerate import IndexedWarning
 from benchcert.stats.intervals import comparator_intervals, comparator_intervals_from_counts
 from benchcert.tasks.audit.scores import validated_counts
-from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import os
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import DEFAULT_HIERARCHY, AuditConfig
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
-
-#: The clustering levels when none are asked for.
-DEFAULT_HIERARCHY = ("subject", "domain")
 
 
 def _path_text(value):
@@ -46,7 +43,11 @@ class AuditRequest(BaseModel):
     lock_timeout
         Seconds to wait for the store's lock.
     hierarchy, subject_weights, baseline, environments, all_pairs
-        The analyses' settings (see :class:`~benchcert.tasks.audit.analyses.AuditConfig`).
+        The analyses' settings (see :class:`~benchcert.tasks.audit.contract.AuditConfig`).
+    options
+        The analyses' own options by name, as JSON (e.g. ``{"perturbation": {"method": "widened"}}``):
+        each is declared and checked by the analysis that reads it (its registry entry's ``options``,
+        tasks/audit/analyses.py); an option no analysis declares is refused.
     webhook_url
         Where a run that finds regressions POSTs them (None: nowhere).
     export_dir, dask_block_models
@@ -74,6 +75,7 @@ class AuditRequest(BaseModel):
     export_dir: PathText | None = None
     dask_block_models: int | None = None
     out_of_core: bool = False
+    options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("hierarchy", mode="before")
     @classmethod
@@ -82,15 +84,21 @@ class AuditRequest(BaseModel):
 
     @model_validator(mode="after")
     def _settings_valid(self) -> AuditRequest:
-        # AuditConfig holds the rules for alpha, hierarchy and weights: one home for them.
+        # AuditConfig holds the rules for alpha, hierarchy and weights, each analysis those of its
+        # options: one home for each.
         self.audit_config()
         return self
 
     def audit_config(self) -> AuditConfig:
-        """The settings the analyses read."""
+        """The settings the analyses read, their options parsed by the analyses that declare them."""
+        options = {}
+        if self.options:  # (the registry imports every analysis: only when an option asks for it)
+            from benchcert.tasks.audit.analyses import parse_options
+
+            options = parse_options(self.options)
         return AuditConfig(alpha=self.alpha, variant=self.variant, hierarchy=self.hierarchy,
                            subject_weights=self.subject_weights, baseline=self.baseline, db=self.db,
-                           environments=self.environments, all_pairs=self.all_pairs)
+                           environments=self.environments, all_pairs=self.all_pairs, options=options)
 
     def run_config(self) -> dict:
         """The request as the run catalog and manifest.json record it (``analyses`` is filled in by the run)."""
@@ -99,7 +107,9 @@ class AuditRequest(BaseModel):
                 "subject_weights": self.subject_weights, "baseline": self.baseline,
                 "webhook": bool(self.webhook_url), "environments": self.environments, "all_pairs": self.all_pairs,
                 # The artifacts are the same either way; the record says how the run read the store.
-                "out_of_core": self.out_of_core}
+                "out_of_core": self.out_of_core,
+                # (only when given: the record of a run without options is as it was)
+                **({"options": self.options} if self.options else {})}
 
 
 class CheckpointRequest(BaseModel):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.report import Section, render_report, table_html
+from benchcert.tasks.audit import analyses
 from benchcert.tasks.audit.headline import RULE, headline_section
 from benchcert.tasks.audit.scores import UNSCORED_CONVENTION
 from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary, Verdict
@@ -89,22 +90,14 @@ def build_summary(*, run_id: str, created_at: str, matrices: BenchmarkMatrices, 
                                    macro=per_metric["macro"], subject_sd=row["subject_sd"],
                                    subject_min=row["subject_min"], subject_max=row["subject_max"],
                                    n_unscored=matrices.n_items - row["n_items"], **ranks.get(row["model"], {})))
-    return Summary(run_id=run_id, benchmark=matrices.benchmark, created_at=created_at, alpha=config.alpha,
+    summary = analyses.summary_model()  # Summary, with the fields the registered analyses declare
+    return summary(run_id=run_id, benchmark=matrices.benchmark, created_at=created_at, alpha=config.alpha,
                    variant=matrices.variant, n_items=matrices.n_items, n_models=len(matrices.models),
                    n_subjects=matrices.subjects.height, n_domains=len(matrices.domains), models=models,
                    analyses=[o.name for o in outputs],
                    warnings=[w for o in outputs for w in o.warnings],
                    headline_rule=RULE if headline is not None else None, unscored_convention=UNSCORED_CONVENTION,
-                   **_judge_fields(tables))
-
-
-def _judge_fields(tables: dict[str, pl.DataFrame]) -> dict:
-    """summary.json's human_scale and judge_agreement, from the judge analysis' tables (absent: none)."""
-    out = {}
-    for field, name in (("human_scale", "human_scale"), ("judge_agreement", "judge_agreement")):
-        if name in tables:
-            out[field] = tables[name].to_dicts()
-    return out
+                   **analyses.summary_fields(tables))
 
 
 def result_rows(run_id: str, benchmark: str, outputs: list[AnalysisOutput]) -> pl.DataFrame:

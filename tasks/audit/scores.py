@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import check_scores
+from benchcert.stats.validation import check_scores
 from benchcert.stats.scores import benchmark_scores_from_counts
 from benchcert.stats.subject_counts import SubjectCounts
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported where used: an ingest should not pay for scipy and the analyses
     import polars as pl
 
-    from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+    from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
     from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 
@@ -52,10 +52,13 @@ def read_benchmark(db: str | None, benchmark: str, variant: str | None, lock_tim
                              block_models=block_models or BLOCK_MODELS)
         else:
             m = load_matrices(con, benchmark, variant)
-            from benchcert.tasks.perturbation.service import with_variant_counts
+            from benchcert.tasks.audit.analyses import needs
 
-            # Variant counts ride along only when the benchmark has >= 3 variants (perturbation tests).
-            m = with_variant_counts(con, m)
+            if needs("variant_counts"):  # an analysis declares it reads them (the perturbation tests)
+                from benchcert.tasks.perturbation.service import with_variant_counts
+
+                # Variant counts ride along only when the benchmark has >= 3 variants.
+                m = with_variant_counts(con, m)
         sources = source_refs(con, benchmark)
     # Materialise the derived arrays here so their cost is counted as reading, once.
     _ = (m.subject_counts if out_of_core else m.scores, m.item_subject, m.subject_domain)

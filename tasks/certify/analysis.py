@@ -27,7 +27,7 @@ import polars as pl
 
 from benchcert.stats.certify import BLACK_BOX_SENTENCE
 from benchcert.stats.failure_counts import failure_rate_bounds
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls

@@ -64,7 +64,7 @@ from benchcert.stats.comparisons import (
     simultaneous_intervals,
 )
 from benchcert.stats.degenerate import IndexedWarning, Ref
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.compare.service import interval_verdicts
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg

@@ -5,7 +5,7 @@ otherwise it returns nothing (no table, no section, no summary field).  Writes t
 ``human_scale`` (one row per model, :meth:`ModelHumanScale.as_dict`) and ``judge_agreement``
 (one row per model and one pooled), a report section, and warnings when a model's labelled
 items look chosen rather than drawn at random.  summary.json carries both tables' rows under
-``human_scale`` and ``judge_agreement`` (tasks/audit/results.py).
+``human_scale`` and ``judge_agreement`` (:func:`summary_fields`, declared on its registry entry).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import polars as pl
 
 from benchcert.stats.ppi import MCAR, MIN_HUMAN_LABELS
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.judge.service import agreement, human_scale, labels_needed_sentence, mcar_warning
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
@@ -107,3 +107,12 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     short = [r for r in results if r.result is None]
     return AnalysisOutput(name="judge", tables={"human_scale": scale, "judge_agreement": agree},
                           sections=[_section(scale, agree, short, notes, config.alpha)], warnings=notes)
+
+
+#: summary.json's fields this analysis fills (tasks/schemas.py Summary), each from its table of that name.
+SUMMARY_FIELDS = ("human_scale", "judge_agreement")
+
+
+def summary_fields(tables: dict[str, pl.DataFrame]) -> dict:
+    """summary.json's ``human_scale`` and ``judge_agreement``: the rows of those tables (absent: no field)."""
+    return {name: tables[name].to_dicts() for name in SUMMARY_FIELDS if name in tables}

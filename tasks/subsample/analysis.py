@@ -37,7 +37,7 @@ from benchcert.stats.subsample import (
     theorem_5_2_halfwidth,
     worst_case_halfwidth,
 )
-from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.subsample import hstar_cache
 from benchcert.tasks.render.report import Section, table_html

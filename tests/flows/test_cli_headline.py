@@ -8,9 +8,10 @@ import json
 
 from benchcert.flows.cli import main
 from benchcert.flows.cli.audit import summary_table
-from benchcert.tasks.audit import hierarchical as H
+from benchcert.tasks.hierarchical import analysis as H
 from benchcert.tasks.audit import scores as scores_analysis
-from benchcert.tasks.audit.analyses import AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.audit.results import build_summary
 from benchcert.tasks.compare import analysis as comparisons
 

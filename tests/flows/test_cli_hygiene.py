@@ -170,14 +170,14 @@ def test_exit_codes_and_json_printer_are_defined_once():
 
 
 def test_importing_one_analysis_does_not_import_them_all():
-    analysis_modules = ["benchcert.tasks.audit.scores", "benchcert.tasks.audit.hierarchical",
+    analysis_modules = ["benchcert.tasks.audit.scores", "benchcert.tasks.hierarchical.analysis",
                         "benchcert.tasks.audit.intervals", "benchcert.tasks.compare.analysis",
                         "benchcert.tasks.perturbation.analysis", "benchcert.tasks.subsample.analysis",
                         "benchcert.tasks.gof.analysis", "benchcert.tasks.certify.analysis"]
-    code = ("import sys; import benchcert.tasks.audit.hierarchical; "
+    code = ("import sys; import benchcert.tasks.hierarchical.analysis; "
             f"print(sorted(m for m in sys.modules if m in {analysis_modules!r}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['benchcert.tasks.audit.hierarchical']"
+    assert out.strip() == "['benchcert.tasks.hierarchical.analysis']"
     from benchcert.tasks.audit.analyses import ANALYSES
 
     assert list(ANALYSES)[0] == "scores" and len(ANALYSES) >= 8

@@ -15,7 +15,7 @@ import pytest
 
 from benchcert.stats._common import segment_sums
 from benchcert.stats.subsample import proportional_allocation, stratified_error_sd
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 

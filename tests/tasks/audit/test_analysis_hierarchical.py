@@ -14,8 +14,10 @@ import polars as pl
 import pytest
 
 from benchcert.stats.intervals import comparator_intervals
-from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AuditConfig, run_analysis
-from benchcert.tasks.audit import hierarchical as H
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AuditConfig
+from benchcert.tasks.hierarchical import analysis as H
+from benchcert.tasks.hierarchical import settings as HS
 from benchcert.tasks.audit import scores as scores_analysis
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.store.matrices import load_matrices
@@ -79,7 +81,7 @@ def test_split_half_for_every_domain_with_at_least_three_subjects(mmlu, out):
     rows = sh.filter(pl.col("domain").is_in(list(big)))
     assert rows.height == 29 * 14
     assert rows["corr"].null_count() == 0 and (rows["status"] == "ok").all()
-    assert (rows["n_valid_splits"] == H.N_SPLITS).all() and (rows["n_subjects"] >= 3).all()
+    assert (rows["n_valid_splits"] == HS.N_SPLITS).all() and (rows["n_subjects"] >= 3).all()
     assert rows["corr"].is_between(-1, 1).all() and rows["corr"].median() > 0.5
     assert (rows["negative"] == (rows["corr"] < 0)).all()
 
@@ -174,24 +176,24 @@ def test_small_store_degenerate_domains_are_defined(tmp_path, small_mapping):
     ("subject=subject,domain=domain", ("subject", "domain")), (" Subject , Domain ", ("subject", "domain")),
 ])
 def test_parse_hierarchy(text, expected):
-    assert H.parse_hierarchy(text) == expected
+    assert HS.parse_hierarchy(text) == expected
 
 
 @pytest.mark.parametrize("text", ["domain", "subject=src", "topic", "domain,subject"])
 def test_parse_hierarchy_rejects(text):
     with pytest.raises(ValueError, match="hierarchy"):
-        H.parse_hierarchy(text)
+        HS.parse_hierarchy(text)
 
 
 def test_read_subject_weights(tmp_path):
     (tmp_path / "w.toml").write_text('[subject_weights]\nalgebra = 2\n"law & order" = 0.5\n')
     (tmp_path / "w.json").write_text('{"algebra": 2, "law": 1}')
     (tmp_path / "w.csv").write_text("subject,weight\nalgebra,2\nlaw,1\n")
-    assert H.read_subject_weights(tmp_path / "w.toml") == {"algebra": 2.0, "law & order": 0.5}
-    assert H.read_subject_weights(tmp_path / "w.json") == {"algebra": 2.0, "law": 1.0}
-    assert H.read_subject_weights(tmp_path / "w.csv") == {"algebra": 2.0, "law": 1.0}
+    assert HS.read_subject_weights(tmp_path / "w.toml") == {"algebra": 2.0, "law & order": 0.5}
+    assert HS.read_subject_weights(tmp_path / "w.json") == {"algebra": 2.0, "law": 1.0}
+    assert HS.read_subject_weights(tmp_path / "w.csv") == {"algebra": 2.0, "law": 1.0}
     (tmp_path / "bad.json").write_text('{"algebra": -1}')
     with pytest.raises(ValueError, match="must be a number >= 0"):
-        H.read_subject_weights(tmp_path / "bad.json")
+        HS.read_subject_weights(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="must be .toml, .json or .csv"):
-        H.read_subject_weights(tmp_path / "w.txt")
+        HS.read_subject_weights(tmp_path / "w.txt")

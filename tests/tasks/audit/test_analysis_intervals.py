@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.tasks.audit.analyses import AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.audit.intervals import analyze
 
 from conftest import matrices_from_scores

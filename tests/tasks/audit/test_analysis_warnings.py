@@ -2,7 +2,8 @@
 
 import polars as pl
 
-from benchcert.tasks.audit.analyses import ANALYSES, AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from benchcert.stats._common import DegenerateDataWarning, Ref
-from benchcert.tasks.audit.analyses import AuditConfig, _named, run_analysis
+from benchcert.tasks.audit.analyses import _named, run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.compare import analysis as comparisons
 from benchcert.tasks.audit import intervals
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from benchcert.stats._common import DegenerateDataWarning, Ref
 from benchcert.tasks.audit import intervals
-from benchcert.tasks.audit.analyses import AuditConfig, _named, run_analysis
+from benchcert.tasks.audit.analyses import _named, run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 
 from conftest import matrices_from_scores
 

@@ -20,8 +20,9 @@ import polars as pl
 import pytest
 
 from benchcert.stats import comparisons as C
-from benchcert.tasks.audit.analyses import AuditConfig, run_analysis
-from benchcert.tasks.audit import hierarchical as H
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
+from benchcert.tasks.hierarchical import analysis as H
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from benchcert.tasks.audit import artifacts
-from benchcert.tasks.audit.analyses import ANALYSES, AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.audit.artifacts import (discard_run, is_plain_folder, publish_run, read_index, recover_stale,
                                        refresh_index, safe_component, stage_run)

@@ -14,9 +14,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.tasks.audit import hierarchical as H
+from benchcert.tasks.hierarchical import analysis as H
 from benchcert.tasks.audit import scores as scores_analysis
-from benchcert.tasks.audit.analyses import AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.audit.headline import MAX_NEW_SUBJECTS_HALF_WIDTH, headline_question, wide_note
 from benchcert.tasks.audit.results import build_report, build_summary
 from benchcert.tasks.compare import analysis as comparisons

@@ -9,7 +9,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 
 from conftest import SMALL_CSV, SMALL_MAP

@@ -134,7 +134,7 @@ def test_many_models_compare_the_leaderboard_family_with_multiplicity_over_it():
     # 160 models (> ALL_PAIRS_MAX_MODELS): neighbours in the ranking + every pair of the top 20,
     # Holm and BH over exactly the pairs in the table; --all-pairs restores every pair.
     from benchcert.stats.comparisons import adjust_pvalues
-    from benchcert.tasks.audit.analyses import AuditConfig
+    from benchcert.tasks.audit.contract import AuditConfig
     from benchcert.tasks.compare import analysis as cmp
 
     m = _matrices(cmp.ALL_PAIRS_MAX_MODELS + 10, 300, 12)
@@ -161,7 +161,7 @@ def test_leaderboard_family_ranks_follow_the_scores():
     """Beyond ALL_PAIRS_MAX_MODELS a model meets only its neighbours (and the top 20), so ordering
     by mean shared-item gap scrambled the ranking (Spearman 0.02 in review); the point rank and the
     tied groups' order follow the pooled score there."""
-    from benchcert.tasks.audit.analyses import AuditConfig
+    from benchcert.tasks.audit.contract import AuditConfig
     from benchcert.tasks.compare import analysis as cmp
 
     m = _matrices(cmp.ALL_PAIRS_MAX_MODELS + 10, 300, 12, seed=3)
@@ -182,7 +182,8 @@ MEMORY_PEAK_LIMIT = 1536 * 2**20
 _MEMORY_SCRIPT = r"""
 import json, sys, warnings
 import numpy as np, polars as pl
-from benchcert.tasks.audit.analyses import ANALYSES, AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 M, N, S = (int(v) for v in sys.argv[1:4])
 rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from benchcert.stats.certify import BLACK_BOX_SENTENCE, failure_rate_upper
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.certify.analysis import analyze
 from benchcert.tasks.certify.service import parse_environments
 from benchcert.tasks.store.matrices import BenchmarkMatrices

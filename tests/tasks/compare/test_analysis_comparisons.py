@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from benchcert.stats.comparisons import cr2_mean
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.compare.analysis import analyze
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping

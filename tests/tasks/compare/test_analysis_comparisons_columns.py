@@ -15,7 +15,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from benchcert.stats.comparisons import pack_binary_scores, pair_block, pair_block_runner
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.compare.analysis import analyze
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 

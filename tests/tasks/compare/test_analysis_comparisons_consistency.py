@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.compare.analysis import analyze
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 

@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 
 from benchcert.stats.ppi import MIN_HUMAN_LABELS, judge_agreement, labelled_subset_check, ppi_mean
-from benchcert.tasks.audit.analyses import AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.judge import analysis
 from benchcert.tasks.judge.service import POOLED, agreement, human_scale, labels_needed_sentence
 from benchcert.tasks.store.matrices import BenchmarkMatrices, ITEM_SCHEMA

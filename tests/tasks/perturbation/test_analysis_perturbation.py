@@ -13,14 +13,13 @@ independent count (Fisher's test per item with scipy) in test_classical_counts_a
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import polars as pl
 import pytest
 from scipy.stats import fisher_exact
 
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig, run_analysis
+from benchcert.tasks.audit.analyses import run_analysis
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.perturbation.analysis import analyze
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
@@ -196,11 +195,11 @@ def test_pure_noise_null_with_stochastic_rates():
 def test_user_design_and_config(store):
     m = _matrices(store, GRICE, "0")
     spec = {"base": "0", "null": ["schema", "answ_schema", "grice"], "test": ["chomsky"]}
-    out = analyze(m, SimpleNamespace(alpha=ALPHA, perturbation=spec))
+    out = analyze(m, AuditConfig(alpha=ALPHA, options={"perturbation": spec}))
     v = out.tables["perturbation_variants"]
     assert v["variant"].to_list() == ["chomsky"] and v["base"].to_list() == ["0"]
     assert (out.tables["perturbation_items"]["m"] <= 4).all()
-    bad = analyze(m, SimpleNamespace(alpha=ALPHA, perturbation={"base": "nope"}))
+    bad = analyze(m, AuditConfig(alpha=ALPHA, options={"perturbation": {"base": "nope"}}))
     assert not bad.tables and "not in the benchmark" in bad.warnings[0]
     d = make_design(["0", "a", "b"], base="0", null=["a", "b"], test=["a"])
     assert d.null_for("a") == ("0", "b")

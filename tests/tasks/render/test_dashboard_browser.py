@@ -194,7 +194,8 @@ def _audit(db: Path, benchmark: str, arts: Path, environments: dict | None = Non
     from benchcert.tasks.audit import results
 
     from benchcert.tasks.store import connection as store
-    from benchcert.tasks.audit.analyses import ANALYSES, AuditConfig, run_analysis
+    from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
+    from benchcert.tasks.audit.contract import AuditConfig
     from benchcert.tasks.store.matrices import load_matrices, source_refs
 
     with store.open_store(db, write=False) as con:

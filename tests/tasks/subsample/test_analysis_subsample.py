@@ -24,7 +24,7 @@ from benchcert.stats.subsample import (
     subsample_error_distribution,
     theorem_5_2_halfwidth,
 )
-from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AuditConfig
+from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AuditConfig
 from benchcert.tasks.subsample.analysis import PAPER_GRID, analyze, line_plot_svg, n_grid
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping

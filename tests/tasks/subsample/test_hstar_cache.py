@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchcert.tasks.subsample import hstar_cache
-from benchcert.tasks.audit.analyses import AuditConfig
+from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.subsample import analysis
 
 

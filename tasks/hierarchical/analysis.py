@@ -8,36 +8,32 @@ correlations within domains (Table 2 layout) and the model-centred subject corre
 matrix (Figure 3, a domain-ordered heatmap).
 
 Tables: ``hierarchical_components``, ``domain_fits``, ``split_half``, ``subject_correlation``.
+Its report sections are :mod:`benchcert.tasks.hierarchical.report`, its command-line settings
+:mod:`benchcert.tasks.hierarchical.settings`.  With the models split into blocks (out of core,
+Dask) it runs as :func:`model_block` per block, :func:`split_part` on the whole matrix and
+:func:`assemble` (its registry entry's blocked form).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
 from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
 from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_from_sums, subject_sums
-from benchcert.tasks.audit.analyses import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.headline import headline_frame
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
-from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.report import Section, table_html
+from benchcert.tasks.hierarchical.report import Fitted, sections
+from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
 
-#: Split-half settings: the paper's 500 splits, and a fixed seed so a run is reproducible.
-N_SPLITS = 500
-SPLIT_SEED = 20240607
-#: Colours shared with the report's other interval plots (tasks/audit/results.py METHOD_COLORS).
-COLORS = {"iid_clt": "#0072b2", "clustered_subject": "#009e73", "hierarchical": "#e69f00"}
 ALL_SUBJECTS = "(all subjects)"
 
 COMPONENT_SCHEMA = {
@@ -61,66 +57,6 @@ CORR_SCHEMA = {
     "subject_i": pl.String, "domain_i": pl.String, "subject_j": pl.String, "domain_j": pl.String,
     "corr": pl.Float64, "n_models": pl.Int64,
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# configuration helpers (for the CLI and config files)
-
-
-def parse_hierarchy(text: str) -> tuple[str, ...]:
-    """``--hierarchy`` value -> AuditConfig.hierarchy.
-
-    Accepts ``subject,domain`` (default), ``subject``, ``none``, and the explicit form
-    ``subject=subject,domain=domain`` (levels name the canonical fields the store holds; to
-    use another log column as a level, map it to ``subject``/``domain`` at ingest).
-    """
-    raw = (text or "").strip().lower()
-    if raw in ("", "none", "()", "-"):
-        return ()
-    levels = []
-    for part in raw.split(","):
-        part = part.strip()
-        level, _, col = part.partition("=")
-        level, col = level.strip(), (col.strip() or level.strip())
-        if level not in ("subject", "domain") or col != level:
-            raise ValueError(f"--hierarchy: {part!r} is not a level; use subject,domain | subject | none "
-                             "(to use another column as a level, map it with --map subject=COL or "
-                             "--map domain=COL at ingest)")
-        levels.append(level)
-    out = tuple(levels)
-    if out not in (("subject", "domain"), ("subject",)):
-        raise ValueError(f"--hierarchy must be subject,domain | subject | none; got {text!r}")
-    return out
-
-
-def read_subject_weights(path: str | Path) -> dict[str, float]:
-    """Subject weights from a file: TOML (a ``[subject_weights]`` table or top-level
-    ``subject = weight`` pairs), JSON (an object) or CSV (columns ``subject,weight``)."""
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix not in (".toml", ".json", ".csv"):
-        raise ValueError(f"{p}: weights file must be .toml, .json or .csv")
-    text = p.read_text(encoding="utf-8")
-    if suffix == ".toml":
-        import tomllib
-
-        data = tomllib.loads(text)
-        data = data.get("subject_weights", data)
-    elif suffix == ".json":
-        data = json.loads(text)
-    elif suffix == ".csv":
-        frame = pl.read_csv(p, schema_overrides={"subject": pl.String, "weight": pl.Float64})
-        if not {"subject", "weight"} <= set(frame.columns):
-            raise ValueError(f"{p}: a weights CSV needs columns subject,weight; got {frame.columns}")
-        data = dict(zip(frame["subject"].to_list(), frame["weight"].to_list()))
-    if not isinstance(data, dict) or not data:
-        raise ValueError(f"{p}: expected a non-empty mapping subject -> weight")
-    out = {}
-    for k, v in data.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-            raise ValueError(f"{p}: weight of subject {k!r} must be a number >= 0; got {v!r}")
-        out[str(k)] = float(v)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,149 +397,10 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
     run_warnings = (notes + _data_warnings(m, fits, metrics.get("weighted"), corr)
                     + _named_warnings(caught, fit_frame, split_frame))
 
-    fitted = _Fitted(hier=hier, bounds=bounds, comparators=comparators, components=components, fit_frame=fit_frame,
+    fitted = Fitted(hier=hier, bounds=bounds, comparators=comparators, components=components, fit_frame=fit_frame,
                      split_frame=split_frame, corr=corr, item_only=item_only)
-    sections = _sections(m, config, fitted)
     return AnalysisOutput(
         name="hierarchical",
         tables={"hierarchical_components": components, "domain_fits": fit_frame, "split_half": split_frame,
                 "subject_correlation": corr_frame, "headline": headline},
-        intervals=intervals, sections=sections, warnings=run_warnings)
-
-
-# ---------------------------------------------------------------------------------------------
-# report
-
-
-def _wide_tables(frame: pl.DataFrame, *, index: str = "model", per_table: int = 7, digits: int = 3) -> str:
-    """A models x domains pivot as several narrower tables (14 domain columns do not fit a page)."""
-    cols = [c for c in frame.columns if c != index]
-    return "".join(table_html(frame.select(index, *cols[i:i + per_table]), float_digits=digits)
-                   for i in range(0, max(len(cols), 1), per_table))
-
-
-def _series(name: str, order: list[str], idx: dict[str, int], est, lower, upper) -> dict:
-    sel = [idx[o] for o in order]
-    return {"name": name, "color": COLORS[name], "estimate": np.asarray(est)[sel].tolist(),
-            "lower": np.asarray(lower)[sel].tolist(), "upper": np.asarray(upper)[sel].tolist()}
-
-
-@dataclass(frozen=True)
-class _Fitted:
-    """What the report sections show of one hierarchical analysis (see :func:`analyze`)."""
-
-    hier: str  # the hierarchy's name: "subject,domain", "subject" or "none"
-    bounds: dict  # metric -> the hierarchical bound per model
-    comparators: dict  # metric -> method -> the comparator interval per model
-    components: pl.DataFrame
-    fit_frame: pl.DataFrame
-    split_frame: pl.DataFrame
-    corr: object  # the subject correlation across models, or None with fewer than 3 models
-    item_only: bool
-
-
-def _sections(m, config, fitted: _Fitted) -> list[Section]:
-    hier, bounds, comparators, components = fitted.hier, fitted.bounds, fitted.comparators, fitted.components
-    fit_frame, split_frame, corr, item_only = fitted.fit_frame, fitted.split_frame, fitted.corr, fitted.item_only
-    models = m.models
-    level = f"{100 * (1 - config.alpha):g}%"
-    idx = {name: i for i, name in enumerate(models)}
-    macro = bounds["macro"]
-
-    def table3(metric: str):
-        b, c = bounds[metric], comparators[metric]
-        return pl.DataFrame({
-            "model": models, f"{metric} %": b.estimate * 100, "iid ±": c["iid_clt"].half_width * 100,
-            "wilson ±": c["wilson"].half_width * 100, "clustered ±": c["clustered_subject"].half_width * 100,
-            "hierarchical ±": b.half_width * 100,
-            "hierarchical / iid": b.half_width / np.maximum(c["iid_clt"].half_width, 1e-12)}).sort(f"{metric} %")
-
-    plots = []
-    for metric in ("macro", "pooled"):
-        b, c = bounds[metric], comparators[metric]
-        order = [models[i] for i in np.argsort(b.estimate, kind="stable")]
-        series = [_series("iid_clt", order, idx, c["iid_clt"].estimate, c["iid_clt"].lower, c["iid_clt"].upper),
-                  _series("clustered_subject", order, idx, c["clustered_subject"].estimate,
-                          c["clustered_subject"].lower, c["clustered_subject"].upper),
-                  _series("hierarchical", order, idx, b.estimate, b.lower, b.upper)]
-        plots.append(interval_plot_svg(order, series, title=f"{metric.capitalize()} score: iid vs clustered vs "
-                                                            f"hierarchical, {level}", x_label=f"{metric} score"))
-
-    comp = (components.select(
-        "model", "metric", (pl.col("estimate") * 100).alias("score %"),
-        (pl.col("sigma2_item") * 1e4).alias("σ²_item ×1e4"), (pl.col("sigma2_subj") * 1e4).alias("σ²_subj ×1e4"),
-        (pl.col("sigma2_dom") * 1e4).alias("σ²_dom ×1e4"), (pl.col("sigma2_eff") * 1e4).alias("σ²_eff ×1e4"),
-        (pl.col("sigma2_subj") / pl.col("sigma2_eff") * 100).alias("subject share %"),
-        (pl.col("half_width") * 100).alias("half-width pp"))
-        .sort("metric", "score %"))
-    ratio = macro.half_width / np.maximum(comparators["macro"]["iid_clt"].half_width, 1e-12)
-    hier_text = {"subject,domain": "subjects exchangeable within each domain, domains fixed strata",
-                 "subject": "all subjects exchangeable in one group (domains ignored)",
-                 "none": "no clustering: item-level proxy only"}[hier]
-    notes = "".join(f"<li>{escape(a)}</li>" for a in macro.assumptions)
-    head = (f"<p>{level} intervals from Corollary 6.1 of the exchangeable-bounds paper: "
-            f"h = √(2 σ²_eff log(2/α)) with σ²_eff = σ²_item + σ²_subj + σ²_dom, the subject term from a "
-            f"beta-binomial fit per domain (Marchal-Arbel proxy 1/(4(a+b+1))), as a profile-likelihood upper "
-            f"confidence bound over all domains, so that the interval keeps its level with few subjects per domain "
-            f"(half of α is spent on that bound). Hierarchy: <b>{escape(hier)}</b> "
-            f"({escape(hier_text)}). The macro half-width is {np.median(ratio):.1f}× the iid one (median over "
-            f"models; range {ratio.min():.1f}-{ratio.max():.1f}×). Half-widths in percentage points.</p>")
-    if item_only:
-        head += ("<p><b>Item-level only.</b> With hierarchy 'none' items are treated as independent, so these "
-                 "intervals ignore the subject dependence that the diagnostics below measure.</p>")
-    sections = [Section(
-        title="Hierarchical exchangeable intervals", anchor="hierarchical",
-        html=(head + "<h3>Macro score (paper Table 3 layout)</h3>" + table_html(table3("macro"), float_digits=2)
-              + "<h3>Pooled score</h3>" + table_html(table3("pooled"), float_digits=2) + "".join(plots)
-              + "<h3>Where the uncertainty comes from</h3>"
-              + table_html(comp, float_digits=3, max_rows=500)
-              + f'<ul class="assumptions">{notes}</ul>'))]
-
-    fits_used = fit_frame.filter(pl.col("K_d") > 0)
-    icc = (fits_used.select("model", "domain", "icc").pivot(on="domain", index="model", values="icc")
-           .sort("model"))
-    bad = fits_used.filter(pl.col("degenerate")).select("model", "domain", "K_d", "status", "s2", "s2_upper", "reason")
-    sections.append(Section(
-        title="Domain fits (beta-binomial)", anchor="domain-fits",
-        html=("<p>Intraclass correlation 1/(a+b+1) of each domain's beta-binomial fit per model: the share of "
-              "item variance that lies between subjects (paper section 7.3). Larger means the subject term "
-              "dominates the interval." + (" <b>Not used in the bound (hierarchy 'none').</b>" if item_only else "")
-              + "</p>" + _wide_tables(icc)
-              + (f"<h3>Degenerate fits ({bad.height})</h3>"
-                 "<p>Each is flagged in <code>domain_fits.parquet</code>. The interval does not plug in these fits: "
-                 "it uses the worst case 1/4 where a + b is not identifiable, and otherwise an upper confidence "
-                 "bound on the whole subject term from the domains' profile likelihoods (finite even for an "
-                 "under-dispersed fit). <code>s2_upper</code> is each domain's own bound (Bonferroni over "
-                 "domains), shown for reference.</p>" + table_html(bad, float_digits=6)
-                 if bad.height else "<p>No degenerate fit.</p>"))))
-
-    t2 = (split_frame.select("model", "domain", "corr").pivot(on="domain", index="model", values="corr")
-          .sort("model"))
-    neg = split_frame.filter(pl.col("negative"))
-    sections.append(Section(
-        title="Split-half reliability within domains", anchor="split-half",
-        html=(f"<p>Mean over {N_SPLITS} random splits (seed {SPLIT_SEED}) of the correlation, across the "
-              "subjects of a domain, between the accuracies on two random halves of each subject's items "
-              "(paper Table 2 layout). High values: stable subject differences, so the subject term is real. "
-              "Empty: fewer than 3 splittable subjects or no informative split. Negative values are evidence "
-              "against exchangeable subjects in that domain.</p>" + _wide_tables(t2)
-              + (f"<p><b>{neg.height} negative</b> (model, domain) value(s) flagged.</p>" if neg.height else ""))))
-
-    if corr is not None:
-        subj = m.subjects
-        labels = subj["subject"].to_list()
-        groups = subj["domain"].to_list()
-        summary = pl.DataFrame({
-            "domain": list(m.domains), "subjects": np.bincount(np.asarray(m.subject_domain), minlength=len(m.domains)),
-            "within-domain mean r": [None if not np.isfinite(v) else float(v) for v in corr.within_domain_mean],
-            "negative": corr.negative_within})
-        svg = heatmap_svg(corr.corr, labels, groups=groups,
-                          title="Model-centred subject-subject correlation across models")
-        sections.append(Section(
-            title="Subject correlation across models", anchor="subject-correlation",
-            html=("<p>Correlation across models of subject accuracies after removing each model's macro score "
-                  "(paper Figure 3), subjects ordered by domain. Red blocks on the diagonal: subjects of a domain "
-                  "that are easy or hard together. Descriptive only: it pools models, not repeated draws. "
-                  f"Between-domain mean r = {corr.between_domain_mean:.3f}.</p>" + svg
-                  + table_html(summary, float_digits=3))))
-    return sections
+        intervals=intervals, sections=sections(m, config, fitted), warnings=run_warnings)
