@@ -34,7 +34,7 @@ import scipy.special as _sc
 from benchcert.stats import _dist as stats  # scipy.stats, imported only when beta is used
 
 from benchcert.stats.degenerate import warn_degenerate
-from benchcert.stats.validation import check_alpha
+from benchcert.stats.validation import check_alpha, check_unit_interval
 from benchcert.stats.subject_means import means_by_code
 from benchcert.stats.subsample import serfling_halfwidth
 
@@ -72,9 +72,7 @@ PLANNED_BLOCK_FAILURE = 1.0 / 8.0
 
 
 def _eps(epsilon, name: str = "epsilon") -> float:
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real) or not 0 < epsilon < 1:
-        raise ValueError(f"{name} must be in (0, 1); got {epsilon!r}")
-    return float(epsilon)
+    return check_unit_interval(name, epsilon)
 
 
 def _pos_int(value, name: str) -> int:

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from benchcert.stats.degenerate import warn_degenerate
+from benchcert.stats.validation import check_unit_interval
 
 __all__ = [
     "Chi2Radius",
@@ -226,8 +227,7 @@ def chi2_radius(P, *, tol: float = 1e-7, max_iter: int = 20_000) -> Chi2Radius:
     which is exactly a zero duality gap.
     """
     P = check_family(P)
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 < tol < 1:
-        raise ValueError(f"tol must be in (0, 1); got {tol!r}")
+    check_unit_interval("tol", tol)
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
     m = P.shape[0]
@@ -367,8 +367,7 @@ def tv_cover(vertices: int, epsilon: float) -> TVCover:
     """
     if isinstance(vertices, bool) or not isinstance(vertices, numbers.Integral) or vertices < 1:
         raise ValueError(f"vertices must be a positive integer; got {vertices!r}")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0 < epsilon < 1:
-        raise ValueError(f"epsilon must be in (0, 1); got {epsilon!r}")
+    check_unit_interval("epsilon", epsilon)
     k = int(vertices)
     half = k // 2
     if half == 0:

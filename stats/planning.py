@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 from scipy.special import ndtri
 
-from .validation import check_alpha, check_power
+from .validation import check_alpha, check_power, check_unit_interval
 from .subsample import (
     WORST_CASE_ASSUMPTIONS,
     barber_halfwidth,
@@ -140,12 +140,7 @@ class Plan:
 
 
 def _eps(eps, name: str = "eps", *, upper_inclusive: bool = False) -> float:
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
-        raise ValueError(f"{name} must be a number in (0, 1); got {eps!r}")
-    e = float(eps)
-    if not (0.0 < e < 1.0 or (upper_inclusive and e == 1.0)):
-        raise ValueError(f"{name} must be in (0, 1{']' if upper_inclusive else ')'}; got {eps!r}")
-    return e
+    return check_unit_interval(name, eps, closed="right" if upper_inclusive else False)
 
 
 def _N(N) -> int | None:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .degenerate import DegenerateDataWarning
-from .validation import check_alpha
+from .validation import check_alpha, check_unit_interval
 
 __all__ = [
     "MIN_HUMAN_LABELS",
@@ -138,8 +138,8 @@ def _ppi_iv(human, judge_labelled, judge_unlabelled, alpha, lam, quantile, lo, h
     if yu.size < 1:
         raise ValueError("judge_unlabelled must hold at least 1 judged item without a human label")
     alpha = check_alpha(alpha)
-    if lam is not None and (isinstance(lam, bool) or not 0.0 <= float(lam) <= 1.0):
-        raise ValueError(f"lam must be None (tuned) or in [0, 1]; got {lam!r}")
+    if lam is not None:
+        check_unit_interval("lam", lam, closed=True)
     if quantile not in ("t", "normal"):
         raise ValueError(f"quantile must be 't' or 'normal'; got {quantile!r}")
     return y, yh, yu, alpha
@@ -421,8 +421,7 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
         raise ValueError(f"human must hold at least 2 pilot labels; got {y.size}")
     if ja.size < y.size + 1:
         raise ValueError(f"judge_all must hold every judged item (more than the {y.size} labelled); got {ja.size}")
-    if isinstance(epsilon, bool) or not 0 < float(epsilon) < 1:
-        raise ValueError(f"epsilon must be in (0, 1); got {epsilon!r}")
+    check_unit_interval("epsilon", epsilon)
     alpha = check_alpha(alpha)
     from scipy import stats
 

@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .degenerate import warn_degenerate
-from .validation import check_alpha
+from .validation import check_alpha, check_unit_interval
 from .subject_means import means_by_code
 
 __all__ = ["DEFAULT_LAMBDAS", "SequentialResult", "NightlyVerdict", "EntryMeans", "betting_test",
@@ -470,9 +470,7 @@ class NightlyVerdict:
 
 def _nightly_verdicts_iv(first_p_value, first_estimate, sequential, alpha, first_look_share):
     alpha = check_alpha(alpha)
-    if not isinstance(first_look_share, (int, float)) or isinstance(first_look_share, bool) \
-            or not 0 <= first_look_share < 1:
-        raise ValueError(f"first_look_share must be in [0, 1); got {first_look_share!r}")
+    check_unit_interval("first_look_share", first_look_share, closed="left")
     if not isinstance(sequential, SequentialResult):
         raise ValueError(f"sequential must be a SequentialResult; got {type(sequential).__name__}")
     want = alpha * (1 - first_look_share)

@@ -42,6 +42,38 @@ class NoDataError(UserError):
     model it does not hold, too few models or shared items (exit code 1)."""
 
 
+def unit_interval_option(flag: str, value, *, closed: bool | str = False) -> float:
+    """An option's value (``--alpha``, ``--epsilon``) checked to lie in the unit interval.
+
+    The check is stats/validation.py's :func:`~benchcert.stats.validation.check_unit_interval`,
+    so a level is refused in the same words by a command and by the Python functions.
+
+    Parameters
+    ----------
+    flag : str
+        The option as the user wrote it; it starts the message.
+    value : real number
+        The value given.
+    closed : bool or {"neither", "left", "right", "both"}, default False
+        Which ends belong to the interval, as for ``check_unit_interval``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    UsageError
+        ``"<flag> must be in (0, 1); got <value>"`` (exit code 2).
+    """
+    from benchcert.stats.validation import check_unit_interval
+
+    try:
+        return check_unit_interval(flag, value, closed=closed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` says the disk is full (ENOSPC), as an OSError or in a library's message
     (DuckDB's IOException, Polars' ComputeError)."""

@@ -94,7 +94,7 @@ def simulate_item_tests(*, m, r, a, b, p_prime, n_sim, rng, alpha=0.05, method="
     """
     import warnings
 
-    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.degenerate import DegenerateDataWarning
     from benchcert.stats.perturbation import composite_test
     from benchcert.stats.perturbation.item_test import reject_many
 

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from benchcert.tasks.errors import UsageError, UserError, is_disk_full
+from benchcert.tasks.errors import UsageError, UserError, is_disk_full, unit_interval_option
 
 #: The one definition of the exit codes; every command module imports them from here.
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_STORE, EXIT_GATE = 0, 1, 2, 3, 4
@@ -74,8 +74,7 @@ def alpha_arg(value: float, flag: str = "--alpha") -> float:
     UsageError
         ``"<flag> must be in (0, 1); got <value>"`` (exit code 2).
     """
-    if not 0 < value < 1:
-        raise UsageError(f"{flag} must be in (0, 1); got {value}")
+    unit_interval_option(flag, value)
     return value
 
 

@@ -237,10 +237,8 @@ def _plan_from_store(args) -> int:
     if not args.benchmark:
         print(f"{prog}: --db needs --benchmark", file=sys.stderr)
         return EXIT_USAGE
-    if not 0.0 < args.detect < 1.0:
-        print(f"{prog}: --detect must lie in (0, 1); got {args.detect}", file=sys.stderr)
-        return EXIT_USAGE
     try:
+        alpha_arg(args.detect, "--detect")
         alpha_arg(args.alpha)
         audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
                              test=_variants(args.test), alpha=args.alpha, models=_variants(args.model))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._common import _short
 from ..degenerate import Ref, warn_degenerate
-from ..validation import check_alpha, check_codes
+from ..validation import check_alpha, check_codes, check_unit_interval
 from .domains import DomainFits, _matrix_iv, fit_domains
 from .exchangeable import _half_width
 from .profile import joint_subject_bound
@@ -379,8 +379,7 @@ def hierarchical_interval(scores, subjects, subject_domains=None, *, weights="ma
     if proxy not in ("upper", "plugin"):
         raise ValueError(f"proxy must be 'upper' or 'plugin'; got {proxy!r}")
     alpha = check_alpha(alpha)
-    if isinstance(proxy_share, bool) or not isinstance(proxy_share, (int, float)) or not 0 < proxy_share < 1:
-        raise ValueError(f"proxy_share must be in (0, 1); got {proxy_share!r}")
+    proxy_share = check_unit_interval("proxy_share", proxy_share)
     p_alpha = proxy_share * alpha if proxy == "upper" else 0.0
     if fits is None:
         fits = fit_domains(s, codes, doms, proxy_alpha=p_alpha if p_alpha > 0 else None)

@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from .._common import unwrap_scalar
+from ..validation import check_unit_interval
 
 EPS_MAX_RULES = ("auto", "algorithm_c", "width")
 METHODS = ("union", "exact")
@@ -70,8 +71,8 @@ def _int_array(x, name: str, *, lo: int) -> np.ndarray:
 
 
 def _range_iv(a, b, names=("a", "b")):
-    a = _real(a, names[0], lo=0.0, hi=1.0)
-    b = _real(b, names[1], lo=0.0, hi=1.0)
+    a = check_unit_interval(names[0], a, closed=True)
+    b = check_unit_interval(names[1], b, closed=True)
     if b < a:
         raise ValueError(f"{names[1]} must be >= {names[0]}; got {names[0]}={a!r}, {names[1]}={b!r}")
     return a, b

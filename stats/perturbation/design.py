@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..degenerate import warn_degenerate
-from ..validation import check_alpha
+from ..validation import check_alpha, check_unit_interval
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _MAX_EXACT_R, _PLUG_IN, _REPLICATES, EPS_MAX_RULES,
                       METHODS, _choice, _int, _range_iv, _real)
 from .bounds import _lemma2, _power_bound, _size_bound
@@ -42,7 +42,7 @@ def _design_iv(a_hat, b_hat, budget, alpha, pilot_m, pilot_r, eps_step, eps_max_
     alpha = check_alpha(alpha)
     pilot_m = _int(pilot_m, "pilot_m", lo=0)
     pilot_r = _int(pilot_r, "pilot_r", lo=0)
-    eps_step = _real(eps_step, "eps_step", lo=0.0, hi=1.0, lo_open=True)
+    eps_step = check_unit_interval("eps_step", eps_step, closed="right")
     eps_max_rule = _choice(eps_max_rule, "eps_max_rule", EPS_MAX_RULES)
     method = _choice(method, "method", METHODS)
     if pilot_m * pilot_r > budget:
@@ -305,10 +305,10 @@ def minimal_budget(a_hat, b_hat, *, alpha, power=None, eps=None, pilot_m=0, pilo
     a, b = _range_iv(a_hat, b_hat, ("a_hat", "b_hat"))
     alpha = check_alpha(alpha)
     method = _choice(method, "method", METHODS)
-    power = None if power is None else _real(power, "power", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    power = None if power is None else check_unit_interval("power", power)
     pilot_m = _int(pilot_m, "pilot_m", lo=0)
     pilot_r = _int(pilot_r, "pilot_r", lo=0)
-    eps_step = _real(eps_step, "eps_step", lo=0.0, hi=1.0, lo_open=True)
+    eps_step = check_unit_interval("eps_step", eps_step, closed="right")
     eps_max_rule = _choice(eps_max_rule, "eps_max_rule", EPS_MAX_RULES)
     m_max = None if m_max is None else _int(m_max, "m_max", lo=1)
     w = b - a

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..validation import check_alpha
+from ..validation import check_alpha, check_unit_interval
 from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
 from .plugin import plugin_test
 from .results import CompositeTestResult
@@ -252,7 +252,7 @@ def _p_value(rates, r, rt, pt, ideal_share) -> float:
 def _widened_iv(null_counts, null_replicates, test_count, test_replicates, alpha, ideal_share):
     k, r, kt, rt = _composite_statistic_iv(null_counts, null_replicates, test_count, test_replicates)
     alpha = check_alpha(alpha)
-    ideal_share = _real(ideal_share, "ideal_share", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    ideal_share = check_unit_interval("ideal_share", ideal_share)
     return k, r, kt, rt, alpha, ideal_share
 
 
@@ -396,7 +396,7 @@ def _bounded_iv(null_sums, null_replicates, test_sum, test_replicates, alpha, id
     if st > rt:
         raise ValueError(f"test_sum must not exceed test_replicates (scores in [0, 1]); got {st} > {rt}")
     alpha = check_alpha(alpha)
-    ideal_share = _real(ideal_share, "ideal_share", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    ideal_share = check_unit_interval("ideal_share", ideal_share)
     return s, r, st, rt, alpha, ideal_share
 
 

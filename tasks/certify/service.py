@@ -47,7 +47,7 @@ from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_r
                                      per_environment_budget, per_environment_means, stratified_budget,
                                      stratified_means, theorem_3_4_budget)
 from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
-from benchcert.tasks.errors import NoDataError, UsageError
+from benchcert.tasks.errors import NoDataError, UsageError, unit_interval_option
 from benchcert.tasks.store import plans
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.items import benchmark_items, benchmarks_with_items
@@ -703,8 +703,7 @@ class Certificate:
 
 
 def _unit(value, name: str) -> float:
-    if value is None or not 0 < value < 1:
-        raise UsageError(f"--{name} must be in (0, 1); got {value}")
+    unit_interval_option(f"--{name}", value)
     return float(value)
 
 

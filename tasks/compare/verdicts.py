@@ -97,6 +97,7 @@ from benchcert.stats.comparisons import QUESTIONS, paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts, subject_entry_means
 from benchcert.stats.subject_means import METHOD as SUBJECT_METHOD
 from benchcert.stats.subject_means import ITEM_WEIGHTED, SUBJECT_WEIGHTED, subject_means, subject_weighted_gap
+from benchcert.stats.validation import check_unit_interval
 from benchcert.tasks.store.matrices import BenchmarkMatrices, choose_variant, load_matrices, models_with_responses
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.verdicts import LEDGER_SCHEMA, VERDICT_TABLES, read_question_rows, record_look
@@ -238,10 +239,6 @@ def read_question(con, benchmark: str, variant: str, baseline: str, candidate: s
 # the verdict: the store part
 
 
-def _real(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 @dataclass(frozen=True)
 class VerdictSettings:
     """How a question is answered (see :func:`checkpoint_verdict`); checked when built.
@@ -260,12 +257,11 @@ class VerdictSettings:
             raise VerdictError(f"question must be one of {list(QUESTION_KEYS)}; got {self.question!r}")
         if self.question == "new-subjects" and "subject" not in tuple(self.hierarchy):
             raise VerdictError("--question new-subjects needs a hierarchy with subjects (not --hierarchy none)")
-        if not _real(self.alpha) or not 0 < self.alpha < 1:
-            raise VerdictError(f"alpha must be in (0, 1); got {self.alpha!r}")
-        if not _real(self.first_look_share) or not 0 <= self.first_look_share < 1:
-            raise VerdictError(f"first_look_share must be in [0, 1); got {self.first_look_share!r}")
-        if not _real(self.power) or not 0 < self.power < 1:
-            raise VerdictError(f"power must be in (0, 1); got {self.power!r}")
+        for name, closed in (("alpha", False), ("first_look_share", "left"), ("power", False)):
+            try:
+                object.__setattr__(self, name, check_unit_interval(name, getattr(self, name), closed=closed))
+            except ValueError as exc:
+                raise VerdictError(str(exc)) from None
         if tuple(self.hierarchy) not in (("subject", "domain"), ("subject",), ()):
             raise VerdictError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
         object.__setattr__(self, "hierarchy", tuple(self.hierarchy))

@@ -35,7 +35,7 @@ from benchcert.stats.ppi import (MCAR, MIN_HUMAN_LABELS, HumanLabelPlan, JudgeAg
                                  PPIMeanResult, judge_agreement, labelled_subset_check, plan_human_labels, ppi_gap,
                                  ppi_mean)
 from benchcert.tasks.compare.rows import ComparisonRow
-from benchcert.tasks.errors import NoDataError, UsageError
+from benchcert.tasks.errors import NoDataError, UsageError, unit_interval_option
 from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
@@ -317,8 +317,7 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
     from benchcert.tasks.store.connection import open_store
     from benchcert.tasks.store.matrices import load_matrices
 
-    if isinstance(epsilon, bool) or not 0 < float(epsilon) < 1:
-        raise UsageError(f"--epsilon must be in (0, 1); got {epsilon!r}")
+    unit_interval_option("--epsilon", epsilon)
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:
         m = load_matrices(con, benchmark, variant)
     if m.human is None:

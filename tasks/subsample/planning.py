@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
-from benchcert.tasks.errors import NoDataError, UsageError
+from benchcert.tasks.errors import NoDataError, UsageError, unit_interval_option
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,7 @@ class SubsetDraw:
 
 
 def check_alpha(alpha: float) -> float:
-    if not 0 < alpha < 1:
-        raise UsageError(f"--alpha must be in (0, 1); got {alpha}")
+    unit_interval_option("--alpha", alpha)
     return alpha
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchcert.stats._common import Grouping
+from benchcert.stats.segments import Grouping
 from benchcert.stats.comparisons import gram
 
 

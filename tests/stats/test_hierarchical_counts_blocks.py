@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchcert.stats._common import Grouping
+from benchcert.stats.segments import Grouping
 from benchcert.stats.hierarchical import domains as HD
 
 
@@ -60,7 +60,7 @@ def test_fit_domains_from_shared_counts_is_the_same_fit():
     import dataclasses
     import warnings
 
-    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.degenerate import DegenerateDataWarning
     from benchcert.stats.subject_counts import subject_counts
 
     s, codes = _matrix(5, 2000, 6, 30, shuffled=True)

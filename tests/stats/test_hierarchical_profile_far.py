@@ -21,7 +21,7 @@ import pytest
 
 import benchcert.stats.hierarchical as H
 from benchcert.stats.hierarchical import fit as HF, likelihood as HL, profile as HP
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats._dist import norm
 
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.ppi import (
     MIN_HUMAN_LABELS,
     judge_agreement,

@@ -14,7 +14,7 @@ import pytest
 from sklearn.metrics import log_loss as sk_log_loss
 
 from simcheck import rate_ci
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.calibration import (
     brier_score,
     calibration_summary,

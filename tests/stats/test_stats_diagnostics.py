@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.diagnostics import (
     NoSplittableSubjectWarning,
     _HypergeomTable,

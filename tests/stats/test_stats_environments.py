@@ -161,7 +161,7 @@ def test_tv_cover_radius_and_size(k, eps):
 
 
 def test_an_unconverged_solve_warns_and_still_brackets_the_radius():
-    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.degenerate import DegenerateDataWarning
 
     rng = np.random.default_rng(5)
     P = rng.dirichlet(np.full(8, 0.3), size=6)

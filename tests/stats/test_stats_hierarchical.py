@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.hierarchical import (
     NU_MAX,
     BetaFit,
@@ -334,7 +334,7 @@ def _toy(rng, k=12, models=3):
     return scores, subjects, domains
 
 
-@pytest.mark.filterwarnings("ignore::benchcert.stats._common.DegenerateDataWarning")  # small toy domains
+@pytest.mark.filterwarnings("ignore::benchcert.stats.degenerate.DegenerateDataWarning")  # small toy domains
 def test_corollary61_components_weights_and_theorem42_identity():
     rng = np.random.default_rng(17)
     scores, subjects, domains = _toy(rng)
@@ -501,7 +501,7 @@ def _no_nan(res):
     assert np.all(b.half_width > 0)
 
 
-@pytest.mark.filterwarnings("ignore:.*under-dispersed:benchcert.stats._common.DegenerateDataWarning")
+@pytest.mark.filterwarnings("ignore:.*under-dispersed:benchcert.stats.degenerate.DegenerateDataWarning")
 def test_one_subject_in_a_domain_uses_worst_case_and_warns():
     rng = np.random.default_rng(31)
     scores, subjects, _ = _toy(rng, k=5)
@@ -565,7 +565,7 @@ def _oracle_nu_lower(y, m, level):
     return math.exp(optimize.brentq(lambda w: 2 * (top - prof(w)) - crit, grid[j - 1], grid[j]))
 
 
-@pytest.mark.filterwarnings("ignore:.*under-dispersed:benchcert.stats._common.DegenerateDataWarning")
+@pytest.mark.filterwarnings("ignore:.*under-dispersed:benchcert.stats.degenerate.DegenerateDataWarning")
 def test_subject_with_one_item_and_missing_items_are_defined_and_warned():
     rng = np.random.default_rng(37)
     scores, subjects, domains = _toy(rng, k=9, models=3)
@@ -590,7 +590,7 @@ def test_subject_with_one_item_and_missing_items_are_defined_and_warned():
     _no_nan(res2)
 
 
-@pytest.mark.filterwarnings("ignore:.*under-dispersed:benchcert.stats._common.DegenerateDataWarning")
+@pytest.mark.filterwarnings("ignore:.*under-dispersed:benchcert.stats.degenerate.DegenerateDataWarning")
 def test_non_binary_scores_fit_beta_on_means():
     rng = np.random.default_rng(41)
     scores, subjects, domains = _toy(rng, k=12, models=2)

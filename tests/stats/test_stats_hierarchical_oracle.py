@@ -24,7 +24,7 @@ from scipy.special import betaln, psi
 
 import benchcert.stats.hierarchical as H
 from benchcert.stats.hierarchical import fit as HF, likelihood as HL, profile as HP, special as HS
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 
 
 def _former_trigamma(x):

@@ -35,7 +35,7 @@ from scipy.special import betaln
 
 import benchcert.stats.hierarchical as H
 from benchcert.stats.hierarchical import fit as HF, likelihood as HL, limits as HLim, profile as HP, special as HS
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats._dist import norm
 
 sys.path.insert(0, str(Path(__file__).parent))

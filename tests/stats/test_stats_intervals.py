@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.comparisons import cr2_mean
 from benchcert.stats.intervals import (
     IntervalResult,
@@ -517,7 +517,7 @@ def test_cr2_mean_lives_in_the_shared_module_and_intervals_do_not_load_the_compa
 
 def test_power_is_checked_once_and_numpy_reals_are_accepted_everywhere():
     # The power check was written three times (comparisons, planning, subject means); the subject-means
-    # copy refused np.float32(0.8). One check in stats/_common.py serves all three.
+    # copy refused np.float32(0.8). One check in stats/validation.py serves all three.
     from benchcert.stats.comparisons import paired_comparison
     from benchcert.stats.planning import plan_two_models
     from benchcert.stats.subject_means import subject_weighted_gap

@@ -22,7 +22,7 @@ from perturbation_sim import simulate_item_tests
 from scipy.stats import binomtest
 
 import benchcert.stats.perturbation as P
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.perturbation.item_test import reject_many
 
 ALPHA = 0.05

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from benchcert.stats._common import DegenerateDataWarning, check_alpha
+from benchcert.stats.degenerate import DegenerateDataWarning
+from benchcert.stats.validation import check_alpha
 from benchcert.stats.scores import BenchmarkScores, benchmark_scores
 
 NAN = np.nan

@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from simcheck import rate_ci
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.comparisons import paired_comparison_counts
 from benchcert.stats.sequential import (
     DEFAULT_LAMBDAS,

@@ -25,7 +25,7 @@ from scipy import stats
 from scipy.special import comb
 
 from simcheck import rate_ci
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.subsample import (
     SubsampleBound,
     barber_halfwidth,

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from benchcert.stats._common import DegenerateDataWarning, IndexedWarning, Ref, warn_degenerate, warn_indexed
+from benchcert.stats.degenerate import DegenerateDataWarning, IndexedWarning, Ref, warn_degenerate, warn_indexed
 
 
 def _caught(fn):

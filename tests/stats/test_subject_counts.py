@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchcert.stats._common import Grouping
+from benchcert.stats.segments import Grouping
 from benchcert.stats.certify import _kl_upper
 from benchcert.stats.intervals import comparator_intervals, comparator_intervals_from_counts
 from benchcert.stats.scores import benchmark_scores, benchmark_scores_from_counts

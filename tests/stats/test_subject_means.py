@@ -33,7 +33,7 @@ import pytest
 from scipy import optimize, stats
 
 from simcheck import rate_ci
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.betting import betting_mean_bounds
 from benchcert.stats.sequential import betting_test, nightly_verdicts
 from benchcert.stats.subject_means import SKEW_ALLOWANCE, subject_weighted_gap

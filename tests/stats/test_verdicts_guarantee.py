@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from simcheck import rate_ci
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.betting import betting_mean_bounds
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts
 
