@@ -1,5 +1,11 @@
 """Errors that are the user's: raised where the code knows the input or data is wrong.
 
+The taxonomy: :class:`UserError` (exit 1) and its kinds - :class:`UsageError` (2: options that
+contradict each other or name nothing), :class:`MissingStoreError` and :class:`StoreUnusableError`
+(3: the store), :class:`NoDataError` (1: the store holds nothing that answers), :class:`DataError`
+(1: input that cannot be read or used), :class:`NotAnalysableError` (1: an analysis cannot analyse
+these data; the audit skips it).  Every feature's error derives from one of them.
+
 The command line reports a :class:`UserError` as one line with its exit code; any other
 exception that reaches the top is a bug and is reported as one, with the ``--debug`` hint.
 A feature raises a subclass named for what went wrong, never a bare ``KeyError`` or
@@ -40,6 +46,24 @@ class MissingStoreError(UserError):
 class NoDataError(UserError):
     """The store holds nothing that answers the request: an unknown or empty benchmark, a plan or
     model it does not hold, too few models or shared items (exit code 1)."""
+
+
+class StoreUnusableError(UserError):
+    """The store exists but cannot be used now: locked by another process, of a newer version, not a
+    benchcert store, or its disk full (exit code 3)."""
+
+    exit_code = 3
+
+
+class DataError(UserError):
+    """The data given cannot be used as they are: a file that cannot be read or does not validate, a
+    mapping that does not fit it, a row contradicting what the store holds (exit code 1)."""
+
+
+class NotAnalysableError(UserError):
+    """An analysis cannot analyse this benchmark's data (too few models, subjects or items for its
+    question, no variants, no probabilities): the audit records it as skipped, with this message, and
+    runs the others (exit code 1 when a command asks for that analysis alone)."""
 
 
 def unit_interval_option(flag: str, value, *, closed: bool | str = False) -> float:
