@@ -31,15 +31,13 @@ from benchcert.stats.calibration import calibration_summary
 from benchcert.stats.gof import CROSSFIT_LEVEL_NOTE, PROB_TOLERANCE, GofSampleSizeError, gof_test
 from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.store.option_probs import load_option_probs
 from benchcert.tasks.render.charts import reliability_svg
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
 
 #: Seed of the audit's goodness-of-fit draws: the same store gives the same report.
 AUDIT_SEED = 20240617
-
-PROBS_SCHEMA = {"model": pl.String, "item_id": pl.String, "subject": pl.String, "domain": pl.String,
-                "replicate": pl.Int64, "probs": pl.List(pl.Float64), "label": pl.Int64}
 
 CALIBRATION_SCHEMA = {
     "model": pl.String, "n_items": pl.Int64, "n_unlabelled": pl.Int64, "n_options": pl.Int64,
@@ -52,44 +50,6 @@ CALIBRATION_SCHEMA = {
     "gof_reject": pl.Boolean, "gof_p_value": pl.Float64, "gof_critical_value": pl.Float64, "alpha": pl.Float64,
     "note": pl.String,
 }
-
-
-def _table_exists(con, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
-                            [name]).fetchall()[0][0])
-
-
-def load_option_probs(con, benchmark: str, *, variant: str | None = None,
-                      models: list[str] | None = None) -> tuple[pl.DataFrame, str | None]:
-    """Option probabilities of one benchmark and variant, one row per (model, item).
-
-    Returns the frame (:data:`PROBS_SCHEMA`) and the variant used: the only one, else the base
-    variant ``""``, else the one asked for.  A store without the table gives an empty frame.
-    """
-    from benchcert.tasks.store.connection import query_pl
-
-    empty = pl.DataFrame(schema=PROBS_SCHEMA)
-    if not _table_exists(con, "option_probs"):
-        return empty, variant
-    cols = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'option_probs'"
-                                      ).fetchall()}
-    label = "o.label" if "label" in cols else "CAST(NULL AS INTEGER)"
-    if variant is None:
-        found = [r[0] for r in con.execute("SELECT DISTINCT variant FROM option_probs WHERE benchmark = ? "
-                                           "ORDER BY variant", [benchmark]).fetchall()]
-        variant = found[0] if len(found) == 1 else ("" if "" in found else (found[0] if found else None))
-    if variant is None:
-        return empty, None
-    frame = query_pl(con, f"""
-        SELECT o.model, o.item_id, i.subject, i.domain, o.replicate, o.probs, CAST({label} AS BIGINT) AS label
-        FROM option_probs o JOIN items i ON i.benchmark = o.benchmark AND i.item_id = o.item_id
-        WHERE o.benchmark = ? AND o.variant = ?
-        QUALIFY row_number() OVER (PARTITION BY o.model, o.item_id ORDER BY o.replicate) = 1
-        ORDER BY o.model, o.item_id""", [benchmark, variant])
-    frame = frame.cast({k: v for k, v in PROBS_SCHEMA.items()})
-    if models is not None:
-        frame = frame.filter(pl.col("model").is_in(models))
-    return frame, variant
 
 
 def model_arrays(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

@@ -118,8 +118,9 @@ def run_gof(db, opts: GofOptions) -> GofResult:
     """
     import polars as pl
 
-    from benchcert.tasks.gof.analysis import evaluate_model, load_option_probs
+    from benchcert.tasks.gof.analysis import evaluate_model
     from benchcert.tasks.store.connection import open_store, require_store
+    from benchcert.tasks.store.option_probs import load_option_probs
     from benchcert.tasks.store.matrices import stored_benchmarks
 
     check_options(opts)

@@ -30,7 +30,7 @@ from benchcert.stats.perturbation.calibrated import ASSUMPTIONS as CALIBRATED_AS
 from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
 from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.store.matrices import BenchmarkMatrices, MatrixError, available_variants
-from benchcert.tasks.store.connection import query_pl
+from benchcert.tasks.store.variant_counts import read_variant_counts
 
 COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String, "k": pl.Int64, "r": pl.Int64,
                  "binary": pl.Boolean, "s": pl.Float64, "scores": pl.List(pl.Float64)}
@@ -178,19 +178,7 @@ class VariantMatrices(BenchmarkMatrices):
 
 def load_variant_counts(con, benchmark: str, *, models: list[str] | None = None) -> pl.DataFrame:
     """K (sum of scores), r (replicates) and whether all scores are 0/1, per model x item x variant."""
-    frame = query_pl(con, """
-        SELECT m.model, i.item_id, v.variant, c.r, c.k, c.binary, c.k AS s, c.scores
-        FROM (SELECT model_id, item_key, variant_id, count(*)::BIGINT AS r, sum(score) AS k,
-                     bool_and(score = 0 OR score = 1) AS binary,
-                     CASE WHEN bool_and(score = 0 OR score = 1) THEN NULL
-                          ELSE list(score ORDER BY replicate) END AS scores
-              FROM response_codes
-              WHERE model_id IN (SELECT model_id FROM models WHERE benchmark = ?)
-              GROUP BY model_id, item_key, variant_id) c
-        JOIN models m ON m.model_id = c.model_id
-        JOIN items i ON i.item_key = c.item_key
-        JOIN variants v ON v.variant_id = c.variant_id
-        ORDER BY m.model, i.item_id, v.variant""", [benchmark])
+    frame = read_variant_counts(con, benchmark)
     if frame.height == 0:
         raise MatrixError(f"benchmark {benchmark!r} has no responses in the store")
     frame = (frame.with_columns(pl.col("k").round(0).cast(pl.Int64), pl.col("s").cast(pl.Float64))

@@ -30,8 +30,10 @@ Migrations
   applies them every time it creates (or finds) the table, so an older store gains them at
   the feature's next write.
 
-Scratch tables of one connection (``CREATE OR REPLACE TEMP TABLE _stage ...`` in the ingest)
-are not part of the store and stay with the code that stages through them.
+Scratch tables of one connection (``CREATE OR REPLACE TEMP TABLE ...``) are not part of the
+store: they stay with the ``tasks/store/`` module that stages through them, and no module
+outside ``tasks/store/`` makes one (tests/project/test_layout_store.py; ingest's staging
+tables are allowed there until its SQL moves into the store, issue #34 point 4).
 """
 
 from __future__ import annotations
