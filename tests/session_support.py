@@ -7,10 +7,11 @@ fixtures. Interrupting a run used to leave the Prefect server running:
 
 - SIGTERM (``kill``) ended pytest without a word: no fixture's teardown ran. Here SIGTERM raises
   KeyboardInterrupt, as Ctrl-C does, so pytest stops the way it stops on Ctrl-C.
-- prefect_test_harness stops its server only when its block ends normally; after an interrupt
-  it first drains its log and event workers to the server, which Ctrl-C at a terminal has
-  already stopped (it is in the terminal's process group), and retries. ``prefect_harness``
-  goes straight to stopping the server after an interrupt.
+- Ctrl-C at a terminal signals its whole process group, which held the Prefect server: the
+  server stopped at once, and a flow interrupted mid-run spent a minute retrying to report its
+  crash to it before pytest could stop. ``prefect_harness`` starts the server in a session of
+  its own and stops it itself; after an interrupt it skips the harness' drain of log and event
+  workers to the server and goes straight to stopping it.
 - an xdist worker hears of the controller's interrupt through execnet, which waits 5 s before
   interrupting the worker and kills it 10 s later, teardown or not. The controller passes its
   SIGINT or SIGTERM on to the workers at once.
@@ -22,6 +23,7 @@ fixtures. Interrupting a run used to leave the Prefect server running:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -123,6 +125,35 @@ def pytest_unconfigure(config):
         end_descendants()
 
 
+class _OwnSession:
+    """The subprocess module, but Popen starts its process in a session of its own."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def Popen(self, *args, **kwargs):  # noqa: N802 (subprocess' name)
+        return self._module.Popen(*args, start_new_session=True, **kwargs)
+
+
+@contextlib.contextmanager
+def _servers_in_their_own_session():
+    """Start Prefect's API server out of the terminal's process group. Ctrl-C at a terminal
+    signals the whole group: the server stopped at once, and a flow interrupted mid-run spent a
+    minute retrying to report its crash to it before pytest could stop. Out of the group it lives
+    until the fixture stops it (or, if teardown is cut short, until end_descendants does)."""
+    import prefect.server.api.server as server_module
+
+    module = server_module.subprocess
+    server_module.subprocess = _OwnSession(module)
+    try:
+        yield
+    finally:
+        server_module.subprocess = module
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     """One temporary Prefect API for every flow test of the session (its start costs seconds)."""
@@ -130,7 +161,8 @@ def prefect_harness():
     from prefect.testing.utilities import prefect_test_harness
 
     harness = prefect_test_harness(server_startup_timeout=None)
-    harness.__enter__()
+    with _servers_in_their_own_session():
+        harness.__enter__()
     server = SubprocessASGIServer._instances.get(None)
     try:
         yield

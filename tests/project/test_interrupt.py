@@ -1,12 +1,14 @@
 """An interrupted run leaves no process behind (issue #33).
 
-Ctrl-C did not stop pytest, and killing it left the Prefect server of the session running. Here a
-small suite that starts what the project's sessions start (this project's conftest: its Prefect
-API and Dask LocalCluster fixtures, plus a child process of a test, run through a flow) runs in a
-pytest of its own, serially and on xdist workers; once every test is running it gets Ctrl-C (SIGINT
-to its process group, as a terminal sends it), SIGINT to pytest alone, or SIGTERM (``kill``). It
-must exit, and no process it started may outlive it. Processes are found by a tag in their
-environment, which every descendant inherits, so one whose parent died is found too.
+Ctrl-C did not stop pytest (a flow interrupted mid-run retried for a minute to report its crash
+to the Prefect server, which the same Ctrl-C had stopped), and killing it left the Prefect server
+of the session running. Here a small suite that starts what the project's sessions start (this
+project's conftest: its Prefect API and Dask LocalCluster fixtures, plus a child process of a
+test) runs in a pytest of its own, serially and on xdist workers; once every test is inside a
+flow run it gets Ctrl-C (SIGINT to its process group, as a terminal sends it), SIGINT to pytest
+alone, or SIGTERM (``kill``). It must exit, the flow must have reached the server with its crash,
+and no process it started may outlive it. Processes are found by a tag in their environment,
+which every descendant inherits, so one whose parent died is found too.
 """
 
 from __future__ import annotations
@@ -42,12 +44,19 @@ import time
 from pathlib import Path
 
 import pytest
-from prefect import flow
+from prefect import flow, task
+
+
+@task
+def until_interrupted(marker):
+    Path(marker).touch()
+    while True:
+        time.sleep(0.05)
 
 
 @flow
-def one():
-    return 1
+def interrupted_mid_run(marker):
+    until_interrupted(marker)
 
 
 @pytest.fixture
@@ -64,13 +73,10 @@ def child():
 def test_runs_until_interrupted(k, prefect_harness, dask_address, child):
     from distributed import Client
 
-    assert one() == 1
     with Client(dask_address) as client:
         assert client.submit(sum, [1, 2]).result() == 3
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    Path({markers!r}, f"{{worker}}-{{k}}").touch()
-    while True:
-        time.sleep(0.05)
+    interrupted_mid_run(str(Path({markers!r}, f"{{worker}}-{{k}}")))
 """
 
 CASES = {
@@ -153,6 +159,10 @@ def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
         left = [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         assert not left, (f"still running after pytest exited: {[(p.pid, p.cmdline()) for p in left]}\n"
                           f"{log.read_text()}")
+        # The flow, interrupted mid-run, reported its crash to a server still running (a server
+        # that Ctrl-C had stopped first cost a minute of retries before pytest could stop).
+        out = log.read_text()
+        assert "Connection refused" not in out and "ConnectError" not in out, out
     finally:
         seen.extend(_tagged(tag))
         for p in seen:
