@@ -414,7 +414,7 @@ class Store:
 
     def show(self, run_id: str):
         """The :class:`AuditResult` of a completed run recorded in the store, read from its summary.json."""
-        from benchcert.tasks.audit import artifacts
+        from benchcert.tasks.artifacts import runs as artifacts
         from benchcert.tasks.audit.audit_result import AuditResult
         from benchcert.tasks.errors import NoDataError
         from benchcert.tasks.store.connection import get_run, open_store

@@ -1,14 +1,15 @@
 """The audit flow: read one benchmark once, run every analysis as one task on the whole
 matrix, publish the run (artifacts on disk, run catalog in the store, Prefect artifacts).
 
-The body is :func:`benchcert.flows.runs.audit_body`, shared with the in-process mode the
+The body is :func:`benchcert.flows.bodies.audit_body`, shared with the in-process mode the
 CLI uses when no Prefect API is configured; here its steps are Prefect tasks.
 """
 
 from __future__ import annotations
 
-from benchcert.flows.runs import audit_body, flow
-from benchcert.tasks.audit.prefect_tasks import prefect_steps
+from benchcert.flows.bodies import audit_body
+from benchcert.flows.prefect_flow import flow
+from benchcert.flows.steps import prefect_steps
 from benchcert.tasks.audit.request import AuditRequest
 
 

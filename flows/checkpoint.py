@@ -13,7 +13,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import ColumnMapping
-from benchcert.tasks.audit.prefect_tasks import ingest_files_task, rebuild_dashboard_task, verdict_task
+from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.matrices import response_count

@@ -1,14 +1,15 @@
 """The ingest flow: one task for the files, taken in the order given (they may depend on each other).
 
-The body is :func:`benchcert.flows.runs.ingest_body`, shared with the in-process mode.
+The body is :func:`benchcert.flows.bodies.ingest_body`, shared with the in-process mode.
 """
 
 from __future__ import annotations
 
-from benchcert.flows.runs import flow, ingest_body
+from benchcert.flows.bodies import ingest_body
+from benchcert.flows.prefect_flow import flow
 from benchcert.tasks.ingest.service import FileReport
 from benchcert.tasks.ingest.mapping import ColumnMapping
-from benchcert.tasks.audit.prefect_tasks import prefect_steps
+from benchcert.flows.steps import prefect_steps
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 
 

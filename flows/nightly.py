@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.sources import expand_sources
-from benchcert.tasks.audit.prefect_tasks import ingest_files_task, rebuild_dashboard_task
+from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 

@@ -1,6 +1,6 @@
 """A hook through which long work says how far it got, for whoever shows it (the CLI's progress line).
 
-tasks/ knows nothing of terminals: it calls :func:`note`; flows/runs.py installs a listener for
+tasks/ knows nothing of terminals: it calls :func:`note`; flows/bodies.py installs a listener for
 the duration of a run (:func:`listening`).  With no listener a note costs one global lookup.
 """
 

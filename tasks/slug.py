@@ -1,7 +1,7 @@
 """The one slug function: a name made safe for an anchor, a key or a folder name.
 
 Its callers keep their own spelling of the result through its options, and each one's output
-must not change: a run's folder is found again by its name (tasks/audit/artifacts.py), a
+must not change: a run's folder is found again by its name (tasks/artifacts/runs.py), a
 Prefect artifact key is looked up by its key (tasks/audit/steps.py), a report's anchors are
 linked to (tasks/render/report.py).
 """

@@ -26,7 +26,8 @@ def stage_and_publish(root, *, summary, manifest_fields, tables, report_html):
     ``artifacts.publish_run`` renames it into place and re-indexes (``flows/runs.py`` records
     the run in the catalog between the two; these tests have no catalog).
     """
-    from benchcert.tasks.audit import artifacts, steps
+    from benchcert.tasks.artifacts import runs as artifacts
+    from benchcert.tasks.audit import steps
 
     staged, _seconds = steps.write_run_artifacts(str(root), summary, manifest_fields, tables, report_html)
     return artifacts.publish_run(root, staged)

@@ -71,7 +71,7 @@ def cmd_audit(args) -> int:
                      block_models=args.dask_block_models)
     if scale.asked:
         # Scale-out runs as a Prefect flow run with a DaskTaskRunner (prefect-dask): Prefect mode.
-        from benchcert.flows.runs import prefect_env
+        from benchcert.flows.prefect_flow import prefect_env
 
         prefect_env()
         from benchcert.flows.audit import audit_flow

@@ -35,7 +35,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from benchcert.tasks.audit import artifacts
+    from benchcert.tasks.artifacts import runs as artifacts
     from benchcert.tasks.store.connection import StoreError, get_run, open_store
 
     run_dir, row = None, None

@@ -135,7 +135,7 @@ def _registry() -> dict[str, AnalysisSpec]:
 
 #: name -> registry entry, in the order a run executes them.  Built on first use (PEP 562), so that
 #: importing one analysis module, or this module for :func:`run_analysis`, does not import them all;
-#: an audit imports them all before its clock starts (flows/runs.py).
+#: an audit imports them all before its clock starts (flows/bodies.py).
 SPECS: dict[str, AnalysisSpec]
 #: name -> analysis function, in run order (a view of :data:`SPECS` for callers that only run them).
 ANALYSES: dict[str, Analysis]

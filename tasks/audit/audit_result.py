@@ -12,22 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from benchcert.tasks.audit.headline import headline_of
 from benchcert.tasks.result_types import TableResult
-from benchcert.tasks.schemas import Headline, ModelSummary, ScoreSummary, Summary
-
-
-def headline_of(score: ScoreSummary) -> Headline | None:
-    """The interval a score is headlined with; runs before schema 1.2 led with the hierarchical bound."""
-    if score.headline is not None:
-        return score.headline
-    hier = next((i for i in score.intervals if i.method == "hierarchical"), None)
-    return None if hier is None else Headline(method=hier.method, question="new_subjects", lower=hier.lower,
-                                               upper=hier.upper, half_width=hier.half_width)
-
-
-def interval_of(score: ScoreSummary, method: str):
-    """The interval of ``score`` made by ``method`` (e.g. ``"iid_clt"``), or None."""
-    return next((i for i in score.intervals if i.method == method), None)
+from benchcert.tasks.schemas import ModelSummary, Summary
 
 
 def _ordered(models) -> tuple[ModelSummary, ...]:

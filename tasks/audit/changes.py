@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchcert.tasks.audit.artifacts import benchmark_folder, inside, load_json, read_index, safe_component
+from benchcert.tasks.artifacts.folders import benchmark_folder, inside, safe_component
+
+from benchcert.tasks.artifacts.runs import load_json, read_index
 from benchcert.tasks.schemas import RunChanges, ScoreMove, Summary
 
 #: Interval used to judge a move, most defensible first (later analyses add "hierarchical").

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from benchcert.tasks.schemas import Headline, ScoreSummary
+
 #: Above this half-width (25 pp: the interval covers more than half of [0, 1]) for any model, the
 #: headline of that weighting is the same-subjects interval.
 MAX_NEW_SUBJECTS_HALF_WIDTH = 0.25
@@ -108,3 +110,17 @@ def headline_section(headline: pl.DataFrame, alpha: float):
         parts.append(f"<h3>{escape(metric.capitalize())} score: headline = {escape(QUESTIONS[question])}</h3>"
                      f"<p>{why}</p>" + table_html(table, float_digits=2, max_rows=500))
     return Section(title="Headline interval", anchor="headline", html="".join(parts))
+
+
+def headline_of(score: ScoreSummary) -> Headline | None:
+    """The interval a score is headlined with; runs before schema 1.2 led with the hierarchical bound."""
+    if score.headline is not None:
+        return score.headline
+    hier = next((i for i in score.intervals if i.method == "hierarchical"), None)
+    return None if hier is None else Headline(method=hier.method, question="new_subjects", lower=hier.lower,
+                                               upper=hier.upper, half_width=hier.half_width)
+
+
+def interval_of(score: ScoreSummary, method: str):
+    """The interval of ``score`` made by ``method`` (e.g. ``"iid_clt"``), or None."""
+    return next((i for i in score.intervals if i.method == method), None)

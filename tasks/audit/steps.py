@@ -1,6 +1,6 @@
 """The steps of a run as plain functions: no Prefect here.
 
-``tasks/audit/prefect_tasks.py`` wraps these as Prefect tasks (with retries on I/O) for runs
+``flows/steps.py`` wraps these as Prefect tasks (with retries on I/O) for runs
 against a Prefect API; ``flows/runs.py`` calls them directly when no API is configured, so a
 command typed at a terminal never waits for a Prefect server to start.
 """
@@ -73,7 +73,7 @@ def analysis(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> Ana
 
 def write_run_artifacts(root: str, summary, manifest_fields: dict, tables: dict, report_html: str) -> tuple[Path, float]:
     """Stage the run's files (hidden, locked); the flow publishes them once the run is recorded."""
-    from benchcert.tasks.audit import artifacts
+    from benchcert.tasks.artifacts import runs as artifacts
 
     start = time.perf_counter()
     staged = artifacts.stage_run(root, summary=summary, manifest_fields=manifest_fields, tables=tables,
@@ -86,7 +86,7 @@ def record_run(db: str, lock_timeout: float, artifacts_root: str | None = None, 
     under ``artifacts_root`` (a staged run it had recorded is published, others are removed)."""
     import polars as pl
 
-    from benchcert.tasks.audit import artifacts
+    from benchcert.tasks.artifacts import runs as artifacts
 
     from benchcert.tasks.store import connection as store
 
@@ -155,7 +155,7 @@ def ingest_many(db: str, paths: list[str], benchmark: str | None, mapping, allow
 class Steps:
     """The callables one run is made of: plain functions (in-process) or Prefect tasks.
 
-    The flow bodies in flows/runs.py call only these, so both modes run the same code.
+    The flow bodies in flows/bodies.py call only these, so both modes run the same code.
     ``notify`` returns the webhook's seconds, or the reason (a string) when every try failed.
     """
 

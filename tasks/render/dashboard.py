@@ -5,7 +5,7 @@ It reads only the artifact contract (``<root>/index.json`` and each run's ``mani
 while audits are writing and on any machine that can read the artifacts.
 
 Site layout (a benchmark's folder is its artifacts folder, :func:`site_folders`; a run's is
-:func:`~benchcert.tasks.audit.artifacts.safe_component` of its id, so nothing a log says can leave
+:func:`~benchcert.tasks.artifacts.folders.safe_component` of its id, so nothing a log says can leave
 the site folder)::
 
     <out>/index.html                           benchmarks and their runs, newest first
@@ -49,7 +49,9 @@ from urllib.parse import quote, unquote, urlsplit
 import polars as pl
 from filelock import FileLock
 
-from benchcert.tasks.audit.artifacts import hashed_folder, folder_candidates, folder_name, inside, iso, safe_component
+from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
+
+from benchcert.tasks.artifacts.runs import iso
 from benchcert.tasks.render.charts import fmt_interval as _iv
 from benchcert.tasks.render.charts import fmt_percent as _pct
 from benchcert.tasks.render.charts import interval_plot_svg, trend_svg
@@ -417,7 +419,7 @@ def _check_out(out: Path) -> None:
 
 def site_folders(by_bench: dict[str, list[RunRecord]]) -> dict[str, str]:
     """Each benchmark's folder in the site: its artifacts folder (so links keep their address),
-    or its hashed :func:`~benchcert.tasks.audit.artifacts.folder_name` where that folder is not
+    or its hashed :func:`~benchcert.tasks.artifacts.folders.folder_name` where that folder is not
     one of its own or would fold onto another benchmark's (an old tree holding both ``Case/``
     and ``case/``): no two benchmarks share a site folder on any filesystem."""
     out: dict[str, str] = {}

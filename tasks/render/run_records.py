@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchcert.tasks.audit.artifacts import benchmark_folder, folder_candidates, inside, safe_component
+from benchcert.tasks.artifacts.folders import benchmark_folder, folder_candidates, inside, safe_component
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -240,7 +240,7 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
         index = None
     entries = index.get("benchmarks") if isinstance(index, dict) else None
     if not isinstance(entries, list) and has_runs:
-        from benchcert.tasks.audit.artifacts import read_index
+        from benchcert.tasks.artifacts.runs import read_index
 
         entries = read_index(root)["benchmarks"]
     if not isinstance(entries, list):

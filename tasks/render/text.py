@@ -3,9 +3,13 @@ Python API returns (so the two never disagree)."""
 
 from __future__ import annotations
 
-from benchcert.tasks.audit.audit_result import AuditResult, headline_of, interval_of
-from benchcert.tasks.audit.headline import QUESTIONS, wide_note
+from typing import TYPE_CHECKING
+
+from benchcert.tasks.audit.headline import QUESTIONS, headline_of, interval_of, wide_note
 from benchcert.tasks.schemas import ModelSummary
+
+if TYPE_CHECKING:  # (an AuditResult renders itself with this module: only its type is needed here)
+    from benchcert.tasks.audit.audit_result import AuditResult
 
 
 def _rank(m: ModelSummary) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks.store.connection import query_pl
-from benchcert.tasks.store.matrices import ITEM_SCHEMA, BenchmarkMatrices, MatrixError
+from benchcert.tasks.store.benchmark_matrices import ITEM_SCHEMA, BenchmarkMatrices, MatrixError
 
 #: Rows per Arrow batch: 768 KB of (32-bit position, score), which stays in cache while it is
 #: scattered (at 80M responses, batches of 2^20 rows made the read half as slow again).

@@ -162,7 +162,7 @@ def test_default_variant_is_stored_once_and_used_everywhere(capsys, variants_db,
 
 def test_deployment_audit_uses_the_stored_default(variants_db, tmp_path):
     """The deployments audit with variant=None: the same rule (plain flow body, as the deployments run it)."""
-    from benchcert.flows.runs import audit_body
+    from benchcert.flows.bodies import audit_body
     from benchcert.tasks.audit.request import AuditRequest
     from benchcert.tasks.audit.steps import plain_steps
     from benchcert.tasks.store.connection import open_store, set_default_variant

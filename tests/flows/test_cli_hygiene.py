@@ -206,7 +206,7 @@ def test_main_called_in_process_leaves_the_garbage_collector_alone(capsys):
 def test_cli_flow_runs_have_no_heartbeat_unless_configured(monkeypatch):
     from prefect.settings import get_current_settings
 
-    from benchcert.flows.runs import short_run_settings
+    from benchcert.flows.prefect_flow import short_run_settings
 
     monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
     default = get_current_settings().flows.heartbeat_frequency

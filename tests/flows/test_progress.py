@@ -78,7 +78,7 @@ def test_cli_on_a_terminal_is_silent_with_json(tmp_path):
 
 
 def test_ingest_reports_rows_read_to_the_progress_line(tmp_path):
-    from benchcert.flows.runs import ingest_body
+    from benchcert.flows.bodies import ingest_body
     from benchcert.tasks.ingest.mapping import parse_mapping
     from benchcert.tasks.audit.steps import plain_steps
 

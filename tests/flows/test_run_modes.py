@@ -96,7 +96,7 @@ def test_flow_parameters_are_serialised_as_prefect_serialises_them():
     from prefect.flows import Flow
 
     from benchcert.flows.audit import audit_flow
-    from benchcert.flows.runs import JsonParameterFlow, json_parameter
+    from benchcert.flows.prefect_flow import JsonParameterFlow, json_parameter
     from benchcert.tasks.ingest.adapters.native import NativeMapping
     from benchcert.tasks.ingest.mapping import ColumnMapping
     from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest

@@ -24,7 +24,7 @@ def _artifact_key_slug_before(benchmark: str) -> str:  # tasks/audit/steps.py ar
     return re.sub(r"[^a-z0-9]+", "-", benchmark.lower()).strip("-")[:40] or "benchmark"
 
 
-def _hashed_folder_slug_before(name: str) -> str:  # tasks/audit/artifacts.py hashed_folder
+def _hashed_folder_slug_before(name: str) -> str:  # tasks/artifacts/runs.py hashed_folder
     return re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "_", name).strip("._-")[:60] or "x"
 
 
@@ -68,11 +68,11 @@ def test_the_callers_use_it():
 
     assert report.slug is slug
     # hashed_folder's folder names are pinned by the artifacts' own tests; one more here.
-    from benchcert.tasks.audit import artifacts
+    from benchcert.tasks.artifacts import folders
 
     name = "a/../b c"
     digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
-    assert artifacts.hashed_folder(name) == f"a___b_c-{digest}"
+    assert folders.hashed_folder(name) == f"a___b_c-{digest}"
 
 
 def test_a_name_that_is_not_text_is_refused():

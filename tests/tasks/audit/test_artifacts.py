@@ -7,7 +7,9 @@ import json
 import polars as pl
 import pytest
 
-from benchcert.tasks.audit.artifacts import find_run, inside, refresh_index, safe_component
+from benchcert.tasks.artifacts.folders import inside, safe_component
+
+from benchcert.tasks.artifacts.runs import find_run, refresh_index
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
 
 

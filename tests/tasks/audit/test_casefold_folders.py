@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchcert.flows.cli import main
-from benchcert.tasks.audit import artifacts
-from benchcert.tasks.audit.artifacts import (RESERVED, benchmark_folder, folder_name, inside, new_run_id, read_index,
-                                             refresh_index, safe_component)
+from benchcert.tasks.artifacts import runs as artifacts
+from benchcert.tasks.artifacts.folders import RESERVED, benchmark_folder, folder_name, inside, safe_component
+from benchcert.tasks.artifacts.runs import new_run_id, read_index, refresh_index
 from benchcert.tasks.render.dashboard import build_site
 from benchcert.tasks.render.run_records import load_runs
 

@@ -155,7 +155,7 @@ def test_run_results_are_in_the_store(audited):
 def test_prefect_artifacts_under_stable_keys(audited):
     from prefect.artifacts import Artifact
 
-    from benchcert.tasks.audit.prefect_tasks import artifact_key
+    from benchcert.tasks.audit.steps import artifact_key
 
     md = Artifact.get(artifact_key("mmlu_pro", "summary"))
     table = Artifact.get(artifact_key("mmlu_pro", "models"))

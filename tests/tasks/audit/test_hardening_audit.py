@@ -12,12 +12,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.tasks.audit import artifacts
+from benchcert.tasks.artifacts import runs as artifacts
 from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.request import AuditRequest
-from benchcert.tasks.audit.artifacts import (discard_run, is_plain_folder, publish_run, read_index, recover_stale,
-                                       refresh_index, safe_component, stage_run)
+from benchcert.tasks.artifacts.folders import RESERVED, is_plain_folder, safe_component
+from benchcert.tasks.artifacts.runs import discard_run, publish_run, read_index, recover_stale, refresh_index, stage_run
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.schemas import Index
 
@@ -88,7 +88,7 @@ def test_a_bug_in_an_analysis_fails_the_run_instead_of_reading_as_skipped(bug):
                                   ".tmp-x", ".index.lock", "a_b-c14cddc033"])
 def test_reserved_and_hash_shaped_names_get_hashed_folders(name):
     folder = safe_component(name)
-    assert folder != name and folder.lower() not in artifacts.RESERVED and not folder.startswith(".")
+    assert folder != name and folder.lower() not in RESERVED and not folder.startswith(".")
 
 
 def test_folder_names_are_injective_on_the_issue_collision():
@@ -149,8 +149,8 @@ def test_a_staged_run_is_invisible_until_published(tmp_path):
 
 _KILLER = textwrap.dedent("""
     import os, signal, sys
-    from benchcert.tasks.audit import artifacts
-    from benchcert.tasks.audit import prefect_tasks
+    from benchcert.tasks.artifacts import runs as artifacts
+    from benchcert.flows import steps
     from benchcert.tasks.audit import results
     from benchcert.flows import audit
     point = sys.argv[4]

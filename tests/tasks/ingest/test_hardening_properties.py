@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchcert.tasks.audit.artifacts import RESERVED, inside, safe_component
+from benchcert.tasks.artifacts.folders import RESERVED, inside, safe_component
 from benchcert.tasks.ingest.service import OK_STATUSES, ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
 

@@ -189,7 +189,7 @@ def _audit(db: Path, benchmark: str, arts: Path, environments: dict | None = Non
     """The audit flow's steps without Prefect (see flows/audit.py), writing one run directory."""
     import datetime as dt
 
-    from benchcert.tasks.audit import artifacts
+    from benchcert.tasks.artifacts import runs as artifacts
 
     from benchcert.tasks.audit import results
 

@@ -1,13 +1,13 @@
 """The Prefect tasks: thin wrappers around the plain steps of tasks/audit/steps.py (test those directly).
 
-Retries only on I/O (reading the store, writing artifacts, recording the run), and only when
-the failure may pass (:func:`~benchcert.tasks.audit.steps.is_transient`): an unknown benchmark or a
-bad file fails the same way every time.  A retry of an analysis would recompute the same
-numbers.  No task caches its inputs: they are whole matrices, and hashing them would cost more
-than the work.
+They sit beside the flows that run them: Prefect is the flows' concern, and nothing in tasks/
+imports it (tasks/audit/distributed.py's Dask fan-out aside).  Retries only on I/O (reading the
+store, writing artifacts, recording the run), and only when the failure may pass
+(:func:`~benchcert.tasks.audit.steps.is_transient`): an unknown benchmark or a bad file fails the
+same way every time.  A retry of an analysis would recompute the same numbers.  No task caches
+its inputs: they are whole matrices, and hashing them would cost more than the work.
 
-Imported only when a Prefect API is configured (flows/runs.py decides); nothing else in tasks/
-imports Prefect.
+Imported only when a Prefect API is configured (flows/runs.py decides).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ verdict_task = task(name="checkpoint-verdict", cache_policy=NO_CACHE)(verdict)
 
 
 def prefect_steps():
-    """The audit's steps as Prefect tasks (see flows/runs.py: Steps)."""
+    """The audit's steps as Prefect tasks (see tasks/audit/steps.py: Steps)."""
     from prefect.runtime import flow_run
 
     from benchcert.tasks.audit.steps import Steps
