@@ -30,11 +30,6 @@ _READ = """
 _READ_UNLABELLED = _READ.replace("CAST(o.label AS BIGINT)", "CAST(NULL AS BIGINT)")
 
 
-def _has_label(con) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'option_probs' "
-                            "AND column_name = 'label'").fetchall()[0][0])
-
-
 def load_option_probs(con, benchmark: str, *, variant: str | None = None,
                       models: list[str] | None = None) -> tuple[pl.DataFrame, str | None]:
     """Option probabilities of one benchmark and variant, one row per (model, item).
@@ -51,7 +46,8 @@ def load_option_probs(con, benchmark: str, *, variant: str | None = None,
         variant = found[0] if len(found) == 1 else ("" if "" in found else (found[0] if found else None))
     if variant is None:
         return empty, None
-    frame = query_pl(con, _READ if _has_label(con) else _READ_UNLABELLED, [benchmark, variant])
+    frame = query_pl(con, _READ if schema.has_column(con, "option_probs", "label") else _READ_UNLABELLED,
+                     [benchmark, variant])
     frame = frame.cast({k: v for k, v in PROBS_SCHEMA.items()})
     if models is not None:
         frame = frame.filter(pl.col("model").is_in(models))

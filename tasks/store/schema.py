@@ -41,7 +41,8 @@ from __future__ import annotations
 import duckdb
 
 __all__ = ["STORE_VERSION", "RESPONSES_VIEW", "CORE_DDL", "TABLES", "COLUMN_MIGRATIONS", "create_core",
-           "migrate_v1", "migrate_v2", "ensure_tables", "has_tables", "stored_version", "table_ddl"]
+           "migrate_v1", "migrate_v2", "ensure_tables", "has_tables", "has_column", "stored_version",
+           "table_ddl"]
 
 STORE_VERSION = "3"
 
@@ -243,6 +244,15 @@ def has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
     n = con.execute("SELECT count(DISTINCT table_name) FROM duckdb_tables() WHERE schema_name = 'main' "
                     "AND table_name IN (SELECT unnest(?::VARCHAR[]))", [list(names)]).fetchall()[0][0]
     return n == len(set(names))
+
+
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether the store's table ``table`` has the column ``column`` (False when there is no such table)."""
+    # A feature table that shipped before one of its COLUMN_MIGRATIONS lacks the column until
+    # the feature's next write; readers of an older store ask first.
+    n = con.execute("SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ? "
+                    "AND column_name = ?", [table, column]).fetchall()[0][0]
+    return n > 0
 
 
 def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:

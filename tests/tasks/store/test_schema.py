@@ -59,6 +59,16 @@ def test_a_feature_table_written_before_its_newer_columns_gains_them(tmp_path):
     assert set(schema.COLUMN_MIGRATIONS) <= set(schema.TABLES)
 
 
+def test_has_column_sees_a_column_added_since_and_no_column_of_a_missing_table(tmp_path):
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        assert not schema.has_column(con, "option_probs", "label")  # no table yet
+        schema.ensure_tables(con, "option_probs")
+        assert schema.has_column(con, "option_probs", "label")
+        con.execute("ALTER TABLE option_probs DROP COLUMN label")  # as a store written before the column
+        assert not schema.has_column(con, "option_probs", "label")
+        assert schema.has_column(con, "option_probs", "probs")
+
+
 def test_a_version_1_store_that_would_lose_responses_is_left_as_it_was(tmp_path):
     db = tmp_path / "v1.duckdb"
     con = duckdb.connect(str(db))
