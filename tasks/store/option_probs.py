@@ -34,8 +34,22 @@ def load_option_probs(con, benchmark: str, *, variant: str | None = None,
                       models: list[str] | None = None) -> tuple[pl.DataFrame, str | None]:
     """Option probabilities of one benchmark and variant, one row per (model, item).
 
-    Returns the frame (:data:`PROBS_SCHEMA`) and the variant used: the only one, else the base
-    variant ``""``, else the one asked for.  A store without the table gives an empty frame.
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The store.
+    benchmark : str
+        The benchmark.
+    variant : str, optional
+        The prompt variant; None: the only one stored, else the base variant ``""``, else the first.
+    models : list of str, optional
+        Keep only these models (None: every model).
+
+    Returns
+    -------
+    tuple of polars.DataFrame and str or None
+        The rows (:data:`PROBS_SCHEMA`) and the variant read (None when the benchmark has no
+        probabilities).  A store without the table gives an empty frame.
     """
     empty = pl.DataFrame(schema=PROBS_SCHEMA)
     if not schema.has_tables(con, "option_probs"):

@@ -28,10 +28,23 @@ _READ_COLUMNS = ("plan_id", "benchmark", "level", "protocol", "epsilon", "delta"
 
 
 def record_plan(con, head: dict, draws: pl.DataFrame) -> dt.datetime:
-    """Record a plan once: its row ``head`` (keys :data:`PLAN_COLUMNS`) and its ``draws`` (draw,
-    item_id, subject, domain, stratum), in one transaction; return the ``created_at`` stored.
+    """Record a plan once, its row and its draws in one transaction (the tables on first use).
 
     A plan id recorded before keeps its row, draws and time (the same plan is stored once).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The store, open for writing.
+    head : dict
+        The plan's row: a value for each of :data:`PLAN_COLUMNS` (``spec`` and ``design`` as JSON text).
+    draws : polars.DataFrame
+        The drawn items: draw, item_id, subject, domain, stratum.
+
+    Returns
+    -------
+    datetime.datetime
+        The ``created_at`` stored: ``head``'s, or the earlier recording's.
     """
     schema.ensure_tables(con, *PLAN_TABLES)
     with transaction(con):

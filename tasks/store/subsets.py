@@ -23,10 +23,23 @@ SUBSET_COLUMNS = ("subset_id", "benchmark", "n_items", "n_benchmark", "seed", "s
 
 
 def record_subset(con, head: dict, items: pl.DataFrame) -> dt.datetime:
-    """Record a subset once: its row ``head`` (keys :data:`SUBSET_COLUMNS`) and its ``items``
-    (item_id, subject, domain), in one transaction; return the ``created_at`` stored.
+    """Record a subset once, its row and its items in one transaction (the tables on first use).
 
     A subset id recorded before keeps its row, items and time (the same draw is one subset).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The store, open for writing.
+    head : dict
+        The subset's row: a value for each of :data:`SUBSET_COLUMNS` (``strata`` as JSON text or None).
+    items : polars.DataFrame
+        The drawn items: item_id, subject, domain.
+
+    Returns
+    -------
+    datetime.datetime
+        The ``created_at`` stored: ``head``'s, or the earlier recording's.
     """
     schema.ensure_tables(con, *SUBSET_TABLES)
     with transaction(con):
@@ -44,8 +57,15 @@ def record_subset(con, head: dict, items: pl.DataFrame) -> dt.datetime:
 
 
 def read_subsets(con, benchmark: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """The benchmark's recorded subsets: their rows (oldest first; ``created_at`` as ISO text) and
-    their items (subset_id, item_id, subject, domain); None when no subset was ever recorded."""
+    """The benchmark's recorded subsets.
+
+    Returns
+    -------
+    tuple of polars.DataFrame, or None
+        The subsets' rows (subset_id, n_items, n_benchmark, seed, stratified, strata, and
+        ``created_at`` as ISO text; oldest first) and their items (subset_id, item_id, subject,
+        domain; by subset and item); None when the store never recorded a subset.
+    """
     if not schema.has_tables(con, *SUBSET_TABLES):
         return None
     heads = query_pl(con, "SELECT subset_id, n_items, n_benchmark, seed, stratified, strata, "

@@ -28,7 +28,14 @@ _READ = """
 
 
 def read_variant_counts(con, benchmark: str) -> pl.DataFrame:
-    """Per (model, item_id, variant), sorted by them: ``r`` replicates, ``k`` and ``s`` the sum of
-    their scores, ``binary`` whether every score is 0 or 1, and ``scores`` the replicates' scores
-    in replicate order for cells that are not binary (null otherwise); empty for an unknown benchmark."""
+    """The benchmark's responses summed per (model, item_id, variant).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (model, item_id, variant), sorted by them: ``r`` replicates, ``k`` and ``s``
+        the sum of their scores, ``binary`` whether every score is 0 or 1, and ``scores`` the
+        replicates' scores in replicate order where not binary (null otherwise); no rows for an
+        unknown benchmark.
+    """
     return query_pl(con, _READ, [benchmark])

@@ -38,9 +38,21 @@ _INSERT_LOOK = (f"INSERT INTO verdicts ({', '.join(LOOK_COLUMNS)}) "
 
 
 def read_question_rows(con, key: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """The recorded looks (every column, oldest first) and the ledger (:data:`LEDGER_SCHEMA`, by
-    look and item) of the question ``key`` = (benchmark, variant, baseline, candidate); None when
-    the store never recorded a look."""
+    """What the store holds about one question.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The store.
+    key : sequence of str
+        The question: (benchmark, variant, baseline, candidate).
+
+    Returns
+    -------
+    tuple of polars.DataFrame, or None
+        Its recorded looks (every column of ``verdicts``, oldest first) and its ledger
+        (:data:`LEDGER_SCHEMA`, by look and item); None when the store never recorded a look.
+    """
     if not schema.has_tables(con, *VERDICT_TABLES):
         return None
     key = list(key)
@@ -49,9 +61,23 @@ def read_question_rows(con, key: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFr
 
 
 def record_look(con, row: Sequence, items: pl.DataFrame | None = None) -> None:
-    """Add a look's row (values in :data:`LOOK_COLUMNS` order) and its new ledger ``items``
-    (benchmark, variant, baseline, candidate, item_id, look, d) in one transaction, making the
-    tables on first use."""
+    """Add a look and the items it brings to the ledger, in one transaction (the tables on first use).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The store, open for writing.
+    row : sequence
+        The look's values, in :data:`LOOK_COLUMNS` order.
+    items : polars.DataFrame, optional
+        The items entering the ledger at this look: benchmark, variant, baseline, candidate,
+        item_id, look, d (none: the look adds no item).
+
+    Raises
+    ------
+    ValueError
+        ``row`` does not hold one value per column.
+    """
     if len(row) != len(LOOK_COLUMNS):
         raise ValueError(f"a look's row has {len(LOOK_COLUMNS)} values; got {len(row)}")
     with transaction(con):
