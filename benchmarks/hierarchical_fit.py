@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchcert.stats._common import DegenerateDataWarning
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.hierarchical import PROXY_SHARE, fit_domains, hierarchical_bound
 
 

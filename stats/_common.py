@@ -90,7 +90,7 @@ def cr2_mean(n_c, r_c, rho=0.0):
     rho = 0 (the usual working model): on MMLU-Pro's subject sizes (17-1,003 items) the size at
     alpha = 5% is 4.8-5.6% for between-subject SDs of the gap of 0-0.13 (CR1 with C - 1 df:
     6.3%); with rho estimated from the data (Imbens and Kolesar's choice) it was 3.6-3.8%,
-    conservative enough to cost power (tests/stats/test_stats_comparisons.py). The comparator
+    conservative enough to cost power (tests/stats/comparisons/test_stats_comparisons.py). The comparator
     intervals (stats/intervals.py) use the same correction for a model's pooled score.
     """
     n_c = np.asarray(n_c, dtype=float)

@@ -36,7 +36,7 @@ _COR61_UPPER_ASSUMPTIONS = (
     "profile-likelihood bound on sum_d s_d^2 A_d at level proxy_alpha (else the Marchal-Arbel proxy at "
     "each domain's lower bound on a + b, Bonferroni over domains); the union bound with the Chernoff tail "
     "at alpha - proxy_alpha gives miscoverage <= alpha (the likelihood-ratio bound is large-sample; "
-    "simulations with 2-11 subjects per domain cover, see tests/stats/test_stats_hierarchical.py); "
+    "simulations with 2-11 subjects per domain cover, see tests/stats/hierarchical/test_stats_hierarchical.py); "
     "non-identifiable domains use the worst case 1/4",
     _COR61_ASSUMPTIONS[3],
 )

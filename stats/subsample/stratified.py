@@ -121,7 +121,7 @@ def stratified_halfwidth(sizes, allocation, *, alpha=0.05, R=1.0) -> SubsampleBo
     :math:`1 - n_k/m_k` used before is smaller by :math:`(m_k - 1)/m_k`, which matters for tiny
     strata - 50 strata of 2 items with one drawn from each violated the bound 6.49% of the time
     at alpha = 5% (exact, worst case over response vectors); with :math:`(m_k - n_k)/(m_k - 1)`
-    0.66% (tests/stats/test_stats_subsample.py). For large strata the two agree, so under proportional
+    0.66% (tests/stats/subsample/test_stats_subsample.py). For large strata the two agree, so under proportional
     allocation the proxy is still about Theorem 5.2's :math:`R^2(N-n)/(4nN)`; stratification's
     real gain is in the realised error, which no longer contains between-subject spread (see
     :func:`stratified_error_sd`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-# Imported at collection (see test_hardening_network.py: Prefect configures logging on first import).
+# Imported at collection (see test_webhooks_inbox_and_server_limits.py: Prefect configures logging on first import).
 from benchcert.flows.checkpoint import LogsPathRefused, allowed_logs_path
 
 

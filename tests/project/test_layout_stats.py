@@ -13,18 +13,6 @@ from pathlib import Path
 
 from conftest import ROOT
 
-# path -> why it may still import a private module of stats/. Each entry names a file another
-# change had open when stats/_common.py was split; stats/_common.py resolves the moved names
-# for it until its import line is changed. An entry whose file is gone is ignored.
-ALLOWED = {
-    "tasks/audit/intervals.py": "IndexedWarning from stats._common; tasks/audit/ was being restructured (contract.py) "
-                                "when it moved: change to benchcert.stats.degenerate",
-    "tasks/audit/hierarchical.py": "DegenerateDataWarning from stats._common; the file was moving to tasks/hierarchical/: "
-                                   "change to benchcert.stats.degenerate",
-    "tasks/audit/scores.py": "check_scores from stats._common; tasks/audit/ was being restructured: change to "
-                             "benchcert.stats.validation",
-}
-
 
 def _private_stats_module(dotted: str) -> bool:
     parts = dotted.split(".")
@@ -58,11 +46,7 @@ def test_the_check_sees_each_way_of_importing_a_private_module():
 
 
 def test_no_module_of_tasks_or_flows_imports_a_private_module_of_stats():
-    found = private_stats_imports(ROOT)
-    bad = [f for f in found if f.split(":")[0] not in ALLOWED]
+    # No allowlist: every name tasks/ and flows/ use has a public home.
+    bad = private_stats_imports(ROOT)
     assert not bad, ("tasks/ and flows/ import a private module of stats/; import the public module that "
                      f"holds the name (stats/degenerate.py, stats/validation.py, stats/segments.py): {bad}")
-
-
-def test_the_allowlist_names_only_files_of_tasks_or_flows():
-    assert all(p.split("/")[0] in ("tasks", "flows") and reason for p, reason in ALLOWED.items())

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.stats._common import segment_sums
+from benchcert.stats.segments import segment_sums
 from benchcert.stats.subsample import proportional_allocation, stratified_error_sd
 from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchcert.stats._common import DegenerateDataWarning, Ref
+from benchcert.stats.degenerate import DegenerateDataWarning, Ref
 from benchcert.tasks.audit.analyses import _named, run_analysis
 from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.compare import analysis as comparisons

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from benchcert.stats._common import DegenerateDataWarning, Ref
+from benchcert.stats.degenerate import DegenerateDataWarning, Ref
 from benchcert.tasks.audit import intervals
 from benchcert.tasks.audit.analyses import _named, run_analysis
 from benchcert.tasks.audit.contract import AuditConfig

@@ -50,7 +50,7 @@ def test_split_half_with_no_subject_of_two_items_has_no_correlation():
     from benchcert.stats.diagnostics import split_half
 
     scores = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    from benchcert.stats._common import DegenerateDataWarning
+    from benchcert.stats.degenerate import DegenerateDataWarning
 
     with pytest.warns(DegenerateDataWarning, match="no subject has 2 or more"):
         r = split_half(scores, np.array([0, 1, 2]), n_splits=10, rng=np.random.default_rng(0))

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchcert.stats._common import segment_sums
+from benchcert.stats.segments import segment_sums
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -704,7 +704,7 @@ def test_study_upper_proxy_coverage_grid():
 def _mmlu_pro_structure():
     import polars as pl
 
-    items = pl.read_csv(Path(__file__).resolve().parents[2] / "data" / "mmlu_pro" / "items_category_src.csv")
+    items = pl.read_csv(Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "items_category_src.csv")
     g = items.group_by("category", "src").len().sort("category", "src")
     doms = g["category"].rank("dense").cast(int).to_numpy() - 1
     return g["len"].to_numpy(), doms

@@ -4,7 +4,7 @@ former search and against brute force.
 stats/hierarchical/profile.py's upper bound on the subject proxy needs, for every domain fit, the
 profile log-likelihood l_p(w) = max over the mean of l at w = log(a + b) on a grid of 116
 values, and the crossing of the profile deviance with z^2. The former search
-(tests/stats/_hierarchical_profile_former.py, verbatim) maximised every grid point from the fit's
+(tests/stats/hierarchical/_hierarchical_profile_former.py, verbatim) maximised every grid point from the fit's
 own mean by a safeguarded Newton stopping at 1e-7 and refined the crossing by 30 bisections;
 the new one walks the grid from the maximum down (each maximiser starting the next), stops
 Newton on a decrement of 1e-9, evaluates the likelihood through count statistics where they
@@ -19,7 +19,7 @@ of the fits equals the former one to that tolerance, on random fits with fractio
 (Beta fit on subject means), missing cells (padding), 1-item subjects, under-dispersed
 domains and all-0 / all-1 fits (not profiled: both give the worst case). Issue #27: the profile
 deviances of grid points surely beyond the fit's critical value are lower bounds above it (see
-tests/stats/test_hierarchical_profile_far.py), so they are compared as such.
+tests/stats/hierarchical/test_hierarchical_profile_far.py), so they are compared as such.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _brute_profile(y, m, mean_fit_loglik_const):
 
 def _assert_profiles_agree(new, old, upper_alpha):
     """Equal to 1e-6 where the deviance is within the fit's far threshold (issue #27: beyond it a grid
-    point may hold a bound from one evaluation, tests/stats/test_hierarchical_profile_far.py), and a
+    point may hold a bound from one evaluation, tests/stats/hierarchical/test_hierarchical_profile_far.py), and a
     lower bound above the threshold elsewhere."""
     fin = np.isfinite(old)
     np.testing.assert_array_equal(np.isfinite(new), fin)

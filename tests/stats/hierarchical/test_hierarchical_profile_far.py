@@ -173,7 +173,7 @@ def test_range_bound_is_above_the_profile_over_its_whole_range(seed):
 def test_joint_bound_tries_only_useful_intervals_and_equals_the_former_one(d):
     """joint_subject_bound skips an interval costing no less than a lower interval (issue #27): the
     same bound to the last bit as the former knapsack over every affordable interval (kept in
-    tests/stats/_hierarchical_profile_former.py), on deviance curves of any shape: unimodal, flat
+    tests/stats/hierarchical/_hierarchical_profile_former.py), on deviance curves of any shape: unimodal, flat
     (many affordable intervals) and random."""
     import sys
     from pathlib import Path

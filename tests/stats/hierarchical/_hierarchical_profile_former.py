@@ -1,6 +1,6 @@
 """The profile-likelihood search of stats/hierarchical/profile.py as it was before issue #15's second
 speed-up (commit 0aa6626 of this project), kept verbatim as the oracle of
-tests/stats/test_stats_hierarchical_profile_oracle.py: a grid of 116 values of log(a + b), each
+tests/stats/hierarchical/test_stats_hierarchical_profile_oracle.py: a grid of 116 values of log(a + b), each
 maximised over the mean from the fit's own mean by safeguarded Newton (stopping at 1e-7), the
 crossing refined by 30 bisections; the likelihood by subject through log-gammas, digammas
 and trigammas; and the joint bound's knapsack with an index per budget bin.

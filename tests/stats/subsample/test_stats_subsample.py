@@ -41,7 +41,7 @@ from benchcert.stats.subsample import (
     worst_case_halfwidth,
 )
 
-MMLU_CSV = Path(__file__).resolve().parents[2] / "data" / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
+MMLU_CSV = Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
 N_PAPER = 14042
 PAPER_N = [250, 500, 1000, 2000, 5000, 10000]
 # Paper Table 1 pooled accuracies (%) of the six models behind Table 4.

@@ -682,7 +682,7 @@ def _mmlu_pro_subject_sizes():
     import polars as pl
     from pathlib import Path
 
-    items = pl.read_csv(Path(__file__).resolve().parents[2] / "data" / "mmlu_pro" / "items_category_src.csv")
+    items = pl.read_csv(Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "items_category_src.csv")
     return items.group_by("src").len().sort("src")["len"].to_numpy()
 
 

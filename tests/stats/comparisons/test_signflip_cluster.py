@@ -31,7 +31,7 @@ def _fourteen_mmlu_pro_like_sizes():
     import polars as pl
     from pathlib import Path
 
-    items = pl.read_csv(Path(__file__).resolve().parents[2] / "data" / "mmlu_pro" / "items_category_src.csv")
+    items = pl.read_csv(Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "items_category_src.csv")
     sizes = items.group_by("src").len().sort("len")["len"].to_numpy()
     return sizes[np.linspace(0, sizes.size - 1, 14).round().astype(int)]
 

@@ -10,7 +10,7 @@ the former trigamma, one chunk); both run through the same optimiser, so every f
 profile and half-width must agree to floating-point noise, on random matrices with every
 degenerate kind of domain. (The profile search was rewritten again afterwards and no longer
 calls the likelihood class: here both sides run the new one, and
-tests/stats/test_stats_hierarchical_profile_oracle.py compares it with its former version and with
+tests/stats/hierarchical/test_stats_hierarchical_profile_oracle.py compares it with its former version and with
 brute force.)
 """
 
