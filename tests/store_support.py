@@ -1,4 +1,4 @@
-"""The 'store unchanged' oracle shared by the ingest and hardening tests."""
+"""The 'store unchanged' oracle shared by the ingest tests."""
 
 from __future__ import annotations
 
