@@ -13,8 +13,8 @@ fixtures. Interrupting a run used to leave the Prefect server running:
   its own and stops it itself; after an interrupt it skips the harness' drain of log and event
   workers to the server and goes straight to stopping it.
 - an xdist worker hears of the controller's interrupt through execnet, which waits 5 s before
-  interrupting the worker and kills it 10 s later, teardown or not. The controller passes its
-  SIGINT or SIGTERM on to the workers at once.
+  interrupting the worker and kills it 10 s later, teardown or not. The controller passes the
+  interrupt (SIGINT or SIGTERM) on to the workers at once, as a SIGINT.
 - whatever still runs (a teardown cut short, a process whose parent was killed) is ended by the
   process that started the run: every pytest process of the suite is a child subreaper (Linux),
   so the children of a killed worker become its children, and after an interrupt each one ends
@@ -31,7 +31,7 @@ import threading
 
 import pytest
 
-# Set on the first SIGINT/SIGTERM of this process (or pytest's report of one).
+# After an interrupt, teardown must not wait on servers and the last hook ends what is left.
 INTERRUPTED = threading.Event()
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -66,10 +66,15 @@ def _install_handlers(config) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     controller = _is_xdist_controller(config)
+    worker = hasattr(config, "workerinput")
 
     def on_signal(signum, frame):
         first = not INTERRUPTED.is_set()
         INTERRUPTED.set()
+        if worker and not first:
+            # Ctrl-C reaches a worker twice (from the terminal and from the controller); the
+            # second must not cut its teardown short. The controller still kills it if it hangs.
+            return
         if controller and first:
             _forward_to_children(signal.SIGINT)
         raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
