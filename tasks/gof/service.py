@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
-from benchcert.tasks.errors import NoDataError, UsageError
+from benchcert.tasks.errors import NoDataError, UsageError, unit_interval_option
 
 #: Why a run where no item has a known correct option gives no result.
 NO_LABELS = "no item has a known correct option; the test needs the label of every item it uses"
@@ -69,8 +69,7 @@ class GofResult:
 
 def check_options(opts: GofOptions) -> None:
     """:class:`UsageError` for an option out of range or one that does not apply."""
-    if not 0 < opts.alpha < 1:
-        raise UsageError(f"--alpha must be in (0, 1); got {opts.alpha}")
+    unit_interval_option("--alpha", opts.alpha)
     if not 0 <= opts.delta < 0.5:
         raise UsageError(f"--delta must be in [0, 0.5); got {opts.delta}")
     # The calibrated cut-off is an order statistic of B + 1 values: below 1/alpha - 1 draws none has level alpha.
