@@ -61,7 +61,8 @@ from .design import design_search, minimal_budget
 from .exact import exact_power, exact_size
 from .multiplicity import benjamini_hochberg
 from .item_test import (LOW_POWER_GAP, TEST_METHODS, composite_test, low_power_sentence, min_detectable_gap,
-                        no_power_sentence, possible_rejection, widened_range_test, widened_range_test_scores)
+                        possible_rejection, widened_range_test, widened_range_test_scores)
+from .no_power import no_power_sentence
 from .plugin import plugin_test
 from .results import (BudgetResult, CompositeStatistic, CompositeTestResult, ExactPower, ExactSize,
                       MultipleTestResult, PerturbationDesign, PowerCurve, RangeEstimate, TheoryBounds)

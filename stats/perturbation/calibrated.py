@@ -18,6 +18,7 @@ from scipy.special import betainc, gammaln, xlog1py, xlogy
 
 from ..validation import check_alpha
 from ._checks import _ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES
+from .no_power import no_power_sentence
 from .results import CompositeTestResult
 from .statistic import _composite_statistic_iv, composite_statistic
 
@@ -321,8 +322,6 @@ def calibrated_range_test(null_counts, null_replicates, test_count, test_replica
                                           "range",), **base, **extra)
     # the most extreme outcome (all nulls at r, the tested variant at 0) must be able to reject
     if not math.isfinite(z) or not _rejects_below(rr, rr, 0, rr, rt, c, margin):
-        from .item_test import no_power_sentence
-
         return CompositeTestResult(reject=False, p_value=math.nan, status="no_power",
                                    notes=(no_power_sentence(min(rr, rt), max(rr, rt), alpha, m),), **base, **extra)
     if low <= 0.0 and high >= 1.0:

@@ -17,10 +17,11 @@ from ..validation import check_alpha, check_unit_interval
 from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
 from .plugin import plugin_test
 from .results import CompositeTestResult
+from .no_power import no_power_sentence
 from .statistic import _composite_statistic_iv, composite_statistic
 
 __all__ = ["LOW_POWER_GAP", "TEST_METHODS", "composite_test", "low_power_sentence", "min_detectable_gap",
-           "no_power_sentence", "possible_rejection", "reject_many",
+           "possible_rejection", "reject_many",
            "widened_range_test", "widened_range_test_scores"]
 
 #: Methods of :func:`composite_test`; the first is the default.
@@ -206,25 +207,6 @@ def low_power_sentence(m_min: int, m_max: int, gap: float, alpha: float) -> str:
     return (f"low power: with {ms} null variant{'s' if m_max != 1 else ''} and these replicate counts the test "
             f"detects only a change of the rate by more than {gap:.2f} (median over the items), even when the null "
             f"rewordings agree, at alpha = {alpha:g}; not rejecting says little about smaller changes")
-
-
-def no_power_sentence(r_min: int, r_max: int, alpha: float, m_min: int | None = None,
-                      m_max: int | None = None) -> str:
-    """The words shown wherever an item (or a whole variant) has no power.
-
-    With one replicate nothing else matters; otherwise the number of null variants is named too
-    (few null variants need a wide margin).
-    """
-    if r_min == r_max:
-        reps = f"r = {r_min} replicate{'s' if r_min != 1 else ''} per variant"
-    else:
-        reps = f"r = {r_min} to {r_max} replicates per variant"
-    if r_max > 1 and m_min is not None:
-        m_max = m_min if m_max is None else m_max
-        reps = (f"m = {m_min} null variant{'s' if m_min != 1 else ''}" if m_min == m_max else
-                f"m = {m_min} to {m_max} null variants") + f" and {reps}"
-    return (f"with {reps} no test can reject at alpha = {alpha:g}: this says nothing about whether the prompt "
-            "matters")
 
 
 def _rejects(rates, r, rt, pt, alpha, ideal_share) -> bool:
