@@ -3,37 +3,17 @@ as scalars, the CR2 variance of a clustered mean.
 
 The public pieces that once lived here have their own modules: :mod:`.degenerate` (the
 degenerate-data warning, :class:`Ref`), :mod:`.validation` (input checks) and
-:mod:`.segments` (block sums, :class:`Grouping`). Nothing in tasks/ or flows/ imports this
-module (tests/project/test_layout_stats.py).
+:mod:`.segments` (block sums, :class:`Grouping`); import them from there. Nothing in tasks/ or
+flows/ imports this module (tests/project/test_layout_stats.py).
 
 Everything here is pure numpy; nothing performs I/O.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 __all__ = ["cr2_mean", "unwrap_scalar"]
-
-# The names that moved to public modules, still importable from here: modules of tasks/audit/
-# (another change in flight) and older scripts import them from this path, and a pickled warning
-# names its class by module. Resolved on first use so this module imports none of them (they
-# import _short from here).
-_MOVED = {
-    **dict.fromkeys(("REF_LABELS", "Ref", "IndexedWarning", "DegenerateDataWarning", "warn_indexed",
-                     "warn_degenerate", "_rebuild_indexed"), "degenerate"),
-    **dict.fromkeys(("check_alpha", "check_power", "check_scores", "check_codes", "all_missing_columns"),
-                    "validation"),
-    **dict.fromkeys(("Grouping", "segment_sums", "sums_by_reduceat"), "segments"),
-}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        return getattr(importlib.import_module(f".{_MOVED[name]}", __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def unwrap_scalar(x):

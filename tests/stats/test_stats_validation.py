@@ -1,5 +1,5 @@
 """stats/validation.py's check_unit_interval, the one check of a level, power or share in the unit
-interval, and the public homes of what stats/_common.py held (issue #34, point 7)."""
+interval, and the public home of the degenerate-data warning (issue #34, point 7)."""
 
 from __future__ import annotations
 
@@ -56,22 +56,6 @@ def test_alpha_and_power_are_the_unit_interval_check_under_their_names():
         check_alpha(1.0)
     with pytest.raises(ValueError, match=r"^power must be in \(0, 1\); got True$"):
         check_power(True)
-
-
-def test_the_names_that_left_common_are_the_same_objects_there():
-    # stats/_common.py resolves the moved names for files that still import them from there
-    # (tests/project/test_layout_stats.py lists the ones in tasks/).
-    from benchcert.stats import _common, degenerate, segments, validation
-
-    for module, names in ((degenerate, ("Ref", "IndexedWarning", "DegenerateDataWarning", "warn_degenerate",
-                                        "warn_indexed", "REF_LABELS")),
-                          (validation, ("check_alpha", "check_power", "check_scores", "check_codes",
-                                        "all_missing_columns")),
-                          (segments, ("Grouping", "segment_sums", "sums_by_reduceat"))):
-        for name in names:
-            assert getattr(_common, name) is getattr(module, name), name
-    with pytest.raises(AttributeError):
-        _common.no_such_name  # noqa: B018
 
 
 def test_a_degenerate_warning_pickles_with_its_fields():
