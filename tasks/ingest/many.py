@@ -35,12 +35,14 @@ from polars.exceptions import PanicException, PolarsError
 from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE
-from benchcert.tasks.ingest.service import (NOT_TRIED, ROLLED_BACK, FileReport, GenericPlan, ingest_file,
-                                            ingest_files_atomic, merge_responses, open_file,
-                                            unchanged_message)
+from benchcert.tasks.ingest.errors import FILE_ERRORS, READ_FAILURES
+from benchcert.tasks.ingest.readers import GenericPlan, open_file
+from benchcert.tasks.ingest.reports import NOT_TRIED, ROLLED_BACK, FileReport, unchanged_message
+from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.validate import validate_batch
-from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, Kind, next_codes
-from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store, query_pl
+from benchcert.tasks.store import responses
+from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, next_codes
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store
 
 #: A table file up to this size on disk is read ahead and may be stored with others.
 SMALL_FILE_BYTES = 256 << 10
@@ -69,37 +71,58 @@ def ingest_files(db: str | Path, paths: list[str], *, benchmark: str | None, map
     """Ingest ``paths`` in order, each file all-or-nothing as :func:`ingest_file` does, the store opened once.
 
     Returns one report per path, in order: the same reports (and the same store) as ingesting
-    the files one at a time, or with ``atomic`` as :func:`ingest_files_atomic` (every file in
-    one transaction; at the first refused file nothing is stored, the files before it are
-    ``rolled-back`` and those after it ``not-tried``).  The lock is held for the whole command.
+    the files one at a time.  ``atomic``: every file in one transaction; at the first refused
+    file nothing is stored, the files before it are ``rolled-back`` and those after it
+    ``not-tried``.  The lock is held for the whole command.
     """
     cmd = _Command(db=db, paths=[str(p) for p in paths], benchmark=benchmark, mapping=mapping,
                    allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=atomic,
                    new_store=not Path(db).exists())
     try:
-        with open_store(db, write=True, lock_timeout=lock_timeout) as con:
+        return _run_command(cmd)
+    except _RunFailed:  # (--atomic: a run's write failed half way) the files one by one, from the start
+        cmd = _Command(db=db, paths=cmd.paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
+                       lock_timeout=lock_timeout, atomic=True, new_store=False, batching=False)
+        return _run_command(cmd)
+
+
+def ingest_files_atomic(db: str | Path, paths: list[str], *, benchmark: str | None, mapping,
+                        allow_rejects: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[FileReport]:
+    """Ingest every path in one transaction, each by the one-file path: all of them are stored, or none.
+
+    :func:`ingest_files` with ``atomic`` and no batching of small files (each file sees the rows
+    of the files before it inside the transaction).
+    """
+    cmd = _Command(db=db, paths=[str(p) for p in paths], benchmark=benchmark, mapping=mapping,
+                   allow_rejects=allow_rejects, lock_timeout=lock_timeout, atomic=True, new_store=False,
+                   batching=False)
+    return _run_command(cmd)
+
+
+def _run_command(cmd: _Command) -> list[FileReport]:
+    """The command's files on one connection: each run or file in its own transaction, or (--atomic)
+    all in the command's; the store's lock or unusability reported on the files it kept from the store."""
+    try:
+        with open_store(cmd.db, write=True, lock_timeout=cmd.lock_timeout) as con:
             cmd.con = con
-            if atomic:
-                con.execute("BEGIN TRANSACTION")
+            if cmd.atomic:
+                responses.begin(con)
             try:
                 _ingest_in_order(cmd)
             except _Refused:
-                con.execute("ROLLBACK")
+                responses.rollback(con)
                 return _rolled_back(cmd)
             except BaseException:
-                if atomic:
-                    con.execute("ROLLBACK")
+                if cmd.atomic:
+                    responses.rollback(con)
                 raise
-            if atomic:
-                con.execute("COMMIT")
-    except _RunFailed:  # (--atomic: a run's write failed half way) the files one by one, from the start
-        return ingest_files_atomic(db, cmd.paths, benchmark=benchmark, mapping=mapping, allow_rejects=allow_rejects,
-                                   lock_timeout=lock_timeout)
+            if cmd.atomic:
+                responses.commit(con)
     except StoreLockedError as exc:
-        return [FileReport(path=p, status="locked", message=str(exc)) if r is None or atomic else r
+        return [FileReport(path=p, status="locked", message=str(exc)) if r is None or cmd.atomic else r
                 for r, p in zip(cmd.reports, cmd.paths)]
     except StoreError as exc:
-        return [FileReport(path=p, status="unusable", message=str(exc)) if r is None or atomic else r
+        return [FileReport(path=p, status="unusable", message=str(exc)) if r is None or cmd.atomic else r
                 for r, p in zip(cmd.reports, cmd.paths)]
     return cmd.reports  # type: ignore[return-value]
 
@@ -124,6 +147,7 @@ class _Command:
     lock_timeout: float
     atomic: bool
     new_store: bool  # made by this command's opening
+    batching: bool = True  # small table files read ahead and stored together where that changes nothing
     con: object = None
     reports: list = field(default_factory=list)
     failed: str | None = None  # --atomic: the refused file
@@ -133,7 +157,7 @@ class _Command:
 
     def one_file(self, i: int) -> None:
         """File ``i`` by the one-file path, in its own transaction (--atomic: the command's)."""
-        following = _next_source_id(self.con)
+        following = responses.next_source_id(self.con)
         with progress.prefixed(f"ingesting file {i + 1}/{len(self.paths)}"):
             report = ingest_file(self.db, self.paths[i], benchmark=self.benchmark, mapping=self.mapping,
                                  allow_rejects=self.allow_rejects, lock_timeout=self.lock_timeout, con=self.con,
@@ -146,7 +170,7 @@ class _Command:
         # that commit wrote the sequence with the id a refused file took, and the next file got
         # the one after it.  Any other refused file left no trace.
         if report.status != "ingested" and not self.atomic and not (self.new_store and i == 0):
-            _give_back_source_ids(self.con, following)
+            responses.give_back_source_ids(self.con, following)
 
 
 def _ingest_in_order(cmd: _Command) -> None:
@@ -156,7 +180,7 @@ def _ingest_in_order(cmd: _Command) -> None:
     n = len(cmd.paths)
     for i, p in enumerate(cmd.paths):
         progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}")
-        small = _read_small(i, Path(p), cmd.benchmark, cmd.mapping, cmd.allow_rejects)
+        small = _read_small(i, Path(p), cmd.benchmark, cmd.mapping, cmd.allow_rejects) if cmd.batching else None
         if small is not None:
             progress.note(f"ingesting file {i + 1}/{n}: {Path(p).name}: {small.frame.height:,} rows read")
             run.append(small)
@@ -184,23 +208,6 @@ def _rolled_back(cmd: _Command) -> list[FileReport]:
     return out
 
 
-def _next_source_id(con) -> int:
-    """The source id the next ``nextval('source_ids')`` gives."""
-    return con.execute("SELECT coalesce(last_value + 1, start_value) FROM duckdb_sequences() "
-                       "WHERE sequence_name = 'source_ids'").fetchall()[0][0]
-
-
-def _give_back_source_ids(con, following: int) -> None:
-    """After a rolled-back transaction that took source ids: the next one is ``following`` again.
-
-    A file refused in a store opened for it alone left no trace, not even the id it took (the
-    sequence is written only with a commit), so the next file got that id; on the connection
-    shared by the command the sequence would have moved on.
-    """
-    if _next_source_id(con) != following:
-        con.execute(f"CREATE OR REPLACE SEQUENCE source_ids START WITH {int(following)}")
-
-
 def _read_small(index: int, path: Path, benchmark: str | None, mapping, allow_rejects: bool) -> _Small | None:
     """The file read ahead, or None when the one-file path is to ingest it (or report what is wrong)."""
     try:
@@ -210,7 +217,7 @@ def _read_small(index: int, path: Path, benchmark: str | None, mapping, allow_re
         if not isinstance(plan, GenericPlan) or plan.prob_cols:
             return None
         batches = list(plan.reader().batches(generic.BATCH_ROWS))
-    except Exception:  # noqa: BLE001 - the one-file path reads it again and says what is wrong
+    except (*FILE_ERRORS, *READ_FAILURES):  # the one-file path reads it again and says what is wrong
         return None
     if len(batches) != 1 or batches[0].rejects or batches[0].extras is not None or not batches[0].frame.height:
         return None
@@ -269,8 +276,7 @@ def _store_clean(cmd: _Command, run: list[_Small], todo: list[int]) -> int:
     rows = rows.filter(pl.col("pos") < end)
     if rows.height:
         benchmarks = rows["benchmark"].unique().to_list()
-        direct = not con.execute("SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark IN (SELECT unnest(?)) "
-                                 "LIMIT 1)", [benchmarks]).fetchall()[0][0]
+        direct = not responses.has_models(con, benchmarks)
         rows, new_codes = _coded(con, rows, benchmarks, direct)
         items = _first_of_each(rows, "item_key")
         if not direct:
@@ -288,13 +294,7 @@ def _stored_already(con, run: list[_Small]) -> dict[int, int]:
     keys = pl.DataFrame({"pos": range(len(run)), "sha256": [s.plan.sha for s in run],
                          "config": [s.plan.config for s in run]}, schema={"pos": pl.Int64, "sha256": pl.String,
                                                                           "config": pl.String})
-    con.register("_run_files", keys.to_arrow())
-    try:
-        found = con.execute("""SELECT f.pos, any_value(s.source_id) FROM _run_files f
-                               JOIN sources s ON s.sha256 = f.sha256 AND s.config = f.config GROUP BY f.pos""").fetchall()
-    finally:
-        con.unregister("_run_files")
-    return {int(pos): int(sid) for pos, sid in found}
+    return responses.stored_sources(con, keys)
 
 
 def _validated(run: list[_Small], todo: list[int], benchmark: str | None) -> tuple[pl.DataFrame, int]:
@@ -349,7 +349,7 @@ def _coded(con, rows: pl.DataFrame, benchmarks: list[str],
         start = first[kind.name]
         text = "item_id" if kind is ITEM else kind.name
         texts = rows.group_by("benchmark", text).agg(pl.col("pos").min()).rename({text: "text"})
-        stored = _stored_codes(con, kind, benchmarks) if not direct else pl.DataFrame(
+        stored = responses.stored_codes(con, kind, benchmarks) if not direct else pl.DataFrame(
             schema={"benchmark": pl.String, "text": pl.String, "code": pl.Int32})
         texts = texts.join(stored, on=["benchmark", "text"], how="left")
         new = texts.filter(pl.col("code").is_null()).sort("pos", "text")
@@ -361,12 +361,6 @@ def _coded(con, rows: pl.DataFrame, benchmarks: list[str],
     return rows, new_codes
 
 
-def _stored_codes(con, kind: Kind, benchmarks: list[str]) -> pl.DataFrame:
-    # Table and column names come from the fixed Kind constants, never from a log.
-    return query_pl(con, f"SELECT benchmark, {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} "
-                         "WHERE benchmark IN (SELECT unnest(?))", [benchmarks])
-
-
 def _first_of_each(rows: pl.DataFrame, key: str) -> pl.DataFrame:
     """The first row (by file, then line) of each ``key``."""
     return rows.unique(subset=[key], keep="first", maintain_order=True)
@@ -375,20 +369,9 @@ def _first_of_each(rows: pl.DataFrame, key: str) -> pl.DataFrame:
 def _store_conflicts(con, rows: pl.DataFrame, items: pl.DataFrame) -> int:
     """Position of the first file with a score, a human score or an item contradicting the store
     (else past the end); that file is the one-file path's, which refuses it naming both sources."""
-    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "human_score",
-                                          "pos").to_arrow())
-    con.register("_run_items", items.select("item_key", "subject", "domain", "pos").to_arrow())
-    try:
-        found = con.execute("""
-            SELECT min(pos) FROM (
-                SELECT s.pos FROM _run_rows s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
-                WHERE r.score <> s.score OR r.human_score <> s.human_score
-                UNION ALL
-                SELECT n.pos FROM _run_items n JOIN items i USING (item_key)
-                WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]
-    finally:
-        con.unregister("_run_rows")
-        con.unregister("_run_items")
+    found = responses.first_run_conflict(
+        con, rows.select("model_id", "item_key", "variant_id", "replicate", "score", "human_score", "pos"),
+        items.select("item_key", "subject", "domain", "pos"))
     return int(found) if found is not None else 1 << 62
 
 
@@ -407,20 +390,20 @@ class _Stretch:
 def _write_run(cmd: _Command, stretch: _Stretch) -> None:
     """Store the stretch's files in one transaction (--atomic: in the command's); fill their reports."""
     con, reports = cmd.con, cmd.reports
-    following = _next_source_id(con)
+    following = responses.next_source_id(con)
     if not cmd.atomic:
-        con.execute("BEGIN TRANSACTION")
+        responses.begin(con)
     try:
         _insert_run(cmd, stretch)
         if not cmd.atomic:
-            con.execute("COMMIT")
+            responses.commit(con)
     except BaseException as exc:
         for pos in stretch.files:
             reports[stretch.run[pos].index] = None
         if cmd.atomic:  # the command's transaction holds part of the run: it is rolled back whole
             raise _RunFailed from exc
-        con.execute("ROLLBACK")
-        _give_back_source_ids(con, following)
+        responses.rollback(con)
+        responses.give_back_source_ids(con, following)
         raise
 
 
@@ -429,34 +412,18 @@ def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
     con, benchmark, reports = cmd.con, cmd.benchmark, cmd.reports
     run, files, rows, items, new_codes, direct = (stretch.run, stretch.files, stretch.rows, stretch.items,
                                                   stretch.new_codes, stretch.direct)
-    ids = sorted(r[0] for r in con.execute("SELECT nextval('source_ids') FROM range(?)", [len(files)]).fetchall())
+    ids = responses.take_source_ids(con, len(files))
     source_of = pl.DataFrame({"pos": files, "source_id": ids}, schema={"pos": pl.Int64, "source_id": pl.Int64})
     rows = rows.join(source_of, on="pos", how="left")
-    con.register("_run_rows", rows.select("model_id", "item_key", "variant_id", "replicate", "score", "source_id",
-                                          "line", "human_score").to_arrow())
-    per_file = rows.group_by("source_id").len()
-    if direct:
-        added = dict(per_file.iter_rows())
-        con.execute("INSERT INTO response_codes SELECT * FROM _run_rows")
-    else:
-        already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
-            SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
-        added = {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
-        merge_responses(con, "_run_rows")
-    con.unregister("_run_rows")
+    added = responses.store_run_rows(con, rows.select("model_id", "item_key", "variant_id", "replicate", "score",
+                                                      "source_id", "line", "human_score"), direct=direct)
     for kind in (MODEL, VARIANT):
         new = new_codes[kind.name].join(source_of, on="pos").select("code", "benchmark", "text", "source_id")
-        con.register("_new_codes", new.to_arrow())
-        # Table and column names come from the fixed Kind constants.
-        con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
-                    "SELECT code, benchmark, text, source_id FROM _new_codes")
-        con.unregister("_new_codes")
+        responses.insert_codes(con, kind, new)
     new_items = items.join(new_codes[ITEM.name].select(pl.col("code").alias("item_key")), on="item_key",
                            how="semi").join(source_of, on="pos")
-    con.register("_new_items", new_items.select("benchmark", "item_id", "subject", "domain", "source_id", "line",
-                                                "item_key").to_arrow())
-    con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, source_id, line, item_key FROM _new_items")
-    con.unregister("_new_items")
+    responses.insert_items(con, new_items.select("benchmark", "item_id", "subject", "domain", "source_id", "line",
+                                                 "item_key"))
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     records = []
     for pos, sid in zip(files, ids):
@@ -467,7 +434,5 @@ def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
             path=str(plan.path), status="ingested", format=plan.format, sha256=plan.sha, source_id=sid,
             rows_read=n, rows_accepted=n, rows_added=a, rows_already_stored=n - a,
             message=f"{plan.path}: {a} row(s) added, {n - a} already stored")
-    con.register("_run_sources", pl.DataFrame(records, orient="row", schema=_SOURCES).to_arrow())
-    con.execute("INSERT INTO sources SELECT * FROM _run_sources")
-    con.unregister("_run_sources")
+    responses.record_sources(con, pl.DataFrame(records, orient="row", schema=_SOURCES))
 

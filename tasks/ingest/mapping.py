@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from benchcert.tasks.errors import UsageError
 from benchcert.tasks.schemas import CANONICAL_FIELDS
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
 
 
-class MappingError(ValueError):
-    """A column mapping that cannot be used (unknown field, bad syntax, bad TOML)."""
+class MappingError(UsageError):
+    """A column mapping that cannot be used (unknown field, bad syntax, bad TOML): a usage error (exit 2)."""
 
 
 @dataclass(frozen=True)

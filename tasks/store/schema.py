@@ -255,6 +255,14 @@ def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     return n > 0
 
 
+def restart_source_ids(con: duckdb.DuckDBPyConnection, following: int) -> None:
+    """Make ``source_ids`` give ``following`` next (ingest gives back the ids a rolled-back file took).
+
+    DDL cannot take a bound parameter; ``following`` is an integer, checked as one.
+    """
+    con.execute(f"CREATE OR REPLACE SEQUENCE source_ids START WITH {int(following)}")
+
+
 def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
     """The store version recorded in ``meta``, or None when there is no meta table or no version."""
     if not has_tables(con, "meta"):

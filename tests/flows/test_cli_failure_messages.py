@@ -20,7 +20,7 @@ def test_a_full_disk_during_ingest_says_disk_full_with_the_path(capsys, tmp_path
     def full(*args, **kwargs):
         raise duckdb.IOException(f'Could not write file "{tmp_path}/s.duckdb.wal": No space left on device')
 
-    monkeypatch.setattr(service, "_stage_and_insert", full)
+    monkeypatch.setattr(service, "stage_and_insert", full)
     # A small file is stored with the others of its command first; a failed write there (rolled
     # back) sends it down the one-file path, which reports it.
     monkeypatch.setattr(many, "_write_run", full)

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from benchcert.tasks.errors import DataError
 from benchcert.tasks.ingest.adapters import limits
 
 LINE = "__line__"
@@ -31,8 +32,12 @@ BATCH_ROWS = 1_000_000
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-class AdapterError(ValueError):
-    """A file that cannot be read at all (missing, empty, no header, unknown format)."""
+class AdapterError(DataError, ValueError):
+    """A file that cannot be read at all (missing, empty, no header, unknown format).
+
+    A :class:`~benchcert.tasks.errors.DataError`; still a ValueError, which the readers' format
+    probes catch to mean "not this format".
+    """
 
 
 @dataclass

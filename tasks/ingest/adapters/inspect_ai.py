@@ -189,7 +189,7 @@ class _Log:
 
 
 def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource:
-    from benchcert.tasks.ingest.service import sha256_file
+    from benchcert.tasks.ingest.adapters.native import sha256_file
 
     path = Path(path)
     fields = check_mapped(path, FORMAT, mapping, ("subject", "domain"))

@@ -31,7 +31,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchcert.tasks.errors import UsageError
+from benchcert.tasks.errors import DataError, UsageError
 
 _DEFAULTS = {"max_bytes": 16 << 30, "max_members": 100_000, "max_ratio": 200.0, "max_gzip_members": 1_000_000}
 _ENV = {"max_bytes": "BENCHCERT_MAX_DECOMPRESSED_BYTES", "max_members": "BENCHCERT_MAX_ARCHIVE_MEMBERS",
@@ -40,8 +40,12 @@ _ENV = {"max_bytes": "BENCHCERT_MAX_DECOMPRESSED_BYTES", "max_members": "BENCHCE
 RATIO_FLOOR = 64 << 20
 
 
-class DecompressionLimitError(ValueError):
-    """An input would decompress beyond a configured limit; the file is refused."""
+class DecompressionLimitError(DataError, ValueError):
+    """An input would decompress beyond a configured limit; the file is refused.
+
+    A :class:`~benchcert.tasks.errors.DataError`; still a ValueError, which the readers' format
+    probes catch to mean "not this format" (the reader that takes the file then reports the limit).
+    """
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ def current() -> Limits:
     return Limits(**values)
 
 
-class LimitSettingError(DecompressionLimitError, UsageError):
+class LimitSettingError(UsageError, DecompressionLimitError):
     """A limit's environment variable holds no usable value: a usage error (exit 2), not the file's."""
 
 

@@ -228,7 +228,7 @@ def _available_metrics(obj: dict) -> list[str]:
 
 def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
                 results_only: bool = False) -> NativeSource:
-    from benchcert.tasks.ingest.service import sha256_file
+    from benchcert.tasks.ingest.adapters.native import sha256_file
 
     path = Path(path)
     if results_only:

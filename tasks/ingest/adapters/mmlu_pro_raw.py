@@ -71,7 +71,7 @@ def _load(path: Path) -> tuple[list, str | None]:
 
 
 def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource:
-    from benchcert.tasks.ingest.service import sha256_file
+    from benchcert.tasks.ingest.adapters.native import sha256_file
 
     path = Path(path)
     fields = {**DEFAULT_FIELDS, **check_mapped(path, FORMAT, mapping, ("item_id", "subject", "domain"))}
@@ -150,7 +150,7 @@ def is_summary(obj) -> bool:
 def open_summary(path: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource:
     """A ``<subject>_summary.json`` beside its result file: counts only, no per-item rows (metadata)."""
     from benchcert.tasks.ingest.adapters.native import load_json
-    from benchcert.tasks.ingest.service import sha256_file
+    from benchcert.tasks.ingest.adapters.native import sha256_file
 
     path = Path(path)
     obj = load_json(path, "MMLU-Pro summary")

@@ -27,7 +27,6 @@ from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE, AdapterError, RawBatch, Reject
 from benchcert.tasks.ingest.mapping import ColumnMapping
 from benchcert.tasks.schemas import DEFAULT_DOMAIN, DEFAULT_SUBJECT
-from benchcert.tasks.store import schema
 
 #: Formats read by a native adapter (``--format`` accepts them; detection finds them by content).
 NATIVE_FORMATS = ("lm_eval", "inspect_ai", "helm", "mmlu_pro_raw")
@@ -168,6 +167,15 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
 
 # --- helpers the adapters share ----------------------------------------------------------
 
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file's bytes (with the settings, what tells that a file is stored already)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def sha256_files(root: Path, files: list[Path]) -> str:
     """One digest for several files (a HELM run directory): names relative to root, then contents."""
     h = hashlib.sha256()
@@ -245,42 +253,3 @@ def softmax(logits: list[float]) -> list[float]:
     ex = [math.exp(x - top) for x in logits]
     total = sum(ex)
     return [e / total for e in ex]
-
-
-# --- the optional side table of predicted option probabilities ----------------------------
-
-
-def stage_option_probs(con, frame: pl.DataFrame, first: bool) -> None:
-    """Keep a batch's option probabilities aside (by line) until the file is accepted."""
-    if first:
-        con.execute("CREATE OR REPLACE TEMP TABLE _stage_probs (line BIGINT, probs DOUBLE[], label INTEGER)")
-    if "label" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("label"))
-    con.register("_probs_batch", frame.rename({LINE: "line", "option_probs": "probs"}).to_arrow())
-    con.execute("INSERT INTO _stage_probs SELECT line, probs, label FROM _probs_batch")
-    con.unregister("_probs_batch")
-
-
-def insert_option_probs(con, source_id: int, rows_sql: str | None = None, rows_params: list | None = None) -> int:
-    """Inside the ingest transaction, after the responses: probabilities of the rows this source gave.
-
-    ``rows_sql`` names the file's accepted rows as codes (``_stage``, or this source's
-    ``response_codes``), so a response that was already stored from another file still gets
-    the probabilities this file gives it.  The table is created here, on first use
-    (tasks/store/schema.py; older stores gain its ``label`` column), so stores
-    without probabilities never have it.  Rows whose key is already in the table keep their
-    first probabilities, like responses.
-    """
-    if rows_sql is None:
-        rows_sql, rows_params = "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id]
-    schema.ensure_tables(con, "option_probs")
-    return con.execute(f"""
-        INSERT INTO option_probs (benchmark, model, item_id, variant, replicate, probs, source_id, line, label)
-        SELECT k.benchmark, k.model, k.item_id, k.variant, k.replicate, k.probs, ?, k.line, k.label
-        FROM (SELECT m.benchmark, m.model, i.item_id, v.variant, s.replicate, p.probs, s.line, p.label
-              FROM {rows_sql} s JOIN _stage_probs p USING (line)
-              JOIN models m ON m.model_id = s.model_id
-              JOIN items i ON i.item_key = s.item_key
-              JOIN variants v ON v.variant_id = s.variant_id) k
-        ANTI JOIN option_probs o USING (benchmark, model, item_id, variant, replicate)""",
-                       [source_id, *(rows_params or [])]).fetchall()[0][0]

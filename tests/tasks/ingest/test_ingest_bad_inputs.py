@@ -314,7 +314,7 @@ def test_cli_atomic_stores_nothing_when_one_file_fails(capsys, tmp_path):
 
 
 def test_atomic_files_see_each_other_and_conflicts_roll_back_all(tmp_path):
-    from benchcert.tasks.ingest.service import ingest_files_atomic
+    from benchcert.tasks.ingest.many import ingest_files_atomic
 
     db = tmp_path / "s.duckdb"
     one = tmp_path / "one.csv"
@@ -393,7 +393,7 @@ def test_a_truncated_store_file_is_named_as_damaged(tmp_path, db):
 
 
 def test_ingest_into_a_non_duckdb_file_exits_3_and_leaves_it_alone(capsys, tmp_path):
-    from benchcert.tasks.ingest.service import ingest_files_atomic
+    from benchcert.tasks.ingest.many import ingest_files_atomic
 
     db = tmp_path / "notes.duckdb"
     db.write_text("my notes, not a database\n")

@@ -54,7 +54,7 @@ EXPECTED_LAST_RESORT = ("EOFError", "error", "BadGzipFile", "DecompressionLimitE
 
 @pytest.fixture(autouse=True)
 def no_unexpected_exception(monkeypatch):
-    import benchcert.tasks.ingest.service as ingest_module
+    import benchcert.tasks.ingest.errors as ingest_module
 
     real = ingest_module.describe_failure
     seen: list[BaseException] = []

@@ -1,0 +1,276 @@
+"""Ingest's reads and writes of the stored responses: sources, response codes, items, code tables, rejects.
+
+The queries the ingest pipeline (tasks/ingest/) runs against the store's tables, each with bound
+parameters; the rows being checked are kept in the temporary relations of
+:mod:`benchcert.tasks.store.staging` (one file) or registered as Arrow frames here (a run of
+small files stored together).  Table and column names written into SQL come from the fixed
+:class:`~benchcert.tasks.store.codes.Kind` constants and this module's own names, never from a log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import polars as pl
+
+from benchcert.tasks.store import schema
+from benchcert.tasks.store.codes import Kind
+from benchcert.tasks.store.connection import query_pl
+from benchcert.tasks.store.staging import FileRows
+
+#: The staged relations :func:`merge_responses` takes (their names are written into its SQL).
+_STAGED = frozenset({"_stage", "_run_rows"})
+
+
+# --- transactions that a policy (one file, a run, --atomic) opens and closes itself ---------------
+
+def begin(con) -> None:
+    """Open a transaction that the caller commits or rolls back by its own rule."""
+    con.execute("BEGIN TRANSACTION")
+
+
+def commit(con) -> None:
+    con.execute("COMMIT")
+
+
+def rollback(con) -> None:
+    con.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def registered(con, name: str, frame: pl.DataFrame) -> Iterator[None]:
+    """``frame`` readable as ``name`` (one of this module's fixed names) for the block."""
+    con.register(name, frame.to_arrow())
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
+# --- sources and their ids ------------------------------------------------------------------
+
+def stored_source(con, sha256: str, config: str) -> int | None:
+    """The source id under which this content was ingested with these settings, if any."""
+    found = con.execute("SELECT source_id FROM sources WHERE sha256 = ? AND config = ? LIMIT 1",
+                        [sha256, config]).fetchall()
+    return found[0][0] if found else None
+
+
+def stored_sources(con, keys: pl.DataFrame) -> dict[int, int]:
+    """Position -> source id of the ``keys`` (pos, sha256, config) whose content and settings are stored."""
+    with registered(con, "_run_files", keys):
+        found = con.execute("""SELECT f.pos, any_value(s.source_id) FROM _run_files f
+                               JOIN sources s ON s.sha256 = f.sha256 AND s.config = f.config GROUP BY f.pos""").fetchall()
+    return {int(pos): int(sid) for pos, sid in found}
+
+
+def other_model_names(con, sha256: str, benchmark: str, model: str) -> list[tuple]:
+    """(model, source id, path) of the content ``sha256`` stored under a model name other than ``model``."""
+    return con.execute("""
+        SELECT DISTINCT m.model, src.source_id, src.path
+        FROM sources src JOIN response_codes r ON r.source_id = src.source_id
+        JOIN models m ON m.model_id = r.model_id
+        WHERE src.sha256 = ? AND src.benchmark = ? AND m.model <> ?
+        ORDER BY src.source_id LIMIT 3""", [sha256, benchmark, model]).fetchall()
+
+
+def take_source_ids(con, n: int) -> list[int]:
+    """``n`` new source ids, in increasing order."""
+    if n == 1:
+        return [con.execute("SELECT nextval('source_ids')").fetchall()[0][0]]
+    return sorted(r[0] for r in con.execute("SELECT nextval('source_ids') FROM range(?)", [n]).fetchall())
+
+
+def next_source_id(con) -> int:
+    """The source id the next ``nextval('source_ids')`` gives."""
+    return con.execute("SELECT coalesce(last_value + 1, start_value) FROM duckdb_sequences() "
+                       "WHERE sequence_name = 'source_ids'").fetchall()[0][0]
+
+
+def give_back_source_ids(con, following: int) -> None:
+    """After a rolled-back transaction that took source ids: the next one is ``following`` again.
+
+    A file refused in a store opened for it alone left no trace, not even the id it took (the
+    sequence is written only with a commit), so the next file got that id; on a connection shared
+    by a command the sequence would have moved on.
+    """
+    if next_source_id(con) != following:
+        schema.restart_source_ids(con, following)
+
+
+def record_source(con, row: list) -> None:
+    """One ``sources`` row (its columns in order)."""
+    con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+
+def record_sources(con, frame: pl.DataFrame) -> None:
+    """Several ``sources`` rows (a frame of its columns in order)."""
+    with registered(con, "_run_sources", frame):
+        con.execute("INSERT INTO sources SELECT * FROM _run_sources")
+
+
+def record_rejects(con, source_id: int, path: str, rejects: pl.DataFrame) -> None:
+    """A file's quarantined rows (``line``, ``field``, ``reason``, ``raw``)."""
+    with registered(con, "_rejects", rejects):
+        con.execute("INSERT INTO rejects SELECT ?, ?, line, field, reason, raw FROM _rejects", [source_id, path])
+
+
+# --- what is stored of a benchmark ------------------------------------------------------------
+
+def has_models(con, benchmarks: list[str]) -> bool:
+    """Whether any of ``benchmarks`` has a stored model (else it has no responses, items or variants)."""
+    if len(benchmarks) == 1:
+        return bool(con.execute("SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark = ? LIMIT 1)",
+                                [benchmarks[0]]).fetchall()[0][0])
+    return bool(con.execute("SELECT count(*) FROM (SELECT 1 FROM models WHERE benchmark IN (SELECT unnest(?)) "
+                            "LIMIT 1)", [benchmarks]).fetchall()[0][0])
+
+
+def stored_codes(con, kind: Kind, benchmarks: list[str]) -> pl.DataFrame:
+    """benchmark, text, code of every stored ``kind`` of ``benchmarks``."""
+    return query_pl(con, f"SELECT benchmark, {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} "
+                         "WHERE benchmark IN (SELECT unnest(?))", [benchmarks])
+
+
+def insert_codes(con, kind: Kind, new: pl.DataFrame, source_id: int | None = None,
+                 used_by: FileRows | None = None) -> None:
+    """New ``kind`` codes (code, benchmark, text[, source_id]).
+
+    ``source_id``: every entry's source (else the frame's ``source_id`` column); ``used_by``: only
+    the codes that these rows use.
+    """
+    with registered(con, "_new_codes", new):
+        if source_id is None:
+            con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
+                        "SELECT code, benchmark, text, source_id FROM _new_codes")
+            return
+        used = f" WHERE code IN (SELECT DISTINCT {kind.code} FROM {used_by.sql})" if used_by else ""
+        con.execute(f"""INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id)
+            SELECT code, benchmark, text, ? FROM _new_codes{used}""", [source_id] + (used_by.params if used_by else []))
+
+
+# --- checks of a file's staged rows against the store ---------------------------------------
+
+def stored_model_staged(con) -> bool:
+    """Whether some model of ``_stage`` is stored (only then can a staged response be stored already)."""
+    return con.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM models WHERE model_id IN (SELECT DISTINCT model_id FROM _stage) "
+        "LIMIT 1)").fetchall()[0][0] > 0
+
+
+#: The columns of ``_stage`` and ``response_codes`` a stored-value check may compare.
+_VALUE_COLUMNS = frozenset({"score", "human_score"})
+
+
+def contradictions(con, column: str) -> tuple[int, list[tuple]]:
+    """Staged rows whose ``column`` (score or human_score) differs from the stored response's.
+
+    Returns how many, and the first five: model, item, variant, replicate, staged value, line,
+    stored value, stored source's path and line.  NULL on either side is no contradiction.
+    """
+    if column not in _VALUE_COLUMNS:
+        raise ValueError(f"column: one of {sorted(_VALUE_COLUMNS)}, not {column!r}")
+    differ = f"r.{column} <> s.{column}"
+    first = con.execute(f"""
+        SELECT m.model, i.item_id, v.variant, s.replicate, s.{column}, s.line, r.{column}, src.path, r.line
+        FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        JOIN models m ON m.model_id = s.model_id
+        JOIN items i ON i.item_key = s.item_key
+        JOIN variants v ON v.variant_id = s.variant_id
+        JOIN sources src ON src.source_id = r.source_id
+        WHERE {differ} ORDER BY s.line LIMIT 5""").fetchall()
+    if not first:
+        return 0, []
+    n = con.execute(f"""SELECT count(*) FROM _stage s JOIN response_codes r
+                        USING (model_id, item_key, variant_id, replicate) WHERE {differ}""").fetchall()[0][0]
+    return n, first
+
+
+def item_contradictions(con) -> list[tuple]:
+    """The first five staged items (``_stage_items``) whose subject/domain differ from the stored item's:
+    item, subject, domain, line, stored subject, stored domain, stored source's path and line."""
+    return con.execute("""
+        SELECT n.item_id, n.subject, n.domain, n.line, i.subject, i.domain, src.path, i.line
+        FROM (SELECT item_key, arg_min(item_id, line) AS item_id, arg_min(subject, line) AS subject,
+                     arg_min(domain, line) AS domain, min(line) AS line
+              FROM _stage_items GROUP BY item_key) n
+        JOIN items i USING (item_key)
+        JOIN sources src ON src.source_id = i.source_id
+        WHERE i.subject <> n.subject OR i.domain <> n.domain ORDER BY n.line LIMIT 5""").fetchall()
+
+
+def first_run_conflict(con, rows: pl.DataFrame, items: pl.DataFrame) -> int | None:
+    """The smallest ``pos`` of a run's rows (or first items) contradicting a stored score, human score
+    or item; None if none does."""
+    with registered(con, "_run_rows", rows), registered(con, "_run_items", items):
+        found = con.execute("""
+            SELECT min(pos) FROM (
+                SELECT s.pos FROM _run_rows s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+                WHERE r.score <> s.score OR r.human_score <> s.human_score
+                UNION ALL
+                SELECT n.pos FROM _run_items n JOIN items i USING (item_key)
+                WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]
+    return None if found is None else int(found)
+
+
+# --- writes ---------------------------------------------------------------------------------
+
+def merge_responses(con, staged: str) -> int:
+    """Add the responses of the staged relation ``staged`` (response_codes' columns) that the store
+    does not hold; returns how many were added. A stored response without a human score gains
+    the one staged for it (human labels ingested after the judge's scores, issue #28). A staged
+    human score contradicting a stored one never gets here: the file was refused as a conflict
+    (issue #39). The one rule for the one-file and the many-files ingest."""
+    if staged not in _STAGED:
+        raise ValueError(f"staged: one of {sorted(_STAGED)}, not {staged!r}")
+    con.execute(f"""UPDATE response_codes r SET human_score = s.human_score FROM {staged} s
+                    WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                      AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
+    return con.execute(f"""
+        INSERT INTO response_codes
+        SELECT * FROM {staged} s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        """).fetchall()[0][0]
+
+
+def insert_staged(con) -> int:
+    """Every row of ``_stage`` into ``response_codes`` (none can be stored already); returns how many."""
+    return con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
+
+
+def insert_staged_items(con, source_id: int, *, new_only: bool) -> None:
+    """The file's items (``_stage_items``); ``new_only``: those not stored, an item given two
+    pairs keeping its first line's (else every row is a new item, one row per item)."""
+    if not new_only:
+        con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, ?, line, item_key FROM _stage_items",
+                    [source_id])
+        return
+    con.execute("""
+        INSERT INTO items
+        SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line),
+               s.item_key
+        FROM _stage_items s ANTI JOIN items i USING (item_key)
+        GROUP BY s.benchmark, s.item_id, s.item_key""", [source_id])
+
+
+def store_run_rows(con, rows: pl.DataFrame, *, direct: bool) -> dict[int, int]:
+    """A run's coded rows (response_codes' columns, in order) into the store; source id -> rows added.
+
+    ``direct``: their benchmarks have nothing stored, so every row is added.
+    """
+    per_file = rows.group_by("source_id").len()
+    with registered(con, "_run_rows", rows):
+        if direct:
+            con.execute("INSERT INTO response_codes SELECT * FROM _run_rows")
+            return dict(per_file.iter_rows())
+        already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
+            SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
+        merge_responses(con, "_run_rows")
+    return {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
+
+
+def insert_items(con, items: pl.DataFrame) -> None:
+    """New items (benchmark, item_id, subject, domain, source_id, line, item_key)."""
+    with registered(con, "_new_items", items):
+        con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, source_id, line, item_key "
+                    "FROM _new_items")
