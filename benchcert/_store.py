@@ -129,11 +129,6 @@ class IngestResult(TableResult):
         return "\n".join(lines)
 
 
-def _check_unit(name: str, value: float) -> None:
-    if not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
-
-
 def _frame_kind(source: Any) -> str | None:
     """``"polars"``, ``"pandas"`` or None, without importing pandas."""
     module = type(source).__module__ or ""
@@ -378,12 +373,13 @@ class Store:
         -------
         ComparisonResult; RecordedLook when ``record``; HumanGapResult when ``scale="human"``
         """
+        from benchcert.stats.validation import check_unit_interval
         from benchcert.tasks.compare.gate import GateOptions
         from benchcert.tasks.compare.service import CompareRequest, compare_models, record_look
         from benchcert.tasks.errors import MissingStoreError
 
-        _check_unit("alpha", alpha)
-        _check_unit("power", power)
+        check_unit_interval("alpha", alpha)
+        check_unit_interval("power", power)
         candidates = (candidate,) if isinstance(candidate, str) else tuple(candidate)
         if not candidates or not all(isinstance(c, str) for c in candidates):
             raise ValueError(f"candidate must be a model name or a list of them; got {candidate!r}")
