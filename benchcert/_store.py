@@ -282,7 +282,10 @@ class Store:
             A file was refused (its rows not stored; the others' were, unless ``atomic``); the
             message names each refused file and why, and ``.result`` has every report.
         ValueError
-            A bad argument or mapping (``MappingError`` names the field).
+            A bad argument.
+        UserError
+            A mapping that names no canonical field or does not fit the files (``MappingError``,
+            exit code 2 on the command line).
         """
         from benchcert.flows.ingest_command import IngestOptions, build_mapping, ingest_paths
 
