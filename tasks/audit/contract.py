@@ -131,14 +131,14 @@ class BlockedForm:
     pairs: bool = False
 
 
-#: The inputs an analysis may declare beyond the score matrix.
+#: The inputs an analysis may declare beyond the score matrix, and what the audit does for each.
 INPUTS = {
-    "variant_counts": "per-variant replicate counts (BenchmarkMatrices.variant_counts; store table response_codes)",
-    "replicate_counts": "per-item replicate counts (BenchmarkMatrices.n_replicates)",
-    "subsets": "recorded subset manifests (store table subsets; read from the export on Dask workers)",
-    "human_scores": "human scores beside the judge's (BenchmarkMatrices.human; response_codes.human_score)",
-    "option_probs": "option probabilities (store table option_probs)",
-    "environments": "the environments file (AuditConfig.environments)",
+    "variant_counts": "per-variant replicate counts (BenchmarkMatrices.variant_counts), read with the matrices "
+                      "only when a registered analysis declares them",
+    "subsets": "recorded subset manifests (store table subsets), passed as subsets= when the analysis runs on "
+               "a Dask worker, which reads them from the export",
+    "human_scores": "human scores beside the judge's (BenchmarkMatrices.human), read with the matrices",
+    "option_probs": "option probabilities (store table option_probs), which the analysis reads itself",
 }
 
 
