@@ -48,6 +48,7 @@ import numpy as np
 from . import _dist as _st  # scipy.stats' t through scipy.special (importing scipy.stats costs ~0.5 s)
 
 from .degenerate import warn_degenerate
+from .verdicts import interval_verdict
 from .validation import check_alpha, check_power
 
 __all__ = ["SubjectWeightedGap", "subject_weighted_gap", "subject_means", "means_by_code", "SUBJECT_WEIGHTED",
@@ -384,7 +385,7 @@ def subject_weighted_gap(means, *, alpha=0.05, power=0.8) -> SubjectWeightedGap:
     est = mom.est
     lo = np.where(few, -1.0, np.clip(est - sd_eff * claims.x_up, -1.0, 1.0))
     hi = np.where(few, 1.0, np.clip(est - sd_eff * claims.x_dn, -1.0, 1.0))
-    verdict = np.where(lo > 0, "improved", np.where(hi < 0, "regressed", "inconclusive")).astype(object)
+    verdict = interval_verdict(lo, hi)
     reach = np.maximum(sd_eff * claims.x_up, -sd_eff * claims.x_dn)
     # one subject: no gap in [-1, 1] can be detected, so the MDE is the whole range's width (it
     # was t quantiles added up, about 14, read as a gap of 1,400 points)

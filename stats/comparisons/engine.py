@@ -19,6 +19,7 @@ from scipy.special import ndtr, ndtri
 
 from .._common import cr2_mean, unwrap_scalar
 from ..degenerate import Ref, warn_degenerate
+from ..verdicts import interval_verdict
 from .results import (
     MIN_SUBJECTS_CLUSTERED,
     _CLUSTERED_ASSUMPTIONS,
@@ -39,14 +40,6 @@ def _z(alpha: float) -> float:
 
 
 _out = unwrap_scalar  # 0-d results as Python scalars (stats/_common.py)
-
-
-def interval_verdict(lower, upper) -> np.ndarray:
-    """The verdict an interval of the gap (candidate - baseline) gives: "improved" when its lower
-    end is above 0, "regressed" when its upper end is below 0, else "inconclusive"."""
-    lower = np.asarray(lower)
-    upper = np.asarray(upper)
-    return np.where(lower > 0, "improved", np.where(upper < 0, "regressed", "inconclusive")).astype(object)
 
 
 #: Position in the whole family of each pair of the block being computed (blocked pairwise).
