@@ -17,6 +17,7 @@ from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task, ver
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.matrices import response_count
+from benchcert.tasks.errors import DataError
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
 
@@ -27,8 +28,9 @@ def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
         return response_count(con, benchmark, model)
 
 
-class LogsPathRefused(PermissionError):
-    """A checkpoint event named logs outside the inbox and the allowed folders."""
+class LogsPathRefused(DataError):
+    """A checkpoint event named logs outside the inbox and the allowed folders (or reached through a
+    symlink loop): the event's input cannot be used, and nothing at that path is read."""
 
 
 def allowed_logs_path(logs: str, inbox: str | None, allowed: list[str] | None) -> Path:

@@ -18,6 +18,7 @@ from benchcert.tasks.ingest.sources import expand_sources
 from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
+from benchcert.tasks.errors import DataError
 
 MAPPING_FILE = "mapping.toml"
 
@@ -100,8 +101,9 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     return out
 
 
-class NightlyProblems(RuntimeError):
-    """Some files were refused or some benchmark could not be audited; the others were."""
+class NightlyProblems(DataError):
+    """Some files were refused or some benchmark could not be audited; the others were (the flow
+    run fails with it, naming each problem)."""
 
 
 def nightly_problems(out: dict) -> list[str]:

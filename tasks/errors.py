@@ -47,6 +47,10 @@ class NoDataError(UserError):
     """The store holds nothing that answers the request: an unknown or empty benchmark, a plan or
     model it does not hold, too few models or shared items (exit code 1)."""
 
+    # Spelled out, as in every kind: a feature error that also derives from another kind (a
+    # dashboard's output folder is a DashboardError and a UsageError) takes the first kind's code.
+    exit_code = 1
+
 
 class StoreUnusableError(UserError):
     """The store exists but cannot be used now: locked by another process, of a newer version, not a
@@ -59,11 +63,15 @@ class DataError(UserError):
     """The data given cannot be used as they are: a file that cannot be read or does not validate, a
     mapping that does not fit it, a row contradicting what the store holds (exit code 1)."""
 
+    exit_code = 1
+
 
 class NotAnalysableError(UserError):
     """An analysis cannot analyse this benchmark's data (too few models, subjects or items for its
     question, no variants, no probabilities): the audit records it as skipped, with this message, and
     runs the others (exit code 1 when a command asks for that analysis alone)."""
+
+    exit_code = 1
 
 
 def unit_interval_option(flag: str, value, *, closed: bool | str = False) -> float:

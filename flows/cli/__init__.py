@@ -1,9 +1,13 @@
 """The ``benchcert`` command line: one module per command, each with ``register(subparsers)``.
 
 Exit codes: 0 success; 1 the data or a run failed (rejected or conflicting file, failed
-audit, unknown benchmark, variant, model or run); 2 usage error; 3 the store is locked or
+audit, unknown benchmark, variant, model or run); 2 usage error; 3 the store is missing, locked or
 unusable; 4 a CI gate failed (``compare --fail-on``/``--require``).  An error is one line on stderr;
 ``--debug`` (or ``BENCHCERT_DEBUG=1``) shows its traceback.
+
+A command returns its successful exit code (and the gate's 4) and raises everything else: a
+:class:`~benchcert.tasks.errors.UserError` is turned into its line and exit code here, in
+:func:`main` alone; any other exception is reported as a bug.
 """
 
 from __future__ import annotations
@@ -36,7 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _name_commands(p)
     return p
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Give every command's parser its program name as the default ``prog``, so that main() starts
+    an error's line with the command as typed (``benchcert plan subsample: ...``), aliases under
+    the command's own name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(prog=sub.prog)
+                _name_commands(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +131,15 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except errors.UserError as exc:
+        # The one place a user error becomes its line and exit code.  Under --debug its traceback
+        # comes first, except for a command that runs a flow, whose error is let through whole
+        # (as Prefect reports a failed flow run).
+        if debug and getattr(args, "raise_under_debug", False):
+            raise
+        if debug:
+            errors.show_traceback(exc)
+        return errors.report(args.command, exc, prog=getattr(args, "prog", None))
     except KeyboardInterrupt:
         print(f"benchcert {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -125,8 +150,8 @@ def _main(argv: list[str] | None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except Exception as exc:
+    except Exception as exc:  # a bug, or the machine around benchcert (a full disk, no Prefect API)
         if debug:
             raise
-        return errors.report(args.command, exc)
+        return errors.report(args.command, exc, prog=getattr(args, "prog", None))
 

@@ -6,13 +6,11 @@ variant); 2 usage error; 3 the store is missing, locked or unusable.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, alpha_arg, print_json,
-                                        require_store, user_error, webhook_arg)
+from benchcert.flows.cli.errors import EXIT_OK, alpha_arg, print_json, require_store, webhook_arg
 from benchcert.flows.cli.options import run_mode_options, store_options
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import UsageError
 
 
 def summary_table(summary: dict) -> str:
@@ -27,37 +25,21 @@ def summary_table(summary: dict) -> str:
 def cmd_audit(args) -> int:
     from benchcert.tasks.hierarchical.settings import parse_hierarchy, read_subject_weights
 
-    try:
-        alpha_arg(args.alpha)
-    except UsageError as exc:
-        return user_error("benchcert audit", exc)
+    # Every refusal below is a UserError that main() reports in one line with its exit code.
+    alpha_arg(args.alpha)
     try:
         hierarchy = parse_hierarchy(args.hierarchy)
         weights = read_subject_weights(args.weights) if args.weights else None
-    except (ValueError, OSError) as exc:
-        print(f"benchcert audit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        webhook_arg(args.webhook)
-    except UsageError as exc:
-        return user_error("benchcert audit", exc)
-    try:
-        require_store(args.db)
-    except UserError as exc:
-        return user_error("benchcert audit", exc)
+    except (ValueError, OSError) as exc:  # the settings' validators name the option's mistake
+        raise UsageError(str(exc)) from None
+    webhook_arg(args.webhook)
+    require_store(args.db)
     environments = None
     if args.environments is not None:
-        from benchcert.tasks.certify.service import EnvironmentsError, spec_for_audit
-        from benchcert.tasks.store.connection import StoreError
+        from benchcert.tasks.certify.service import spec_for_audit
 
-        try:
-            environments = spec_for_audit(args.environments, args.db, args.benchmark, args.lock_timeout)
-        except EnvironmentsError as exc:
-            print(f"benchcert audit: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except StoreError as exc:
-            print(f"benchcert audit: {exc}", file=sys.stderr)
-            return EXIT_STORE
+        # a bad file is an EnvironmentsError (exit 2), a locked store a StoreError (exit 3)
+        environments = spec_for_audit(args.environments, args.db, args.benchmark, args.lock_timeout)
     from benchcert.flows.scale_out import ScaleOut
     from benchcert.tasks.audit.request import AuditRequest
 
@@ -76,14 +58,12 @@ def cmd_audit(args) -> int:
         prefect_env()
         from benchcert.flows.audit import audit_flow
         from benchcert.flows.scale_out import dask_audit
-        from benchcert.tasks.store.export import ExportError
-        from benchcert.tasks.store.matrices import MatrixError
 
         try:
+            # an export that cannot be written or an unknown benchmark raise their UserError (exit 1)
             flow_fn, request = dask_audit(scale, request, audit_flow)
-        except ValueError as exc:
-            print(f"benchcert audit: {exc}", file=sys.stderr)
-            return EXIT_DATA if isinstance(exc, (ExportError, MatrixError)) else EXIT_USAGE
+        except ValueError as exc:  # flows/scale_out.py's checks of the scale-out options
+            raise UsageError(str(exc)) from None
         out = flow_fn(request)  # (dask_audit checked the scale-out options)
     else:
         from benchcert.flows.runs import choose_mode, run_audit
@@ -141,7 +121,8 @@ def register(sub) -> None:
                          "environment_risks and a report section with each model's score per environment")
     run_mode_options(sp)
     add_dask_arguments(sp)
-    sp.set_defaults(func=cmd_audit)
+    # raise_under_debug: the audit runs as a flow; under --debug its error is let through whole.
+    sp.set_defaults(func=cmd_audit, raise_under_debug=True)
 
 
 def add_dask_arguments(sp) -> None:

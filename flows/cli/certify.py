@@ -13,7 +13,7 @@ import csv
 import json
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, user_error, user_errors
+from benchcert.flows.cli.errors import EXIT_OK
 from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.flows.cli.errors import print_json as _print_json
 
@@ -78,10 +78,7 @@ def cmd_plan_environments(args) -> int:
     req = EnvironmentPlanRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, epsilon=args.epsilon,
                                  delta=args.delta, protocol=args.protocol, seed=args.seed,
                                  lock_timeout=args.lock_timeout)
-    try:
-        plan = plan_environments(req)
-    except user_errors() as exc:
-        return user_error("benchcert plan environments", exc, traceback=True)
+    plan = plan_environments(req)  # its UserErrors (a bad file: EnvironmentsError, exit 2) reach main()
     design, spec, seed, N, notes, head = plan.design, plan.spec, plan.seed, plan.N, plan.notes, plan.summary
     eps, delta = design.epsilon, design.delta
     out = {**plan.summary, "out": None if args.out is None else str(args.out), "notes": list(notes)}
@@ -137,10 +134,7 @@ def cmd_certify(args) -> int:
 
     req = CertifyRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, subset=args.subset, delta=args.delta,
                          variant=args.variant, lock_timeout=args.lock_timeout)
-    try:
-        cert = certify(req)
-    except user_errors() as exc:
-        return user_error("benchcert certify", exc, traceback=True)
+    cert = certify(req)  # its UserErrors (an unknown plan: UnknownPlanError, exit 1) reach main()
     out, rows, failure, plan, delta = cert.to_dict(), cert.rows, cert.failure, cert.plan, cert.delta
     notes = cert.notes
     if args.json:

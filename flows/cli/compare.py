@@ -22,12 +22,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import (EXIT_GATE, EXIT_OK, alpha_arg, exit_code, print_json, require_store,
-                                        show_traceback, user_error)
+from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, require_store
 from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.tasks.compare.gate import FAIL_ON, REQUIRE, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES, QUESTION_CHOICES
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import UsageError
 
 
 def register(sub) -> None:
@@ -79,11 +78,6 @@ def register(sub) -> None:
     sp.set_defaults(func=cmd_compare)
 
 
-def _err(msg: str) -> None:
-    show_traceback()  # --debug: the traceback of an error being reported, if any
-    print(f"benchcert compare: {msg}", file=sys.stderr)
-
-
 def _request(args):
     """The service's request from the options; a UserError (UsageError, MissingStoreError) when they make none."""
     from benchcert.tasks.compare.service import CompareRequest
@@ -106,24 +100,16 @@ def _request(args):
 
 def cmd_compare(args) -> int:
     from benchcert.tasks.compare.service import compare_models, record_look
-    from benchcert.tasks.compare.verdicts import VerdictError
-    from benchcert.tasks.store.connection import StoreError
-    from benchcert.tasks.store.matrices import MatrixError
 
-    try:
-        request = _request(args)
-        if args.scale == "human":
-            if args.record:
-                raise UsageError("--record answers the judge-scale checkpoint question; drop --scale human")
-            from benchcert.flows.cli.judge import cmd_compare_human
+    request = _request(args)
+    if args.scale == "human":
+        if args.record:
+            raise UsageError("--record answers the judge-scale checkpoint question; drop --scale human")
+        from benchcert.flows.cli.judge import cmd_compare_human
 
-            return cmd_compare_human(args, request)
-        result = record_look(request) if args.record else compare_models(request)
-    except UserError as exc:  # found before any data was read: no traceback
-        return user_error("benchcert compare", exc)
-    except (StoreError, MatrixError, VerdictError) as exc:
-        _err(str(exc))
-        return exit_code(exc)
+        return cmd_compare_human(args, request)
+    # a locked store, an unknown benchmark or model, no shared item: UserErrors that reach main()
+    result = record_look(request) if args.record else compare_models(request)
     if args.record:
         return _show_look(args, result)
     return _show(args, result)

@@ -13,7 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_USAGE, print_json
+from benchcert.flows.cli.errors import EXIT_OK, print_json
+from benchcert.tasks.errors import UsageError, UserError
 
 
 def register(sub) -> None:
@@ -24,20 +25,11 @@ def register(sub) -> None:
 
 
 def cmd_dashboard_build(args) -> int:
-    from benchcert.tasks.render.dashboard import DEFAULT_METHODS, DashboardError, OutputFolderError, build_site
+    from benchcert.tasks.render.dashboard import DEFAULT_METHODS, build_site
 
     methods = (args.method,) if args.method else DEFAULT_METHODS
-    try:
-        report = build_site(args.artifacts, args.out, methods=methods, max_trend_runs=args.max_runs)
-    except OutputFolderError as exc:
-        print(f"benchcert dashboard build: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except DashboardError as exc:
-        print(f"benchcert dashboard build: {exc}", file=sys.stderr)
-        return EXIT_DATA
-    except ValueError as exc:
-        print(f"benchcert dashboard build: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    # An unusable --out (OutputFolderError, exit 2) or unreadable artifacts (DashboardError, 1) reach main().
+    report = build_site(args.artifacts, args.out, methods=methods, max_trend_runs=args.max_runs)
     index = report.out / "index.html"
     if args.json:
         print_json({"out": str(report.out), "index": str(index), "benchmarks": report.benchmarks,
@@ -64,19 +56,14 @@ def _interrupt(signum, frame):
 
 
 def cmd_dashboard_serve(args) -> int:
-    from benchcert.tasks.render.dashboard import DashboardError, make_server
+    from benchcert.tasks.render.dashboard import make_server
 
     if not 0 <= args.port <= 65535:
-        print(f"benchcert dashboard serve: --port must be in 0..65535; got {args.port}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"--port must be in 0..65535; got {args.port}")
     try:
-        server = make_server(args.dir, args.host, args.port, quiet=args.quiet)
-    except DashboardError as exc:
-        print(f"benchcert dashboard serve: {exc}", file=sys.stderr)
-        return EXIT_DATA
-    except OSError as exc:
-        print(f"benchcert dashboard serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return EXIT_DATA
+        server = make_server(args.dir, args.host, args.port, quiet=args.quiet)  # no dashboard: DashboardError
+    except OSError as exc:  # the address or port given cannot be used (taken, not this machine's)
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     if not _is_loopback(args.host):
         print(f"warning: {args.host} is not a loopback address: anyone who can reach it can read the dashboard",
               file=sys.stderr)

@@ -15,20 +15,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, user_error
+from benchcert.flows.cli.errors import EXIT_OK
 from benchcert.flows.cli.options import lock_timeout_option
 
 
 def cmd_default_variant(args) -> int:
-    from benchcert.tasks.errors import UserError
     from benchcert.tasks.store.matrices import default_variant
 
-    prog = "benchcert default-variant"
-    try:
-        got = default_variant(args.db, args.benchmark, variant=args.variant, clear=args.clear,
-                              lock_timeout=args.lock_timeout)
-    except UserError as exc:  # a locked or unusable store (StoreError) is reported by main, in one line
-        return user_error(prog, exc, traceback=True)
+    got = default_variant(args.db, args.benchmark, variant=args.variant, clear=args.clear,
+                          lock_timeout=args.lock_timeout)  # its UserErrors reach main()
     if args.json:
         print(json.dumps(got.to_dict()))
     elif got.default is None:

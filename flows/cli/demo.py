@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, user_error
+from benchcert.flows.cli.errors import EXIT_OK
 from benchcert.flows.cli.options import run_mode_options
 from benchcert.tasks.errors import UsageError, UserError
 
@@ -100,16 +100,14 @@ def run_command(argv: list[str]) -> int:
 
 
 def cmd_demo(args) -> int:
-    try:
-        with bundled(*LOGS) as logs, bundled(*MAPPING) as mapping:
-            store = prepare_dir(args.dir)
-            mode = [] if args.prefect is None else ["--prefect" if args.prefect else "--in-process"]
-            print(f"benchcert demo: the bundled MMLU-Pro logs into {store}", flush=True)
-            # (--opt=value: a --dir starting with "-" must not read as an option)
-            code = run_command(["ingest", str(logs), f"--db={store}", f"--benchmark={BENCHMARK}",
-                                f"--config={mapping}", *mode])
-    except UserError as exc:
-        return user_error("benchcert demo", exc)
+    # A missing data file (MissingDemoDataError) or an unusable --dir (UsageError) reaches main().
+    with bundled(*LOGS) as logs, bundled(*MAPPING) as mapping:
+        store = prepare_dir(args.dir)
+        mode = [] if args.prefect is None else ["--prefect" if args.prefect else "--in-process"]
+        print(f"benchcert demo: the bundled MMLU-Pro logs into {store}", flush=True)
+        # (--opt=value: a --dir starting with "-" must not read as an option)
+        code = run_command(["ingest", str(logs), f"--db={store}", f"--benchmark={BENCHMARK}",
+                            f"--config={mapping}", *mode])
     if code != EXIT_OK:
         return code
     code = run_command(["audit", f"--db={store}", f"--benchmark={BENCHMARK}", f"--artifacts={args.dir / ARTIFACTS}",

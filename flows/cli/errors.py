@@ -1,8 +1,13 @@
 """How the command line reports a failure: one line on stderr and a documented exit code.
 
 Exit codes (flows/cli/__init__.py): 0 success; 1 the data or the run failed (unknown benchmark, variant
-or model, rejected or conflicting file); 2 usage error (bad option value, bad mapping);
-3 the store is locked or unusable; 4 a CI gate failed (``compare --fail-on`` or ``--require``).
+or model, rejected or conflicting file); 2 usage error (bad option value, bad mapping, bad
+environments file); 3 the store is missing, locked or unusable; 4 a CI gate failed (``compare
+--fail-on`` or ``--require``).
+
+A command raises a :class:`~benchcert.tasks.errors.UserError` (or a feature error derived from
+one) and returns only its successful codes and the gate's 4; ``main()`` alone turns the error into
+its line (:func:`report`) and exit code (:func:`exit_code`).  Any other exception is a bug.
 
 ``--debug`` anywhere on the command line, or ``BENCHCERT_DEBUG=1``, lets the traceback through
 (and Prefect's own console logging, which is otherwise kept to critical messages; the Prefect
@@ -104,48 +109,25 @@ def require_store(db) -> None:
     check(db)
 
 
-def user_errors() -> tuple[type[BaseException], ...]:
-    """What a command catches from a service to report with :func:`user_error`: a feature's
-    UserError (tasks/errors.py) and the store's StoreError (locked or unusable); anything else is a bug."""
-    from benchcert.tasks.store.connection import StoreError
-
-    return (UserError, StoreError)
-
-
-def user_error(prog: str, exc: BaseException, *, traceback: bool = False) -> int:
-    """Report a user error a command caught (one of :func:`user_errors`): ``<prog>: <message>`` on
-    stderr; return its exit code.  ``traceback``: under ``--debug`` print the traceback first (for
-    a refusal raised inside a service, where the traceback says which rule refused)."""
-    if traceback:
-        show_traceback(exc)
-    print(f"{prog}: {exc}", file=sys.stderr)
-    return exit_code(exc)
-
-
 def quiet_prefect_console(debug: bool) -> None:
     """Prefect prints a task's traceback to the console before the flow re-raises it: keep that for --debug."""
     if not debug:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 
-def exit_code(exc: BaseException) -> int:
-    """The documented exit code of an error that reached the top of a command: the store 3, a
-    mapping 2, a :class:`~benchcert.tasks.errors.UserError` its own ``exit_code``, a bad
-    environment variable of ``stats/`` (a ValueError with ``setting``) 2, anything else 1."""
-    from benchcert.tasks.store.connection import StoreError
+def _is_setting_error(exc: BaseException) -> bool:
+    # stats/ cannot import tasks' UsageError: its bad environment variables (stats/_blas.py's
+    # SettingError) are ValueErrors that name the variable in ``setting``.
+    return isinstance(exc, ValueError) and isinstance(getattr(exc, "setting", None), str)
 
-    try:
-        from benchcert.tasks.ingest.mapping import MappingError
-    except ImportError:  # pragma: no cover
-        MappingError = ()  # type: ignore[assignment]
-    if isinstance(exc, StoreError):
-        return EXIT_STORE
-    if isinstance(exc, MappingError):
-        return EXIT_USAGE
+
+def exit_code(exc: BaseException) -> int:
+    """The documented exit code of an error that reached ``main()``: a
+    :class:`~benchcert.tasks.errors.UserError` its own ``exit_code`` (the store's 3, usage 2, data 1),
+    a bad environment variable of ``stats/`` 2, anything else (a bug, a file or a machine problem) 1."""
     if isinstance(exc, UserError):
         return exc.exit_code
-    if isinstance(exc, ValueError) and isinstance(getattr(exc, "setting", None), str):
-        # stats/ cannot raise tasks' UsageError; its setting errors name their variable instead.
+    if _is_setting_error(exc):
         return EXIT_USAGE
     return EXIT_DATA
 
@@ -159,14 +141,12 @@ def is_user_error(exc: BaseException) -> bool:
     """Whether ``exc`` describes the user's input or data (reported in one line) rather than a bug.
 
     A :class:`~benchcert.tasks.errors.UserError` (raised where the code knows the mistake is the
-    user's), a ValueError (the validators of stats/ and tasks/ raise it naming the parameter), the
-    store's errors and the file errors of a path the user gave.  A KeyError, IndexError, TypeError
-    or AttributeError is a bug in benchcert: it is reported as unexpected, with the ``--debug`` hint.
+    user's: the store's errors and every feature's derive from it), a bad environment variable of
+    ``stats/`` (see :func:`exit_code`), and the file errors of a path the user gave.  Anything else - a bare ValueError, a KeyError, IndexError, TypeError or
+    AttributeError - is a bug in benchcert: it is reported as unexpected, with the ``--debug`` hint.
     """
-    from benchcert.tasks.store.connection import StoreError
-
-    return isinstance(exc, (UserError, ValueError, StoreError, FileNotFoundError, PermissionError,
-                            IsADirectoryError, NotADirectoryError))
+    return (isinstance(exc, (UserError, FileNotFoundError, PermissionError, IsADirectoryError,
+                             NotADirectoryError)) or _is_setting_error(exc))
 
 
 def environment_problem(exc: BaseException) -> str | None:
@@ -183,9 +163,10 @@ def environment_problem(exc: BaseException) -> str | None:
     return None
 
 
-def report(command: str | None, exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr; return its exit code."""
-    prog = f"benchcert {command}" if command else "benchcert"
+def report(command: str | None, exc: BaseException, *, prog: str | None = None) -> int:
+    """Print ``exc`` as one line on stderr, after ``prog`` (default ``benchcert <command>``: a
+    sub-command's errors name it, ``benchcert plan subsample``); return its exit code."""
+    prog = prog or (f"benchcert {command}" if command else "benchcert")
     problem = environment_problem(exc)
     if problem is not None:
         print(f"{prog}: {problem}", file=sys.stderr)

@@ -6,24 +6,18 @@ flows/scale_out.py) reads this export, never the DuckDB file, which allows one w
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_OK, exit_code, print_json, require_store
-from benchcert.tasks.errors import MissingStoreError
+from benchcert.flows.cli.errors import EXIT_OK, print_json, require_store
 
 
 def cmd_export(args) -> int:
-    from benchcert.tasks.store.export import ExportError, export_parquet
-    from benchcert.tasks.store.connection import StoreError
+    from benchcert.tasks.store.export import export_parquet
 
-    try:
-        require_store(args.db)
-        report = export_parquet(args.db, args.parquet, benchmarks=args.benchmark or None,
-                                lock_timeout=args.lock_timeout)
-    except (MissingStoreError, ExportError, StoreError) as exc:
-        print(f"benchcert export: {exc}", file=sys.stderr)
-        return exit_code(exc)
+    require_store(args.db)
+    # an export that cannot be written (ExportError) or a locked store (StoreError) reaches main()
+    report = export_parquet(args.db, args.parquet, benchmarks=args.benchmark or None,
+                            lock_timeout=args.lock_timeout)
     if args.json:
         print_json(report.as_dict())
     else:

@@ -11,34 +11,27 @@ is locked or unusable.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json, user_error, user_errors
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json
 from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.tasks.errors import NoDataError
 
 
 def cmd_gof(args) -> int:
     from benchcert.tasks.gof.service import GofOptions, run_gof
 
-    prog = "benchcert gof"
     opts = GofOptions(benchmark=args.benchmark, models=tuple(args.model or ()), variant=args.variant,
                       method=args.method, folds=args.folds, crossfit_variance=args.crossfit_variance,
                       distinguisher=args.distinguisher, delta=args.delta, alpha=args.alpha,
                       null_draws=args.null_draws, seed=args.seed, lock_timeout=args.lock_timeout)
-    try:
-        result = run_gof(args.db, opts)
-    except user_errors() as exc:
-        return user_error(prog, exc, traceback=True)
-    if result.error is not None:
-        if args.json:
-            print_json(result.to_dict())
-        else:
-            print(f"{prog}: {result.error}", file=sys.stderr)
-        return EXIT_DATA
+    result = run_gof(args.db, opts)  # its UserErrors reach main()
     if args.json:
         print_json(result.to_dict())
-        return EXIT_OK
+        # The --json body names what failed ("error", no correct options); the exit code says so.
+        return EXIT_OK if result.error is None else EXIT_DATA
+    if result.error is not None:
+        raise NoDataError(result.error)
     _print_table(result)
     return EXIT_OK
 

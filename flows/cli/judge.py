@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, user_error, user_errors
+from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json
 from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.tasks.compare.rows import deciding_interval
 
@@ -46,15 +46,9 @@ def human_scale_block(summary: dict) -> str:
 
 def cmd_compare_human(args, request) -> int:
     """``compare --scale human`` (flows/cli/compare.py builds the request and calls this)."""
-    from benchcert.tasks.compare.verdicts import VerdictError
     from benchcert.tasks.judge.service import compare_human
-    from benchcert.tasks.store.connection import StoreError
-    from benchcert.tasks.store.matrices import MatrixError
 
-    try:
-        result = compare_human(request)
-    except (*user_errors(), MatrixError, VerdictError, StoreError) as exc:
-        return user_error("benchcert compare", exc)
+    result = compare_human(request)  # its UserErrors (VerdictError, MatrixError, StoreError) reach main()
     decision = result.gate
     if args.json:
         out = result.as_dict()
@@ -122,15 +116,11 @@ def register_plan(plan_sub) -> None:
 def cmd_plan_human_labels(args) -> int:
     from benchcert.flows.cli.errors import require_store
     from benchcert.tasks.judge.service import plan_labels
-    from benchcert.tasks.store.matrices import MatrixError
 
-    try:
-        alpha_arg(args.alpha)
-        require_store(args.db)
-        answer = plan_labels(args.db, args.benchmark, epsilon=args.epsilon, alpha=args.alpha, model=args.model,
-                             variant=args.variant, lock_timeout=args.lock_timeout)
-    except (*user_errors(), MatrixError) as exc:
-        return user_error("benchcert plan human-labels", exc)
+    alpha_arg(args.alpha)
+    require_store(args.db)
+    answer = plan_labels(args.db, args.benchmark, epsilon=args.epsilon, alpha=args.alpha, model=args.model,
+                         variant=args.variant, lock_timeout=args.lock_timeout)  # its UserErrors reach main()
     if args.json:
         print_json(answer.as_dict(), strict=True)
         return EXIT_OK

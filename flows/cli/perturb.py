@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import (EXIT_DATA, EXIT_OK, EXIT_USAGE, alpha_arg, exit_code, require_store,
-                                        print_json, show_traceback, user_error)
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, alpha_arg, print_json, require_store
 from benchcert.flows.cli.options import lock_timeout_option
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import UsageError
 
 
 def _variants(text: str | None) -> list[str] | None:
@@ -54,23 +52,15 @@ def _null_text(d) -> str:
 
 
 def cmd_perturb(args) -> int:
-    from benchcert.tasks.perturbation.service import DesignError, audit_stored
-    from benchcert.tasks.store.connection import StoreError
-    from benchcert.tasks.store.matrices import MatrixError
+    from benchcert.tasks.perturbation.service import audit_stored
 
-    try:
-        alpha_arg(args.alpha)
-        require_store(args.db)
-    except UserError as exc:
-        return user_error("benchcert perturb", exc)
-    try:
-        audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
-                             test=_variants(args.test), alpha=args.alpha, method=args.method,
-                             models=_variants(args.model), lock_timeout=args.lock_timeout)
-    except (StoreError, MatrixError, DesignError) as exc:
-        show_traceback()  # --debug
-        print(f"benchcert perturb: {exc}", file=sys.stderr)
-        return exit_code(exc)
+    alpha_arg(args.alpha)
+    require_store(args.db)
+    # a locked store (StoreError), an unknown benchmark (MatrixError) or a design that does not fit
+    # it (DesignError) reaches main() as raised
+    audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
+                         test=_variants(args.test), alpha=args.alpha, method=args.method,
+                         models=_variants(args.model), lock_timeout=args.lock_timeout)
     from benchcert.tasks.perturbation.planning import plans_for_audit
 
     # where items have no power: the replicates (and null variants) that would give the default test power
@@ -147,48 +137,37 @@ def cmd_perturb(args) -> int:
 def cmd_plan_perturbation(args) -> int:
     from benchcert.tasks.perturbation.planning import pilot_range, plan_perturbation
 
-    try:
-        alpha_arg(args.alpha)
-    except UsageError as exc:
-        return user_error("benchcert plan perturbation", exc)
+    alpha_arg(args.alpha)
     if args.db is not None:
         return _plan_from_store(args)
     if args.budget is None:
-        print("benchcert plan perturbation: give --budget (or --db and --benchmark to plan from the store)",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("give --budget (or --db and --benchmark to plan from the store)")
     pilot = None
     pilot_m, pilot_r = args.pilot_m, args.pilot_r
     if args.pilot_rates is not None:
         if args.a_hat is not None or args.b_hat is not None:
-            print("benchcert plan perturbation: give --pilot-rates or --a-hat/--b-hat, not both", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError("give --pilot-rates or --a-hat/--b-hat, not both")
         try:
             rates = [float(x) for x in args.pilot_rates.split(",")]
             pilot = pilot_range(rates)
-        except ValueError as exc:
-            print(f"benchcert plan perturbation: --pilot-rates: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        except ValueError as exc:  # not numbers, or rates stats' validators refuse
+            raise UsageError(f"--pilot-rates: {exc}") from None
         a_hat, b_hat = pilot["a_hat"], pilot["b_hat"]
         pilot_m = len(rates)
         if pilot_r == 0:
-            print("benchcert plan perturbation: --pilot-rates needs --pilot-r (replicates per pilot variant)",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError("--pilot-rates needs --pilot-r (replicates per pilot variant)")
     else:
         if args.a_hat is None or args.b_hat is None:
-            print("benchcert plan perturbation: give --a-hat and --b-hat (or --pilot-rates with --pilot-r)",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError("give --a-hat and --b-hat (or --pilot-rates with --pilot-r)")
         a_hat, b_hat = args.a_hat, args.b_hat
     try:
         plan = plan_perturbation(a_hat, b_hat, args.budget, pilot=pilot, alpha=args.alpha, pilot_m=pilot_m,
                                  pilot_r=pilot_r, eps_step=args.eps_step, eps_max_rule=args.eps_max_rule,
                                  method=args.method)
-    except ValueError as exc:
-        print(f"benchcert plan perturbation: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except ValueError as exc:  # stats' validators of the range, budget and grid given as options
+        raise UsageError(str(exc)) from None
     design, out = plan.design, plan.as_dict()
+    # No valid design is an answer (printed, with the smallest budget that gives one): exit 1.
     if args.json:
         print_json(out)
         return EXIT_OK if design.valid else EXIT_DATA
@@ -229,24 +208,14 @@ def _bounds_text(design) -> str:
 
 def _plan_from_store(args) -> int:
     from benchcert.tasks.perturbation.planning import plans_for_audit
-    from benchcert.tasks.perturbation.service import DesignError, audit_stored
-    from benchcert.tasks.store.connection import StoreError
-    from benchcert.tasks.store.matrices import MatrixError
+    from benchcert.tasks.perturbation.service import audit_stored
 
-    prog = "benchcert plan perturbation"
     if not args.benchmark:
-        print(f"{prog}: --db needs --benchmark", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        alpha_arg(args.detect, "--detect")
-        alpha_arg(args.alpha)
-        audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
-                             test=_variants(args.test), alpha=args.alpha, models=_variants(args.model))
-    except UsageError as exc:
-        return user_error(prog, exc)
-    except (StoreError, MatrixError, DesignError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return exit_code(exc)
+        raise UsageError("--db needs --benchmark")
+    alpha_arg(args.detect, "--detect")
+    alpha_arg(args.alpha)
+    audit = audit_stored(args.db, args.benchmark, base=args.base, null=_variants(args.null),
+                         test=_variants(args.test), alpha=args.alpha, models=_variants(args.model))
     plans = plans_for_audit(audit, detect=args.detect)
     if args.json:
         print_json({"benchmark": args.benchmark, "plans": [p.as_dict() for p in plans]})

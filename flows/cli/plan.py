@@ -21,7 +21,6 @@ from pathlib import Path
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE  # noqa: F401
 from benchcert.flows.cli.options import lock_timeout_option
 from benchcert.flows.cli.errors import print_json as _print_json
-from benchcert.flows.cli.errors import user_error, user_errors
 
 
 def _common(sp, *, need_n_source: bool) -> None:
@@ -160,12 +159,8 @@ def _show(result, prog: str, as_json: bool) -> int:
 
 
 def _answer(args, prog: str, service) -> int:
-    """``service()``'s result rendered, or the user's error in one line with its exit code."""
-    try:
-        result = service()
-    except user_errors() as exc:
-        return user_error(prog, exc, traceback=True)
-    return _show(result, prog, args.json)
+    """``service()``'s result rendered (its UserErrors reach main())."""
+    return _show(service(), prog, args.json)
 
 
 def cmd_plan_subsample(args) -> int:
@@ -207,11 +202,8 @@ def cmd_plan_zero_failure(args) -> int:
 def cmd_subsample(args) -> int:
     from benchcert.tasks.subsample.planning import draw_subset
 
-    try:
-        drawn = draw_subset(args.db, args.benchmark, args.n, seed=args.seed, stratified=args.stratified,
-                            alpha=args.alpha, lock_timeout=args.lock_timeout)
-    except user_errors() as exc:
-        return user_error("benchcert subsample", exc, traceback=True)
+    drawn = draw_subset(args.db, args.benchmark, args.n, seed=args.seed, stratified=args.stratified,
+                        alpha=args.alpha, lock_timeout=args.lock_timeout)  # its UserErrors reach main()
     man, guarantee = drawn.manifest, drawn.guarantee
     if args.out is not None:
         out = Path(args.out)

@@ -6,23 +6,20 @@ error; 3 the store is locked or unusable.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from benchcert.flows.cli.audit import summary_table
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json
+# EXIT_STORE: importable from here as from every command (tests/flows/test_cli_hygiene.py).
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, print_json  # noqa: F401
 from benchcert.flows.cli.options import store_options
+from benchcert.tasks.errors import NoDataError, UsageError
 
 
 def cmd_runs(args) -> int:
-    from benchcert.tasks.store.connection import StoreError, list_runs, open_store
+    from benchcert.tasks.store.connection import list_runs, open_store
 
-    try:
-        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-            runs = list_runs(con, args.benchmark)
-    except StoreError as exc:
-        print(f"benchcert runs: {exc}", file=sys.stderr)
-        return EXIT_STORE
+    with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:  # StoreError: exit 3
+        runs = list_runs(con, args.benchmark)
     if args.json:
         print_json(runs.to_dicts())
         return EXIT_OK
@@ -36,32 +33,27 @@ def cmd_runs(args) -> int:
 
 def cmd_show(args) -> int:
     from benchcert.tasks.artifacts import runs as artifacts
-    from benchcert.tasks.store.connection import StoreError, get_run, open_store
+    from benchcert.tasks.store.connection import get_run, open_store
 
     run_dir, row = None, None
     if args.artifacts is not None:
         run_dir = artifacts.find_run(args.artifacts, args.run)
     elif args.db is not None:
-        try:
-            with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:
-                row = get_run(con, args.run)
-        except StoreError as exc:
-            print(f"benchcert show: {exc}", file=sys.stderr)
-            return EXIT_STORE
+        with open_store(args.db, write=False, lock_timeout=args.lock_timeout) as con:  # StoreError: exit 3
+            row = get_run(con, args.run)
         if row and row["run_dir"]:
             run_dir = Path(row["run_dir"])
     else:
-        print("benchcert show: give --db FILE or --artifacts DIR", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("give --db FILE or --artifacts DIR")
     if row is not None and row["status"] != "completed":
+        # The answer, not an error: the run's record on stdout, and exit 1 as the run failed.
         if args.json:
             print_json({"run": row})
         else:
             print(f"run {args.run}: {row['status']}: {row['error']}")
         return EXIT_DATA
     if run_dir is None or not (run_dir / "summary.json").is_file():
-        print(f"benchcert show: run {args.run!r} not found", file=sys.stderr)
-        return EXIT_DATA
+        raise NoDataError(f"run {args.run!r} not found")
     summary = artifacts.load_json(run_dir / "summary.json")
     manifest = artifacts.load_json(run_dir / "manifest.json")
     if args.json:

@@ -9,19 +9,22 @@ import threading
 import time
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json, user_error, webhook_arg
-from benchcert.tasks.errors import UsageError
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json, webhook_arg
+from benchcert.tasks.errors import UsageError, UserError
+
+
+class EventNotSentError(UserError):
+    """notify-checkpoint could not send its event to the Prefect server (exit code 3: the server,
+    like the store, is the service around the data that could not be used)."""
+
+    exit_code = 3
 
 
 def cmd_serve(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
-        print("benchcert serve: set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
-              "on 127.0.0.1)", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        webhook_arg(args.webhook)
-    except UsageError as exc:
-        return user_error("benchcert serve", exc)
+        raise UsageError("set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
+                         "on 127.0.0.1)")
+    webhook_arg(args.webhook)
     # The runner looks for due runs this often; short, so an event starts a run within seconds.
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", str(args.poll))
     from prefect.exceptions import TerminationSignal
@@ -146,9 +149,7 @@ def register(sub) -> None:
 
 def cmd_notify(args) -> int:
     if not os.environ.get("PREFECT_API_URL"):
-        print("benchcert notify-checkpoint: set PREFECT_API_URL to the Prefect server that serves benchcert",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("set PREFECT_API_URL to the Prefect server that serves benchcert")
     import asyncio
 
     from prefect.events import Event
@@ -167,8 +168,7 @@ def cmd_notify(args) -> int:
     try:
         asyncio.run(emit())
     except Exception as exc:  # network and server errors: say what failed, exit non-zero
-        print(f"benchcert notify-checkpoint: could not send the event: {exc}", file=sys.stderr)
-        return EXIT_STORE
+        raise EventNotSentError(f"could not send the event: {exc}") from exc
     if args.json:
         print_json({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
                     "benchmark": args.benchmark, "logs": str(args.logs), "question": args.question}, indent=None)

@@ -17,10 +17,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from benchcert.tasks.audit.contract import Analysis, AnalysisOutput, AnalysisSpec, AuditConfig, BlockedForm
+from benchcert.tasks.errors import NotAnalysableError
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 #: Analyses every run needs (summary.json is built from them); a failure of any other one skips it.
@@ -34,19 +34,20 @@ class AnalysisSkipped(UserWarning):
 def run_analysis(name: str, fn: Analysis, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     """Run one analysis, timing its work and keeping its warnings for the run summary.
 
-    An analysis other than :data:`REQUIRED` that raises on this data (one model, one item,
-    one subject, subjects of one item each, ...) is skipped: the run keeps the others and
-    says which one was skipped and why, instead of failing as a whole.
+    An analysis other than :data:`REQUIRED` that raises
+    :class:`~benchcert.tasks.errors.NotAnalysableError` (it knows it cannot analyse these data:
+    an environments file weighing a domain the audited variant lacks, ...) is skipped: the run
+    keeps the others and says which one was skipped and why, instead of failing as a whole.
+    Anything else it raises - a ValueError or ArithmeticError included - is a bug and fails the run.
     """
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             out = fn(matrices, config)
-        # Data whose structure an analysis cannot use raises ValueError (the stats validators) or a
-        # numerical error; a KeyError, IndexError or TypeError is a bug and must fail the run, not
-        # read as "skipped".
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        # Only the analysis knows when data cannot be analysed, and says so by name; an error it
+        # did not name (a stats validator's ValueError, a KeyError) is a bug, not "skipped".
+        except NotAnalysableError as exc:
             if name in REQUIRED:
                 raise
             reason = (f"{name}: {AnalysisSkipped.__name__}: skipped, it cannot run on this benchmark's structure "

@@ -12,6 +12,7 @@ from pathlib import Path
 from benchcert.tasks.artifacts.folders import benchmark_folder, inside, safe_component
 
 from benchcert.tasks.artifacts.runs import load_json, read_index
+from benchcert.tasks.errors import UsageError
 from benchcert.tasks.schemas import RunChanges, ScoreMove, Summary
 
 #: Interval used to judge a move, most defensible first (later analyses add "hierarchical").
@@ -65,8 +66,8 @@ def run_changes(current: Summary, previous: dict | None) -> RunChanges | None:
 WEBHOOK_DEADLINE_S = 10.0
 
 
-class WebhookError(ValueError):
-    """A webhook URL benchcert will not call (not http/https, no host, malformed)."""
+class WebhookError(UsageError):
+    """A webhook URL benchcert will not call (not http/https, no host, malformed): a usage error (exit 2)."""
 
 
 def check_webhook_url(url: str) -> str:
@@ -113,7 +114,7 @@ def notify_webhook(url: str, summary: Summary, run_dir: str, *, timeout: float =
 
     try:
         status = post_json(url, body, deadline=timeout)
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+    except (OSError, ValueError, WebhookError, http.client.HTTPException) as exc:  # (a refused URL too)
         return f"webhook failed: {type(exc).__name__}: {exc}"
     if 200 <= status < 300:
         return f"webhook {status}"

@@ -137,10 +137,11 @@ def verdict(db: str, benchmark: str, baseline: str, candidate: str, alpha: float
 
 def is_transient(exc: BaseException) -> bool:
     """Worth another try: an I/O failure, not a mistake in the input (unknown benchmark or variant,
-    bad data, a store that is locked or not a store) which would fail the same way again."""
-    from benchcert.tasks.store.connection import StoreError
+    bad data, a store that is locked or not a store: a UserError) which would fail the same way again,
+    nor a bug (a ValueError, LookupError or TypeError of our own)."""
+    from benchcert.tasks.errors import UserError
 
-    return not isinstance(exc, (ValueError, LookupError, TypeError, StoreError))
+    return not isinstance(exc, (UserError, ValueError, LookupError, TypeError))
 
 
 def ingest_many(db: str, paths: list[str], benchmark: str | None, mapping, allow_rejects: bool,

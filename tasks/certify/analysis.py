@@ -67,10 +67,16 @@ def failure_table(m: BenchmarkMatrices, alpha: float) -> pl.DataFrame:
 
 
 def risk_table(m: BenchmarkMatrices, spec_dict: dict, alpha: float) -> tuple[pl.DataFrame, list[str]]:
-    from benchcert.tasks.certify.service import EnvironmentSpec, certify_scores
+    from benchcert.tasks.certify.service import EnvironmentsError, EnvironmentSpec, certify_scores
+    from benchcert.tasks.errors import NotAnalysableError
 
     spec = EnvironmentSpec.from_dict(spec_dict)
-    rows, _, notes = certify_scores(spec, m.items, m.models, m.scores, delta=alpha)
+    try:
+        rows, _, notes = certify_scores(spec, m.items, m.models, m.scores, delta=alpha)
+    except EnvironmentsError as exc:
+        # The command checked the file against all the benchmark's items; the variant audited may
+        # lack a domain or subject it weighs: this analysis cannot run here, the others can.
+        raise NotAnalysableError(str(exc)) from exc
     out = [{k: r[k] for k in RISK_SCHEMA if k not in ("risk", "alpha")} | {"risk": 1.0 - r["score"], "alpha": alpha}
            for r in rows]
     return pl.DataFrame(out, schema=RISK_SCHEMA), notes

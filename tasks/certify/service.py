@@ -52,7 +52,7 @@ from benchcert.tasks.store import plans
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.items import benchmark_items, benchmarks_with_items
 
-__all__ = ["EnvironmentsError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
+__all__ = ["EnvironmentsError", "UnknownPlanError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
            "build_design", "atom_sizes", "draw_plan", "record_plan", "load_plan", "certify_scores",
            "PROTOCOLS", "WEIGHT_TOL", "EnvironmentPlanRequest", "EnvironmentPlan",
            "plan_environments", "CertifyRequest", "Certificate", "certify", "plan_id_of"]
@@ -62,8 +62,17 @@ PROTOCOLS = {"theorem": "theorem_3_4", "naive": "per_environment", "stratified":
 WEIGHT_TOL = 1e-6
 
 
-class EnvironmentsError(ValueError):
-    """An environments file, or its use, is wrong; the message names the file and the entry."""
+class EnvironmentsError(UsageError):
+    """An environments file, or its use, is wrong; the message names the file and the entry.
+
+    A usage error (exit code 2) in every command: the file is an option's value, read before the
+    benchmark, and a file that does not fit the benchmark or the plan is corrected in the file, as
+    a ``--map`` that names no column is.  A plan the store does not hold is :class:`UnknownPlanError`.
+    """
+
+
+class UnknownPlanError(NoDataError):
+    """``--subset`` names no environment plan this benchmark has in the store (exit code 1)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -396,11 +405,11 @@ class Plan:
 
 
 def load_plan(con, plan_id: str, benchmark: str) -> Plan:
-    """A recorded plan of this benchmark; EnvironmentsError naming the plans stored if unknown."""
+    """A recorded plan of this benchmark; :class:`UnknownPlanError` naming the plans stored if unknown."""
     r = plans.read_plan(con, plan_id)
     if r is None or r["benchmark"] != benchmark:
         known = plans.plan_ids(con, benchmark)
-        raise EnvironmentsError(f"no environment plan {plan_id!r} for benchmark {benchmark!r} in the store; "
+        raise UnknownPlanError(f"no environment plan {plan_id!r} for benchmark {benchmark!r} in the store; "
                                 f"plans recorded: {known or 'none'} (draw one with benchcert plan environments)")
     return Plan(plan_id=r["plan_id"], benchmark=r["benchmark"], level=r["level"], protocol=r["protocol"],
                 epsilon=r["epsilon"], delta=r["delta"], seed=r["seed"],
@@ -707,13 +716,6 @@ def _unit(value, name: str) -> float:
     return float(value)
 
 
-def _user_spec(path) -> EnvironmentSpec:
-    try:
-        return read_environments(path)
-    except EnvironmentsError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def _store_items(db, benchmark: str, lock_timeout: float) -> pl.DataFrame:
     """The benchmark's items (tasks/store/items.py); NoDataError naming the stored ones if none."""
     from benchcert.tasks.store.connection import require_store
@@ -739,13 +741,10 @@ def plan_environments(req: EnvironmentPlanRequest) -> EnvironmentPlan:
     delta = _unit(req.delta, "delta")
     if req.seed is not None and not 0 <= req.seed < 2 ** 63:
         raise UsageError(f"--seed must be in [0, 2^63); got {req.seed}")
-    spec = _user_spec(req.envs)
+    spec = read_environments(req.envs)
     items = _store_items(req.db, req.benchmark, req.lock_timeout)
     atoms, sizes = atom_sizes(items, spec.level)
-    try:
-        design = build_design(spec, atoms, sizes, eps, delta)
-    except EnvironmentsError as exc:
-        raise UsageError(str(exc)) from None
+    design = build_design(spec, atoms, sizes, eps, delta)
     protocol = PROTOCOLS[req.protocol]
     seed = req.seed if req.seed is not None else secrets.randbits(63)
     draws = draw_plan(design, protocol, items, seed)
@@ -780,25 +779,21 @@ def certify(req: CertifyRequest) -> Certificate:
     (unknown plan or benchmark, no model certified), MissingStoreError or StoreError.
     """
     from benchcert.tasks.store.connection import require_store
-    from benchcert.tasks.store.matrices import MatrixError, load_matrices
+    from benchcert.tasks.store.matrices import load_matrices
 
-    spec = _user_spec(req.envs)
+    spec = read_environments(req.envs)
     if req.delta is not None:
         _unit(req.delta, "delta")
     require_store(req.db)
     plan = None
-    try:
-        with open_store(req.db, write=False, lock_timeout=req.lock_timeout) as con:
-            if req.subset is not None:
-                plan = load_plan(con, plan_id_of(req.subset), req.benchmark)
-            m = load_matrices(con, req.benchmark, req.variant)
-    except (EnvironmentsError, MatrixError) as exc:
-        raise NoDataError(str(exc)) from None
+    # An unknown plan (UnknownPlanError) or benchmark (MatrixError) is a NoDataError; a plan that
+    # does not fit the file (EnvironmentsError) a UsageError: each reaches the caller as raised.
+    with open_store(req.db, write=False, lock_timeout=req.lock_timeout) as con:
+        if req.subset is not None:
+            plan = load_plan(con, plan_id_of(req.subset), req.benchmark)
+        m = load_matrices(con, req.benchmark, req.variant)
     delta = req.delta if req.delta is not None else (plan.delta if plan is not None else 0.05)
-    try:
-        rows, failure, notes = certify_scores(spec, m.items, m.models, m.scores, delta=delta, plan=plan)
-    except EnvironmentsError as exc:
-        raise UsageError(str(exc)) from None
+    rows, failure, notes = certify_scores(spec, m.items, m.models, m.scores, delta=delta, plan=plan)
     if not rows:
         msg = "; ".join(notes) or "no model to certify"
         raise NoDataError(f"no model could be certified: {msg}")

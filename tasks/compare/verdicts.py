@@ -100,6 +100,7 @@ from benchcert.stats.subject_means import ITEM_WEIGHTED, SUBJECT_WEIGHTED, subje
 from benchcert.stats.validation import check_unit_interval
 from benchcert.tasks.store.matrices import BenchmarkMatrices, choose_variant, load_matrices, models_with_responses
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.errors import NoDataError
 from benchcert.tasks.store.verdicts import LEDGER_SCHEMA, VERDICT_TABLES, read_question_rows, record_look
 
 __all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
@@ -117,8 +118,8 @@ def question_key(primary: str) -> str:
     return "new-subjects" if primary == "clustered_subject" else "items"
 
 
-class VerdictError(ValueError):
-    """The question cannot be answered as asked (unknown model, no shared item, changed alpha)."""
+class VerdictError(NoDataError):
+    """The question cannot be answered as asked (unknown model, no shared item, changed alpha; exit code 1)."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from benchcert.stats.perturbation.calibrated import ASSUMPTIONS as CALIBRATED_AS
 from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMPTIONS
 from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.store.matrices import BenchmarkMatrices, MatrixError, available_variants
+from benchcert.tasks.errors import DataError
 from benchcert.tasks.store.variant_counts import read_variant_counts
 
 COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String, "k": pl.Int64, "r": pl.Int64,
@@ -120,8 +121,8 @@ def classical_no_power_sentence(method: str, r_test: tuple[int, int], r_base: tu
             "prompt matters")
 
 
-class DesignError(ValueError):
-    """A perturbation design that does not fit the benchmark (unknown or overlapping variants)."""
+class DesignError(DataError):
+    """A perturbation design that does not fit the benchmark (unknown or overlapping variants; exit code 1)."""
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from filelock import FileLock
 from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
 
 from benchcert.tasks.artifacts.runs import iso
+from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.charts import fmt_interval as _iv
 from benchcert.tasks.render.charts import fmt_percent as _pct
 from benchcert.tasks.render.charts import interval_plot_svg, trend_svg
@@ -84,8 +85,9 @@ _COLORS = {"macro": "#0072b2", "pooled": "#d55e00"}
 _DASH = "\u2014"
 
 
-class OutputFolderError(DashboardError):
-    """The --out folder cannot be used (not a dashboard, or inside the artifacts root)."""
+class OutputFolderError(UsageError, DashboardError):
+    """The --out folder cannot be used (not a dashboard, or inside the artifacts root): the option's
+    mistake, so UsageError comes first and gives the exit code (2); still a DashboardError."""
 
 
 class _Html(str):
@@ -444,7 +446,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     and in :attr:`SiteReport.problems`, and the rest is built.
     """
     if max_trend_runs < 1:
-        raise ValueError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
+        raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
     root, out = Path(artifacts_root).resolve(), Path(out_dir)
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
         raise OutputFolderError(f"--out {out} must not be inside the artifacts root {root}")

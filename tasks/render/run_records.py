@@ -21,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from benchcert.tasks.artifacts.folders import benchmark_folder, folder_candidates, inside, safe_component
+from benchcert.tasks.errors import DataError
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -48,8 +49,9 @@ DEFAULT_METHODS = ("headline", "hierarchical", "clustered_subject", "wilson", "i
 METRICS = ("macro", "pooled")
 
 
-class DashboardError(RuntimeError):
-    """The artifacts cannot be read as a whole, or the output folder cannot be used."""
+class DashboardError(DataError):
+    """The artifacts cannot be read as a whole, or the output folder cannot be used (exit code 1;
+    :class:`~benchcert.tasks.render.dashboard.OutputFolderError` 2)."""
 
 
 # --------------------------------------------------------------------------- model ids

@@ -13,13 +13,15 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from benchcert.tasks.errors import NoDataError
+
 LONG_SCHEMA = {"model": pl.String, "item_id": pl.String, "subject": pl.String, "domain": pl.String,
                "score": pl.Float64, "n_replicates": pl.UInt32}
 ITEM_SCHEMA = {"item_id": pl.String, "subject": pl.String, "domain": pl.String}
 
 
-class MatrixError(ValueError):
-    """The benchmark cannot be audited as asked (unknown benchmark or variant, no data)."""
+class MatrixError(NoDataError):
+    """The benchmark cannot be audited as asked (unknown benchmark or variant, no data; exit code 1)."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from filelock import FileLock, Timeout
 
 from benchcert.tasks.store import schema
 from benchcert.tasks.store.schema import STORE_VERSION
+from benchcert.tasks.errors import StoreUnusableError
 
 __all__ = ["STORE_VERSION", "DUCKDB_MEMORY_LIMIT", "DEFAULT_LOCK_TIMEOUT", "StoreError", "StoreLockedError",
            "open_store", "transaction", "query_pl", "RunRecord", "record_run", "list_runs", "get_run", "get_default_variant",
@@ -51,12 +52,12 @@ DUCKDB_MEMORY_LIMIT = "1GB"
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT  # noqa: E402  (re-exported; defined where the CLI reads it)
 
 
-class StoreError(RuntimeError):
-    """The store cannot be used (locked, missing, wrong version)."""
+class StoreError(StoreUnusableError):
+    """The store cannot be used (locked, wrong version, not a store, disk full; exit code 3)."""
 
 
 class StoreLockedError(StoreError):
-    pass
+    """Another process holds the store's lock past the lock timeout (exit code 3)."""
 
 
 def lock_path(db: Path) -> Path:

@@ -34,6 +34,7 @@ import duckdb
 
 from benchcert.tasks.store import connection as store
 from benchcert.tasks.store import schema
+from benchcert.tasks.errors import DataError
 from benchcert.tasks.store.matrices import stored_benchmarks
 
 #: Tables exported, each with the query giving its rows and a ``benchmark`` column.
@@ -56,8 +57,8 @@ MANIFEST = "export.json"
 EXPORT_VERSION = 1
 
 
-class ExportError(ValueError):
-    """The export cannot be written or read as asked (not an export, unknown benchmark)."""
+class ExportError(DataError):
+    """The export cannot be written or read as asked (not an export, unknown benchmark; exit code 1)."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from benchcert.stats.subsample import (
     theorem_5_2_halfwidth,
 )
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
+from benchcert.tasks.errors import NoDataError, UsageError
 from benchcert.tasks.store.items import benchmark_items, benchmarks_with_items, item_count
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.store.subsets import read_subsets, record_subset
@@ -45,12 +46,13 @@ ESTIMATE_SCHEMA = {
 }
 
 
-class SubsetError(ValueError):
-    """A subset cannot be drawn as asked (unknown or empty benchmark, bad n)."""
+class SubsetError(UsageError):
+    """A subset cannot be drawn as asked (n outside [1, N], too few items for the strata; exit code 2)."""
 
 
-class NoSubsetItems(SubsetError):
-    """The benchmark has no items to draw from (empty or unknown): the data's problem, not the options'."""
+class NoSubsetItems(NoDataError, SubsetError):
+    """The benchmark has no items to draw from (empty or unknown): the data's problem, not the options'
+    (exit code 1, NoDataError's, which comes first)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from benchcert.tasks.artifacts import runs as artifacts
 from benchcert.tasks.audit.analyses import ANALYSES, run_analysis
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.request import AuditRequest
+from benchcert.tasks.errors import NotAnalysableError
 from benchcert.tasks.artifacts.folders import RESERVED, is_plain_folder, safe_component
 from benchcert.tasks.artifacts.runs import discard_run, publish_run, read_index, recover_stale, refresh_index, stage_run
 from benchcert.tasks.store.matrices import BenchmarkMatrices
@@ -61,17 +62,21 @@ def test_an_analysis_that_raises_is_skipped_with_its_reason_but_scores_is_requir
     m = _matrices(2, 6, lambda i: f"s{i % 2}")
 
     def broken(matrices, config):
-        raise ValueError("needs two subjects per domain")
+        raise NotAnalysableError("needs two subjects per domain")
 
     out = run_analysis("fancy", broken, m, AuditConfig())
     assert isinstance(out, AnalysisOutput) and not out.tables
     (w,) = out.warnings
     assert "fancy" in w and "skipped" in w and "needs two subjects per domain" in w and "2 model(s)" in w
-    with pytest.raises(ValueError):
+    with pytest.raises(NotAnalysableError):
         run_analysis("scores", broken, m, AuditConfig())
 
 
-@pytest.mark.parametrize("bug", [KeyError("missing column"), IndexError("off by one"), TypeError("wrong call")])
+# A ValueError or ArithmeticError the analysis did not name (issue #34: only NotAnalysableError is
+# "cannot analyse these data") fails the run as a bug, as a KeyError does.
+@pytest.mark.parametrize("bug", [KeyError("missing column"), IndexError("off by one"), TypeError("wrong call"),
+                                 ValueError("a validator's refusal"), ZeroDivisionError("division by zero"),
+                                 np.linalg.LinAlgError("singular matrix")])
 def test_a_bug_in_an_analysis_fails_the_run_instead_of_reading_as_skipped(bug):
     m = _matrices(2, 6, lambda i: f"s{i % 2}")
 
