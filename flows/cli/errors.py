@@ -142,8 +142,9 @@ def is_user_error(exc: BaseException) -> bool:
 
     A :class:`~benchcert.tasks.errors.UserError` (raised where the code knows the mistake is the
     user's: the store's errors and every feature's derive from it), a bad environment variable of
-    ``stats/`` (see :func:`exit_code`), and the file errors of a path the user gave.  Anything else - a bare ValueError, a KeyError, IndexError, TypeError or
-    AttributeError - is a bug in benchcert: it is reported as unexpected, with the ``--debug`` hint.
+    ``stats/`` (see :func:`exit_code`), and the file errors of a path the user gave.  Anything
+    else - a bare ValueError, a KeyError, IndexError, TypeError or AttributeError - is a bug in
+    benchcert: it is reported as unexpected, with the ``--debug`` hint.
     """
     return (isinstance(exc, (UserError, FileNotFoundError, PermissionError, IsADirectoryError,
                              NotADirectoryError)) or _is_setting_error(exc))

@@ -52,7 +52,8 @@ from benchcert.tasks.store import plans
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.store.items import benchmark_items, benchmarks_with_items
 
-__all__ = ["EnvironmentsError", "UnknownPlanError", "EnvironmentSpec", "read_environments", "parse_environments", "Design",
+__all__ = ["EnvironmentsError", "UnknownPlanError",
+           "EnvironmentSpec", "read_environments", "parse_environments", "Design",
            "build_design", "atom_sizes", "draw_plan", "record_plan", "load_plan", "certify_scores",
            "PROTOCOLS", "WEIGHT_TOL", "EnvironmentPlanRequest", "EnvironmentPlan",
            "plan_environments", "CertifyRequest", "Certificate", "certify", "plan_id_of"]

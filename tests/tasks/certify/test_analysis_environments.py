@@ -84,3 +84,18 @@ def test_the_failure_table_is_the_certificates_failure_bound():
         row = table[model]
         assert (row["items"], row["failures"], row["failure_rate"], row["upper"], row["alpha"], row["method"]) == (
             f["n"], f["failures"], f["estimate"], f["upper"], f["alpha"], f["method"])
+
+
+def test_a_file_weighing_a_domain_the_audited_variant_lacks_skips_the_analysis_by_name():
+    """The command checks the file against all the benchmark's items; the variant audited may lack
+    a domain it weighs: NotAnalysableError, which run_analysis records as skipped (issue #34)."""
+    from benchcert.tasks.audit.analyses import run_analysis
+    from benchcert.tasks.errors import NotAnalysableError
+
+    spec = parse_environments({"level": "domain", "environments": {"law": {"weights": {"law": 1.0}}}}, "envs.toml")
+    config = AuditConfig(environments=spec.to_dict())
+    with pytest.raises(NotAnalysableError, match="envs.toml.*unknown domain 'law'"):
+        analyze(_matrices(), config)
+    out = run_analysis("environments", analyze, _matrices(), config)
+    (w,) = [w for w in out.warnings if "skipped" in w]
+    assert "NotAnalysableError" in w and "unknown domain 'law'" in w and not out.tables
