@@ -149,9 +149,9 @@ def cmd_plan_perturbation(args) -> int:
             raise UsageError("give --pilot-rates or --a-hat/--b-hat, not both")
         try:
             rates = [float(x) for x in args.pilot_rates.split(",")]
-            pilot = pilot_range(rates)
-        except ValueError as exc:  # not numbers, or rates stats' validators refuse
+        except ValueError as exc:  # not numbers
             raise UsageError(f"--pilot-rates: {exc}") from None
+        pilot = pilot_range(rates)  # rates stats' validators refuse: a UsageError naming --pilot-rates
         a_hat, b_hat = pilot["a_hat"], pilot["b_hat"]
         pilot_m = len(rates)
         if pilot_r == 0:
@@ -160,12 +160,9 @@ def cmd_plan_perturbation(args) -> int:
         if args.a_hat is None or args.b_hat is None:
             raise UsageError("give --a-hat and --b-hat (or --pilot-rates with --pilot-r)")
         a_hat, b_hat = args.a_hat, args.b_hat
-    try:
-        plan = plan_perturbation(a_hat, b_hat, args.budget, pilot=pilot, alpha=args.alpha, pilot_m=pilot_m,
-                                 pilot_r=pilot_r, eps_step=args.eps_step, eps_max_rule=args.eps_max_rule,
-                                 method=args.method)
-    except ValueError as exc:  # stats' validators of the range, budget and grid given as options
-        raise UsageError(str(exc)) from None
+    plan = plan_perturbation(a_hat, b_hat, args.budget, pilot=pilot, alpha=args.alpha, pilot_m=pilot_m,
+                             pilot_r=pilot_r, eps_step=args.eps_step, eps_max_rule=args.eps_max_rule,
+                             method=args.method)  # options stats' validators refuse: a UsageError
     design, out = plan.design, plan.as_dict()
     # No valid design is an answer (printed, with the smallest budget that gives one): exit 1.
     if args.json:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from benchcert.tasks.errors import UsageError
+
 
 @dataclass(frozen=True)
 class PerturbationPlan:
@@ -49,14 +51,17 @@ def pilot_range(rates: list[float]) -> dict:
 
     Raises
     ------
-    ValueError
-        Rates that cannot be used (stats' validator names the problem).
+    UsageError
+        ``"--pilot-rates: <why>"``: rates that cannot be used (stats' validator names the problem).
     """
     from benchcert.stats.perturbation import estimate_range
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = estimate_range(rates)
+        try:
+            est = estimate_range(rates)
+        except ValueError as exc:  # stats' validator: the rates are the user's option
+            raise UsageError(f"--pilot-rates: {exc}") from None
     return {"a_hat": est.a_hat, "b_hat": est.b_hat, "raw_min": est.raw_min, "raw_max": est.raw_max,
             "method": est.method, "warnings": [str(w.message) for w in caught]}
 
@@ -79,14 +84,17 @@ def plan_perturbation(a_hat: float, b_hat: float, budget: int, *, pilot: dict | 
 
     Raises
     ------
-    ValueError
-        Options the design search cannot use.
+    UsageError
+        Options the design search cannot use (stats' validators name them).
     """
     from benchcert.stats.perturbation import design_search
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        design = design_search(a_hat, b_hat, budget, **search)
+        try:
+            design = design_search(a_hat, b_hat, budget, **search)
+        except ValueError as exc:  # stats' validators of the range, budget and grid: the user's options
+            raise UsageError(str(exc)) from None
     return PerturbationPlan(design=design, warnings=tuple(str(w.message) for w in caught), pilot_range=pilot)
 
 
