@@ -45,10 +45,11 @@ def build_mapping(options: IngestOptions):
     """The column mapping of ``options``; :class:`~benchcert.tasks.ingest.mapping.MappingError` (or the
     limits' ``LimitSettingError``) when the options or a limit variable make none."""
     from benchcert.tasks.ingest.adapters.limits import check_settings
-    from benchcert.tasks.ingest.adapters.native import NATIVE_FORMATS, NativeMapping
+    from benchcert.tasks.ingest.adapters import registry
+    from benchcert.tasks.ingest.adapters.native import NativeMapping
     from benchcert.tasks.ingest.mapping import MappingError, parse_mapping
 
-    native_format = options.format if options.format in NATIVE_FORMATS else None
+    native_format = options.format if options.format in registry.native_names() else None
     check_settings()  # a limit variable set to no usable value: before any file is read
     mapping = parse_mapping(list(options.map), options.config, None if native_format else options.format)
     if options.model is not None:

@@ -65,6 +65,8 @@ def _print_reports(reports: list[dict], ok_statuses) -> None:
 
 
 def register(sub) -> None:
+    from benchcert.tasks.ingest.adapters import registry  # light: the formats' names, no adapter imported
+
     sp = sub.add_parser("ingest", help="ingest log files (CSV, JSONL, Parquet, harness logs) into the store",
                         description="Ingest item-level log files: CSV, JSONL, Parquet (optionally .gz), and harness "
                                     "logs as they are: lm-evaluation-harness --log_samples files, inspect_ai .eval/.json "
@@ -90,8 +92,7 @@ def register(sub) -> None:
                          "and label (the correct option) for option probabilities, or confidence (in the "
                          "model's own answer, with a 0/1 score)")
     sp.add_argument("--config", type=Path, metavar="TOML", help="mapping file with a [map] table (flags win)")
-    sp.add_argument("--format", choices=["csv", "jsonl", "json", "parquet", "lm_eval", "inspect_ai", "helm",
-                                         "mmlu_pro_raw"],
+    sp.add_argument("--format", choices=registry.format_names(),
                     help="file format (default: harness logs and JSON records from their content, tables from "
                          "the name); json = a JSON list of records, or an object with one list-of-records field")
     sp.add_argument("--records", metavar="FIELD",

@@ -32,9 +32,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from benchcert.tasks.errors import UsageError
+from benchcert.tasks.ingest.adapters.registry import GENERIC_FORMATS
 from benchcert.tasks.schemas import CANONICAL_FIELDS
 
-FORMATS = ("csv", "jsonl", "json", "parquet")
+FORMATS = GENERIC_FORMATS  # the table formats; the native ones are the adapter registry's
 
 
 class MappingError(UsageError):

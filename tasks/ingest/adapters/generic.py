@@ -155,8 +155,8 @@ def not_utf8(path: Path, exc: Exception | None = None) -> AdapterError:
     return AdapterError(where or f"{path}: not UTF-8 text: {exc}")
 
 
-class DuplicateKeyError(ValueError):
-    pass
+class DuplicateKeyError(DataError, ValueError):
+    """A JSON object that gives one key twice (a ValueError too, as the JSON parser's hooks raise)."""
 
 
 def _no_duplicate_keys(pairs: list) -> dict:

@@ -35,6 +35,7 @@ from typing import Any
 from benchcert.tasks.ingest.adapters.generic import Reject
 from benchcert.tasks.ingest.adapters.native import (
     NativeError, NativeSource, Row, check_mapped, load_json, score_choice, sha256_files)
+from benchcert.tasks.ingest.adapters import registry
 from benchcert.tasks.ingest.mapping import ColumnMapping
 
 FORMAT = "helm"
@@ -87,6 +88,32 @@ def _perturbation_key(p: dict) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
 
+def _stat_and_split(stats_file: Path, instances: list, choice: str) -> tuple[str, str]:
+    """The stat and split read (``--stat NAME[:SPLIT]``; the test split, or the only one, by default)."""
+    stat, _, split = choice.partition(":")
+    names: set[str] = set()
+    splits: dict[str, int] = {}
+    for inst in instances:
+        for st in (inst.get("stats") or []) if isinstance(inst, dict) and isinstance(inst.get("stats"), list) else []:
+            n = _stat_name(st)
+            if isinstance(n.get("name"), str):
+                names.add(n["name"])
+                if n["name"] == stat and not n.get("perturbation"):
+                    splits[str(n.get("split"))] = splits.get(str(n.get("split")), 0) + 1
+    if not splits:
+        raise NativeError(f"{stats_file}: unknown stat {stat!r}: this run has {sorted(names)}; "
+                          "choose one with --stat NAME")
+    if split:
+        if split not in splits:
+            raise NativeError(f"{stats_file}: stat {stat!r} has no split {split!r}; its splits are {sorted(splits)}")
+    elif "test" in splits or len(splits) == 1:
+        split = "test" if "test" in splits else next(iter(splits))
+    else:
+        raise NativeError(f"{stats_file}: stat {stat!r} is on splits {sorted(splits)} and none is 'test'; "
+                          "choose one with --stat NAME:SPLIT")
+    return stat, split
+
+
 def open_source(run_dir: Path, mapping: ColumnMapping, benchmark: str | None) -> NativeSource:
     run_dir = Path(run_dir)
     check_mapped(run_dir, FORMAT, mapping, ())
@@ -115,29 +142,7 @@ def open_source(run_dir: Path, mapping: ColumnMapping, benchmark: str | None) ->
     domain = MMLU_DOMAINS.get(subject, "all") if is_mmlu else "all"
     prefix = ",".join(f"{k}={v}" for k, v in sorted(args.items()))
 
-    choice = score_choice(mapping, "stat") or DEFAULT_STAT
-    stat, _, split = choice.partition(":")
-    names: set[str] = set()
-    splits: dict[str, int] = {}
-    for inst in instances:
-        for st in (inst.get("stats") or []) if isinstance(inst, dict) and isinstance(inst.get("stats"), list) else []:
-            n = _stat_name(st)
-            if isinstance(n.get("name"), str):
-                names.add(n["name"])
-                if n["name"] == stat and not n.get("perturbation"):
-                    splits[str(n.get("split"))] = splits.get(str(n.get("split")), 0) + 1
-    if not splits:
-        raise NativeError(f"{files[0]}: unknown stat {stat!r}: this run has {sorted(names)}; "
-                          "choose one with --stat NAME")
-    if split:
-        if split not in splits:
-            raise NativeError(f"{files[0]}: stat {stat!r} has no split {split!r}; its splits are {sorted(splits)}")
-    elif "test" in splits or len(splits) == 1:
-        split = "test" if "test" in splits else next(iter(splits))
-    else:
-        raise NativeError(f"{files[0]}: stat {stat!r} is on splits {sorted(splits)} and none is 'test'; "
-                          "choose one with --stat NAME:SPLIT")
-
+    stat, split = _stat_and_split(files[0], instances, score_choice(mapping, "stat") or DEFAULT_STAT)
     settings_by_name: dict[str, set[str]] = {}
     for inst in instances:
         p = inst.get("perturbation") if isinstance(inst, dict) else None
@@ -215,3 +220,49 @@ def _excerpt(inst: Any, stat: str) -> Any:
     else:
         out["stats"] = inst.get("stats")
     return out
+
+
+# --- its entry in the adapter registry --------------------------------------------------------
+
+HELM_FILES = ("per_instance_stats.json", "run_spec.json")
+
+
+def is_helm_run(path: Path) -> bool:
+    """Whether ``path`` is a HELM run directory (per_instance_stats.json and run_spec.json in it)."""
+    return path.is_dir() and all((path / f).is_file() for f in HELM_FILES)
+
+
+def sniff(probe: registry.Probe) -> str | None:
+    """``helm`` for a run directory or its per_instance_stats.json, ``helm_part`` for another file of a run."""
+    if probe.directory:
+        return FORMAT if is_helm_run(probe.path) else None
+    obj, text = probe.obj, (probe.prefix or "").lstrip()
+    if isinstance(obj, dict):
+        return "helm_part" if "adapter_spec" in obj and "scenario_spec" in obj else None
+    if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        if "instance_id" in obj[0] and "stats" in obj[0]:
+            return FORMAT
+        return "helm_part" if isinstance(obj[0].get("name"), dict) and "count" in obj[0] else None
+    if obj is not registry.NOT_JSON:
+        return None
+    if text.startswith("{"):
+        return "helm_part" if registry.has_keys(text, "adapter_spec", "scenario_spec") else None
+    if text.startswith("["):
+        if registry.has_keys(text, "instance_id", "stats"):
+            return FORMAT
+        if re.search(r'"name"\s*:\s*\{', text) and registry.has_keys(text, "count"):
+            return "helm_part"
+    return None
+
+
+def open_log(path: Path, mapping: ColumnMapping, benchmark: str | None, kind: str | None) -> NativeSource:
+    """The run directory of ``path`` (itself, or the folder of its per_instance_stats.json)."""
+    if kind == "helm_part" and mapping.format != FORMAT:
+        raise NativeError(f"{path}: a file of a HELM run directory without per_instance_stats.json and run_spec.json "
+                          "beside it; ingest the run directory (both files are needed)")
+    return open_source(path.parent if path.is_file() else path, mapping, benchmark)
+
+
+ADAPTER = registry.Adapter(
+    name=FORMAT, sniff=sniff, open=open_log, options=("stat",),
+    reads="a HELM run directory (`per_instance_stats.json` + `run_spec.json`)")

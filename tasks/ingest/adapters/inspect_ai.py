@@ -36,6 +36,7 @@ from benchcert.tasks.ingest.adapters import generic, inspect_probs, limits
 from benchcert.tasks.ingest.adapters.generic import Reject
 from benchcert.tasks.ingest.adapters.native import (
     NativeError, NativeSource, Row, check_mapped, load_json, score_choice, text_field)
+from benchcert.tasks.ingest.adapters import registry
 from benchcert.tasks.ingest.mapping import ColumnMapping
 
 FORMAT = "inspect_ai"
@@ -291,3 +292,29 @@ def _describe(sample: Any) -> str:
         return json.dumps(sample, default=str)[:2000]
     keep = {k: sample.get(k) for k in ("id", "epoch", "scores", "metadata", "error") if k in sample}
     return json.dumps(keep, default=str, ensure_ascii=False)[:2000]
+
+
+# --- its entry in the adapter registry --------------------------------------------------------
+
+def sniff(probe: registry.Probe) -> str | None:
+    """``inspect_ai`` for a ``.eval`` archive (header.json, samples/, _journal/) or a ``.json`` log."""
+    if probe.zip_names is not None:
+        if any(n == "header.json" or n.startswith(("samples/", "_journal/")) for n in probe.zip_names):
+            return FORMAT
+        return None
+    obj, text = probe.obj, (probe.prefix or "").lstrip()
+    if isinstance(obj, dict):
+        return FORMAT if isinstance(obj.get("eval"), dict) and ("status" in obj or "version" in obj) else None
+    if obj is registry.NOT_JSON and text.startswith("{") and re.search(r'"eval"\s*:\s*\{', text) and (
+            registry.has_keys(text, "status") or registry.has_keys(text, "version")):
+        return FORMAT
+    return None
+
+
+def open_log(path: Path, mapping: ColumnMapping, benchmark: str | None, kind: str | None) -> NativeSource:
+    return open_source(path, mapping, benchmark)
+
+
+ADAPTER = registry.Adapter(
+    name=FORMAT, sniff=sniff, open=open_log, options=("scorer",),
+    reads="inspect_ai logs: a `.eval` archive (read directly, no inspect_ai needed) or a `.json` log")

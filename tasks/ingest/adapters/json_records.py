@@ -22,6 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
+from benchcert.tasks.errors import DataError
+
 FORMAT = "json"
 
 
@@ -53,7 +55,7 @@ def _first_text_line(fh) -> str:
     return line
 
 
-class _TooDeep(ValueError):
+class _TooDeep(DataError, ValueError):
     """A value nested too deeply for the parser."""
 
 

@@ -43,6 +43,7 @@ from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import Reject
 from benchcert.tasks.ingest.adapters.native import (
     NativeError, NativeSource, Row, check_mapped, load_json, score_choice, softmax, text_field, to_float)
+from benchcert.tasks.ingest.adapters import registry
 from benchcert.tasks.ingest.mapping import ColumnMapping
 
 FORMAT = "lm_eval"
@@ -226,39 +227,82 @@ def _available_metrics(obj: dict) -> list[str]:
     return sorted(k for k, v in obj.items() if k not in _SAMPLE_KEYS and isinstance(v, (int, float, bool)))
 
 
+def _old_layout(path: Path) -> list | None:
+    """The samples of the v0.4.0-0.4.2 layout (one JSON list), or None for v0.4.3+ (an object per line)."""
+    with generic._open_text(path) as fh:
+        head = fh.read(4096).lstrip()
+    if not head.startswith("["):
+        return None
+    array = load_json(path, "lm-evaluation-harness samples file (JSON list, v0.4.0-0.4.2 layout)")
+    if not isinstance(array, list):
+        raise NativeError(f"{path}: expected a JSON list of samples, got {type(array).__name__}")
+    return array
+
+
+def _open_results(path: Path, benchmark: str | None) -> NativeSource:
+    """A results_<date>.json alone: metadata that the samples files beside it read (no rows)."""
+    from benchcert.tasks.ingest.adapters.native import sha256_file
+
+    obj = load_json(path, "lm-evaluation-harness results file")
+    if not _is_results(obj):
+        raise NativeError(f"{path}: not an lm-evaluation-harness results file (no results/configs)")
+    tasks = sorted(_tasks_of(obj))
+    near = sorted(p.name for p in path.parent.iterdir() if SAMPLES_NAME.match(p.name))
+    return NativeSource(
+        format=FORMAT, path=path, sha256=sha256_file(path), benchmark=benchmark or "", settings={},
+        read={"kind": "aggregated results (no per-item rows)", "model": obj.get("model_name"), "tasks": tasks},
+        records=lambda: iter(()), metadata_only=True,
+        notes=[f"read as metadata by the samples files beside it ({len(near)} found)" if near else
+               "no samples_<task>_<date>.jsonl beside it: run lm_eval with --log_samples to get per-item rows"])
+
+
+def _model_of(path: Path, mapping: ColumnMapping, results: dict | None, *, from_folder: bool,
+              notes: list[str]) -> str:
+    """--model, else the results file's model, else (a v0.4.3+ samples file alone) its folder's name."""
+    model = getattr(mapping, "model", None)  # --model
+    if model:
+        notes.append("model taken from --model")
+    elif results:
+        model = results.get("model_name") or _model_from_args((results.get("config") or {}).get("model_args"))
+    if not model and from_folder:
+        model = path.parent.name.replace("__", "/") if path.parent.name else None
+        if model:
+            notes.append("model taken from the folder name (no results file beside the samples)")
+    if not model:
+        raise NativeError(f"{path}: cannot tell the model: keep the run's results_<date>.json (model_name, "
+                          "config.model_args) beside the samples file")
+    return model
+
+
+def _metric_of(path: Path, mapping: ColumnMapping, available: list[str]) -> str:
+    """--metric (or --map score=), else acc, else exact_match, among the metrics the samples log."""
+    metric = score_choice(mapping, "metric")
+    if metric is None:
+        metric = next((c for c in ("acc", "exact_match") if c in available), None)
+        if metric is None:
+            raise NativeError(f"{path}: neither acc nor exact_match is logged; choose the metric with --metric NAME "
+                              f"(this file has {available})")
+    elif metric not in available:
+        raise NativeError(f"{path}: unknown metric {metric!r}: this file logs {available}; choose one with --metric")
+    return metric
+
+
 def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
                 results_only: bool = False) -> NativeSource:
     from benchcert.tasks.ingest.adapters.native import sha256_file
 
     path = Path(path)
     if results_only:
-        obj = load_json(path, "lm-evaluation-harness results file")
-        if not _is_results(obj):
-            raise NativeError(f"{path}: not an lm-evaluation-harness results file (no results/configs)")
-        tasks = sorted(_tasks_of(obj))
-        near = sorted(p.name for p in path.parent.iterdir() if SAMPLES_NAME.match(p.name))
-        return NativeSource(
-            format=FORMAT, path=path, sha256=sha256_file(path), benchmark=benchmark or "", settings={},
-            read={"kind": "aggregated results (no per-item rows)", "model": obj.get("model_name"), "tasks": tasks},
-            records=lambda: iter(()), metadata_only=True,
-            notes=[f"read as metadata by the samples files beside it ({len(near)} found)" if near else
-                   "no samples_<task>_<date>.jsonl beside it: run lm_eval with --log_samples to get per-item rows"])
+        return _open_results(path, benchmark)
     fields = check_mapped(path, FORMAT, mapping, ("item_id", "subject", "domain"))
 
     name = path.name
     m = SAMPLES_NAME.match(name)
     task, date = (m.group("task"), m.group("date")) if m else (None, None)
-    # The old layout is one JSON list; the new one has an object per line.
-    array = None
-    with generic._open_text(path) as fh:
-        head = fh.read(4096).lstrip()
-    old_layout = head.startswith("[")
-    if old_layout:
-        array = load_json(path, "lm-evaluation-harness samples file (JSON list, v0.4.0-0.4.2 layout)")
-        if not isinstance(array, list):
-            raise NativeError(f"{path}: expected a JSON list of samples, got {type(array).__name__}")
-        if m:  # a v0.4.3+ name on a list: trust the content
-            task, date = None, None
+    array = _old_layout(path)
+    old_layout = array is not None
+    if old_layout and m:  # a v0.4.3+ name on a list: trust the content
+        task, date = None, None
     results_path, results, task = _pick_results(path, task, date, old_layout)
     notes: list[str] = []
     if task is None:
@@ -269,18 +313,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
         task = benchmark
         notes.append(f"task taken from --benchmark ({benchmark!r})")
 
-    model = getattr(mapping, "model", None)  # --model
-    if model:
-        notes.append("model taken from --model")
-    elif results:
-        model = results.get("model_name") or _model_from_args((results.get("config") or {}).get("model_args"))
-    if not model and not old_layout and m:
-        model = path.parent.name.replace("__", "/") if path.parent.name else None
-        if model:
-            notes.append("model taken from the folder name (no results file beside the samples)")
-    if not model:
-        raise NativeError(f"{path}: cannot tell the model: keep the run's results_<date>.json (model_name, "
-                          "config.model_args) beside the samples file")
+    model = _model_of(path, mapping, results, from_folder=not old_layout and m is not None, notes=notes)
 
     chain = _chain(task, results)
     bench = benchmark or chain[-1]
@@ -289,15 +322,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
     first = _first_object(path, old_layout, array)
     if first is None:
         raise NativeError(f"{path}: no samples in the file")
-    available = _available_metrics(first)
-    metric = score_choice(mapping, "metric")
-    if metric is None:
-        metric = next((c for c in ("acc", "exact_match") if c in available), None)
-        if metric is None:
-            raise NativeError(f"{path}: neither acc nor exact_match is logged; choose the metric with --metric NAME "
-                              f"(this file has {available})")
-    elif metric not in available:
-        raise NativeError(f"{path}: unknown metric {metric!r}: this file logs {available}; choose one with --metric")
+    metric = _metric_of(path, mapping, _available_metrics(first))
 
     filters = []
     if old_layout:
@@ -367,3 +392,40 @@ def _describe(obj: Any) -> str:
         return json.dumps(obj, default=str)[:2000]
     keep = {k: v for k, v in obj.items() if k not in ("doc", "arguments", "resps")}
     return json.dumps(keep, default=str, ensure_ascii=False)[:2000]
+
+
+# --- its entry in the adapter registry --------------------------------------------------------
+
+def sniff(probe: registry.Probe) -> str | None:
+    """``lm_eval`` for samples (one object per line, or the v0.4.0-0.4.2 JSON list), ``lm_eval_results``
+    for the aggregated results_<date>.json (metadata: no per-item rows)."""
+    obj, text = probe.obj, (probe.prefix or "").lstrip()
+    if isinstance(obj, dict):
+        if "doc_id" in obj and any(k in obj for k in ("resps", "filtered_resps", "metrics")):
+            return "lm_eval"
+        if isinstance(obj.get("results"), dict) and any(
+                k in obj for k in ("configs", "versions", "group_subtasks", "n-shot", "lm_eval_version")):
+            return "lm_eval_results"
+    elif isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        if "doc_id" in obj[0] and ("resps" in obj[0] or "filtered_resps" in obj[0]):
+            return "lm_eval"
+    elif text.startswith("{"):
+        if registry.has_keys(text, "results") and any(
+                registry.has_keys(text, k) for k in ("configs", "versions", "group_subtasks", "n-shot")):
+            return "lm_eval_results"
+    elif text.startswith("["):
+        if registry.has_keys(text, "doc_id") and (registry.has_keys(text, "resps")
+                                                  or registry.has_keys(text, "filtered_resps")):
+            return "lm_eval"
+    return None
+
+
+def open_log(path: Path, mapping: ColumnMapping, benchmark: str | None, kind: str | None) -> NativeSource:
+    """A samples file, or (``kind`` lm_eval_results) a results file read as metadata."""
+    return open_source(path, mapping, benchmark, results_only=kind == "lm_eval_results")
+
+
+ADAPTER = registry.Adapter(
+    name=FORMAT, sniff=sniff, open=open_log, options=("metric",),
+    reads="lm-evaluation-harness `--log_samples` (`samples_<task>_<date>.jsonl`, or the v0.4.0-0.4.2 JSON "
+          "list), with the `results_<date>.json` beside it")

@@ -31,6 +31,7 @@ from typing import Any
 from benchcert.tasks.ingest.adapters import generic, limits
 from benchcert.tasks.ingest.adapters.generic import Reject
 from benchcert.tasks.ingest.adapters.native import NativeError, NativeSource, Row, check_mapped, text_field
+from benchcert.tasks.ingest.adapters import registry
 from benchcert.tasks.ingest.mapping import ColumnMapping
 
 FORMAT = "mmlu_pro_raw"
@@ -169,3 +170,40 @@ def _describe(obj: Any) -> str:
         return json.dumps(obj, default=str)[:2000]
     keep = {k: obj.get(k) for k in ("question_id", "category", "src", "answer", "pred") if k in obj}
     return json.dumps(keep, default=str, ensure_ascii=False)
+
+
+# --- its entry in the adapter registry --------------------------------------------------------
+
+def _is_outputs_prefix(text: str) -> bool:
+    text = text.lstrip()
+    return text.startswith("[") and registry.has_keys(text, "question_id", "pred", "answer")
+
+
+def sniff(probe: registry.Probe) -> str | None:
+    """``mmlu_pro_raw`` for model outputs (a zip's one JSON list, or the early layout's
+    <subject>_result.json), ``mmlu_pro_summary`` for the <subject>_summary.json beside them."""
+    if probe.zip_names is not None:
+        return FORMAT if probe.zip_json is not None and _is_outputs_prefix(probe.zip_json) else None
+    obj, text = probe.obj, (probe.prefix or "").lstrip()
+    if isinstance(obj, dict):
+        return "mmlu_pro_summary" if is_summary(obj) else None
+    if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        first = obj[0]
+        return FORMAT if "question_id" in first and "pred" in first and "answer" in first else None
+    if obj is not registry.NOT_JSON:
+        return None
+    if text.startswith("{"):
+        return "mmlu_pro_summary" if registry.has_keys(text, "total", "corr", "wrong") else None
+    return FORMAT if _is_outputs_prefix(text) else None
+
+
+def open_log(path: Path, mapping: ColumnMapping, benchmark: str | None, kind: str | None) -> NativeSource:
+    """Model outputs, or (``kind`` mmlu_pro_summary) a summary read as metadata."""
+    if kind == "mmlu_pro_summary":
+        return open_summary(path, mapping, benchmark)
+    return open_source(path, mapping, benchmark)
+
+
+ADAPTER = registry.Adapter(
+    name=FORMAT, sniff=sniff, open=open_log,
+    reads="MMLU-Pro `model_outputs_<model>_<n>shots.zip`, or the early `<model>/<subject>_result.json` layout")

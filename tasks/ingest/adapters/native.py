@@ -28,8 +28,6 @@ from benchcert.tasks.ingest.adapters.generic import LINE, AdapterError, RawBatch
 from benchcert.tasks.ingest.mapping import ColumnMapping
 from benchcert.tasks.schemas import DEFAULT_DOMAIN, DEFAULT_SUBJECT
 
-#: Formats read by a native adapter (``--format`` accepts them; detection finds them by content).
-NATIVE_FORMATS = ("lm_eval", "inspect_ai", "helm", "mmlu_pro_raw")
 RAW_LIMIT = 2000
 _TEXT_FIELDS = ("model", "item_id", "subject", "domain", "variant")
 
