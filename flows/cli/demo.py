@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK
 from benchcert.flows.cli.options import run_mode_options
-from benchcert.tasks.errors import UsageError, UserError
+from benchcert.tasks.errors import DataError, UsageError
 
 BENCHMARK = "mmlu_pro"
 STORE = "benchcert.duckdb"
@@ -31,7 +31,7 @@ MAPPING = ("mmlu_pro", "mapping.toml")
 NEXT_COMPARE = ("Meta-Llama-3_1-70B", "Meta-Llama-3-70B")
 
 
-class MissingDemoDataError(UserError):
+class MissingDemoDataError(DataError):
     """The bundled data is not in this installation (exit code 1): a broken or trimmed install."""
 
 
