@@ -29,7 +29,7 @@ import polars as pl
 
 from benchcert.stats.calibration import calibration_summary
 from benchcert.stats.gof import CROSSFIT_LEVEL_NOTE, PROB_TOLERANCE, GofSampleSizeError, gof_test
-from benchcert.tasks.audit.analyses import AnalysisOutput, AuditConfig
+from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.store.option_probs import load_option_probs
 from benchcert.tasks.render.charts import reliability_svg
