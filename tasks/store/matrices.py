@@ -39,6 +39,15 @@ def models_with_responses(con, benchmark: str, variant: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def answered_item_keys(con, variant: str) -> tuple[int, ...]:
+    """Codes (``item_key``) of the items some model answered in ``variant``: the rows of the whole
+    matrix.  No benchmark filter: meant for a connection that holds one benchmark (an export's)."""
+    rows = con.execute("""SELECT DISTINCT r.item_key FROM response_codes r
+                          JOIN variants v ON v.variant_id = r.variant_id WHERE v.variant = ?""",
+                       [variant]).fetchall()
+    return tuple(r[0] for r in rows)
+
+
 def response_count(con, benchmark: str, model: str) -> int:
     """How many responses (rows of response_codes, every variant) ``model`` has for ``benchmark``."""
     return int(con.execute("SELECT count(*) FROM response_codes WHERE model_id IN "
