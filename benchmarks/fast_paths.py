@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
 
-    from benchcert.stats.intervals import comparator_intervals
+    from benchcert.stats.comparator_intervals import comparator_intervals
     from benchcert.stats.scores import benchmark_scores
 
     print(f"== load average {_load()} on {os.cpu_count()} CPUs")

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats.degenerate import IndexedWarning
-from benchcert.stats.intervals import comparator_intervals, comparator_intervals_from_counts
+from benchcert.stats.comparator_intervals import comparator_intervals, comparator_intervals_from_counts
 from benchcert.tasks.audit.scores import validated_counts
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices

@@ -26,7 +26,8 @@ import polars as pl
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
-from benchcert.stats.intervals import IntervalResult, comparator_intervals_both, comparator_intervals_counts
+from benchcert.stats.comparator_intervals import comparator_intervals_both, comparator_intervals_counts
+from benchcert.stats.intervals import IntervalResult
 from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_from_sums, subject_sums
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.headline import headline_frame

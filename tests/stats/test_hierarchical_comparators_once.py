@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from benchcert.stats.intervals import comparator_intervals, comparator_intervals_both, comparator_intervals_counts
+from benchcert.stats.comparator_intervals import comparator_intervals, comparator_intervals_both, comparator_intervals_counts
 
 
 def _matrix(seed, fractional):

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.intervals (the paper's Table 3 comparators).
+"""Tests for benchcert.stats.intervals and stats.comparator_intervals (the paper's Table 3 comparators).
 
 Coverage claims are checked by seeded Monte Carlo: the simulated coverage rate gets a
 99% Clopper-Pearson interval (scipy binomtest), and the claim must be compatible with it.
@@ -17,10 +17,10 @@ from scipy import stats
 
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.comparisons import cr2_mean
+from benchcert.stats.comparator_intervals import comparator_intervals
 from benchcert.stats.intervals import (
     IntervalResult,
     clustered_interval,
-    comparator_intervals,
     iid_interval,
     lm_eval_group_interval,
     wilson_interval,

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.stats.intervals import comparator_intervals
+from benchcert.stats.comparator_intervals import comparator_intervals
 from benchcert.tasks.audit.analyses import run_analysis
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AuditConfig
 from benchcert.tasks.hierarchical import analysis as H
