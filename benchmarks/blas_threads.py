@@ -43,7 +43,7 @@ def gram_loop(o: np.ndarray, x: np.ndarray, subjects: int) -> float:
 
 def shuffle_split_half(scores, subjects, splits):
     # The loop itself (split_half wraps it in one BLAS thread, which would hide the difference).
-    from benchcert.stats.diagnostics import _shuffle_half_sums
+    from benchcert.stats.split_half import _shuffle_half_sums
 
     return _shuffle_half_sums(scores, subjects, int(subjects.max()) + 1, splits, np.random.default_rng(0))
 

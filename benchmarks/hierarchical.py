@@ -62,7 +62,8 @@ def timed(fn, repeats: int):
 def stats_only(m, alpha=0.05):
     import numpy as np
 
-    from benchcert.stats.diagnostics import split_half, subject_correlation
+    from benchcert.stats.split_half import split_half
+    from benchcert.stats.subject_correlation import subject_correlation
     from benchcert.stats.hierarchical import fit_domains, hierarchical_bound
 
     fits = fit_domains(m.scores, m.item_subject, m.subject_domain, proxy_alpha=alpha / 2)

@@ -24,7 +24,8 @@ import numpy as np
 import polars as pl
 
 from benchcert.stats.degenerate import DegenerateDataWarning
-from benchcert.stats.diagnostics import SplitHalfResult, split_half, subject_correlation
+from benchcert.stats.split_half import SplitHalfResult, split_half
+from benchcert.stats.subject_correlation import subject_correlation
 from benchcert.stats.hierarchical import PROXY_SHARE, DomainFits, HierarchicalBound, fit_domains, hierarchical_bound
 from benchcert.stats.comparator_intervals import comparator_intervals_both, comparator_intervals_counts
 from benchcert.stats.intervals import IntervalResult

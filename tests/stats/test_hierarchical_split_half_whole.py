@@ -4,7 +4,7 @@ Issue #15: the table's draws are the chunk's half-A counts as they come (no mask
 Issue #27: each domain's draws are drawn, inverted and summed one domain (or run of subjects) at a
 time, from a PCG64 generator's raw 64-bit outputs, with a guide table sized for a core's cache, and
 the five terms of each draw gathered from a table over the distributions' support points
-(stats/diagnostics.py _split_whole_by_domain, _HypergeomTable._invert_raw_points); other generators
+(stats/split_half.py _split_whole_by_domain, _HypergeomTable._invert_raw_points); other generators
 take the uniforms and compute the terms per draw. Oracle: the former
 chunk-wide computation (kept here verbatim: the inverse CDF, the (K, M, splits) half-A array and the
 domain sums of its five products); the results must be equal to the last bit."""
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchcert.stats import diagnostics as D
+from benchcert.stats import split_half as D
 
 
 def _former_invert(self, u, *, scratch=False):

@@ -1,4 +1,4 @@
-"""Tests for benchcert.stats.diagnostics (exchangeable-bounds paper section 7.3).
+"""Tests for the diagnostics of stats/split_half.py and stats/subject_correlation.py (exchangeable-bounds paper 7.3).
 
 Oracles: the inverse-CDF hypergeometric sampler against scipy.stats.hypergeom; the
 hypergeometric split-half against explicit item shuffling; the split-half mean against its
@@ -17,13 +17,8 @@ import pytest
 from scipy import stats
 
 from benchcert.stats.degenerate import DegenerateDataWarning
-from benchcert.stats.diagnostics import (
-    NoSplittableSubjectWarning,
-    _HypergeomTable,
-    beta_binomial_icc,
-    split_half,
-    subject_correlation,
-)
+from benchcert.stats.split_half import NoSplittableSubjectWarning, _HypergeomTable, split_half
+from benchcert.stats.subject_correlation import beta_binomial_icc, subject_correlation
 
 
 @pytest.fixture

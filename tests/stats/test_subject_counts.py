@@ -134,7 +134,7 @@ def test_kl_upper_each_entry_stops_on_its_own():
 def test_scores_free_paths_check_what_the_matrix_paths_check():
     """fit_domains(None, counts=) and split_half(None, counts=) refuse what the matrix paths refuse
     (the out-of-core audit, tasks/store/blocked.py, calls them without the matrix)."""
-    from benchcert.stats.diagnostics import split_half
+    from benchcert.stats.split_half import split_half
     from benchcert.stats.hierarchical import fit_domains
 
     rng = np.random.default_rng(3)

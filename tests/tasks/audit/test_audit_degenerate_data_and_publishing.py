@@ -48,7 +48,7 @@ def test_every_analysis_runs_or_skips_on_degenerate_structure(case, hierarchy):
 
 def test_split_half_with_no_subject_of_two_items_has_no_correlation():
     """The issue's failure: 'operands could not be broadcast' when every subject has one item."""
-    from benchcert.stats.diagnostics import split_half
+    from benchcert.stats.split_half import split_half
 
     scores = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     from benchcert.stats.degenerate import DegenerateDataWarning
