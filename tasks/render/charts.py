@@ -3,7 +3,10 @@
 * :func:`interval_plot_svg` -- a forest plot: intervals per label and series (report, dashboard);
 * :func:`heatmap_svg` -- a square matrix with diverging colours (the report's correlations);
 * :func:`reliability_svg` -- small reliability diagrams, one per model (the calibration section);
-* :func:`trend_svg` -- one point per run or checkpoint with its interval (the dashboard's trends).
+
+and the scales and number formats every chart shares (:func:`nice_step`, :func:`fmt_percent`,
+:func:`fmt_interval`, :func:`coord`), which the dashboard's trend chart
+(:mod:`benchcert.tasks.render.trend`) uses too.
 
 Every string from a log goes through :func:`~benchcert.tasks.render.escape.escape`, in
 ``<text>`` and ``<title>`` alike, and no chart carries ``xmlns="http://..."`` (HTML5 does not
@@ -23,8 +26,8 @@ import polars as pl
 
 from benchcert.tasks.render.escape import escape, truncate
 
-__all__ = ["interval_plot_svg", "heatmap_svg", "reliability_svg", "trend_svg", "nice_step", "heat_color",
-           "fmt_percent", "fmt_interval", "REPORT_STEPS", "TREND_STEPS"]
+__all__ = ["interval_plot_svg", "heatmap_svg", "reliability_svg", "nice_step", "heat_color",
+           "fmt_percent", "fmt_interval", "coord", "REPORT_STEPS", "TREND_STEPS"]
 
 _NULL = "\u2014"  # em dash shown for nulls / missing values
 _MINUS = "\u2212"
@@ -100,15 +103,10 @@ def fmt_interval(lo: float | None, hi: float | None) -> str:
     return f"[{100 * lo:.2f}, {100 * hi:.2f}]"
 
 
-def _n(x: float, places: int = 2) -> str:
+def coord(x: float, places: int = 2) -> str:
     """Compact coordinate: at most ``places`` decimals, no trailing zeros, never ``-0``."""
     s = f"{x:.{places}f}".rstrip("0").rstrip(".")
     return "0" if s in ("-0", "") else s
-
-
-def _n1(x: float) -> str:
-    # The trend charts have always written one decimal (the other charts two).
-    return _n(x, 1)
 
 
 def _text_width(s: str, font_px: float) -> float:
@@ -273,9 +271,9 @@ def _forest_layout(labels: list[str], data: _ForestSeries, lo: float, hi: float,
 
 
 def _forest_head(f: _Forest) -> list[str]:
-    out = _svg_open("forest", str(f.width), _n(f.height), "12", f.title or "interval plot")
+    out = _svg_open("forest", str(f.width), coord(f.height), "12", f.title or "interval plot")
     if f.title_y is not None:
-        out.append(f'<text x="{_n(f.x0)}" y="{_n(f.title_y)}" font-size="14" font-weight="600" '
+        out.append(f'<text x="{coord(f.x0)}" y="{coord(f.title_y)}" font-size="14" font-weight="600" '
                    f'fill="#1f2328">{escape(truncate(f.title, 110))}</text>')
     return out
 
@@ -285,9 +283,9 @@ def _forest_legend(f: _Forest) -> list[str]:
     for lx, ly, k, txt in f.legend_items:
         c = f.data.colors[k]
         out += ['<g class="legend-item">', f"<title>{escape(f.data.names[k])}</title>",
-                f'<line x1="{_n(lx)}" y1="{_n(ly)}" x2="{_n(lx + 18)}" y2="{_n(ly)}" stroke="{c}" stroke-width="2"/>',
-                f'<circle cx="{_n(lx + 9)}" cy="{_n(ly)}" r="3.5" fill="{c}"/>',
-                f'<text x="{_n(lx + 24)}" y="{_n(ly + 4)}" font-size="{_LEGEND_FONT:g}" '
+                f'<line x1="{coord(lx)}" y1="{coord(ly)}" x2="{coord(lx + 18)}" y2="{coord(ly)}" stroke="{c}" stroke-width="2"/>',
+                f'<circle cx="{coord(lx + 9)}" cy="{coord(ly)}" r="3.5" fill="{c}"/>',
+                f'<text x="{coord(lx + 24)}" y="{coord(ly + 4)}" font-size="{_LEGEND_FONT:g}" '
                 f'fill="#1f2328">{escape(txt)}</text>', "</g>"]
     return out
 
@@ -297,8 +295,8 @@ def _forest_rows(f: _Forest) -> list[str]:
     out = ['<g class="rows">']
     for i in range(f.n):
         if i % 2 == 1:
-            out.append(f'<rect x="0" y="{_n(f.plot_top + i * f.row_h)}" width="{_n(f.x1)}" '
-                       f'height="{_n(f.row_h)}" fill="#f3f5f8"/>')
+            out.append(f'<rect x="0" y="{coord(f.plot_top + i * f.row_h)}" width="{coord(f.x1)}" '
+                       f'height="{coord(f.row_h)}" fill="#f3f5f8"/>')
     out.append("</g>")
     return out
 
@@ -308,16 +306,16 @@ def _forest_axis(f: _Forest) -> list[str]:
     out = ['<g class="axis" font-size="11" fill="#59636e">']
     for t in f.ticks:
         gx = f.sx(t)
-        out.append(f'<line x1="{_n(gx)}" y1="{_n(f.plot_top)}" x2="{_n(gx)}" y2="{_n(f.plot_bottom)}" '
+        out.append(f'<line x1="{coord(gx)}" y1="{coord(f.plot_top)}" x2="{coord(gx)}" y2="{coord(f.plot_bottom)}" '
                    f'stroke="#d8dee4" stroke-width="1"/>')
         lab = escape(_fmt_value(t, f.percent, f.tick_dec))
-        out.append(f'<text x="{_n(gx)}" y="{_n(f.plot_bottom + 15)}" text-anchor="middle">{lab}</text>')
+        out.append(f'<text x="{coord(gx)}" y="{coord(f.plot_bottom + 15)}" text-anchor="middle">{lab}</text>')
         if f.top_axis:
-            out.append(f'<text x="{_n(gx)}" y="{_n(f.plot_top - 6)}" text-anchor="middle">{lab}</text>')
-    out.append(f'<line x1="{_n(f.x0)}" y1="{_n(f.plot_bottom)}" x2="{_n(f.x1)}" y2="{_n(f.plot_bottom)}" '
+            out.append(f'<text x="{coord(gx)}" y="{coord(f.plot_top - 6)}" text-anchor="middle">{lab}</text>')
+    out.append(f'<line x1="{coord(f.x0)}" y1="{coord(f.plot_bottom)}" x2="{coord(f.x1)}" y2="{coord(f.plot_bottom)}" '
                f'stroke="#8c959f" stroke-width="1"/>')
     if f.x_label:
-        out.append(f'<text x="{_n((f.x0 + f.x1) / 2)}" y="{_n(f.plot_bottom + 36)}" text-anchor="middle" '
+        out.append(f'<text x="{coord((f.x0 + f.x1) / 2)}" y="{coord(f.plot_bottom + 36)}" text-anchor="middle" '
                    f'font-size="12" fill="#1f2328">{escape(truncate(f.x_label, 80))}</text>')
     out.append("</g>")
     return out
@@ -328,7 +326,7 @@ def _forest_labels(f: _Forest) -> list[str]:
     out = ['<g class="labels" font-size="12" fill="#1f2328" text-anchor="end">']
     for i, (full, shown) in enumerate(zip(f.labels, f.shown_labels)):
         cy = f.plot_top + (i + 0.5) * f.row_h
-        out.append(f'<text x="{_n(f.x0 - 10)}" y="{_n(cy + 4)}"><title>{escape(full)}</title>{escape(shown)}</text>')
+        out.append(f'<text x="{coord(f.x0 - 10)}" y="{coord(cy + 4)}"><title>{escape(full)}</title>{escape(shown)}</text>')
     out.append("</g>")
     return out
 
@@ -338,12 +336,12 @@ def _forest_clip_marks(f: _Forest, l: float, u: float, cy: float, c: str) -> lis
     out = []
     if l < f.lo:
         ex = f.sx(f.lo)
-        out.append(f'<path class="clip" d="M{_n(ex + 5)},{_n(cy - 3.5)} L{_n(ex)},{_n(cy)} '
-                   f'L{_n(ex + 5)},{_n(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
+        out.append(f'<path class="clip" d="M{coord(ex + 5)},{coord(cy - 3.5)} L{coord(ex)},{coord(cy)} '
+                   f'L{coord(ex + 5)},{coord(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
     if u > f.hi:
         ex = f.sx(f.hi)
-        out.append(f'<path class="clip" d="M{_n(ex - 5)},{_n(cy - 3.5)} L{_n(ex)},{_n(cy)} '
-                   f'L{_n(ex - 5)},{_n(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
+        out.append(f'<path class="clip" d="M{coord(ex - 5)},{coord(cy - 3.5)} L{coord(ex)},{coord(cy)} '
+                   f'L{coord(ex - 5)},{coord(cy + 3.5)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
     return out
 
 
@@ -362,17 +360,17 @@ def _forest_point(f: _Forest, i: int, k: int) -> list[str]:
                f"[{_fmt_value(l, f.percent, tip_dec)}, {_fmt_value(u, f.percent, tip_dec)}]")
         cl, cu = min(max(l, lo), hi), min(max(u, lo), hi)
         out = [f'<g class="interval" data-series="{k}" data-row="{i}">', f"<title>{escape(tip)}</title>",
-               f'<line class="ci" x1="{_n(f.sx(cl))}" y1="{_n(cy)}" x2="{_n(f.sx(cu))}" '
-               f'y2="{_n(cy)}" stroke="{c}" stroke-width="2" stroke-linecap="round"/>']
+               f'<line class="ci" x1="{coord(f.sx(cl))}" y1="{coord(cy)}" x2="{coord(f.sx(cu))}" '
+               f'y2="{coord(cy)}" stroke="{c}" stroke-width="2" stroke-linecap="round"/>']
         out += _forest_clip_marks(f, l, u, cy, c)
         if e_ok and lo <= e <= hi:
-            out.append(f'<circle class="est" cx="{_n(f.sx(e))}" cy="{_n(cy)}" r="3.5" '
+            out.append(f'<circle class="est" cx="{coord(f.sx(e))}" cy="{coord(cy)}" r="3.5" '
                        f'fill="{c}" stroke="#ffffff" stroke-width="0.8"/>')
         out.append("</g>")
         return out
     if e_ok and lo <= e <= hi:
         tip = f"{f.labels[i]} \u00b7 {d.names[k]}: {tip_est} (no interval)"
-        return [f'<circle class="point-only" cx="{_n(f.sx(e))}" cy="{_n(cy)}" r="3.5" '
+        return [f'<circle class="point-only" cx="{coord(f.sx(e))}" cy="{coord(cy)}" r="3.5" '
                 f'fill="#ffffff" stroke="{c}" stroke-width="1.5"><title>{escape(tip)}</title></circle>']
     return []
 
@@ -419,7 +417,7 @@ def interval_plot_svg(labels: list[str], series: list[dict], *, title: str = "",
     out = (_forest_head(f) + _forest_legend(f) + _forest_rows(f) + _forest_axis(f) + _forest_labels(f)
            + _forest_intervals(f))
     if f.n == 0:
-        out.append(f'<text x="{_n((f.x0 + f.x1) / 2)}" y="{_n(f.plot_top + f.row_h / 2 + 4)}" '
+        out.append(f'<text x="{coord((f.x0 + f.x1) / 2)}" y="{coord(f.plot_top + f.row_h / 2 + 4)}" '
                    f'text-anchor="middle" fill="#59636e">no data</text>')
     out.append("</svg>")
     return "".join(out)
@@ -528,13 +526,13 @@ def _heat_labels(h: _Heat) -> list[str]:
     out = ['<g class="row-labels" fill="#1f2328" text-anchor="end">']
     for i, (full, s) in enumerate(zip(h.labels, h.shown)):
         y = h.top + (i + 0.5) * h.cell + h.font * 0.35
-        out.append(f'<text x="{_n(h.x0 - 4)}" y="{_n(y)}"><title>{escape(full)}</title>{escape(s)}</text>')
+        out.append(f'<text x="{coord(h.x0 - 4)}" y="{coord(y)}"><title>{escape(full)}</title>{escape(s)}</text>')
     out.append("</g>")
     out.append('<g class="col-labels" fill="#1f2328" text-anchor="start">')
     for j, (full, s) in enumerate(zip(h.labels, h.shown)):
         x = h.x0 + (j + 0.5) * h.cell + h.font * 0.35
         y = h.top - 4.0
-        out.append(f'<text x="{_n(x)}" y="{_n(y)}" transform="rotate(-90 {_n(x)} {_n(y)})">'
+        out.append(f'<text x="{coord(x)}" y="{coord(y)}" transform="rotate(-90 {coord(x)} {coord(y)})">'
                    f"<title>{escape(full)}</title>{escape(s)}</text>")
     out.append("</g>")
     return out
@@ -571,14 +569,14 @@ def _heat_groups(h: _Heat) -> list[str]:
     out = ['<g class="groups" fill="#1f2328" font-size="11">']
     for a, b, name in h.blocks:
         if a > 0:
-            p = _n(top + a * cell)
-            q = _n(x0 + a * cell)
-            out.append(f'<line x1="{_n(x0)}" y1="{p}" x2="{_n(x0 + size)}" y2="{p}" stroke="#1f2328" '
+            p = coord(top + a * cell)
+            q = coord(x0 + a * cell)
+            out.append(f'<line x1="{coord(x0)}" y1="{p}" x2="{coord(x0 + size)}" y2="{p}" stroke="#1f2328" '
                        'stroke-width="1"/>')
-            out.append(f'<line x1="{q}" y1="{_n(top)}" x2="{q}" y2="{_n(top + size)}" stroke="#1f2328" '
+            out.append(f'<line x1="{q}" y1="{coord(top)}" x2="{q}" y2="{coord(top + size)}" stroke="#1f2328" '
                        'stroke-width="1"/>')
         cy = top + (a + b) / 2.0 * cell + 4.0
-        out.append(f'<text x="8" y="{_n(cy)}"><title>{escape(name)}</title>{escape(truncate(name, 22))}</text>')
+        out.append(f'<text x="8" y="{coord(cy)}"><title>{escape(name)}</title>{escape(truncate(name, 22))}</text>')
     out.append("</g>")
     return out
 
@@ -588,16 +586,16 @@ def _heat_legend(h: _Heat, vmin: float, vmax: float, value_label: str) -> list[s
     bar_h, steps = 160.0, 32
     lx, top = h.legend_x, h.top
     out = ['<g class="legend" font-size="11" fill="#1f2328">',
-           f'<text x="{_n(lx)}" y="{_n(top - 8)}">{escape(truncate(value_label, 18))}</text>']
+           f'<text x="{coord(lx)}" y="{coord(top - 8)}">{escape(truncate(value_label, 18))}</text>']
     for k in range(steps):
         v = vmax - (vmax - vmin) * (k + 0.5) / steps
-        out.append(f'<rect x="{_n(lx)}" y="{_n(top + k * bar_h / steps)}" width="14" '
-                   f'height="{_n(bar_h / steps + 0.5)}" fill="{heat_color(v, vmin, vmax)}"/>')
+        out.append(f'<rect x="{coord(lx)}" y="{coord(top + k * bar_h / steps)}" width="14" '
+                   f'height="{coord(bar_h / steps + 0.5)}" fill="{heat_color(v, vmin, vmax)}"/>')
     for v in (vmax, (vmin + vmax) / 2.0, vmin):
         y = top + (vmax - v) / (vmax - vmin) * bar_h
-        out.append(f'<text x="{_n(lx + 20)}" y="{_n(y + 4)}">{escape(_fmt_value(v, False, 2))}</text>')
-    out.append(f'<rect x="{_n(lx)}" y="{_n(top + bar_h + 12)}" width="14" height="10" fill="{_HEAT_NAN}"/>')
-    out.append(f'<text x="{_n(lx + 20)}" y="{_n(top + bar_h + 21)}">undefined</text>')
+        out.append(f'<text x="{coord(lx + 20)}" y="{coord(y + 4)}">{escape(_fmt_value(v, False, 2))}</text>')
+    out.append(f'<rect x="{coord(lx)}" y="{coord(top + bar_h + 12)}" width="14" height="10" fill="{_HEAT_NAN}"/>')
+    out.append(f'<text x="{coord(lx + 20)}" y="{coord(top + bar_h + 21)}">undefined</text>')
     out.append("</g>")
     return out
 
@@ -624,15 +622,15 @@ def heatmap_svg(matrix: Any, labels: Sequence[str], *, groups: Sequence[str] | N
     if not (math.isfinite(vmin) and math.isfinite(vmax) and vmin < vmax):
         raise ValueError(f"need finite vmin < vmax; got {vmin!r}, {vmax!r}")
     h = _heat_layout(labels, groups, title, max_label_chars, cell_px, cell_titles)
-    out = _svg_open("heatmap", _n(h.width), _n(h.height), f"{h.font:g}", title or "heatmap")
+    out = _svg_open("heatmap", coord(h.width), coord(h.height), f"{h.font:g}", title or "heatmap")
     if title:
         out.append(_chart_title(title, "8"))
     out += _heat_labels(h) + _heat_cells(h, arr, vmin, vmax) + _heat_groups(h)
-    out.append(f'<rect x="{_n(h.x0)}" y="{_n(h.top)}" width="{_n(h.size)}" height="{_n(h.size)}" fill="none" '
+    out.append(f'<rect x="{coord(h.x0)}" y="{coord(h.top)}" width="{coord(h.size)}" height="{coord(h.size)}" fill="none" '
                'stroke="#8c959f" stroke-width="1"/>')
     out += _heat_legend(h, vmin, vmax, value_label)
     if n == 0:
-        out.append(f'<text x="{_n(h.x0)}" y="{_n(h.top + 16)}" fill="#59636e">no data</text>')
+        out.append(f'<text x="{coord(h.x0)}" y="{coord(h.top + 16)}" fill="#59636e">no data</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -647,19 +645,19 @@ def _reliability_panel(panel: dict, ox: float, oy: float, s: float) -> list[str]
         return ox + min(max(c, 0.0), 1.0) * s, oy + (1.0 - min(max(a, 0.0), 1.0)) * s
 
     name = str(panel.get("name", ""))
-    out = [f'<g class="panel"><text x="{_n(ox)}" y="{_n(oy - 10)}" font-size="11" font-weight="600" '
+    out = [f'<g class="panel"><text x="{coord(ox)}" y="{coord(oy - 10)}" font-size="11" font-weight="600" '
            f'fill="#1f2328"><title>{escape(name)}</title>{escape(truncate(name, 34))}</text>',
-           f'<rect x="{_n(ox)}" y="{_n(oy)}" width="{_n(s)}" height="{_n(s)}" fill="#f6f8fa" '
+           f'<rect x="{coord(ox)}" y="{coord(oy)}" width="{coord(s)}" height="{coord(s)}" fill="#f6f8fa" '
            'stroke="#8c959f" stroke-width="1"/>']
     x1, y1 = px(0, 0)
     x2, y2 = px(1, 1)
-    out.append(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="#8c959f" '
+    out.append(f'<line x1="{coord(x1)}" y1="{coord(y1)}" x2="{coord(x2)}" y2="{coord(y2)}" stroke="#8c959f" '
                'stroke-dasharray="4 3" stroke-width="1"/>')
     for t in (0.0, 0.5, 1.0):
         tx, ty = px(t, t)
-        out.append(f'<text x="{_n(tx)}" y="{_n(oy + s + 12)}" text-anchor="middle" fill="#59636e">{t:g}</text>')
-        out.append(f'<text x="{_n(ox - 4)}" y="{_n(ty + 3)}" text-anchor="end" fill="#59636e">{t:g}</text>')
-    out.append(f'<text x="{_n(ox + s / 2)}" y="{_n(oy + s + 24)}" text-anchor="middle" fill="#59636e">'
+        out.append(f'<text x="{coord(tx)}" y="{coord(oy + s + 12)}" text-anchor="middle" fill="#59636e">{t:g}</text>')
+        out.append(f'<text x="{coord(ox - 4)}" y="{coord(ty + 3)}" text-anchor="end" fill="#59636e">{t:g}</text>')
+    out.append(f'<text x="{coord(ox + s / 2)}" y="{coord(oy + s + 24)}" text-anchor="middle" fill="#59636e">'
                "confidence</text>")
     counts = [float(c) for c in panel.get("count", [])]
     cmax = max(counts, default=1.0) or 1.0
@@ -671,13 +669,13 @@ def _reliability_panel(panel: dict, ox: float, oy: float, s: float) -> list[str]
         _, ylo = px(float(c), float(lo))
         _, yhi = px(float(c), float(hi))
         r = 2.0 + 4.0 * math.sqrt(cnt / cmax)
-        out.append(f'<line x1="{_n(cx)}" y1="{_n(ylo)}" x2="{_n(cx)}" y2="{_n(yhi)}" stroke="#0969da" '
+        out.append(f'<line x1="{coord(cx)}" y1="{coord(ylo)}" x2="{coord(cx)}" y2="{coord(yhi)}" stroke="#0969da" '
                    'stroke-width="1.2"/>')
-        out.append(f'<circle cx="{_n(cx)}" cy="{_n(cy)}" r="{_n(r)}" fill="#0969da" fill-opacity="0.7">'
+        out.append(f'<circle cx="{coord(cx)}" cy="{coord(cy)}" r="{coord(r)}" fill="#0969da" fill-opacity="0.7">'
                    f"<title>confidence {float(c):.3f}, accuracy {float(a):.3f} "
                    f"[{float(lo):.3f}, {float(hi):.3f}], {int(cnt)} items</title></circle>")
     if not counts:
-        out.append(f'<text x="{_n(ox + 8)}" y="{_n(oy + 16)}" fill="#59636e">no data</text>')
+        out.append(f'<text x="{coord(ox + 8)}" y="{coord(oy + 16)}" fill="#59636e">no data</text>')
     out.append("</g>")
     return out
 
@@ -698,178 +696,12 @@ def reliability_svg(panels: Sequence[dict], *, title: str = "", size_px: int = 2
     pw = pad_l + size_px + gap
     ph = pad_t + size_px + pad_b
     width, height = 8.0 + cols * pw, top0 + rows * ph + 8.0
-    out = _svg_open("reliability", _n(width), _n(height), "10", title or "reliability diagram")
+    out = _svg_open("reliability", coord(width), coord(height), "10", title or "reliability diagram")
     if title:
         out.append(_chart_title(title, "8"))
     for k, panel in enumerate(panels):
         ox = 8.0 + (k % cols) * pw + pad_l
         oy = top0 + (k // cols) * ph + pad_t
         out += _reliability_panel(panel, ox, oy, float(size_px))
-    out.append("</svg>")
-    return "".join(out)
-
-
-# --------------------------------------------------------------------------- trend chart
-
-
-@dataclass(frozen=True)
-class _Trend:
-    """A trend chart's clean series, percent y range with ticks, and plot area (pixels)."""
-
-    labels: list[str]
-    series: list[dict]  # name, color, tips, estimate, lower, upper (floats, NaN for missing)
-    lo: float
-    hi: float
-    ticks: list[float]
-    dec: int
-    rotate: bool
-    x0: float
-    x1: float
-    y0: float
-    y1: float
-
-    @property
-    def col(self) -> float:
-        return (self.x1 - self.x0) / len(self.labels)
-
-    def sx(self, i: int, k: int) -> float:
-        return self.x0 + (i + 0.5) * self.col + (k - (len(self.series) - 1) / 2) * min(6.0, self.col / 4)
-
-    def sy(self, v: float) -> float:
-        return self.y1 - (v - self.lo) / (self.hi - self.lo) * (self.y1 - self.y0)
-
-
-def _trend_series(labels: list[str], series: list[dict]) -> list[dict]:
-    n = len(labels)
-    clean = []
-    for s in series:
-        arrs = {k: [float("nan") if v is None else float(v) for v in (s.get(k) or [None] * n)]
-                for k in ("estimate", "lower", "upper")}
-        if any(len(a) != n for a in arrs.values()):
-            raise ValueError(f"series {s.get('name')!r}: values must align with {n} labels")
-        tips = list(s.get("tips") or [""] * n)
-        clean.append({"name": str(s.get("name", "")), "color": s.get("color") or "#333333", "tips": tips, **arrs})
-    return clean
-
-
-def _trend_y_range(clean: list[dict]) -> tuple[float, float]:
-    """The data's range padded by 8%, at least 10 points wide, inside [0, 1]."""
-    finite = [v for s in clean for k in ("estimate", "lower", "upper") for v in s[k] if math.isfinite(v)]
-    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-    pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
-    if hi - lo < 0.1:  # a flat series: show at least 10 points so noise does not look like a trend
-        mid = (lo + hi) / 2
-        lo, hi = mid - 0.05, mid + 0.05
-    lo, hi = max(lo, 0.0), min(hi, 1.0)
-    if hi - lo < 0.1:  # pinned at 0 or 1
-        lo, hi = (0.0, 0.1) if lo <= 0.0 else (0.9, 1.0)
-    return lo, hi
-
-
-def _trend_layout(labels: list[str], clean: list[dict], title: str, width: int, height: int) -> _Trend:
-    lo, hi = _trend_y_range(clean)
-    step = nice_step(hi - lo, 5, TREND_STEPS)
-    ticks = [t * step for t in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
-    rotate = len(labels) > 6
-    return _Trend(labels=labels, series=clean, lo=lo, hi=hi, ticks=ticks,
-                  dec=max(0, -math.floor(math.log10(step * 100) + 1e-9)), rotate=rotate, x0=58.0,
-                  x1=width - 14.0, y0=40.0 if title else 26.0, y1=height - (64.0 if rotate else 30.0))
-
-
-def _trend_legend(t: _Trend) -> list[str]:
-    out = []
-    lx = t.x0
-    for s in t.series:
-        out.append(f'<line x1="{_n1(lx)}" y1="28" x2="{_n1(lx + 16)}" y2="28" stroke="{escape(s["color"])}" '
-                   f'stroke-width="2"/><text x="{_n1(lx + 20)}" y="32" fill="#1f2328">{escape(s["name"])}</text>')
-        lx += 30 + 7 * len(s["name"])
-    return out
-
-
-def _trend_axis(t: _Trend, max_label_chars: int) -> list[str]:
-    """Percent grid with tick labels, x labels (rotated when many, at most ~24 shown) and base line."""
-    out = ['<g class="axis" fill="#59636e">']
-    for tick in t.ticks:
-        y = t.sy(tick)
-        out.append(f'<line x1="{_n1(t.x0)}" y1="{_n1(y)}" x2="{_n1(t.x1)}" y2="{_n1(y)}" stroke="#e1e4e8"/>'
-                   f'<text x="{_n1(t.x0 - 6)}" y="{_n1(y + 4)}" text-anchor="end">{100 * tick:.{t.dec}f}%</text>')
-    n = len(t.labels)
-    every = max(1, math.ceil(n / 24))  # at most ~24 readable x labels; tooltips name every point
-    for i, lab in enumerate(t.labels):
-        if i % every:
-            continue
-        text = lab if len(lab) <= max_label_chars else lab[: max_label_chars - 1] + "\u2026"
-        x, y = t.x0 + (i + 0.5) * t.col, t.y1 + 14
-        rot = f' transform="rotate(-35 {_n1(x)} {_n1(y)})" text-anchor="end"' if t.rotate else ' text-anchor="middle"'
-        out.append(f'<text class="xlab" x="{_n1(x)}" y="{_n1(y)}"{rot}><title>{escape(lab)}</title>'
-                   f"{escape(text)}</text>")
-    out.append(f'<line x1="{_n1(t.x0)}" y1="{_n1(t.y1)}" x2="{_n1(t.x1)}" y2="{_n1(t.y1)}" stroke="#8c959f"/></g>')
-    return out
-
-
-def _trend_line(t: _Trend, k: int, s: dict, c: str) -> list[str]:
-    """Polylines joining consecutive finite estimates of series ``k``."""
-    segs, cur = [], []
-    for i in range(len(t.labels)):
-        if math.isfinite(s["estimate"][i]):
-            cur.append(f"{_n1(t.sx(i, k))},{_n1(t.sy(s['estimate'][i]))}")
-        elif cur:
-            segs.append(cur)
-            cur = []
-    segs.append(cur)
-    return [f'<polyline class="line" points="{" ".join(seg)}" fill="none" stroke="{c}" '
-            f'stroke-width="1.5" stroke-opacity="0.7"/>' for seg in segs if len(seg) > 1]
-
-
-def _trend_points(t: _Trend, k: int, s: dict, c: str) -> list[str]:
-    """One ``<g class="pt">`` per finite estimate: tooltip, interval bar with caps, and dot."""
-    out = []
-    sy = t.sy
-    for i in range(len(t.labels)):
-        e, l, u = s["estimate"][i], s["lower"][i], s["upper"][i]
-        if not math.isfinite(e):
-            continue
-        x, tip = t.sx(i, k), s["tips"][i] or f"{s['name']} {t.labels[i]}: {fmt_percent(e)} {fmt_interval(l, u)}"
-        out.append(f'<g class="pt" data-series="{escape(s["name"])}" data-i="{i}" data-estimate="{e!r}">'
-                   f"<title>{escape(tip)}</title>")
-        if math.isfinite(l) and math.isfinite(u):
-            out.append(f'<line x1="{_n1(x)}" y1="{_n1(sy(l))}" x2="{_n1(x)}" y2="{_n1(sy(u))}" stroke="{c}" '
-                       f'stroke-width="1.5"/><line x1="{_n1(x - 3)}" y1="{_n1(sy(l))}" x2="{_n1(x + 3)}" '
-                       f'y2="{_n1(sy(l))}" stroke="{c}"/><line x1="{_n1(x - 3)}" y1="{_n1(sy(u))}" '
-                       f'x2="{_n1(x + 3)}" y2="{_n1(sy(u))}" stroke="{c}"/>'
-                       f'<circle cx="{_n1(x)}" cy="{_n1(sy(e))}" r="3" fill="{c}"/>')
-        else:
-            out.append(f'<circle class="point-only" cx="{_n1(x)}" cy="{_n1(sy(e))}" r="3" fill="#ffffff" '
-                       f'stroke="{c}" stroke-width="1.5"/>')
-        out.append("</g>")
-    return out
-
-
-def trend_svg(labels: list[str], series: list[dict], *, title: str = "", width: int = 760,
-              height: int = 250, max_label_chars: int = 18) -> str:
-    """Inline-SVG trend: one x position per label, one series per metric, percent y axis.
-
-    Each series is ``{"name", "estimate", "lower", "upper"}`` (sequences aligned with
-    ``labels``, NaN/None for missing; optional ``"color"``, optional ``"tips"``: one tooltip per
-    point).  A point is ``<g class="pt" data-series=.. data-i=.. data-estimate=..>`` with a
-    ``<title>`` tooltip (no script needed), a vertical interval bar when both ends are finite,
-    and a filled dot (hollow when there is no interval).  Consecutive finite estimates of a
-    series are joined by a line.  Every label and name is escaped.
-    """
-    if not labels:
-        return ""
-    t = _trend_layout(labels, _trend_series(labels, series), title, width, height)
-    out = [f'<svg class="trend" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           f'font-family="system-ui,sans-serif" font-size="11">',
-           f"<title>{escape(title or 'trend')}</title>",
-           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
-    if title:
-        out.append(f'<text x="{_n1(t.x0)}" y="16" font-size="13" font-weight="600" fill="#1f2328">'
-                   f"{escape(title)}</text>")
-    out += _trend_legend(t) + _trend_axis(t, max_label_chars)
-    for k, s in enumerate(t.series):
-        c = escape(s["color"])
-        out += _trend_line(t, k, s, c) + _trend_points(t, k, s, c)
     out.append("</svg>")
     return "".join(out)

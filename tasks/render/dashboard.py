@@ -29,7 +29,7 @@ Safety rules:
   existing ``--out`` folder is only replaced if an earlier build marked it as a dashboard.
 
 The runs and the trend tables are read by :mod:`benchcert.tasks.render.run_records`; the
-charts are drawn by :mod:`benchcert.tasks.render.charts`.
+charts are drawn by :mod:`benchcert.tasks.render.charts` and :mod:`benchcert.tasks.render.trend`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ from benchcert.tasks.artifacts.runs import iso
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.charts import fmt_interval as _iv
 from benchcert.tasks.render.charts import fmt_percent as _pct
-from benchcert.tasks.render.charts import interval_plot_svg, trend_svg
+from benchcert.tasks.render.charts import interval_plot_svg
+from benchcert.tasks.render.trend import trend_svg
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, METRICS, DashboardError, RunRecord, checkpoint_key,
                                                 checkpoint_table, choose_method, load_runs, method_label,

@@ -18,7 +18,7 @@ import pytest
 
 from benchcert.flows.cli import main
 from benchcert.tasks.artifacts.folders import safe_component
-from benchcert.tasks.render.charts import trend_svg
+from benchcert.tasks.render.trend import trend_svg
 from benchcert.tasks.render.dashboard import MARKER, SITE_CSP, OutputFolderError, build_site, make_server
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, checkpoint_key, checkpoint_table,
                                                 choose_method, load_runs, split_checkpoint, trend_table)
