@@ -1,9 +1,9 @@
 """Failure-rate upper bounds of many models at once, from per-subject counts (the audit's
 ``failure_rate_bounds`` table at leaderboard scale).
 
-The same two bounds as :func:`benchcert.stats.certify.failure_rate_upper` (``unequal_rates=True``:
+The same two bounds as :func:`benchcert.stats.failure_rates.failure_rate_upper` (``unequal_rates=True``:
 new items from the same subjects) and
-:func:`benchcert.stats.certify.failure_rate_upper_new_subjects` (a new subject's expected failure
+:func:`benchcert.stats.failure_rates.failure_rate_upper_new_subjects` (a new subject's expected failure
 rate), for every model column of a matrix, computed from the (subject, model) counts of
 answered and failed items instead of one call per model on that model's column: the bounds
 depend on the items only through those counts.
@@ -18,7 +18,7 @@ import numpy as np
 
 from benchcert.stats import _dist as stats  # scipy.stats, imported only when beta is used
 from benchcert.stats.validation import check_alpha
-from benchcert.stats.certify import _kl_upper
+from benchcert.stats.failure_rates import _kl_upper
 
 __all__ = ["FailureRateBounds", "failure_rate_bounds"]
 
@@ -73,10 +73,10 @@ def failure_rate_bounds(n_km, failed_km, *, alpha: float = 0.05) -> FailureRateB
     -----
     Model m with :math:`k = \sum_j f_{jm}` failures in :math:`n = \sum_j n_{jm}` answered items:
     ``upper`` is :math:`\max\{\mathrm{Beta}^{-1}(1-\alpha;\,k+1,\,n-k),\ (k+1)/n\}` (1 for
-    k = n), the bound of :func:`~benchcert.stats.certify.failure_rate_upper` with
+    k = n), the bound of :func:`~benchcert.stats.failure_rates.failure_rate_upper` with
     ``unequal_rates=True`` (Hoeffding 1956, Theorem 4, for unequal rates); ``upper_new_subjects``
     is the relative-entropy Hoeffding bound of
-    :func:`~benchcert.stats.certify.failure_rate_upper_new_subjects` around the mean of the
+    :func:`~benchcert.stats.failure_rates.failure_rate_upper_new_subjects` around the mean of the
     failure shares :math:`f_{jm}/n_{jm}` of the J subjects the model answered (Hoeffding 1963,
     Theorem 1). Both equal the per-model functions on the model's column to the last bit: the
     quantile is elementwise, the shares are the same integer ratios averaged in the same order,

@@ -17,6 +17,7 @@ __all__ = [
     "all_missing_columns",
     "check_alpha",
     "check_codes",
+    "check_positive_int",
     "check_power",
     "check_scores",
     "check_unit_interval",
@@ -89,6 +90,13 @@ def check_alpha(alpha) -> float:
         almost certainly a mistake) or lies outside (0, 1); see :func:`check_unit_interval`.
     """
     return check_unit_interval("alpha", alpha)
+
+
+def check_positive_int(value, name: str) -> int:
+    """``value`` as an int >= 1; ValueError naming ``name`` otherwise (numpy integers accepted, bools not)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
 
 
 def check_power(power) -> float:

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from benchcert.flows.cli import main
-from benchcert.stats.certify import failure_rate_upper, failure_rate_upper_new_subjects
+from benchcert.stats.failure_rates import failure_rate_upper, failure_rate_upper_new_subjects
 from benchcert.tasks.certify.service import EnvironmentsError, parse_environments
 from benchcert.tasks.store.matrices import load_matrices
 from benchcert.tasks.store.connection import open_store
@@ -103,7 +103,7 @@ def test_certify_on_a_plan_covers_the_benchmark_scores(capsys, db, truth, tmp_pa
     assert worst and all(w["environment"] == "care_mix (worst mix)" for w in worst)
     assert set(c["failure_rate_upper"]) == {r["model"] for r in rows}
     # the failure bound is for the plan's items, as the band; exact binomial for i.i.d. draws from q,
-    # the unequal-rate bound for pooled environments or atoms (stats.certify.failure_rate_upper)
+    # the unequal-rate bound for pooled environments or atoms (stats.failure_rates.failure_rate_upper)
     iid = protocol == "theorem"
     for f in c["failure_rate_upper"].values():
         assert f["question"] == "finite_population" and f["upper_new_subjects"] is None

@@ -89,7 +89,8 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 from scipy.special import expit, logit
 
-from benchcert.stats.certify import _kl_bounds, _kl_upper, failure_rate_upper_new_subjects, stratified_means
+from benchcert.stats.certify import stratified_means
+from benchcert.stats.failure_rates import _kl_bounds, _kl_upper, failure_rate_upper_new_subjects
 
 from simcheck import rate_ci
 

@@ -1,5 +1,5 @@
-"""Budgets, estimators and the failure-rate bound of stats/certify.py (certifying-capabilities paper,
-Theorem 3.4, Remark 3.2, Theorem 3.10)."""
+"""Budgets, estimators and the failure-rate bound of stats/certify.py and stats/failure_rates.py
+(certifying-capabilities paper, Theorem 3.4, Remark 3.2, Theorem 3.10)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchcert.stats.certify import (BLACK_BOX_SENTENCE, MOM_C, failure_rate_upper, importance_mom, mom_block_failure,
-                                     mom_blocks, per_environment_budget, per_environment_means, stratified_budget,
-                                     stratified_means, theorem_3_4_budget)
+from benchcert.stats.certify import (MOM_C, importance_mom, mom_block_failure, mom_blocks, per_environment_budget,
+                                     per_environment_means, stratified_budget, stratified_means, theorem_3_4_budget)
+from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE, failure_rate_upper
 from benchcert.stats.subsample import serfling_halfwidth
 
 from simcheck import rate_ci

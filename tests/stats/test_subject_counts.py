@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchcert.stats.segments import Grouping
-from benchcert.stats.certify import _kl_upper
+from benchcert.stats.failure_rates import _kl_upper
 from benchcert.stats.comparator_intervals import comparator_intervals, comparator_intervals_from_counts
 from benchcert.stats.scores import benchmark_scores, benchmark_scores_from_counts
 from benchcert.stats.subject_counts import subject_counts

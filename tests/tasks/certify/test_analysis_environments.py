@@ -8,7 +8,7 @@ import math
 import polars as pl
 import pytest
 
-from benchcert.stats.certify import BLACK_BOX_SENTENCE, failure_rate_upper
+from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE, failure_rate_upper
 from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.certify.analysis import analyze
 from benchcert.tasks.certify.service import parse_environments

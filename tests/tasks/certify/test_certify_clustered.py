@@ -27,7 +27,8 @@ import pytest
 from scipy import stats
 from scipy.special import expit, logit
 
-from benchcert.stats.certify import clopper_pearson, stratified_means
+from benchcert.stats.certify import stratified_means
+from benchcert.stats.failure_rates import clopper_pearson
 from benchcert.tasks.certify.service import certify_scores, parse_environments
 
 from simcheck import rate_ci

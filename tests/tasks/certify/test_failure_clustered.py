@@ -38,7 +38,8 @@ import pytest
 from scipy import optimize, stats
 from scipy.special import expit, logit
 
-from benchcert.stats.certify import failure_rate_upper, failure_rate_upper_new_subjects, stratified_means
+from benchcert.stats.certify import stratified_means
+from benchcert.stats.failure_rates import failure_rate_upper, failure_rate_upper_new_subjects
 from benchcert.tasks.certify.service import certify_scores, parse_environments
 
 from simcheck import rate_ci
