@@ -108,7 +108,7 @@ def _syntax_hint(text: str) -> str:
 
     try:
         pl.SQLContext(frames={"t": pl.LazyFrame()}).execute(f"SELECT {text}\nFROM t", eager=False)
-    except Exception as exc:
+    except pl.exceptions.PolarsError as exc:
         m = re.search(r"found: (.+?) at Line: (\d+), Column: (\d+)", str(exc))
         if m:
             if m.group(1) == "FROM" or m.group(2) != "1":
@@ -122,9 +122,11 @@ def _syntax_hint(text: str) -> str:
 
 def compile_expression(text: str, origin: str):
     """``text`` as a Polars expression, or a MappingError naming ``origin`` and what did not parse."""
+    import polars as pl
+
     try:
         return _parse(text)
-    except Exception as exc:  # polars' SQL errors (SQLInterfaceError, SQLSyntaxError, ...)
+    except pl.exceptions.PolarsError as exc:  # polars' SQL errors (SQLInterfaceError, SQLSyntaxError, ...)
         reason = " ".join(str(exc).split())
         raise MappingError(f"{origin}: not a column of the file, and not a valid SQL expression: {reason}"
                            f"{_syntax_hint(text)}") from None
@@ -231,9 +233,11 @@ def parse_mapping(pairs: list[str] | None = None, config: str | Path | None = No
         if not is_identifier(value):
             # Parsed now, so a broken expression is a usage error before any file is read; a
             # value that does not parse may still be an odd column name (checked per file).
+            from polars.exceptions import PolarsError
+
             try:
                 _parse(value)
-            except Exception:
+            except PolarsError:
                 if _looks_like_expression(value):
                     compile_expression(value, origins[key])
     chosen = fmt or file_format

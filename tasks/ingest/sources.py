@@ -51,6 +51,7 @@ def check_expressions(files: list[str], mapping) -> None:
         message, whether plain or inside an expression.
     """
     from benchcert.tasks.ingest.adapters import detect, generic
+    from benchcert.tasks.ingest.errors import FILE_ERRORS, READ_FAILURES
     from benchcert.tasks.ingest.mapping import FORMATS as GENERIC
     from benchcert.tasks.ingest.mapping import ColumnMapping, MappingError
 
@@ -62,7 +63,7 @@ def check_expressions(files: list[str], mapping) -> None:
                 continue  # a harness log: its adapter checks what --map may name
             fmt = generic.detect_format(path, getattr(mapping, "format", None), getattr(mapping, "records", None))
             available = generic.file_columns(path, fmt)
-        except Exception:  # noqa: BLE001 - not a table, or the file's own report says what is wrong with it
+        except (*FILE_ERRORS, *READ_FAILURES):  # not a table, or the file's own report says what is wrong with it
             continue
         if not available:
             continue
@@ -179,6 +180,7 @@ def _own_names(path: Path, mapping, want_model: bool, want_benchmark: bool) -> t
     import dataclasses
 
     from benchcert.tasks.ingest.adapters import detect, generic
+    from benchcert.tasks.ingest.errors import FILE_ERRORS, READ_FAILURES
 
     out: dict[str, set[str]] = {"model": set(), "benchmark": set()}
     try:
@@ -202,14 +204,14 @@ def _own_names(path: Path, mapping, want_model: bool, want_benchmark: bool) -> t
             if all(len(out[k]) > 1 for k in wanted):
                 break
         return out, nameless
-    except Exception:  # noqa: BLE001 - a file that cannot be read is reported by its own ingest
+    except (*FILE_ERRORS, *READ_FAILURES):  # a file that cannot be read is reported by its own ingest
         return out, False
 
 
 def not_tried(files: list[str]) -> list[dict]:
     """Reports for ``files`` left alone by ``--atomic`` because a file no adapter reads was given:
     the command fails before anything is stored."""
-    from benchcert.tasks.ingest.service import NOT_TRIED
+    from benchcert.tasks.ingest.reports import NOT_TRIED
 
     return [{"path": f, "status": NOT_TRIED, "rows_added": 0,
              "message": f"{f}: not tried: --atomic, and a file no adapter reads was given"} for f in files]
