@@ -20,6 +20,11 @@ harness log, a large file) goes through ``ingest_file`` itself, at its place in 
 the same connection and in its own transaction, so its report (rejects with file, line and
 field; conflicts naming both sources) is the one-file path's own.  The first such file of a run
 ends the run; the files after it are checked again against the store it left.
+
+Both are policies around the same steps, not paths of their own: batching (``_Command.batching``)
+decides which files are stored together, ``--atomic`` (``_Command.atomic``) puts the whole
+command in one transaction instead of one per run or file; :func:`ingest_files_atomic` is the
+command with ``atomic`` and no batching.
 """
 
 from __future__ import annotations
