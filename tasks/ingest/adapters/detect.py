@@ -82,7 +82,7 @@ def _sniff_zip(path: Path) -> tuple[registry.Adapter | None, str | None]:
 
 def _sniff_text(path: Path) -> tuple[registry.Adapter | None, str | None]:
     try:
-        with generic._open_text(path, strict=False) as fh:
+        with generic.open_text(path, strict=False) as fh:
             first = ""
             for _ in range(5):  # tolerate a few blank lines before the first record
                 first = fh.readline(_FIRST_LINE_LIMIT)

@@ -76,7 +76,7 @@ class _Cursor:
     """
 
     def __init__(self, fh):
-        from benchcert.tasks.ingest.adapters.generic import json_decoder
+        from benchcert.tasks.ingest.adapters.base import json_decoder
 
         self._fh, self.buf, self.pos, self.eof = fh, "", 0, False
         self._decoder = json_decoder()
@@ -145,7 +145,7 @@ class _Cursor:
 
     def members(self) -> Iterator[str]:
         """The keys of the object that starts here; the caller reads each key's value before the next."""
-        from benchcert.tasks.ingest.adapters.generic import DuplicateKeyError
+        from benchcert.tasks.ingest.adapters.base import DuplicateKeyError
 
         self.take("{", "'{'")
         if self.peek() == "}":
@@ -176,15 +176,15 @@ class _Cursor:
 def _document(path: Path):
     """A cursor over the file's text (decompressed within the limits), with its JSON errors
     turned into the file's refusal."""
-    from benchcert.tasks.ingest.adapters import generic
+    from benchcert.tasks.ingest.adapters import base
 
     try:
-        with io.TextIOWrapper(generic.open_binary(Path(path)), encoding="utf-8-sig", newline="") as fh:
+        with io.TextIOWrapper(base.open_binary(Path(path)), encoding="utf-8-sig", newline="") as fh:
             yield _Cursor(fh)
     except UnicodeDecodeError as exc:
-        raise generic.not_utf8(Path(path), exc) from None
-    except (json.JSONDecodeError, generic.DuplicateKeyError, _TooDeep) as exc:
-        raise generic.AdapterError(f"{path}: a .json file that is not valid JSON ({generic.json_problem(exc)}); "
+        raise base.not_utf8(Path(path), exc) from None
+    except (json.JSONDecodeError, base.DuplicateKeyError, _TooDeep) as exc:
+        raise base.AdapterError(f"{path}: a .json file that is not valid JSON ({base.json_problem(exc)}); "
                                    "nothing from this file is stored") from None
 
 
@@ -220,7 +220,7 @@ def _find(path: str, stamp: tuple, field: str | None) -> _Found:
         The document holds no list of records (or several, and ``field`` names none), saying
         what it saw; or it is not valid JSON up to where it was read.
     """
-    from benchcert.tasks.ingest.adapters.generic import AdapterError
+    from benchcert.tasks.ingest.adapters.base import AdapterError
 
     where = path
     with _document(Path(path)) as doc:
@@ -301,7 +301,7 @@ def columns(path: Path, fmt: str) -> list[str]:
 
 def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: tuple[str, ...]) -> Iterator:
     """The records as raw batches: every column as text, as the JSONL reader gives them."""
-    from benchcert.tasks.ingest.adapters.generic import LINE, RawBatch, Reject, object_values
+    from benchcert.tasks.ingest.adapters.base import LINE, RawBatch, Reject, object_values
 
     rows = enumerate(records(path, fmt), start=1)
     while True:
@@ -355,10 +355,10 @@ def looks_like_records(path: Path, *, named_json: bool = False) -> str | None:
     the whole object of its first line (one object on one line is a JSON document, ``{"rows": [...]}``;
     a bad later line is then a reject with its line number, as in any JSONL file).
     """
-    from benchcert.tasks.ingest.adapters import generic
+    from benchcert.tasks.ingest.adapters import base
 
     try:
-        with generic._open_text(path, strict=False) as fh:
+        with base.open_text(path, strict=False) as fh:
             first = _first_text_line(fh)
             second = _first_text_line(fh) if named_json else ""
     except (OSError, EOFError, ValueError):
@@ -368,14 +368,14 @@ def looks_like_records(path: Path, *, named_json: bool = False) -> str | None:
         if not (body.startswith("{") and second.strip()):
             return FORMAT
         try:
-            return "jsonl" if isinstance(generic.loads_json_line(body), dict) else FORMAT
+            return "jsonl" if isinstance(base.loads_json_line(body), dict) else FORMAT
         except ValueError:
             return FORMAT
     if body.startswith("["):
         return FORMAT
     if body.startswith("{"):
         try:
-            return "jsonl" if isinstance(generic.loads_json_line(body), dict) else None
+            return "jsonl" if isinstance(base.loads_json_line(body), dict) else None
         except ValueError:
             return FORMAT  # an object over several lines: one document
     return None

@@ -201,7 +201,7 @@ def _iter_objects(path: Path, old_layout: bool, array: list | None) -> Iterator[
         for i, obj in enumerate(array or [], start=1):
             yield i, obj, None
         return
-    with generic._open_text(path) as fh:
+    with generic.open_text(path) as fh:
         for number, text in enumerate(fh, start=1):
             if not text.strip():
                 continue
@@ -229,7 +229,7 @@ def _available_metrics(obj: dict) -> list[str]:
 
 def _old_layout(path: Path) -> list | None:
     """The samples of the v0.4.0-0.4.2 layout (one JSON list), or None for v0.4.3+ (an object per line)."""
-    with generic._open_text(path) as fh:
+    with generic.open_text(path) as fh:
         head = fh.read(4096).lstrip()
     if not head.startswith("["):
         return None
