@@ -157,14 +157,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     full, binary, keep, sizes, counts, K = exact_inputs(m, subset_models)
     cols = np.flatnonzero(keep)  # the kept models' columns of the matrix
     models = [mod for mod, k in zip(m.models, keep) if k]
-    # One line per condition, listing the models.
-    partial = [mod for mod, f in zip(m.models, full) if mod not in subset_models and not f]
-    fractional = [mod for mod, f, b in zip(m.models, full, binary) if mod not in subset_models and f and not b]
-    for names, why in ((partial, "did not answer every item: left out of the exact subsample columns"),
-                       (fractional, "have non-binary scores: the exact (hypergeometric) columns need 0/1 scores")):
-        if names:
-            shown = ", ".join(repr(x) for x in names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
-            notes.append(f"model(s) {shown} {why}")
+    notes += _left_out_notes(m.models, subset_models, full, binary)
 
     curve_rows, model_rows, pair_rows = [], [], []
     if not grid:
@@ -214,25 +207,13 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
             row.update(mean_model_error95=float(q.mean()), worst_model_error95=float(q.max()),
                        max_violation_theorem=float(d.violation[:, 0].max()),
                        max_violation_exact_worst_case=float(d.violation[:, 1].max()))
-            sd = np.atleast_1d(d.sd)
-            for j, mod in enumerate(models):
-                model_rows.append({"model": mod, "n": n, "N": N, "K": int(K[j]), "full_score": K[j] / N,
-                                   "error95": float(q[j]), "violation_theorem": float(d.violation[j, 0]),
-                                   "violation_exact_worst_case": float(d.violation[j, 1]),
-                                   "uniform_sd": float(sd[j]),
-                                   "stratified_sd": None if strat_sd is None else float(strat_sd[j]),
-                                   "alpha": alpha})
+            model_rows += _model_rows(models, K, n, N, d, strat_sd, alpha)
         if pe is not None:
-            thm2 = row["theorem_5_2_paired"]
-            q2, sd2, gap = (np.atleast_1d(pe.error_quantile), np.atleast_1d(pe.sd), np.atleast_1d(pe.full_gap))
+            q2 = np.atleast_1d(pe.error_quantile)
             row.update(mean_pair_error95=float(q2.mean()), worst_pair_error95=float(q2.max()),
                        max_violation_paired_theorem=float(pe.violation[:, 0].max()))
-            for t, (i, j) in enumerate(pair_idx):
-                pair_rows.append({"model_a": models[i], "model_b": models[j], "n": n, "N": N,
-                                  "b_better": int(b_better[t]), "a_better": int(a_better[t]),
-                                  "full_gap": float(gap[t]), "theorem_5_2_paired": thm2, "error95": float(q2[t]),
-                                  "violation_theorem": float(pe.violation[t, 0]), "sd": float(sd2[t]),
-                                  "alpha": alpha})
+            pair_rows += _pair_rows([(models[i], models[j]) for i, j in pair_idx], n, N, pe, (b_better, a_better),
+                                    row["theorem_5_2_paired"], alpha)
         curve_rows.append(row)
 
     curve = pl.DataFrame(curve_rows, schema=CURVE_SCHEMA) if curve_rows else pl.DataFrame(schema=CURVE_SCHEMA)
@@ -242,14 +223,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
     intervals = (estimates.filter(pl.col("lower").is_not_null())
                  .select("model", pl.lit("pooled").alias("metric"), "method", "estimate", "lower", "upper",
                          "half_width", "alpha").cast(INTERVAL_SCHEMA))
-    for r in estimates.unique("subset_id").iter_rows(named=True):
-        if r["N"] != m.n_items:
-            notes.append(f"subset {r['subset_id']} was drawn from {r['N']} items; the benchmark now has {m.n_items}: "
-                         "its estimates are about the full score over the items at drawing time")
-    for r in estimates.filter(pl.col("method") != "subsample_exact").iter_rows(named=True):
-        notes.append(f"model {r['model']!r} was evaluated on recorded subset {r['subset_id']} ({r['n']} of "
-                     f"{r['N']} items): estimated full score {100 * r['estimate']:.2f}% +/- "
-                     f"{100 * r['half_width']:.2f} pp ({r['method']})")
+    notes += _estimate_notes(estimates, m.n_items)
     return AnalysisOutput(
         name="subsample",
         tables={"subsample_curve": curve, "subsample_models": per_model, "subsample_pairs": pairs,
@@ -258,6 +232,60 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, subsets=None) -> Analy
         sections=[_section(curve, pairs, estimates, alpha, N, config.baseline)],
         warnings=notes,
     )
+
+
+def _left_out_notes(all_models: list[str], subset_models: set[str], full, binary) -> list[str]:
+    """One line per reason a fully evaluated model is left out of the exact columns, listing the models."""
+    notes = []
+    partial = [mod for mod, f in zip(all_models, full) if mod not in subset_models and not f]
+    fractional = [mod for mod, f, b in zip(all_models, full, binary) if mod not in subset_models and f and not b]
+    for names, why in ((partial, "did not answer every item: left out of the exact subsample columns"),
+                       (fractional, "have non-binary scores: the exact (hypergeometric) columns need 0/1 scores")):
+        if names:
+            shown = ", ".join(repr(x) for x in names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+            notes.append(f"model(s) {shown} {why}")
+    return notes
+
+
+def _model_rows(models: list[str], K, n: int, N: int, d, strat_sd, alpha: float) -> list[dict]:
+    """Table ``subsample_models``' rows at subset size n: each model's exact error distribution ``d``."""
+    q, sd = np.atleast_1d(d.error_quantile), np.atleast_1d(d.sd)
+    return [{"model": mod, "n": n, "N": N, "K": int(K[j]), "full_score": K[j] / N,
+             "error95": float(q[j]), "violation_theorem": float(d.violation[j, 0]),
+             "violation_exact_worst_case": float(d.violation[j, 1]),
+             "uniform_sd": float(sd[j]),
+             "stratified_sd": None if strat_sd is None else float(strat_sd[j]),
+             "alpha": alpha}
+            for j, mod in enumerate(models)]
+
+
+def _pair_rows(pairs: list[tuple[str, str]], n: int, N: int, pe, better: tuple, thm2: float,
+               alpha: float) -> list[dict]:
+    """Table ``subsample_pairs``' rows at subset size n: each pair's exact gap error distribution ``pe``;
+    ``better``: the items only b, and only a, gets right."""
+    b_better, a_better = better
+    q2, sd2, gap = (np.atleast_1d(pe.error_quantile), np.atleast_1d(pe.sd), np.atleast_1d(pe.full_gap))
+    return [{"model_a": a, "model_b": b, "n": n, "N": N,
+             "b_better": int(b_better[t]), "a_better": int(a_better[t]),
+             "full_gap": float(gap[t]), "theorem_5_2_paired": thm2, "error95": float(q2[t]),
+             "violation_theorem": float(pe.violation[t, 0]), "sd": float(sd2[t]),
+             "alpha": alpha}
+            for t, (a, b) in enumerate(pairs)]
+
+
+def _estimate_notes(estimates: pl.DataFrame, n_items: int) -> list[str]:
+    """What the run says of the recorded subsets' estimates: a subset drawn from another item count,
+    and each model evaluated on a subset only."""
+    notes = []
+    for r in estimates.unique("subset_id").iter_rows(named=True):
+        if r["N"] != n_items:
+            notes.append(f"subset {r['subset_id']} was drawn from {r['N']} items; the benchmark now has {n_items}: "
+                         "its estimates are about the full score over the items at drawing time")
+    for r in estimates.filter(pl.col("method") != "subsample_exact").iter_rows(named=True):
+        notes.append(f"model {r['model']!r} was evaluated on recorded subset {r['subset_id']} ({r['n']} of "
+                     f"{r['N']} items): estimated full score {100 * r['estimate']:.2f}% +/- "
+                     f"{100 * r['half_width']:.2f} pp ({r['method']})")
+    return notes
 
 
 # --------------------------------------------------------------------------------------
