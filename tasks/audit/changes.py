@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchcert.tasks.audit.regressions import regressed_models
 from benchcert.tasks.artifacts.folders import benchmark_folder, inside, safe_component
 
 from benchcert.tasks.artifacts.runs import load_json, read_index
@@ -56,8 +57,8 @@ def run_changes(current: Summary, previous: dict | None) -> RunChanges | None:
                 moves.append(ScoreMove(model=model, metric=metric, method=iv["method"], previous=old["estimate"],
                                        current=new, previous_lower=iv["lower"], previous_upper=iv["upper"],
                                        direction="down" if new < iv["lower"] else "up"))
-    regressions = sorted({mv.model for mv in moves if mv.direction == "down"}
-                         | {v.model for v in current.verdicts if v.verdict == "regressed"})
+    regressions = regressed_models((mv.model for mv in moves if mv.direction == "down"),
+                                   ((v.model, v.verdict) for v in current.verdicts))
     return RunChanges(previous_run_id=previous["run_id"], new_models=sorted(set(now) - set(before)),
                       removed_models=sorted(set(before) - set(now)), moves=moves, regressions=regressions)
 

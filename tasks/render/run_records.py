@@ -126,8 +126,13 @@ class RunRecord:
 
     @property
     def regressions(self) -> list[str]:
-        listed = set((self.changes or {}).get("regressions") or [])
-        return sorted(listed | {str(v.get("model")) for v in self.verdicts if v.get("verdict") == "regressed"})
+        from benchcert.tasks.audit.regressions import regressed_models
+
+        # The summary's own list is kept (a run written by an earlier version may have listed others);
+        # the verdicts count for a first run too, which has no changes.
+        moves = [m.get("model") for m in (self.changes or {}).get("moves") or [] if m.get("direction") == "down"]
+        listed = (self.changes or {}).get("regressions") or []
+        return regressed_models([*moves, *listed], ((v.get("model"), v.get("verdict")) for v in self.verdicts))
 
 
 class _Skip(ValueError):
