@@ -208,17 +208,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     alpha = config.alpha
     if len(models) < 2:
         return _empty(f"comparisons: {len(models)} model(s) in the benchmark; nothing to compare")
-    notes: list[str] = []
-    subjects = m.item_subject if "subject" in config.hierarchy else None
-    if subjects is not None and m.subjects.height < 2:
-        # One subject leaves nothing to cluster over; the clustered SE would be the worst case.
-        subjects = None
-        notes.append("comparisons: the benchmark has a single subject, so intervals are paired CLT, not clustered")
-    if subjects is not None and np.unique(subjects).size < MIN_SUBJECTS_CLUSTERED:
-        notes.append(f"comparisons: {np.unique(subjects).size} subjects (fewer than {MIN_SUBJECTS_CLUSTERED}): verdicts, "
-                     "intervals and ranks answer 'is the model better on this benchmark's items' (subjects as fixed "
-                     "strata). Whether a gap generalises to new subjects (p_clustered) cannot be answered reliably "
-                     "with so few subjects: that test has little power and a noisy standard error")
+    subjects, notes = _clusters(m, config)
     counts = m.subject_counts  # shared by the analyses: no mask or zero-filled copy of the matrix here
     answered = counts.n_items
     scores = _source(m, counts, subjects)
@@ -260,33 +250,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             warnings.simplefilter("always")
             r = _compare(scores, subjects, np.column_stack([pv, pm]), alpha)
         _pass_on(caught, pm, pv)
-        holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
-        bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
-        bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
-        # The same reference distribution as the p-values (t with the clustered test's df), so an
-        # interval excluding 0 is a Bonferroni rejection. The verdict is read off the interval, not
-        # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
-        sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
-        exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-        verdict = interval_verdicts(sim.lower, sim.upper)  # the compare command's rule (tasks/compare/service.py)
-        cl = r.tests.get("clustered_subject")
-        frame = pl.DataFrame({
-            "model": [models[j] for j in pm], "versus": [models[j] for j in pv], "family": family,
-            "n_shared": r.n, "n_only_model": r.n_only_b, "n_only_versus": r.n_only_a, "n_excluded": r.n_excluded,
-            "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
-            "method": r.method, "question": r.question, "se": r.se, "lower": r.lower, "upper": r.upper,
-            "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
-            "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bonferroni": bonf.p_adjusted, "p_bh": bh.p_adjusted,
-            "p_paired_clt": r.tests["paired_clt"].p_value,
-            "p_clustered": cl.p_value if cl is not None else np.full(pv.size, np.nan),
-            "p_exact": r.tests[exact_name].p_value, "exact_test": exact_name,
-            "p_hoeffding": r.tests["hoeffding"].p_value,
-            "hoeffding_lower": r.tests["hoeffding"].lower, "hoeffding_upper": r.tests["hoeffding"].upper,
-            "p_unpaired": r.tests["unpaired_z"].p_value, "mde": r.mde, "verdict": verdict,
-            "significant_bh": bh.rejected, "alpha": alpha,
-        }, schema=COMPARISON_SCHEMA)
-        if cl is None:
-            frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("p_clustered"))
+        frame = _comparison_frame(r, [models[j] for j in pm], [models[j] for j in pv], family, alpha)
     if not comparable.all():
         none = pl.DataFrame({"model": [models[j] for j in model[~comparable]],
                              "versus": [models[j] for j in versus[~comparable]], "family": family,
@@ -311,6 +275,56 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
                            r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"))],
         warnings=notes,
     )
+
+
+def _clusters(m: BenchmarkMatrices, config: AuditConfig) -> tuple[np.ndarray | None, list[str]]:
+    """(each item's subject code, or None for paired CLT intervals; the notes that say why or what
+    so few subjects can answer)."""
+    notes: list[str] = []
+    subjects = m.item_subject if "subject" in config.hierarchy else None
+    if subjects is not None and m.subjects.height < 2:
+        # One subject leaves nothing to cluster over; the clustered SE would be the worst case.
+        subjects = None
+        notes.append("comparisons: the benchmark has a single subject, so intervals are paired CLT, not clustered")
+    if subjects is not None and np.unique(subjects).size < MIN_SUBJECTS_CLUSTERED:
+        notes.append(f"comparisons: {np.unique(subjects).size} subjects (fewer than {MIN_SUBJECTS_CLUSTERED}): verdicts, "
+                     "intervals and ranks answer 'is the model better on this benchmark's items' (subjects as fixed "
+                     "strata). Whether a gap generalises to new subjects (p_clustered) cannot be answered reliably "
+                     "with so few subjects: that test has little power and a noisy standard error")
+    return subjects, notes
+
+
+def _comparison_frame(r, model: list[str], versus: list[str], family: str, alpha: float) -> pl.DataFrame:
+    """Table ``comparisons``' rows of the compared pairs: the engine's result ``r`` with its adjusted
+    p-values, simultaneous intervals and verdicts."""
+    holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
+    bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
+    bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
+    # The same reference distribution as the p-values (t with the clustered test's df), so an
+    # interval excluding 0 is a Bonferroni rejection. The verdict is read off the interval, not
+    # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
+    sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
+    exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
+    verdict = interval_verdicts(sim.lower, sim.upper)  # the compare command's rule (tasks/compare/service.py)
+    cl = r.tests.get("clustered_subject")
+    frame = pl.DataFrame({
+        "model": model, "versus": versus, "family": family,
+        "n_shared": r.n, "n_only_model": r.n_only_b, "n_only_versus": r.n_only_a, "n_excluded": r.n_excluded,
+        "score_model": r.mean_b, "score_versus": r.mean_a, "gap": r.estimate,
+        "method": r.method, "question": r.question, "se": r.se, "lower": r.lower, "upper": r.upper,
+        "simultaneous_lower": sim.lower, "simultaneous_upper": sim.upper,
+        "p_value": r.p_value, "p_holm": holm.p_adjusted, "p_bonferroni": bonf.p_adjusted, "p_bh": bh.p_adjusted,
+        "p_paired_clt": r.tests["paired_clt"].p_value,
+        "p_clustered": cl.p_value if cl is not None else np.full(len(versus), np.nan),
+        "p_exact": r.tests[exact_name].p_value, "exact_test": exact_name,
+        "p_hoeffding": r.tests["hoeffding"].p_value,
+        "hoeffding_lower": r.tests["hoeffding"].lower, "hoeffding_upper": r.tests["hoeffding"].upper,
+        "p_unpaired": r.tests["unpaired_z"].p_value, "mde": r.mde, "verdict": verdict,
+        "significant_bh": bh.rejected, "alpha": alpha,
+    }, schema=COMPARISON_SCHEMA)
+    if cl is None:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("p_clustered"))
+    return frame
 
 
 def _pass_on(caught, model: np.ndarray, versus: np.ndarray, prefix: str = "") -> None:
