@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from benchcert.tasks.hierarchy import DEFAULT_HIERARCHY, check_hierarchy
 from benchcert.tasks.render.report import Section
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
@@ -33,9 +34,6 @@ INTERVAL_SCHEMA = {
     "alpha": pl.Float64,
 }
 
-#: The clustering levels analyses may use, and the default.
-HIERARCHIES = (("subject", "domain"), ("subject",), ())
-DEFAULT_HIERARCHY = HIERARCHIES[0]
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,7 @@ class AuditConfig:
     def __post_init__(self):
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {self.alpha!r}")
-        if self.hierarchy not in HIERARCHIES:
-            raise ValueError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
+        check_hierarchy(self.hierarchy)
         if self.subject_weights is not None:
             bad = {k: v for k, v in self.subject_weights.items() if not v >= 0}
             if bad or not sum(self.subject_weights.values()) > 0:

@@ -25,6 +25,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchcert.tasks.hierarchy import HIERARCHY_NAMES
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.compare.gate import GateDecision, GateOptions, check_options, decide
 from benchcert.tasks.compare.rows import ComparisonRow
@@ -32,7 +33,7 @@ from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.errors import UsageError
 
 #: The clustering levels ``--hierarchy`` names, as the levels they cluster over.
-HIERARCHIES = {"subject,domain": ("subject", "domain"), "subject": ("subject",), "none": ()}
+HIERARCHIES = HIERARCHY_NAMES
 
 #: The questions ``--question`` names (the default first): "items" - is the candidate better on this
 #: benchmark's items (the item-weighted gap the leaderboard shows; subjects fixed strata, items a

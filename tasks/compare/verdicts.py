@@ -92,6 +92,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import polars as pl
 
+from benchcert.tasks.hierarchy import DEFAULT_HIERARCHY, check_hierarchy
 from benchcert.stats.betting import betting_mean_bounds, independent_mean_bounds
 from benchcert.stats.comparisons import QUESTIONS, paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts, subject_entry_means
@@ -250,7 +251,7 @@ class VerdictSettings:
     alpha: float = 0.05
     first_look_share: float = 0.5
     power: float = 0.8
-    hierarchy: tuple[str, ...] = ("subject", "domain")
+    hierarchy: tuple[str, ...] = DEFAULT_HIERARCHY
     question: str = "items"
 
     def __post_init__(self) -> None:
@@ -263,14 +264,15 @@ class VerdictSettings:
                 object.__setattr__(self, name, check_unit_interval(name, getattr(self, name), closed=closed))
             except ValueError as exc:
                 raise VerdictError(str(exc)) from None
-        if tuple(self.hierarchy) not in (("subject", "domain"), ("subject",), ()):
-            raise VerdictError(f"hierarchy must be subject,domain / subject / none; got {self.hierarchy!r}")
-        object.__setattr__(self, "hierarchy", tuple(self.hierarchy))
+        try:
+            object.__setattr__(self, "hierarchy", check_hierarchy(self.hierarchy))
+        except ValueError as exc:
+            raise VerdictError(str(exc)) from None
 
 
 def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, candidate: str, *,
                        alpha: float = 0.05, variant: str | None = None,
-                       hierarchy: tuple[str, ...] = ("subject", "domain"), power: float = 0.8,
+                       hierarchy: tuple[str, ...] = DEFAULT_HIERARCHY, power: float = 0.8,
                        first_look_share: float = 0.5, record: bool = True,
                        lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items") -> CheckpointVerdict:
     """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from benchcert.tasks.hierarchy import HIERARCHIES, LEVELS
+
 #: Split-half settings: the paper's 500 splits, and a fixed seed so a run is reproducible.
 N_SPLITS = 500
 SPLIT_SEED = 20240607
@@ -27,13 +29,13 @@ def parse_hierarchy(text: str) -> tuple[str, ...]:
         part = part.strip()
         level, _, col = part.partition("=")
         level, col = level.strip(), (col.strip() or level.strip())
-        if level not in ("subject", "domain") or col != level:
+        if level not in LEVELS or col != level:
             raise ValueError(f"--hierarchy: {part!r} is not a level; use subject,domain | subject | none "
                              "(to use another column as a level, map it with --map subject=COL or "
                              "--map domain=COL at ingest)")
         levels.append(level)
     out = tuple(levels)
-    if out not in (("subject", "domain"), ("subject",)):
+    if out not in HIERARCHIES or not out:
         raise ValueError(f"--hierarchy must be subject,domain | subject | none; got {text!r}")
     return out
 
