@@ -11,35 +11,25 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE, print_json
+from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, print_json
 from benchcert.flows.cli.options import run_mode_options, store_options
 
 
 def cmd_ingest(args) -> int:
     from benchcert.flows.ingest_command import IngestOptions, build_mapping, ingest_paths
     from benchcert.flows.runs import choose_mode
-    from benchcert.tasks.ingest.adapters.limits import LimitSettingError
-    from benchcert.tasks.ingest.mapping import MappingError
     from benchcert.tasks.ingest.service import OK_STATUSES, command_summary, summary_text
 
     options = IngestOptions(map=tuple(args.map or ()), config=args.config, format=args.format, model=args.model,
                             metric=args.metric, scorer=args.scorer, stat=args.stat, records=args.records)
-    try:
-        mapping = build_mapping(options)
-    except (MappingError, LimitSettingError) as exc:
-        print(f"benchcert ingest: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    mapping = build_mapping(options)  # a bad mapping or limit variable: a UsageError (exit 2) for main()
     mode = choose_mode(args.prefect)
     from benchcert.flows.cli.progress import Progress
 
-    try:
-        with Progress(enabled=not args.json) as progress:
-            reports = ingest_paths(args.paths, str(args.db), args.benchmark, mapping, mode=mode,
-                                   allow_rejects=args.allow_rejects, lock_timeout=args.lock_timeout,
-                                   atomic=args.atomic, progress=progress)
-    except MappingError as exc:
-        print(f"benchcert ingest: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    with Progress(enabled=not args.json) as progress:
+        reports = ingest_paths(args.paths, str(args.db), args.benchmark, mapping, mode=mode,
+                               allow_rejects=args.allow_rejects, lock_timeout=args.lock_timeout,
+                               atomic=args.atomic, progress=progress)
     ok = all(r["status"] in OK_STATUSES for r in reports)
     locked = any(r["status"] in ("locked", "unusable") for r in reports)  # the store, not the data
     if args.json:
@@ -48,6 +38,7 @@ def cmd_ingest(args) -> int:
     else:
         _print_reports(reports, OK_STATUSES)
         print(summary_text(command_summary(reports), args.db))
+    # The lines above are the report of each file; the code sums them up (not an error raised).
     if locked:
         return EXIT_STORE
     return EXIT_OK if ok else EXIT_DATA
