@@ -56,10 +56,11 @@ def _where(mask: np.ndarray) -> tuple[str, tuple[Ref, ...]]:
     return " ({})", (Ref("comparison", hit if where is None else np.unique(where[hit])),)
 
 
-def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None):
+def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None, stacklevel=4):
     """est +/- z se with a two-sided normal p-value; worst case where the SE is not estimable.
 
     With ``df`` the critical value and p-value come from Student's t with df degrees of freedom.
+    ``stacklevel``: the warnings' frame, the public function's caller.
 
     Where ``ok`` is False the SE cannot be estimated and the worst case for a mean of
     [-1, 1]-valued variables is used instead (``worst_se``: 1/sqrt(n) for independent
@@ -83,13 +84,13 @@ def _normal_test(est, se, ok, n, z, *, method, reason, worst_se, df=None):
     if not ok.all():
         at, refs = _where(~ok)
         warn_degenerate(f"{method}: {reason}{at}; using the worst-case SE for a mean of "
-                        "[-1, 1]-valued differences", *refs, stacklevel=4)
+                        "[-1, 1]-valued differences", *refs, stacklevel=stacklevel)
     zero = ok & (se == 0.0)
     if zero.any():
         at, refs = _where(zero)
         warn_degenerate(f"{method}: zero standard error{at} (every shared item has the same "
                         "difference); the interval has zero width - see the hoeffding interval for a "
-                        "distribution-free statement", *refs, stacklevel=4)
+                        "distribution-free statement", *refs, stacklevel=stacklevel)
     return est, lower, upper, se, zstat, p
 
 
@@ -189,44 +190,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
     n_clusters = None
     flip = np.zeros(np.shape(n), dtype=bool)
     if clustered:
-        c = (n_c > 0).sum(axis=0)
-        n_clusters = c
-        resid = s_c - n_c * gap
-        okc = c >= 2
-        # CR2 with Bell-McCaffrey df (Pustejovsky & Tipton 2018) rather than CR1 with C - 1 df:
-        # CR1 over-rejects when subject sizes are very unequal.
-        var_cl, df_bm = cr2_mean(n_c, resid)
-        se_cl = np.sqrt(var_cl)
-        df = np.where(okc, df_bm, np.inf)
-        t_crit = _st.t.ppf(1.0 - alpha / 2.0, df)
-        est, lo, hi, se_c, zs, p = _normal_test(
-            gap, se_cl, okc, n, t_crit, method="clustered_subject", worst_se=np.ones_like(nf), df=df,
-            reason="fewer than 2 subjects with shared items, so the between-subject variance "
-                   "cannot be estimated")
-        # Fewer than MIN_SUBJECTS_CLUSTERED subjects: the p-value (and, as primary, the verdict) is the
-        # sign-flip randomisation test's; CR2-BM over-rejects there once subject gaps vary.
-        flip = okc & (c < MIN_SUBJECTS_CLUSTERED)
-        if flip.any():
-            p = np.array(p, dtype=float, copy=True)
-            p[flip] = _sign_flip_p(n_c[:, flip], s_c[:, flip], alpha)
-        tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
-                                                    alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
-                                                    df=_out(df))
-        # Subjects as fixed strata: pooled within-subject variance of D, t on N - C df.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            between = np.where(n_c > 0, s_c * s_c / np.where(n_c > 0, n_c, 1.0), 0.0).sum(axis=0)
-            ssw = np.maximum(q - between, 0.0)
-            df_w = nf - c
-            oks = df_w >= 1
-            se_st = np.sqrt(ssw / np.where(oks, df_w, 1.0) / nf)
-        df_s = np.where(oks, df_w, np.inf)
-        est, lo, hi, se_s, zs, p = _normal_test(
-            gap, se_st, oks, n, _st.t.ppf(1.0 - alpha / 2.0, df_s), method="stratified_items",
-            worst_se=1.0 / np.sqrt(nf), df=df_s,
-            reason="no subject has two shared items, so the within-subject variance cannot be estimated")
-        tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
-                                                   alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
-                                                   df=_out(df_s))
+        n_clusters, flip = _clustered_tests(tests, n_c, s_c, q, gap, alpha)
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -253,14 +217,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
 
     prim = tests[primary]
     mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
-    verdict = interval_verdict(prim.lower, prim.upper)
-    if primary == "clustered_subject" and flip.any():
-        # The sign-flip test decides; the CR2 interval beside it is the interval (it may exclude 0 when
-        # the test does not reject: the interval's t reference is what over-rejects with few subjects).
-        pv = np.asarray(prim.p_value, dtype=float)
-        by_test = np.where(pv <= alpha, np.where(gap > 0, "improved", np.where(gap < 0, "regressed", "inconclusive")),
-                           "inconclusive").astype(object)
-        verdict = np.where(flip, by_test, verdict).astype(object)
+    verdict = _verdict(prim, gap, flip if primary == "clustered_subject" else None, alpha)
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
         verdict=_out(verdict), alpha=alpha, n=_out(n),
@@ -269,6 +226,67 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
         method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
+
+
+def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float):
+    """Add the tests that use the subjects to ``tests``: ``clustered_subject`` (subjects sampled) and
+    ``stratified_items`` (subjects as fixed strata); returns (subjects per pair, the pairs whose
+    clustered p-value is the sign-flip test's)."""
+    n = n_c.sum(axis=0)
+    nf = n.astype(float)
+    c = (n_c > 0).sum(axis=0)
+    resid = s_c - n_c * gap
+    okc = c >= 2
+    # CR2 with Bell-McCaffrey df (Pustejovsky & Tipton 2018) rather than CR1 with C - 1 df:
+    # CR1 over-rejects when subject sizes are very unequal.
+    var_cl, df_bm = cr2_mean(n_c, resid)
+    se_cl = np.sqrt(var_cl)
+    df = np.where(okc, df_bm, np.inf)
+    t_crit = _st.t.ppf(1.0 - alpha / 2.0, df)
+    # stacklevel 5: one frame deeper than _engine's own tests, the warnings still name the caller
+    est, lo, hi, se_c, zs, p = _normal_test(
+        gap, se_cl, okc, n, t_crit, method="clustered_subject", worst_se=np.ones_like(nf), df=df,
+        reason="fewer than 2 subjects with shared items, so the between-subject variance "
+               "cannot be estimated", stacklevel=5)
+    # Fewer than MIN_SUBJECTS_CLUSTERED subjects: the p-value (and, as primary, the verdict) is the
+    # sign-flip randomisation test's; CR2-BM over-rejects there once subject gaps vary.
+    flip = okc & (c < MIN_SUBJECTS_CLUSTERED)
+    if flip.any():
+        p = np.array(p, dtype=float, copy=True)
+        p[flip] = _sign_flip_p(n_c[:, flip], s_c[:, flip], alpha)
+    tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
+                                                alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
+                                                df=_out(df))
+    # Subjects as fixed strata: pooled within-subject variance of D, t on N - C df.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = np.where(n_c > 0, s_c * s_c / np.where(n_c > 0, n_c, 1.0), 0.0).sum(axis=0)
+        ssw = np.maximum(q - between, 0.0)
+        df_w = nf - c
+        oks = df_w >= 1
+        se_st = np.sqrt(ssw / np.where(oks, df_w, 1.0) / nf)
+    df_s = np.where(oks, df_w, np.inf)
+    est, lo, hi, se_s, zs, p = _normal_test(
+        gap, se_st, oks, n, _st.t.ppf(1.0 - alpha / 2.0, df_s), method="stratified_items",
+        worst_se=1.0 / np.sqrt(nf), df=df_s,
+        reason="no subject has two shared items, so the within-subject variance cannot be estimated", stacklevel=5)
+    tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
+                                               alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
+                                               df=_out(df_s))
+    return c, flip
+
+
+def _verdict(prim: ComparisonTest, gap, flip, alpha: float):
+    """The primary test's verdict: its interval's (stats/verdicts.py), but where ``flip`` (the pairs
+    whose clustered p-value is the sign-flip test's; None: none) the test's."""
+    verdict = interval_verdict(prim.lower, prim.upper)
+    if flip is not None and flip.any():
+        # The sign-flip test decides; the CR2 interval beside it is the interval (it may exclude 0 when
+        # the test does not reject: the interval's t reference is what over-rejects with few subjects).
+        pv = np.asarray(prim.p_value, dtype=float)
+        by_test = np.where(pv <= alpha, np.where(gap > 0, "improved", np.where(gap < 0, "regressed", "inconclusive")),
+                           "inconclusive").astype(object)
+        verdict = np.where(flip, by_test, verdict).astype(object)
+    return verdict
 
 
 def _sign_flip_p(n_c, s_c, alpha):
