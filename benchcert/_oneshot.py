@@ -55,6 +55,21 @@ def audit(frame: Any, *, model: str, item: str, score: str, subject: str | None 
     return store.audit(benchmark, **options)
 
 
+def example_store() -> Store:
+    """A throw-away :class:`Store` holding :func:`example_frame` as benchmark ``"toy"``.
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> store = bc.example_store()
+    >>> store.compare("strong", "weak", benchmark="toy").comparisons[0].verdict
+    'improved'
+    """
+    store = Store()
+    store.ingest(example_frame(), benchmark="toy", mapping={"item_id": "item", "subject": "subject", "score": "score"})
+    return store
+
+
 def example_frame():
     """A small polars DataFrame of item-level results: two models on 200 items in 4 subjects.
 

@@ -83,13 +83,11 @@ class IngestResult(TableResult):
     Examples
     --------
     >>> import benchcert as bc
-    >>> store = bc.Store()
-    >>> report = store.ingest(bc.example_frame(), benchmark="toy",
-    ...                       mapping={"item_id": "item", "subject": "subject", "score": "score"})
+    >>> store, columns = bc.Store(), {"item_id": "item", "subject": "subject", "score": "score"}
+    >>> report = store.ingest(bc.example_frame(), benchmark="toy", mapping=columns)
     >>> report.rows_added, report.ok
     (400, True)
-    >>> store.ingest(bc.example_frame(), benchmark="toy",
-    ...              mapping={"item_id": "item", "subject": "subject", "score": "score"}).rows_added
+    >>> store.ingest(bc.example_frame(), benchmark="toy", mapping=columns).rows_added  # already stored
     0
     """
 

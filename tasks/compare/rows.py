@@ -96,10 +96,7 @@ class ComparisonRow(Mapping):
     Examples
     --------
     >>> import benchcert as bc
-    >>> store = bc.Store()
-    >>> _ = store.ingest(bc.example_frame(), benchmark="toy",
-    ...                  mapping={"item_id": "item", "subject": "subject", "score": "score"})
-    >>> row = store.compare("strong", "weak", benchmark="toy").row("strong")
+    >>> row = bc.example_store().compare("strong", "weak", benchmark="toy").row("strong")
     >>> row.verdict, row.deciding_interval.decided, row.deciding_interval.lower > 0
     ('improved', True, True)
     >>> sorted(row["p_values"])[:2]  # the JSON row's other fields

@@ -146,10 +146,8 @@ class ComparisonResult(TableResult):
     Examples
     --------
     >>> import benchcert as bc
-    >>> store = bc.Store()
-    >>> _ = store.ingest(bc.example_frame(), benchmark="toy",
-    ...                  mapping={"item_id": "item", "subject": "subject", "score": "score"})
-    >>> result = store.compare("strong", "weak", benchmark="toy", require="non-inferior", margin=0.02)
+    >>> result = bc.example_store().compare("strong", "weak", benchmark="toy", require="non-inferior",
+    ...                                     margin=0.02)
     >>> result.estimand.split(":")[0], result.gate.passed
     ('item-weighted mean gap', True)
     >>> result.to_polars().select("candidate", "gap", "verdict").row(0)
