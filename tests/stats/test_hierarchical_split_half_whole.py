@@ -6,8 +6,9 @@ time, from a PCG64 generator's raw 64-bit outputs, with a guide table sized for 
 the five terms of each draw gathered from a table over the distributions' support points
 (stats/split_half.py _split_whole_by_domain, _HypergeomTable._invert_raw_points); other generators
 take the uniforms and compute the terms per draw. Oracle: the former
-chunk-wide computation (kept here verbatim: the inverse CDF, the (K, M, splits) half-A array and the
-domain sums of its five products); the results must be equal to the last bit."""
+chunk-wide computation (the whole table's inverse CDF, the (K, M, splits) half-A array and the
+domain sums of its five products) with the former guide table's size (2^22 entries); the results must be equal
+to the last bit."""
 
 from __future__ import annotations
 
@@ -17,77 +18,18 @@ import pytest
 from benchcert.stats import split_half as D
 
 
-def _former_invert(self, u, *, scratch=False):
-    dist, lo, start, end = self.dist, self.lo, self.start, self.end
-    uq = np.multiply(u, self._q, out=u if scratch else None)
-    q = uq.astype(np.int64)
-    q += (dist * self._q)[:, None]
-    idx = self._guide[q]  # int32: counts below 2^20
-    del q
-    flat = idx.reshape(-1)
-    amb = np.flatnonzero(flat < 0)
-    if amb.size:
-        cnt = -1 - flat[amb].astype(np.int64)
-        cell = amb // u.shape[1]
-        pos = start[cell] + cnt
-        uu = uq.reshape(-1)[amb] / self._q
-        last = end[cell] - 1
-        todo = np.arange(amb.size)
-        while todo.size:  # step forward while F(next point) <= u
-            fwd = (pos[todo] < last[todo]) & (self.cdf[pos[todo]] <= uu[todo])
-            todo = todo[fwd]
-            pos[todo] += 1
-        flat[amb] = pos - start[cell]
-    idx += lo.astype(np.int32)[:, None]
-    return idx
-
-
-def _former_add(self, grouping, valid, pa, pb):
-    if self.nd is None:  # (D, M, 1) subjects per domain: the same for every chunk
-        self.nd = grouping.reduce_sorted(valid).astype(float)[:, :, None]
-    nd = self.nd
-    dsum = grouping.reduce_sorted
-
-    sa, sb = dsum(pa), dsum(pb)
-    saa, sbb, sab = dsum(pa * pa), dsum(pb * pb), dsum(pa * pb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ndd = np.where(nd > 0, nd, 1.0)
-        var_a = saa - sa * sa / ndd
-        var_b = sbb - sb * sb / ndd
-        cov = sab - sa * sb / ndd
-        ok = (var_a > 1e-12 * ndd) & (var_b > 1e-12 * ndd)
-        r = np.where(ok, cov / np.sqrt(np.where(ok, var_a * var_b, 1.0)), 0.0)
-    r = np.clip(r, -1.0, 1.0)
-    self.s1 += r.sum(axis=-1)
-    self.s2 += (r * r).sum(axis=-1)
-    self.cnt += ok.sum(axis=-1)
+#: The chunk-wide path of split_half (the tests below patch the module's name).
+_CHUNK_WIDE = D._split_chunks
 
 
 def _former_chunks(sums, inputs, n_splits, chunk, rng):
-    k, mdl = inputs.total.shape
-    done = 0
-    while done < n_splits:
-        b = min(chunk, n_splits - done)
-        table = inputs.table
-        a_sum = _former_invert(table, rng.random((table.n_cells, b)), scratch=True).reshape(k, mdl, b)
-        pa = a_sum * inputs.inv_a
-        pb = (inputs.total[:, :, None] - a_sum) * inputs.inv_b
-        _former_add(sums, inputs.grouping, inputs.splittable, pa, pb)
-        done += b
-
-
-def _former_guide(self, cdf, start, end):
-    """The former guide table size (up to 2^22 entries): a different Q, the same exact draws."""
-    nd = start.size
-    q_bits = int(np.clip(np.floor(np.log2((1 << 22) / max(nd, 1))), 6, 14))
-    self._q_bits, self._q = q_bits, 1 << q_bits
-    edges = np.arange(self._q + 1) / self._q
-    lo_n = np.empty((nd, self._q), dtype=np.int32)
-    for d in range(nd):
-        cnt = np.searchsorted(cdf[start[d]:end[d]], edges, side="right")
-        below = np.searchsorted(cdf[start[d]:end[d]], edges[1:], side="left")
-        lo_n[d] = np.where(cnt[:-1] == below, cnt[:-1], -1 - cnt[:-1])
-    return lo_n.ravel()
+    """The former chunk-wide computation, which the module still takes where its domain sums go
+    through ``np.add.reduceat``: the whole table's uniforms inverted at once (``_invert``, checked
+    against one searchsorted per cell below), the (K, M, splits) half-A array and the domain sums
+    of its five products (``_SplitSums.add``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(D, "sums_by_reduceat", lambda *a: True)
+        return _CHUNK_WIDE(sums, inputs, n_splits, chunk, rng)
 
 
 def _scores(seed, n_models):
@@ -114,7 +56,7 @@ def test_by_domain_gives_the_former_split_half_bit_for_bit(n_models, kind, block
         with monkeypatch.context() as mp:
             calls = []
             if name == "former":
-                mp.setattr(D._HypergeomTable, "_guide_table", _former_guide)
+                mp.setattr(D._HypergeomTable, "_GUIDE_ENTRIES", 1 << 22)  # the former size: another Q, the same draws
                 mp.setattr(D, "_split_chunks", lambda *a: calls.append(1) or _former_chunks(*a))
             else:
                 if block is not None:
