@@ -12,7 +12,8 @@ import datetime as dt
 import polars as pl
 
 from benchcert.tasks.store import schema
-from benchcert.tasks.store.connection import query_pl, transaction
+from benchcert.tasks.store.connection import query_pl
+from benchcert.tasks.store.recorded import RecordTables, record_once
 
 __all__ = ["PLAN_TABLES", "PLAN_COLUMNS", "record_plan", "read_plan", "plan_ids", "plan_draws"]
 
@@ -26,41 +27,17 @@ PLAN_COLUMNS = ("plan_id", "benchmark", "level", "protocol", "epsilon", "delta",
 #: The keys of :func:`read_plan`'s answer, in its SELECT's order.
 _READ_COLUMNS = ("plan_id", "benchmark", "level", "protocol", "epsilon", "delta", "seed", "spec", "design")
 
+_RECORD = RecordTables(PLAN_TABLES[0], "plan_id", PLAN_COLUMNS, PLAN_TABLES[1],
+                       ("draw", "item_id", "subject", "domain", "stratum"))
+
 
 def record_plan(con, head: dict, draws: pl.DataFrame) -> dt.datetime:
-    """Record a plan once, its row and its draws in one transaction (the tables on first use).
-
-    A plan id recorded before keeps its row, draws and time (the same plan is stored once).
-
-    Parameters
-    ----------
-    con : duckdb.DuckDBPyConnection
-        The store, open for writing.
-    head : dict
-        The plan's row: a value for each of :data:`PLAN_COLUMNS` (``spec`` and ``design`` as JSON text).
-    draws : polars.DataFrame
-        The drawn items: draw, item_id, subject, domain, stratum.
-
-    Returns
-    -------
-    datetime.datetime
-        The ``created_at`` stored: ``head``'s, or the earlier recording's.
-    """
-    schema.ensure_tables(con, *PLAN_TABLES)
-    with transaction(con):
-        exists = con.execute("SELECT created_at FROM environment_plans WHERE plan_id = ?",
-                             [head["plan_id"]]).fetchall()
-        if exists:
-            return exists[0][0]
-        con.execute("INSERT INTO environment_plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [head[c] for c in PLAN_COLUMNS])
-        con.register("_plan_rows", draws.with_columns(pl.lit(head["plan_id"]).alias("plan_id"))
-                     .select("plan_id", "draw", "item_id", "subject", "domain", "stratum").to_arrow())
-        try:
-            con.execute("INSERT INTO environment_plan_draws SELECT * FROM _plan_rows")
-        finally:
-            con.unregister("_plan_rows")
-    return head["created_at"]
+    """Record a plan once, in one transaction (:func:`~benchcert.tasks.store.recorded.record_once`):
+    its row ``head``, a value for each of :data:`PLAN_COLUMNS` (``spec`` and ``design`` as JSON
+    text), and its ``draws`` (draw, item_id, subject, domain, stratum). A plan id recorded before
+    keeps its row, draws and time (the same plan is stored once); the ``created_at`` stored is
+    returned."""
+    return record_once(con, _RECORD, head, draws)
 
 
 def read_plan(con, plan_id: str) -> dict | None:

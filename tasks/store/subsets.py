@@ -11,7 +11,8 @@ import datetime as dt
 import polars as pl
 
 from benchcert.tasks.store import schema
-from benchcert.tasks.store.connection import query_pl, transaction
+from benchcert.tasks.store.connection import query_pl
+from benchcert.tasks.store.recorded import RecordTables, record_once
 
 __all__ = ["SUBSET_TABLES", "SUBSET_COLUMNS", "record_subset", "read_subsets"]
 
@@ -21,39 +22,15 @@ SUBSET_TABLES = ("subsets", "subset_items")
 #: The columns of a subset's row in ``subsets``, in the table's order.
 SUBSET_COLUMNS = ("subset_id", "benchmark", "n_items", "n_benchmark", "seed", "stratified", "strata", "created_at")
 
+_RECORD = RecordTables(SUBSET_TABLES[0], "subset_id", SUBSET_COLUMNS, SUBSET_TABLES[1], ("item_id", "subject", "domain"))
+
 
 def record_subset(con, head: dict, items: pl.DataFrame) -> dt.datetime:
-    """Record a subset once, its row and its items in one transaction (the tables on first use).
-
-    A subset id recorded before keeps its row, items and time (the same draw is one subset).
-
-    Parameters
-    ----------
-    con : duckdb.DuckDBPyConnection
-        The store, open for writing.
-    head : dict
-        The subset's row: a value for each of :data:`SUBSET_COLUMNS` (``strata`` as JSON text or None).
-    items : polars.DataFrame
-        The drawn items: item_id, subject, domain.
-
-    Returns
-    -------
-    datetime.datetime
-        The ``created_at`` stored: ``head``'s, or the earlier recording's.
-    """
-    schema.ensure_tables(con, *SUBSET_TABLES)
-    with transaction(con):
-        exists = con.execute("SELECT created_at FROM subsets WHERE subset_id = ?", [head["subset_id"]]).fetchall()
-        if exists:
-            return exists[0][0]
-        con.execute("INSERT INTO subsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [head[c] for c in SUBSET_COLUMNS])
-        con.register("_subset_rows", items.with_columns(pl.lit(head["subset_id"]).alias("subset_id"))
-                     .select("subset_id", "item_id", "subject", "domain").to_arrow())
-        try:
-            con.execute("INSERT INTO subset_items SELECT subset_id, item_id, subject, domain FROM _subset_rows")
-        finally:
-            con.unregister("_subset_rows")
-    return head["created_at"]
+    """Record a subset once, in one transaction (:func:`~benchcert.tasks.store.recorded.record_once`):
+    its row ``head``, a value for each of :data:`SUBSET_COLUMNS` (``strata`` as JSON text or None),
+    and its ``items`` (item_id, subject, domain). A subset id recorded before keeps its row, items
+    and time (the same draw is one subset); the ``created_at`` stored is returned."""
+    return record_once(con, _RECORD, head, items)
 
 
 def read_subsets(con, benchmark: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
