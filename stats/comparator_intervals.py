@@ -20,7 +20,7 @@ from ._common import _short, cr2_mean
 from .intervals import (_CLUSTERED_ASSUMPTIONS, _CLUSTERED_WEIGHTING, _CLUSTERED_ZERO, _IID_ASSUMPTIONS, _IID_BASE,
                         _IID_BINARY, _IID_FRACTIONAL_NOTE, _IID_SAMPLE, _LM_EVAL_ASSUMPTIONS, _LM_EVAL_ZERO,
                         _MACRO_N_NOTE, _WILSON_ASSUMPTIONS, _WILSON_BINARY_NOTE, IntervalResult, _check_weighting,
-                        _clt, _iid_core, _t_crit, _wilson_core, _z)
+                        _clt_result, _iid_core, _t_crit, _wilson_core, _z)
 from .segments import Grouping
 from .validation import all_missing_columns, check_alpha, check_codes, check_scores
 
@@ -297,17 +297,11 @@ def _comparators_one(weighting, sums: _SubjectSums, alpha, rows: _ItemRows | Non
             se_cl = np.sqrt(c / (c - 1.0) * np.sum(resid**2, axis=0))
             df_cl = c - 1.0
     crit_cl = np.where(ok, _t_crit(alpha, np.where(ok, df_cl, 1.0)), z)
-    est, lower, upper, hw, se = _clt(
-        theta, se_cl, ok, crit_cl, label=label, method="clustered_subject",
-        reason="fewer than 2 answered subjects, so the between-subject variance cannot be "
-        "estimated",
-        zero_reason=_CLUSTERED_ZERO,
-    )
-    out["clustered_subject"] = IntervalResult(
-        estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
-        method="clustered_subject",
-        assumptions=_CLUSTERED_ASSUMPTIONS + (_CLUSTERED_WEIGHTING[weighting],),
-        n_clusters=c_out, se=se, weighting=weighting,
+    out["clustered_subject"] = _clt_result(
+        theta, se_cl, ok, crit_cl, alpha=alpha, n=n_out, n_clusters=c_out, method="clustered_subject",
+        assumptions=_CLUSTERED_ASSUMPTIONS + (_CLUSTERED_WEIGHTING[weighting],), weighting=weighting,
+        reason="fewer than 2 answered subjects, so the between-subject variance cannot be estimated",
+        zero_reason=_CLUSTERED_ZERO, label=label,
     )
 
     if weighting == "pooled" and (rows is not None or sums.ss_within is not None):
@@ -324,15 +318,10 @@ def _comparators_one(weighting, sums: _SubjectSums, alpha, rows: _ItemRows | Non
         ok = dof > 0
         with np.errstate(invalid="ignore", divide="ignore"):
             se_lm = np.sqrt(ss_within / dof / n_items)
-        est, lower, upper, hw, se = _clt(
-            pooled, se_lm, ok, z, label=label, method="lm_eval_group",
-            reason="every answered subject has a single item (N = K), so the pooled "
-            "within-subject variance is 0/0",
-            zero_reason=_LM_EVAL_ZERO,
-        )
-        out["lm_eval_group"] = IntervalResult(
-            estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n_out,
-            method="lm_eval_group", assumptions=_LM_EVAL_ASSUMPTIONS, n_clusters=c_out,
-            se=se, weighting="pooled",
+        out["lm_eval_group"] = _clt_result(
+            pooled, se_lm, ok, z, alpha=alpha, n=n_out, n_clusters=c_out, method="lm_eval_group",
+            assumptions=_LM_EVAL_ASSUMPTIONS, weighting="pooled",
+            reason="every answered subject has a single item (N = K), so the pooled within-subject variance is 0/0",
+            zero_reason=_LM_EVAL_ZERO, label=label,
         )
     return out

@@ -222,6 +222,18 @@ def _clt(est, se, ok, z, *, label: str, method: str, reason: str, zero_reason: s
     return est, lower, upper, hw, se
 
 
+def _clt_result(est, se, ok, crit, *, alpha, n, n_clusters, method: str, assumptions, weighting: str,
+                reason: str, zero_reason: str, label: str = "", stacklevel: int = 5) -> IntervalResult:
+    """:func:`_clt`'s interval as an :class:`IntervalResult` (0-d values as plain floats).
+
+    ``stacklevel`` counts this frame too, so the warnings name the same caller as :func:`_clt`'s.
+    """
+    est, lower, upper, hw, se = (_out(x) for x in _clt(est, se, ok, crit, label=label, method=method, reason=reason,
+                                                        zero_reason=zero_reason, stacklevel=stacklevel))
+    return IntervalResult(estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n, method=method,
+                          assumptions=assumptions, n_clusters=n_clusters, se=se, weighting=weighting)
+
+
 def _check_estimate_n(estimate, n):
     try:
         p = np.asarray(estimate, dtype=float)
@@ -509,28 +521,11 @@ def clustered_interval(scores, clusters, *, weights="pooled", alpha=0.05) -> Int
     else:
         se = np.sqrt(c / (c - 1) * np.dot(resid, resid)) if c >= 2 else np.nan
         crit = float(_t_crit(alpha, c - 1.0)) if c >= 2 else _z(alpha)
-    est, lower, upper, hw, se = _clt(
-        theta,
-        se,
-        c >= 2,
-        crit,
-        label="",
-        method="clustered_subject",
+    return _clt_result(
+        theta, se, c >= 2, crit, alpha=alpha, n=int(n), n_clusters=int(c), method="clustered_subject",
+        assumptions=_CLUSTERED_ASSUMPTIONS + (_CLUSTERED_WEIGHTING[weights],), weighting=weights,
         reason="fewer than 2 clusters, so the between-cluster variance cannot be estimated",
         zero_reason=_CLUSTERED_ZERO,
-    )
-    return IntervalResult(
-        estimate=_out(est),
-        lower=_out(lower),
-        upper=_out(upper),
-        half_width=_out(hw),
-        alpha=alpha,
-        n=int(n),
-        method="clustered_subject",
-        assumptions=_CLUSTERED_ASSUMPTIONS + (_CLUSTERED_WEIGHTING[weights],),
-        n_clusters=int(c),
-        se=_out(se),
-        weighting=weights,
     )
 
 
@@ -591,27 +586,9 @@ def lm_eval_group_interval(scores, clusters, *, alpha=0.05) -> IntervalResult:
     ss_within = float(np.sum((s - means[inv]) ** 2))
     dof = n - k
     se = np.sqrt(ss_within / dof / n) if dof > 0 else np.nan
-    est, lower, upper, hw, se = _clt(
-        float(s.mean()),
-        se,
-        dof > 0,
-        _z(alpha),
-        label="",
-        method="lm_eval_group",
-        reason="every subject has a single item (N = K), so the pooled within-subject "
-        "variance is 0/0",
+    return _clt_result(
+        float(s.mean()), se, dof > 0, _z(alpha), alpha=alpha, n=int(n), n_clusters=int(k), method="lm_eval_group",
+        assumptions=_LM_EVAL_ASSUMPTIONS, weighting="pooled",
+        reason="every subject has a single item (N = K), so the pooled within-subject variance is 0/0",
         zero_reason=_LM_EVAL_ZERO,
-    )
-    return IntervalResult(
-        estimate=_out(est),
-        lower=_out(lower),
-        upper=_out(upper),
-        half_width=_out(hw),
-        alpha=alpha,
-        n=int(n),
-        method="lm_eval_group",
-        assumptions=_LM_EVAL_ASSUMPTIONS,
-        n_clusters=int(k),
-        se=_out(se),
-        weighting="pooled",
     )
