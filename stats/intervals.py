@@ -228,10 +228,16 @@ def _clt_result(est, se, ok, crit, *, alpha, n, n_clusters, method: str, assumpt
 
     ``stacklevel`` counts this frame too, so the warnings name the same caller as :func:`_clt`'s.
     """
-    est, lower, upper, hw, se = (_out(x) for x in _clt(est, se, ok, crit, label=label, method=method, reason=reason,
-                                                        zero_reason=zero_reason, stacklevel=stacklevel))
-    return IntervalResult(estimate=est, lower=lower, upper=upper, half_width=hw, alpha=alpha, n=n, method=method,
-                          assumptions=assumptions, n_clusters=n_clusters, se=se, weighting=weighting)
+    est, lower, upper, hw, se = _clt(est, se, ok, crit, label=label, method=method, reason=reason,
+                                     zero_reason=zero_reason, stacklevel=stacklevel)
+    return _result(est, lower, upper, hw, se, alpha=alpha, n=n, method=method, assumptions=assumptions,
+                   n_clusters=n_clusters, weighting=weighting)
+
+
+def _result(est, lower, upper, hw, se=None, **fields) -> IntervalResult:
+    """An :class:`IntervalResult` of these values, 0-d ones as plain floats; ``fields`` its other fields."""
+    return IntervalResult(estimate=_out(est), lower=_out(lower), upper=_out(upper), half_width=_out(hw),
+                          se=None if se is None else _out(se), **fields)
 
 
 def _check_estimate_n(estimate, n):
@@ -360,17 +366,8 @@ def iid_interval(estimate, n, *, alpha=0.05, item_var=None) -> IntervalResult:
     """
     p, nn, alpha, v = _iid_interval_iv(estimate, n, alpha, item_var)
     est, lower, upper, hw, se = _iid_core(p, nn, alpha, "entries", var=v)
-    return IntervalResult(
-        estimate=_out(est),
-        lower=_out(lower),
-        upper=_out(upper),
-        half_width=_out(hw),
-        alpha=alpha,
-        n=_out_int(nn),
-        method="iid_clt",
-        assumptions=_IID_ASSUMPTIONS if v is None else _IID_BASE + (_IID_SAMPLE,),
-        se=_out(se),
-    )
+    return _result(est, lower, upper, hw, se, alpha=alpha, n=_out_int(nn), method="iid_clt",
+                   assumptions=_IID_ASSUMPTIONS if v is None else _IID_BASE + (_IID_SAMPLE,))
 
 
 # --------------------------------------------------------------------------------------
@@ -432,17 +429,8 @@ def wilson_interval(estimate, n, *, alpha=0.05) -> IntervalResult:
     overstates the item variance, so the interval errs wide under independence.
     """
     p, nn, alpha = _wilson_interval_iv(estimate, n, alpha)
-    est, lower, upper, hw = _wilson_core(p, nn, alpha)
-    return IntervalResult(
-        estimate=_out(est),
-        lower=_out(lower),
-        upper=_out(upper),
-        half_width=_out(hw),
-        alpha=alpha,
-        n=_out_int(nn),
-        method="wilson",
-        assumptions=_WILSON_ASSUMPTIONS,
-    )
+    return _result(*_wilson_core(p, nn, alpha), alpha=alpha, n=_out_int(nn), method="wilson",
+                   assumptions=_WILSON_ASSUMPTIONS)
 
 
 # --------------------------------------------------------------------------------------
