@@ -1,9 +1,10 @@
 """Issue #27: the audit's analyses start from the per-subject counts they share
-(``BenchmarkMatrices.subject_counts``) instead of masks and copies of the matrix. Each former
-computation is kept here verbatim and the new one must equal it to the last bit: the subject table,
-the comparisons' pooled scores and shared-item counts, the subsample's exact-column inputs (and what
-stratified_error_sd makes of them: their memory order matters), and every analysis' tables on a
-matrix with missing answers, fractional models and skipped subjects."""
+(``BenchmarkMatrices.subject_counts``) instead of masks and copies of the matrix. The subject table
+must equal the long rows counted by polars; each other former computation is kept here verbatim and
+the new one must equal it to the last bit: the comparisons' pooled scores and shared-item counts,
+the subsample's exact-column inputs (and what stratified_error_sd makes of them: their memory order
+matters), and every analysis' tables on a matrix with missing answers, fractional models and
+skipped subjects."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.stats.segments import segment_sums
 from benchcert.stats.subsample import proportional_allocation, stratified_error_sd
 from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
@@ -33,26 +33,19 @@ def _matrices(seed: int, *, binary: bool = True, n_items: int = 700, n_models: i
                              n_replicates=(~np.isnan(s)).astype(np.uint32))
 
 
-def _subjects_by_models_former(m: BenchmarkMatrices) -> pl.DataFrame:
-    """BenchmarkMatrices.subjects_by_models before issue #27, verbatim (on its public fields)."""
-    subj = m.subjects
-    codes, scores = m.item_subject, m.scores
-    if np.any(np.diff(codes) < 0):
-        order = np.argsort(codes, kind="stable")
-        codes, scores = codes[order], scores[order]
-    starts = np.flatnonzero(np.r_[True, np.diff(codes) != 0])
-    answered = ~np.isnan(scores)
-    n = segment_sums(answered, starts, np.int64)
-    total = segment_sums(np.where(answered, scores, 0.0), starts)
-    s_idx, m_idx = np.nonzero(n)
-    return pl.DataFrame({
-        "domain": subj["domain"].gather(pl.Series(s_idx, dtype=pl.UInt32)),
-        "subject": subj["subject"].gather(pl.Series(s_idx, dtype=pl.UInt32)),
-        "model": pl.Series(m.models, dtype=pl.String).gather(pl.Series(m_idx, dtype=pl.UInt32)),
-        "n": n[s_idx, m_idx],
-        "sum": total[s_idx, m_idx],
-    }, schema={"domain": pl.String, "subject": pl.String, "model": pl.String, "n": pl.Int64,
-               "sum": pl.Float64}).with_columns((pl.col("sum") / pl.col("n")).alias("mean"))
+def _subjects_by_models_oracle(m: BenchmarkMatrices) -> pl.DataFrame:
+    """The subject table by polars from the long (item, model, score) rows: answered items and
+    their score sum per (subject, model), subjects in code order and models in ``m.models``' order.
+    Exact whatever the order of the sums: the scores are 0, 1/2 and 1."""
+    i_idx, m_idx = np.nonzero(~np.isnan(m.scores))
+    long = pl.DataFrame({"code": m.item_subject[i_idx].astype(np.int64), "m": m_idx.astype(np.int64),
+                         "score": m.scores[i_idx, m_idx]})
+    counts = long.group_by("code", "m").agg(pl.len().cast(pl.Int64).alias("n"), pl.col("score").sum().alias("sum"))
+    names = m.subjects.select("domain", "subject").with_row_index("code").with_columns(pl.col("code").cast(pl.Int64))
+    models = pl.DataFrame({"model": m.models}).with_row_index("m").with_columns(pl.col("m").cast(pl.Int64))
+    return (counts.join(names, on="code").join(models, on="m").sort("code", "m")
+            .select("domain", "subject", "model", "n", "sum")
+            .with_columns((pl.col("sum") / pl.col("n")).alias("mean")))
 
 
 def _shared_counts_former(obs, a, b):
@@ -84,9 +77,9 @@ def _subsample_inputs_former(m: BenchmarkMatrices, subset_models: set[str]):
 
 
 @pytest.mark.parametrize("binary", [True, False])
-def test_subject_table_equals_the_former(binary):
+def test_subject_table_equals_the_long_rows_counted(binary):
     m = _matrices(1, binary=binary)
-    new, old = m.subjects_by_models(), _subjects_by_models_former(m)
+    new, old = m.subjects_by_models(), _subjects_by_models_oracle(m)
     assert new.schema == old.schema and new.shape == old.shape
     for c in new.columns:
         assert new[c].equals(old[c]), c
