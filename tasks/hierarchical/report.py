@@ -44,8 +44,17 @@ class Fitted:
 
 
 def sections(m, config, fitted: Fitted) -> list[Section]:
+    """The hierarchical analysis' report sections: its intervals, the domain fits, the split-half
+    reliability and (when computed) the subject correlation across models."""
+    out = [_intervals_section(m, config, fitted), _domain_fits_section(fitted.fit_frame, fitted.item_only),
+           _split_half_section(fitted.split_frame)]
+    if fitted.corr is not None:
+        out.append(_correlation_section(m, fitted.corr))
+    return out
+
+
+def _intervals_section(m, config, fitted: Fitted) -> Section:
     hier, bounds, comparators, components = fitted.hier, fitted.bounds, fitted.comparators, fitted.components
-    fit_frame, split_frame, corr, item_only = fitted.fit_frame, fitted.split_frame, fitted.corr, fitted.item_only
     models = m.models
     level = f"{100 * (1 - config.alpha):g}%"
     idx = {name: i for i, name in enumerate(models)}
@@ -89,22 +98,24 @@ def sections(m, config, fitted: Fitted) -> list[Section]:
             f"(half of α is spent on that bound). Hierarchy: <b>{escape(hier)}</b> "
             f"({escape(hier_text)}). The macro half-width is {np.median(ratio):.1f}× the iid one (median over "
             f"models; range {ratio.min():.1f}-{ratio.max():.1f}×). Half-widths in percentage points.</p>")
-    if item_only:
+    if fitted.item_only:
         head += ("<p><b>Item-level only.</b> With hierarchy 'none' items are treated as independent, so these "
                  "intervals ignore the subject dependence that the diagnostics below measure.</p>")
-    sections = [Section(
+    return Section(
         title="Hierarchical exchangeable intervals", anchor="hierarchical",
         html=(head + "<h3>Macro score (paper Table 3 layout)</h3>" + table_html(table3("macro"), float_digits=2)
               + "<h3>Pooled score</h3>" + table_html(table3("pooled"), float_digits=2) + "".join(plots)
               + "<h3>Where the uncertainty comes from</h3>"
               + table_html(comp, float_digits=3, max_rows=500)
-              + f'<ul class="assumptions">{notes}</ul>'))]
+              + f'<ul class="assumptions">{notes}</ul>'))
 
+
+def _domain_fits_section(fit_frame: pl.DataFrame, item_only: bool) -> Section:
     fits_used = fit_frame.filter(pl.col("K_d") > 0)
     icc = (fits_used.select("model", "domain", "icc").pivot(on="domain", index="model", values="icc")
            .sort("model"))
     bad = fits_used.filter(pl.col("degenerate")).select("model", "domain", "K_d", "status", "s2", "s2_upper", "reason")
-    sections.append(Section(
+    return Section(
         title="Domain fits (beta-binomial)", anchor="domain-fits",
         html=("<p>Intraclass correlation 1/(a+b+1) of each domain's beta-binomial fit per model: the share of "
               "item variance that lies between subjects (paper section 7.3). Larger means the subject term "
@@ -116,35 +127,37 @@ def sections(m, config, fitted: Fitted) -> list[Section]:
                  "bound on the whole subject term from the domains' profile likelihoods (finite even for an "
                  "under-dispersed fit). <code>s2_upper</code> is each domain's own bound (Bonferroni over "
                  "domains), shown for reference.</p>" + table_html(bad, float_digits=6)
-                 if bad.height else "<p>No degenerate fit.</p>"))))
+                 if bad.height else "<p>No degenerate fit.</p>")))
 
+
+def _split_half_section(split_frame: pl.DataFrame) -> Section:
     t2 = (split_frame.select("model", "domain", "corr").pivot(on="domain", index="model", values="corr")
           .sort("model"))
     neg = split_frame.filter(pl.col("negative"))
-    sections.append(Section(
+    return Section(
         title="Split-half reliability within domains", anchor="split-half",
         html=(f"<p>Mean over {N_SPLITS} random splits (seed {SPLIT_SEED}) of the correlation, across the "
               "subjects of a domain, between the accuracies on two random halves of each subject's items "
               "(paper Table 2 layout). High values: stable subject differences, so the subject term is real. "
               "Empty: fewer than 3 splittable subjects or no informative split. Negative values are evidence "
               "against exchangeable subjects in that domain.</p>" + _wide_tables(t2)
-              + (f"<p><b>{neg.height} negative</b> (model, domain) value(s) flagged.</p>" if neg.height else ""))))
+              + (f"<p><b>{neg.height} negative</b> (model, domain) value(s) flagged.</p>" if neg.height else "")))
 
-    if corr is not None:
-        subj = m.subjects
-        labels = subj["subject"].to_list()
-        groups = subj["domain"].to_list()
-        summary = pl.DataFrame({
-            "domain": list(m.domains), "subjects": np.bincount(np.asarray(m.subject_domain), minlength=len(m.domains)),
-            "within-domain mean r": [None if not np.isfinite(v) else float(v) for v in corr.within_domain_mean],
-            "negative": corr.negative_within})
-        svg = heatmap_svg(corr.corr, labels, groups=groups,
-                          title="Model-centred subject-subject correlation across models")
-        sections.append(Section(
-            title="Subject correlation across models", anchor="subject-correlation",
-            html=("<p>Correlation across models of subject accuracies after removing each model's macro score "
-                  "(paper Figure 3), subjects ordered by domain. Red blocks on the diagonal: subjects of a domain "
-                  "that are easy or hard together. Descriptive only: it pools models, not repeated draws. "
-                  f"Between-domain mean r = {corr.between_domain_mean:.3f}.</p>" + svg
-                  + table_html(summary, float_digits=3))))
-    return sections
+
+def _correlation_section(m, corr) -> Section:
+    subj = m.subjects
+    labels = subj["subject"].to_list()
+    groups = subj["domain"].to_list()
+    summary = pl.DataFrame({
+        "domain": list(m.domains), "subjects": np.bincount(np.asarray(m.subject_domain), minlength=len(m.domains)),
+        "within-domain mean r": [None if not np.isfinite(v) else float(v) for v in corr.within_domain_mean],
+        "negative": corr.negative_within})
+    svg = heatmap_svg(corr.corr, labels, groups=groups,
+                      title="Model-centred subject-subject correlation across models")
+    return Section(
+        title="Subject correlation across models", anchor="subject-correlation",
+        html=("<p>Correlation across models of subject accuracies after removing each model's macro score "
+              "(paper Figure 3), subjects ordered by domain. Red blocks on the diagonal: subjects of a domain "
+              "that are easy or hard together. Descriptive only: it pools models, not repeated draws. "
+              f"Between-domain mean r = {corr.between_domain_mean:.3f}.</p>" + svg
+              + table_html(summary, float_digits=3)))
