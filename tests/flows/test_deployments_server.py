@@ -8,56 +8,18 @@ nightly run after a new file lands in the inbox, and two concurrent audits on on
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from benchcert.tasks.store.connection import open_store, query_pl
 
-from conftest import ROOT, SMALL_CSV
+from conftest import SMALL_CSV
+from prefect_server_support import BIN, free_port, healthy, server_env, start, start_server, stop, wait
 
-BIN = Path(sys.executable).parent
 MAPPING = '[map]\nitem_id = "question"\nsubject = "topic"\ndomain = "area"\nscore = "correct"\n'
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(predicate, timeout: float, what: str, proc_logs: list[Path] = ()):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    logs = "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in proc_logs if p.exists())
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs}")
-
-
-def _start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT,
-                            start_new_session=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 def _runs(db: Path) -> list[dict]:
@@ -68,10 +30,8 @@ def _runs(db: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     work = tmp_path_factory.mktemp("server")
-    port = _free_port()
-    env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home"),
-           "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "DO_NOT_TRACK": "1", "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "INFO"}
+    port = free_port()
+    env = server_env(work / "prefect-home", port, PREFECT_LOGGING_LEVEL="INFO")
     inbox, arts, db = work / "inbox", work / "artifacts", work / "store.duckdb"
     (inbox / "small").mkdir(parents=True)
     (inbox / "small" / "mapping.toml").write_text(MAPPING)
@@ -85,28 +45,20 @@ def server(tmp_path_factory):
     assert r.status == "ingested"
 
     server_log, serve_log = work / "server.log", work / "serve.log"
-    srv = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env,
-                 server_log)
+    srv = start_server(port, env, server_log)
     serve = None
     try:
-        def healthy():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as resp:
-                    return resp.status == 200
-            except OSError:
-                return False
-
-        _wait(healthy, 180, "the Prefect server", [server_log])
-        serve = _start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
-                        str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard"),
-                        "--allow-logs", str(work / "checkpoints")],
-                       env, serve_log)
-        _wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
+        wait(lambda: healthy(port), 180, "the Prefect server", [server_log])
+        serve = start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
+                       str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard"),
+                       "--allow-logs", str(work / "checkpoints")],
+                      env, serve_log)
+        wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
         yield {"env": env, "db": db, "inbox": inbox, "arts": arts, "logs": [server_log, serve_log], "work": work}
     finally:
         if serve is not None:
-            _stop(serve)
-        _stop(srv)
+            stop(serve)
+        stop(srv)
 
 
 def test_checkpoint_event_starts_an_audit_with_artifacts(server):
@@ -122,13 +74,13 @@ def test_checkpoint_event_starts_an_audit_with_artifacts(server):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["event"] == "benchcert.checkpoint.logged"
-    runs = _wait(lambda: [r for r in _runs(server["db"])[before:] if r["status"] == "completed"] or None,
+    runs = wait(lambda: [r for r in _runs(server["db"])[before:] if r["status"] == "completed"] or None,
                  240, "the checkpoint run", server["logs"])
     # A run is recorded, then published (flows/runs.py): index.json lists it a moment after the
     # catalog row is committed.
     run_id = runs[-1]["run_id"]
     index_file = server["arts"] / "index.json"
-    _wait(lambda: index_file.is_file() and [b["latest_run_id"] for b in json.loads(index_file.read_text())["benchmarks"]]
+    wait(lambda: index_file.is_file() and [b["latest_run_id"] for b in json.loads(index_file.read_text())["benchmarks"]]
           == [run_id], 60, "index.json listing the run as the benchmark's latest", server["logs"])
     summary = json.loads((server["arts"] / "small" / run_id / "summary.json").read_text())
     assert "org/m@step-1" in {m["model"] for m in summary["models"]}
@@ -137,7 +89,7 @@ def test_checkpoint_event_starts_an_audit_with_artifacts(server):
     assert verdict["kind"] == "checkpoint" and verdict["model"] == "org/m@step-1" and verdict["baseline"] == "m1"
     assert verdict["verdict"] in ("improved", "regressed", "inconclusive") and verdict["detail"]["n_shared"] == 5
     site = server["work"] / "dashboard" / "index.html"
-    _wait(lambda: site.is_file() and run_id in site.read_text(), 120, "the dashboard rebuild", server["logs"])
+    wait(lambda: site.is_file() and run_id in site.read_text(), 120, "the dashboard rebuild", server["logs"])
 
 
 def test_nightly_run_ingests_only_the_new_file(server):

@@ -9,36 +9,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
-from conftest import ROOT
-
-BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(predicate, timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout  # a hang guard, not a timing claim
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}\n{log.read_text()[-3000:] if log.exists() else ''}")
-
-
-def _start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT,
-                            start_new_session=True)
+from prefect_server_support import BIN, free_port, healthy, server_env, start, start_server, wait
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -48,31 +22,21 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def test_serve_exits_on_sigterm_after_its_prefect_api_is_gone(tmp_path):
-    port = _free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": api,
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_SERVER_UI_ENABLED": "false"}
+    port = free_port()
+    env = server_env(tmp_path / "prefect-home", port)
     server_log, serve_log = tmp_path / "server.log", tmp_path / "serve.log"
-    server = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env,
-                    server_log)
+    server = start_server(port, env, server_log)
     serve = None
     try:
-        def healthy() -> bool:
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2) as resp:
-                    return resp.status == 200
-            except OSError:
-                return False
-
-        _wait(healthy, 180, "the Prefect server", server_log)
-        serve = _start([str(BIN / "benchcert"), "serve", "--db", str(tmp_path / "s.duckdb"), "--inbox",
-                        str(tmp_path / "inbox"), "--artifacts", str(tmp_path / "artifacts"), "--poll", "1"],
-                       env, serve_log)
-        _wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", serve_log)
+        wait(lambda: healthy(port), 180, "the Prefect server", [server_log])
+        serve = start([str(BIN / "benchcert"), "serve", "--db", str(tmp_path / "s.duckdb"), "--inbox",
+                       str(tmp_path / "inbox"), "--artifacts", str(tmp_path / "artifacts"), "--poll", "1"],
+                      env, serve_log)
+        wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
         time.sleep(2)  # let the runner install its SIGTERM handler and poll once
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(60)
-        _wait(lambda: not healthy(), 30, "the Prefect server to stop", server_log)
+        wait(lambda: not healthy(port), 30, "the Prefect server to stop", [server_log])
         time.sleep(3)  # serve now polls an API that is gone
         assert serve.poll() is None or "cannot reach the Prefect API" in serve_log.read_text(), serve_log.read_text()
         if serve.poll() is None:
