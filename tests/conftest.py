@@ -19,6 +19,19 @@ MMLU_CSV = DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
 MMLU_MAP = DATA / "mmlu_pro" / "mapping.toml"
 SMALL_CSV = TESTS / "data" / "small.csv"
 SMALL_MAP = ["model=model", "item_id=question", "subject=topic", "domain=area", "score=correct"]
+GRICE_CSV = DATA / "llm_stability" / "grice_college_mathematics.csv.gz"
+GRICE = "llm_stability_grice_college_mathematics"  # the benchmark GRICE_CSV names
+
+
+def ingest_native(db: Path, path: Path) -> Path:
+    """``path``, a file in benchcert's native columns, ingested into the store ``db`` (created if
+    needed; plain function, no Prefect); ``db``."""
+    from benchcert.tasks.ingest.service import ingest_file
+    from benchcert.tasks.ingest.mapping import parse_mapping
+
+    report = ingest_file(db, path, benchmark=None, mapping=parse_mapping())
+    assert report.status == "ingested", report.message
+    return db
 
 
 def matrices_from_scores(scores: dict, subjects):

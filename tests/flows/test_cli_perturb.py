@@ -9,12 +9,8 @@ import sys
 import pytest
 
 from benchcert.flows.cli import main
-from benchcert.tasks.ingest.service import ingest_file
-from benchcert.tasks.ingest.mapping import parse_mapping
 
-from conftest import DATA
-
-GRICE = "llm_stability_grice_college_mathematics"
+from conftest import GRICE, GRICE_CSV, ingest_native
 
 
 def cli(capsys, *argv):
@@ -25,11 +21,7 @@ def cli(capsys, *argv):
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cli_perturb") / "s.duckdb"
-    report = ingest_file(path, DATA / "llm_stability" / "grice_college_mathematics.csv.gz", benchmark=None,
-                         mapping=parse_mapping())
-    assert report.status == "ingested", report.message
-    return path
+    return ingest_native(tmp_path_factory.mktemp("cli_perturb") / "s.duckdb", GRICE_CSV)
 
 
 def test_plan_perturbation_json_matches_the_issue_example(capsys):
@@ -97,7 +89,7 @@ def test_perturb_one_replicate_says_no_power(capsys, tmp_path):
     path = tmp_path / "r1.csv"
     path.write_text("\n".join(rows) + "\n")
     db = tmp_path / "r1.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    ingest_native(db, path)
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "r1", "--base", "a")
     assert code == 0
     table = out.split("---")[-1].split("items = items tested")[0]
@@ -145,7 +137,7 @@ def test_perturb_fractional_scores_reach_the_energy_test(capsys, tmp_path):
     path = tmp_path / "fr.csv"
     path.write_text("\n".join(rows) + "\n")
     db = tmp_path / "fr.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    ingest_native(db, path)
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr", "--base", "a", "--json")
     d = json.loads(out)
     assert code == 0 and {i["classical_method"] for i in d["items"]} == {"energy_distance"}
@@ -164,7 +156,7 @@ def test_perturb_classical_test_without_power_says_so(capsys, tmp_path):
     path = tmp_path / "fr2.csv"
     path.write_text("\n".join(rows) + "\n")
     db = tmp_path / "fr2.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    ingest_native(db, path)
     code, out, _ = cli(capsys, "perturb", "--db", db, "--benchmark", "fr2", "--base", "a", "--null", "b,c",
                        "--test", "d")
     assert code == 0
@@ -183,7 +175,7 @@ def _store(tmp_path, name, rows):
     path = tmp_path / f"{name}.csv"
     path.write_text("\n".join(rows) + "\n")
     db = tmp_path / f"{name}.duckdb"
-    assert ingest_file(db, path, benchmark=None, mapping=parse_mapping()).status == "ingested"
+    ingest_native(db, path)
     return db
 
 

@@ -29,9 +29,8 @@ from benchcert.tasks.perturbation.service import (VariantMatrices, default_desig
 from benchcert.tasks.render.report import render_report
 from benchcert.tasks.store.connection import open_store
 
-from conftest import DATA, SMALL_CSV
+from conftest import DATA, GRICE, GRICE_CSV, SMALL_CSV, ingest_native
 
-GRICE = "llm_stability_grice_college_mathematics"
 NOISE = ("llm_stability_noise_college_mathematics", "llm_stability_noise_navigate", "llm_stability_noise_ruin_names")
 ALPHA = 0.05
 
@@ -39,9 +38,8 @@ ALPHA = 0.05
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     db = tmp_path_factory.mktemp("llm_stability") / "store.duckdb"
-    for name in ("grice_college_mathematics.csv.gz", "stochastic_noise.csv.gz"):
-        report = ingest_file(db, DATA / "llm_stability" / name, benchmark=None, mapping=parse_mapping())
-        assert report.status == "ingested", report.message
+    for path in (GRICE_CSV, DATA / "llm_stability" / "stochastic_noise.csv.gz"):
+        ingest_native(db, path)
     return db
 
 

@@ -11,25 +11,18 @@ import pytest
 from benchcert.stats.perturbation import TEST_METHODS
 from benchcert.tasks.audit.analyses import SPECS, run_analysis
 from benchcert.tasks.audit.request import AuditRequest
-from benchcert.tasks.ingest.mapping import parse_mapping
-from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.perturbation.analysis import analyze
 from benchcert.tasks.perturbation.option import METHODS, PerturbationOption, parse_option
 from benchcert.tasks.perturbation.service import with_variant_counts
 from benchcert.tasks.store.connection import open_store
 from benchcert.tasks.store.matrices import load_matrices
 
-from conftest import DATA
-
-GRICE = "llm_stability_grice_college_mathematics"
+from conftest import GRICE, GRICE_CSV, ingest_native
 
 
 @pytest.fixture(scope="module")
 def grice(tmp_path_factory):
-    db = tmp_path_factory.mktemp("option") / "store.duckdb"
-    report = ingest_file(db, DATA / "llm_stability" / "grice_college_mathematics.csv.gz", benchmark=None,
-                         mapping=parse_mapping())
-    assert report.status == "ingested", report.message
+    db = ingest_native(tmp_path_factory.mktemp("option") / "store.duckdb", GRICE_CSV)
     with open_store(db, write=False) as con:
         return db, with_variant_counts(con, load_matrices(con, GRICE, "0"))
 
