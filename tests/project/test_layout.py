@@ -2,7 +2,10 @@
 
 Each rule keeps a feature in one home: the store's tables in one schema module, no SQL and no
 decision rules in flows/, dependencies one way (flows -> tasks -> stats), and pieces small
-enough to read.
+enough to read: no module over MAX_MODULE_LINES lines and no function over MAX_FUNCTION_LINES
+lines, a function counted without its docstring (numpydoc docstrings hold the mathematics, which
+stays with its function). What is still over a limit is listed in OVER_LIMIT with its reason, at
+most five entries; an entry that no longer excuses anything fails, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -16,8 +19,13 @@ import pytest
 from conftest import ROOT
 
 PACKAGES = ("flows", "tasks", "stats")
-MAX_MODULE_LINES = 1000
-MAX_FUNCTION_LINES = 150
+MAX_MODULE_LINES = 800
+MAX_FUNCTION_LINES = 100  # without the docstring
+#: Over a limit for now, each with its reason: a module ("path") or a function ("path:name").
+OVER_LIMIT = {
+    "tasks/certify/service.py": "open in the error-taxonomy change",
+    "tasks/certify/service.py:certify_scores": "open in the error-taxonomy change",
+}
 SQL = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|VIEW|INDEX)"
                  r"|ALTER\s+TABLE|DROP\s+TABLE)", re.I)
 
@@ -30,13 +38,38 @@ def _name(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def _docstring_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return first.end_lineno - first.lineno + 1
+    return 0
+
+
+def _over_limits(path: Path) -> list[tuple[str, int]]:
+    """(OVER_LIMIT key, lines) of the module, if over, and of each function over its limit."""
+    src = path.read_text()
+    over = [(_name(path), src.count("\n"))] if src.count("\n") > MAX_MODULE_LINES else []
+    for n in ast.walk(ast.parse(src)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = n.end_lineno - n.lineno + 1 - _docstring_lines(n)
+            if lines > MAX_FUNCTION_LINES:
+                over.append((f"{_name(path)}:{n.name}", lines))
+    return over
+
+
 @pytest.mark.parametrize("path", _modules(*PACKAGES), ids=_name)
 def test_modules_and_functions_are_small(path):
-    src = path.read_text()
-    assert src.count("\n") <= MAX_MODULE_LINES, f"{_name(path)} has {src.count(chr(10))} lines"
-    long = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(src))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
-    assert not long, f"{_name(path)}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+    over = [(key, lines) for key, lines in _over_limits(path) if key not in OVER_LIMIT]
+    assert not over, (f"over {MAX_MODULE_LINES} lines (a module) or {MAX_FUNCTION_LINES} (a function, without "
+                      f"its docstring): {over}")
+
+
+def test_the_size_allowlist_only_shrinks():
+    assert len(OVER_LIMIT) <= 5, "at most five modules or functions over a size limit"
+    assert all(reason.strip() for reason in OVER_LIMIT.values()), "each entry says why it is over"
+    over = {key for p in _modules(*PACKAGES) for key, _ in _over_limits(p)}
+    stale = sorted(set(OVER_LIMIT) - over)
+    assert not stale, f"within the limits now, remove from OVER_LIMIT: {stale}"
 
 
 def _strings(tree: ast.AST) -> list[tuple[int, str]]:
