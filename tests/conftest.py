@@ -19,8 +19,16 @@ MMLU_CSV = DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
 MMLU_MAP = DATA / "mmlu_pro" / "mapping.toml"
 SMALL_CSV = TESTS / "data" / "small.csv"
 SMALL_MAP = ["model=model", "item_id=question", "subject=topic", "domain=area", "score=correct"]
+MMLU_ITEMS = DATA / "mmlu_pro" / "items_category_src.csv"  # each item's category and subject (src)
 GRICE_CSV = DATA / "llm_stability" / "grice_college_mathematics.csv.gz"
 GRICE = "llm_stability_grice_college_mathematics"  # the benchmark GRICE_CSV names
+
+
+def mmlu_pro_subject_sizes():
+    """Items per MMLU-Pro subject (``src`` of :data:`MMLU_ITEMS`), subjects in name order."""
+    import polars as pl
+
+    return pl.read_csv(MMLU_ITEMS).group_by("src").len().sort("src")["len"].to_numpy()
 
 
 def ingest_native(db: Path, path: Path) -> Path:

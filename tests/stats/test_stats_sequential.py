@@ -31,6 +31,8 @@ from benchcert.stats.sequential import (
 )
 from benchcert.stats.subject_means import subject_weighted_gap
 
+from conftest import mmlu_pro_subject_sizes
+
 ALPHA = 0.05
 
 
@@ -258,15 +260,6 @@ def test_input_validation_names_the_parameter(call, match):
 # issue 18: the nightly verdict when items cluster by subject
 
 
-def _mmlu_pro_sizes():
-    from pathlib import Path
-
-    import polars as pl
-
-    items = pl.read_csv(Path(__file__).resolve().parents[2] / "data" / "mmlu_pro" / "items_category_src.csv")
-    return items.group_by("src").len().sort("src")["len"].to_numpy()
-
-
 def _clustered_false_alarms(tau, n_looks, reps, seed, alpha=0.05, share=0.5, item_level=False):
     """False-alarm rate of the checkpoint verdict under 'no gap on average over subjects': binary
     pair with subject effect u ~ N(0, tau^2) on the balance of discordant items (MMLU-Pro's 91
@@ -275,7 +268,7 @@ def _clustered_false_alarms(tau, n_looks, reps, seed, alpha=0.05, share=0.5, ite
     (or, with item_level, the clustered CR2 test and betting on items - the old, invalid
     construction)."""
     rng = np.random.default_rng(seed)
-    m = _mmlu_pro_sizes()
+    m = mmlu_pro_subject_sizes()
     c = m.size
     u = rng.normal(0, tau, size=(reps, c))
     pp, pn = np.clip(0.15 + u / 2, 0, 0.3), np.clip(0.15 - u / 2, 0, 0.3)

@@ -25,14 +25,11 @@ from simcheck import rate_ci
 from benchcert.stats.comparisons import cr2_mean, paired_comparison_counts
 from benchcert.stats.comparisons.signflip import sign_flip_cluster_test, sign_flip_group
 
+from conftest import mmlu_pro_subject_sizes
 
 
 def _fourteen_mmlu_pro_like_sizes():
-    import polars as pl
-    from pathlib import Path
-
-    items = pl.read_csv(Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "items_category_src.csv")
-    sizes = items.group_by("src").len().sort("len")["len"].to_numpy()
+    sizes = np.sort(mmlu_pro_subject_sizes())
     return sizes[np.linspace(0, sizes.size - 1, 14).round().astype(int)]
 
 

@@ -36,6 +36,8 @@ from benchcert.stats.comparisons import (
     unpaired_z_test,
 )
 
+from conftest import mmlu_pro_subject_sizes
+
 ALPHA = 0.05
 NAN = np.nan
 
@@ -678,14 +680,6 @@ def test_input_validation_names_the_parameter(call, match):
 # issue 18: clustered test size with unbalanced subjects; one reference per family
 
 
-def _mmlu_pro_subject_sizes():
-    import polars as pl
-    from pathlib import Path
-
-    items = pl.read_csv(Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "items_category_src.csv")
-    return items.group_by("src").len().sort("src")["len"].to_numpy()
-
-
 def _clustered_size(m, tau, reps, seed, alpha=0.05):
     """Binary pair with a subject effect u ~ N(0, tau^2) on the discordance balance and no gap on
     average; share of two-sided rejections of the clustered test."""
@@ -705,7 +699,7 @@ def test_clustered_size_with_mmlu_pro_subject_sizes():
     # MMLU-Pro's 91 subjects of 17-1,003 items. CR1 with C - 1 df rejected 6.34% [6.01, 6.69]
     # (20,000 reps, tau = 0.1); CR2 with Bell-McCaffrey df: 5.66% (20,000 reps, seed below),
     # 4.9-5.6% over tau in {0, 0.07, 0.1, 0.13}; equal sizes 4.9%.
-    m = _mmlu_pro_subject_sizes()
+    m = mmlu_pro_subject_sizes()
     assert m.size == 91 and m.min() == 17 and m.max() == 1003
     hits = _clustered_size(m, 0.1, 12000, seed=18)
     rate, lo, hi = rate_ci(hits, hits.size)
@@ -714,7 +708,7 @@ def test_clustered_size_with_mmlu_pro_subject_sizes():
 
 @pytest.mark.slow
 def test_study_clustered_size_grid():
-    m = _mmlu_pro_subject_sizes()
+    m = mmlu_pro_subject_sizes()
     for i, tau in enumerate((0.0, 0.07, 0.10, 0.13)):
         rate, lo, hi = rate_ci(_clustered_size(m, tau, 60000, seed=180 + i), 60000, level=0.95)
         assert 0.04 <= lo and hi <= 0.06, (tau, rate, lo, hi)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,6 +31,8 @@ from benchcert.stats.hierarchical import (
     marchal_arbel_proxy,
 )
 from benchcert.stats.hierarchical.special import _trigamma
+
+from conftest import MMLU_ITEMS
 
 Z95 = stats.norm.ppf(0.975)
 
@@ -704,7 +705,7 @@ def test_study_upper_proxy_coverage_grid():
 def _mmlu_pro_structure():
     import polars as pl
 
-    items = pl.read_csv(Path(__file__).resolve().parents[3] / "data" / "mmlu_pro" / "items_category_src.csv")
+    items = pl.read_csv(MMLU_ITEMS)
     g = items.group_by("category", "src").len().sort("category", "src")
     doms = g["category"].rank("dense").cast(int).to_numpy() - 1
     return g["len"].to_numpy(), doms
