@@ -12,14 +12,9 @@ import pytest
 from benchcert.flows.cli import main
 
 from conftest import SMALL_CSV, SMALL_MAP
+from store_support import cli
 
 MAPS = [a for m in SMALL_MAP for a in ("--map", m)]
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.mark.parametrize("command", ["ingest", "audit", "runs", "show", "schema"])

@@ -12,21 +12,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.flows.cli import main
 from benchcert.stats.failure_rates import failure_rate_upper, failure_rate_upper_new_subjects
 from benchcert.tasks.certify.service import EnvironmentsError, parse_environments
 from benchcert.tasks.store.matrices import load_matrices
 from benchcert.tasks.store.connection import open_store
 
 from conftest import DATA
+from store_support import cli
 
 ENVS = DATA / "mmlu_pro" / "environments.toml"
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

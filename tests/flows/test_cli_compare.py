@@ -11,16 +11,11 @@ import numpy as np
 import pytest
 from filelock import FileLock
 
-from benchcert.flows.cli import main
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.store.connection import lock_path
 
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 @pytest.fixture()

@@ -18,11 +18,7 @@ from benchcert.flows.cli import main
 from benchcert.flows.cli import demo
 from benchcert.flows.cli.audit import summary_table
 
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 def _snapshot(folder: Path) -> dict:

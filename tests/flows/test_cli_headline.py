@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from benchcert.flows.cli import main
 from benchcert.flows.cli.audit import summary_table
 from benchcert.tasks.hierarchical import analysis as H
 from benchcert.tasks.audit import scores as scores_analysis
@@ -18,12 +17,7 @@ from benchcert.tasks.compare import analysis as comparisons
 from conftest import SMALL_CSV, SMALL_MAP
 
 from headline_support import code_benchmark
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 def _code_summary() -> dict:

@@ -20,13 +20,9 @@ from benchcert.flows.cli import errors
 from benchcert.flows.cli import main
 from benchcert.tasks.subsample import hstar_cache
 
+from store_support import cli
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture()

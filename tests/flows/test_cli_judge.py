@@ -13,14 +13,9 @@ from benchcert.flows.cli import main
 from benchcert.stats.ppi import MCAR, ppi_gap, ppi_mean
 
 from judge_support import MAP, write_preferences
+from store_support import cli
 
 MAPS = [a for m in MAP for a in ("--map", m)]
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,7 @@ import pytest
 from benchcert.flows.cli import main
 
 from conftest import GRICE, GRICE_CSV, ingest_native
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,7 @@ from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.store.connection import lock_path, open_store
 
 from conftest import SMALL_CSV
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from store_support import cli
 
 
 @pytest.fixture()

@@ -9,8 +9,9 @@ import re
 import polars as pl
 import pytest
 
-from benchcert.flows.cli import main
 from benchcert.tasks.store.connection import open_store, query_pl
+
+from store_support import cli
 
 PREF = ("exam,problem_id,model,preference,my col\n"
         "math,007,m1,1.5,a\n"
@@ -18,12 +19,6 @@ PREF = ("exam,problem_id,model,preference,my col\n"
         "bio,3,m2,1,c\n")
 EXPRESSIONS = ["score=preference - 1", "item_id=exam || '/' || problem_id", "benchmark='alpaca_eval_2'",
                "subject=exam"]
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _rows(db) -> list[tuple]:

@@ -9,21 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from benchcert.flows.cli import main
 from benchcert.tasks.store.connection import open_store
 
 from conftest import TESTS
+from store_support import cli
 
 NATIVE = TESTS / "data" / "native"
 JAMBA = NATIVE / "mmlu_pro" / "model_outputs_jamba-1.5-large_5shots.zip"
 LM_SAMPLES = NATIVE / "lm_eval" / "samples_math_perturbed_full_2026-01-21T03-44-18.458309.jsonl"
 LM_RESULTS = NATIVE / "lm_eval" / "results_2026-01-21T03-44-18.458309.json"
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _outputs() -> list[dict]:
