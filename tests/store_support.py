@@ -1,4 +1,5 @@
-"""The 'store unchanged' oracle shared by the ingest tests."""
+"""What the store and CLI tests share: the 'store unchanged' oracle, a store of 0/1 scores, and
+``cli``, a command run in this process."""
 
 from __future__ import annotations
 
