@@ -76,6 +76,16 @@ def mmlu_db(tmp_path_factory) -> Path:
     return db
 
 
+@pytest.fixture(scope="module")
+def mmlu(mmlu_db):
+    """The MMLU-Pro matrices of ``mmlu_db``, read once per test module."""
+    from benchcert.tasks.store.connection import open_store
+    from benchcert.tasks.store.matrices import load_matrices
+
+    with open_store(mmlu_db, write=False) as con:
+        return load_matrices(con, "mmlu_pro")
+
+
 @pytest.fixture()
 def small_mapping():
     from benchcert.tasks.ingest.mapping import parse_mapping

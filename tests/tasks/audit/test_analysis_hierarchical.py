@@ -28,12 +28,6 @@ from conftest import SMALL_CSV
 
 
 @pytest.fixture(scope="module")
-def mmlu(mmlu_db):
-    with open_store(mmlu_db, write=False) as con:
-        return load_matrices(con, "mmlu_pro")
-
-
-@pytest.fixture(scope="module")
 def out(mmlu):
     return run_analysis("hierarchical", H.analyze, mmlu, AuditConfig())
 

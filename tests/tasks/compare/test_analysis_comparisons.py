@@ -32,12 +32,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.fixture(scope="module")
-def mmlu(mmlu_db):
-    with open_store(mmlu_db, write=False) as con:
-        return load_matrices(con, "mmlu_pro")
-
-
-@pytest.fixture(scope="module")
 def all_pairs(mmlu):
     return analyze(mmlu, AuditConfig())
 
