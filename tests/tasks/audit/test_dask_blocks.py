@@ -25,6 +25,7 @@ from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.hierarchical import analysis as H
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
+from comparison_support import assert_same_comparison
 
 
 def _matrix(seed: int, n_items: int, k: int, n_subjects: int = 40):
@@ -77,21 +78,6 @@ def test_hierarchical_assembled_from_model_blocks_is_the_whole_analysis(block):
     assert [s.html for s in whole.sections] == [s.html for s in blocked.sections]
 
 
-def _fields_equal(a: C.PairedComparison, b: C.PairedComparison) -> None:
-    import dataclasses
-
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if f.name == "tests":
-            assert x.keys() == y.keys()
-            for name in x:
-                for g in dataclasses.fields(x[name]):
-                    np.testing.assert_array_equal(getattr(x[name], g.name), getattr(y[name], g.name),
-                                                  err_msg=f"{name}.{g.name}")
-        else:
-            np.testing.assert_array_equal(x, y, err_msg=f.name)
-
-
 @pytest.mark.parametrize("fractional", [False, True])
 @pytest.mark.parametrize("pairs", [None, [[0, 1]], [[0, 1], [5, 18], [2, 17], [3, 9], [4, 6]]])
 @pytest.mark.parametrize("block", [2, 3, 7])
@@ -116,7 +102,7 @@ def test_pairs_through_a_block_runner_equal_the_one_process_computation(fraction
         warnings.simplefilter("always")
         with C.pair_block_runner(run, block):
             blocked = C.pairwise_comparisons(s, subj, pairs=pairs)
-    _fields_equal(dense, blocked)
+    assert_same_comparison(dense, blocked)
     assert [str(w.message) for w in w_blocked] == [str(w.message) for w in w_dense]
     # All pairs of 0/1 scores go out in blocks; fractional ones in the blocks the one-process
     # computation uses (here one group: Gram sums of fractions depend on the order BLAS adds them in),
@@ -155,5 +141,5 @@ def test_a_group_over_every_model_is_computed_on_the_flow_not_sent_out():
         warnings.simplefilter("always")
         with C.pair_block_runner(lambda *a, **k: list(runner(*a, **k)), 5):
             here = C.pairwise_comparisons(s, subj, pairs=pairs)
-    _fields_equal(dense, here)
+    assert_same_comparison(dense, here)
     assert [str(w.message) for w in w_here] == [str(w.message) for w in w_dense]

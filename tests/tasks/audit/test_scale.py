@@ -13,6 +13,8 @@ import pytest
 
 from benchcert.stats.segments import segment_sums
 
+from comparison_support import assert_same_comparison
+
 
 @pytest.mark.parametrize("seed", range(4))
 def test_segment_sums_equal_reduceat(seed):
@@ -32,23 +34,6 @@ def test_segment_sums_equal_reduceat(seed):
             np.testing.assert_array_equal(got, ref)
         else:
             np.testing.assert_allclose(got, ref, rtol=1e-13, atol=0)
-
-
-def _assert_same_comparison(dense, blocked, exact=True):
-    import dataclasses
-
-    check = np.testing.assert_array_equal if exact else (
-        lambda a, b, err_msg: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=err_msg)
-        if np.asarray(a).dtype.kind == "f" else np.testing.assert_array_equal(a, b, err_msg=err_msg))
-    for f in dataclasses.fields(dense):
-        a, b = getattr(dense, f.name), getattr(blocked, f.name)
-        if f.name == "tests":
-            assert a.keys() == b.keys()
-            for name in a:
-                for g in dataclasses.fields(a[name]):
-                    check(getattr(a[name], g.name), getattr(b[name], g.name), err_msg=f"{name}.{g.name}")
-        else:
-            check(a, b, err_msg=f.name)
 
 
 @pytest.mark.parametrize("seed, with_subjects, family", [(0, True, "all"), (1, False, "all"), (2, True, "baseline"),
@@ -73,7 +58,7 @@ def test_blocked_pairwise_equals_the_dense_computation_exactly(seed, with_subjec
         warnings.simplefilter("ignore")
         dense = pairwise_comparisons(s, subjects, block_models=k, **kw[family])
         for bm in (1, 2, 5):
-            _assert_same_comparison(dense, pairwise_comparisons(s, subjects, block_models=bm, **kw[family]))
+            assert_same_comparison(dense, pairwise_comparisons(s, subjects, block_models=bm, **kw[family]))
 
 
 @pytest.mark.parametrize("seed, with_subjects", [(4, True), (5, False)])
@@ -97,7 +82,7 @@ def test_pair_by_pair_sums_equal_the_gram_path_exactly(seed, with_subjects, monk
         gram = cmp.pairwise_comparisons(s, subjects, pairs=pairs)
         monkeypatch.setattr(gram_sums, "PAIR_DIRECT_RATIO", 10**9)  # pair by pair
         direct = cmp.pairwise_comparisons(s, subjects, pairs=pairs)
-    _assert_same_comparison(gram, direct)
+    assert_same_comparison(gram, direct)
 
 
 def test_blocked_pairwise_with_fractional_scores_agrees_to_rounding():
@@ -111,7 +96,7 @@ def test_blocked_pairwise_with_fractional_scores_agrees_to_rounding():
     subjects = rng.integers(0, 6, 200)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _assert_same_comparison(pairwise_comparisons(s, subjects, block_models=9),
+        assert_same_comparison(pairwise_comparisons(s, subjects, block_models=9),
                                 pairwise_comparisons(s, subjects, block_models=2), exact=False)
 
 
