@@ -29,17 +29,22 @@ from simcheck import rate_ci
 ENVS = DATA / "mmlu_pro" / "environments.toml"
 
 
+def _mmlu_pro_by(column: str):
+    """(names of ``column``'s groups, each item's group code, correctness items x models) of
+    MMLU-Pro, items by question id, the models that answered every item."""
+    long = pl.read_csv(DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz",
+                       columns=["model", "question_id", column, "correct"])
+    wide = long.pivot(on="model", index=["question_id", column], values="correct").sort("question_id")
+    names = sorted(wide[column].unique().to_list())
+    codes = np.array([names.index(c) for c in wide[column].to_list()], dtype=np.int64)
+    X = wide.drop("question_id", column).to_numpy().astype(float)
+    return names, codes, X[:, ~np.isnan(X).any(axis=0)]
+
+
 @pytest.fixture(scope="module")
 def population():
     """(domains, item domain codes, correctness matrix items x models) of MMLU-Pro."""
-    long = pl.read_csv(DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz",
-                       columns=["model", "question_id", "category", "correct"])
-    wide = long.pivot(on="model", index=["question_id", "category"], values="correct").sort("question_id")
-    domains = sorted(wide["category"].unique().to_list())
-    codes = np.array([domains.index(c) for c in wide["category"].to_list()], dtype=np.int64)
-    X = wide.drop("question_id", "category").to_numpy().astype(float)
-    keep = ~np.isnan(X).any(axis=0)
-    return domains, codes, X[:, keep]
+    return _mmlu_pro_by("category")
 
 
 def _truth(P, codes, x):
@@ -173,13 +178,7 @@ def test_superpopulation_band_of_the_full_benchmark_covers(population, setting):
 def subject_population():
     """MMLU-Pro at the subject level (91 subjects of 1 to 1,000+ items) with fractional scores
     (the mean of two models' correctness, in {0, 0.5, 1})."""
-    long = pl.read_csv(DATA / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz",
-                       columns=["model", "question_id", "src", "correct"])
-    wide = long.pivot(on="model", index=["question_id", "src"], values="correct").sort("question_id")
-    subjects = sorted(wide["src"].unique().to_list())
-    codes = np.array([subjects.index(c) for c in wide["src"].to_list()], dtype=np.int64)
-    X = wide.drop("question_id", "src").to_numpy().astype(float)
-    X = X[:, ~np.isnan(X).any(axis=0)]
+    subjects, codes, X = _mmlu_pro_by("src")
     return subjects, codes, 0.5 * (X[:, :-1] + X[:, 1:])
 
 
