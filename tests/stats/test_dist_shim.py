@@ -30,25 +30,16 @@ def same_scalar_type(a, b):
     assert type(a) is type(b), (type(a), type(b))
 
 
-@pytest.mark.parametrize("method", ["ppf", "isf"])
-def test_t_quantiles(method):
-    for q, df in itertools.product(QS, DFS):
-        got, want = getattr(_dist.t, method)(q, df), getattr(ss.t, method)(q, df)
-        same(got, want)
-        same_scalar_type(got, want)
-    q, df = np.array(QS)[:, None], np.array(DFS)[None, :]
-    same(getattr(_dist.t, method)(q, df), getattr(ss.t, method)(q, df))
-    same(getattr(_dist.t, method)(np.array(QS), 5.0), getattr(ss.t, method)(np.array(QS), 5.0))
-
-
-@pytest.mark.parametrize("method", ["cdf", "sf"])
-def test_t_tails(method):
-    for x, df in itertools.product(XS, DFS):
+@pytest.mark.parametrize("method, points", [("ppf", QS), ("isf", QS), ("cdf", XS), ("sf", XS)])
+def test_t(method, points):
+    """Quantiles at the probabilities QS, tails at the points XS: scalars, a grid, an array at one df."""
+    for x, df in itertools.product(points, DFS):
         got, want = getattr(_dist.t, method)(x, df), getattr(ss.t, method)(x, df)
         same(got, want)
         same_scalar_type(got, want)
-    x, df = np.array(XS)[:, None], np.array(DFS)[None, :]
+    x, df = np.array(points)[:, None], np.array(DFS)[None, :]
     same(getattr(_dist.t, method)(x, df), getattr(ss.t, method)(x, df))
+    same(getattr(_dist.t, method)(np.array(points), 5.0), getattr(ss.t, method)(np.array(points), 5.0))
 
 
 @pytest.mark.parametrize("method", ["ppf", "isf", "cdf", "sf"])
