@@ -84,20 +84,22 @@ _SCORES_ASSUMPTIONS = (
 )
 
 
+def _count_of_codes(given, max_code: int, name: str, kind: str) -> int:
+    """How many ``kind`` codes there are: ``given`` (argument ``name``), which must exceed every code,
+    or ``max_code + 1`` when it is None."""
+    if given is None:
+        return max_code + 1
+    count = _check_count(given, name)
+    if count <= max_code:
+        raise ValueError(f"{name} must exceed every {kind} code (max code {max_code}); got {given}")
+    return count
+
+
 def _benchmark_scores_iv(scores, subjects, subject_domains, n_subjects, n_domains):
     scores = check_scores(scores, "scores", ndim=2, allow_nan=True)
     n_items_total, n_models = scores.shape
     subjects = check_codes(subjects, "subjects", length=n_items_total)
-    max_code = int(subjects.max())
-
-    if n_subjects is None:
-        k = max_code + 1
-    else:
-        k = _check_count(n_subjects, "n_subjects")
-        if k <= max_code:
-            raise ValueError(
-                f"n_subjects must exceed every subject code (max code {max_code}); got {n_subjects}"
-            )
+    k = _count_of_codes(n_subjects, int(subjects.max()), "n_subjects", "subject")
 
     if subject_domains is None:
         domains = np.zeros(k, dtype=np.int64)
@@ -108,15 +110,7 @@ def _benchmark_scores_iv(scores, subjects, subject_domains, n_subjects, n_domain
                 f"subject_domains must have one code per subject (length {k}); "
                 f"got length {domains.shape[0]}"
             )
-    max_dom = int(domains.max())
-    if n_domains is None:
-        d = max_dom + 1
-    else:
-        d = _check_count(n_domains, "n_domains")
-        if d <= max_dom:
-            raise ValueError(
-                f"n_domains must exceed every domain code (max code {max_dom}); got {n_domains}"
-            )
+    d = _count_of_codes(n_domains, int(domains.max()), "n_domains", "domain")
 
     empty = all_missing_columns(scores)
     if empty.size:
@@ -230,10 +224,7 @@ def benchmark_scores_from_counts(n, total, *, subject_domains=None, n_domains=No
         domains = np.zeros(k, dtype=np.int64)
     else:
         domains = check_codes(subject_domains, "subject_domains", length=k)
-    max_dom = int(domains.max())
-    d = max_dom + 1 if n_domains is None else _check_count(n_domains, "n_domains")
-    if d <= max_dom:
-        raise ValueError(f"n_domains must exceed every domain code (max code {max_dom}); got {n_domains}")
+    d = _count_of_codes(n_domains, int(domains.max()), "n_domains", "domain")
     empty = np.flatnonzero(n.sum(axis=0) == 0)
     if empty.size:
         raise ValueError(f"scores has no observed (non-NaN) item for model column(s) {_short(empty)}")
