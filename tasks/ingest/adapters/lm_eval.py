@@ -42,7 +42,7 @@ from typing import Any
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import Reject
 from benchcert.tasks.ingest.adapters.native import (
-    NativeError, NativeSource, Row, check_mapped, load_json, score_choice, softmax, text_field, to_float)
+    NativeError, NativeSource, Row, check_mapped, load_json, score_choice, softmax, text_fields, to_float)
 from benchcert.tasks.ingest.adapters import registry
 from benchcert.tasks.ingest.mapping import ColumnMapping
 
@@ -362,17 +362,11 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
                 yield Reject(line, metric, why, _describe(obj))
                 continue
             doc = obj.get("doc")
-            values = {"item_id": f"{task}/{doc_id}", "subject": task, "domain": default_domain}
-            bad = None
-            for f, key in fields.items():
-                v, why = text_field(doc, key, "doc")
-                if why:
-                    bad = (f, why)
-                    break
-                values[f] = v
+            read, bad = text_fields(doc, fields, "doc")
             if bad:
-                yield Reject(line, f"doc.{fields[bad[0]]}", bad[1], _describe(obj))
+                yield Reject(line, f"doc.{bad[0]}", bad[1], _describe(obj))
                 continue
+            values = {"item_id": f"{task}/{doc_id}", "subject": task, "domain": default_domain, **read}
             lls = _loglikelihoods(obj.get("filtered_resps"))
             yield Row(line=line, model=model, score=score, variant="" if filt == "none" else filt,
                       option_probs=softmax(lls) if lls else None, label=_gold(obj, len(lls)) if lls else None,

@@ -30,7 +30,7 @@ from typing import Any
 
 from benchcert.tasks.ingest.adapters import generic, limits
 from benchcert.tasks.ingest.adapters.generic import Reject
-from benchcert.tasks.ingest.adapters.native import NativeError, NativeSource, Row, check_mapped, text_field
+from benchcert.tasks.ingest.adapters.native import NativeError, NativeSource, Row, check_mapped, text_fields
 from benchcert.tasks.ingest.adapters import registry
 from benchcert.tasks.ingest.mapping import ColumnMapping
 
@@ -107,14 +107,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
                 yield Reject(line, "<entry>", f"expected an object with question_id, answer and pred, "
                              f"got {type(obj).__name__} {json.dumps(obj, default=str)[:60]}", _describe(obj))
                 continue
-            values: dict[str, str] = {}
-            bad = None
-            for f, key in fields.items():
-                v, why = text_field(obj, key, "entry")
-                if why:
-                    bad = (key, why)
-                    break
-                values[f] = v
+            values, bad = text_fields(obj, fields, "entry")
             if bad:
                 yield Reject(line, bad[0], bad[1], _describe(obj))
                 continue

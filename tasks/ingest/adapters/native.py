@@ -245,6 +245,18 @@ def text_field(obj: Any, key: str, where: str) -> tuple[str | None, str | None]:
     return text, None
 
 
+def text_fields(obj: Any, fields: dict[str, str], where: str) -> tuple[dict[str, str], tuple[str, str] | None]:
+    """The fields ``{name: key}`` of ``obj``, each read by :func:`text_field`, and None; or, at the
+    first that cannot be read, what was read before it and (its key, the reason)."""
+    values: dict[str, str] = {}
+    for name, key in fields.items():
+        v, why = text_field(obj, key, where)
+        if why:
+            return values, (key, why)
+        values[name] = v
+    return values, None
+
+
 def softmax(logits: list[float]) -> list[float]:
     """Probabilities from log-likelihoods (max subtracted first so exp never overflows)."""
     top = max(logits)
