@@ -7,9 +7,10 @@ import polars as pl
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.charts import interval_plot_svg
-from benchcert.tasks.render.report import Section, render_report, table_html
+from benchcert.tasks.render.report import render_report
+from benchcert.tasks.render.sections import audit as audit_sections, headline as headline_sections
 from benchcert.tasks.audit import analyses
-from benchcert.tasks.audit.headline import RULE, headline_section
+from benchcert.tasks.audit.headline import RULE
 from benchcert.tasks.audit.scores import UNSCORED_CONVENTION
 from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
@@ -126,23 +127,17 @@ def interval_plot(intervals: pl.DataFrame, metric: str, *, title: str) -> str:
 def build_report(summary: Summary, outputs: list[AnalysisOutput], *, sources: pl.DataFrame) -> str:
     intervals = all_intervals(outputs)
     level = f"{100 * (1 - summary.alpha):g}%"
-    sections = [Section(
-        title="Interval per model",
-        anchor="intervals",
-        html=(f"<p>{level} intervals for each model's macro and pooled score, one colour per method. "
-              "Wider is not worse: it is what the data support once dependence between items is allowed.</p>"
-              + interval_plot(intervals, "macro", title=f"Macro score, {level} intervals")
-              + interval_plot(intervals, "pooled", title=f"Pooled score, {level} intervals")),
-    )]
+    sections = [audit_sections.intervals_section(
+        summary.alpha, interval_plot(intervals, "macro", title=f"Macro score, {level} intervals"),
+        interval_plot(intervals, "pooled", title=f"Pooled score, {level} intervals"))]
     headline = next((o.tables["headline"] for o in outputs if "headline" in o.tables), None)
     if headline is not None:
-        sections.append(headline_section(headline, summary.alpha))
+        sections.append(headline_sections.section(headline, summary.alpha))
     for o in outputs:
         sections.extend(o.sections)
     if summary.warnings:
-        sections.append(Section(title="Warnings", anchor="warnings",
-                                html=table_html(pl.DataFrame({"warning": summary.warnings}))))
-    sections.append(Section(title="Sources", anchor="sources", html=table_html(sources)))
+        sections.append(audit_sections.warnings_section(summary.warnings))
+    sections.append(audit_sections.sources_section(sources))
     meta = {"benchmark": summary.benchmark, "run id": summary.run_id,
             "variant": repr(summary.variant), "models": str(summary.n_models), "items": str(summary.n_items),
             "subjects": str(summary.n_subjects), "domains": str(summary.n_domains), "alpha": f"{summary.alpha:g}"}
