@@ -18,8 +18,7 @@ from benchcert.stats.comparator_intervals import comparator_intervals, comparato
 from benchcert.tasks.audit.scores import validated_counts
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.report import Section, table_html
+from benchcert.tasks.render.sections import intervals as intervals_sections
 
 
 def _fractional_note(models: list[str], binary: np.ndarray) -> list[str]:
@@ -72,19 +71,10 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             .pivot(on="method", index=["model", "estimate"], values="hw")
             .with_columns((pl.col("estimate") * 100).alias("macro %")).drop("estimate")
             .sort("macro %"))
-    notes = "".join(f"<li><b>{escape(method)}</b>: {escape('; '.join(assumption))}</li>"
-                    for method, assumption in assumptions.items())
     return AnalysisOutput(
         name="comparator_intervals",
         warnings=_fractional_note(m.models, binary),
         tables={"comparator_intervals": intervals},
         intervals=intervals,
-        sections=[Section(
-            title="Comparator intervals",
-            anchor="comparators",
-            html=(f"<p>{100 * (1 - config.alpha):g}% half-widths (percentage points) of the macro score by method "
-                  "(the paper's Table 3 layout). The iid interval treats items as independent; the clustered one "
-                  "allows dependence within subjects.</p>" + table_html(wide, float_digits=2)
-                  + f"<ul class=\"assumptions\">{notes}</ul>"),
-        )],
+        sections=[intervals_sections.section(wide, assumptions, config.alpha)],
     )

@@ -10,8 +10,7 @@ from benchcert.stats.scores import benchmark_scores_from_counts
 from benchcert.stats.subject_counts import SubjectCounts
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.report import Section, table_html
+from benchcert.tasks.render.sections import scores as scores_sections
 
 
 #: How an item with no prediction or no score counts (summary.json ``unscored_convention``).
@@ -69,13 +68,6 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             "subject_scores": subject_table,
             "domain_scores": m.domains_by_models(),
         },
-        sections=[Section(
-            title="Scores per model",
-            anchor="scores",
-            html=("<p>Pooled = mean over answered items; macro = mean of subject accuracies. Subject SD and "
-                  "range are descriptive (exchangeable-bounds paper, Table 1 layout), not standard errors. No score: "
-                  + escape(UNSCORED_CONVENTION) + ".</p>"
-                  + table_html(table1, float_digits=2)),
-        )],
+        sections=[scores_sections.section(table1, UNSCORED_CONVENTION)],
         warnings=notes,
     )
