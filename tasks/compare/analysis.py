@@ -53,7 +53,6 @@ import polars as pl
 
 from benchcert.stats.comparisons import (
     MIN_SUBJECTS_CLUSTERED,
-    QUESTIONS,
     PackedScores,
     adjust_pvalues,
     pack_binary_scores,
@@ -67,9 +66,7 @@ from benchcert.stats.degenerate import IndexedWarning, Ref
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.compare.service import interval_verdicts
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.render.charts import interval_plot_svg
-from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
-from benchcert.tasks.render.report import Section, table_html
+from benchcert.tasks.render.sections import compare as compare_sections
 
 POWER = 0.8
 
@@ -97,7 +94,7 @@ def _empty(note: str) -> AnalysisOutput:
         name="comparisons",
         tables={"comparisons": pl.DataFrame(schema=COMPARISON_SCHEMA), "tied_groups": pl.DataFrame(schema=TIED_SCHEMA),
                 "comparison_ranks": pl.DataFrame(schema=RANK_SCHEMA)},
-        sections=[Section(title="Model comparisons", anchor="comparisons", html=f"<p>{escape(note)}</p>")],
+        sections=[compare_sections.empty_section(note)],
         warnings=[note])
 
 
@@ -271,8 +268,10 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     return AnalysisOutput(
         name="comparisons",
         tables={"comparisons": frame, "tied_groups": tied, "comparison_ranks": ranks},
-        sections=[_section(frame, ranks, rank_groups, models, baseline, alpha,
-                           r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"))],
+        sections=[compare_sections.section(
+            frame, ranks, rank_groups, models, baseline, alpha,
+            r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"),
+            top_n=TOP_N, all_pairs_max_models=ALL_PAIRS_MAX_MODELS)],
         warnings=notes,
     )
 
@@ -403,52 +402,3 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs, answered, leaderb
         "groups": [",".join(str(g) for g in member[x]) for x in range(k)],
     }, schema=RANK_SCHEMA).sort("rank", "model")
     return ranks, tied, groups
-
-
-def _section(frame, ranks, groups, models, baseline, alpha, primary) -> Section:
-    level = f"{100 * (1 - alpha):g}%"
-    k = len(models)
-    plot = interval_plot_svg(
-        ranks["model"].to_list(),
-        [{"name": f"rank with simultaneous {level} interval", "estimate": ranks["rank"].to_list(),
-          "lower": ranks["rank_lower"].to_list(), "upper": ranks["rank_upper"].to_list(), "color": "#0072b2"}],
-        title="Rank of each model (1 = best) with its rank interval", x_label="rank (1 = best)",
-        x_range=(0.5, k + 0.5), percent=False)
-    multi = [g for g in groups if len(g) > 1]
-    group_items = "".join(
-        f"<li>group {gid}: {escape(', '.join(models[i] for i in g))}</li>"
-        for gid, g in enumerate(groups, start=1) if len(g) > 1)
-    method = {"clustered_subject": "clustered by subject (CR2, t with Bell-McCaffrey df)",
-              "stratified_items": "paired within subjects as fixed strata (t with N - C df)",
-              "paired_clt": "paired CLT"}[primary]
-    question = QUESTIONS[primary]
-    if baseline is not None:
-        fam = f"every model against the baseline {escape(models[baseline])!s}"
-    elif frame.height and frame["family"][0] == "leaderboard":
-        fam = (f"each model against the next one in the ranking and every pair among the top {TOP_N} "
-               f"({k} models: more than {ALL_PAIRS_MAX_MODELS}, so not every pair; --all-pairs for all)")
-    else:
-        fam = "every pair of models"
-    intro = (f"<p>Paired comparisons of {fam} on the items both models answered (items only one answered are "
-             f"excluded and counted in <code>n_excluded</code>). Gap = model &minus; versus; {level} interval "
-             f"{method}; verdict by the Bonferroni-simultaneous {level} intervals over the "
-             f"{frame.filter(pl.col('n_shared') > 0).height} comparisons (<code>improved</code> = the model's "
-             "interval lies above 0: significantly ahead), so a verdict never contradicts its interval. Holm and "
-             "Benjamini-Hochberg (FDR) adjusted p-values are in the table for reference; Holm's step-down can reject "
-             "a pair whose simultaneous interval covers 0, and the verdict does not claim those. So is the unpaired "
-             f"z-test peers report, which ignores that both models answered the same items.</p><p>The question answered: "
-             f"<b>{escape(question)}</b>.</p>")
-    family = ("Bonferroni over the pairs tested, as the verdicts" if baseline is None else
-              "Bonferroni over every pair of models: the ranking question, a wider family than the verdicts "
-              "against the baseline, so a model can be <code>improved</code> against the baseline and still share "
-              "a group with it here")
-    ties = (f"<p>{len(multi)} tied group(s): models in a group are not shown different from each other at this "
-            f"level ({family}) - a tie here means <em>not distinguished</em>, not proven equal. "
-            "A model can belong to several groups.</p>" + (f"<ul>{group_items}</ul>" if group_items else ""))
-    shown = frame.sort("p_value", nulls_last=True).select(
-        "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),
-        (pl.col("lower") * 100).alias("lower pp"), (pl.col("upper") * 100).alias("upper pp"),
-        "p_value", "p_holm", "p_bh", "p_exact", "p_unpaired", (pl.col("mde") * 100).alias("MDE pp"), "verdict")
-    return Section(title="Model comparisons", anchor="comparisons",
-                   html=intro + plot + ties + table_html(ranks.drop("groups"), float_digits=4)
-                   + table_html(shown, float_digits=4, max_rows=100))
