@@ -32,9 +32,7 @@ from benchcert.stats.gof import CROSSFIT_LEVEL_NOTE, PROB_TOLERANCE, GofSampleSi
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.store.option_probs import load_option_probs
-from benchcert.tasks.render.charts import reliability_svg
-from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.report import Section, table_html
+from benchcert.tasks.render.sections import gof as gof_sections
 
 #: Seed of the audit's goodness-of-fit draws: the same store gives the same report.
 AUDIT_SEED = 20240617
@@ -182,24 +180,6 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, frame: pl.DataFrame | 
         (pl.col("mean_confidence") * 100).alias("confidence %"), "brier", "log_loss",
         (pl.col("ece") * 100).alias("ECE %"), (pl.col("ece_null") * 100).alias("ECE if calibrated %"),
         "gof_statistic", "gof_delta_min", "gof_reject")
-    level = f"{100 * (1 - config.alpha):g}%"
-    html = (
-        "<p>Are the models' option probabilities right? Brier score (multi-class, 0-2) and log loss are "
-        f"averages over items (their {level} intervals are in the table <code>calibration</code>); ECE is the "
-        "top-label expected calibration error over 15 equal-width confidence bins, shown beside the ECE that "
-        "perfectly calibrated probabilities with the same confidences would show at this number of items. "
-        "<b>gof_delta_min</b> is the goodness-of-fit test of the black-box classifier GoF paper (Algorithm 1, "
-        "sample split, logistic distinguisher on subject, domain and the probability vector): a "
-        f"{level} lower confidence bound on how well the correct options can be told apart from options drawn "
-        "from the model's own probabilities (0 = indistinguishable, 0.5 = always). "
-        "<b>gof_reject</b> = the probabilities are shown not to fit (H0: exact fit rejected at level "
-        f"{config.alpha:g}); not rejecting is not proof of a good fit.</p>"
-        + table_html(shown, float_digits=3)
-        + (reliability_svg(panels, title="Reliability: accuracy by confidence bin (diagonal = calibrated)")
-           if panels else ""))
-    if notes:
-        html += "<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
     return AnalysisOutput(name="calibration", tables=tables,
-                          sections=[Section(title="Calibration and goodness of fit", anchor="calibration",
-                                            html=html)],
+                          sections=[gof_sections.section(shown, panels, notes, config.alpha)],
                           warnings=notes)
