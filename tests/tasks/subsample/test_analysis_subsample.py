@@ -25,7 +25,8 @@ from benchcert.stats.subsample import (
     theorem_5_2_halfwidth,
 )
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AuditConfig
-from benchcert.tasks.subsample.analysis import PAPER_GRID, analyze, line_plot_svg, n_grid
+from benchcert.tasks.render.sections.subsample import line_plot_svg
+from benchcert.tasks.subsample.analysis import PAPER_GRID, analyze, n_grid
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.store.matrices import load_matrices
