@@ -8,7 +8,7 @@ correlations within domains (Table 2 layout) and the model-centred subject corre
 matrix (Figure 3, a domain-ordered heatmap).
 
 Tables: ``hierarchical_components``, ``domain_fits``, ``split_half``, ``subject_correlation``.
-Its report sections are :mod:`benchcert.tasks.hierarchical.report`, its command-line settings
+Its report sections are :mod:`benchcert.tasks.render.sections.hierarchical`, its command-line settings
 :mod:`benchcert.tasks.hierarchical.settings`.  With the models split into blocks (out of core,
 Dask) it runs as :func:`model_block` per block, :func:`split_part` on the whole matrix and
 :func:`assemble` (its registry entry's blocked form).
@@ -33,7 +33,7 @@ from benchcert.stats.same_subjects import SameSubjectsInterval, same_subjects_fr
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.audit.headline import headline_frame
 from benchcert.tasks.store.matrices import BenchmarkMatrices
-from benchcert.tasks.hierarchical.report import Fitted, sections
+from benchcert.tasks.render.sections.hierarchical import Fitted, sections
 from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
 
 ALL_SUBJECTS = "(all subjects)"

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
 from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
 from benchcert.tasks.render.escape import escape
-from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
 from benchcert.tasks.render.report import Section, table_html
 
 #: Colours shared with the report's other interval plots (tasks/audit/results.py METHOD_COLORS).
 COLORS = {"iid_clt": "#0072b2", "clustered_subject": "#009e73", "hierarchical": "#e69f00"}
+
 
 def _wide_tables(frame: pl.DataFrame, *, index: str = "model", per_table: int = 7, digits: int = 3) -> str:
     """A models x domains pivot as several narrower tables (14 domain columns do not fit a page)."""
@@ -31,7 +32,8 @@ def _series(name: str, order: list[str], idx: dict[str, int], est, lower, upper)
 
 @dataclass(frozen=True)
 class Fitted:
-    """What the report sections show of one hierarchical analysis (see :func:`analyze`)."""
+    """What the report sections show of one hierarchical analysis
+    (:func:`benchcert.tasks.hierarchical.analysis.analyze` fills it)."""
 
     hier: str  # the hierarchy's name: "subject,domain", "subject" or "none"
     bounds: dict  # metric -> the hierarchical bound per model
