@@ -36,11 +36,6 @@ from benchcert.stats.failure_rates import _kl_bounds, _subject_means, clopper_pe
 from benchcert.stats.validation import check_alpha, check_positive_int, check_unit_interval
 from benchcert.stats.subsample import serfling_halfwidth
 
-# Re-exported for tasks/certify/ and flows/cli/certify.py, which import them from here and are open
-# in the error-taxonomy change; new code imports them from benchcert.stats.failure_rates.
-from benchcert.stats.failure_rates import (BLACK_BOX_SENTENCE, failure_rate_upper,  # noqa: F401
-                                           failure_rate_upper_new_subjects)
-
 __all__ = [
     "MOM_C",
     "Budget",

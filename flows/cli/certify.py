@@ -129,7 +129,7 @@ def _write_manifest(out: Path, plan: dict, draws) -> None:
 
 
 def cmd_certify(args) -> int:
-    from benchcert.stats.certify import BLACK_BOX_SENTENCE
+    from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE
     from benchcert.tasks.certify.service import CertifyRequest, certify
 
     req = CertifyRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, subset=args.subset, delta=args.delta,

@@ -34,19 +34,20 @@ import datetime as dt
 import hashlib
 import json
 import math
-import numbers
-import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from benchcert.stats.certify import (draw_from_atoms, draw_stratified, failure_rate_upper,
-                                     failure_rate_upper_new_subjects, importance_mom,
-                                     per_environment_budget, per_environment_means, stratified_budget,
-                                     stratified_means, theorem_3_4_budget)
+from benchcert.stats.certify import (draw_from_atoms, draw_stratified, importance_mom, per_environment_budget,
+                                     per_environment_means, stratified_budget, stratified_means,
+                                     theorem_3_4_budget)
+from benchcert.stats.failure_rates import failure_rate_upper, failure_rate_upper_new_subjects
 from benchcert.stats.environments import chi2_radius, chi2_radius_bounds, tv_cover
+# The file's names stay importable from here, the certify service's public face (__all__).
+from benchcert.tasks.certify.environments import (WEIGHT_TOL, EnvironmentsError, EnvironmentSpec,  # noqa: F401
+                                                  parse_environments, read_environments, resolve)
 from benchcert.tasks.errors import NoDataError, UsageError, unit_interval_option
 from benchcert.tasks.store import plans
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
@@ -58,172 +59,11 @@ __all__ = ["EnvironmentsError", "UnknownPlanError",
            "PROTOCOLS", "WEIGHT_TOL", "EnvironmentPlanRequest", "EnvironmentPlan",
            "plan_environments", "CertifyRequest", "Certificate", "certify", "plan_id_of"]
 
-LEVELS = ("domain", "subject")
 PROTOCOLS = {"theorem": "theorem_3_4", "naive": "per_environment", "stratified": "stratified"}
-WEIGHT_TOL = 1e-6
-
-
-class EnvironmentsError(UsageError):
-    """An environments file, or its use, is wrong; the message names the file and the entry.
-
-    A usage error (exit code 2) in every command: the file is an option's value, read before the
-    benchmark, and a file that does not fit the benchmark or the plan is corrected in the file, as
-    a ``--map`` that names no column is.  A plan the store does not hold is :class:`UnknownPlanError`.
-    """
 
 
 class UnknownPlanError(NoDataError):
     """``--subset`` names no environment plan this benchmark has in the store (exit code 1)."""
-
-
-# --------------------------------------------------------------------------------------
-# the file
-
-
-@dataclass(frozen=True)
-class EnvironmentSpec:
-    """Parsed environments: level, named weight mixes and an optional family (its vertices)."""
-
-    source: str
-    level: str
-    environments: dict[str, dict[str, float]]
-    family_name: str | None = None
-    family_kind: str | None = None            # "simplex" | "hull"
-    family_vertices: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"source": self.source, "level": self.level, "environments": self.environments,
-                "family_name": self.family_name, "family_kind": self.family_kind,
-                "family_vertices": self.family_vertices}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "EnvironmentSpec":
-        return cls(source=d["source"], level=d["level"], environments=d["environments"],
-                   family_name=d.get("family_name"), family_kind=d.get("family_kind"),
-                   family_vertices=d.get("family_vertices") or {})
-
-    def rows(self) -> list[tuple[str, dict[str, float], bool]]:
-        """(name, weights, is_family_vertex) for every environment the union bound covers."""
-        out = [(n, w, False) for n, w in self.environments.items()]
-        if self.family_kind == "simplex":
-            out += [(n, w, True) for n, w in self.family_vertices.items()]
-        return out
-
-    def vertex_names(self) -> list[str]:
-        return list(self.family_vertices)
-
-    def atoms_used(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for _, w, _ in self.rows():
-            for a, v in w.items():
-                if v > 0:
-                    seen[a] = None
-        return list(seen)
-
-
-def _err(source: str, where: str, msg: str) -> EnvironmentsError:
-    return EnvironmentsError(f"{source}: {where}: {msg}")
-
-
-def read_environments(path) -> EnvironmentSpec:
-    """Read and check an environments TOML file (shape, weights); atoms are checked by :func:`resolve`."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise EnvironmentsError(f"{p}: cannot read the environments file: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise EnvironmentsError(f"{p}: not valid TOML: {exc}") from None
-    return parse_environments(data, str(p))
-
-
-def _weights(source: str, where: str, w) -> dict[str, float]:
-    if not isinstance(w, dict) or not w:
-        raise _err(source, where, "weights must be a non-empty table of name = weight")
-    out = {}
-    for k, v in w.items():
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise _err(source, f"{where}.{k}", f"weight must be a finite number; got {v!r}")
-        if v < 0:
-            raise _err(source, f"{where}.{k}", f"weight must be >= 0; got {v!r}")
-        out[str(k)] = float(v)
-    total = sum(out.values())
-    if abs(total - 1.0) > WEIGHT_TOL:
-        raise _err(source, where, f"weights must sum to 1; they sum to {total:.6g}")
-    return out if total == 1.0 else {k: v / total for k, v in out.items()}
-
-
-def parse_environments(data: dict, source: str = "<environments>") -> EnvironmentSpec:
-    """Check the parsed TOML content; every error names the entry (``[environments.NAME]`` ...)."""
-    if not isinstance(data, dict):
-        raise _err(source, "top level", "expected a TOML table")
-    unknown = set(data) - {"level", "environments", "family"}
-    if unknown:
-        raise _err(source, "top level", f"unknown key(s) {sorted(unknown)}; expected level, [environments.NAME], "
-                                        "[family]")
-    level = data.get("level", "domain")
-    if level not in LEVELS:
-        raise _err(source, "level", f"must be \"domain\" or \"subject\"; got {level!r}")
-    envs_raw = data.get("environments", {})
-    if not isinstance(envs_raw, dict):
-        raise _err(source, "environments", "must be tables [environments.NAME] with weights = {...}")
-    envs = {}
-    for name, body in envs_raw.items():
-        where = f"[environments.{name}]"
-        if not isinstance(body, dict) or set(body) != {"weights"}:
-            raise _err(source, where, "must hold exactly one key, weights = { name = weight, ... }")
-        envs[str(name)] = _weights(source, f"{where} weights", body["weights"])
-    fam = data.get("family")
-    fname = fkind = None
-    vertices: dict[str, dict[str, float]] = {}
-    if fam is not None:
-        if not isinstance(fam, dict):
-            raise _err(source, "[family]", "must be a table")
-        bad = set(fam) - {"name", "simplex", "hull"}
-        if bad or ("simplex" in fam) == ("hull" in fam):
-            raise _err(source, "[family]", "give exactly one of simplex = [names] or hull = [environments] "
-                                           "(and optionally name = \"...\")")
-        fname = str(fam.get("name", "family"))
-        if fname in envs:
-            raise _err(source, "[family] name", f"{fname!r} is also an environment's name")
-        fkind = "simplex" if "simplex" in fam else "hull"
-        members = fam[fkind]
-        if not isinstance(members, list) or len(members) < 2 or not all(isinstance(x, str) for x in members):
-            raise _err(source, f"[family] {fkind}", "must list at least two names")
-        if len(set(members)) != len(members):
-            raise _err(source, f"[family] {fkind}", f"names must be distinct; got {members}")
-        if fkind == "simplex":
-            vertices = {f"{fname}:{a}": {a: 1.0} for a in members}
-        else:
-            missing = [x for x in members if x not in envs]
-            if missing:
-                raise _err(source, "[family] hull", f"unknown environment(s) {missing}; defined: {sorted(envs)}")
-            vertices = {x: envs[x] for x in members}
-    if not envs and not vertices:
-        raise _err(source, "environments", "define at least one [environments.NAME] or a [family]")
-    return EnvironmentSpec(source=source, level=level, environments=envs, family_name=fname, family_kind=fkind,
-                           family_vertices=vertices)
-
-
-def resolve(spec: EnvironmentSpec, atoms: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(names, P (rows x atoms), is_vertex) for the benchmark's atoms; unknown names are an error."""
-    index = {a: i for i, a in enumerate(atoms)}
-    names, rows, vert = [], [], []
-    for name, w, is_v in spec.rows():
-        row = np.zeros(len(atoms))
-        for a, v in w.items():
-            if a not in index:
-                where = (f"[family] simplex entry {a!r}" if is_v and spec.family_kind == "simplex"
-                         else f"[environments.{name}] weights.{a}")
-                raise _err(spec.source, where, f"unknown {spec.level} {a!r}; the benchmark's {spec.level}s: "
-                                               f"{', '.join(sorted(atoms))}")
-            row[index[a]] = v
-        names.append(name)
-        rows.append(row / row.sum())
-        vert.append(is_v)
-    return names, np.array(rows), np.array(vert, dtype=bool)
 
 
 # --------------------------------------------------------------------------------------
@@ -510,57 +350,73 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
     failure rate (subjects as the sampling unit, subject-weighted); with a plan, the plan's items (question ``finite_population``, for the mix
     of the benchmark the plan draws from). See :func:`benchcert.stats.certify.failure_rate_upper`.
     """
+    if plan is None:
+        return _certify_benchmark(spec, items, models, scores, delta)
+    return _certify_plan(spec, items, models, scores, delta, plan)
+
+
+def _certify_benchmark(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str], scores: np.ndarray,
+                       delta: float) -> tuple[list[dict], dict[str, dict], list[str]]:
+    """:func:`certify_scores` without a plan: the benchmark's own items, stratified by atom."""
+    level = spec.level
+    notes: list[str] = []
+    rows: list[dict] = []
+    failure: dict[str, dict] = {}
+    atoms, sizes = atom_sizes(items, level)
+    names, P, is_vertex = resolve(spec, atoms)
+    index = {a: i for i, a in enumerate(atoms)}
+    item_atom = np.array([index[a] for a in items[level].to_list()])
+    # Items of a domain cluster by subject: the bounds answer "new items from the same subjects"
+    # (valid with subject effects), and a second band answers "new subjects" (subjects as the
+    # sampling unit). At the subject level the items of a subject are taken as independent.
+    # (domain, subject) pairs: a subject name reused in two domains is two subjects
+    subject_all = np.unique((items["domain"].cast(pl.String).fill_null("") + "\x00"
+                             + items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
+    subject = subject_all if level == "domain" else None
+    for j, model in enumerate(models):
+        col = scores[:, j]
+        ok = ~np.isnan(col)
+        samples = [col[ok & (item_atom == a)] for a in range(len(atoms))]
+        need = [atoms[a] for a in range(len(atoms)) if P[:, a].max() > 0 and samples[a].size == 0]
+        if need:
+            notes.append(f"{model}: no answered items in {', '.join(need)}: no certificate")
+            continue
+        if subject is None:
+            b = stratified_means(samples, sizes, P, delta=delta, finite_population=False)
+            # Subjects are the atoms: per-subject exact intervals answer "new items from the same
+            # subjects", the question the failure bound beside them names (one rate per atom, so
+            # no unequal-rates correction is needed).
+            rows += [{**r, "question": "same_subjects"} for r in _rows_for(
+                model, names, is_vertex, b, spec,
+                "score = the benchmark's mean under the environment (answered items); bounds: "
+                "new items from each subject's task distribution (ASSUMPTION: the items of a "
+                "subject are independent), per-subject exact intervals at delta/K")]
+        else:
+            groups = [subject[ok & (item_atom == a)] for a in range(len(atoms))]
+            b = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups)
+            bn = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups,
+                                  new_clusters=True)
+            rows += _rows_for(model, names, is_vertex, b, spec,
+                              "score = the benchmark's mean under the environment (answered items); bounds: "
+                              "new items from the same subjects (subjects fixed, items independent given "
+                              "their subject), per-domain exact intervals at delta/K; score/lower/"
+                              "upper_new_subjects: new subjects of each domain (subjects as the sampling unit, "
+                              "each weighing the same; wide with few subjects)", new_subjects=bn)
+        # The failure bound answers the band's two questions (subjects fixed / new subjects).
+        failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items",
+                                  subjects=subject_all[ok])
+    return rows, failure, notes
+
+
+
+def _certify_plan(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str], scores: np.ndarray, delta: float,
+                  plan: Plan) -> tuple[list[dict], dict[str, dict], list[str]]:
+    """:func:`certify_scores` with a plan: the plan's protocol estimator on the plan's draws."""
     level = spec.level
     notes: list[str] = []
     rows: list[dict] = []
     failure: dict[str, dict] = {}
     row_of = {iid: r for r, iid in enumerate(items["item_id"].to_list())}
-    if plan is None:
-        atoms, sizes = atom_sizes(items, level)
-        names, P, is_vertex = resolve(spec, atoms)
-        index = {a: i for i, a in enumerate(atoms)}
-        item_atom = np.array([index[a] for a in items[level].to_list()])
-        # Items of a domain cluster by subject: the bounds answer "new items from the same subjects"
-        # (valid with subject effects), and a second band answers "new subjects" (subjects as the
-        # sampling unit). At the subject level the items of a subject are taken as independent.
-        # (domain, subject) pairs: a subject name reused in two domains is two subjects
-        subject_all = np.unique((items["domain"].cast(pl.String).fill_null("") + "\x00"
-                                 + items["subject"].cast(pl.String).fill_null("")).to_numpy(), return_inverse=True)[1]
-        subject = subject_all if level == "domain" else None
-        for j, model in enumerate(models):
-            col = scores[:, j]
-            ok = ~np.isnan(col)
-            samples = [col[ok & (item_atom == a)] for a in range(len(atoms))]
-            need = [atoms[a] for a in range(len(atoms)) if P[:, a].max() > 0 and samples[a].size == 0]
-            if need:
-                notes.append(f"{model}: no answered items in {', '.join(need)}: no certificate")
-                continue
-            if subject is None:
-                b = stratified_means(samples, sizes, P, delta=delta, finite_population=False)
-                # Subjects are the atoms: per-subject exact intervals answer "new items from the same
-                # subjects", the question the failure bound beside them names (one rate per atom, so
-                # no unequal-rates correction is needed).
-                rows += [{**r, "question": "same_subjects"} for r in _rows_for(
-                    model, names, is_vertex, b, spec,
-                    "score = the benchmark's mean under the environment (answered items); bounds: "
-                    "new items from each subject's task distribution (ASSUMPTION: the items of a "
-                    "subject are independent), per-subject exact intervals at delta/K")]
-            else:
-                groups = [subject[ok & (item_atom == a)] for a in range(len(atoms))]
-                b = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups)
-                bn = stratified_means(samples, sizes, P, delta=delta, finite_population=False, clusters=groups,
-                                      new_clusters=True)
-                rows += _rows_for(model, names, is_vertex, b, spec,
-                                  "score = the benchmark's mean under the environment (answered items); bounds: "
-                                  "new items from the same subjects (subjects fixed, items independent given "
-                                  "their subject), per-domain exact intervals at delta/K; score/lower/"
-                                  "upper_new_subjects: new subjects of each domain (subjects as the sampling unit, "
-                                  "each weighing the same; wide with few subjects)", new_subjects=bn)
-            # The failure bound answers the band's two questions (subjects fixed / new subjects).
-            failure[model] = failure_bound(col[ok], delta, "uniform over the benchmark's answered items",
-                                      subjects=subject_all[ok])
-        return rows, failure, notes
-
     d = plan.design
     if plan.level != level:
         raise EnvironmentsError(f"{spec.source}: level: the plan {plan.plan_id} was drawn at level {plan.level!r}; "
@@ -618,6 +474,8 @@ def certify_scores(spec: EnvironmentSpec, items: pl.DataFrame, models: list[str]
         notes.append(f"{len(skipped)} model(s) did not answer every item of plan {plan.plan_id} and get no "
                      f"certificate from it: {', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}")
     return rows, failure, notes
+
+
 
 
 def spec_for_audit(path, db, benchmark: str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
@@ -704,7 +562,7 @@ class Certificate:
         return SUBJECTS_NOTE if both else None
 
     def to_dict(self) -> dict:
-        from benchcert.stats.certify import BLACK_BOX_SENTENCE
+        from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE
 
         return {"benchmark": self.request.benchmark, "variant": self.variant, "delta": self.delta,
                 "envs": str(self.request.envs), "subset": None if self.plan is None else self.plan.plan_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from benchcert.stats.certify import BLACK_BOX_SENTENCE
+from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.escape import escape  # the shared escaper: NUL, bidi controls
 from benchcert.tasks.render.report import Section, table_html
