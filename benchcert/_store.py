@@ -400,6 +400,44 @@ class Store:
             return compare_human(request)
         return record_look(request) if record else compare_models(request)
 
+    # -- perturbation ---------------------------------------------------------------------------------
+    def perturb(self, benchmark: str, *, base: str | None = None, null: Sequence[str] | None = None,
+                test: Sequence[str] | None = None, alpha: float = 0.05, method: str = "calibrated",
+                models: Sequence[str] | None = None):
+        """Does a prompt change matter beyond semantically irrelevant rewordings? As ``benchcert perturb``.
+
+        Parameters
+        ----------
+        benchmark : str
+            A benchmark whose rows carry prompt variants (the ``variant`` field) and, for power,
+            replicates.
+        base, null, test
+            The design: the base variant, the null variants (rewordings that should not matter) and
+            the variants tested (default: the built-in design, as the command's).
+        alpha : float
+        method : str
+            The composite test (default ``calibrated``; see ``benchcert perturb --help``).
+        models : sequence of str, optional
+            Only these models.
+
+        Returns
+        -------
+        PerturbationAudit
+            ``.to_polars()``: per (model, tested variant) the share of items where the change
+            matters, and ``composite_status``: "tested", or why there is no share ("no power", ...).
+        """
+        from benchcert.stats.validation import check_unit_interval
+        from benchcert.tasks.errors import MissingStoreError
+        from benchcert.tasks.perturbation.service import audit_stored
+
+        check_unit_interval("alpha", alpha)
+        if not self.path.is_file():
+            raise MissingStoreError(f"{self.path}: no store here yet; ingest something first")
+        listed = {name: None if value is None else list(value) for name, value in
+                  (("null", null), ("test", test), ("models", models))}
+        return audit_stored(self.path, benchmark, base=base, alpha=alpha, method=method,
+                            lock_timeout=self.lock_timeout, **listed)
+
     # -- runs -----------------------------------------------------------------------------------------
     def runs(self, benchmark: str | None = None):
         """The runs recorded in the store (one row each: run_id, benchmark, status, times, run_dir), as a

@@ -31,6 +31,7 @@ from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMP
 from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.store.matrices import BenchmarkMatrices, MatrixError, available_variants
 from benchcert.tasks.errors import DataError
+from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.store.variant_counts import read_variant_counts
 
 COUNTS_SCHEMA = {"model": pl.String, "item_id": pl.String, "variant": pl.String, "k": pl.Int64, "r": pl.Int64,
@@ -144,8 +145,8 @@ class VariantDesign:
         return {"base": self.base, "null": list(self.null), "test": list(self.test), "rule": self.rule}
 
 
-@dataclass(frozen=True)
-class PerturbationAudit:
+@dataclass(frozen=True, repr=False)
+class PerturbationAudit(TableResult):
     """Result of one design on one benchmark: per-item tests, per-variant shares, notes."""
 
     design: VariantDesign
@@ -157,6 +158,23 @@ class PerturbationAudit:
     alpha: float
     method: str
     assumptions: tuple[str, ...] = ()
+
+    def to_polars(self) -> pl.DataFrame:
+        """One row per (model, tested variant): items tested, the composite and classical shares (raw
+        and Benjamini-Hochberg) and what each test could say (``composite_status``, ``classical_status``)."""
+        return self.variants
+
+    def _title(self) -> str:
+        return (f"prompt perturbation: base {self.design.base!r}, {len(self.design.test)} tested variant(s), "
+                f"alpha {self.alpha:g}, method {self.method}")
+
+    def _notes(self) -> list[str]:
+        return [f"assumes: {a}" for a in self.assumptions] + list(self.notes[:3])
+
+    def __repr__(self) -> str:
+        shown = self.variants.select("model", "variant", "n_tested", "composite_share", "composite_status",
+                                     "classical_share")
+        return f"<PerturbationAudit {self._title()}>\n{shown}"
 
     def item_rates(self, model: str, item_id: str) -> dict[str, float]:
         """Response rate of every variant of one item (for plots)."""
