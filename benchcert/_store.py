@@ -330,13 +330,12 @@ class Store:
         from benchcert.flows.runs import run_audit
         from benchcert.tasks.audit.audit_result import AuditResult
         from benchcert.tasks.audit.request import AuditRequest
-        from benchcert.tasks.errors import MissingStoreError
+        from benchcert.tasks.store.connection import require_store
 
         for fixed in ("db", "benchmark", "artifacts_root", "lock_timeout", "export_dir"):
             if fixed in options:
                 raise ValueError(f"{fixed} is the Store's, not an audit option")
-        if not self.path.is_file():
-            raise MissingStoreError(f"{self.path}: no store here yet; ingest something first")
+        require_store(self.path)
         request = AuditRequest(db=str(self.path), benchmark=benchmark, artifacts_root=str(self.artifacts),
                                lock_timeout=self.lock_timeout, **options)
         return AuditResult.from_summary(run_audit(self._mode(), request))
@@ -377,15 +376,14 @@ class Store:
         from benchcert.stats.validation import check_unit_interval
         from benchcert.tasks.compare.gate import GateOptions
         from benchcert.tasks.compare.service import CompareRequest, compare_models, record_look
-        from benchcert.tasks.errors import MissingStoreError
+        from benchcert.tasks.store.connection import require_store
 
         check_unit_interval("alpha", alpha)
         check_unit_interval("power", power)
         candidates = (candidate,) if isinstance(candidate, str) else tuple(candidate)
         if not candidates or not all(isinstance(c, str) for c in candidates):
             raise ValueError(f"candidate must be a model name or a list of them; got {candidate!r}")
-        if not self.path.is_file():
-            raise MissingStoreError(f"{self.path}: no store here yet; ingest something first")
+        require_store(self.path)
         request = CompareRequest(db=self.path, benchmark=benchmark, baseline=baseline, candidates=candidates,
                                  alpha=alpha, power=power, variant=variant, hierarchy=hierarchy,
                                  lock_timeout=self.lock_timeout, gate=GateOptions(fail_on, margin, require),
@@ -427,12 +425,11 @@ class Store:
             matters, and ``composite_status``: "tested", or why there is no share ("no power", ...).
         """
         from benchcert.stats.validation import check_unit_interval
-        from benchcert.tasks.errors import MissingStoreError
+        from benchcert.tasks.store.connection import require_store
         from benchcert.tasks.perturbation.service import audit_stored
 
         check_unit_interval("alpha", alpha)
-        if not self.path.is_file():
-            raise MissingStoreError(f"{self.path}: no store here yet; ingest something first")
+        require_store(self.path)
         listed = {name: None if value is None else list(value) for name, value in
                   (("null", null), ("test", test), ("models", models))}
         return audit_stored(self.path, benchmark, base=base, alpha=alpha, method=method,
@@ -442,8 +439,9 @@ class Store:
     def runs(self, benchmark: str | None = None):
         """The runs recorded in the store (one row each: run_id, benchmark, status, times, run_dir), as a
         polars DataFrame."""
-        from benchcert.tasks.store.connection import list_runs, open_store
+        from benchcert.tasks.store.connection import list_runs, open_store, require_store
 
+        require_store(self.path)  # opening a missing store would create an empty one
         with open_store(self.path, write=False, lock_timeout=self.lock_timeout) as con:
             return list_runs(con, benchmark)
 
@@ -452,8 +450,9 @@ class Store:
         from benchcert.tasks.artifacts import runs as artifacts
         from benchcert.tasks.audit.audit_result import AuditResult
         from benchcert.tasks.errors import NoDataError
-        from benchcert.tasks.store.connection import get_run, open_store
+        from benchcert.tasks.store.connection import get_run, open_store, require_store
 
+        require_store(self.path)
         with open_store(self.path, write=False, lock_timeout=self.lock_timeout) as con:
             row = get_run(con, run_id)
         if row is None:

@@ -134,9 +134,13 @@ def test_a_mapping_naming_no_canonical_field_is_a_usage_error():
 
 def test_auditing_an_empty_store_names_the_store():
     with bc.Store() as store:
-        with pytest.raises(bc.UserError, match="no store here yet") as e:
+        with pytest.raises(bc.UserError, match="no such store") as e:
             store.audit("toy")
         assert e.value.exit_code == 3
+        for read in (store.runs, lambda: store.show("r1"), lambda: store.perturb("toy")):
+            with pytest.raises(bc.UserError, match="no such store"):
+                read()
+        assert not store.path.exists()  # reading a missing store does not create an empty one
 
 
 def test_notebook_views_escape_names_from_logs():
