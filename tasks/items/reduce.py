@@ -143,7 +143,7 @@ def reduced_set(m: BenchmarkMatrices, inert: np.ndarray, *, tolerance: float, al
 
 
 def _estimates(m: BenchmarkMatrices, pool_items: pl.DataFrame, rows: np.ndarray, inert: np.ndarray):
-    """Each model's full-score estimate from the reduced set and its score on all its answered items.
+    r"""Each model's full-score estimate from the reduced set and its score on all its answered items.
 
     Model j's estimate is :math:`(\sum_{i \in \text{inert}} x_{ij} + \sum_k m_{kj} \bar x_{kj}) / n_j`:
     the inert items at their (common) score, each stratum k of the pool by the reduced set's mean
