@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, print_json
-from benchcert.flows.cli.options import store_options
+from benchcert.flows.cli.options import lock_timeout_option, store_options
 from benchcert.tasks.errors import UsageError
 
 
@@ -47,6 +47,48 @@ def cmd_items(args) -> int:
     if args.out is not None:
         print(f"tables: {args.out}")
     return EXIT_OK
+
+
+def cmd_plan_samples(args) -> int:
+    from benchcert.tasks.items.samples import SamplesPlanRequest, samples_plan
+
+    doc = samples_plan(SamplesPlanRequest(
+        db=str(args.db), benchmark=args.benchmark, budget=args.budget, model=args.model, variant=args.variant,
+        cost_item=args.cost_item, cost_sample=args.cost_sample, alpha=args.alpha, these_items=args.these_items,
+        seed=args.seed, lock_timeout=args.lock_timeout))
+    if args.json:
+        print_json(doc, strict=False)
+        return EXIT_OK
+    from benchcert.tasks.render.text import samples_plan_text
+
+    print(samples_plan_text(doc))
+    return EXIT_OK
+
+
+def register_plan(ps) -> None:
+    """``benchcert plan samples`` (registered by flows/cli/plan.py)."""
+    sp = ps.add_parser(
+        "samples", help="samples per item for a budget, from the measured run-to-run variance (repeated samples)",
+        description="From a benchmark whose models answered items several times (the canonical row's replicate): "
+                    "each model's variance components (between subjects, between items, within an item across "
+                    "samples), and the samples per item K and items n that minimise the variance of the mean "
+                    "score for --budget, an item evaluated K times costing --cost-item + K --cost-sample "
+                    "(Miller 2024, 'Adding error bars to evals'). A plan from a pilot, not a guarantee.")
+    sp.add_argument("--db", type=Path, required=True, help="DuckDB store")
+    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--model", help="one model's components (default: every model with repeated samples)")
+    sp.add_argument("--variant", default=None, help="prompt variant (default: the stored default, else the only one)")
+    sp.add_argument("--budget", type=float, required=True, help="what may be spent, in the units of the costs")
+    sp.add_argument("--cost-item", type=float, default=0.0,
+                    help="cost of an item beyond its samples (e.g. a long shared prompt; default 0)")
+    sp.add_argument("--cost-sample", type=float, default=1.0, help="cost of one sample (default 1: a call)")
+    sp.add_argument("--these-items", action="store_true",
+                    help="the estimand is these items' mean (finite-population factor), not a population of items")
+    sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the components' bootstrap (default 0)")
+    lock_timeout_option(sp)
+    sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sp.set_defaults(func=cmd_plan_samples)
 
 
 def _write(result, out: Path) -> None:

@@ -81,6 +81,8 @@ class ItemsResult:
     overview: dict
     reduced: ReducedSet | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: the repeated samples' components per model (tasks/items/samples.py), when items have several
+    samples: pl.DataFrame | None = None
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The run's tables (each written as tables/<name>.parquet)."""
@@ -88,6 +90,8 @@ class ItemsResult:
                "items_overview": pl.DataFrame([self.overview])}
         if self.reduced is not None:
             out["items_reduced"] = pl.DataFrame([self.reduced.row()])
+        if self.samples is not None:
+            out["items_samples"] = self.samples
         return out
 
 
@@ -278,4 +282,13 @@ def run_items(request: ItemsRequest) -> tuple[ItemsResult, str]:
     require_store(request.db)
     with open_store(request.db, write=False, lock_timeout=request.lock_timeout) as con:
         m = load_matrices(con, request.benchmark, request.variant)
-    return analyze_items(m, request.settings, choices=choices), m.variant
+    result = analyze_items(m, request.settings, choices=choices)
+    if m.n_replicates.max(initial=0) > 1:
+        import dataclasses
+
+        from benchcert.tasks.items.samples import components_table, read_samples
+
+        samples, _ = read_samples(request.db, request.benchmark, m.variant, request.lock_timeout)
+        result = dataclasses.replace(result, samples=components_table(samples, alpha=request.settings.alpha,
+                                                                       seed=request.settings.seed))
+    return result, m.variant

@@ -146,5 +146,40 @@ def items_text(result, shown: int = 20) -> str:
                      f"{_pc(red.gap_bound, ' pp')} (simultaneous, alpha {red.alpha:g}); realised: score "
                      f"{_pc(red.max_score_error, ' pp')}, gap {_pc(red.max_gap_error, ' pp')}, "
                      f"{red.sign_changes} sign change(s)")
+    if result.samples is not None and result.samples.height:
+        lines.append("repeated samples (variance components; within = across samples of one item):")
+        lines += _samples_lines(result.samples.to_dicts())
     lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def _f(x, spec: str = ".4f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _samples_lines(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        line = (f"  {r['model']}: {r['n_items']:,} items, {r['mean_samples']:.1f} samples/item; within "
+                f"{_f(r['within'])} [{_f(r['within_lower'])}, {_f(r['within_upper'])}], between items "
+                f"{_f(r['between_items'])} [{_f(r['between_items_lower'])}, {_f(r['between_items_upper'])}], between "
+                f"subjects {_f(r['between_subjects'])}; run-to-run share of an item mean's variance "
+                f"{_pc(r['within_share'])}; {r['unstable_items']:,} unstable items")
+        if r["pass_at_k"] is not None:
+            line += (f"; pass@{r['k']} {_pc(r['pass_at_k'])} [{_pc(r['pass_lower'])}, {_pc(r['pass_upper'])}], "
+                     f"mean [{_pc(r['mean_at_k_lower'])}, {_pc(r['mean_at_k_upper'])}]")
+        out.append(line)
+    return out
+
+
+def samples_plan_text(doc: dict) -> str:
+    """The terminal text of ``benchcert plan samples`` (the service's document)."""
+    lines = [f"benchmark {doc['benchmark']!r} (variant {doc['variant']!r}): {doc['n_items']:,} items; budget "
+             f"{doc['budget']:g}, an item with K samples costs {doc['cost_item']:g} + K x {doc['cost_sample']:g}"]
+    lines += _samples_lines(doc["components"])
+    for p in doc["plans"]:
+        lines.append(f"  {p['model']}: K = {p['k']} samples on n = {p['n']:,} items (cost {p['cost']:g}): "
+                     f"{100 * (1 - doc['alpha']):g}% half-width {_pc(p['half_width'], ' pp')}")
+    lines.append("estimand: " + ("these items' mean" if doc["these_items"] else "the mean over a population of items")
+                 + "; a plan from the measured components, not a guarantee")
     return "\n".join(lines)
