@@ -80,30 +80,22 @@ def cmd_perturb(args) -> int:
     print(head)
     print("-" * len(head))
 
-    def pct(x):
-        return "-" if x is None else f"{100 * x:.1f}%"
-
     no_power, low_power = [], []
-    for r in audit.variants.iter_rows(named=True):
-        model = r["model"] if len(r["model"]) <= 24 else r["model"][:21] + "..."
-        variant = repr(r["variant"])[:20]
-        comp, comp_bh = pct(r["composite_share"]), pct(r["composite_share_bh"])
-        if r["composite_status"] != "tested":
-            comp = comp_bh = {"no alternative": "no alt."}.get(r["composite_status"], r["composite_status"])
-        if r["no_power"]:
-            no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
-                            f"{r['no_power']}")
-            no_power.append(f"  {plans[(r['model'], r['variant'])].sentence()}")
-        clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
-        if r["classical_status"] == "no power":
-            clas = clas_bh = "no power"
-        if r["low_power"]:
-            low_power.append(f"{r['model']} {r['variant']!r}: {r['n_low_power']} of {r['n_tested']} tested items - "
-                             f"{r['low_power']}")
-        if r["classical_no_power"]:
-            no_power.append(f"{r['model']} {r['variant']!r} (classical): {r['n_classical_no_power']} of "
-                            f"{r['n_items']} items - {r['classical_no_power']}")
-        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} {clas:>9} {clas_bh:>9}")
+    for r in audit.rows:
+        model = r.model if len(r.model) <= 24 else r.model[:21] + "..."
+        variant = repr(r.variant)[:20]
+        comp, comp_bh = r.shown_share("composite"), r.shown_share("composite", bh=True)
+        clas, clas_bh = r.shown_share("classical"), r.shown_share("classical", bh=True)
+        if r.no_power:
+            no_power.append(f"{r.model} {r.variant!r}: {r.n_no_power} of {r.n_items} items - {r.no_power}")
+            no_power.append(f"  {plans[(r.model, r.variant)].sentence()}")
+        if r.low_power:
+            low_power.append(f"{r.model} {r.variant!r}: {r.n_low_power} of {r.n_tested} tested items - "
+                             f"{r.low_power}")
+        if r.classical_no_power:
+            no_power.append(f"{r.model} {r.variant!r} (classical): {r.n_classical_no_power} of "
+                            f"{r.n_items} items - {r.classical_no_power}")
+        print(f"{model:<24} {variant:<20} {r.n_tested:>5} {comp:>9} {comp_bh:>8} {clas:>9} {clas_bh:>9}")
     print("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
           "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
           "fractional scores), over the items it can reject at all; BH = Benjamini-Hochberg across items; "
