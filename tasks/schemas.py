@@ -229,6 +229,9 @@ class ItemAnalysis(_Frozen):
     reduced_n: int | None = Field(None, description="Items of the reduced set.")
     reduced_calls_saved_share: float | None = None
     tolerance: float
+    n_near_duplicate_pairs: int | None = Field(None, description="Near-duplicate pairs (null: no item text).")
+    n_near_duplicate_items: int | None = None
+    near_duplicate_jaccard: float | None = None
 
 
 class Summary(_Frozen):

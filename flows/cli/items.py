@@ -16,20 +16,24 @@ from benchcert.tasks.errors import UsageError
 
 
 def cmd_items(args) -> int:
-    from benchcert.tasks.items.choices import parse_columns
+    from benchcert.tasks.items.choices import TEXT_FIELDS, parse_columns
     from benchcert.tasks.items.service import ItemsRequest, ItemsSettings, run_items
 
     try:
         columns = parse_columns(args.choice_columns)
+        text_columns = parse_columns(args.text_columns, TEXT_FIELDS, "--text-columns")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if columns and not args.choices:
         raise UsageError("--choice-columns needs --choices FILE")
+    if text_columns and not args.texts:
+        raise UsageError("--text-columns needs --texts FILE")
     settings = ItemsSettings(alpha=args.alpha, fdr=args.fdr, tolerance=args.tolerance, seed=args.seed,
                              irt=not args.no_irt)
     request = ItemsRequest(db=str(args.db), benchmark=args.benchmark, variant=args.variant, settings=settings,
                            lock_timeout=args.lock_timeout, choices=str(args.choices) if args.choices else None,
-                           choice_columns=tuple(columns.items()))
+                           choice_columns=tuple(columns.items()), texts=str(args.texts) if args.texts else None,
+                           text_columns=tuple(text_columns.items()))
     result, variant = run_items(request)
     if args.out is not None:
         _write(result, args.out)
@@ -131,7 +135,12 @@ def register(sub) -> None:
     sp.add_argument("--choice-columns", metavar="MAP",
                     help="the choices file's columns as FIELD=COLUMN pairs (model, item_id, choice, key; default "
                          "the field names), e.g. item_id=question_id,choice=pred,key=answer")
+    sp.add_argument("--texts", type=Path, metavar="FILE",
+                    help="CSV (or .csv.gz) of the items' texts, one row per item: adds the near-duplicate items "
+                         "(Jaccard similarity of word 3-shingles >= 0.8; MinHash)")
+    sp.add_argument("--text-columns", metavar="MAP",
+                    help="the texts file's columns as FIELD=COLUMN pairs (item_id, text; default the field names)")
     sp.add_argument("--out", type=Path, metavar="DIR",
                     help="write the tables (items, items_resolution, items_neighbours, items_overview, "
-                         "items_reduced as Parquet) and reduced_items.csv (the reduced set's item ids) to DIR")
+                         "items_reduced, items_samples, items_near_duplicates as Parquet) and reduced_items.csv (the reduced set's item ids) to DIR")
     sp.set_defaults(func=cmd_items)

@@ -44,7 +44,11 @@ ITEMS_SCHEMA = {
     "difficulty": pl.Float64, "discrimination": pl.Float64, "irt_slope": pl.Float64,
     "irt_difficulty": pl.Float64, "inert": pl.Boolean, "p_broken_key": pl.Float64, "q_broken_key": pl.Float64,
     "broken_key": pl.Boolean, "strong_agree_non_key": pl.Float64, "in_reduced_set": pl.Boolean,
+    "near_duplicate_group": pl.Int64,
 }
+DUPLICATES_SCHEMA = {"item_a": pl.String, "item_b": pl.String, "jaccard": pl.Float64, "group": pl.Int64}
+#: Smallest Jaccard similarity of two items' word 3-shingles reported as near-duplicates.
+NEAR_DUPLICATE_JACCARD = 0.8
 NEIGHBOURS_SCHEMA = {
     "model_a": pl.String, "model_b": pl.String, "score_a": pl.Float64, "score_b": pl.Float64,
     "gap": pl.Float64, "se": pl.Float64, "p_value": pl.Float64, "verdict": pl.String, "resolution": pl.Float64,
@@ -83,6 +87,8 @@ class ItemsResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: the repeated samples' components per model (tasks/items/samples.py), when items have several
     samples: pl.DataFrame | None = None
+    #: near-duplicate pairs (item texts given), None without texts
+    duplicates: pl.DataFrame | None = None
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The run's tables (each written as tables/<name>.parquet)."""
@@ -92,6 +98,8 @@ class ItemsResult:
             out["items_reduced"] = pl.DataFrame([self.reduced.row()])
         if self.samples is not None:
             out["items_samples"] = self.samples
+        if self.duplicates is not None:
+            out["items_near_duplicates"] = self.duplicates
         return out
 
 
@@ -138,12 +146,13 @@ def _irt(s: np.ndarray, binary: bool, enabled: bool, notes: list[str]):
     return fit.a, fit.b
 
 
-def analyze_items(m: BenchmarkMatrices, settings: ItemsSettings, *, choices: pl.DataFrame | None = None
-                  ) -> ItemsResult:
+def analyze_items(m: BenchmarkMatrices, settings: ItemsSettings, *, choices: pl.DataFrame | None = None,
+                  texts: pl.DataFrame | None = None) -> ItemsResult:
     """The item analysis of ``m`` (see the module's docstring).
 
     ``choices`` (model, item_id, choice, key) are the options the models chose, where the logs
     carry them: the share of strong models agreeing on one non-key answer is added to each item.
+    ``texts`` (item_id, text): the items' texts, for the near-duplicates (none without them).
 
     Raises
     ------
@@ -180,7 +189,13 @@ def analyze_items(m: BenchmarkMatrices, settings: ItemsSettings, *, choices: pl.
         pl.Series("inert", st.inert), pl.Series("p_broken_key", bk.p_value, nan_to_null=True),
         pl.Series("q_broken_key", bk.q_value, nan_to_null=True), pl.Series("broken_key", bk.flagged),
         pl.Series("strong_agree_non_key", agree, nan_to_null=True),
-        pl.Series("in_reduced_set", in_red)).cast(ITEMS_SCHEMA)
+        pl.Series("in_reduced_set", in_red), pl.Series("near_duplicate_group", [None] * m.n_items,
+                                                        dtype=pl.Int64)).cast(ITEMS_SCHEMA)
+    duplicates = None
+    if texts is not None:
+        items, duplicates = _near_duplicates(items, texts)
+    else:
+        notes.append("items: near-duplicates not looked for: the store holds no item text (benchcert items --texts)")
     candidates = np.nan_to_num(bk.p_value, nan=1.0) <= CANDIDATE_P
     flagged_agree = agree[bk.flagged]
     other_agree = agree[~bk.flagged & ~st.inert]
@@ -207,11 +222,30 @@ def analyze_items(m: BenchmarkMatrices, settings: ItemsSettings, *, choices: pl.
         "reduced_n": red.n_evaluated if red is not None else None,
         "reduced_calls_saved_share": red.calls_saved_share if red is not None else None,
         "tolerance": settings.tolerance,
+        "n_near_duplicate_pairs": None if duplicates is None else duplicates.height,
+        "n_near_duplicate_items": None if duplicates is None else int(items["near_duplicate_group"].is_not_null().sum()),
+        "near_duplicate_jaccard": NEAR_DUPLICATE_JACCARD,
     }
     if _subjects(m, settings.hierarchy) is not None and m.subjects.height < MIN_SUBJECTS_CLUSTERED:
         notes.append(f"items: {m.subjects.height} subjects: the resolution is that of the items question (subjects as "
                      "fixed strata), as in the comparisons")
-    return ItemsResult(items, neighbours, bands, overview, red, tuple(notes))
+    return ItemsResult(items, neighbours, bands, overview, red, tuple(notes), duplicates=duplicates)
+
+
+def _near_duplicates(items: pl.DataFrame, texts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The items table with each near-duplicate's group (the smallest item row of its group), and the
+    pairs; items without a text take part in none."""
+    from benchcert.stats.near_duplicates import near_duplicates
+
+    text = items.select("item_id").join(texts, on="item_id", how="left", maintain_order="left")["text"].to_list()
+    nd = near_duplicates(text, threshold=NEAR_DUPLICATE_JACCARD)
+    ids = items["item_id"]
+    pairs = pl.DataFrame({"item_a": ids.gather(pl.Series(nd.a, dtype=pl.UInt32)),
+                          "item_b": ids.gather(pl.Series(nd.b, dtype=pl.UInt32)), "jaccard": nd.jaccard,
+                          "group": nd.group[nd.a] if nd.a.size else np.zeros(0, dtype=np.int64)},
+                         schema=DUPLICATES_SCHEMA)
+    group = pl.Series("near_duplicate_group", np.where(nd.group >= 0, nd.group, -1)).replace(-1, None)
+    return items.with_columns(group.cast(pl.Int64)), pairs
 
 
 def _nanmean(v: np.ndarray) -> float | None:
@@ -255,6 +289,8 @@ class ItemsRequest:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     choices: str | None = None
     choice_columns: tuple[tuple[str, str], ...] = ()
+    texts: str | None = None
+    text_columns: tuple[tuple[str, str], ...] = ()
 
 
 def check_settings(settings: ItemsSettings) -> None:
@@ -273,16 +309,17 @@ def run_items(request: ItemsRequest) -> tuple[ItemsResult, str]:
     variant), :class:`~benchcert.tasks.errors.UsageError` for a bad setting and
     :class:`~benchcert.tasks.items.choices.ChoicesError` for a choices file that cannot be used.
     """
-    from benchcert.tasks.items.choices import read_choices
+    from benchcert.tasks.items.choices import read_choices, read_texts
     from benchcert.tasks.store.connection import open_store, require_store
     from benchcert.tasks.store.matrices import load_matrices
 
     check_settings(request.settings)
     choices = read_choices(request.choices, dict(request.choice_columns)) if request.choices else None
+    texts = read_texts(request.texts, dict(request.text_columns)) if request.texts else None
     require_store(request.db)
     with open_store(request.db, write=False, lock_timeout=request.lock_timeout) as con:
         m = load_matrices(con, request.benchmark, request.variant)
-    result = analyze_items(m, request.settings, choices=choices)
+    result = analyze_items(m, request.settings, choices=choices, texts=texts)
     if m.n_replicates.max(initial=0) > 1:
         import dataclasses
 

@@ -146,6 +146,11 @@ def items_text(result, shown: int = 20) -> str:
                      f"{_pc(red.gap_bound, ' pp')} (simultaneous, alpha {red.alpha:g}); realised: score "
                      f"{_pc(red.max_score_error, ' pp')}, gap {_pc(red.max_gap_error, ' pp')}, "
                      f"{red.sign_changes} sign change(s)")
+    if o.get("n_near_duplicate_pairs") is not None:
+        lines.append(f"near-duplicates (Jaccard of word 3-shingles >= {o['near_duplicate_jaccard']:g}): "
+                     f"{o['n_near_duplicate_pairs']:,} pair(s) among {o['n_near_duplicate_items']:,} item(s)")
+        for r in result.duplicates.sort("jaccard", descending=True).head(shown).iter_rows(named=True):
+            lines.append(f"  {r['item_a']} ~ {r['item_b']}: {r['jaccard']:.2f}")
     if result.samples is not None and result.samples.height:
         lines.append("repeated samples (variance components; within = across samples of one item):")
         lines += _samples_lines(result.samples.to_dicts())

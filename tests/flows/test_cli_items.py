@@ -82,3 +82,23 @@ def test_audit_items_writes_tables_summary_and_section(capsys, store, tmp_path):
                          "--in-process", "--json")
     doc = json.loads(open(f"{json.loads(out)['run_dir']}/summary.json").read())
     assert code == 0 and doc["item_analysis"] is None
+
+
+def test_items_finds_near_duplicates_from_a_texts_file(capsys, store, tmp_path):
+    db, _ = store
+    path = tmp_path / "texts.csv"
+    words = [f"word{i}" for i in range(40)]
+    texts = {f"i{i}": " ".join(np.random.default_rng(i).choice(words, 25)) for i in range(400)}
+    texts["i7"] = texts["i3"].upper() + "!"
+    pl.DataFrame({"qid": list(texts), "prompt": list(texts.values())}).write_csv(path)
+    code, out, err = cli(capsys, "items", "--db", db, "--benchmark", "b", "--texts", path, "--text-columns",
+                         "item_id=qid,text=prompt", "--json", "--out", tmp_path / "o")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["overview"]["n_near_duplicate_pairs"] == 1 and doc["overview"]["n_near_duplicate_items"] == 2
+    pairs = pl.read_parquet(tmp_path / "o" / "items_near_duplicates.parquet")
+    assert pairs.row(0, named=True)["item_a"] == "i3" and pairs.row(0, named=True)["item_b"] == "i7"
+    code, out, _ = cli(capsys, "items", "--db", db, "--benchmark", "b")
+    assert "near-duplicates not looked for" in out
+    code, _, err = cli(capsys, "items", "--db", db, "--benchmark", "b", "--text-columns", "text=x")
+    assert code == 2 and "needs --texts" in err

@@ -83,6 +83,13 @@ def section(overview: dict, items: pl.DataFrame, bands: pl.DataFrame, neighbours
         f"<p><b>Saturation</b>: the best score is {_pct(o['top_score'])} ({_pp(o['headroom'])} below the ceiling); "
         f"{o['separating_items_top']:,} items still separate the top {o['n_top']} models and "
         f"{o['all_missed_items_top']:,} items all of them miss.</p>")
+    if o.get("n_near_duplicate_pairs") is None:
+        parts.append("<p><b>Near-duplicates</b>: not looked for; the store holds no item text "
+                     "(<code>benchcert items --texts FILE</code> takes one per item).</p>")
+    else:
+        parts.append(f"<p><b>Near-duplicates</b> (Jaccard similarity of word 3-shingles at least "
+                     f"{o['near_duplicate_jaccard']:g}, MinHash): {o['n_near_duplicate_pairs']:,} pair(s) among "
+                     f"{o['n_near_duplicate_items']:,} item(s).</p>")
     if reduced is not None and reduced.height:
         r = reduced.row(0, named=True)
         parts.append(
