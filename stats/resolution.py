@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .comparisons import pairwise_comparisons
+from .degenerate import warn_degenerate
 from .validation import check_power, check_scores, check_unit_interval
 
 __all__ = ["NeighbourResolution", "Saturation", "band_resolution", "neighbour_resolution", "saturation"]
@@ -83,7 +84,8 @@ def neighbour_resolution(scores, subjects=None, *, alpha=0.05, power=0.8, primar
 
     Notes
     -----
-    The models are sorted by pooled mean; pair t is (model t, model t + 1). For each,
+    The models are sorted by pooled mean; pair t is (model t, model t + 1) (left out when the two
+    share no answered item). For each,
     :func:`~benchcert.stats.comparisons.pairwise_comparisons` gives the paired test's SE and its
     minimum detectable effect :math:`(q_{1-\alpha/2} + q_{\text{power}})\,SE` (t quantiles on
     the clustered test's df; :func:`~benchcert.stats.comparisons.minimum_detectable_effect`),
@@ -97,6 +99,15 @@ def neighbour_resolution(scores, subjects=None, *, alpha=0.05, power=0.8, primar
     means = np.nanmean(s, axis=0)
     order = np.argsort(means, kind="stable")
     pairs = np.column_stack([order[:-1], order[1:]])
+    # neighbours that share no answered item have no paired test: left out
+    answered = ~np.isnan(s)
+    shared = (answered[:, pairs[:, 0]] & answered[:, pairs[:, 1]]).sum(axis=0)
+    pairs = pairs[shared > 0]
+    if pairs.shape[0] == 0:
+        warn_degenerate("neighbour_resolution: no two neighbouring models share an answered item; no resolution")
+        e = np.zeros(0)
+        return NeighbourResolution(e.astype(int), e.astype(int), e, e, e, e, e, e.astype(object), e, alpha, power,
+                                   "none", ("no neighbouring pair shares an item",))
     r = pairwise_comparisons(s, subjects, pairs=pairs, alpha=alpha, power=power, primary=primary)
     return NeighbourResolution(pairs[:, 0], pairs[:, 1], np.atleast_1d(r.mean_a), np.atleast_1d(r.mean_b),
                                np.atleast_1d(r.estimate), np.atleast_1d(r.se), np.atleast_1d(r.p_value),

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchcert.stats.comparisons import pairwise_comparisons
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.resolution import band_resolution, neighbour_resolution, saturation
 from simcheck import rate_ci
 
@@ -68,3 +69,13 @@ def test_saturation_counts_the_items_separating_the_top_models():
     sat = saturation(s, n_top=2)  # the top two: column 0 (0.75), then column 1 (0.5, before column 2: stable)
     assert sat.n_top == 2 and sat.top_score == 0.75
     assert sat.separating_items == 1 and sat.all_missed_items == 1  # item 1 separates them; both miss item 2
+
+
+def test_neighbours_sharing_no_item_are_left_out():
+    s = np.full((6, 3), np.nan)
+    s[:3, 0], s[3:, 1], s[:, 2] = [1, 0, 1], [0, 0, 1], [1, 1, 0, 1, 1, 1]
+    res = neighbour_resolution(s)   # sorted: col 1 (1/3), col 0 (2/3), col 2 (5/6): 1-0 share nothing
+    assert res.pair_a.tolist() == [0] and res.pair_b.tolist() == [2]
+    with pytest.warns(DegenerateDataWarning, match="no two neighbouring models"):
+        empty = neighbour_resolution(s[:, :2])
+    assert empty.mde.size == 0 and band_resolution(empty) == []
