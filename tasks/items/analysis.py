@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
+from benchcert.tasks.errors import NotAnalysableError
 from benchcert.tasks.items.service import SHOWN, ItemsSettings, analyze_items
 from benchcert.tasks.render.sections import items as items_sections
 from benchcert.tasks.store.matrices import BenchmarkMatrices
@@ -59,6 +60,12 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     """The item analysis when the audit asks for it (option ``items``); nothing otherwise."""
     if not (config.option("items") or {}).get("enabled"):
         return AnalysisOutput(name="items")
+    from benchcert.tasks.store.blocked import OutOfCoreError
+
+    try:
+        _ = m.scores
+    except OutOfCoreError as exc:  # the item analysis needs every cell at once: skipped, the audit goes on
+        raise NotAnalysableError(str(exc)) from None
     result = analyze_items(m, settings_for(config))
     tables = result.tables()
     section = items_sections.section(result.overview, result.items, result.bands, result.neighbours,

@@ -85,3 +85,21 @@ def test_reduced_set_drops_inert_items_only_when_no_subset_meets_the_tolerance()
     assert red.max_score_error == pytest.approx(0.0, abs=1e-12) and red.sign_changes == 0
     assert red.calls_saved_share == pytest.approx(inert.mean())
     assert any("drops the inert items only" in n for n in red.notes)
+
+
+def test_the_audit_analysis_is_skipped_out_of_core():
+    from benchcert.tasks.audit.analyses import run_analysis
+    from benchcert.tasks.audit.contract import AuditConfig
+    from benchcert.tasks.items import analysis
+    from benchcert.tasks.store.blocked import OutOfCoreError
+
+    class OutOfCore(BenchmarkMatrices):
+        @property
+        def scores(self):
+            raise OutOfCoreError("'b' is audited out of core")
+
+    x, *_ = two_pl(np.random.default_rng(9), n_models=5, n_items=50, n_swapped=0)
+    plain = _matrices(x)
+    m = OutOfCore("b", "", items=plain.items, models=plain.models, scores=x)
+    out = run_analysis("items", analysis.analyze, m, AuditConfig(options={"items": {"enabled": True}}))
+    assert not out.tables and "skipped" in out.warnings[0] and "out of core" in out.warnings[0]
