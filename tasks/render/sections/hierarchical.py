@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
+from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_MC_TOL, SPLIT_ROUND, SPLIT_SEED
 from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.report import Section, table_html
@@ -138,9 +138,11 @@ def _split_half_section(split_frame: pl.DataFrame) -> Section:
     neg = split_frame.filter(pl.col("negative"))
     return Section(
         title="Split-half reliability within domains", anchor="split-half",
-        html=(f"<p>Mean over {N_SPLITS} random splits (seed {SPLIT_SEED}) of the correlation, across the "
+        html=(f"<p>Mean over random splits (seed {SPLIT_SEED}) of the correlation, across the "
               "subjects of a domain, between the accuracies on two random halves of each subject's items "
-              "(paper Table 2 layout). High values: stable subject differences, so the subject term is real. "
+              f"(paper Table 2 layout); splits drawn in rounds of {SPLIT_ROUND} until every domain's Monte-Carlo "
+              f"standard error (table column <code>mc_se</code>) is at most {SPLIT_MC_TOL}, at most {N_SPLITS} "
+              "per model. High values: stable subject differences, so the subject term is real. "
               "Empty: fewer than 3 splittable subjects or no informative split. Negative values are evidence "
               "against exchangeable subjects in that domain.</p>" + _wide_tables(t2)
               + (f"<p><b>{neg.height} negative</b> (model, domain) value(s) flagged.</p>" if neg.height else "")))
