@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, require_store
 from benchcert.flows.cli.options import lock_timeout_option
-from benchcert.tasks.compare.gate import FAIL_ON, REQUIRE, GateOptions
+from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES, QUESTION_CHOICES
 from benchcert.tasks.errors import UsageError
 
@@ -45,7 +45,14 @@ def register(sub) -> None:
                     help="A B (B is compared against A), or with --baseline the candidates (default: all others)")
     sp.add_argument("--baseline", metavar="M", help="compare every candidate against this model")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    sp.add_argument("--benchmark", default=None, help="the benchmark (or --suite)")
+    sp.add_argument("--suite", default=None, metavar="NAME",
+                    help="judge one candidate on every benchmark of a suite: a suite stored with `benchcert suite "
+                         "define`, a TOML file (name, benchmarks, weights), or 'all' (every benchmark both models "
+                         "have). Prints one row per benchmark and the suite's answers: regressed on some benchmark "
+                         "(family-wise error <= alpha/2, Holm), which benchmarks improved or regressed (family-wise "
+                         "error <= alpha), and the suite score (weighted mean of the benchmarks' gaps) with its "
+                         "interval and verdict")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--power", type=float, default=0.8, help="power for the minimum detectable effect (default 0.8)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
@@ -64,11 +71,13 @@ def register(sub) -> None:
     sp.add_argument("--fail-on", choices=FAIL_ON, default=None, dest="fail_on",
                     help=f"CI gate: exit {EXIT_GATE} (and print the reason) when a candidate regressed against "
                          "the baseline (significantly worse); a candidate the data cannot tell apart passes")
-    sp.add_argument("--require", choices=REQUIRE, default=None,
+    sp.add_argument("--require", choices=("non-inferior", "equivalent", "suite-non-inferior"), default=None,
                     help=f"CI release gate: exit {EXIT_GATE} unless the data show each candidate is non-inferior "
                          "(the interval's lower end of candidate - baseline is above -D) or equivalent (the whole "
                          "interval inside (-D, D)); needs --margin D; never passes a regressed candidate; under "
-                         "--record the anytime-valid interval decides")
+                         "--record the anytime-valid interval decides. With --suite: non-inferior/equivalent on "
+                         "EVERY benchmark (an intersection-union test, no correction needed), or suite-non-inferior "
+                         "on the suite score")
     sp.add_argument("--margin", type=float, default=None, metavar="D",
                     help="with --require: the margin D in accuracy units (e.g. 0.01 = 1 point)")
     sp.add_argument("--scale", choices=("judge", "human"), default="judge",
@@ -101,6 +110,12 @@ def _request(args):
 def cmd_compare(args) -> int:
     from benchcert.tasks.compare.service import compare_models, record_look
 
+    if args.suite is not None:
+        return _suite(args)
+    if args.benchmark is None:
+        raise UsageError("give --benchmark NAME (or --suite NAME)")
+    if args.require == "suite-non-inferior":
+        raise UsageError("--require suite-non-inferior needs --suite NAME (the suite score it asks about)")
     request = _request(args)
     if args.scale == "human":
         if args.record:
@@ -169,3 +184,38 @@ def _show_look(args, look) -> int:
     for w in v.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return _finish(decision)
+
+
+def _suite(args) -> int:
+    """``compare --suite``: one baseline, one candidate, every benchmark of the suite."""
+    from benchcert.tasks.compare.suite import SuiteRequest, compare_suite
+    from benchcert.tasks.compare.suite_def import resolve
+
+    alpha_arg(args.alpha)
+    alpha_arg(args.power, "--power")
+    if args.benchmark is not None:
+        raise UsageError("give --benchmark or --suite, not both")
+    if args.scale != "judge":
+        raise UsageError("--suite answers on the judge scale; drop --scale human")
+    if args.baseline is None and len(args.models) != 2 or args.baseline is not None and len(args.models) != 1:
+        raise UsageError("--suite compares one candidate against one baseline (A B, or --baseline M C)")
+    require_store(args.db)
+    baseline = args.baseline if args.baseline is not None else args.models[0]
+    candidate = args.models[-1]
+    suite = resolve(args.db, args.suite, [baseline, candidate], lock_timeout=args.lock_timeout)
+    result = compare_suite(SuiteRequest(
+        db=args.db, suite=suite, baseline=baseline, candidate=candidate, alpha=args.alpha, power=args.power,
+        variant=args.variant, hierarchy=args.hierarchy, lock_timeout=args.lock_timeout,
+        gate=GateOptions(args.fail_on, args.margin, args.require), question=args.question, record=args.record))
+    if args.json:
+        out = result.as_dict()
+        if result.gate is not None:
+            out["gate"] = _gate_json(result.gate)
+        print_json(out, strict=True)
+        return _finish(result.gate)
+    from benchcert.tasks.render.text import suite_table
+
+    print(suite_table(result))
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return _finish(result.gate)
