@@ -94,7 +94,13 @@ def power_sample_size(delta, var_d, *, alpha, power):
     k = _z(alpha) + float(ndtri(power))
     d = np.asarray(delta, dtype=float)
     v = np.asarray(var_d, dtype=float)
-    return np.ceil(k * k * v / (d * d) - 1e-9).astype(np.int64)
+    with np.errstate(divide="ignore", over="ignore"):
+        n = np.ceil(k * k * v / (d * d) - 1e-9)
+    return np.minimum(n, float(HUGE_N)).astype(np.int64)  # a vanishing gap: "no practical number"
+
+
+#: Where :func:`power_sample_size` stops counting (a gap so small no evaluation could resolve it).
+HUGE_N = 2**53
 
 
 def _paired_sample_size_iv(delta, var_d, alpha, power):
@@ -235,6 +241,9 @@ def additional_sample_size(se, n, delta, *, alpha=0.05, power=0.8) -> Additional
                                     _MORE_ASSUMPTIONS, "a gap of 0 is never resolved" if gap == 0
                                     else "a zero standard error: no estimate of what more data would do")
     total = int(power_sample_size(min(gap, 2.0), n * se * se, alpha=alpha, power=power))
+    if total >= HUGE_N:
+        return AdditionalSampleSize(None, None, n, gap, se, alpha, power, "normal_power", _MORE_ASSUMPTIONS,
+                                    "the gap is too small for any practical number of items to resolve it")
     return AdditionalSampleSize(max(0, total - n), max(total, n), n, gap, se, alpha, power, "normal_power",
                                 _MORE_ASSUMPTIONS, None)
 
