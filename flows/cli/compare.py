@@ -53,6 +53,11 @@ def register(sub) -> None:
                          "(family-wise error <= alpha/2, Holm), which benchmarks improved or regressed (family-wise "
                          "error <= alpha), and the suite score (weighted mean of the benchmarks' gaps) with its "
                          "interval and verdict")
+    sp.add_argument("--series", default=None, metavar="PATTERN",
+                    help="with --suite and --baseline: every model matching PATTERN (shell-style, e.g. "
+                         "'org/model@step-*') in step order, each judged on the suite; prints the series (JSON, "
+                         "docs/artifacts.md) or writes it with --out")
+    sp.add_argument("--out", type=Path, default=None, metavar="FILE", help="with --series: write the series JSON here")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
     sp.add_argument("--power", type=float, default=0.8, help="power for the minimum detectable effect (default 0.8)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
@@ -110,6 +115,8 @@ def _request(args):
 def cmd_compare(args) -> int:
     from benchcert.tasks.compare.service import compare_models, record_look
 
+    if args.series is not None and args.suite is None:
+        raise UsageError("--series needs --suite NAME (the suite each checkpoint is judged on)")
     if args.suite is not None:
         return _suite(args)
     if args.benchmark is None:
@@ -197,6 +204,8 @@ def _suite(args) -> int:
         raise UsageError("give --benchmark or --suite, not both")
     if args.scale != "judge":
         raise UsageError("--suite answers on the judge scale; drop --scale human")
+    if args.series is not None:
+        return _series(args)
     if args.baseline is None and len(args.models) != 2 or args.baseline is not None and len(args.models) != 1:
         raise UsageError("--suite compares one candidate against one baseline (A B, or --baseline M C)")
     require_store(args.db)
@@ -207,6 +216,41 @@ def _suite(args) -> int:
         db=args.db, suite=suite, baseline=baseline, candidate=candidate, alpha=args.alpha, power=args.power,
         variant=args.variant, hierarchy=args.hierarchy, lock_timeout=args.lock_timeout,
         gate=GateOptions(args.fail_on, args.margin, args.require), question=args.question, record=args.record))
+    return _show_suite(args, result)
+
+
+def _series(args) -> int:
+    """``compare --series PATTERN --baseline B --suite NAME``: the checkpoints in step order."""
+    import json
+
+    from benchcert.tasks.compare.series import suite_series
+    from benchcert.tasks.compare.suite import SuiteRequest
+    from benchcert.tasks.compare.suite_def import resolve
+
+    if args.baseline is None or args.models:
+        raise UsageError("--series takes --baseline B and no positional model (the pattern names the checkpoints)")
+    if args.fail_on or args.require:
+        raise UsageError("--series reports; gate one checkpoint with --suite and --fail-on/--require")
+    require_store(args.db)
+    suite = resolve(args.db, args.suite, [args.baseline], lock_timeout=args.lock_timeout)
+    doc = suite_series(SuiteRequest(db=args.db, suite=suite, baseline=args.baseline, candidate="", alpha=args.alpha,
+                                    power=args.power, variant=args.variant, hierarchy=args.hierarchy,
+                                    lock_timeout=args.lock_timeout, question=args.question, record=args.record),
+                       args.series)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    if args.json or args.out is None:
+        print_json(doc, strict=True)
+    for c in doc["checkpoints"] if not args.json and args.out is not None else ():
+        s = c["score"]
+        print(f"step {c['step']}: {c['model']}: regressed somewhere: {'YES' if c['regressed_somewhere'] else 'no'}; "
+              + ("" if s is None else f"suite score {100 * s['gap']:+.2f} pp [{100 * s['lower']:.2f}, "
+                 f"{100 * s['upper']:.2f}] {s['verdict']}"))
+    return EXIT_OK
+
+
+def _show_suite(args, result) -> int:
     if args.json:
         out = result.as_dict()
         if result.gate is not None:

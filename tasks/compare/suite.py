@@ -405,7 +405,7 @@ def suite_gate(result: SuiteResult, options: GateOptions | None) -> GateDecision
         if ln.suite_claim == "regressed" and options.require != "suite-non-inferior":
             failed.append(_failure(ln, "regressed (suite family-wise, Holm)"))
     if options.require in ("non-inferior", "equivalent"):
-        from benchcert.tasks.compare.gate import _why_failed
+        from benchcert.tasks.compare.gate import margin_reason
 
         for ln in result.lines:
             iv = ln.row.deciding_interval
@@ -413,7 +413,7 @@ def suite_gate(result: SuiteResult, options: GateOptions | None) -> GateDecision
                 undecided.append(ln.benchmark)
             # the row's own "regressed" is replaced by the suite's Holm claim above (per-benchmark
             # alarms at alpha each would fail most clean suites); the margin test is the row's interval
-            why = _why_failed({"verdict": "inconclusive"}, iv.lower, iv.upper, options)
+            why = margin_reason(iv.lower, iv.upper, options)
             if why is not None and ln.suite_claim != "regressed":
                 failed.append(_failure(ln, why))
     if options.require == "suite-non-inferior":

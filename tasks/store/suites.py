@@ -13,7 +13,7 @@ from benchcert.tasks.store import schema
 from benchcert.tasks.store.connection import query_pl, transaction
 
 __all__ = ["define_suite", "read_suite", "list_suites", "delete_suite", "shared_benchmarks",
-           "record_suite_verdict", "read_suite_verdicts"]
+           "record_suite_verdict", "read_suite_verdicts", "model_names"]
 
 
 def define_suite(con, name: str, benchmarks: list[str], weights: list[float]) -> None:
@@ -83,3 +83,10 @@ def read_suite_verdicts(con, suite: str, baseline: str | None = None) -> pl.Data
         return pl.DataFrame()
     return query_pl(con, "SELECT * FROM suite_verdicts WHERE suite = ? AND (? IS NULL OR baseline = ?) "
                          "ORDER BY candidate, look", [suite, baseline, baseline])
+
+
+def model_names(con) -> list[str]:
+    """Every model the store holds responses of (any benchmark), sorted (``compare --series``)."""
+    rows = con.execute("SELECT DISTINCT m.model FROM models m WHERE EXISTS "
+                       "(SELECT 1 FROM response_codes r WHERE r.model_id = m.model_id) ORDER BY 1").fetchall()
+    return [r[0] for r in rows]

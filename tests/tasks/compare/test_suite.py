@@ -155,3 +155,31 @@ def test_python_api_suite(db):
     r = bc.Store(db).compare("cand", "base", suite=["better", "same1"])
     assert r.improved == ("better",) and not r.regressed_somewhere and r.line("same1").suite_claim is None
     assert r.to_polars().height == 2
+
+
+def test_series_in_step_order(capsys, db, tmp_path):
+    # two more checkpoints of 'cand' named by step; the baseline and unmatched models are left out
+    import polars as pl  # noqa: F401 - the store's reader
+
+    for step, seed in ((12000, 7), (8000, 8)):
+        rng = np.random.default_rng(seed)
+        for b in ("better", "same1"):
+            path = tmp_path / f"{b}-{step}.csv"
+            sc = (rng.random(N_ITEMS) < 0.6).astype(int)
+            path.write_text("model,item_id,subject,score\n" + "".join(
+                f"org/m@step-{step},q{i},s{i % 6},{sc[i]}\n" for i in range(N_ITEMS)))
+            assert ingest_file(db, path, benchmark=b, mapping=parse_mapping()).status == "ingested"
+    toml = tmp_path / "two.toml"
+    toml.write_text('benchmarks = ["better", "same1"]\n')
+    out_file = tmp_path / "series.json"
+    code, out, err = cli(capsys, "compare", "--series", "org/m@step-*", "--baseline", "base", "--db", db,
+                         "--suite", str(toml), "--out", out_file)
+    assert code == 0, err
+    doc = json.loads(out_file.read_text())
+    assert doc["kind"] == "benchcert.suite_series" and doc["version"] == 1
+    assert [c["step"] for c in doc["checkpoints"]] == [8000, 12000]
+    assert all(set(c) >= {"model", "regressed_somewhere", "improved", "regressed", "score", "benchmarks"}
+               for c in doc["checkpoints"])
+    assert "step 8000" in out
+    assert cli(capsys, "compare", "--series", "org/m@step-*", "--baseline", "base", "--db", db)[0] == 2
+    assert cli(capsys, "compare", "--series", "zzz*", "--baseline", "base", "--db", db, "--suite", "all")[0] == 1
