@@ -140,7 +140,8 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
                                baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
                                webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
                                inbox: str | None = None, dashboard_dir: str | None = None,
-                               allowed_logs: list[str] | None = None, question: str = "items") -> dict:
+                               allowed_logs: list[str] | None = None, question: str = "items",
+                               suite: str | None = None) -> dict:
     """:func:`checkpoint_flow` with flat parameters, as the ``checkpoint-audit`` deployment serves it.
 
     Flat because the deployment's trigger fills single parameters from the event (model, benchmark,
@@ -148,10 +149,17 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
     nested request, ``prefect deployment run --param`` or the trigger would have to restate it
     whole.  It runs :func:`checkpoint_flow`'s body in this flow run (not as a subflow).  ``question``
     comes from the event (``notify-checkpoint --question``); an event without one asks "items".
+    ``suite`` (``notify-checkpoint --suite``): the logs hold every benchmark of that stored suite, and
+    this one flow run ingests and audits them all, records one suite verdict and sends one webhook
+    (flows/checkpoint_suite.py); ``benchmark`` is then unused.
     """
     request = CheckpointRequest(
         model=model, logs=logs, mapping=mapping, inbox=inbox, dashboard_dir=dashboard_dir, allowed_logs=allowed_logs,
         question=question or "items",
-        audit=AuditRequest(db=db, benchmark=benchmark, artifacts_root=artifacts_root, alpha=alpha,
+        audit=AuditRequest(db=db, benchmark=benchmark or suite or "", artifacts_root=artifacts_root, alpha=alpha,
                            baseline=baseline, webhook_url=webhook_url, lock_timeout=lock_timeout))
+    if suite:
+        from benchcert.flows.checkpoint_suite import suite_checkpoint_body
+
+        return suite_checkpoint_body(request, suite)
     return checkpoint_flow.fn(request)
