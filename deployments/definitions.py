@@ -60,7 +60,8 @@ def build_deployments(options: ServeOptions) -> list:
         match={"prefect.resource.id": "*"},
         parameters={"model": "{{ event.resource.id }}", "benchmark": "{{ event.payload.benchmark }}",
                     "logs": "{{ event.payload.logs }}", "question": "{{ event.payload.question }}",
-                    "suite": "{{ event.payload.suite }}", "db": db, "artifacts_root": artifacts_root,
+                    # an event from a notify-checkpoint without --suite (or an older one) has no "suite"
+                    "suite": "{{ event.payload.suite | default('') }}", "db": db, "artifacts_root": artifacts_root,
                     "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox,
                     "dashboard_dir": dashboard_dir, "allowed_logs": allowed_logs},
     )

@@ -74,7 +74,7 @@ def suite_checkpoint_body(request, suite_name: str) -> dict:
     """The suite checkpoint (module docstring); ``request`` is the CheckpointRequest (its audit's
     benchmark is ignored: the suite names them)."""
     from benchcert.flows.bodies import audit_body
-    from benchcert.flows.checkpoint import allowed_logs_path, model_rows
+    from benchcert.flows.checkpoint_logs import allowed_logs_path, model_rows
     from benchcert.flows.nightly import MAPPING_FILE, inbox_files
     from benchcert.flows.steps import ingest_files_task, prefect_steps
     from benchcert.tasks.ingest.adapters.limits import check_settings

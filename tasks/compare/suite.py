@@ -178,6 +178,8 @@ class SuiteResult(TableResult):
         return f"suite {self.suite.name!r}: {self.candidate!r} against {self.baseline!r}"
 
     def _notes(self) -> list[str]:
+        from benchcert.tasks.render.text import suite_summary
+
         return suite_summary(self)
 
     def score_dict(self) -> dict | None:
@@ -455,26 +457,6 @@ def _failure(ln: BenchmarkLine, why: str) -> dict:
 
 def _pp(x) -> str:
     return "" if x is None else f"{100 * x:g}"
-
-
-def suite_summary(result: SuiteResult) -> list[str]:
-    """The suite's answers as lines of text (the head of ``compare --suite``'s output)."""
-    a = result.alpha
-    lines = [f"(a) regressed on some benchmark: {'YES' if result.regressed_somewhere else 'no'} "
-             f"[{result.guarantees['regressed_somewhere']}]",
-             f"(b) improved: {', '.join(result.improved) or 'none'}; regressed: {', '.join(result.regressed) or 'none'}"
-             f" [{result.guarantees['named']}]"]
-    s = result.score
-    if s is None:
-        lines.append("(c) suite score: not available (see warnings)")
-    else:
-        lines.append(f"(c) suite score gap {100 * s.estimate:+.2f} pp, {100 * (1 - a):g}% interval "
-                     f"[{100 * s.lower:.2f}, {100 * s.upper:.2f}] pp: {s.verdict} [{result.guarantees['score']}]")
-        if s.verdict == "inconclusive" and s.more_items is not None:
-            lines.append(f"    suite score inconclusive; about {s.more_items:,} more items over the suite (same design, "
-                         f"in the present proportions) would resolve a {100 * abs(s.estimate):.2f}-point gap with "
-                         f"{100 * s.power:g}% power; the present items resolve {100 * s.mde:.2f} points")
-    return lines
 
 
 def require_suite_usage(gate: GateOptions | None, suite: str | None) -> None:

@@ -105,7 +105,6 @@ def suite_table(result) -> str:
     suite's answers, each with its guarantee, then one line per benchmark (gap, the interval that decides its
     own verdict, its verdict, and what the suite's family-wise decisions say of it)."""
     from benchcert.tasks.compare.more_items import more_items_line
-    from benchcert.tasks.compare.suite import suite_summary
 
     level = f"{100 * (1 - result.alpha):g}%"
     rec = f", recorded look {result.look}" if result.recorded else ""
@@ -124,3 +123,23 @@ def suite_table(result) -> str:
                      f"{ln.suite_claim or '-':<11} {ln.p_regressed_holm:10.3g}")
     lines += [line for ln in result.lines if (line := more_items_line(repr(ln.benchmark), ln.more_items))]
     return "\n".join(lines)
+
+
+def suite_summary(result) -> list[str]:
+    """The suite's answers as lines of text (the head of ``compare --suite``'s output)."""
+    a = result.alpha
+    lines = [f"(a) regressed on some benchmark: {'YES' if result.regressed_somewhere else 'no'} "
+             f"[{result.guarantees['regressed_somewhere']}]",
+             f"(b) improved: {', '.join(result.improved) or 'none'}; regressed: {', '.join(result.regressed) or 'none'}"
+             f" [{result.guarantees['named']}]"]
+    s = result.score
+    if s is None:
+        lines.append("(c) suite score: not available (see warnings)")
+    else:
+        lines.append(f"(c) suite score gap {100 * s.estimate:+.2f} pp, {100 * (1 - a):g}% interval "
+                     f"[{100 * s.lower:.2f}, {100 * s.upper:.2f}] pp: {s.verdict} [{result.guarantees['score']}]")
+        if s.verdict == "inconclusive" and s.more_items is not None:
+            lines.append(f"    suite score inconclusive; about {s.more_items:,} more items over the suite (same design, "
+                         f"in the present proportions) would resolve a {100 * abs(s.estimate):.2f}-point gap with "
+                         f"{100 * s.power:g}% power; the present items resolve {100 * s.mde:.2f} points")
+    return lines
