@@ -124,5 +124,5 @@ def test_one_event_one_flow_run_one_suite_verdict_one_webhook(served):
     assert len(suite_looks) == 1 and suite_looks[0]["regressed_somewhere"]
     assert sorted(x["benchmark"] for x in looks) == sorted(BENCHMARKS)
     # ONE flow run: the checkpoint deployment's, no audit sub-flow runs
-    runs = _flow_runs(served["env"])
+    runs = [r for r in _flow_runs(served["env"]) if r[2] != "SCHEDULED"]  # the nightly's future runs aside
     assert runs == [["benchcert-checkpoint", False, "COMPLETED"]], runs
