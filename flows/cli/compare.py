@@ -149,7 +149,8 @@ def _finish(decision) -> int:
     return EXIT_OK if decision.passed else EXIT_GATE
 
 
-def _show(args, result) -> int:
+def _show(args, result, table=None) -> int:
+    """Print a comparison (``table``: its text form, default the per-benchmark table) or its ``--json``."""
     if args.json:
         out = result.as_dict()
         if result.gate is not None:
@@ -158,7 +159,7 @@ def _show(args, result) -> int:
         return _finish(result.gate)
     from benchcert.tasks.render.text import comparison_table
 
-    print(comparison_table(result))
+    print((table or comparison_table)(result))
     for n in result.warnings:
         print(f"warning: {n}", file=sys.stderr)
     return _finish(result.gate)
@@ -216,7 +217,9 @@ def _suite(args) -> int:
         db=args.db, suite=suite, baseline=baseline, candidate=candidate, alpha=args.alpha, power=args.power,
         variant=args.variant, hierarchy=args.hierarchy, lock_timeout=args.lock_timeout,
         gate=GateOptions(args.fail_on, args.margin, args.require), question=args.question, record=args.record))
-    return _show_suite(args, result)
+    from benchcert.tasks.render.text import suite_table
+
+    return _show(args, result, suite_table)
 
 
 def _series(args) -> int:
@@ -248,18 +251,3 @@ def _series(args) -> int:
               + ("" if s is None else f"suite score {100 * s['gap']:+.2f} pp [{100 * s['lower']:.2f}, "
                  f"{100 * s['upper']:.2f}] {s['verdict']}"))
     return EXIT_OK
-
-
-def _show_suite(args, result) -> int:
-    if args.json:
-        out = result.as_dict()
-        if result.gate is not None:
-            out["gate"] = _gate_json(result.gate)
-        print_json(out, strict=True)
-        return _finish(result.gate)
-    from benchcert.tasks.render.text import suite_table
-
-    print(suite_table(result))
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    return _finish(result.gate)

@@ -39,11 +39,11 @@ def register(sub) -> None:
     d.add_argument("benchmarks", nargs="+", metavar="BENCHMARK")
     d.add_argument("--weights", default=None, metavar="W1,W2,...",
                    help="one weight per benchmark, >= 0 (default 1 each); the suite score normalises them")
-    for p, helptext in ((d, None), (ss.add_parser("list", help="the stored suites"), None),
-                        (ss.add_parser("show", help="a stored suite's benchmarks and weights"), "name"),
-                        (ss.add_parser("delete", help="remove a stored suite"), "name")):
-        if helptext and p is not d:
-            p.add_argument("name")
+    show = ss.add_parser("show", help="a stored suite's benchmarks and weights")
+    delete = ss.add_parser("delete", help="remove a stored suite")
+    for named in (show, delete):
+        named.add_argument("name")
+    for p in (d, ss.add_parser("list", help="the stored suites"), show, delete):
         p.add_argument("--db", type=Path, required=True, help="DuckDB store file")
         lock_timeout_option(p)
         p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
