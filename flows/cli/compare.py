@@ -3,11 +3,15 @@
     benchcert compare A B --db FILE --benchmark NAME [--json]          # B against A
     benchcert compare --baseline M --db FILE --benchmark NAME [--json] # every model against M
     benchcert compare --baseline M C1 C2 ... --db FILE --benchmark NAME  # these against M
+    benchcert compare A B --db FILE --suite NAME|FILE.toml|all [--record]  # B against A on a suite
+    benchcert compare --series 'org/model@step-*' --baseline M --db FILE --suite NAME [--out FILE]
 
 Paired comparisons on the items both models answered (items only one answered are excluded
 and counted): gap, intervals, raw and (for several candidates) Bonferroni/Holm/BH-adjusted p-values and the
 Bonferroni simultaneous interval that decides the family verdict,
-verdict improved / regressed / inconclusive, and the minimum detectable effect. ``--record``
+verdict improved / regressed / inconclusive, and the minimum detectable effect; an inconclusive row
+says how many more items would resolve it (benchcert.tasks.compare.more_items). ``--suite``: one
+row per benchmark and the suite's answers (benchcert.tasks.compare.suite). ``--record``
 stores a two-model comparison as a look of the checkpoint-verdict question
 (benchcert.tasks.compare.verdicts), whose headline verdict stays valid however often it is asked.
 
