@@ -17,6 +17,9 @@ import os
 import zipfile
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from benchcert.tasks.ingest.adapters import generic, limits, registry
 from benchcert.tasks.ingest.adapters.helm import HELM_FILES, is_helm_run
 from benchcert.tasks.ingest.adapters.native import NativeError, NativeSource
@@ -50,8 +53,17 @@ def _detect(path: Path) -> tuple[registry.Adapter | None, str | None]:
     if head[:2] == b"PK":
         return _sniff_zip(path)
     if head == b"PAR1":
-        return None, None
+        return _sniff_parquet(path)
     return _sniff_text(path)
+
+
+def _sniff_parquet(path: Path) -> tuple[registry.Adapter | None, str | None]:
+    """A Parquet file's column names (read from its footer) asked of the adapters, else the generic reader's."""
+    try:
+        columns = tuple(pq.ParquetFile(path).schema_arrow.names)
+    except (OSError, ValueError, pa.ArrowException):
+        return None, None  # an unreadable footer: the generic Parquet reader reports it by name
+    return _ask(Probe(path, parquet_columns=columns))
 
 
 def _ask(probe: Probe) -> tuple[registry.Adapter | None, str | None]:
