@@ -39,6 +39,7 @@ from benchcert.tasks.ingest.mapping import ColumnMapping
 FORMAT = "openai_evals"
 MATCH = "match"
 _SPEC_KEYS = ("completion_fns", "eval_name")
+_EVENT_KEYS = {"run_id", "event_id", "sample_id", "type", "data"}
 
 
 def _lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
@@ -215,8 +216,10 @@ def _describe(obj: Any) -> str:
 # --- its entry in the adapter registry --------------------------------------------------------
 
 def sniff(probe: registry.Probe) -> str | None:
-    """``openai_evals`` for a JSONL log whose first line is oaieval's run spec."""
-    return FORMAT if _is_spec(probe.obj) else None
+    """``openai_evals`` for a JSONL log whose first line is oaieval's run spec, or one of its events
+    (a log that lost its first line: the adapter then says the spec is missing)."""
+    obj = probe.obj
+    return FORMAT if _is_spec(obj) or (isinstance(obj, dict) and _EVENT_KEYS <= obj.keys()) else None
 
 
 def open_log(path: Path, mapping: ColumnMapping, benchmark: str | None, kind: str | None) -> NativeSource:
