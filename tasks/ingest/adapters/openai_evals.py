@@ -130,10 +130,10 @@ def _rows(path: Path, spec: dict, model: str, metric: str) -> Iterator[Row | Rej
     seen: Counter = Counter()
     for line, obj, problem in _lines(path):
         if problem is not None:
-            yield Reject(line, "<line>", problem, obj)
+            yield Reject(line, "<row>", problem, obj)
             continue
         if not isinstance(obj, dict):
-            yield Reject(line, "<line>", f"expected a JSON object (an event), got {type(obj).__name__}",
+            yield Reject(line, "<row>", f"expected a JSON object (an event), got {type(obj).__name__}",
                          json.dumps(obj, default=str)[:2000])
             continue
         if "spec" in obj or "final_report" in obj:

@@ -159,7 +159,7 @@ def _rows(out: _Output, metric: str, fields: dict[str, str]) -> Iterator[Row | R
     seen: Counter = Counter()
     for line, obj, problem in out.results():
         if problem is not None:
-            yield Reject(line, "<line>", problem, obj)
+            yield Reject(line, "<row>", problem, obj)
             continue
         raw = _describe(obj)
         if not isinstance(obj, dict):

@@ -270,7 +270,7 @@ def _evals_broken_line(tmp_path):
     lines[4] = lines[4][:40]
     path = tmp_path / "cut.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    return path, {}, 5, "<line>"
+    return path, {}, 5, "<row>"
 
 
 def _promptfoo_jsonl_no_success(tmp_path):
