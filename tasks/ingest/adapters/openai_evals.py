@@ -201,11 +201,6 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
                         records=lambda: _rows(path, spec, model, metric), describe=_describe, notes=notes)
 
 
-def final_report(path: Path) -> Any:
-    """The log's final report (None if the run did not finish): the numbers oaieval printed."""
-    return _Scan(Path(path)).final_report
-
-
 def _describe(obj: Any) -> str:
     if not isinstance(obj, dict):
         return json.dumps(obj, default=str)[:2000]

@@ -94,10 +94,14 @@ class _Output:
 
 def _starts_with_document(path: Path) -> bool:
     """Whether the file is one JSON document (results.json) rather than one result a line."""
+    limit = 1 << 20
     with generic.open_text(path, strict=False) as fh:
-        first = fh.readline(1 << 20).strip()
+        line = fh.readline(limit)
+    first = line.strip()
     if first in ("{", "["):
         return True
+    if len(line) >= limit and not line.endswith("\n"):
+        return '"evalId"' in first[:1000]  # one long line: results.json written without indent starts with evalId
     try:
         obj = json.loads(first)
     except ValueError:
@@ -137,10 +141,10 @@ def _score(obj: dict, metric: str) -> tuple[float | None, str, str | None]:
     named = obj.get("namedScores")
     field = f"namedScores.{metric}"
     if not isinstance(named, dict) or metric not in named:
-        why = "missing"
         if _provider_failed(obj):
-            why += f" (the provider failed: {str(obj.get('error'))[:120]})"
-        return None, field, why
+            return None, field, f"missing (the provider failed: {str(obj.get('error'))[:120]})"
+        return None, field, (f"missing: no assertion of this test case has metric {metric!r} (promptfoo averages "
+                             "a named score over the results that have it; --allow-rejects keeps those)")
     score, why = to_float(named[metric], strings=False)
     return score, field, why
 

@@ -351,3 +351,28 @@ def test_walk_takes_every_file_of_the_three_formats():
     assert {PROMPTFOO_JSON.name, PROMPTFOO_JSONL.name, *(p.name for p in EVALS.glob("*.jsonl")),
             *(p.name for p in DETAILS), *(p.name for p in RESULTS)} <= names
     assert not [u for u in unknown if any(k in u["path"] for k in ("promptfoo", "openai_evals", "lighteval"))]
+
+
+def test_promptfoo_named_metric_on_some_tests_only_is_refused_unless_rejects_are_allowed(tmp_path):
+    doc = json.loads(PROMPTFOO_JSON.read_text())
+    results = doc["results"]["results"]
+    del results[2]["namedScores"]["brevity"]  # a test case without that assertion
+    path = tmp_path / "some.json"
+    path.write_text(json.dumps(doc))
+    r = ingest(tmp_path / "a.duckdb", path, metric="brevity")
+    assert r.status == "rejected" and r.rejects[0]["line"] == 3 and "--allow-rejects" in r.rejects[0]["reason"]
+    db = tmp_path / "b.duckdb"
+    r = ingest_file(db, path, benchmark=None, mapping=NativeMapping(metric="brevity"), allow_rejects=True)
+    assert (r.status, r.rows_added, r.rows_rejected) == ("ingested", 29, 1), r.message
+    label = results[2]["provider"]["label"]
+    kept = [x["namedScores"]["brevity"] for x in results if x["provider"]["label"] == label
+            and "brevity" in x["namedScores"]]
+    assert model_means(db, "capitals")[label] == pytest.approx(sum(kept) / len(kept), abs=1e-12)
+
+
+def test_promptfoo_results_json_on_one_line_reads_as_the_document(tmp_path):
+    path = tmp_path / "min.json"
+    path.write_text(json.dumps(json.loads(PROMPTFOO_JSON.read_text()), separators=(",", ":")))
+    assert sniff(path) == "promptfoo"
+    r = ingest(tmp_path / "s.duckdb", path)
+    assert (r.status, r.rows_added) == ("ingested", 30), r.message
