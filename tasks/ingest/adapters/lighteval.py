@@ -212,7 +212,7 @@ def sniff(probe: registry.Probe) -> str | None:
     """``lighteval`` for a details Parquet file (doc, metric, model_response columns), ``lighteval_results``
     for the results_<date>.json beside the details (metadata: no per-item rows)."""
     if probe.parquet_columns is not None:
-        return FORMAT if {"doc", "metric"} <= set(probe.parquet_columns) else None
+        return FORMAT if set(COLUMNS) <= set(probe.parquet_columns) else None
     obj, text = probe.obj, (probe.prefix or "").lstrip()
     if isinstance(obj, dict):
         return "lighteval_results" if _is_results(obj) else None
