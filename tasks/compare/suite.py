@@ -141,6 +141,15 @@ class SuiteResult(TableResult):
     look : int or None
         The suite verdict's look number under ``--record``.
     warnings : tuple of str
+
+    Examples
+    --------
+    >>> import benchcert as bc
+    >>> r = bc.example_store().compare("strong", "weak", suite=["toy"])  # a suite of one benchmark
+    >>> r.regressed_somewhere, r.improved, r.score.verdict
+    (False, ('toy',), 'improved')
+    >>> r.line("toy").row.verdict == r.line("toy").suite_claim  # with one benchmark, its own verdict
+    True
     """
 
     suite: Suite
