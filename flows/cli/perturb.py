@@ -218,7 +218,8 @@ def _plan_from_store(args) -> int:
         print_json({"benchmark": args.benchmark, "plans": [p.as_dict() for p in plans]})
         return EXIT_OK
     print(f"benchmark {args.benchmark!r}: replicates per variant for power 0.8 against a change of {args.detect:g} "
-          f"beyond the null range (the calibrated test perturb runs, alpha {args.alpha:g})")
+          f"beyond each item's null range (the calibrated test perturb runs, alpha {args.alpha:g}; the power is "
+          "averaged over the items' own spread between null variants)")
     for p in plans:
         print(f"{p.model} {p.variant!r}: {p.sentence()}")
     return EXIT_OK
