@@ -1,5 +1,9 @@
 r"""The default per-item composite test: the widened range with its noise margin calibrated exactly.
 
+Calibrations depend on the design (m, r, r', alpha) only; :func:`register_calibrations` makes ones
+computed before known (the tasks layer keeps them on disk: tasks/perturbation/tables.py) and
+:func:`computed_calibrations` lists the new ones.  This module does no I/O.
+
 :func:`calibrated_range_test` rejects when the tested variant's rate lies outside the null
 variants' observed range widened by :math:`cR + z\sigma`; c is the spacing margin of the
 composite-null paper's ideal test (section 3, Lemma 2 with the range unknown) and z is the
@@ -22,7 +26,8 @@ from .no_power import no_power_sentence
 from .results import CompositeTestResult
 from .statistic import _composite_statistic_iv, composite_statistic
 
-__all__ = ["CALIBRATION_GRID", "calibrated_power", "reject_many", "calibrated_range_test", "calibration", "calibrated_size"]
+__all__ = ["CALIBRATION_GRID", "CALIBRATION_VERSION", "calibrated_power", "reject_many", "calibrated_range_test",
+           "calibration", "calibrated_size", "register_calibrations", "computed_calibrations"]
 
 ASSUMPTIONS = (_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES,
                "every null variant has the same replicate count (otherwise the widened test is used)")
@@ -365,13 +370,17 @@ def calibrated_range_test(null_counts, null_replicates, test_count, test_replica
     :math:`P(\min = i, \max \le j) = (F(j) - F(i-1))^m - (F(j) - F(i))^m`, and summing over the
     lattice gives P(reject below | K' = k') for every k', then over Binomial(r', p').  The
     supremum over p' is bounded rigorously by monotonicity (:func:`_cell_size`); the supremum over
-    (a, b) is taken over the grid :data:`CALIBRATION_GRID` (18 widths, 5 positions each, mirror
-    images exact), which includes point nulls and boundary rates.  z is the smallest multiple of
-    0.02 whose size on the grid is <= alpha (bisection: the rejection region shrinks as z grows).
-    With z = 0 already valid, z = 0.
+    (a, b) is found per design (m, r, r'): the grid :data:`CALIBRATION_GRID` (18 widths, 9
+    positions each, mirror images exact; point nulls and boundary rates included), then a compass
+    search from the largest cells to the local maxima between grid points (:func:`_local_max`).
+    z is the smallest multiple of 0.02 whose size on the grid and at those maxima is <= alpha
+    (bisection: the rejection region shrinks as z grows).  With z = 0 already valid, z = 0.
+    Issue #36: with 5 positions and no search the size reached 5.18% at m = 2, r = 50, r' = 3.
 
-    *Departures.*  (1) The supremum over (a, b) between grid points is not bounded analytically;
-    seeded simulations on a denser grid (tests) check the level there.  (2) Unequal replicate
+    *Departures.*  (1) The supremum over (a, b) is found numerically, not bounded analytically;
+    tests/stats/perturbation/test_calibrated_size_grid.py computes the exact size on an independent
+    dense grid of null ranges for every (m, r, r') in {2, 3, 5, 8} x {10, 50, 400} x {3, 10, r}
+    (largest 4.97%).  (2) Unequal replicate
     counts among the null variants are not calibrated: :func:`composite_test` then runs the
     assumption-light widened test.  (3) p-values are coarse (ladder of exactly calibrated levels)
     so Benjamini-Hochberg across items stays valid and is conservative.
