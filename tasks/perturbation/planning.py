@@ -8,7 +8,6 @@ plan, to be shown beside it.
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -125,8 +124,8 @@ class ReplicatePlan:
     model: str
     variant: str
     pilot_rates: tuple[float, ...]
-    a_hat: float
-    b_hat: float
+    a_hat: float | None                 # the benchmark-level range (None: per-item ranges were used)
+    b_hat: float | None
     detect: float
     target_power: float
     alpha: float
@@ -251,8 +250,8 @@ def plan_replicates(pilot_rates, *, m_now: int, n_items: int, n_tested: int = 1,
     r, m, calls, pw = best if best is not None else (None, max(2, m_now), None, None)
     now = power(max(2, m_now), int(r_now)) if r_now and r_now >= 1 else None
     return ReplicatePlan(model=model, variant=variant, pilot_rates=tuple(rates),
-                         a_hat=float(np.min(a_s)) if spread == "benchmark" else math.nan,
-                         b_hat=float(np.max(b_s)) if spread == "benchmark" else math.nan, detect=detect,
+                         a_hat=float(np.min(a_s)) if spread == "benchmark" else None,
+                         b_hat=float(np.max(b_s)) if spread == "benchmark" else None, detect=detect,
                          target_power=target_power, alpha=alpha, n_items=n_items, replicates_per_variant=r,
                          null_variants=m, calls=calls, power=pw, spread=spread,
                          median_item_width=float(np.median(widths)), n_items_spread=len(widths),
