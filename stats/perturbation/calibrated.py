@@ -380,7 +380,7 @@ def calibrated_range_test(null_counts, null_replicates, test_count, test_replica
     *Departures.*  (1) The supremum over (a, b) is found numerically, not bounded analytically;
     tests/stats/perturbation/test_calibrated_size_grid.py computes the exact size on an independent
     dense grid of null ranges for every (m, r, r') in {2, 3, 5, 8} x {10, 50, 400} x {3, 10, r}
-    (largest 4.97%).  (2) Unequal replicate
+    (largest 4.96%, m = 8, r = r' = 50).  (2) Unequal replicate
     counts among the null variants are not calibrated: :func:`composite_test` then runs the
     assumption-light widened test.  (3) p-values are coarse (ladder of exactly calibrated levels)
     so Benjamini-Hochberg across items stays valid and is conservative.
