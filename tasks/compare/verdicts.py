@@ -103,6 +103,7 @@ from benchcert.tasks.store.matrices import BenchmarkMatrices, choose_variant, lo
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.errors import NoDataError
 from benchcert.tasks.store.verdicts import LEDGER_SCHEMA, VERDICT_TABLES, read_question_rows, record_look
+from benchcert.tasks.compare import recorded as v2
 
 __all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
            "answer_look", "read_question", "load_models", "VERDICT_TABLES", "QUESTION_KEYS", "opposite_signs"]
@@ -253,10 +254,14 @@ class VerdictSettings:
     power: float = 0.8
     hierarchy: tuple[str, ...] = DEFAULT_HIERARCHY
     question: str = "items"
+    assume: str = "none"
 
     def __post_init__(self) -> None:
         if self.question not in QUESTION_KEYS:
             raise VerdictError(f"question must be one of {list(QUESTION_KEYS)}; got {self.question!r}")
+        if self.assume not in v2.ASSUMES or (self.assume != "none" and self.question != "new-subjects"):
+            raise VerdictError(f"assume must be one of {list(v2.ASSUMES)} ('symmetric' with --question new-subjects "
+                               f"only); got {self.assume!r} with --question {self.question}")
         if self.question == "new-subjects" and "subject" not in tuple(self.hierarchy):
             raise VerdictError("--question new-subjects needs a hierarchy with subjects (not --hierarchy none)")
         for name, closed in (("alpha", False), ("first_look_share", "left"), ("power", False)):
@@ -274,7 +279,8 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
                        alpha: float = 0.05, variant: str | None = None,
                        hierarchy: tuple[str, ...] = DEFAULT_HIERARCHY, power: float = 0.8,
                        first_look_share: float = 0.5, record: bool = True,
-                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items") -> CheckpointVerdict:
+                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items",
+                       assume: str = "none") -> CheckpointVerdict:
     """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.
 
     Reads the question's earlier looks, answers this look (:func:`answer_look`, which reads and
@@ -301,6 +307,9 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
     question : {"items", "new-subjects"}
         What the verdict answers (see the module docstring); fixed at the question's first
         recorded look: asking a recorded question as the other one is an error.
+    assume : {"none", "symmetric"}
+        ``symmetric`` (new-subjects only): subject gaps symmetric about their mean, for a more
+        powerful test (:mod:`benchcert.tasks.compare.recorded`); fixed at the first look.
 
     Raises
     ------
@@ -313,7 +322,7 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
         The store is missing, locked or unusable.
     """
     settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy,
-                               question=question)
+                               question=question, assume=assume)
     if baseline == candidate:
         raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
     with open_store(db, write=record, lock_timeout=lock_timeout) as con:
@@ -367,6 +376,7 @@ class _Scores:
     subjects: np.ndarray | None
     item_ids: np.ndarray
     order: np.ndarray | None = None  # every subject code answered by either model, in its fixed betting order
+    store_counts: np.ndarray | None = None  # items per subject code answered by either model (the store's weights)
 
 
 @dataclass(frozen=True)
@@ -406,13 +416,25 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
     _check_settings_fixed(history.looks, settings)
     look = history.looks.height + 1
     led = _grow_ledger(sc, history.ledger, look)
-    seq_alpha = settings.alpha * (1 - settings.first_look_share)
+    try:
+        method = v2.scheme(history.looks, question_key(primary), settings.assume)
+    except v2.AssumeError as exc:
+        raise VerdictError(str(exc)) from None
     with _collect(caught):
-        seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look, seq_alpha)
-        a1 = settings.alpha * settings.first_look_share
-        first_p, first_gap, first_method = _first_look(history.looks, _first_claim(primary, sc, fx, a1), caught)
+        if method is None:  # recorded before #36: its own tests, so no recorded look changes meaning
+            seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look,
+                                                     settings.alpha * (1 - settings.first_look_share))
+            first_p, first_gap, first_method = _first_look(
+                history.looks, _first_claim(primary, sc, fx, settings.alpha * settings.first_look_share), caught)
+            share = settings.first_look_share
+        else:
+            seq, n_units, seq_assumptions, (first_p, first_gap), share = v2.spend(method, primary, sc, history, led,
+                                                                                  look, settings, fx, _sequential)
+            first_method = method
+            if method == "stratified_store_weights" and sc.subjects is not None:
+                fx = {**fx, **v2.store_estimand(sc.store_counts)}
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
-                              first_look_share=settings.first_look_share)
+                              first_look_share=share)
     anytime = _anytime_fields(seq, nv)
     moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
     out = CheckpointVerdict(
@@ -443,7 +465,10 @@ def _scores(m: BenchmarkMatrices, baseline: str, candidate: str, hierarchy: tupl
         names = m.subjects.select(pl.format("{}/{}", "domain", "subject")).to_series().to_list()
         answered = np.unique(subjects[~np.isnan(a) | ~np.isnan(b)])
         order = answered[np.argsort([zlib.crc32(names[c].encode()) for c in answered], kind="stable")]
-    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy(), order=order)
+    counts = None if subjects is None else np.bincount(subjects[~np.isnan(a) | ~np.isnan(b)],
+                                                       minlength=m.subjects.height).astype(float)
+    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy(), order=order,
+                   store_counts=counts)
 
 
 def _asked_primary(question: str, sc: _Scores) -> str:
@@ -549,11 +574,7 @@ def _betting(primary: str, sc: _Scores, ledger: pl.DataFrame, led: _Ledger, look
     """
     if primary != "clustered_subject":
         return _sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), ()
-    subj_of = dict(zip(sc.item_ids.tolist(), sc.subjects.tolist()))
-    ids_all = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
-    looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
-    units = subject_entry_means(led.d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64), looks_all,
-                                n_looks=look, universe_order=sc.order)
+    units = v2.subject_units(sc, ledger, led, look)
     return _prefix_betting(units, seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
 
 
@@ -749,12 +770,12 @@ def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
                               "about it")
 
 
-def _sequential(d_all, cum, seq_alpha):
+def _sequential(d_all, cum, seq_alpha, margin=0.0):
     """Betting test over the ledger plus this look's new items (count path for ternary differences)."""
     if d_all.size == 0:  # cannot happen on a first look (some item is shared); guards later looks too
         raise VerdictError("no item has entered the sequential test")
     if np.all(np.isin(d_all, (-1.0, 0.0, 1.0))):
         pos = np.cumsum(d_all == 1.0)[cum - 1]
         neg = np.cumsum(d_all == -1.0)[cum - 1]
-        return betting_test_counts(pos, neg, cum, alpha=seq_alpha)
-    return betting_test(d_all, cum, alpha=seq_alpha)
+        return betting_test_counts(pos, neg, cum, alpha=seq_alpha, margin=margin)
+    return betting_test(d_all, cum, alpha=seq_alpha, margin=margin)
