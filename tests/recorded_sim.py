@@ -142,8 +142,13 @@ def subject_population(name: str, rng, reps: int, k: int, theta: float = 0.0):
 
     ``sym``: MMLU-Pro sizes drawn at random, gaps theta + 0.05 N(0, 1) (symmetric about theta);
     ``sym_wide``: gaps theta + 0.10 uniform (symmetric, wider); ``size_swing``: the gap moves with
-    log size (a 20-point swing, subject-weighted mean theta) - subject means then are NOT symmetric.
+    log size (a 20-point swing, subject-weighted mean theta) - subject means then are NOT symmetric;
+    ``F1``: one subject in ten of 5 items with a -20 point gap, the rest of 200 items at +2.22 (mean 0;
+    far from symmetric).
     """
+    if name == "F1":
+        small = rng.random((reps, k)) < 0.1
+        return np.where(small, 5, 200), np.where(small, -0.20, 0.0222) + theta, 0.15
     n = rng.choice(MMLU_SIZES, size=(reps, k))
     if name == "sym":
         return n, theta + 0.05 * rng.standard_normal((reps, k)), 0.15
@@ -226,7 +231,8 @@ def main(reps: int = 2000) -> None:  # pragma: no cover - the study; the slow te
     for name, k, assume, looks in (("sym", 30, "symmetric", 1), ("sym_wide", 30, "symmetric", 1),
                                    ("sym", 91, "symmetric", 30), ("sym", 91, "none", 1), ("sym", 30, "none", 30),
                                    ("size_swing", 30, "none", 1), ("size_swing", 30, "symmetric", 1),
-                                   ("size_swing", 91, "symmetric", 1), ("size_swing", 91, "symmetric", 30)):
+                                   ("size_swing", 91, "symmetric", 1), ("size_swing", 91, "symmetric", 30),
+                                   ("F1", 30, "none", 1), ("F1", 30, "symmetric", 1), ("F1", 91, "symmetric", 1)):
         v = subject_verdicts(name, reps, k, assume=assume, looks=looks)
         print(f"  false  {name:10s} k={k:3d} --assume {assume:9s} {looks:2d} looks: improved "
               f"{_fmt(v == 'improved', reps)}, regressed {_fmt(v == 'regressed', reps)}")
