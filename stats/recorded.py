@@ -210,10 +210,11 @@ def stratified_first_look(d, subjects, store_counts, *, alpha=0.025) -> Stratifi
         with np.errstate(divide="ignore", invalid="ignore"):
             zu, zd = (est - absent) / se, (-est - absent) / se
         # se = 0 (every shared difference equals its subject's mean): the sign of the shifted estimate decides
-        pu = float(_st.t.sf(zu, df)) if np.isfinite(zu) else float(zu <= 0)
-        pd = float(_st.t.sf(zd, df)) if np.isfinite(zd) else float(zd <= 0)
-    lo = max(-1.0, est - crit * se - absent) if np.isfinite(se) else -1.0
-    hi = min(1.0, est + crit * se + absent) if np.isfinite(se) else 1.0
+        pu = float(_st.t.sf(zu, df)) if np.isfinite(zu) else (0.0 if zu > 0 else 1.0)
+        pd = float(_st.t.sf(zd, df)) if np.isfinite(zd) else (0.0 if zd > 0 else 1.0)
+    lo = max(-1.0, float(est - crit * se - absent)) if np.isfinite(se) else -1.0
+    hi = min(1.0, float(est + crit * se + absent)) if np.isfinite(se) else 1.0
+    se = float(se)
     return StratifiedFirstLook(estimate=est, lower=lo, upper=hi, se=se, p_improved=pu, p_regressed=pd,
                                verdict=str(interval_verdict(lo, hi)), absent_weight=absent, n=int(x.size),
                                n_subjects=int(present.sum()), alpha=alpha, method="stratified_store_weights",
