@@ -42,16 +42,17 @@ would only split the level. Under :math:`E[Y_i\mid\text{past}] \le m` every fact
 conditional mean <= 1; Ville's inequality gives :math:`P(\exists t: K^+_t(m) \ge 2/\alpha) \le
 \alpha/2`. Why c matters: at a gap of 0 (m = 1/2) the bet is at most 2c, so the log-capital grows
 by at most about :math:`2c\,\delta` per subject at a gap of :math:`\delta` on the [0, 1] scale:
-no test valid for every bounded distribution of subject gaps detects less than about
-:math:`\log(2/\alpha)/(c n)` (:func:`detectable_gap` reports it; about 16 points on the
-[-1, 1] scale at 30 subjects, 5 points at 91).
+this test cannot claim a gap below about :math:`\log(2/\alpha)/(c n)` whatever the data
+(:func:`detectable_gap` reports it; about 12.4 points on the [-1, 1] scale at 30 subjects, 4.1
+points at 91; stats/betting.py explains why no test valid for every bounded distribution of
+subject gaps does much better with few subjects).
 
 **New subjects, ``assume="symmetric"``**: subject gaps symmetric about their mean
 :math:`\theta`. For X symmetric about 0 and any :math:`\lambda \ge 0`,
 :math:`E\exp(\lambda X - \lambda^2 X^2/2) \le 1` (pair x with -x:
 :math:`2\cosh(\lambda x)e^{-\lambda^2x^2/2} \le 2`; de la Pena 1999, Ann. Probab. 27(1),
-"A general class of exponential inequalities for martingales and ratios", Lemma 6.1; the
-conditionally symmetric case of Howard, Ramdas, McAuliffe and Sekhon 2020, Probab. Surveys 17,
+"A general class of exponential inequalities for martingales and ratios", its bound for
+conditionally symmetric increments; the conditionally symmetric case of Howard, Ramdas, McAuliffe and Sekhon 2020, Probab. Surveys 17,
 "Time-uniform Chernoff bounds via nonnegative supermartingales", with :math:`V_t = \sum X_i^2`).
 No bound on the bet is needed. The factor used is
 :math:`\phi_\lambda(x) = \exp(\lambda\tilde x - \lambda^2\tilde x^2/2)` with
