@@ -28,7 +28,6 @@ import math
 import numpy as np
 import polars as pl
 
-from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.recorded import detectable_gap, stratified_first_look, subject_e_process
 from benchcert.stats.sequential import betting_test, subject_entry_means
 from benchcert.tasks.errors import NoDataError
@@ -200,9 +199,10 @@ def spend(method: str, primary: str, sc, history, led, look: int,
         if not history.looks.height and share > 0:
             first = items_first((sc.b - sc.a)[sc.shared], sc.subjects[sc.shared], sc.store_counts, alpha * share,
                                 margin)
-    elif not history.looks.height and share > 0:
-        fixed = paired_comparison(sc.a, sc.b, None, alpha=alpha * share, primary="paired_clt")
-        first = (float(fixed.p_value), float(fixed.estimate))
+    elif not history.looks.height and share > 0:  # no subjects: one stratum, the items either model answered
+        d = (sc.b - sc.a)[sc.shared]
+        first = items_first(d, np.zeros(d.size, dtype=np.int64),
+                            np.array([float((~np.isnan(sc.a) | ~np.isnan(sc.b)).sum())]), alpha * share)
     seq = on_store_scale(sequential(led.d_all, led.cum, alpha * (1 - share), margin), w0)
     notes = () if w0 == 0 else (
         f"{100 * w0:.1f}% of the benchmark's items are in subjects with no item shared at the first look: the verdict "
