@@ -87,7 +87,7 @@ from .validation import check_alpha
 from .verdicts import interval_verdict
 
 __all__ = ["CAP", "SYM_PRIOR_VAR", "StratifiedFirstLook", "stratified_first_look", "subject_e_process",
-           "detectable_gap"]
+           "detectable_gap", "either_of"]
 
 #: Truncation of the default new-subjects bets (Waudby-Smith and Ramdas's c): each factor >= 1 - CAP.
 CAP = 0.99
@@ -351,3 +351,30 @@ def detectable_gap(n_subjects: int, *, alpha: float = 0.05) -> float:
     if isinstance(n_subjects, bool) or not isinstance(n_subjects, (int, np.integer)) or n_subjects < 1:
         raise ValueError(f"n_subjects must be a positive integer; got {n_subjects!r}")
     return float(min(1.0, np.log(2.0 / alpha) / (CAP * n_subjects)))
+
+
+def either_of(first: SequentialResult, second: SequentialResult | None, *, alpha: float,
+              estimate=None) -> SequentialResult:
+    r"""Two anytime-valid tests of one estimand, each run at alpha/2, as one test at alpha.
+
+    :math:`\max(K_1, K_2)/2 \le (K_1 + K_2)/2`, the mean of two nonnegative supermartingales: an
+    e-process, so ``log_e = max(log K_1, log K_2) - log 2`` is an e-value at every look and reaches
+    :math:`\log(2/\alpha)` exactly when one of the two reaches :math:`\log(4/\alpha)`, its own
+    alpha/2 threshold; the confidence sequence is the intersection of the two (each at alpha/2;
+    union bound), so the verdict is "the sequence excludes 0". ``second`` None (not started):
+    ``first`` alone, still at alpha/2. Both must have the same looks (a test not yet started holds
+    log_e 0 and the interval [-1, 1] there). ``estimate``: the running gap to report (default ``first``'s).
+    """
+    alpha = check_alpha(alpha)
+    half = np.log(2.0)
+    if second is None:
+        lp, lm, lo, hi = first.log_e_improved - half, first.log_e_regressed - half, first.lower, first.upper
+    else:
+        lp = np.maximum(first.log_e_improved, second.log_e_improved) - half
+        lm = np.maximum(first.log_e_regressed, second.log_e_regressed) - half
+        lo = None if first.lower is None else np.maximum(first.lower, second.lower)
+        hi = None if first.upper is None else np.minimum(first.upper, second.upper)
+    est = first.estimate if estimate is None else estimate
+    lo, hi = (None, None) if lo is None else (np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
+    return _finish(np.asarray(est, dtype=float), lo, hi, lp, lm, first.n, alpha, first.lambdas,
+                   "either_of_two_betting_tests")

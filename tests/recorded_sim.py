@@ -28,13 +28,14 @@ small subjects often have no item at look 1 and count at the worst case there).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 import zlib
 
 import numpy as np
 
 from benchcert.stats.degenerate import DegenerateDataWarning
-from benchcert.stats.recorded import subject_e_process
+from benchcert.stats.recorded import either_of, subject_e_process
 from benchcert.stats.sequential import betting_test_counts, nightly_verdicts
 from benchcert.tasks.compare.recorded import absent_weight, items_first
 
@@ -127,10 +128,26 @@ def items_verdicts(name: str, reps: int, *, theta: float = 0.0, looks: int = 1, 
                                                                  s1 - nb[strata, 0] - na[strata, 0]], 1).ravel())
             subj = np.repeat(strata, s1)
             p1, g1 = items_first(d, subj, sizes[r].astype(float), alpha * share, margin) if share > 0 else (1.0, 0.0)
-            cb, ca, cn = (np.cumsum(v[strata].sum(axis=0)) for v in (nb, na, n))
-            seq = betting_test_counts(cb, ca, cn, alpha=alpha * (1 - share), margin=margin, interval=False)
-            out[r] = nightly_verdicts(p1, g1, seq, alpha=alpha, first_look_share=share).verdict[-1]
+            out[r] = nightly_verdicts(p1, g1, _items_betting(nb, na, n, strata, w0, margin, alpha * (1 - share)),
+                                      alpha=alpha, first_look_share=share).verdict[-1]
     return out, estimand
+
+
+def _items_betting(nb, na, n, strata, w0, margin, seq_alpha):
+    """The items verdict's betting part (tasks/compare/recorded.spend): one test when every subject was
+    shared at look 1, else two at half the level (the first look's subjects at the margin; every item
+    from the look at which every subject has an item)."""
+    cb, ca, cn = (np.cumsum(v.sum(axis=0)) for v in (nb, na, n))
+    if w0 == 0:
+        return betting_test_counts(cb, ca, cn, alpha=seq_alpha, interval=False)
+    c1 = [np.cumsum(v[strata].sum(axis=0)) for v in (nb, na, n)]
+    part1 = betting_test_counts(*c1, alpha=seq_alpha / 2, margin=margin, interval=False)
+    start = int(np.argmax(n > 0, axis=1).max()) + 1
+    tail = betting_test_counts(cb[start - 1:], ca[start - 1:], cn[start - 1:], alpha=seq_alpha / 2, interval=False)
+    pad = np.zeros(start - 1)
+    part2 = dataclasses.replace(tail, log_e_improved=np.r_[pad, tail.log_e_improved],
+                                log_e_regressed=np.r_[pad, tail.log_e_regressed])
+    return either_of(part1, part2, alpha=seq_alpha)
 
 
 # --------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import math
 import numpy as np
 import polars as pl
 
-from benchcert.stats.recorded import detectable_gap, stratified_first_look, subject_e_process
+from benchcert.stats.recorded import detectable_gap, either_of, stratified_first_look, subject_e_process
 from benchcert.stats.sequential import betting_test, subject_entry_means
 from benchcert.tasks.errors import NoDataError
 
@@ -193,18 +193,57 @@ def spend(method: str, primary: str, sc, history, led, look: int,
     if history.looks.height:
         row = history.looks.row(0, named=True)
         first = (float(row["first_p_value"]), float(row["first_gap"]))
-    w0, margin = 0.0, 0.0
-    if sc.subjects is not None:
-        w0, margin = absent_weight(sc.store_counts, np.unique(sc.subjects[sc.shared]))
-        if not history.looks.height and share > 0:
-            first = items_first((sc.b - sc.a)[sc.shared], sc.subjects[sc.shared], sc.store_counts, alpha * share,
-                                margin)
-    elif not history.looks.height and share > 0:  # no subjects: one stratum, the items either model answered
-        d = (sc.b - sc.a)[sc.shared]
-        first = items_first(d, np.zeros(d.size, dtype=np.int64),
-                            np.array([float((~np.isnan(sc.a) | ~np.isnan(sc.b)).sum())]), alpha * share)
-    seq = on_store_scale(sequential(led.d_all, led.cum, alpha * (1 - share), margin), w0)
-    notes = () if w0 == 0 else (
-        f"{100 * w0:.1f}% of the benchmark's items are in subjects with no item shared at the first look: the verdict "
-        "counts them at the worst case (a gap anywhere in [-1, 1]), so it is about every item in the store",)
-    return seq, int(led.cum[-1]), notes, first, share
+    seq_alpha = alpha * (1 - share)
+    if sc.subjects is None:
+        if not history.looks.height and share > 0:  # no subjects: one stratum, the items either model answered
+            d = (sc.b - sc.a)[sc.shared]
+            first = items_first(d, np.zeros(d.size, dtype=np.int64),
+                                np.array([float((~np.isnan(sc.a) | ~np.isnan(sc.b)).sum())]), alpha * share)
+        return sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), (), first, share
+    subj, looks = _ledger_subjects(sc, history.ledger, led, look)
+    strata = np.unique(subj[looks == 1])
+    w0, margin = absent_weight(sc.store_counts, strata)
+    if not history.looks.height and share > 0:
+        first = items_first((sc.b - sc.a)[sc.shared], sc.subjects[sc.shared], sc.store_counts, alpha * share, margin)
+    if w0 == 0:
+        return sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), (), first, share
+    return _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequential) + (first, share)
+
+
+def _ledger_subjects(sc, ledger, led, look: int) -> tuple[np.ndarray, np.ndarray]:
+    """The subject code and entry look of every item of the betting test (ledger, then this look's new items)."""
+    subj_of = dict(zip(sc.item_ids.tolist(), sc.subjects.tolist()))
+    ids = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
+    looks = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
+    return np.array([subj_of[i] for i in ids], dtype=np.int64), looks
+
+
+def _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequential):
+    """Some subjects of the store had no item shared at the first look: two betting tests at half the
+    level each (:func:`benchcert.stats.recorded.either_of`) - on the first look's subjects at the
+    worst-case margin, and from the first look at which every subject of the store has a shared item,
+    on all items with no margin (the items up to that look its first batch). Both rest on each look's
+    new items representing the items of the subjects they bet on."""
+    n_looks = led.cum.size
+    in1 = np.isin(subj, strata)
+    cum1 = np.array([int((in1 & (looks <= t)).sum()) for t in range(1, n_looks + 1)], dtype=np.int64)
+    part1 = on_store_scale(sequential(led.d_all[in1], cum1, seq_alpha / 2, margin), w0)
+    everyone = np.flatnonzero(sc.store_counts > 0)
+    entry = np.full(sc.store_counts.size, np.iinfo(np.int64).max)
+    np.minimum.at(entry, subj, looks)
+    start = int(entry[everyone].max())
+    part2 = None
+    if start <= n_looks:
+        tail = sequential(led.d_all, led.cum[start - 1:], seq_alpha / 2)
+        pad = start - 1
+        part2 = dataclasses.replace(
+            tail, log_e_improved=np.r_[np.zeros(pad), tail.log_e_improved],
+            log_e_regressed=np.r_[np.zeros(pad), tail.log_e_regressed],
+            lower=np.r_[np.full(pad, -1.0), tail.lower], upper=np.r_[np.full(pad, 1.0), tail.upper])
+    est = np.cumsum(led.d_all)[led.cum - 1] / led.cum
+    seq = either_of(part1, part2, alpha=seq_alpha, estimate=est)
+    notes = (f"{100 * w0:.1f}% of the benchmark's items are in subjects with no item shared at the first look: the "
+             "verdict counts them at the worst case (a gap anywhere in [-1, 1]) in one betting test at half the "
+             "level; the other half bets on all items once every subject of the store has a shared item"
+             + ("" if part2 is None else f" (from look {start})"),)
+    return seq, int(led.cum[-1]), notes

@@ -505,7 +505,9 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     if primary is None:
         primary = _asked_primary(question, sc)
     if primary == "stratified_items":
-        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught)
+        since_36 = not history.looks.height or (history.looks.row(0, named=True).get("first_method") or "") in \
+            v2.V2_METHODS.values()
+        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=since_36)
     if primary == "clustered_subject":
         answered = ~np.isnan(sc.a) | ~np.isnan(sc.b)
         uncovered = np.setdiff1d(np.unique(sc.subjects[answered]), np.unique(sc.subjects[sc.shared])).size
@@ -518,13 +520,15 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     return primary, sc
 
 
-def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple[_Scores, int]:
+def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: bool = False) -> tuple[_Scores, int]:
     """The items question's scores without the subjects first shared after its first look.
 
     Subjects are fixed strata, fixed with the question at its first look: a subject first
     shared at a later look is a stratum the question never sampled, not more of the same items
     (betting on its items as if they were raised false alarms far above alpha when subjects'
     gaps differ and arrive subject by subject; tests/stats/test_verdicts_items_arrival.py).
+    ``keep`` (questions first recorded since #36): their items stay; the verdict's own tests
+    (:mod:`benchcert.tasks.compare.recorded`) handle them.
     """
     if ledger.height:
         first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
@@ -532,7 +536,11 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple
     else:
         strata = np.unique(sc.subjects[sc.shared])
     outside = ~np.isin(sc.subjects, strata) & (~np.isnan(sc.a) | ~np.isnan(sc.b))
-    if outside.any():
+    if outside.any() and keep:
+        caught.append(f"{int(np.unique(sc.subjects[outside]).size)} subject(s) were not shared at this question's "
+                      "first look: its first look counted them at the worst case; the betting test counts them so "
+                      "until every subject of the store has a shared item, then also bets on all items")
+    elif outside.any():
         n_out = int(np.unique(sc.subjects[outside]).size)
         caught.append(f"{n_out} subject(s) ({int((outside & sc.shared).sum())} shared item(s)) were not shared at "
                       f"this question's first look: the items question is about the {strata.size} subjects "

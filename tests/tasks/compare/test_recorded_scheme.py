@@ -66,11 +66,19 @@ def test_items_subject_missing_at_the_first_look_counts_at_the_worst_case(tmp_pa
     assert v.first_method == "stratified_store_weights" and v.gap == pytest.approx(0.10)
     assert v.verdict == "inconclusive" and v.cs_lower < 0 < v.cs_upper
     assert any("25.0% of the benchmark's items are in subjects with no item shared" in a for a in v.assumptions)
-    # on the scale of the store: the strata's anytime interval shrunk by 3/4 and widened by 1/4
-    seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.025, margin=1 / 3)
-    assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    # half the betting level on the first look's subjects at the worst-case margin (1/3), its interval on the
+    # store's scale (shrunk by 3/4, widened by 1/4); the other half waits for every subject to be shared
+    seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.0125, margin=1 / 3)
+    assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1] - np.log(2))
     assert v.cs_lower == pytest.approx(0.75 * seq.lower[-1] - 0.25)
-    # the same data with the 4th subject's items not in the store at all: improved
+    # look 2: the candidate answers the 4th subject; the second half bets on every item from here
+    _ingest(db, tmp_path / "b3.csv", [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"])
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.0125)
+    assert v2.log_e_improved == pytest.approx(max(every.log_e_improved[-1], seq.log_e_improved[-1]) - np.log(2))
+    assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
+    assert any("(from look 2)" in a for a in v2.assumptions)
+    # the same data with the 4th subject's items not in the store at all: improved at the first look
     db2 = tmp_path / "b2.duckdb"
     _ingest(db2, tmp_path / "b2.csv", [r for r in rows if r[2] != "s3"])
     assert checkpoint_verdict(db2, "bench", BASE, CAND).verdict == "improved"

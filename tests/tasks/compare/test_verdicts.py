@@ -387,6 +387,10 @@ def test_items_question_keeps_the_subjects_of_its_first_look(tmp_path):
     rows = _night(rng, 400, 100, 0.6, 0.6, n_subj=5)
     rows += [(m, f"new{i}", f"t{i % 3}", "d0", 0 if m == BASE else 1) for i in range(150) for m in (BASE, CAND)]
     _ingest(db, _write(tmp_path / "n2.csv", rows))
+    # a question recorded before #36 (its first look's test named so): it keeps its fixed strata. Since #36
+    # the subjects stay and count at the worst case (tests/tasks/compare/test_recorded_scheme.py)
+    with open_store(db, write=True) as con:
+        con.execute("UPDATE verdicts SET first_method = 'betting_constant_mixture_items'")
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
     assert (v2.n_new, v2.n_sequential, v2.n_shared, v2.n_subjects) == (100, 500, 500, 10)
     assert any(w.startswith("3 subject(s) (150 shared item(s)) were not shared at this question's first look")
