@@ -7,9 +7,11 @@
 * ``items`` (``stratified_store_weights``): the first look by the stratified test of the store's
   item-weighted gap at alpha x first-look share (the power of ``compare``'s fixed-sample test; a
   subject with no shared item counts at the worst case); every look by the betting test on the
-  items of the subjects shared at the first look, at the rest of alpha, testing "gap <= w0 / (1 - w0)"
-  on those subjects (w0: the store weight of the others) - so the claim is about the whole
-  benchmark's items and its anytime interval is on that scale;
+  items at the rest of alpha. When some subject of the store had no item shared at the first look
+  (weight w0), two betting tests at half that level each: one on the first look's subjects testing
+  "gap <= w0 / (1 - w0)" on them, one on every item from the look at which every subject has a
+  shared item - so the claim is about the whole benchmark's items and its anytime interval is on
+  that scale;
 * ``new-subjects`` (``plugin_betting_all_alpha``): one anytime-valid test with all of alpha
   (predictable plug-in betting tuned for the store's subjects, bets truncated at 0.99 of what keeps
   the capital positive); no separate first look, whose share would only split the level;
@@ -113,8 +115,8 @@ def store_estimand(store_counts: np.ndarray) -> dict:
     text = (f"item-weighted mean gap over the benchmark's {n} items in the store ({k} subjects as fixed strata, each "
             "weighted by its items in the store, not by what has arrived)")
     return {"estimand": text, "estimand_note": f"estimand: {text}; the first-look test, the betting test and the "
-            "anytime interval are about it (subjects with no item shared at the first look at the worst case); "
-            "this look's fixed-sample gap and interval are over the shared items of the first look's subjects"}
+            "anytime interval are about it (subjects with no item shared at the first look at the worst case until "
+            "every subject has one); this look's fixed-sample gap and interval are over every shared item"}
 
 
 def absent_weight(store_counts: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
