@@ -233,6 +233,9 @@ def main(reps: int = 2000) -> None:  # pragma: no cover - the study; the slow te
     for name, theta in (("power91", 0.02), ("power30", 0.02), ("power30", 0.03)):
         v, _ = items_verdicts(name, reps, theta=theta)
         print(f"  power  {name:13s} gap {100 * theta:.0f} pts, 1 look: improved {_fmt(v == 'improved', reps)}")
+    for arrival in ("spread", "random"):
+        v, _ = items_verdicts("power91", reps // 2, theta=0.02, looks=30, arrival=arrival)
+        print(f"  power  power91       gap 2 pts, 30 looks {arrival}: improved by the last {_fmt(v == 'improved', reps // 2)}")
     for name in ("F1", "F2", "F3", "near_ceiling"):
         for looks, arrival in ((1, "one"), (30, "spread"), (30, "random")):
             v, est = items_verdicts(name, reps, looks=looks, arrival=arrival)
