@@ -345,7 +345,7 @@ class Store:
                 question: str = "items", require: str | None = None, margin: float | None = None,
                 fail_on: str | None = None, alpha: float = 0.05, power: float = 0.8, variant: str | None = None,
                 hierarchy: str = "subject,domain", record: bool = False, scale: str = "judge",
-                suite: str | Sequence[str] | None = None):
+                suite: str | Sequence[str] | None = None, assume: str = "none"):
         """Paired comparison of ``candidate`` (one model or several) against ``baseline``, as ``benchcert compare``.
 
         Parameters
@@ -374,6 +374,9 @@ class Store:
         scale : {"judge", "human"}
             judge: the scores as stored; human: a judge-scored benchmark's gap on the human scale
             (PPI++ from the judge's scores and the items people labelled for both models).
+        assume : {"none", "symmetric"}
+            As ``--assume``: with ``record`` and ``question="new-subjects"``, ``"symmetric"``
+            assumes the subject gaps symmetric about their mean (a more powerful verdict).
 
         Returns
         -------
@@ -401,7 +404,10 @@ class Store:
         request = CompareRequest(db=self.path, benchmark=benchmark, baseline=baseline, candidates=candidates,
                                  alpha=alpha, power=power, variant=variant, hierarchy=hierarchy,
                                  lock_timeout=self.lock_timeout, gate=GateOptions(fail_on, margin, require),
-                                 question=question)
+                                 question=question, assume=assume)
+        if assume != "none" and not (record and question == "new-subjects"):
+            raise ValueError(f"assume={assume!r} applies to the recorded new-subjects verdict (record=True, "
+                             "question='new-subjects')")
         if scale not in ("judge", "human"):
             raise ValueError(f"scale must be 'judge' or 'human'; got {scale!r}")
         if scale == "human":

@@ -72,6 +72,10 @@ def register(sub) -> None:
                     help="items (default): is the candidate better on this benchmark's items (the item-weighted "
                          "gap; subjects fixed strata); new-subjects: does the gap generalise to new subjects (the "
                          "subject-weighted gap: every subject counts once)")
+    sp.add_argument("--assume", choices=("none", "symmetric"), default="none",
+                    help="with --record --question new-subjects: symmetric - subject gaps symmetric about their mean "
+                         "(a more powerful anytime-valid test; wrong when the gap moves with subject size); none "
+                         "(default) - nothing assumed of their shape; fixed at the question's first look")
     sp.add_argument("--record", action="store_true",
                     help="record a two-model comparison as the next look of its checkpoint-verdict question "
                          "(the --question asked, fixed at its first look; its estimand named in the output)")
@@ -107,13 +111,16 @@ def _request(args):
     if args.record and (args.baseline is not None and len(args.models) != 1 or args.baseline is None
                         and len(args.models) != 2):
         raise UsageError("--record needs exactly one baseline and one candidate (A B, or --baseline M C)")
+    if args.assume != "none" and not (args.record and args.question == "new-subjects"):
+        raise UsageError("--assume symmetric applies to the recorded new-subjects verdict: add --record "
+                         "--question new-subjects")
     require_store(args.db)
     baseline = args.baseline if args.baseline is not None else args.models[0]
     candidates = args.models if args.baseline is not None else args.models[1:]
     return CompareRequest(db=args.db, benchmark=args.benchmark, baseline=baseline, candidates=tuple(candidates),
                           alpha=args.alpha, power=args.power, variant=args.variant, hierarchy=args.hierarchy,
                           lock_timeout=args.lock_timeout, gate=GateOptions(args.fail_on, args.margin, args.require),
-                          question=args.question)
+                          question=args.question, assume=args.assume)
 
 
 def cmd_compare(args) -> int:
@@ -184,9 +191,13 @@ def _show_look(args, look) -> int:
     print(f"  this look, fixed-sample (not the verdict's test): gap {100 * v.gap:.2f} pp, {100 * (1 - v.alpha):g}% "
           f"interval [{100 * v.lower:.2f}, {100 * v.upper:.2f}] ({v.method}), p = {v.p_value:.3g}, {exact}"
           f"MDE {100 * v.mde:.2f} pp; {v.n_shared} shared items{subj}, {v.n_excluded} excluded")
-    print(f"  the verdict decides at the first look by p <= {v.alpha * v.first_look_share:g} (alpha x first-look "
-          f"share; first look p = {v.first_p_value:.3g}, {v.first_method or 'a test of an earlier version'}), "
-          "after it by the anytime-valid test")
+    if v.first_method in ("plugin_betting_all_alpha", "symmetric_selfnormalised"):
+        print(f"  the verdict is one anytime-valid test ({v.first_method}) with all of alpha = {v.alpha:g}, at every "
+              "look (no separate first look)")
+    else:
+        print(f"  the verdict decides at the first look by p <= {v.alpha * v.first_look_share:g} (alpha x first-look "
+              f"share; first look p = {v.first_p_value:.3g}, {v.first_method or 'a test of an earlier version'}), "
+              "after it by the anytime-valid test")
     cs = ("" if v.cs_lower is None else f", anytime interval [{100 * v.cs_lower:.2f}, {100 * v.cs_upper:.2f}] pp")
     unit = (f"{v.n_sequential_units} subject(s) in the sequential test (one mean each, at its first look)"
             if v.sequential_unit == "subject" else f"{v.n_sequential} in the sequential test")

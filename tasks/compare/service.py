@@ -89,6 +89,9 @@ class CompareRequest:
         The CI gate asked for, if any.
     question : str
         A member of :data:`QUESTION_CHOICES`: what every verdict answers.
+    assume : str
+        ``none`` or ``symmetric`` (``--record --question new-subjects`` only: subject gaps symmetric
+        about their mean; :mod:`benchcert.tasks.compare.recorded`).
     """
 
     db: Path
@@ -102,6 +105,7 @@ class CompareRequest:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     gate: GateOptions | None = None
     question: str = "items"
+    assume: str = "none"
 
 
 def check_request(request: CompareRequest) -> None:
@@ -477,7 +481,8 @@ def record_look(request: CompareRequest) -> RecordedLook:
     baseline, (candidate,) = request.baseline, request.candidates
     v = checkpoint_verdict(request.db, request.benchmark, baseline, candidate, alpha=request.alpha,
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
-                           record=True, lock_timeout=request.lock_timeout, question=request.question)
+                           record=True, lock_timeout=request.lock_timeout, question=request.question,
+                           assume=request.assume)
     anytime = v.cs_lower is not None
     row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
            "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,
