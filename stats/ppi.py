@@ -44,6 +44,16 @@ of the time (77% at n = 50, 87% at n = 100); with it 100%, 100% and 96.6%, and a
 repetitions; tests/stats/test_ppi.py).
 Away from the boundary it adds O(1/n) relative width.
 
+Third departure, for ``quantile="t"`` too (issue #36): the interval reported is the hull of that
+one and its score form, and is clipped to the score range ([0, 1] for a mean, [-1, 1] for a gap).
+The score form replaces the labels' variance Var(Y) in se^2 by kappa (theta - lo)(hi - theta), a
+function of the estimand theta itself (kappa = Var(Y) / ((mean(Y) - lo)(hi - mean(Y))), 1 for 0/1
+labels) and solves (est - theta)^2 <= q^2 se^2(theta) for theta: at lambda = 0 (an uninformative
+judge) this is Wilson's score interval on the labels, whose centre moves towards the middle of
+the range where the labels sit near one end. The plug-in interval alone is a Wald interval there:
+92.82% [92.30, 93.32] coverage at 100 labels, human rate 0.9 and an uninformative judge, and an
+upper end of 1.036 on the command line.
+
 Assumption (printed with every result): the human-labelled items are a uniform random sample of
 the judged items (missing completely at random).  :func:`labelled_subset_check` tests one
 consequence of it: the labelled items' judge scores look like the rest's.
@@ -184,10 +194,42 @@ def _ppi(y, yh, yu, alpha, lam, quantile, method, assumptions, lo=0.0, hi=1.0) -
         warnings.warn(DegenerateDataWarning(
             "human and judge scores do not vary: the prediction-powered interval has zero width"), stacklevel=3)
     judge_all = float(np.concatenate([yh, yu]).mean())
-    return PPIMeanResult(estimate=float(est), lower=float(est - q * se), upper=float(est + q * se), se=se, lam=lam,
-                         alpha=alpha, n_human=n, n_judge=big_n, human_only_lower=float(y.mean() - q * se_h),
-                         human_only_upper=float(y.mean() + q * se_h), judge_only_estimate=judge_all,
+    lower, upper = est - q * se, est + q * se
+    lower_h, upper_h = y.mean() - q * se_h, y.mean() + q * se_h
+    if quantile == "t":  # the hull with the score form, clipped to the score range (module notes)
+        s_lo, s_hi = _score_interval(y, yh, yu, lam, est, q, lo, hi)
+        lower, upper = max(lo, min(lower, s_lo)), min(hi, max(upper, s_hi))
+        s_lo, s_hi = _score_interval(y, yh, yu, 0.0, float(y.mean()), q, lo, hi)
+        lower_h, upper_h = max(lo, min(lower_h, s_lo)), min(hi, max(upper_h, s_hi))
+    return PPIMeanResult(estimate=float(est), lower=float(lower), upper=float(upper), se=se, lam=lam,
+                         alpha=alpha, n_human=n, n_judge=big_n, human_only_lower=float(lower_h),
+                         human_only_upper=float(upper_h), judge_only_estimate=judge_all,
                          method=method, assumptions=assumptions)
+
+
+def _score_interval(y, yh, yu, lam, est, q, lo, hi) -> tuple[float, float]:
+    r"""The score form of the PPI interval: the theta with
+    (est - theta)^2 <= q^2 [lam^2 Var(Yhat_u) / N + (kappa (theta - lo)(hi - theta) - 2 lam c + lam^2 v_j) / n],
+    the human labels' variance taken as a function of theta (module notes); (lo, hi) when the
+    inequality holds everywhere, the plain ends (est, est) when nowhere."""
+    n, big_n = y.size, yu.size
+    m = float(y.mean())
+    room = (m - lo) * (hi - m)
+    # kappa: the labels' variance against the largest a score in [lo, hi] with that mean can have
+    # (1 for 0/1 labels up to n / (n - 1)); 1 when every label is at one end (no information on it)
+    kappa = float(np.var(y, ddof=1) / room) if room > 1e-12 else 1.0
+    kappa = max(kappa, 1.0 / n)
+    cov = float(np.cov(y, yh, ddof=1)[0, 1]) if lam else 0.0
+    v_j = float(np.var(yh, ddof=1)) if lam else 0.0
+    b_term = lam * lam * float(np.var(yu)) / big_n + (lam * lam * v_j - 2 * lam * cov) / n
+    g = q * q * kappa / n
+    # (1 + g) theta^2 - (2 est + g (lo + hi)) theta + (est^2 + g lo hi - q^2 b) <= 0
+    a2, a1, a0 = 1.0 + g, -(2.0 * est + g * (lo + hi)), est * est + g * lo * hi - q * q * b_term
+    disc = a1 * a1 - 4.0 * a2 * a0
+    if disc < 0:
+        return est, est
+    root = math.sqrt(disc)
+    return (-a1 - root) / (2.0 * a2), (-a1 + root) / (2.0 * a2)
 
 
 def ppi_mean(human, judge_labelled, judge_unlabelled, *, alpha: float = 0.05, lam: float | None = None,
