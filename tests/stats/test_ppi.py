@@ -283,3 +283,42 @@ def test_validation_names_the_parameter():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ppi_mean([1, 0, 1], [1, 0, 0], [0, 1, 1])
+
+
+def test_assurance_plan_asks_for_more_labels_than_the_typical_one():
+    # the typical plan is about the median label set; --assurance 0.8 plans for the 80th percentile of
+    # the reported half-width, the pilot's own error counted: never fewer labels (here more with the judge)
+    rng = np.random.default_rng(23)
+    human, judge = draw_benchmark(rng, 4000)
+    pilot = rng.choice(4000, 150, replace=False)
+    typ = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06)
+    sure = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=0.8,
+                             rng=np.random.default_rng(1))
+    again = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=0.8,
+                              rng=np.random.default_rng(1))
+    assert sure.assurance == 0.8 and typ.assurance is None
+    assert sure.n_ppi > typ.n_ppi and sure.n_human_only >= typ.n_human_only
+    assert (sure.n_ppi, sure.n_human_only) == (again.n_ppi, again.n_human_only)
+    with pytest.raises(ValueError, match="assurance"):
+        plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=1.2)
+
+
+@pytest.mark.slow
+def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
+    """Over fresh (pilot of 200, label set) pairs in issue #28's setting, epsilon 0.05: the label sets of
+    the typical plan's size reach epsilon in about half the runs or fewer, those of the --assurance 0.8
+    plan in at least 80% (Clopper-Pearson upper bound)."""
+    rng = np.random.default_rng(2136)
+    reps = 150
+    hit_t, hit_a = np.zeros(reps, bool), np.zeros(reps, bool)
+    for r in range(reps):
+        human, judge = draw_benchmark(rng, 4000)
+        pilot = rng.choice(4000, 200, replace=False)
+        typ = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.05)
+        plan = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.05, assurance=0.8, rng=rng)
+        h, j = draw_benchmark(rng, 4000)
+        for n, hits in ((typ.n_ppi, hit_t), (plan.n_ppi, hit_a)):
+            lab = rng.choice(4000, n, replace=False)
+            hits[r] = ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width <= 0.05
+    assert rate_ci(hit_a, reps, level=0.95)[2] >= 0.8, rate_ci(hit_a, reps, level=0.95)
+    assert rate_ci(hit_t, reps, level=0.95)[1] <= 0.6, rate_ci(hit_t, reps, level=0.95)
