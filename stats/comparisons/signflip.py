@@ -360,7 +360,7 @@ def _nonnegative_spans(coef) -> tuple[np.ndarray, np.ndarray]:
     real = np.abs(roots.imag) <= 1e-7 * (1.0 + np.abs(roots.real))
     u = np.where(real, roots.real, np.nan)
     for _ in range(2):  # polish: one Newton step on the unscaled-by-lead quartic
-        f = (((c[:, :1] * u + c[:, 1:2]) * u + c[:, 2:3]) * u + c[:, 3:4]) * u + c[:, 4:5]
+        f = _quartic(c, u)
         df = ((4 * c[:, :1] * u + 3 * c[:, 1:2]) * u + 2 * c[:, 2:3]) * u + c[:, 3:4]
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = np.where(np.abs(df) > 1e-12, u - f / df, u)
@@ -368,7 +368,7 @@ def _nonnegative_spans(coef) -> tuple[np.ndarray, np.ndarray]:
     u = np.sort(u, axis=1)  # NaN (complex roots) last
     left, right = u[:, :-1], u[:, 1:]
     mid = (left + right) / 2
-    f_mid = (((c[:, :1] * mid + c[:, 1:2]) * mid + c[:, 2:3]) * mid + c[:, 3:4]) * mid + c[:, 4:5]
+    f_mid = _quartic(c, mid)
     keep = np.isfinite(mid) & (f_mid >= 0)
     # runs of touching spans (a double root inside a span) are one span: each e counts once
     before = np.pad(keep, ((0, 0), (1, 0)))[:, :-1]
@@ -376,3 +376,8 @@ def _nonnegative_spans(coef) -> tuple[np.ndarray, np.ndarray]:
     starts, stops = left[keep & ~before], right[keep & ~after]
     inf = np.full(wide, np.inf)
     return np.concatenate([starts, -inf]), np.concatenate([stops, inf])
+
+
+def _quartic(c, u):
+    """Each row's quartic (coefficients ``c``, highest power first) at the points ``u`` (Horner)."""
+    return (((c[:, :1] * u + c[:, 1:2]) * u + c[:, 2:3]) * u + c[:, 3:4]) * u + c[:, 4:5]
