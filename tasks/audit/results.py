@@ -169,8 +169,11 @@ def summary_markdown(summary: Summary, run_dir: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The verdict's numbers summary.json carries: the question it answers and its estimand come with the gap and
+#: interval, so a page shows them together (tasks/render/verdict_rows.py).
 VERDICT_DETAIL = ("look", "decided_by", "fixed_verdict", "gap", "lower", "upper", "p_value", "anytime_p", "mde",
-                  "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method")
+                  "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method", "question_key", "question",
+                  "estimand")
 
 
 def verdict_entry(v: dict) -> Verdict:

@@ -34,6 +34,7 @@ __all__ = [
     "checkpoint_key",
     "load_runs",
     "choose_method",
+    "headline_order",
     "method_label",
     "score_interval",
     "trend_table",
@@ -91,6 +92,10 @@ class ModelScore:
     estimates: dict[str, float]
     intervals: dict[tuple[str, str], tuple[float, float]]
     questions: dict[str, str] = field(default_factory=dict)  # metric -> the headline's question
+    rank: int | None = None  # the comparisons' rank (1 = best), its simultaneous interval and tied groups
+    rank_lower: int | None = None
+    rank_upper: int | None = None
+    tied_groups: tuple[int, ...] = ()
 
     @property
     def family(self) -> str:
@@ -186,9 +191,12 @@ def _parse_model(m, where: str) -> ModelScore:
             intervals[(metric, "headline")] = (_need(head, "lower", float, f"{where} {metric} headline"),
                                                _need(head, "upper", float, f"{where} {metric} headline"))
             questions[metric] = _need(head, "question", str, f"{where} {metric} headline")
+    rank = {k: m.get(k) if isinstance(m.get(k), int) and not isinstance(m.get(k), bool) else None
+            for k in ("rank", "rank_lower", "rank_upper")}
+    groups = tuple(g for g in m.get("tied_groups") or [] if isinstance(g, int) and not isinstance(g, bool))
     return ModelScore(model=name, n_items=_need(m, "n_items", int, where),
                       coverage=_need(m, "coverage", float, where), estimates=estimates, intervals=intervals,
-                      questions=questions)
+                      questions=questions, tied_groups=groups, **rank)
 
 
 def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRecord:
@@ -281,6 +289,12 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
 
 
 # --------------------------------------------------------------------------- trends
+
+
+def headline_order(models) -> list:
+    """The one order of models on every page, chart and table: by the headline's pooled score, best first,
+    ties by name (the report uses the same rule, tasks/audit/results.py ``model_order``)."""
+    return sorted(models, key=lambda m: (-m.estimates["pooled"], m.model))
 
 
 def choose_method(run: RunRecord, methods=DEFAULT_METHODS) -> str | None:
