@@ -13,6 +13,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import ColumnMapping
+from benchcert.flows.serve_log import announced
 from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
@@ -148,7 +149,21 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
     nested request, ``prefect deployment run --param`` or the trigger would have to restate it
     whole.  It runs :func:`checkpoint_flow`'s body in this flow run (not as a subflow).  ``question``
     comes from the event (``notify-checkpoint --question``); an event without one asks "items".
+    The serve log gets a line when the run starts, and when it finishes (run id and verdict) or fails
+    (the error): :mod:`benchcert.flows.serve_log`.
     """
+    with announced("benchcert-checkpoint", benchmark=benchmark, model=model) as outcome:
+        result = _checkpoint_request_flow(model, benchmark, logs, db, artifacts_root, baseline, alpha, mapping,
+                                          webhook_url, lock_timeout, inbox, dashboard_dir, allowed_logs, question)
+        verdict = result.get("verdict") or {}
+        outcome.update(run_id=result.get("run_id"), baseline=baseline,
+                       verdict=verdict.get("verdict") or "none (no baseline)",
+                       gap=None if verdict.get("gap") is None else f"{100 * verdict['gap']:+.2f} pp")
+    return result
+
+
+def _checkpoint_request_flow(model, benchmark, logs, db, artifacts_root, baseline, alpha, mapping, webhook_url,
+                             lock_timeout, inbox, dashboard_dir, allowed_logs, question) -> dict:
     request = CheckpointRequest(
         model=model, logs=logs, mapping=mapping, inbox=inbox, dashboard_dir=dashboard_dir, allowed_logs=allowed_logs,
         question=question or "items",
