@@ -77,8 +77,8 @@ overflow-wrap:anywhere}
 th{overflow-wrap:normal;word-break:normal;hyphens:none}
 thead th{background:var(--alt);font-weight:600}
 td.num,th.num{text-align:right;white-space:nowrap}
-td.iv,td.gap{white-space:nowrap}
-.table-wrap{overflow-x:auto;max-width:100%}
+td.iv,td.gap,td.anytime,td.verdict,td.pooled-iv,td.macro-iv{white-space:nowrap}
+.table-wrap{overflow-x:auto;max-width:100%;position:relative}
 .bad{color:var(--bad);font-weight:600}
 .good{color:var(--good)}
 .open{color:var(--open)}

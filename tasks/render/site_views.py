@@ -358,9 +358,8 @@ def _cell(view: VerdictView | None) -> Html:
         return Html('<td class="cell none">\u00b7</td>')
     return Html(f'<td class="cell v-{view.direction}" title="{escape(view.tooltip())}" '
                 f'data-verdict="{escape(view.direction)}" data-gap="{escape(view.gap)}" '
-                f'data-interval="{escape(view.interval)}">{SYMBOLS[view.direction]}'
-                f'<span class="visually-hidden"> {escape(view.verdict)}, gap {escape(view.gap)}, interval '
-                f"{escape(view.interval)}</span></td>")
+                f'data-interval="{escape(view.interval)}">{SYMBOLS[view.direction]} {escape(view.gap)}'
+                f'<span class="visually-hidden"> {escape(view.verdict)}, interval {escape(view.interval)}</span></td>')
 
 
 def _grid(d: SiteData, columns: list[str], caption: str, short) -> str:
@@ -381,8 +380,8 @@ def _grid(d: SiteData, columns: list[str], caption: str, short) -> str:
 def grid_page(d: SiteData) -> str:
     candidates = {v.model for vs in d.verdicts.values() for v in vs}
     body = ['<p>Each cell is the latest recorded verdict of a checkpoint (column) against its baseline on a '
-            "benchmark (row): \u25b2 improved, \u25bc regressed, \u25cb inconclusive, \u00b7 no verdict. Hover a "
-            "cell for its question, gap and interval; every number is in the table under the grids.</p>"]
+            "benchmark (row) with its gap: \u25b2 improved, \u25bc regressed, \u25cb inconclusive, \u00b7 no "
+            "verdict. Hover a cell for its question and interval; every number is in the table under the grids.</p>"]
     for fam, members in d.families.items():
         cols = [m for m in members if m in candidates]
         if cols:

@@ -119,6 +119,15 @@ def _resolve(verdict: str, detail: dict) -> str:
     return "not in this artifact"
 
 
+def _decided(decided, look) -> str:
+    """``"first look (look 1)"``, ``"anytime test (look 3)"``; an open verdict: ``"open at look 2"``."""
+    at = f"look {look}" if isinstance(look, int) and not isinstance(look, bool) else "this look"
+    if not decided:
+        return f"open at {at}"
+    name = {"first_look": "first-look test", "anytime": "anytime test"}.get(str(decided), str(decided).replace("_", " "))
+    return f"{name} ({at})"
+
+
 def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
     """The shown fields of one summary.json verdict (``{"kind", "model", "baseline", "verdict", "detail"}``)."""
     detail = v.get("detail") if isinstance(v.get("detail"), dict) else {}
@@ -131,7 +140,7 @@ def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
         benchmark=benchmark, model=str(v.get("model") or ""), baseline=str(v.get("baseline") or DASH), verdict=word,
         question=_question(detail), gap=fmt_gap(gap), interval=fmt_gap_interval(lo, hi),
         interval_method=str(detail.get("method") or ""), anytime=fmt_gap_interval(cs_lo, cs_hi),
-        decided_by=(f"{decided}" if decided else DASH) + (f", look {look}" if isinstance(look, int) else ""),
+        decided_by=_decided(decided, look),
         resolve=_resolve(word, detail), gap_value=gap, lower=lo, upper=hi)
 
 
@@ -151,9 +160,9 @@ def verdicts_table(views: list[VerdictView], *, cls: str = "verdicts", with_benc
                    links: dict[str, str] | None = None) -> str:
     """The verdict rows: (benchmark,) model, baseline, question, gap, interval, anytime interval, verdict,
     decided by, and what would resolve an open one.  ``links`` maps a benchmark to its page."""
-    head = (["benchmark"] if with_benchmark else []) + ["model", "baseline", "question", "gap", "interval",
-                                                          "anytime interval", "verdict", "decided by",
-                                                          "what would resolve it"]
+    head = (["benchmark"] if with_benchmark else []) + ["model", "baseline", "question", "gap",
+                                                          "interval (this look)", "anytime interval", "verdict",
+                                                          "decided by", "what would resolve it"]
     rows = []
     for view in views:
         bench: list = []
