@@ -47,6 +47,7 @@ import datetime as dt
 import os
 import shutil
 import socket
+import stat
 import threading
 import uuid
 from dataclasses import dataclass
@@ -103,13 +104,27 @@ class SiteReport:
 
 
 def _copy_inside(root: Path, src: Path, dst: Path) -> bool:
+    """Put the run file ``src`` into the site at ``dst``: a hard link when the two are on one filesystem (a run
+    directory is never changed once published, so the site and the artifacts share the bytes), else a copy.
+
+    ``src``'s folder was resolved inside ``root`` when the run was read (run_records.load_runs); a regular
+    file there is inside too, and a symlink is followed only when it resolves inside ``root``.
+    """
     try:
-        real = inside(root, str(src.relative_to(root)))
-    except ValueError:
+        mode = os.lstat(src).st_mode
+    except OSError:
         return False
-    if not real.is_file():
-        return False
-    shutil.copyfile(real, dst)
+    if not stat.S_ISREG(mode):
+        try:
+            src = inside(root, str(src.relative_to(root)))
+        except ValueError:
+            return False
+        if not src.is_file():
+            return False
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem, or links not allowed: copy
+        shutil.copyfile(src, dst)
     return True
 
 

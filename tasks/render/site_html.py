@@ -15,6 +15,7 @@ without any script.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import quote
 
 from benchcert.tasks.render.escape import escape
@@ -38,8 +39,18 @@ class Html(str):
 
 
 def h(value) -> str:
-    """``value`` as markup: itself when it is :class:`Html`, else escaped."""
-    return value if isinstance(value, Html) else escape(value)
+    """``value`` as markup: itself when it is :class:`Html`, else escaped (a number's text needs no escaping;
+    a string is escaped once per build, :func:`_escaped`: names and run ids recur on thousands of pages)."""
+    if isinstance(value, Html):
+        return value
+    if type(value) in (int, float):
+        return str(value)
+    return _escaped(value) if type(value) is str else escape(value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _escaped(text: str) -> str:
+    return escape(text)
 
 
 def link(target: str, text) -> Html:
@@ -97,7 +108,7 @@ td.v-inconclusive{background:#eeeeee;color:#3d4349}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 footer{color:var(--muted);font-size:12px;border-top:1px solid var(--border);margin-top:40px;padding-top:8px}
 @media (max-width:640px){body{padding:10px 10px 32px;font-size:14px}h1{font-size:1.3em}
-th,td{padding:3px 6px}.card{min-width:0;flex:1 1 40%}}
+th,td{padding:3px 6px;white-space:nowrap;overflow-wrap:normal}.card{min-width:0;flex:1 1 40%}}
 """.strip()
 
 NAV = (("index.html", "overview"), ("checkpoints.html", "checkpoints"), ("models.html", "models"))

@@ -41,6 +41,12 @@ __all__ = ["SiteData", "site_data", "overview_page", "models_index_page", "model
 
 #: Runs listed on the overview (every run is on its benchmark's page).
 LATEST_RUNS_SHOWN = 30
+#: Open (and decided) verdicts listed on the overview, most recent first; every one is on the checkpoint grid's
+#: pages and its run's page.  Keeps the overview of 50 benchmarks x 200 runs under 2 MB.
+OVERVIEW_VERDICTS = 60
+#: Checkpoints per training run shown as grid columns and in the training-run tables (the latest ones; the
+#: charts draw every checkpoint).
+GRID_CHECKPOINTS = 24
 
 
 def model_path(model: str) -> str:
@@ -115,6 +121,20 @@ def _headline_cells(m: ModelScore, method) -> list:
 # --------------------------------------------------------------------------- overview
 
 
+def _recent_first(d: SiteData, views: list[VerdictView]) -> list[VerdictView]:
+    """Verdicts by the time of the run that recorded them, newest first (ties by benchmark and model)."""
+    def key(v):
+        run = d.verdict_runs[(v.benchmark, v.model, v.baseline)]
+        return (run.finished_at, v.benchmark, v.model)
+
+    return sorted(views, key=key, reverse=True)
+
+
+def _shown_note(n: int, cap: int) -> str:
+    return "" if n <= cap else (f"; the latest {cap} of {n} are listed, every one is on the "
+                                '<a href="checkpoints.html">checkpoint grid</a>')
+
+
 def _regression_rows(d: SiteData) -> list[list]:
     """The regressions of each benchmark's latest run against its previous run: score moves down, and
     regressed verdicts (those are in the verdict rows, with their numbers)."""
@@ -151,7 +171,7 @@ def overview_page(d: SiteData, artifacts_root) -> str:
                            *(([top[0].model, *_headline_cells(top[0], method)]) if top else [DASH, DASH, DASH]),
                            method_label(last, method, "pooled") if method else DASH,
                            ", ".join(last.regressions) or DASH])
-    views = [v for b in sorted(d.verdicts) for v in d.verdicts[b]]
+    views = _recent_first(d, [v for b in sorted(d.verdicts) for v in d.verdicts[b]])
     open_views = [v for v in views if v.is_open]
     regressions = _regression_rows(d)
     links = {b: d.bench_href(b) for b in d.by_bench}
@@ -170,12 +190,16 @@ def overview_page(d: SiteData, artifacts_root) -> str:
             table(["benchmark", "model", "metric", "previous", "previous interval", "now", "run"], regressions,
                   cls="regressions", num={3, 4, 5}),
             '<h2 id="open-verdicts">Open checkpoint verdicts</h2><p class="note">Inconclusive verdicts (the latest look '
-            "of each question), with what would resolve them where the artifact says.</p>",
-            verdicts_table(open_views, cls="verdicts open-verdicts", with_benchmark=True, links=links)]
+            "of each question), most recent first, with what would resolve them where the artifact says"
+            + _shown_note(len(open_views), OVERVIEW_VERDICTS) + ".</p>",
+            verdicts_table(open_views[:OVERVIEW_VERDICTS], cls="verdicts open-verdicts", with_benchmark=True,
+                           links=links)]
     decided = [v for v in views if not v.is_open]
     if decided:
-        body += ['<h2 id="decided-verdicts">Decided checkpoint verdicts</h2>',
-                 verdicts_table(decided, cls="verdicts decided-verdicts", with_benchmark=True, links=links)]
+        body += ['<h2 id="decided-verdicts">Decided checkpoint verdicts</h2><p class="note">Most recent first'
+                 + _shown_note(len(decided), OVERVIEW_VERDICTS) + ".</p>",
+                 verdicts_table(decided[:OVERVIEW_VERDICTS], cls="verdicts decided-verdicts", with_benchmark=True,
+                                links=links)]
     body += [f'<h2 id="stale">Stale benchmarks</h2><p class="note">No run for more than {d.stale_days} days '
              f"(at {escape(d.generated)}).</p>",
              table(["benchmark", "last run finished", "days"], stale, cls="stale", num={2})]
@@ -319,12 +343,16 @@ def series_page(d: SiteData, family: str) -> str:
             "tips": [f"{p['model']}: {_pct(p['est'])} {_iv(p['lo'], p['hi'])}"
                      + (f" \u00b7 {p['view'].tooltip()}" if p["view"] else "") for p in pts]}],
             title=f"{bench}: {family} along its checkpoints", desc=desc)
+        note = ("" if len(pts) <= GRID_CHECKPOINTS else
+                f'<p class="note">The latest {GRID_CHECKPOINTS} of {len(pts)} checkpoints; the chart draws every one, '
+                "each point with its numbers as a tooltip.</p>")
         rows = [[p["model"], link(d.run_href(p["run"]), p["run"].run_id), _pct(p["est"]), _iv(p["lo"], p["hi"]),
                  verdict_badge(p["view"]) if p["view"] else DASH, p["view"].gap if p["view"] else DASH,
                  p["view"].interval if p["view"] else DASH, p["view"].question if p["view"] else DASH,
-                 Html('<span class="bad">\u25bc regression</span>') if p["regressed"] else DASH] for p in pts]
+                 Html('<span class="bad">\u25bc regression</span>') if p["regressed"] else DASH]
+                for p in pts[-GRID_CHECKPOINTS:]]
         body += [f'<section class="series-bench"><h2>{link("../" + d.bench_href(bench), bench)}</h2>',
-                 chart,
+                 chart, note,
                  table(["checkpoint", "run", "pooled", "headline interval", "verdict", "gap", "interval", "question",
                         "regression"], [[link("../" + model_path(r[0]), r[0]), *[_rel(x) for x in r[1:]]]
                                          for r in rows], cls="series-points", num={2, 3},
@@ -382,20 +410,28 @@ def grid_page(d: SiteData) -> str:
     body = ['<p>Each cell is the latest recorded verdict of a checkpoint (column) against its baseline on a '
             "benchmark (row) with its gap: \u25b2 improved, \u25bc regressed, \u25cb inconclusive, \u00b7 no "
             "verdict. Hover a cell for its question and interval; every number is in the table under the grids.</p>"]
+    shown: set[str] = set()
     for fam, members in d.families.items():
         cols = [m for m in members if m in candidates]
+        if len(cols) > GRID_CHECKPOINTS:
+            body.append(f'<p class="note">{escape(fam)}: the latest {GRID_CHECKPOINTS} of {len(cols)} checkpoints '
+                        f'with a verdict; the <a href="{escape(series_path(fam))}">training-run page</a> charts '
+                        "every one.</p>")
+            cols = cols[-GRID_CHECKPOINTS:]
+        shown |= set(cols)
         if cols:
             body += [f'<h2>{link(series_path(fam), fam)}</h2>',
                      _grid(d, cols, f"{fam}: verdict per benchmark and checkpoint",
                            lambda c: split_checkpoint(c)[1] or c)]
     others = sorted(c for c in candidates if split_checkpoint(c)[1] is None)
+    shown |= set(others)
     if others:
         body += ["<h2>Other candidates</h2>", _grid(d, others, "verdict per benchmark and candidate", lambda c: c)]
     if not candidates:
         body.append('<p class="note">No checkpoint verdict has been recorded yet (benchcert compare --record, or the '
                     "checkpoint deployment).</p>")
-    views = [v for b in sorted(d.verdicts) for v in d.verdicts[b]]
-    body += ['<h2 id="numbers">Every verdict</h2>',
+    views = [v for b in sorted(d.verdicts) for v in d.verdicts[b] if v.model in shown]
+    body += ['<h2 id="numbers">Every verdict in the grids</h2>',
              verdicts_table(views, cls="verdicts grid-numbers", with_benchmark=True,
                             links={b: d.bench_href(b) for b in d.by_bench})]
     return page("Checkpoints", [("index.html", "overview"), (None, "checkpoints")], body, d.generated)
