@@ -30,8 +30,8 @@ __all__ = ["VerdictView", "verdict_view", "verdict_badge", "verdicts_table", "RE
 #: A symbol per direction, so a verdict never depends on colour alone.
 SYMBOLS = {"improved": "\u25b2", "regressed": "\u25bc", "inconclusive": "\u25cb"}
 
-#: Fields an open verdict may carry that say what would resolve it (issue #35, "more items
-#: needed"), with the unit each counts; the first present is shown.
+#: Plain-number fields an open verdict may carry that say what would resolve it, with the unit each counts;
+#: the first present is shown.  Issue #35's document (``detail.more_items``, a dict) is read first.
 RESOLVE_FIELDS = (("more_items", "more items"), ("items_needed", "more items"), ("more_subjects", "more subjects"),
                   ("subjects_needed", "more subjects"))
 
@@ -104,9 +104,26 @@ def _question(detail: dict) -> str:
     return "not recorded"
 
 
+def _more_items_doc(doc: dict) -> str | None:
+    """The text of a "more items needed" document (issue #35: ``unit``, ``more_for_observed_gap``,
+    ``observed_gap``, ``power``; ``reason`` when there is no number)."""
+    n, unit = _num(doc.get("more_for_observed_gap")), str(doc.get("unit") or "items")
+    if n is None:
+        return str(doc["reason"]) if doc.get("reason") else None
+    gap, power = _num(doc.get("observed_gap")), _num(doc.get("power"))
+    lower = "at least" if unit == "subjects" else "about"
+    return (f"{lower} {n:,.0f} more {unit} (same design)"
+            + (f" would resolve a {100 * gap:.2f}-point gap" if gap is not None else "")
+            + (f" with {100 * power:g}% power" if power is not None else ""))
+
+
 def _resolve(verdict: str, detail: dict) -> str:
     if verdict != "inconclusive" and verdict in SYMBOLS:
         return "decided"
+    if isinstance(detail.get("more_items"), dict):
+        text = _more_items_doc(detail["more_items"])
+        if text:
+            return text
     for key, unit in RESOLVE_FIELDS:
         n = _num(detail.get(key))
         if n is not None:
