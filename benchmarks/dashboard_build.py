@@ -146,8 +146,8 @@ def main(argv=None) -> int:
         print(f"index.html: {index / 1e6:.3f} MB (target < {TARGET_INDEX_BYTES / 1e6:g} MB: "
               f"{'met' if index < TARGET_INDEX_BYTES else 'NOT met'}); whole site {total / 1e6:.0f} MB")
         for name in ("checkpoints.html", "models.html"):
-            print(f"{name}: {(work / 'site' / name).stat().st_size / 1e6:.3f} MB")
-        series = next((work / "site" / "series").iterdir(), None)
+            print(f"{name}: {(work / 'site' / '_views' / name).stat().st_size / 1e6:.3f} MB")
+        series = next((work / "site" / "_views").glob("series-*.html"), None)
         if series is not None:
             print(f"training-run page: {series.stat().st_size / 1e6:.3f} MB")
         print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} "

@@ -34,9 +34,9 @@ def main(argv=None) -> int:
     _, arts = fx.build(tmp)
     build_site(arts, tmp / "site", now=fx.NOW)
     run = sorted(p.name for p in (tmp / "site" / "beta").iterdir() if p.is_dir())[-1]
-    pages = {"overview": ("index.html", 1150), "checkpoints": ("checkpoints.html", 520),
-             "training-run": (f"series/{hashed_folder(fx.FAMILY)}.html", 820),
-             "model": (f"models/{hashed_folder(fx.FAMILY + '@step-5000')}.html", 760),
+    pages = {"overview": ("index.html", 1150), "checkpoints": ("_views/checkpoints.html", 520),
+             "training-run": (f"_views/series-{hashed_folder(fx.FAMILY)}.html", 820),
+             "model": (f"_views/model-{hashed_folder(fx.FAMILY + '@step-5000')}.html", 760),
              "benchmark": ("beta/index.html", 900), "run": (f"beta/{run}/index.html", 820)}
     srv = make_server(tmp / "site", port=0, quiet=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()

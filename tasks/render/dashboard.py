@@ -11,10 +11,11 @@ the site folder)::
     <out>/index.html                           overview: benchmarks with their latest run, regressions
                                                since the previous run, open checkpoint verdicts, stale
                                                benchmarks, training runs, the latest runs
-    <out>/checkpoints.html                     checkpoint grid: benchmarks x checkpoints, each cell the
+    <out>/_views/checkpoints.html              checkpoint grid: benchmarks x checkpoints, each cell the
                                                verdict against the baseline (site_views.grid_page)
-    <out>/models.html, models/<model>.html     one model across every benchmark (site_views.model_page)
-    <out>/series/<family>.html                 a training run: each benchmark's score along the steps
+    <out>/_views/models.html, model-<m>.html   one model across every benchmark (site_views.model_page)
+    <out>/_views/series-<family>.html          a training run: each benchmark's score along the steps
+                                               (_views: no benchmark's folder starts with "_")
     <out>/<benchmark>/index.html               the headline first, then trends: each model's pooled and
                                                macro score with its interval across runs, and across
                                                the checkpoints of a model family
@@ -66,8 +67,9 @@ from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError,
                                                 choose_method, load_runs, trend_table)
 from benchcert.tasks.render.site_html import SITE_CSP, href as _href
 from benchcert.tasks.render.site_run import bench_page, run_page
-from benchcert.tasks.render.site_views import (model_page, model_path, model_runs, models_index_page, grid_page, overview_page,
-                                               series_page, series_path, site_data)
+from benchcert.tasks.render.site_views import (GRID_PATH, MODELS_PATH, VIEWS, grid_page, model_page, model_path,
+                                               model_runs, models_index_page, overview_page, series_page, series_path,
+                                               site_data)
 
 __all__ = [
     "SITE_CSP",
@@ -227,11 +229,10 @@ def _write_benchmarks(root: Path, tmp: Path, data, trends, ckpts, max_trend_runs
 def _write_views(tmp: Path, data, root: Path) -> int:
     """The overview, the checkpoint grid, the model pages and the training-run pages."""
     (tmp / "index.html").write_text(overview_page(data, root), encoding="utf-8")
-    (tmp / "checkpoints.html").write_text(grid_page(data), encoding="utf-8")
+    (tmp / VIEWS).mkdir()
+    inside(tmp, *GRID_PATH.split("/")).write_text(grid_page(data), encoding="utf-8")
     per_model = model_runs(data)
-    (tmp / "models.html").write_text(models_index_page(data, per_model), encoding="utf-8")
-    (tmp / "models").mkdir()
-    (tmp / "series").mkdir()
+    inside(tmp, *MODELS_PATH.split("/")).write_text(models_index_page(data, per_model), encoding="utf-8")
     for model, benches in per_model.items():
         inside(tmp, *model_path(model).split("/")).write_text(model_page(data, model, benches), encoding="utf-8")
     for family in data.families:

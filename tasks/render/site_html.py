@@ -90,6 +90,7 @@ thead th{background:var(--alt);font-weight:600}
 td.num,th.num{text-align:right;white-space:nowrap}
 td.iv,td.gap,td.anytime,td.verdict,td.pooled-iv,td.macro-iv{white-space:nowrap}
 .table-wrap{overflow-x:auto;max-width:100%;position:relative}
+caption{caption-side:top;text-align:left;color:var(--muted);font-size:12px;padding:0 0 4px}
 .bad{color:var(--bad);font-weight:600}
 .good{color:var(--good)}
 .open{color:var(--open)}
@@ -111,7 +112,7 @@ footer{color:var(--muted);font-size:12px;border-top:1px solid var(--border);marg
 th,td{padding:3px 6px;white-space:nowrap;overflow-wrap:normal}.card{min-width:0;flex:1 1 40%}}
 """.strip()
 
-NAV = (("index.html", "overview"), ("checkpoints.html", "checkpoints"), ("models.html", "models"))
+NAV = (("index.html", "overview"), ("_views/checkpoints.html", "checkpoints"), ("_views/models.html", "models"))
 
 
 def page(title: str, crumbs: list[tuple[str | None, str]], body: list[str], generated: str, *,

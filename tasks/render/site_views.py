@@ -6,12 +6,12 @@ manifest.json of each run), never from the store:
 * **overview** (``index.html``): each benchmark's latest run with its leading model's headline interval,
   the regressions of each benchmark's latest run (against its previous run), the open checkpoint
   verdicts, the benchmarks with no run for ``stale_days`` days, the training runs and the latest runs;
-* **model** (``models/<model>.html``, listed in ``models.html``): one model across every benchmark, from
+* **model** (``_views/model-<model>.html``, listed in ``_views/models.html``): one model across every benchmark, from
   each benchmark's latest run that has it: headline intervals, rank with its interval and tied group;
 * **training run** (``series/<family>.html``): a checkpoint series ``family@step-N``: per benchmark the
   headline pooled score with its interval along the steps (a line with a band), the recorded verdicts
   marked and regressions flagged, and the numbers in a table;
-* **checkpoint grid** (``checkpoints.html``): benchmarks (rows) by checkpoints or candidate models
+* **checkpoint grid** (``_views/checkpoints.html``): benchmarks (rows) by checkpoints or candidate models
   (columns), each cell the latest verdict against the baseline, coloured and marked by direction, with
   gap and interval in its tooltip and in the text table below.  A suite verdict row can go on top
   (:func:`suite_rows`, the hook for the suite artifacts of issue #35).
@@ -37,7 +37,7 @@ from benchcert.tasks.render.site_run import rank_text
 from benchcert.tasks.render.verdict_rows import SYMBOLS, VerdictView, verdict_badge, verdict_view, verdicts_table
 
 __all__ = ["SiteData", "site_data", "overview_page", "models_index_page", "model_page", "series_page", "grid_page",
-           "model_path", "series_path", "suite_rows", "model_runs", "LATEST_RUNS_SHOWN"]
+           "model_path", "series_path", "suite_rows", "model_runs", "VIEWS", "GRID_PATH", "MODELS_PATH", "LATEST_RUNS_SHOWN"]
 
 #: Runs listed on the overview (every run is on its benchmark's page).
 LATEST_RUNS_SHOWN = 30
@@ -49,13 +49,20 @@ OVERVIEW_VERDICTS = 60
 GRID_CHECKPOINTS = 24
 
 
+#: The folder of the views across benchmarks.  Its name starts with "_", which no benchmark's folder does (plain
+#: names start with a letter or digit, hashed ones with their slug's), so no benchmark can take it.
+VIEWS = "_views"
+GRID_PATH, MODELS_PATH = f"{VIEWS}/checkpoints.html", f"{VIEWS}/models.html"
+
+
 def model_path(model: str) -> str:
-    """A model's page, relative to the site root; the file name cannot leave ``models/``."""
-    return "models/" + hashed_folder(model) + ".html"
+    """A model's page, relative to the site root; the file name cannot leave the views folder."""
+    return f"{VIEWS}/model-{hashed_folder(model)}.html"
 
 
 def series_path(family: str) -> str:
-    return "series/" + hashed_folder(family) + ".html"
+    """A training run's page, relative to the site root."""
+    return f"{VIEWS}/series-{hashed_folder(family)}.html"
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,7 @@ def _recent_first(d: SiteData, views: list[VerdictView]) -> list[VerdictView]:
 
 def _shown_note(n: int, cap: int) -> str:
     return "" if n <= cap else (f"; the latest {cap} of {n} are listed, every one is on the "
-                                '<a href="checkpoints.html">checkpoint grid</a>')
+                                f'<a href="{GRID_PATH}">checkpoint grid</a>')
 
 
 def _regression_rows(d: SiteData) -> list[list]:
@@ -218,7 +225,7 @@ def _training_runs_list(d: SiteData) -> list[str]:
         rows.append([link(series_path(fam), fam), len(members),
                      ", ".join(split_checkpoint(m)[1] or m for m in members[-3:]), len(benches)])
     return ['<h2 id="training-runs">Training runs</h2><p class="note">Checkpoint series (<code>model@step-N</code>); '
-            'the <a href="checkpoints.html">checkpoint grid</a> shows their verdicts per benchmark.</p>',
+            f'the <a href="{GRID_PATH}">checkpoint grid</a> shows their verdicts per benchmark.</p>',
             table(["series", "checkpoints", "latest", "benchmarks"], rows, cls="series-list", num={1, 3})]
 
 
@@ -247,11 +254,11 @@ def model_runs(d: SiteData) -> dict[str, dict[str, tuple[RunRecord, ModelScore]]
 
 
 def models_index_page(d: SiteData, per_model: dict) -> str:
-    rows = [[link(model_path(m), m), len(b), ", ".join(sorted(b)[:4]) + (" \u2026" if len(b) > 4 else "")]
+    rows = [[link("../" + model_path(m), m), len(b), ", ".join(sorted(b)[:4]) + (" \u2026" if len(b) > 4 else "")]
             for m, b in sorted(per_model.items())]
-    return page("Models", [("index.html", "overview"), (None, "models")],
+    return page("Models", [("../index.html", "overview"), (None, "models")],
                 ['<p class="note">Every model of every benchmark; each page shows one model across benchmarks.</p>',
-                 table(["model", "benchmarks", "some of them"], rows, cls="model-list", num={1})], d.generated)
+                 table(["model", "benchmarks", "some of them"], rows, cls="model-list", num={1})], d.generated, root="../")
 
 
 def model_page(d: SiteData, model: str, benches: dict[str, tuple[RunRecord, ModelScore]]) -> str:
@@ -287,7 +294,7 @@ def model_page(d: SiteData, model: str, benches: dict[str, tuple[RunRecord, Mode
     fam, ck = split_checkpoint(model)
     if ck is not None and fam in d.families:
         body.append(f'<p>Part of the training run {link("../" + series_path(fam), fam)}.</p>')
-    return page(model, [("../index.html", "overview"), ("../models.html", "models"), (None, model)], body,
+    return page(model, [("../index.html", "overview"), ("../" + MODELS_PATH, "models"), (None, model)], body,
                 d.generated, root="../")
 
 
@@ -399,7 +406,7 @@ def _grid(d: SiteData, columns: list[str], caption: str, short) -> str:
         views = {v.model: v for v in d.verdicts.get(bench, [])}
         if not any(c in views for c in columns):
             continue
-        rows.append(f'<tr><th scope="row">{link(d.bench_href(bench), bench)}</th>'
+        rows.append(f'<tr><th scope="row">{link("../" + d.bench_href(bench), bench)}</th>'
                     + "".join(_cell(views.get(c)) for c in columns) + "</tr>")
     return (f'<div class="table-wrap"><table class="grid"><caption>{escape(caption)}</caption>'
             f'<thead><tr><th scope="col">benchmark</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
@@ -415,12 +422,12 @@ def grid_page(d: SiteData) -> str:
         cols = [m for m in members if m in candidates]
         if len(cols) > GRID_CHECKPOINTS:
             body.append(f'<p class="note">{escape(fam)}: the latest {GRID_CHECKPOINTS} of {len(cols)} checkpoints '
-                        f'with a verdict; the <a href="{escape(series_path(fam))}">training-run page</a> charts '
+                        f'with a verdict; the <a href="../{escape(series_path(fam))}">training-run page</a> charts '
                         "every one.</p>")
             cols = cols[-GRID_CHECKPOINTS:]
         shown |= set(cols)
         if cols:
-            body += [f'<h2>{link(series_path(fam), fam)}</h2>',
+            body += [f'<h2>{link("../" + series_path(fam), fam)}</h2>',
                      _grid(d, cols, f"{fam}: verdict per benchmark and checkpoint",
                            lambda c: split_checkpoint(c)[1] or c)]
     others = sorted(c for c in candidates if split_checkpoint(c)[1] is None)
@@ -433,6 +440,6 @@ def grid_page(d: SiteData) -> str:
     views = [v for b in sorted(d.verdicts) for v in d.verdicts[b] if v.model in shown]
     body += ['<h2 id="numbers">Every verdict in the grids</h2>',
              verdicts_table(views, cls="verdicts grid-numbers", with_benchmark=True,
-                            links={b: d.bench_href(b) for b in d.by_bench})]
-    return page("Checkpoints", [("index.html", "overview"), (None, "checkpoints")], body, d.generated)
+                            links={b: "../" + d.bench_href(b) for b in d.by_bench})]
+    return page("Checkpoints", [("../index.html", "overview"), (None, "checkpoints")], body, d.generated, root="../")
 

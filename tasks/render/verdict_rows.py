@@ -191,4 +191,11 @@ def verdicts_table(views: list[VerdictView], *, cls: str = "verdicts", with_benc
                      view.anytime, verdict_badge(view), view.decided_by, view.resolve])
     names = (["benchmark"] if with_benchmark else []) + ["model", "baseline", "question", "gap", "iv", "anytime",
                                                         "verdict", "decided", "resolve"]
-    return table(head, rows, cls=cls, cell_cls=names, num=set())
+    return table(head, rows, cls=cls, cell_cls=names, num=set(), caption=CAPTION if rows else "")
+
+
+#: What the two intervals of a verdict row are (tasks/compare/verdicts.py): a row can show an interval that
+#: excludes 0 beside "inconclusive", and this says why.
+CAPTION = ("Gap = candidate \u2212 baseline. \"Interval (this look)\" is the look's fixed-sample interval, reported "
+           "for information; the verdict is decided by the first-look test (at its share of alpha) or by the anytime "
+           "test, whose interval, valid at every look, is the anytime interval.")

@@ -258,10 +258,10 @@ def test_site_shows_the_numbers_of_every_run(arts, tmp_path):
     leaders = {r["benchmark"]: (r["leader"], r["pooled"], r["pooled-iv"]) for r in idx.rows("benchmarks")}
     assert leaders["mmlu_pro"] == ("org/m", pct(0.66), iv(0.61, 0.71))  # the latest run's best pooled score
     # One model across benchmarks, and the training run of org/m with its checkpoints in step order.
-    model = pages[f"models/{hashed_folder('org/m@step-12000')}.html"].rows("model-benchmarks")
+    model = pages[f"_views/model-{hashed_folder('org/m@step-12000')}.html"].rows("model-benchmarks")
     assert [(r["benchmark"], r["pooled"], r["pooled-iv"]) for r in model] == [
         ("mmlu_pro", pct(0.56), iv(0.51, 0.61)), (EVIL_BENCH, pct(0.53), iv(0.48, 0.58))]  # best pooled first
-    series = pages[f"series/{hashed_folder('org/m')}.html"].rows("series-points")
+    series = pages[f"_views/series-{hashed_folder('org/m')}.html"].rows("series-points")
     # a section per benchmark (EVIL_BENCH's one run first, by name), each checkpoint from its latest run
     assert [(r["model"], r["pooled"]) for r in series] == [("org/m@step-2000", pct(0.42)),
                                                            ("org/m@step-12000", pct(0.53)),
@@ -286,7 +286,7 @@ def test_every_log_string_is_escaped_and_every_link_stays_in_the_site(arts, tmp_
                     target = ((site / rel).parent / attrs[key].split("#")[0]).resolve()
                     assert site.resolve() in target.parents and target.is_file(), (rel, attrs[key])
     text = "".join(_pages(site)["index.html"].text)
-    assert EVIL_BENCH in text and EVIL_MODEL in "".join(_pages(site)["models.html"].text)  # text, not dropped
+    assert EVIL_BENCH in text and EVIL_MODEL in "".join(_pages(site)["_views/models.html"].text)  # text, not dropped
 
 
 def test_changes_and_verdicts_are_shown(arts, tmp_path):

@@ -380,7 +380,7 @@ def test_index_page(tab, site, shots):
     assert tab.js("[document.querySelector('table.benchmarks td.leader').textContent, "
                   "document.querySelector('table.benchmarks td.pooled-iv').textContent]") == [best["model"],
                                                                                            best["pooledIv"]]
-    problems, foreign = tab.open("models.html")  # every model, the one named like markup shown as text
+    problems, foreign = tab.open("_views/models.html")  # every model, the one named like markup shown as text
     assert problems == [] and foreign == [] and EVIL_MODEL in tab.js("document.body.innerText")
 
 

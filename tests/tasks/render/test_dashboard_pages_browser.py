@@ -38,9 +38,9 @@ def _harness():
 
 
 H = _harness()
-PAGES = {"overview": "index.html", "grid": "checkpoints.html", "models": "models.html",
-         "model": f"models/{hashed_folder(f'{fx.FAMILY}@step-5000')}.html",
-         "series": f"series/{hashed_folder(fx.FAMILY)}.html", "benchmark": "beta/index.html"}
+PAGES = {"overview": "index.html", "grid": "_views/checkpoints.html", "models": "_views/models.html",
+         "model": f"_views/model-{hashed_folder(f'{fx.FAMILY}@step-5000')}.html",
+         "series": f"_views/series-{hashed_folder(fx.FAMILY)}.html", "benchmark": "beta/index.html"}
 
 
 @pytest.fixture(scope="module")
