@@ -122,7 +122,7 @@ def headline_plot(headline: pl.DataFrame, order: list[str], level: str) -> str:
             continue
         question = rows["question"][0]
         r = pl.DataFrame({"model": order}).join(rows, on="model", how="left", maintain_order="left")
-        series.append({"name": f"{metric} \u00b7 headline: {QUESTIONS.get(question, question)} ({rows['method'][0]})",
+        series.append({"name": f"{metric} \u00b7 headline: {QUESTIONS.get(question, question)}",
                        "color": HEADLINE_COLORS[metric], "estimate": r["estimate"].fill_null(float("nan")).to_list(),
                        "lower": r["lower"].fill_null(float("nan")).to_list(),
                        "upper": r["upper"].fill_null(float("nan")).to_list()})

@@ -66,8 +66,8 @@ def test_first_chart_is_the_headline_interval_at_most_five_points_wide(report):
     first = charts[0]
     assert "Headline interval per model" in first
     # the legend names the question the headline rule chose, for both weightings
-    assert "pooled \u00b7 headline: these subjects (same_subjects)" in first
-    assert "macro \u00b7 headline: these subjects (same_subjects)" in first
+    assert "pooled \u00b7 headline: these subjects</text>" in first
+    assert "macro \u00b7 headline: these subjects</text>" in first
     ivs = _intervals(first)
     assert len(ivs) == 2 * len(summary.models)
     widest = max(hi - lo for _, lo, hi in ivs) / 2
