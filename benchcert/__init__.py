@@ -23,7 +23,8 @@ __version__ = "0.1.0"
 #: Version of the artifact and canonical-row JSON Schemas.  Bump the major part on any
 #: change that breaks a reader of manifest.json / summary.json / index.json.
 SCHEMA_VERSION = "1.2"  # 1.1: summary.changes; 1.2 (additive): response-row.human_score, summary.human_scale,
-#                        judge_agreement, headline, ranks, n_unscored, headline_rule, unscored_convention
+#                        judge_agreement, headline, ranks, n_unscored, headline_rule, unscored_convention,
+#                        item_analysis
 
 #: The public names; each is loaded on first use, so ``import benchcert`` (and the command line,
 #: which reads ``__version__``) stays light.
