@@ -10,8 +10,9 @@ against the run's summary.json.
 * models ``org/base`` (the baseline), ``other/model``, a model named :data:`EVIL_MODEL`, and the training run
   ``org/ckpt@step-1000`` ... ``@step-5000`` (:data:`STEPS`), a little better at every step, except on ``beta``
   where step 5000 is much worse (:data:`REGRESSED`: its verdict is ``regressed``);
-* two runs per benchmark: the first with steps 1000-3000 and their verdicts, the second with every model and
-  the verdicts of steps 4000 and 5000; ``gamma``'s runs finished :data:`STALE_DAYS_AGO` days before the build.
+* two runs per benchmark: the first with steps 1000-3000 and their verdicts, the second with every model, the
+  verdicts of steps 4000 and 5000 and the item analysis (audit --items); ``gamma``'s runs finished
+  :data:`STALE_DAYS_AGO` days before the build.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _csv(path: Path, bench: str, models: list[str], seed: int) -> Path:
     return path
 
 
-def audit(db: Path, benchmark: str, arts: Path, verdicts: list[dict], finished: dt.datetime) -> Path:
+def audit(db: Path, benchmark: str, arts: Path, verdicts: list[dict], finished: dt.datetime, *,
+          items: bool = False) -> Path:
     """The audit flow's steps without Prefect (see flows/audit.py and flows/bodies.py), writing one run directory
     that carries ``verdicts`` (checkpoint verdicts as tasks/compare/verdicts returns them)."""
     from benchcert.tasks.artifacts import runs as artifacts
@@ -71,7 +73,7 @@ def audit(db: Path, benchmark: str, arts: Path, verdicts: list[dict], finished: 
     with store.open_store(db, write=False) as con:
         m = load_matrices(con, benchmark)
         sources = source_refs(con, benchmark)
-    config = AuditConfig(baseline=None)
+    config = AuditConfig(baseline=None, options={"items": {"enabled": True}} if items else {})
     outputs = [run_analysis(name, fn, m, config) for name, fn in ANALYSES.items()]
     run_id = artifacts.new_run_id(finished)
     summary = results.build_summary(run_id=run_id, created_at=artifacts.iso(finished), matrices=m, config=config,
@@ -101,5 +103,5 @@ def build(tmp: Path) -> tuple[Path, Path]:
             path = _csv(tmp / f"{bench}-{k}.csv", bench, models, seed=100 * b + k)
             assert ingest_file(db, path, benchmark=bench, mapping=mapping).status == "ingested"
             verdicts = [checkpoint_verdict(db, bench, BASE, c).as_dict() for c in new]
-            audit(db, bench, arts, verdicts, NOW - age - dt.timedelta(hours=2 - k))
+            audit(db, bench, arts, verdicts, NOW - age - dt.timedelta(hours=2 - k), items=k == 1)
     return db, arts

@@ -130,6 +130,7 @@ class RunRecord:
     changes: dict | None
     sources: tuple[dict, ...]
     tables: tuple[dict, ...]
+    item_analysis: dict | None = None  # summary.json's item_analysis (audit --items), else None
 
     @property
     def regressions(self) -> list[str]:
@@ -249,6 +250,7 @@ def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRec
         changes=changes if isinstance(changes, dict) else None,
         sources=tuple(s for s in manifest.get("sources") or [] if isinstance(s, dict)),
         tables=tuple(t for t in manifest.get("tables") or [] if isinstance(t, dict)),
+        item_analysis=summary.get("item_analysis") if isinstance(summary.get("item_analysis"), dict) else None,
     )
 
 

@@ -188,6 +188,7 @@ def bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: p
     body.append('<h2 id="headline">Headline: latest run</h2>')
     body.append(_latest_chart(bench, latest, method))
     body.append(models_table(latest, method))
+    body += _item_health(next((r for r in reversed(runs) if r.item_analysis), None), run_href)
     if verdicts:
         body.append('<h2 id="verdicts">Checkpoint verdicts</h2><p class="note">The latest recorded verdict of each '
                     "candidate and baseline on this benchmark.</p>" + verdicts_table(verdicts))
@@ -208,6 +209,33 @@ def bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: p
         [link(run_href[r.run_id], r.run_id), r.finished_at, r.n_models, r.n_items,
          ", ".join(r.regressions) or DASH] for r in reversed(runs)], cls="runs", num={2, 3}))
     return page(bench, [("../index.html", "overview"), (None, bench)], body, generated, root="../")
+
+
+def _item_health(run: RunRecord | None, run_href: dict[str, str]) -> list[str]:
+    """The item-health summary of the latest run with an item analysis (audit --items; docs/analyses.md)."""
+    if run is None:
+        return []
+    ia = run.item_analysis
+
+    def num(key):
+        v = ia.get(key)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    def count(key, of=None):
+        n, total = num(key), num(of) if of else None
+        return DASH if n is None else f"{n:,.0f}" + (f" of {total:,.0f}" if total else "")
+
+    rel, lo, hi = num("reliability"), num("reliability_lower"), num("reliability_upper")
+    res = num("resolution_median")
+    rows = [["items", count("n_items")], ["inert items (every model alike)", count("n_inert", "n_items")],
+            ["suspected broken keys" + (f" (FDR {num('fdr'):g})" if num("fdr") is not None else ""),
+             count("n_broken_key", "n_tested_broken_key")],
+            ["negative discrimination", count("n_negative_discrimination", "n_items")],
+            ["reliability (KR-20 / Cronbach)", DASH if rel is None else
+             f"{rel:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")],
+            ["resolution (median smallest detectable gap)", DASH if res is None else f"{100 * res:.2f} pp"]]
+    return [f'<h2 id="item-health">Item health</h2><p class="note">From run {link(run_href[run.run_id], run.run_id)} '
+            "(audit --items); every item is in that run's report.</p>", table(["", ""], rows, cls="item-health meta")]
 
 
 def _across_runs(runs: list[RunRecord], t: pl.DataFrame, run_href: dict[str, str], max_trend_runs: int) -> list[str]:

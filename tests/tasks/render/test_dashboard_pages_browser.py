@@ -220,6 +220,13 @@ def test_benchmark_page_leads_with_the_headline(tab, fixture, shots):
     assert models == [m["model"] for m in sorted(latest["models"], key=lambda m: (-m["pooled"]["estimate"], m["model"]))]
     assert fx.EVIL_MODEL in models  # shown as text
     assert tab.js("document.querySelector('p.bad').innerText").endswith(fx.REGRESSED[1])
+    # the item-health summary of the latest run's item analysis (audit --items)
+    ia = latest["item_analysis"]
+    health = dict(tab.js("Array.from(document.querySelectorAll('table.item-health tbody tr')).map(tr => "
+                         "Array.from(tr.querySelectorAll('td')).map(td => td.innerText))"))
+    assert health["items"] == f"{ia['n_items']:,}"
+    assert health["inert items (every model alike)"] == f"{ia['n_inert']:,} of {ia['n_items']:,}"
+    assert health[f"suspected broken keys (FDR {ia['fdr']:g})"] == f"{ia['n_broken_key']:,} of {ia['n_tested_broken_key']:,}"
 
 
 def test_run_page_verdict_rows(tab, fixture, shots):
