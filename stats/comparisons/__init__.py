@@ -57,12 +57,14 @@ from .multiplicity import adjust_pvalues, simultaneous_intervals
 from .paired import paired_comparison, paired_comparison_counts, unpaired_z_test
 from .packed import PackedScores, pack_binary_scores, pack_block_models, pairwise_comparisons_packed
 from .pairwise import BLOCK_PAIR_BYTES, DENSE_PAIR_BYTES, pairwise_comparisons
-from .power import hellinger_min_items, minimum_detectable_effect, paired_sample_size
+from .power import (additional_sample_size, hellinger_min_items, minimum_detectable_effect, paired_sample_size,
+                    power_sample_size)
 from .ranks import rank_confidence, shared_gap_scores
 from .results import (
     MIN_SUBJECTS_CLUSTERED,
     QUESTIONS,
     VERDICTS,
+    AdditionalSampleSize,
     AdjustedPValues,
     ComparisonTest,
     DetectableEffect,
@@ -78,6 +80,7 @@ __all__ = [
     "VERDICTS",
     "ComparisonTest",
     "PairedComparison",
+    "AdditionalSampleSize",
     "AdjustedPValues",
     "SimultaneousIntervals",
     "RankConfidence",
@@ -100,6 +103,8 @@ __all__ = [
     "shared_gap_scores",
     "minimum_detectable_effect",
     "paired_sample_size",
+    "additional_sample_size",
+    "power_sample_size",
     "hellinger_min_items",
     # the blocked computation's interface (tasks/audit/distributed.py) and its budgets
     "PairBlock",

@@ -233,6 +233,41 @@ class SampleSize:
     assumptions: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class AdditionalSampleSize:
+    """How many more units (items or subjects) would resolve a gap with the stated power.
+
+    Attributes
+    ----------
+    more : int or None
+        Units to add (0 when the present ones already give the power); None when no finite
+        number would (``reason`` says why).
+    n_total : int or None
+        ``n + more``.
+    n : int
+        Units now.
+    delta : float
+        The gap's size the number is for.
+    se : float
+        The standard error now.
+    alpha, power : float
+    method : str
+    assumptions : tuple of str
+    reason : str or None
+    """
+
+    more: int | None
+    n_total: int | None
+    n: int
+    delta: float
+    se: float
+    alpha: float
+    power: float
+    method: str
+    assumptions: tuple[str, ...]
+    reason: str | None = None
+
+
 # --------------------------------------------------------------------------------------
 # assumptions (shared wording)
 

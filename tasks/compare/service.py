@@ -89,6 +89,9 @@ class CompareRequest:
         The CI gate asked for, if any.
     question : str
         A member of :data:`QUESTION_CHOICES`: what every verdict answers.
+    assume : str
+        ``none`` or ``symmetric`` (``--record --question new-subjects`` only: subject gaps symmetric
+        about their mean; :mod:`benchcert.tasks.compare.recorded`).
     """
 
     db: Path
@@ -102,6 +105,7 @@ class CompareRequest:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     gate: GateOptions | None = None
     question: str = "items"
+    assume: str = "none"
 
 
 def check_request(request: CompareRequest) -> None:
@@ -356,12 +360,30 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             notes += opposite_signs(row["candidate"], item_gap, subject_gap, request.question)
         if request.question == "new-subjects":
             method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha, notes)
+    _add_more_needed(rows, alpha, request.power, request.question)
     typed = tuple(ComparisonRow.from_dict(r) for r in rows)
     return ComparisonResult(
         benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
         method=method, question=question, estimand=estimand, exact_test=exact, comparisons=typed,
         warnings=tuple(notes), assumptions=assumptions, gate=decide(typed, alpha, request.gate),
         question_key=request.question)
+
+
+def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str) -> None:
+    """Each inconclusive row's ``more_items``: how many more items (subjects for new-subjects) of the
+    same design would give ``power`` to the test that decides it (:mod:`benchcert.tasks.compare.more_items`)."""
+    from benchcert.tasks.compare.more_items import more_needed
+
+    level = alpha / len(rows) if len(rows) > 1 else alpha  # the Bonferroni interval decides a family
+    for row in rows:
+        if row["verdict"] != "inconclusive":
+            row["more_items"] = None
+        elif question == "new-subjects":
+            row["more_items"] = more_needed(row.get("subject_means_se"), row.get("n_subjects"), row["gap"],
+                                            alpha=level, power=power, unit="subjects")
+        else:
+            row["more_items"] = more_needed(row["interval"]["se"], row["n_shared"], row["gap"], alpha=level,
+                                            power=power, mde=row.get("mde"))
 
 
 def both_gaps(scores, subjects, pairs) -> list[tuple[float, float]]:
@@ -423,7 +445,8 @@ def _subject_verdicts(rows, scores, subjects, pairs, alpha, notes=None):
                    interval={"method": bb.method, "lower": _num(bb.lower), "upper": _num(bb.upper), "se": None},
                    simultaneous_interval=({"method": "bonferroni", "lower": _num(bb.lower), "upper": _num(bb.upper)}
                                           if len(rows) > 1 else None),
-                   mde=None, n_subjects=int(bb.n))
+                   mde=None, n_subjects=int(bb.n),
+                   subject_means_se=_num(np.std(means, ddof=1) / np.sqrt(means.size)) if means.size > 1 else None)
         floor = _best_case_gap(int(bb.n), level)
         row["best_case_detectable_gap"] = floor
         if notes is not None and bb.verdict == "inconclusive" and (floor is None or abs(bb.estimate) < floor):
@@ -458,7 +481,8 @@ def record_look(request: CompareRequest) -> RecordedLook:
     baseline, (candidate,) = request.baseline, request.candidates
     v = checkpoint_verdict(request.db, request.benchmark, baseline, candidate, alpha=request.alpha,
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
-                           record=True, lock_timeout=request.lock_timeout, question=request.question)
+                           record=True, lock_timeout=request.lock_timeout, question=request.question,
+                           assume=request.assume)
     anytime = v.cs_lower is not None
     row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
            "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,
