@@ -5,9 +5,6 @@ single-process audit. The cluster's processes are stopped when the module ends."
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,29 +14,14 @@ import pytest
 
 from conftest import SMALL_CSV, SMALL_MAP
 from dask_support import artifacts, same_artifacts
+from prefect_server_support import free_port, stop
 
 DASK = Path(sys.executable).with_name("dask")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
     return subprocess.Popen([str(DASK), *args], stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True, cwd=log.parent)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +30,7 @@ def cli_cluster(tmp_path_factory):
     from distributed import Client
 
     home = tmp_path_factory.mktemp("dask-cli")
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
                     home / "scheduler.log")]
@@ -72,7 +54,7 @@ def cli_cluster(tmp_path_factory):
         yield address, procs
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop(p)
 
 
 @pytest.mark.usefixtures("prefect_harness")
