@@ -75,7 +75,7 @@ def store_batch(con, book: CodeBook, good: pl.DataFrame, rows: FileRows, staged:
         coded = pl.DataFrame([
             model_id, item_key, variant_id, good["replicate"], good["score"],
             pl.repeat(rows.source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
-            good["line"], good["human_score"]])
+            good["line"], good["human_score"], good["parsed"]])
         # While this runs, nothing else touches the connection.
         inserting = pool.submit(staging.append_rows, con, rows, coded)
         try:
@@ -157,7 +157,7 @@ def dup_conflicts(con, book: CodeBook, rows: FileRows) -> list[tuple]:
         names = book.text_of(kind).select(pl.col("code").alias(kind.code), pl.col("text").alias(kind.text))
         found = found.join(names, on=kind.code, how="left")
     found = found.sort("line")
-    words = {"score": "score", "human_score": "human score"}
+    words = {"score": "score", "human_score": "human score", "parsed": "parse flag"}
     return [(line, f, f"key (model={m}, item_id={i}, variant={v}, replicate={r}) is given again with a "
                       f"different {words[f]}")
             for line, m, i, v, r, f in found.select("line", "model", "item_id", "variant", "replicate",
@@ -177,7 +177,13 @@ def store_new_codes(con, book: CodeBook, rows: FileRows, *, pruned: bool) -> Non
 
 
 #: The values each stored-value check compares, and their words.
-_CONTRADICTIONS = (("score", "scores", "score"), ("human_score", "human scores", "human score"))
+_CONTRADICTIONS = (("score", "scores", "score"), ("human_score", "human scores", "human score"),
+                   ("parsed", "parse flags", "parsed"))
+
+
+def _shown(value) -> str:
+    """A stored or staged value as the conflict message shows it (a flag as true/false)."""
+    return str(value).lower() if isinstance(value, bool) else f"{value:g}"
 
 
 def check_against_store(con, path: Path, overlap: bool, human_column: str | None = None) -> None:
@@ -196,7 +202,8 @@ def check_against_store(con, path: Path, overlap: bool, human_column: str | None
         label = f"{word} (column {human_column!r})" if named else word
         raise ConflictError(
             f"{path}: {n} row(s) contradict stored {plural}; nothing ingested. First: model {m!r}, item {item!r}, "
-            f"variant {var!r}, replicate {rep}: {label} {value:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
+            f"variant {var!r}, replicate {rep}: {label} {_shown(value)} at {path}:{line} but {_shown(old)} at "
+            f"{old_path}:{old_line}")
     items = responses.item_contradictions(con)
     if items:
         item, subj, dom, line, old_subj, old_dom, old_path, old_line = items[0]

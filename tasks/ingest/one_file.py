@@ -193,7 +193,7 @@ def _within_file_conflicts(con, ctx: FileContext, book: CodeBook, rows: FileRows
     item_rejects = staging.split_item_rejects(con, rows) if split_items else []
     labels = ctx.labels
     frames = [pl.DataFrame(r, schema=REJECT_SCHEMA, orient="row").with_columns(pl.col("field").replace_strict(
-                  {"score": labels["score"], "human_score": labels["human_score"],
+                  {"score": labels["score"], "human_score": labels["human_score"], "parsed": labels["parsed"],
                    "subject/domain": f"{labels['subject']}/{labels['domain']}"},
                   default=pl.col("field")))
               for r in (dup_rejects, item_rejects) if r]

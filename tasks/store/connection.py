@@ -152,8 +152,8 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path, *, new_file: bool =
     if version == "1":
         _migrate_v1(con, db)
         return
-    if version == "2":
-        _migrate_v2(con)
+    if version in ("2", "3"):
+        _migrate_columns(con, version)
         return
     if version not in (None, STORE_VERSION):
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
@@ -171,17 +171,20 @@ def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     if version == "1":
         # Readers hold the same exclusive lock as writers, so upgrading here is safe.
         _migrate_v1(con, db)
-    elif version == "2":
-        _migrate_v2(con)
+    elif version in ("2", "3"):
+        _migrate_columns(con, version)
     elif version != STORE_VERSION:
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
                          "it was written by a newer benchcert")
 
 
-def _migrate_v2(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 2 had no human_score column: add it (a catalog change, no data moves)."""
+def _migrate_columns(con: duckdb.DuckDBPyConnection, version: str) -> None:
+    """Version 2 had no human_score column, version 3 no parsed column: add what is missing, in
+    one transaction (catalog changes, no data moves)."""
     with transaction(con):
-        schema.migrate_v2(con)
+        if version == "2":
+            schema.migrate_v2(con)
+        schema.migrate_v3(con)
 
 
 def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:
