@@ -21,7 +21,8 @@ def cmd_ingest(args) -> int:
     from benchcert.tasks.ingest.service import OK_STATUSES, command_summary, summary_text
 
     options = IngestOptions(map=tuple(args.map or ()), config=args.config, format=args.format, model=args.model,
-                            metric=args.metric, scorer=args.scorer, stat=args.stat, records=args.records)
+                            metric=args.metric, scorer=args.scorer, stat=args.stat, records=args.records,
+                            replace_human_labels=args.replace_human_labels)
     mapping = build_mapping(options)  # a bad mapping or limit variable: a UsageError (exit 2) for main()
     mode = choose_mode(args.prefect)
     from benchcert.flows.cli.progress import Progress
@@ -94,6 +95,9 @@ def register(sub) -> None:
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
+    sp.add_argument("--replace-human-labels", action="store_true",
+                    help="a human score contradicting a stored one replaces it, the old value kept in the store's "
+                         "human_label_changes table (default: the file is refused, naming both sources)")
     sp.add_argument("--atomic", action="store_true",
                     help="all paths in one transaction: every file is stored, or none is (exit 1)")
     run_mode_options(sp)

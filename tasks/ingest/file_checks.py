@@ -186,14 +186,19 @@ def _shown(value) -> str:
     return str(value).lower() if isinstance(value, bool) else f"{value:g}"
 
 
-def check_against_store(con, path: Path, overlap: bool, human_column: str | None = None) -> None:
-    """Refuse the staged file (ConflictError) if it contradicts a stored score, human score or item.
+def check_against_store(con, path: Path, overlap: bool, human_column: str | None = None, *,
+                        replace_human: bool = False) -> None:
+    """Refuse the staged file (ConflictError) if it contradicts a stored score, human score, parse flag or item.
 
     A human label is a measurement like the judge's score: one of the two files is wrong, and
     keeping the stored one silently would hide that (issue #39). A stored response without a
     human score is no contradiction: it gains the staged one (``responses.merge_responses``).
+    ``replace_human`` (``--replace-human-labels``, asked explicitly): a contradicting human score
+    is no refusal; the caller replaces the stored one and keeps it (``responses.replace_human_labels``).
     """
     for column, plural, word in _CONTRADICTIONS if overlap else ():
+        if replace_human and column == "human_score":
+            continue
         n, conflicts = responses.contradictions(con, column)
         if not conflicts:
             continue
@@ -203,7 +208,9 @@ def check_against_store(con, path: Path, overlap: bool, human_column: str | None
         raise ConflictError(
             f"{path}: {n} row(s) contradict stored {plural}; nothing ingested. First: model {m!r}, item {item!r}, "
             f"variant {var!r}, replicate {rep}: {label} {_shown(value)} at {path}:{line} but {_shown(old)} at "
-            f"{old_path}:{old_line}")
+            f"{old_path}:{old_line}"
+            + ("; pass --replace-human-labels to replace the stored human labels (the old ones are kept in the "
+               "store's human_label_changes)" if column == "human_score" else ""))
     items = responses.item_contradictions(con)
     if items:
         item, subj, dom, line, old_subj, old_dom, old_path, old_line = items[0]

@@ -51,6 +51,10 @@ class ColumnMapping:
     format: str | None = None
     model: str | None = None  # --model: every row's model (a table's model column, a native log's own name)
     records: str | None = None  # --records: the field of a JSON object holding the records
+    # --replace-human-labels: a human score contradicting a stored one replaces it (the old value kept in
+    # the store's human_label_changes) instead of refusing the file. A write policy, not a reading option,
+    # carried with the mapping as --model is, so every path of an ingest (one file, runs, flows) has it.
+    replace_human_labels: bool = False
 
     def _all(self) -> dict[str, str]:
         if self.model is None:
@@ -65,7 +69,8 @@ class ColumnMapping:
         return canonical if canonical in available else None
 
     def as_dict(self) -> dict:
-        return {"map": dict(self.columns), "format": self.format, "model": self.model, "records": self.records}
+        return {"map": dict(self.columns), "format": self.format, "model": self.model, "records": self.records,
+                "replace_human_labels": self.replace_human_labels}
 
     def expressions(self, available: list[str], origin: str = "") -> dict[str, str]:
         """Mapped fields whose value is no column of the file: {field: expression}, each checked

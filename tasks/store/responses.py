@@ -237,6 +237,34 @@ def merge_responses(con, staged: str) -> int:
         """).fetchall()[0][0]
 
 
+def replace_human_labels(con, source_id: int, replaced_at) -> int:
+    """``ingest --replace-human-labels``: every stored human score that ``_stage`` contradicts takes the
+    staged one, the old value kept in ``human_label_changes`` (created on first use) with the stored
+    response's source and line and the replacing source and line; returns how many were replaced."""
+    schema.ensure_tables(con, "human_label_changes")
+    n = con.execute("""
+        INSERT INTO human_label_changes
+        SELECT m.benchmark, m.model, i.item_id, v.variant, s.replicate, r.human_score, r.source_id, r.line,
+               s.human_score, ?, s.line, ?
+        FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        JOIN models m ON m.model_id = s.model_id
+        JOIN items i ON i.item_key = s.item_key
+        JOIN variants v ON v.variant_id = s.variant_id
+        WHERE r.human_score <> s.human_score""", [source_id, replaced_at]).fetchall()[0][0]
+    if n:
+        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _stage s
+                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                         AND r.replicate = s.replicate AND r.human_score <> s.human_score""")
+    return n
+
+
+def human_label_changes(con) -> list[tuple]:
+    """Every replaced human label (``human_label_changes``' columns), oldest first; [] when none was."""
+    if not schema.has_tables(con, "human_label_changes"):
+        return []
+    return con.execute("SELECT * FROM human_label_changes ORDER BY replaced_at, new_source_id, new_line").fetchall()
+
+
 def insert_staged(con) -> int:
     """Every row of ``_stage`` into ``response_codes`` (none can be stored already); returns how many."""
     return con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]

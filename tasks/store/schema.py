@@ -222,8 +222,9 @@ TABLES: dict[str, str] = {
         benchmark VARCHAR PRIMARY KEY,
         default_variant VARCHAR,
         updated_at TIMESTAMP NOT NULL)""",
-    # Human labels an ingest replaced (``ingest --replace-human-labels``): the old value, where it came
-    # from, and the source that replaced it (tasks/store/human_labels.py). Nothing is lost.
+    # Human labels an ingest replaced (``ingest --replace-human-labels``; tasks/store/responses.py): the
+    # response, its old and new human score, the stored response's source and line (its judge score's
+    # file), and the source and line that replaced the label. Nothing is lost.
     "human_label_changes": """CREATE TABLE IF NOT EXISTS human_label_changes (
         benchmark VARCHAR NOT NULL,
         model VARCHAR NOT NULL,
@@ -231,8 +232,8 @@ TABLES: dict[str, str] = {
         variant VARCHAR NOT NULL,
         replicate BIGINT NOT NULL,
         old_human_score DOUBLE NOT NULL,
-        old_source_id BIGINT NOT NULL,
-        old_line BIGINT NOT NULL,
+        stored_source_id BIGINT NOT NULL,
+        stored_line BIGINT NOT NULL,
         new_human_score DOUBLE NOT NULL,
         new_source_id BIGINT NOT NULL,
         new_line BIGINT NOT NULL,
