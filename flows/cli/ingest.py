@@ -79,7 +79,8 @@ def register(sub) -> None:
                     help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
                          "expression over the columns, e.g. --map score=\"preference - 1\", "
                          "--map item_id=\"exam || '/' || id\", --map benchmark=\"'alpaca_eval_2'\" (repeatable); "
-                         "fields: benchmark model item_id subject domain score variant replicate; "
+                         "fields: benchmark model item_id subject domain score variant replicate human_score parsed "
+                         "(e.g. --map \"parsed=pred IS NOT NULL\": whether the answer could be read); "
                          "prob_<option> (one column per option), or option and prob (one row per option), "
                          "and label (the correct option) for option probabilities, or confidence (in the "
                          "model's own answer, with a 0/1 score)")
