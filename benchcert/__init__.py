@@ -29,14 +29,15 @@ SCHEMA_VERSION = "1.3"  # 1.1: summary.changes; 1.2 (additive): response-row.hum
 #: The public names; each is loaded on first use, so ``import benchcert`` (and the command line,
 #: which reads ``__version__``) stays light.
 __all__ = ["Store", "audit", "example_frame", "example_store", "AuditResult", "ComparisonResult", "ComparisonRow", "GapInterval",
-           "IngestResult", "IngestedFile", "IngestRefused", "UserError"]
+           "IngestResult", "IngestedFile", "IngestRefused", "PerturbationAudit", "VariantRow", "UserError"]
 
 _HOMES = {"Store": "benchcert._store", "IngestResult": "benchcert._store", "IngestedFile": "benchcert._store",
           "IngestRefused": "benchcert._store", "audit": "benchcert._oneshot", "example_frame": "benchcert._oneshot",
           "example_store": "benchcert._oneshot",
           "AuditResult": "benchcert.tasks.audit.audit_result", "ComparisonResult": "benchcert.tasks.compare.service",
           "ComparisonRow": "benchcert.tasks.compare.rows", "GapInterval": "benchcert.tasks.compare.rows",
-          "UserError": "benchcert.tasks.errors"}
+          "PerturbationAudit": "benchcert.tasks.perturbation.service",
+          "VariantRow": "benchcert.tasks.perturbation.rows", "UserError": "benchcert.tasks.errors"}
 
 
 def __getattr__(name: str):

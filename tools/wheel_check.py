@@ -104,7 +104,10 @@ def build(ctx: Context) -> str:
     if len(sdists) != 1 or len(wheels) != 1:
         raise CheckFailed(f"python -m build made {[p.name for p in dist.iterdir()]}, not one sdist and one wheel")
     ctx.wheel = wheels[0]
-    return f"{ctx.wheel.name} ({ctx.wheel.stat().st_size / 1e6:.1f} MB), {sdists[0].name}"
+    with zipfile.ZipFile(ctx.wheel) as zf:  # the licence travels with the code (pyproject's license)
+        if not any(n.split("/")[-1] == "LICENSE" and ".dist-info/" in n for n in zf.namelist()):
+            raise CheckFailed(f"{ctx.wheel.name} holds no LICENSE in its .dist-info")
+    return f"{ctx.wheel.name} ({ctx.wheel.stat().st_size / 1e6:.1f} MB, with its LICENSE), {sdists[0].name}"
 
 
 def _deps_key(wheel: Path) -> str:

@@ -129,51 +129,15 @@ def _write_manifest(out: Path, plan: dict, draws) -> None:
 
 
 def cmd_certify(args) -> int:
-    from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE
     from benchcert.tasks.certify.service import CertifyRequest, certify
+    from benchcert.tasks.render.text import certify_text
 
     req = CertifyRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, subset=args.subset, delta=args.delta,
                          variant=args.variant, lock_timeout=args.lock_timeout)
     cert = certify(req)  # its UserErrors (an unknown plan: UnknownPlanError, exit 1) reach main()
-    out, rows, failure, plan, delta = cert.to_dict(), cert.rows, cert.failure, cert.plan, cert.delta
-    notes = cert.notes
     if args.json:
-        _print_json(out)
+        _print_json(cert.to_dict())
         return EXIT_OK
-    level = f"{100 * (1 - delta):g}%"
-    print(f"{args.benchmark!r}: {len({r['model'] for r in rows})} model(s), bounds hold for every environment at "
-          f"once with probability >= {level} ({out['protocol']}"
-          + (f", plan {plan.plan_id}" if plan else "") + ")")
-    # The new-subjects estimate and band (subject-weighted) beside the same-subjects ones, where computed.
-    new = any(r.get("score_new_subjects") is not None for r in rows)
-    head = (f"{'model':<32} {'environment':<28} {'score':>7} {'lower':>7} {'upper':>7}"
-            + (f" {'new-subj':>8} {'lower':>7} {'upper':>7}" if new else "") + "  method")
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        name = r["model"] if len(r["model"]) <= 32 else r["model"][:29] + "..."
-        extra = ""
-        if new:
-            extra = (f" {100 * r['score_new_subjects']:7.2f}% {100 * r['lower_new_subjects']:6.2f}% "
-                     f"{100 * r['upper_new_subjects']:6.2f}%" if r.get("score_new_subjects") is not None
-                     else f" {'':>8} {'':>7} {'':>7}")
-        print(f"{name:<32} {r['environment'][:28]:<28} {100 * r['score']:6.2f}% {100 * r['lower']:6.2f}% "
-              f"{100 * r['upper']:6.2f}%{extra}  {r['method']}")
-    print()
-    for model, f in failure.items():
-        question = {"same_subjects": "new items from the same subjects",
-                    "finite_population": "the plan's mix of the benchmark's items"}.get(f["question"], f["question"])
-        kind = "exact binomial, valid for unequal rates" if f["method"].endswith("unequal_rates") else "exact binomial"
-        print(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided {kind}, "
-              f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
-        if f.get("upper_new_subjects") is not None:
-            print(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for a new subject ({level} one-sided "
-                  f"relative-entropy Hoeffding on {f['effective_subjects']:.0f} subjects, each weighing the same; "
-                  f"subject-weighted failure rate {100 * f['estimate_new_subjects']:.2f}%)")
-    print(BLACK_BOX_SENTENCE)
-    if cert.subjects_note is not None:
-        print(f"note: {cert.subjects_note}")
-    for n in notes:
-        print(f"note: {n}")
+    print(certify_text(cert, benchmark=args.benchmark))
     return EXIT_OK
 

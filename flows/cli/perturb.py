@@ -42,17 +42,9 @@ _METHOD_NAMES = {"calibrated": "calibrated widened-range test",
                  "plugin_union": "plug-in union bound, assumption-dependent"}
 
 
-def _null_text(d) -> str:
-    """The null variants, listed apart from the tested ones (a variant tested in turn is null for the others)."""
-    only_null = [v for v in d.null if v not in d.test]
-    if not set(d.null) & set(d.test):
-        return ", ".join(map(repr, d.null))
-    return ("for each tested variant, the base and the other variants"
-            + (f" (never tested: {', '.join(map(repr, only_null))})" if only_null else ""))
-
-
 def cmd_perturb(args) -> int:
     from benchcert.tasks.perturbation.service import audit_stored
+    from benchcert.tasks.render.text import perturbation_text
 
     alpha_arg(args.alpha)
     require_store(args.db)
@@ -71,62 +63,8 @@ def cmd_perturb(args) -> int:
                      "variants": audit.variants.to_dicts(), "items": audit.items.to_dicts(),
                      "plans": [p.as_dict() for p in plans.values()], "notes": list(audit.notes)})
         return EXIT_OK
-    d = audit.design
-    print(f"benchmark {args.benchmark!r}: base {d.base!r} (alpha {audit.alpha:g}, {_METHOD_NAMES[audit.method]})")
-    print(f"  null variants:   {_null_text(d)}")
-    print(f"  tested variants: {', '.join(map(repr, d.test))}")
-    head = (f"{'model':<24} {'variant':<20} {'items':>5} {'composite':>9} {'comp. BH':>8} {'classical':>9} "
-            f"{'class. BH':>9}")
-    print(head)
-    print("-" * len(head))
-
-    def pct(x):
-        return "-" if x is None else f"{100 * x:.1f}%"
-
-    no_power, low_power = [], []
-    for r in audit.variants.iter_rows(named=True):
-        model = r["model"] if len(r["model"]) <= 24 else r["model"][:21] + "..."
-        variant = repr(r["variant"])[:20]
-        comp, comp_bh = pct(r["composite_share"]), pct(r["composite_share_bh"])
-        if r["composite_status"] != "tested":
-            comp = comp_bh = {"no alternative": "no alt."}.get(r["composite_status"], r["composite_status"])
-        if r["no_power"]:
-            no_power.append(f"{r['model']} {r['variant']!r}: {r['n_no_power']} of {r['n_items']} items - "
-                            f"{r['no_power']}")
-            no_power.append(f"  {plans[(r['model'], r['variant'])].sentence()}")
-        clas, clas_bh = pct(r["classical_share"]), pct(r["classical_share_bh"])
-        if r["classical_status"] == "no power":
-            clas = clas_bh = "no power"
-        if r["low_power"]:
-            low_power.append(f"{r['model']} {r['variant']!r}: {r['n_low_power']} of {r['n_tested']} tested items - "
-                             f"{r['low_power']}")
-        if r["classical_no_power"]:
-            no_power.append(f"{r['model']} {r['variant']!r} (classical): {r['n_classical_no_power']} of "
-                            f"{r['n_items']} items - {r['classical_no_power']}")
-        print(f"{model:<24} {variant:<20} {r['n_tested']:>5} {comp:>9} {comp_bh:>8} {clas:>9} {clas_bh:>9}")
-    print("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
-          "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
-          "fractional scores), over the items it can reject at all; BH = Benjamini-Hochberg across items; "
-          "no alt. = every item's null range covers every rate (no alternative left to detect)")
-    for line in no_power:
-        print(line if line.startswith("  ") else f"no power: {line}")   # a plan stands under its line
-    for line in low_power:
-        print(f"{line}")
-    print("the composite test assumes:")
-    for a in audit.assumptions:
-        print(f"  - {a}")
-    if args.items:
-        top = audit.items.filter(audit.items["p_value"].is_not_null()).sort("p_value").head(args.items)
-        print(f"\n{'model':<20} {'item':<12} {'variant':<16} {'rate':>6} {'null range':>15} {'p':>8} {'m':>3} "
-              f"{'r':>7}  status")
-        for r in top.iter_rows(named=True):
-            lo, hi = (r["range_low"], r["range_high"]) if r["range_low"] is not None else (r["a_hat"], r["b_hat"])
-            rng = "-" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
-            rr = "-" if r["r_min"] is None else f"{r['r_min']}-{r['r_max']}"
-            print(f"{r['model'][:20]:<20} {str(r['item_id'])[:12]:<12} {repr(r['variant'])[:16]:<16} "
-                  f"{r['test_rate']:6.3f} {rng:>15} {r['p_value']:8.2g} {r['m']:>3} {rr:>7}  {r['status']}")
-    for n in audit.notes:
-        print(f"note: {n}")
+    print(perturbation_text(audit, plans, benchmark=args.benchmark, method_name=_METHOD_NAMES[audit.method],
+                            top_items=args.items))
     return EXIT_OK
 
 

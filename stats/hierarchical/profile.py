@@ -4,6 +4,8 @@ summed over domains."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import gammaln, psi, xlogy
 
@@ -432,6 +434,41 @@ def _precision_lower_bound(form, t_hat, w_hat, ll_hat, crit):
 _BUDGET_BINS = 400
 
 
+@dataclass(frozen=True)
+class KnapsackInputs:
+    """What :func:`joint_subject_bound`'s knapsack reads, shared with its former implementation
+    (the oracle in the tests) so that the two differ only in the search itself."""
+
+    a: np.ndarray  # (D, M) squared subject weights
+    s2j: np.ndarray  # (G - 1,) proxy at each interval's lower end
+    fixed: np.ndarray  # (D, M) worst-case domains
+    base: np.ndarray  # (M,) their contribution A_d / 4
+    cost: np.ndarray  # (D, M, G - 1) deviance in budget bins, nb + 1 when unaffordable
+
+    def single_domain_value(self):
+        """With one domain the bound is its own largest affordable proxy: no knapsack needed."""
+        ok = ~self.fixed[0][:, None] & (self.cost[0] <= _BUDGET_BINS)
+        return np.where(ok, self.a[0][:, None] * self.s2j[None, :], 0.0).max(axis=1)
+
+
+def knapsack_inputs(profile, a2_dom, *, alpha):
+    """Costs (deviance rounded down to 1/400 of the budget z^2_{1-alpha}) and values of
+    :func:`joint_subject_bound`'s knapsack."""
+    from benchcert.stats._dist import norm
+
+    crit = float(norm.isf(alpha)) ** 2
+    prof = np.asarray(profile, dtype=float)
+    a = np.asarray(a2_dom, dtype=float)
+    s2j = 0.25 / (np.exp(_W_GRID[:prof.shape[-1]]) + 1.0)
+    s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
+    fixed = ~np.isfinite(prof).any(axis=-1)
+    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
+    nb = _BUDGET_BINS
+    with np.errstate(invalid="ignore", over="ignore"):
+        cost = np.where(np.isfinite(prof), np.floor(prof / (crit / nb)), nb + 1).clip(0, nb + 1).astype(np.int64)
+    return KnapsackInputs(a=a, s2j=s2j, fixed=fixed, base=base, cost=cost)
+
+
 def joint_subject_bound(profile, a2_dom, *, alpha):
     r"""Upper confidence bound on the subject term sum_d A_d s_d^2 from every domain's profile likelihood.
 
@@ -464,23 +501,11 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     Both choices can only raise the value, so the result is >= the exact psi_U. With one
     domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
     """
-    from benchcert.stats._dist import norm
-
-    crit = float(norm.isf(alpha)) ** 2
-    prof = np.asarray(profile, dtype=float)
-    a = np.asarray(a2_dom, dtype=float)
-    d, mdl, gi = prof.shape
-    s2j = 0.25 / (np.exp(_W_GRID[:gi]) + 1.0)
-    s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
-    fixed = ~np.isfinite(prof).any(axis=-1)
-    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
-    nb = _BUDGET_BINS
-    unit = crit / nb
-    with np.errstate(invalid="ignore", over="ignore"):
-        cost = np.where(np.isfinite(prof), np.floor(prof / unit), nb + 1).clip(0, nb + 1).astype(np.int64)
-    if d == 1:  # one domain: the largest proxy within the budget, no knapsack needed
-        val = np.where(~fixed[0][:, None] & (cost[0] <= nb), a[0][:, None] * s2j[None, :], 0.0)
-        return base + val.max(axis=1)
+    k = knapsack_inputs(profile, a2_dom, alpha=alpha)
+    a, s2j, fixed, base, cost, nb = k.a, k.s2j, k.fixed, k.base, k.cost, _BUDGET_BINS
+    d, mdl, gi = cost.shape
+    if d == 1:
+        return base + k.single_domain_value()
     # An interval costing no less than a lower one (larger proxy) is never better: best[m] is
     # nondecreasing in b and the proxy decreases along the grid, so best[b - c'] + v' <= best[b - c] + v
     # (rounding is monotone too); only the intervals that lower the running minimum cost are tried.

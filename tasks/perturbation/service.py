@@ -31,6 +31,7 @@ from benchcert.stats.perturbation.item_test import ASSUMPTIONS as WIDENED_ASSUMP
 from benchcert.stats.two_sample import energy_min_p, energy_test, fisher_contrast, fisher_min_p
 from benchcert.tasks.store.matrices import BenchmarkMatrices, MatrixError, available_variants
 from benchcert.tasks.errors import DataError
+from benchcert.tasks.perturbation.rows import VariantRow
 from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.store.variant_counts import read_variant_counts
 
@@ -147,7 +148,24 @@ class VariantDesign:
 
 @dataclass(frozen=True, repr=False)
 class PerturbationAudit(TableResult):
-    """Result of one design on one benchmark: per-item tests, per-variant shares, notes."""
+    """Result of one design on one benchmark: per-item tests, per-variant shares, notes.
+
+    ``variants`` (:meth:`to_polars`) has a row per (model, tested variant), also as typed objects
+    (:attr:`rows`); ``items`` a row per item test.
+
+    Examples
+    --------
+    >>> import benchcert as bc, numpy as np, polars as pl
+    >>> rng = np.random.default_rng(1)
+    >>> rows = [("m", f"q{i}", v, rep, float(rng.random() < (0.9 if v == "terse" and i % 2 else 0.5)))
+    ...         for i in range(30) for v in ("base", "r1", "r2", "r3", "terse") for rep in range(10)]
+    >>> frame = pl.DataFrame(rows, schema=["model", "item", "variant", "replicate", "score"], orient="row")
+    >>> store = bc.Store()
+    >>> _ = store.ingest(frame, benchmark="styles", mapping={"item_id": "item"})
+    >>> audit = store.perturb("styles", base="base", null=["r1", "r2", "r3"], test=["terse"])
+    >>> type(audit).__name__, audit.rows[0].variant, audit.rows[0].composite_status
+    ('PerturbationAudit', 'terse', 'tested')
+    """
 
     design: VariantDesign
     items: pl.DataFrame
@@ -175,6 +193,11 @@ class PerturbationAudit(TableResult):
         shown = self.variants.select("model", "variant", "n_tested", "composite_share", "composite_status",
                                      "classical_share")
         return f"<PerturbationAudit {self._title()}>\n{shown}"
+
+    @property
+    def rows(self) -> tuple[VariantRow, ...]:
+        """The (model, tested variant) rows of :meth:`to_polars` as typed, frozen objects."""
+        return tuple(VariantRow.from_dict(r) for r in self.variants.iter_rows(named=True))
 
     def item_rates(self, model: str, item_id: str) -> dict[str, float]:
         """Response rate of every variant of one item (for plots)."""

@@ -124,3 +124,104 @@ def comparison_table(result) -> str:
                      + (f"{'-':>9} {'-':>7}" if subjects_q else f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f}")
                      + f" {row['n_shared']:7d} {row['n_excluded']:5d}  {row.verdict}")
     return "\n".join(lines)
+
+
+def _null_text(d) -> str:
+    """The null variants, listed apart from the tested ones (a variant tested in turn is null for the others)."""
+    only_null = [v for v in d.null if v not in d.test]
+    if not set(d.null) & set(d.test):
+        return ", ".join(map(repr, d.null))
+    return ("for each tested variant, the base and the other variants"
+            + (f" (never tested: {', '.join(map(repr, only_null))})" if only_null else ""))
+
+
+def perturbation_text(audit, plans: dict, *, benchmark: str, method_name: str, top_items: int = 0) -> str:
+    """``benchcert perturb``'s table: per (model, tested variant) the items tested and the composite and
+    classical shares (or why there is none), the no-power lines each with the plan that would give power
+    (``plans`` by (model, variant)), the test's assumptions, and the ``top_items`` smallest p-values."""
+    d = audit.design
+    out = [f"benchmark {benchmark!r}: base {d.base!r} (alpha {audit.alpha:g}, {method_name})",
+           f"  null variants:   {_null_text(d)}", f"  tested variants: {', '.join(map(repr, d.test))}"]
+    head = (f"{'model':<24} {'variant':<20} {'items':>5} {'composite':>9} {'comp. BH':>8} {'classical':>9} "
+            f"{'class. BH':>9}")
+    out += [head, "-" * len(head)]
+    no_power, low_power = [], []
+    for r in audit.rows:
+        model = r.model if len(r.model) <= 24 else r.model[:21] + "..."
+        comp, comp_bh = r.shown_share("composite"), r.shown_share("composite", bh=True)
+        clas, clas_bh = r.shown_share("classical"), r.shown_share("classical", bh=True)
+        if r.no_power:
+            no_power += [f"no power: {r.model} {r.variant!r}: {r.n_no_power} of {r.n_items} items - {r.no_power}",
+                         f"  {plans[(r.model, r.variant)].sentence()}"]  # a plan stands under its line
+        if r.low_power:
+            low_power.append(f"{r.model} {r.variant!r}: {r.n_low_power} of {r.n_tested} tested items - {r.low_power}")
+        if r.classical_no_power:
+            no_power.append(f"no power: {r.model} {r.variant!r} (classical): {r.n_classical_no_power} of "
+                            f"{r.n_items} items - {r.classical_no_power}")
+        out.append(f"{model:<24} {repr(r.variant)[:20]:<20} {r.n_tested:>5} {comp:>9} {comp_bh:>8} {clas:>9} "
+                   f"{clas_bh:>9}")
+    out.append("items = items tested; composite = share of them where the change matters beyond the null rewordings; "
+               "classical = Fisher's exact test against the base alone (energy-distance permutation test for "
+               "fractional scores), over the items it can reject at all; BH = Benjamini-Hochberg across items; "
+               "no alt. = every item's null range covers every rate (no alternative left to detect)")
+    out += no_power + low_power + ["the composite test assumes:"] + [f"  - {a}" for a in audit.assumptions]
+    if top_items:
+        out += ["", _top_items(audit.items, top_items)]
+    out += [f"note: {n}" for n in audit.notes]
+    return "\n".join(out)
+
+
+def _top_items(items, n: int) -> str:
+    """The ``n`` item tests with the smallest p-values."""
+    top = items.filter(items["p_value"].is_not_null()).sort("p_value").head(n)
+    out = [f"{'model':<20} {'item':<12} {'variant':<16} {'rate':>6} {'null range':>15} {'p':>8} {'m':>3} {'r':>7}  "
+           "status"]
+    for r in top.iter_rows(named=True):
+        lo, hi = (r["range_low"], r["range_high"]) if r["range_low"] is not None else (r["a_hat"], r["b_hat"])
+        rng = "-" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+        rr = "-" if r["r_min"] is None else f"{r['r_min']}-{r['r_max']}"
+        out.append(f"{r['model'][:20]:<20} {str(r['item_id'])[:12]:<12} {repr(r['variant'])[:16]:<16} "
+                   f"{r['test_rate']:6.3f} {rng:>15} {r['p_value']:8.2g} {r['m']:>3} {rr:>7}  {r['status']}")
+    return "\n".join(out)
+
+
+def certify_text(cert, *, benchmark: str) -> str:
+    """``benchcert certify``'s table: per model and environment the score with its simultaneous bounds
+    (and the new-subjects score and band where computed), then each model's failure-rate bounds."""
+    from benchcert.stats.failure_rates import BLACK_BOX_SENTENCE
+
+    rows, failure, plan = cert.rows, cert.failure, cert.plan
+    level = f"{100 * (1 - cert.delta):g}%"
+    out = [f"{benchmark!r}: {len({r['model'] for r in rows})} model(s), bounds hold for every environment at once "
+           f"with probability >= {level} ({cert.protocol}" + (f", plan {plan.plan_id}" if plan else "")
+           + ")"]
+    # The new-subjects estimate and band (subject-weighted) beside the same-subjects ones, where computed.
+    new = any(r.get("score_new_subjects") is not None for r in rows)
+    head = (f"{'model':<32} {'environment':<28} {'score':>7} {'lower':>7} {'upper':>7}"
+            + (f" {'new-subj':>8} {'lower':>7} {'upper':>7}" if new else "") + "  method")
+    out += [head, "-" * len(head)]
+    for r in rows:
+        name = r["model"] if len(r["model"]) <= 32 else r["model"][:29] + "..."
+        extra = ""
+        if new:
+            extra = (f" {100 * r['score_new_subjects']:7.2f}% {100 * r['lower_new_subjects']:6.2f}% "
+                     f"{100 * r['upper_new_subjects']:6.2f}%" if r.get("score_new_subjects") is not None
+                     else f" {'':>8} {'':>7} {'':>7}")
+        out.append(f"{name:<32} {r['environment'][:28]:<28} {100 * r['score']:6.2f}% {100 * r['lower']:6.2f}% "
+                   f"{100 * r['upper']:6.2f}%{extra}  {r['method']}")
+    out.append("")
+    for model, f in failure.items():
+        question = {"same_subjects": "new items from the same subjects",
+                    "finite_population": "the plan's mix of the benchmark's items"}.get(f["question"], f["question"])
+        kind = "exact binomial, valid for unequal rates" if f["method"].endswith("unequal_rates") else "exact binomial"
+        out.append(f"{model}: failure rate <= {100 * f['upper']:.2f}% for {question} ({level} one-sided {kind}, "
+                   f"{f['failures']} failure(s) in {f['n']} items; {f['sampling']})")
+        if f.get("upper_new_subjects") is not None:
+            out.append(f"{model}: failure rate <= {100 * f['upper_new_subjects']:.2f}% for a new subject ({level} "
+                       f"one-sided relative-entropy Hoeffding on {f['effective_subjects']:.0f} subjects, each "
+                       f"weighing the same; subject-weighted failure rate {100 * f['estimate_new_subjects']:.2f}%)")
+    out.append(BLACK_BOX_SENTENCE)
+    if cert.subjects_note is not None:
+        out.append(f"note: {cert.subjects_note}")
+    out += [f"note: {n}" for n in cert.notes]
+    return "\n".join(out)

@@ -14,7 +14,7 @@ from scipy.special import betaln, gammaln, psi
 from benchcert.stats.hierarchical import likelihood as HL
 from benchcert.stats.hierarchical.likelihood import _ab, _row_sum
 from benchcert.stats.hierarchical.limits import _LOG_NU_MIN, _LOGIT_MAX, WORST_CASE_S2
-from benchcert.stats.hierarchical.profile import _BUDGET_BINS, _W_GRID
+from benchcert.stats.hierarchical.profile import _BUDGET_BINS, _W_GRID, knapsack_inputs
 from benchcert.stats.hierarchical.special import _trigamma
 
 _PROFILE_CELLS = 1 << 21
@@ -176,54 +176,14 @@ def upper_proxy(lik, t_hat, w_hat, ll_hat, upper_alpha):
 
 
 def joint_subject_bound(profile, a2_dom, *, alpha):
-    r"""Upper confidence bound on the subject term sum_d A_d s_d^2 from every domain's profile likelihood.
-
-    Parameters
-    ----------
-    profile : ndarray, shape (D, M, G - 1)
-        :attr:`DomainFits.profile`: per (domain, model) and grid interval of w = log(a + b), a
-        lower bound on the profile deviance over the interval; inf everywhere for a domain
-        whose proxy is the worst case 1/4 (inf for single intervals not computed).
-    a2_dom : ndarray, shape (D, M)
-        A_d = sum of the squared subject weights of domain d (0 for unanswered domains).
-    alpha : float, keyword-only
-        One-sided level of the bound.
-
-    Returns
-    -------
-    ndarray, shape (M,)
-
-    Notes
-    -----
-    The subject term is one number, psi = sum_d A_d s^2(nu_d), s^2(nu) = 1/(4 (nu + 1)), so
-    its one-sided profile-likelihood bound is (domains are independent, so their deviances add)
-
-    .. math:: \psi_U = \max\Big\{\sum_d A_d s^2(\nu_d) : \sum_d \mathrm{dev}_d(\nu_d) \le z^2_{1-\alpha}\Big\},
-
-    one constraint for the whole term instead of a Bonferroni share per domain. It is solved
-    as a knapsack over the grid intervals of log(nu): each domain picks one interval, worth
-    A_d times the proxy at the interval's lower end (the largest in it) and costing the
-    interval's smallest deviance (:attr:`BetaFit.profile`) rounded down to 1/400 of the budget.
-    Both choices can only raise the value, so the result is >= the exact psi_U. With one
-    domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
-    """
-    from benchcert.stats._dist import norm
-
-    crit = float(norm.isf(alpha)) ** 2
-    prof = np.asarray(profile, dtype=float)
-    a = np.asarray(a2_dom, dtype=float)
-    d, mdl, gi = prof.shape
-    s2j = 0.25 / (np.exp(_W_GRID[:gi]) + 1.0)
-    s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
-    fixed = ~np.isfinite(prof).any(axis=-1)
-    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
-    nb = _BUDGET_BINS
-    unit = crit / nb
-    with np.errstate(invalid="ignore", over="ignore"):
-        cost = np.where(np.isfinite(prof), np.floor(prof / unit), nb + 1).clip(0, nb + 1).astype(np.int64)
-    if d == 1:  # one domain: the largest proxy within the budget, no knapsack needed
-        val = np.where(~fixed[0][:, None] & (cost[0] <= nb), a[0][:, None] * s2j[None, :], 0.0)
-        return base + val.max(axis=1)
+    """The knapsack of stats/hierarchical/profile.py's joint_subject_bound as it was: an index per
+    budget bin for every interval. Its inputs (costs, values) are the current module's
+    knapsack_inputs, unchanged since, so the oracle compares the search alone."""
+    k = knapsack_inputs(profile, a2_dom, alpha=alpha)
+    a, s2j, fixed, base, cost, nb = k.a, k.s2j, k.fixed, k.base, k.cost, _BUDGET_BINS
+    d, mdl, gi = cost.shape
+    if d == 1:
+        return base + k.single_domain_value()
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
     bins = np.arange(nb + 1)

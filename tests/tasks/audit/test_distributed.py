@@ -6,52 +6,13 @@ benchmarks in parallel."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from benchcert.tasks.store.export import export_parquet
-
-#: Fields that name the run or its time: the only ones allowed to differ between the paths.
-RUN_FIELDS = {"run_id", "flow_run_id", "started_at", "finished_at", "created_at", "timings_s", "run_dir"}
-#: ... and the artifacts root, which the test chooses apart for the two runs.
-RUN_FIELDS |= {"artifacts_root"}
-
-
-def _strip(obj):
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in RUN_FIELDS}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
-
-
-def _artifacts(run_dir: Path, run_id: str, started: str) -> dict:
-    out = {}
-    for p in sorted(run_dir.rglob("*")):
-        if not p.is_file():
-            continue
-        rel = str(p.relative_to(run_dir))
-        if p.suffix == ".json":
-            out[rel] = _strip(json.loads(p.read_text(encoding="utf-8")))
-        elif p.suffix == ".parquet":
-            out[rel] = pl.read_parquet(p)
-        else:
-            text = p.read_text(encoding="utf-8").replace(run_id, "RUN")
-            out[rel] = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "TIME", text)
-    return out
-
-
-def _same_artifacts(a: dict, b: dict) -> None:
-    assert sorted(a) == sorted(b)
-    for k in a:
-        if isinstance(a[k], pl.DataFrame):
-            assert a[k].equals(b[k]), k
-        else:
-            assert a[k] == b[k], k
-
+from dask_support import artifacts as _artifacts, same_artifacts as _same_artifacts
 
 def _export_reads() -> int:
     from benchcert.tasks.audit.distributed import _cached_inputs
