@@ -65,7 +65,7 @@ class _TooLong(DataError, ValueError):
 
 
 #: Characters of the document read at a time while its records are streamed.
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20
 _BLANKS = re.compile(r"[ \t\n\r]*")
 #: What may still follow a number cut at the end of the text read so far ("1.5" of "1.5e+300").
 _NUMBER_GOES_ON = re.compile(r"[0-9eE.+\-]*")
