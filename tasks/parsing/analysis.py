@@ -14,6 +14,8 @@ analysis reports
 
 and warns when more than :data:`WARN_SHARE` of a model's responses are unparsed.  It runs only
 when some response of the audited variant carries a parse flag; otherwise it returns nothing.
+A model none of whose responses carries one is left out of the table (its share is not known);
+a response without a flag counts as parsed.
 
 Intervals: the cluster-robust interval by subject (:func:`benchcert.stats.intervals.clustered_interval`,
 pooled weights: every item counts equally) when the audit's hierarchy has subjects and the model's
@@ -139,8 +141,9 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, flags: pl.DataFrame | 
         return AnalysisOutput(name="parsing")
     clustered = "subject" in config.hierarchy
     by_model = flags.partition_by("model", as_dict=True, maintain_order=True)
+    # A model none of whose responses carries a flag is not said to have 0% unparsed: it is left out.
     rows = [model_row(name, by_model[(name,)], alpha=config.alpha, clustered=clustered)
-            for name in m.models if (name,) in by_model]
+            for name in m.models if (name,) in by_model and by_model[(name,)]["n_flagged"].sum() > 0]
     table = pl.DataFrame(rows, schema=PARSE_FAILURES_SCHEMA)
     notes = [w] if (w := warning(rows)) else []
     return AnalysisOutput(name="parsing", tables={"parse_failures": table},

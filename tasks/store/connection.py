@@ -106,6 +106,9 @@ def open_store(db: str | os.PathLike, *, write: bool,
             try:
                 con.execute("SET preserve_insertion_order = false")
                 con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT])
+                # DuckDB draws a progress bar on stdout for a query past 2 s (on a loaded machine, any
+                # query): it would corrupt a command's --json output.
+                con.execute("SET enable_progress_bar = false")
                 if write:
                     _ensure_schema(con, db, new_file=new_file)
                 else:

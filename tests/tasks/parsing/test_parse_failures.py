@@ -289,3 +289,17 @@ def test_both_intervals_cover_their_estimands_at_the_nominal_level(n_subjects, c
     for hits in (hits_w, hits_p):
         rate, lo, hi = rate_ci(hits, reps)
         assert lo <= 0.95 <= hi, (rate, hits_w / reps, hits_p / reps)
+
+
+def test_a_model_whose_log_says_nothing_of_parsing_is_left_out_not_reported_at_zero(capsys, tmp_path):
+    flagged = tmp_path / "a.csv"
+    flagged.write_text("model,item_id,score,parsed\n" + "".join(f"a,q{i},{i % 2},{'false' if i < 3 else 'true'}\n"
+                                                                 for i in range(20)))
+    silent = tmp_path / "b.csv"
+    silent.write_text("model,item_id,score\n" + "".join(f"b,q{i},{(i + 1) % 2}\n" for i in range(20)))
+    db, art = tmp_path / "s.duckdb", tmp_path / "art"
+    assert cli(capsys, "ingest", flagged, silent, "--db", db, "--benchmark", "b")[0] == 0
+    code, out, err = cli(capsys, "audit", "--db", db, "--benchmark", "b", "--artifacts", art, "--in-process", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["parse_failures"]
+    assert [(r["model"], r["n_unparsed"], r["share_unparsed"]) for r in rows] == [("a", 3, 0.15)]
