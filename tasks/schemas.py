@@ -219,6 +219,51 @@ class ParseFailures(_Frozen):
     warn: bool = Field(description="More than 5% of the responses are unparsed (the audit warns).")
 
 
+class ItemAnalysis(_Frozen):
+    """The item analysis' overview (``audit --items``; tasks/items/service.py, docs/analyses.md)."""
+
+    n_items: int
+    n_models: int
+    n_inert: int = Field(description="Items every model that answered scored alike.")
+    n_inert_all_correct: int
+    n_inert_all_wrong: int
+    inert_call_share: float | None = Field(None, description="Share of the responses spent on inert items.")
+    n_tested_broken_key: int = Field(description="0/1 items the broken-key test ran on (the BH family).")
+    n_broken_key: int = Field(description="Items flagged as suspected broken keys at false discovery rate fdr.")
+    fdr: float
+    broken_key_method: str
+    n_negative_discrimination: int
+    n_could_be_flagged: int = Field(description="Items whose smallest attainable p-value could pass BH alone.")
+    candidate_p: float
+    n_candidates: int = Field(description="Items with an unadjusted broken-key p-value <= candidate_p (not flags).")
+    strong_agree_non_key_flagged: float | None = None
+    strong_agree_non_key_other: float | None = None
+    strong_agree_non_key_candidates: float | None = None
+    strong_agree_non_key_not_candidates: float | None = None
+    reliability: float | None = Field(None, description="KR-20 / Cronbach's alpha across models.")
+    reliability_lower: float | None = None
+    reliability_upper: float | None = None
+    reliability_items: int
+    sem: float | None = Field(None, description="Standard error of measurement of a mean score (not the resolution).")
+    alpha: float
+    power: float
+    resolution_median: float | None = Field(None, description="Median over neighbour pairs of the smallest gap the "
+                                                               "paired test detects with the stated power.")
+    n_neighbours_resolved: int
+    top_score: float
+    headroom: float
+    n_top: int
+    separating_items_top: int
+    all_missed_items_top: int
+    irt_fitted: int
+    reduced_n: int | None = Field(None, description="Items of the reduced set.")
+    reduced_calls_saved_share: float | None = None
+    tolerance: float
+    n_near_duplicate_pairs: int | None = Field(None, description="Near-duplicate pairs (null: no item text).")
+    n_near_duplicate_items: int | None = None
+    near_duplicate_jaccard: float | None = None
+
+
 class Summary(_Frozen):
     """summary.json: the headline of one audit run, per model."""
 
@@ -242,6 +287,8 @@ class Summary(_Frozen):
     judge_agreement: list[JudgeAgreementSummary] | None = Field(
         None, description="Judge-human agreement per model and pooled (null without human labels).")
     headline_rule: str | None = Field(None, description="The rule that chose each score's headline interval.")
+    item_analysis: ItemAnalysis | None = Field(None, description="The item analysis' overview (audit --items; "
+                                                                 "else null).")
     unscored_convention: str | None = Field(None, description="How items with no prediction or no score count.")
     parse_failures: list[ParseFailures] | None = Field(
         None, description="Per model, answers that failed to parse and the score with and without them (schema "

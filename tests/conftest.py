@@ -60,7 +60,9 @@ def matrices_from_scores(scores: dict, subjects):
 
 for key, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
                    "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
-                   "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}.items():
+                   "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+                   # the suite never writes the user's cache folder (tasks/perturbation/tables.py)
+                   "BENCHCERT_CACHE_DIR": "off"}.items():
     os.environ.setdefault(key, value)
 
 

@@ -198,8 +198,10 @@ try:
     data = sorted(p.name for p in (importlib.resources.files("benchcert.data") / "mmlu_pro").iterdir() if p.is_file())
 except Exception as exc:
     data = f"{type(exc).__name__}: {exc}"
+# the perturbation test's shipped design table (tasks/perturbation/tables.py reads it as package data)
+tables = (importlib.resources.files("benchcert.tasks.perturbation") / "calibrations.json").is_file()
 print(json.dumps({"file": benchcert.__file__, "sys_path": sys.path, "imported": imported, "failed": failed,
-                  "skipped": skipped, "data": data}))
+                  "skipped": skipped, "data": data, "tables": tables}))
 """
 DEMO_DATA = ["SOURCE.txt", "SOURCE.upstream.txt", "mapping.toml", "mmlu_pro_item_correctness_long.csv.gz"]
 
@@ -224,6 +226,8 @@ def import_everything(ctx: Context) -> str:
         raise CheckFailed(f"the checkout is on the installed Python's sys.path: {sources}")
     if out["data"] != DEMO_DATA:
         raise CheckFailed(f"benchcert.data/mmlu_pro holds {out['data']}, not {DEMO_DATA}")
+    if not out["tables"]:
+        raise CheckFailed("benchcert.tasks.perturbation holds no calibrations.json (the shipped design table)")
     for main in out["skipped"]:  # the programs are checked by running them
         ctx.run(ctx.bin / "python", "-I", "-m", main.removesuffix(".__main__"), "--version")
     return f"{len(out['imported'])} modules imported, {len(out['skipped'])} program(s) run with --version"

@@ -23,6 +23,7 @@ COMMAND_MODULES = ("benchcert.flows.cli.ingest", "benchcert.flows.cli.audit", "b
                    "benchcert.flows.cli.schema", "benchcert.flows.cli.plan", "benchcert.flows.cli.compare",
                    "benchcert.flows.cli.perturb", "benchcert.flows.cli.serve", "benchcert.flows.cli.dashboard",
                    "benchcert.flows.cli.certify", "benchcert.flows.cli.default_variant", "benchcert.flows.cli.gof",
+                   "benchcert.flows.cli.items",
                    "benchcert.flows.cli.export", "benchcert.flows.cli.demo")
 
 

@@ -47,7 +47,7 @@ def cmd_audit(args) -> int:
                            alpha=args.alpha, variant=args.variant, lock_timeout=args.lock_timeout,
                            hierarchy=hierarchy, subject_weights=weights, baseline=args.baseline,
                            webhook_url=args.webhook, environments=environments, all_pairs=args.all_pairs,
-                           out_of_core=args.out_of_core,
+                           out_of_core=args.out_of_core, options={"items": True} if args.items else {},
                            dask_block_models=args.dask_block_models if args.out_of_core else None)
     scale = ScaleOut(address=args.dask_address, workers=args.dask_workers, export=args.export,
                      block_models=args.dask_block_models)
@@ -119,6 +119,10 @@ def register(sub) -> None:
     sp.add_argument("--environments", type=Path, metavar="FILE",
                     help="deployment environments TOML (see benchcert plan environments): adds table "
                          "environment_risks and a report section with each model's score per environment")
+    sp.add_argument("--items", action="store_true",
+                    help="add the item analysis (benchcert items: inert items, suspected broken keys, reliability, "
+                         "resolution, a reduced item set): tables items*, summary field item_analysis, a report "
+                         "section")
     run_mode_options(sp)
     add_dask_arguments(sp)
     # raise_under_debug: the audit runs as a flow; under --debug its error is let through whole.

@@ -90,7 +90,10 @@ def register(sub) -> None:
                          "the name); json = a JSON list of records, or an object with one list-of-records field")
     sp.add_argument("--records", metavar="FIELD",
                     help="a JSON object's field holding the records (when it holds several lists of records)")
-    sp.add_argument("--metric", help="lm-evaluation-harness: metric used as the score (default acc, else exact_match)")
+    sp.add_argument("--metric", help="lm-evaluation-harness: metric used as the score (default acc, else exact_match); "
+                                     "promptfoo: pass (default), score or a named assertion metric; OpenAI evals: "
+                                     "match (default) or a metrics key; lighteval: a field of the metric column "
+                                     "(default: the only one)")
     sp.add_argument("--scorer", help="inspect_ai: scorer used as the score (default: the log's only scorer)")
     sp.add_argument("--stat", metavar="NAME[:SPLIT]",
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")

@@ -156,7 +156,8 @@ def _plan_from_store(args) -> int:
         print_json({"benchmark": args.benchmark, "plans": [p.as_dict() for p in plans]})
         return EXIT_OK
     print(f"benchmark {args.benchmark!r}: replicates per variant for power 0.8 against a change of {args.detect:g} "
-          f"beyond the null range (the calibrated test perturb runs, alpha {args.alpha:g})")
+          f"beyond each item's null range (the calibrated test perturb runs, alpha {args.alpha:g}; the power is "
+          "averaged over the items' own spread between null variants)")
     for p in plans:
         print(f"{p.model} {p.variant!r}: {p.sentence()}")
     return EXIT_OK
@@ -179,7 +180,8 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--budget", type=_count, help="total model calls nu, pilot included (1e7 ok)")
     sp.add_argument("--db", type=Path, help="plan from a store instead: the null variants' observed rates are the "
                     "pilot; answers the replicates per variant (and null variants) that give the default test of "
-                    "benchcert perturb power 0.8, and the cost in calls")
+                    "benchcert perturb power 0.8 over the items' own spread between null variants, the cost in calls, "
+                    "and the current design's power")
     sp.add_argument("--benchmark", help="with --db: the benchmark")
     sp.add_argument("--model", metavar="M[,M...]", help="with --db: only these models")
     sp.add_argument("--base", help="with --db: base variant (as in benchcert perturb)")

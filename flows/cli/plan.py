@@ -8,7 +8,8 @@ locked or unusable.
 This module owns the ``plan`` command and every one of its questions (:func:`register`): its
 own, and those whose parsing and rendering stay beside their feature's command, added through
 that module's ``register_plan(plan_sub)`` (``plan perturbation`` in flows/cli/perturb.py,
-``plan environments`` in flows/cli/certify.py, ``plan human-labels`` in flows/cli/judge.py).
+``plan environments`` in flows/cli/certify.py, ``plan human-labels`` in flows/cli/judge.py, ``plan
+samples`` in flows/cli/items.py).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _common(sp, *, need_n_source: bool) -> None:
 
 def register(sub) -> None:
     """Add ``benchcert plan`` with all its questions, and ``benchcert subsample``."""
-    from benchcert.flows.cli import certify, judge, perturb
+    from benchcert.flows.cli import certify, items, judge, perturb
 
     p = sub.add_parser("plan", help="how many items a question needs, or what n items buy (evaluation cost)",
                        description="Answer evaluation-cost questions (methods: docs/methods.md, section 5): each answer names its method "
@@ -47,6 +48,7 @@ def register(sub) -> None:
     perturb.register_plan(ps)
     certify.register_plan(ps)
     judge.register_plan(ps)
+    items.register_plan(ps)
     _register_subsample(sub)
 
 

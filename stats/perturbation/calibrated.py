@@ -1,5 +1,9 @@
 r"""The default per-item composite test: the widened range with its noise margin calibrated exactly.
 
+Calibrations depend on the design (m, r, r', alpha) only; :func:`register_calibrations` makes ones
+computed before known (the tasks layer keeps them on disk: tasks/perturbation/tables.py) and
+:func:`computed_calibrations` lists the new ones.  This module does no I/O.
+
 :func:`calibrated_range_test` rejects when the tested variant's rate lies outside the null
 variants' observed range widened by :math:`cR + z\sigma`; c is the spacing margin of the
 composite-null paper's ideal test (section 3, Lemma 2 with the range unknown) and z is the
@@ -22,7 +26,8 @@ from .no_power import no_power_sentence
 from .results import CompositeTestResult
 from .statistic import _composite_statistic_iv, composite_statistic
 
-__all__ = ["CALIBRATION_GRID", "calibrated_power", "reject_many", "calibrated_range_test", "calibration", "calibrated_size"]
+__all__ = ["CALIBRATION_GRID", "CALIBRATION_VERSION", "calibrated_power", "reject_many", "calibrated_range_test",
+           "calibration", "calibrated_size", "register_calibrations", "computed_calibrations"]
 
 ASSUMPTIONS = (_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES,
                "every null variant has the same replicate count (otherwise the widened test is used)")
@@ -32,10 +37,16 @@ ASSUMPTIONS = (_ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES,
 #: rates (a = 0) and point nulls (w = 0) are included.
 CALIBRATION_GRID = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
                     0.65, 0.8, 1.0)
-_POSITIONS = 5
+_POSITIONS = 9
 #: p-values are reported on this ladder of levels (times alpha), each calibrated exactly.
 P_LADDER = (0.2, 1.0)
 _Z_STEP = 0.02
+#: The compass search (:func:`_local_max`) starts from this many of the grid's largest sizes and
+#: stops when its position step and width factor are within this of zero and one.
+_REFINE_STARTS = 4
+_REFINE_TOL = 2e-3
+#: Changes whenever the calibration's search changes: stored tables of another version are not used.
+CALIBRATION_VERSION = 2
 
 
 def _window(r: int, a: float, b: float) -> tuple[int, int]:
@@ -130,16 +141,57 @@ def _cells():
             yield float(a), float(min(a + w, 1.0))
 
 
+def _clip_cell(a: float, w: float) -> tuple[float, float]:
+    w = min(max(w, 0.0), 1.0)
+    a = min(max(a, 0.0), 1.0 - w)
+    return float(a), float(min(a + w, 1.0))
+
+
+def _local_max(size, a: float, b: float) -> tuple[float, tuple[float, float]]:
+    """The size's largest value near the cell (a, b), by a compass search in (a, log w).
+
+    Steps start at half the grid's spacing (a position step, a width factor of 1.5) and halve
+    whenever no neighbour is larger; the size is smooth in (a, b) (an average of polynomials in
+    the rates), so the search climbs to the local maximum the grid point sits below.
+    """
+    w = b - a
+    best, cell = size(a, b), (a, b)
+    da, fw = max((1.0 - w) / (2.0 * (_POSITIONS - 1)), 1e-3) / 2.0, 1.5
+    while da > _REFINE_TOL or fw > 1.0 + _REFINE_TOL:
+        a0, w0 = cell[0], cell[1] - cell[0]
+        moves = [(a0 - da, w0), (a0 + da, w0), (a0, w0 * fw if w0 > 0 else 1e-3), (a0, w0 / fw),
+                 (a0 - da, w0 * fw), (a0 + da, w0 / fw)]
+        tried = [(size(*c), c) for c in {_clip_cell(*mv) for mv in moves} - {cell}]
+        top = max(tried, default=(-1.0, cell))
+        if top[0] > best:
+            best, cell = top
+        else:
+            da, fw = da / 2.0, math.sqrt(fw)
+    return best, cell
+
+
 def calibrated_size(m: int, r: int, rt: int, *, alpha: float = 0.05, z: float | None = None) -> float:
-    """The largest size over the calibration grid of the test with margin z (default: calibrated)."""
+    """The largest size over the calibration grid and its refined local maxima (default z: calibrated)."""
     c = _widening(check_alpha(alpha), m)
     z = calibration(m, r, rt, alpha)[0] if z is None else z
-    return max(_cell_size(m, r, rt, c, z * _sigma(c, r, rt), a, b) for a, b in _cells())
+    margin = z * _sigma(c, r, rt)
+    cells = list(_cells())
+    sizes = [_cell_size(m, r, rt, c, margin, a, b) for a, b in cells]
+    refined = _refine(m, r, rt, c, margin, cells, np.asarray(sizes))
+    return max(max(sizes), *(s for s, _ in refined))
 
 
 def _sizes(m, r, rt, c, z, cells) -> np.ndarray:
     margin = z * _sigma(c, r, rt)
     return np.array([_cell_size(m, r, rt, c, margin, a, b) for a, b in cells])
+
+
+def _refine(m, r, rt, c, margin, cells, sizes) -> list[tuple[float, tuple[float, float]]]:
+    """Local maxima of the size climbed from the grid's _REFINE_STARTS largest cells."""
+    def size(a, b):
+        return _cell_size(m, r, rt, c, margin, a, b)
+
+    return [_local_max(size, *cells[i]) for i in np.argsort(sizes)[::-1][:_REFINE_STARTS]]
 
 
 def _smallest_z(m, r, rt, c, alpha, cells, n_max) -> int | None:
@@ -158,31 +210,71 @@ def _smallest_z(m, r, rt, c, alpha, cells, n_max) -> int | None:
     return hi
 
 
+#: Calibrations known without computing them: (m, r, r', alpha) -> z, filled by
+#: :func:`register_calibrations` (the tasks layer loads the package's table and the user's cache).
+_KNOWN: dict[tuple[int, int, int, float], float] = {}
+#: Calibrations computed in this process, for the tasks layer to store (:func:`computed_calibrations`).
+_COMPUTED: dict[tuple[int, int, int, float], float] = {}
+
+
+def register_calibrations(entries) -> int:
+    """Make calibrations computed before (same :data:`CALIBRATION_VERSION`) known; returns how many.
+
+    ``entries`` is an iterable of ``(m, r, r_test, alpha, z)``; z may be ``math.inf``.
+    """
+    n = 0
+    for m, r, rt, alpha, z in entries:
+        _KNOWN[(int(m), int(r), int(rt), float(alpha))] = float(z)
+        n += 1
+    calibration.cache_clear()
+    return n
+
+
+def computed_calibrations() -> list[tuple[int, int, int, float, float]]:
+    """``(m, r, r_test, alpha, z)`` of every calibration computed (not looked up) in this process."""
+    return [(*key, z) for key, z in _COMPUTED.items()]
+
+
 @lru_cache(maxsize=256)
 def calibration(m: int, r: int, rt: int, alpha: float) -> tuple[float, float]:
-    """(z, c): the smallest margin z (a multiple of 0.02) whose size over the whole grid is <= alpha.
+    """(z, c): the smallest margin z (a multiple of 0.02) whose size over (a, b) is <= alpha.
 
+    The size's supremum over null ranges (a, b) is found numerically: the grid of
+    :data:`CALIBRATION_GRID` widths x _POSITIONS positions, then a compass search from the
+    _REFINE_STARTS largest cells to the local maxima between grid points (:func:`_local_max`).
     The rejection region shrinks as z grows, so the size falls with z: z is bisected on a few
-    active cells (the worst ones), then checked on every cell of the grid; cells that fail join the
-    active set and the search repeats.  z = inf when no margin short of the one that makes
-    rejection impossible keeps the level.
+    active cells (the worst ones), then checked on every cell and refined maximum; cells that
+    fail join the active set and the search repeats.  z = inf when no margin short of the one
+    that makes rejection impossible keeps the level.
     """
     c = _widening(alpha, m)
+    key = (int(m), int(r), int(rt), float(alpha))
+    if key in _KNOWN:
+        return _KNOWN[key], c
+    z = _calibrate(m, r, rt, c, alpha)
+    _COMPUTED[key] = z
+    return z, c
+
+
+def _calibrate(m, r, rt, c, alpha) -> float:
     cells = list(_cells())
     n_max = int(math.ceil(1.0 / (_sigma(c, r, rt) * _Z_STEP)))      # z sigma >= 1: nothing can reject
     sizes = _sizes(m, r, rt, c, 0.0, cells)
-    if np.all(sizes <= alpha):
-        return 0.0, c
+    n = 0
     active = [cells[i] for i in np.argsort(sizes)[-3:]]
     while True:
-        n = _smallest_z(m, r, rt, c, alpha, active, n_max)
-        if n is None:
-            return math.inf, c
-        sizes = _sizes(m, r, rt, c, n * _Z_STEP, cells)
-        bad = [cells[i] for i in np.flatnonzero(sizes > alpha)]
+        if np.any(sizes > alpha):
+            n = _smallest_z(m, r, rt, c, alpha, active, n_max)
+            if n is None:
+                return math.inf
+            sizes = _sizes(m, r, rt, c, n * _Z_STEP, cells)
+        refined = _refine(m, r, rt, c, n * _Z_STEP * _sigma(c, r, rt), cells, sizes)
+        bad = [cells[i] for i in np.flatnonzero(sizes > alpha)] + [cell for s, cell in refined if s > alpha]
         if not bad:
-            return n * _Z_STEP, c
+            return n * _Z_STEP
         active += bad
+        cells += [cell for s, cell in refined if s > alpha]
+        sizes = np.r_[sizes, [s for s, _ in refined if s > alpha]]
 
 
 def calibrated_power(p_test, *, m: int, r: int, a: float, b: float, r_test: int | None = None,
@@ -278,13 +370,17 @@ def calibrated_range_test(null_counts, null_replicates, test_count, test_replica
     :math:`P(\min = i, \max \le j) = (F(j) - F(i-1))^m - (F(j) - F(i))^m`, and summing over the
     lattice gives P(reject below | K' = k') for every k', then over Binomial(r', p').  The
     supremum over p' is bounded rigorously by monotonicity (:func:`_cell_size`); the supremum over
-    (a, b) is taken over the grid :data:`CALIBRATION_GRID` (18 widths, 5 positions each, mirror
-    images exact), which includes point nulls and boundary rates.  z is the smallest multiple of
-    0.02 whose size on the grid is <= alpha (bisection: the rejection region shrinks as z grows).
-    With z = 0 already valid, z = 0.
+    (a, b) is found per design (m, r, r'): the grid :data:`CALIBRATION_GRID` (18 widths, 9
+    positions each, mirror images exact; point nulls and boundary rates included), then a compass
+    search from the largest cells to the local maxima between grid points (:func:`_local_max`).
+    z is the smallest multiple of 0.02 whose size on the grid and at those maxima is <= alpha
+    (bisection: the rejection region shrinks as z grows).  With z = 0 already valid, z = 0.
+    Issue #36: with 5 positions and no search the size reached 5.18% at m = 2, r = 50, r' = 3.
 
-    *Departures.*  (1) The supremum over (a, b) between grid points is not bounded analytically;
-    seeded simulations on a denser grid (tests) check the level there.  (2) Unequal replicate
+    *Departures.*  (1) The supremum over (a, b) is found numerically, not bounded analytically;
+    tests/stats/perturbation/test_calibrated_size_grid.py computes the exact size on an independent
+    dense grid of null ranges for every (m, r, r') in {2, 3, 5, 8} x {10, 50, 400} x {3, 10, r}
+    (largest 4.96%, m = 8, r = r' = 50).  (2) Unequal replicate
     counts among the null variants are not calibrated: :func:`composite_test` then runs the
     assumption-light widened test.  (3) p-values are coarse (ladder of exactly calibrated levels)
     so Benjamini-Hochberg across items stays valid and is conservative.

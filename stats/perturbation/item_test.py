@@ -179,10 +179,33 @@ def min_detectable_gap(null_replicates, test_replicates, *, alpha=0.05, ideal_sh
     return _min_gap(tuple(sorted(int(x) for x in r)), int(test_replicates), check_alpha(alpha), float(ideal_share))
 
 
+#: Smallest detectable gaps known without solving their programmes: (sorted replicates, r', alpha,
+#: ideal_share) -> gap, filled by :func:`register_min_gaps` (the tasks layer's stored tables).
+_KNOWN_GAPS: dict[tuple, float] = {}
+#: Gaps solved in this process, for the tasks layer to store (:func:`computed_min_gaps`).
+_COMPUTED_GAPS: dict[tuple, float] = {}
+
+
+def register_min_gaps(entries) -> int:
+    """Make gaps solved before known: ``entries`` of ``(replicates, r_test, alpha, ideal_share, gap)``."""
+    n = 0
+    for reps, rt, alpha, share, gap in entries:
+        _KNOWN_GAPS[(tuple(sorted(int(x) for x in reps)), int(rt), float(alpha), float(share))] = float(gap)
+        n += 1
+    _min_gap.cache_clear()
+    return n
+
+
+def computed_min_gaps() -> list[tuple]:
+    """``(replicates, r_test, alpha, ideal_share, gap)`` of every gap solved (not looked up) here."""
+    return [(list(k[0]), k[1], k[2], k[3], g) for k, g in _COMPUTED_GAPS.items()]
+
+
 @lru_cache(maxsize=4096)
 def _min_gap(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_share: float) -> float:
-    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs every command ~0.1 s
-
+    key = (reps, test_replicates, alpha, ideal_share)
+    if key in _KNOWN_GAPS:
+        return _KNOWN_GAPS[key]
     r = np.asarray(reps, dtype=float)
     m = int(r.size)
     if m < 2:
@@ -190,9 +213,23 @@ def _min_gap(reps: tuple[int, ...], test_replicates: int, alpha: float, ideal_sh
     c, t = _pair_margins(r, test_replicates, alpha, ideal_share)
     if m > LP_MAX_VARIANTS or np.unique(r).size == 1:
         return float(t.max())
+    gap = _min_gap_lp(r, m, c, t)
+    _COMPUTED_GAPS[key] = gap
+    return gap
+
+
+def _min_gap_lp(r, m, c, t) -> float:
+    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs every command ~0.1 s
+
     rows, rhs = _pair_rows(c, t, s_sign=-1.0)                  # t_ij + c x_j - (1+c) x_i <= s
     best = float(t.max())
-    for k in np.unique(r, return_index=True)[1]:            # variants with equal counts are interchangeable
+    # With x_k = 0 the lowest rate, the pair (k, j) alone gives s >= t_kj + c x_j >= t_kj: a
+    # programme whose bound max_j t_kj is not below the best so far cannot improve it.
+    starts = np.unique(r, return_index=True)[1]             # variants with equal counts are interchangeable
+    bound = {int(k): float(np.max(t[k])) for k in starts}
+    for k in sorted(bound, key=bound.get):
+        if bound[k] >= best:
+            break
         bounds = [(0.0, 0.0) if i == k else (0.0, 1.0) for i in range(m)] + [(None, None)]
         res = linprog(np.r_[np.zeros(m), 1.0], A_ub=rows, b_ub=rhs, bounds=bounds,
                       method="highs")

@@ -111,6 +111,7 @@ def _registry() -> dict[str, AnalysisSpec]:
     from benchcert.tasks.compare import analysis as comparisons
     from benchcert.tasks.gof import analysis as calibration
     from benchcert.tasks.hierarchical import analysis as hierarchical
+    from benchcert.tasks.items import analysis as items
     from benchcert.tasks.judge import analysis as judge
     from benchcert.tasks.parsing import analysis as parsing
     from benchcert.tasks.perturbation import analysis as perturbation
@@ -133,6 +134,8 @@ def _registry() -> dict[str, AnalysisSpec]:
         AnalysisSpec("calibration", calibration.analyze, inputs=("option_probs",)),
         AnalysisSpec("judge", judge.analyze, inputs=("human_scores",), summary_fields=judge.SUMMARY_FIELDS,
                      summary=judge.summary_fields),
+        AnalysisSpec("items", items.analyze, options={"items": items.parse_option},
+                     summary_fields=items.SUMMARY_FIELDS, summary=items.summary_fields),
     ]
     return {spec.name: spec for spec in specs}
 

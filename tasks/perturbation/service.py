@@ -409,10 +409,12 @@ def run_design(counts: pl.DataFrame, design: VariantDesign, *, alpha: float = 0.
     """
     if method not in TEST_METHODS:
         raise ValueError(f"method must be one of {', '.join(TEST_METHODS)}; got {method!r}")
+    from benchcert.tasks.perturbation.tables import design_tables
+
     cells = _cells(counts)
     rows = []
     cache: dict = {}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), design_tables():
         # Degenerate null sets are common (deterministic decoding gives identical rates); each is
         # reported in the item's status and counted in the notes instead of warned one by one.
         warnings.simplefilter("ignore", DegenerateDataWarning)

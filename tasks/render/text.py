@@ -126,6 +126,99 @@ def comparison_table(result) -> str:
     return "\n".join(lines)
 
 
+def _pc(x, unit: str = "%") -> str:
+    return "-" if x is None else f"{100 * x:.2f}{unit}"
+
+
+def items_text(result, shown: int = 20) -> str:
+    """The terminal text of ``benchcert items`` (a :class:`~benchcert.tasks.items.service.ItemsResult`)."""
+    o = result.overview
+    lines = [
+        f"{o['n_items']:,} items, {o['n_models']} models",
+        f"inert (every model scored alike): {o['n_inert']:,} items ({o['n_inert_all_correct']:,} all right, "
+        f"{o['n_inert_all_wrong']:,} all wrong), {_pc(o['inert_call_share'])} of the calls",
+        f"suspected broken keys: {o['n_broken_key']:,} of {o['n_tested_broken_key']:,} tested items at FDR "
+        f"{o['fdr']:g} (permutation test across models, Benjamini-Hochberg)",
+    ]
+    lines.append(f"  {o['n_could_be_flagged']:,} item(s) could be flagged at all with {o['n_models']} models (smallest "
+                 f"attainable p <= FDR / items tested); {o['n_candidates']:,} item(s) have an unadjusted p <= "
+                 f"{o['candidate_p']:g} (candidates, not flags)")
+    if o.get("strong_agree_non_key_flagged") is not None:
+        lines.append(f"  strong models agreeing on one non-key answer: {_pc(o['strong_agree_non_key_flagged'])} on the "
+                     f"flagged items, {_pc(o['strong_agree_non_key_other'])} on the other non-inert ones")
+    if o.get("strong_agree_non_key_candidates") is not None:
+        lines.append(f"  strong models agreeing on one non-key answer: {_pc(o['strong_agree_non_key_candidates'])} on the "
+                     f"candidates, {_pc(o['strong_agree_non_key_not_candidates'])} on the other non-inert items")
+    flagged = result.items.filter("broken_key").sort("q_broken_key").head(shown)
+    for r in flagged.iter_rows(named=True):
+        agree = "" if r["strong_agree_non_key"] is None else f" strong-non-key {100 * r['strong_agree_non_key']:.0f}%"
+        disc = "-" if r["discrimination"] is None else f"{r['discrimination']:+.2f}"
+        lines.append(f"  {r['item_id']} ({r['subject']}): share correct {r['difficulty']:.2f}, item-rest r {disc}, "
+                     f"q {r['q_broken_key']:.2g}{agree}")
+    if o["reliability"] is not None:
+        lines.append(f"reliability (KR-20 / Cronbach's alpha): {o['reliability']:.4f} "
+                     f"[{o['reliability_lower']:.4f}, {o['reliability_upper']:.4f}] (SEM {_pc(o['sem'], ' pp')}, not "
+                     "the resolution)")
+    lines.append(f"resolution (smallest gap the paired test detects with {100 * o['power']:g}% power, neighbours in "
+                 f"the ranking): median {_pc(o['resolution_median'], ' pp')}; "
+                 f"{o['n_neighbours_resolved']} neighbour pair(s) called different")
+    for r in result.bands.iter_rows(named=True):
+        lines.append(f"  score {100 * r['band_low']:.0f}-{100 * r['band_high']:.0f}%: {r['n_pairs']} pair(s), median "
+                     f"{100 * r['resolution_median']:.2f} pp (min {100 * r['resolution_min']:.2f}, max "
+                     f"{100 * r['resolution_max']:.2f})")
+    lines.append(f"saturation: best score {_pc(o['top_score'])}; {o['separating_items_top']:,} items separate the top "
+                 f"{o['n_top']} models, {o['all_missed_items_top']:,} all of them miss")
+    red = result.reduced
+    if red is not None:
+        lines.append(f"reduced set: {red.n_evaluated:,} of {red.n_items:,} items, {_pc(red.calls_saved_share)} of the "
+                     f"calls saved; every score within {_pc(red.score_bound, ' pp')} and every gap within "
+                     f"{_pc(red.gap_bound, ' pp')} (simultaneous, alpha {red.alpha:g}); realised: score "
+                     f"{_pc(red.max_score_error, ' pp')}, gap {_pc(red.max_gap_error, ' pp')}, "
+                     f"{red.sign_changes} sign change(s)")
+    if o.get("n_near_duplicate_pairs") is not None:
+        lines.append(f"near-duplicates (Jaccard of word 3-shingles >= {o['near_duplicate_jaccard']:g}): "
+                     f"{o['n_near_duplicate_pairs']:,} pair(s) among {o['n_near_duplicate_items']:,} item(s)")
+        for r in result.duplicates.sort("jaccard", descending=True).head(shown).iter_rows(named=True):
+            lines.append(f"  {r['item_a']} ~ {r['item_b']}: {r['jaccard']:.2f}")
+    if result.samples is not None and result.samples.height:
+        lines.append("repeated samples (variance components; within = across samples of one item):")
+        lines += _samples_lines(result.samples.to_dicts())
+    lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def _f(x, spec: str = ".4f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _samples_lines(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        line = (f"  {r['model']}: {r['n_items']:,} items, {r['mean_samples']:.1f} samples/item; within "
+                f"{_f(r['within'])} [{_f(r['within_lower'])}, {_f(r['within_upper'])}], between items "
+                f"{_f(r['between_items'])} [{_f(r['between_items_lower'])}, {_f(r['between_items_upper'])}], between "
+                f"subjects {_f(r['between_subjects'])}; run-to-run share of an item mean's variance "
+                f"{_pc(r['within_share'])}; {r['unstable_items']:,} unstable items")
+        if r["pass_at_k"] is not None:
+            line += (f"; pass@{r['k']} {_pc(r['pass_at_k'])} [{_pc(r['pass_lower'])}, {_pc(r['pass_upper'])}], "
+                     f"mean [{_pc(r['mean_at_k_lower'])}, {_pc(r['mean_at_k_upper'])}]")
+        out.append(line)
+    return out
+
+
+def samples_plan_text(doc: dict) -> str:
+    """The terminal text of ``benchcert plan samples`` (the service's document)."""
+    lines = [f"benchmark {doc['benchmark']!r} (variant {doc['variant']!r}): {doc['n_items']:,} items; budget "
+             f"{doc['budget']:g}, an item with K samples costs {doc['cost_item']:g} + K x {doc['cost_sample']:g}"]
+    lines += _samples_lines(doc["components"])
+    for p in doc["plans"]:
+        lines.append(f"  {p['model']}: K = {p['k']} samples on n = {p['n']:,} items (cost {p['cost']:g}): "
+                     f"{100 * (1 - doc['alpha']):g}% half-width {_pc(p['half_width'], ' pp')}")
+    lines.append("estimand: " + ("these items' mean" if doc["these_items"] else "the mean over a population of items")
+                 + "; a plan from the measured components, not a guarantee")
+    return "\n".join(lines)
+
+
 def _null_text(d) -> str:
     """The null variants, listed apart from the tested ones (a variant tested in turn is null for the others)."""
     only_null = [v for v in d.null if v not in d.test]

@@ -259,3 +259,29 @@ def test_plan_bounds_state_their_true_relation():
     assert "13.2281 > 0.05" in text and "<=" not in text and "-2.5" not in text and "says nothing" in text
     text = _bounds_text(SimpleNamespace(size_bound=0.04, alpha=0.05, power_bound=0.8357))
     assert "0.0400 <= 0.05" in text and "= 0.8357" in text
+
+
+def test_plan_uses_the_items_own_spread(capsys, tmp_path):
+    """Issue #36: with replicates the plan's power is over the items' own null ranges (not the spread of
+    the benchmark-level rates), says so, gives the current design's power, and its JSON is standard
+    (no NaN where the benchmark-level range is not used)."""
+    rows = ["benchmark,model,item_id,subject,domain,variant,replicate,score"]
+    rng = __import__("random").Random(4)
+    for item in range(30):
+        centre = rng.uniform(0.3, 0.7)
+        for variant in ("a", "b", "c", "d", "e"):
+            p = centre + rng.uniform(-0.05, 0.05)
+            rows += [f"r4,m,{item},s,d,{variant},{rep},{int(rng.random() < p)}" for rep in range(4)]
+    db = _store(tmp_path, "r4", rows)
+    design = ["--base", "a", "--null", "b,c,d", "--test", "e"]
+    code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r4", "--detect", "0.3", *design,
+                       "--json")
+
+    def no_nan(token):
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    (plan,) = json.loads(out, parse_constant=no_nan)["plans"]
+    assert code == 0 and plan["spread"] == "per item" and plan["a_hat"] is None and plan["n_items_spread"] == 30
+    assert plan["replicates_now"] == 4 and 0.0 <= plan["power_now"] < plan["power"]
+    code, out, _ = cli(capsys, "plan", "perturbation", "--db", db, "--benchmark", "r4", "--detect", "0.3", *design)
+    assert code == 0 and "root-mean-square spread" in out and "the current design (4 replicates) has power" in out

@@ -181,7 +181,7 @@ def test_plan_registers_every_question_itself_whatever_the_order():
         assert parser.parse_args(["plan", "subsample", "--N", "5", "--n", "2"]).n == 2
         questions = next(a for a in sub.choices["plan"]._actions if a.dest == "plan_question").choices
         assert list(questions) == ["subsample", "estimate", "models", "compare", "zero-failure", "perturbation",
-                                   "environments", "human-labels"]  # human-labels: issue #28
+                                   "environments", "human-labels", "samples"]  # human-labels: issue #28; samples: #38
 
 
 @pytest.mark.parametrize("argv", [["plan", "subsample", "--help"], ["subsample", "--help"]])

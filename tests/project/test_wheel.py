@@ -95,6 +95,12 @@ def test_the_demo_data_and_its_licence_notes_are_in_the_wheel(wheel):
     assert data == sorted(f"benchcert/data/{n}" for n in DEMO_DATA)  # and not the rest of data/
 
 
+def test_the_perturbation_design_table_is_in_the_wheel(wheel):
+    """tasks/perturbation/calibrations.json, package data read by tasks/perturbation/tables.py (issue #36)."""
+    inside = wheel.read("benchcert/tasks/perturbation/calibrations.json")
+    assert inside == (ROOT / "tasks" / "perturbation" / "calibrations.json").read_bytes()
+
+
 def test_the_tests_build_with_the_setuptools_the_build_system_pins():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     build_pin = [r for r in config["build-system"]["requires"] if r.startswith("setuptools")]

@@ -3,8 +3,8 @@
 Detection reads a path in stages and asks every native adapter of the registry
 (tasks/ingest/adapters/registry.py), in order, whether the :class:`~.registry.Probe` of that
 stage looks like its logs: a directory; a zip archive's member names (and its only JSON
-member's first 64 KiB); the first line of a text file parsed as JSON; the first 64 KiB of a
-JSON document spread over several lines.  The first adapter that answers reads the path.  A
+member's first 64 KiB); a Parquet file's column names; the first line of a text file parsed as
+JSON; the first 64 KiB of a JSON document spread over several lines.  The first adapter that answers reads the path.  A
 JSON object per line that no adapter claims is a generic JSONL table, and anything else goes
 to the generic CSV/JSONL/Parquet adapter, which decides by name.  A wrong guess from a prefix
 ends in an error naming the file, never in wrong rows: the adapter checks the structure in full.
@@ -16,6 +16,9 @@ import json
 import os
 import zipfile
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from benchcert.tasks.ingest.adapters import generic, limits, registry
 from benchcert.tasks.ingest.adapters.helm import HELM_FILES, is_helm_run
@@ -50,8 +53,17 @@ def _detect(path: Path) -> tuple[registry.Adapter | None, str | None]:
     if head[:2] == b"PK":
         return _sniff_zip(path)
     if head == b"PAR1":
-        return None, None
+        return _sniff_parquet(path)
     return _sniff_text(path)
+
+
+def _sniff_parquet(path: Path) -> tuple[registry.Adapter | None, str | None]:
+    """A Parquet file's column names (read from its footer) asked of the adapters, else the generic reader's."""
+    try:
+        columns = tuple(pq.ParquetFile(path).schema_arrow.names)
+    except (OSError, ValueError, pa.ArrowException):
+        return None, None  # an unreadable footer: the generic Parquet reader reports it by name
+    return _ask(Probe(path, parquet_columns=columns))
 
 
 def _ask(probe: Probe) -> tuple[registry.Adapter | None, str | None]:
@@ -161,7 +173,8 @@ def walk(root: Path) -> tuple[list[str], list[dict]]:
             sources.append(f)  # a .json no harness wrote: read as JSON records (or refused saying what it is)
         else:
             unknown.append(_unknown(f, "no adapter recognises this file (by content it is no lm-evaluation-harness, "
-                                       "inspect_ai, HELM or MMLU-Pro log; by name it is not "
+                                       "inspect_ai, HELM, MMLU-Pro, promptfoo, OpenAI evals or lighteval log; "
+                                       "by name it is not "
                                        f"{', '.join(GENERIC_EXTENSIONS)}, optionally .gz)"))
     return [str(s) for s in sorted(sources, key=str)], unknown
 

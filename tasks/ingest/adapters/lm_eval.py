@@ -417,14 +417,15 @@ def sniff(probe: registry.Probe) -> str | None:
     if isinstance(obj, dict):
         if "doc_id" in obj and any(k in obj for k in ("resps", "filtered_resps", "metrics")):
             return "lm_eval"
-        if isinstance(obj.get("results"), dict) and any(
+        # config_general: lighteval's results file, which also has results and versions
+        if isinstance(obj.get("results"), dict) and "config_general" not in obj and any(
                 k in obj for k in ("configs", "versions", "group_subtasks", "n-shot", "lm_eval_version")):
             return "lm_eval_results"
     elif isinstance(obj, list) and obj and isinstance(obj[0], dict):
         if "doc_id" in obj[0] and ("resps" in obj[0] or "filtered_resps" in obj[0]):
             return "lm_eval"
     elif text.startswith("{"):
-        if registry.has_keys(text, "results") and any(
+        if registry.has_keys(text, "results") and not registry.has_keys(text, "config_general") and any(
                 registry.has_keys(text, k) for k in ("configs", "versions", "group_subtasks", "n-shot")):
             return "lm_eval_results"
     elif text.startswith("["):

@@ -1,7 +1,7 @@
 """What the native log adapters share: options, the row they yield, batching, the option-probability table.
 
-A native adapter (lm_eval, inspect_ai, helm, mmlu_pro_raw) reads a harness log as the harness
-wrote it and yields :class:`Row` records whose fields are already canonical, or
+A native adapter (lm_eval, inspect_ai, helm, mmlu_pro_raw, promptfoo, openai_evals, lighteval)
+reads a harness log as the harness wrote it and yields :class:`Row` records whose fields are already canonical, or
 :class:`~benchcert.tasks.ingest.adapters.generic.Reject` records for structurally bad entries
 (missing field, wrong type).  :meth:`NativeSource.batches` turns them into the same
 :class:`~benchcert.tasks.ingest.adapters.generic.RawBatch` frames the generic adapter yields, so
@@ -40,7 +40,8 @@ class NativeError(AdapterError):
 class NativeMapping(ColumnMapping):
     """A column mapping plus the per-format choice of score.
 
-    ``metric`` picks the lm-evaluation-harness metric (default acc, else exact_match),
+    ``metric`` picks the lm-evaluation-harness metric (default acc, else exact_match), and the
+    score of promptfoo, OpenAI evals and lighteval logs (see their modules),
     ``scorer`` the inspect_ai scorer (default: the only one), ``stat`` the HELM stat as
     ``NAME`` or ``NAME:SPLIT`` (default exact_match on the test split).  Each format reads
     only its own option, so one directory may mix formats.  ``--map score=X`` is the

@@ -31,7 +31,7 @@ _GENERIC_READS = {
 }
 #: The package's native adapters, in the order detection asks them: modules of
 #: tasks/ingest/adapters/, each with an ``ADAPTER``.
-BUILTIN = ("lm_eval", "inspect_ai", "helm", "mmlu_pro_raw")
+BUILTIN = ("lm_eval", "inspect_ai", "helm", "mmlu_pro_raw", "promptfoo", "openai_evals", "lighteval")
 
 #: ``Probe.obj`` when the path has no first line that parses as JSON.
 NOT_JSON = object()
@@ -44,7 +44,8 @@ class Probe:
     ``directory``: the path is a directory; ``zip_names``: the member names of a zip archive and
     ``zip_json`` the first 64 KiB of its only ``.json`` member (None if it has not exactly one);
     ``obj``: the first line of a text file parsed as JSON (:data:`NOT_JSON` if it is no whole
-    JSON value); ``prefix``: the first 64 KiB of a JSON document spread over several lines.
+    JSON value); ``prefix``: the first 64 KiB of a JSON document spread over several lines;
+    ``parquet_columns``: the top-level column names of a Parquet file (read from its footer).
     """
 
     path: Path
@@ -53,6 +54,7 @@ class Probe:
     zip_json: str | None = None
     obj: Any = NOT_JSON
     prefix: str | None = None
+    parquet_columns: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
