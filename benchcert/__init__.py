@@ -29,7 +29,8 @@ SCHEMA_VERSION = "1.3"  # 1.1: summary.changes; 1.2 (additive): response-row.hum
 #: The public names; each is loaded on first use, so ``import benchcert`` (and the command line,
 #: which reads ``__version__``) stays light.
 __all__ = ["Store", "audit", "example_frame", "example_store", "AuditResult", "ComparisonResult", "ComparisonRow", "GapInterval",
-           "IngestResult", "IngestedFile", "IngestRefused", "PerturbationAudit", "VariantRow", "UserError"]
+           "IngestResult", "IngestedFile", "IngestRefused", "PerturbationAudit", "VariantRow", "SuiteResult",
+           "UserError"]
 
 _HOMES = {"Store": "benchcert._store", "IngestResult": "benchcert._store", "IngestedFile": "benchcert._store",
           "IngestRefused": "benchcert._store", "audit": "benchcert._oneshot", "example_frame": "benchcert._oneshot",
@@ -37,7 +38,8 @@ _HOMES = {"Store": "benchcert._store", "IngestResult": "benchcert._store", "Inge
           "AuditResult": "benchcert.tasks.audit.audit_result", "ComparisonResult": "benchcert.tasks.compare.service",
           "ComparisonRow": "benchcert.tasks.compare.rows", "GapInterval": "benchcert.tasks.compare.rows",
           "PerturbationAudit": "benchcert.tasks.perturbation.service",
-          "VariantRow": "benchcert.tasks.perturbation.rows", "UserError": "benchcert.tasks.errors"}
+          "VariantRow": "benchcert.tasks.perturbation.rows", "SuiteResult": "benchcert.tasks.compare.suite",
+          "UserError": "benchcert.tasks.errors"}
 
 
 def __getattr__(name: str):

@@ -341,10 +341,11 @@ class Store:
         return AuditResult.from_summary(run_audit(self._mode(), request))
 
     # -- compare --------------------------------------------------------------------------------------
-    def compare(self, candidate: str | Sequence[str], baseline: str, *, benchmark: str, question: str = "items",
-                require: str | None = None, margin: float | None = None, fail_on: str | None = None,
-                alpha: float = 0.05, power: float = 0.8, variant: str | None = None,
-                hierarchy: str = "subject,domain", record: bool = False, scale: str = "judge"):
+    def compare(self, candidate: str | Sequence[str], baseline: str, *, benchmark: str | None = None,
+                question: str = "items", require: str | None = None, margin: float | None = None,
+                fail_on: str | None = None, alpha: float = 0.05, power: float = 0.8, variant: str | None = None,
+                hierarchy: str = "subject,domain", record: bool = False, scale: str = "judge",
+                suite: str | Sequence[str] | None = None, assume: str = "none"):
         """Paired comparison of ``candidate`` (one model or several) against ``baseline``, as ``benchcert compare``.
 
         Parameters
@@ -352,7 +353,12 @@ class Store:
         candidate : str or sequence of str
             The candidate model(s); several are decided by their Bonferroni simultaneous intervals.
         baseline : str
-        benchmark : str
+        benchmark : str, optional
+            The benchmark (or ``suite``).
+        suite : str or sequence of str, optional
+            Judge one candidate on a suite instead: a stored suite's name, a TOML file, ``"all"``
+            (every benchmark both models have) or a list of benchmark names (equal weights).
+            ``require`` may then also be ``"suite-non-inferior"``.
         question : {"items", "new-subjects"}
             items: is the candidate better on this benchmark's items (the item-weighted gap);
             new-subjects: does the gap generalise to new subjects (the subject-weighted gap).
@@ -368,10 +374,15 @@ class Store:
         scale : {"judge", "human"}
             judge: the scores as stored; human: a judge-scored benchmark's gap on the human scale
             (PPI++ from the judge's scores and the items people labelled for both models).
+        assume : {"none", "symmetric"}
+            As ``--assume``: with ``record`` and ``question="new-subjects"``, ``"symmetric"``
+            assumes the subject gaps symmetric about their mean (a more powerful verdict).
 
         Returns
         -------
-        ComparisonResult; RecordedLook when ``record``; HumanGapResult when ``scale="human"``
+        ComparisonResult; RecordedLook when ``record``; HumanGapResult when ``scale="human"``;
+        SuiteResult with ``suite`` (its ``regressed_somewhere``, ``improved``, ``regressed``, ``score``,
+        one ``line(benchmark)`` per benchmark, ``gate``)
         """
         from benchcert.stats.validation import check_unit_interval
         from benchcert.tasks.compare.gate import GateOptions
@@ -384,10 +395,19 @@ class Store:
         if not candidates or not all(isinstance(c, str) for c in candidates):
             raise ValueError(f"candidate must be a model name or a list of them; got {candidate!r}")
         require_store(self.path)
+        if suite is not None:
+            return self._compare_suite(candidates, baseline, suite, benchmark=benchmark, question=question,
+                                       gate=GateOptions(fail_on, margin, require), alpha=alpha, power=power,
+                                       variant=variant, hierarchy=hierarchy, record=record, scale=scale)
+        if benchmark is None:
+            raise ValueError("give benchmark= (or suite=)")
         request = CompareRequest(db=self.path, benchmark=benchmark, baseline=baseline, candidates=candidates,
                                  alpha=alpha, power=power, variant=variant, hierarchy=hierarchy,
                                  lock_timeout=self.lock_timeout, gate=GateOptions(fail_on, margin, require),
-                                 question=question)
+                                 question=question, assume=assume)
+        if assume != "none" and not (record and question == "new-subjects"):
+            raise ValueError(f"assume={assume!r} applies to the recorded new-subjects verdict (record=True, "
+                             "question='new-subjects')")
         if scale not in ("judge", "human"):
             raise ValueError(f"scale must be 'judge' or 'human'; got {scale!r}")
         if scale == "human":
@@ -397,6 +417,23 @@ class Store:
 
             return compare_human(request)
         return record_look(request) if record else compare_models(request)
+
+    def _compare_suite(self, candidates, baseline, suite, *, benchmark, question, gate, alpha, power, variant,
+                       hierarchy, record, scale):
+        """:meth:`compare` on a suite (``suite=``): the service of ``compare --suite``."""
+        from benchcert.tasks.compare.suite import SuiteRequest, compare_suite
+        from benchcert.tasks.compare.suite_def import check_suite, resolve
+
+        if benchmark is not None or scale != "judge" or len(candidates) != 1:
+            raise ValueError("suite= compares one candidate on the judge scale; drop benchmark= and scale=")
+        if isinstance(suite, str):
+            s = resolve(self.path, suite, [baseline, candidates[0]], lock_timeout=self.lock_timeout)
+        else:
+            s = check_suite("(given)", list(suite))
+        return compare_suite(SuiteRequest(db=self.path, suite=s, baseline=baseline, candidate=candidates[0],
+                                          alpha=alpha, power=power, variant=variant, hierarchy=hierarchy,
+                                          lock_timeout=self.lock_timeout, gate=gate, question=question,
+                                          record=record))
 
     # -- perturbation ---------------------------------------------------------------------------------
     def perturb(self, benchmark: str, *, base: str | None = None, null: Sequence[str] | None = None,

@@ -59,7 +59,9 @@ def build_deployments(options: ServeOptions) -> list:
         expect={CHECKPOINT_EVENT},
         match={"prefect.resource.id": "*"},
         parameters={"model": "{{ event.resource.id }}", "benchmark": "{{ event.payload.benchmark }}",
-                    "logs": "{{ event.payload.logs }}", "question": "{{ event.payload.question }}", "db": db, "artifacts_root": artifacts_root,
+                    "logs": "{{ event.payload.logs }}", "question": "{{ event.payload.question }}",
+                    # an event from a notify-checkpoint without --suite (or an older one) has no "suite"
+                    "suite": "{{ event.payload.suite | default('') }}", "db": db, "artifacts_root": artifacts_root,
                     "baseline": baseline, "alpha": alpha, "webhook_url": webhook_url, "inbox": inbox,
                     "dashboard_dir": dashboard_dir, "allowed_logs": allowed_logs},
     )

@@ -6,7 +6,6 @@ payload = benchmark and log location), which ``benchcert notify-checkpoint`` emi
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from prefect import flow
@@ -15,67 +14,11 @@ from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import ColumnMapping
 from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
-from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
-from benchcert.tasks.store.matrices import response_count
-from benchcert.tasks.errors import DataError
+from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
+# re-exported: the logs-path rule and the response count lived here first (tests and callers import them)
+from benchcert.flows.checkpoint_logs import LogsPathRefused, allowed_logs_path, model_rows  # noqa: F401
 
 CHECKPOINT_EVENT = "benchcert.checkpoint.logged"
-
-
-def model_rows(db: str, benchmark: str, model: str, lock_timeout: float) -> int:
-    """How many responses of ``model`` for ``benchmark`` the store holds (0: the logs had none)."""
-    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        return response_count(con, benchmark, model)
-
-
-class LogsPathRefused(DataError):
-    """A checkpoint event named logs outside the inbox and the allowed folders (or reached through a
-    symlink loop): the event's input cannot be used, and nothing at that path is read."""
-
-
-def allowed_logs_path(logs: str, inbox: str | None, allowed: list[str] | None) -> Path:
-    """The event's logs path, resolved (symlinks and '..' followed), if it lies inside the inbox or an
-    allowed folder; otherwise :class:`LogsPathRefused`, raised before anything at that path is read.
-
-    The event comes from whoever can reach the Prefect server, so its path is untrusted: without
-    this check a served flow would read, and echo in its errors, any file the server can read.
-    """
-    roots = [Path(r).resolve() for r in ([inbox] if inbox else []) + list(allowed or ())]
-    text = str(logs)
-    # A NUL byte (or any path the OS cannot name) is refused like a path outside the roots.
-    target = None if "\x00" in text else _resolved(Path(text))
-    if target is None or not any(target == r or r in target.parents for r in roots):
-        where = ", ".join(str(r) for r in roots) or "none configured"
-        logging.getLogger("benchcert.checkpoint").warning(
-            "checkpoint logs path refused (outside the inbox and the allowed folders): %r", str(logs)[:500])
-        raise LogsPathRefused(f"checkpoint logs path {str(logs)[:500]!r} refused: it is not inside the inbox or an "
-                              f"allowed folder ({where}); nothing was read. Put the logs in the inbox or start "
-                              "`benchcert serve` with --allow-logs DIR")
-    return target
-
-
-def _resolved(path: Path) -> Path:
-    """``path`` with its symlinks followed; a symlink loop on the way is :class:`LogsPathRefused`.
-
-    ``Path.resolve`` raises RuntimeError on a loop (Python 3.11), which ended the flow with a
-    traceback instead of the refusal (issue #39).
-    """
-    from benchcert.tasks.ingest.adapters.detect import link_target
-
-    try:
-        return path.resolve()
-    except (RuntimeError, OSError):
-        pass
-    problem = "a symlink loop along the path"
-    for part in [*reversed(path.parents), path]:  # the first link on the way that leads nowhere
-        if part.is_symlink() and (found := link_target(part)[1]) is not None:
-            where = "" if part == path else f" ({part} is {found.removesuffix('; not read')})"
-            problem = found.removesuffix("; not read") if part == path else f"a symlink loop along the path{where}"
-            break
-    logging.getLogger("benchcert.checkpoint").warning("checkpoint logs path refused (%s): %r", problem,
-                                                      str(path)[:500])
-    raise LogsPathRefused(f"checkpoint logs path {str(path)[:500]!r} refused: it is {problem}; nothing was read. "
-                          "Give the logs' real location")
 
 
 def compare_to_baseline(summary: dict, model: str, baseline: str | None) -> dict:
@@ -140,7 +83,8 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
                                baseline: str | None = None, alpha: float = 0.05, mapping: dict | None = None,
                                webhook_url: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
                                inbox: str | None = None, dashboard_dir: str | None = None,
-                               allowed_logs: list[str] | None = None, question: str = "items") -> dict:
+                               allowed_logs: list[str] | None = None, question: str = "items",
+                               suite: str | None = None) -> dict:
     """:func:`checkpoint_flow` with flat parameters, as the ``checkpoint-audit`` deployment serves it.
 
     Flat because the deployment's trigger fills single parameters from the event (model, benchmark,
@@ -148,10 +92,17 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
     nested request, ``prefect deployment run --param`` or the trigger would have to restate it
     whole.  It runs :func:`checkpoint_flow`'s body in this flow run (not as a subflow).  ``question``
     comes from the event (``notify-checkpoint --question``); an event without one asks "items".
+    ``suite`` (``notify-checkpoint --suite``): the logs hold every benchmark of that stored suite, and
+    this one flow run ingests and audits them all, records one suite verdict and sends one webhook
+    (flows/checkpoint_suite.py); ``benchmark`` is then unused.
     """
     request = CheckpointRequest(
         model=model, logs=logs, mapping=mapping, inbox=inbox, dashboard_dir=dashboard_dir, allowed_logs=allowed_logs,
         question=question or "items",
-        audit=AuditRequest(db=db, benchmark=benchmark, artifacts_root=artifacts_root, alpha=alpha,
+        audit=AuditRequest(db=db, benchmark=benchmark or suite or "", artifacts_root=artifacts_root, alpha=alpha,
                            baseline=baseline, webhook_url=webhook_url, lock_timeout=lock_timeout))
+    if suite:
+        from benchcert.flows.checkpoint_suite import suite_checkpoint_body
+
+        return suite_checkpoint_body(request, suite)
     return checkpoint_flow.fn(request)

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
-from scipy.special import ndtri
 
+from .comparisons.power import power_sample_size
 from .validation import check_alpha, check_power, check_unit_interval
 from .subsample import (
     WORST_CASE_ASSUMPTIONS,
@@ -462,8 +462,8 @@ def plan_two_models(eps, *, alpha=0.05, power=0.8, var_d=None, N=None) -> Plan:
                                 "is the full-benchmark gap", "Remark 7.2: D is a zero-sum contrast, "
                                 "Theorem 5.2 with R = 2")))
     vd = var_d if var_d is not None else 1.0 - eps * eps
-    z = float(ndtri(1.0 - alpha / 2.0) + ndtri(power))
-    n_pow = _ceil(z * z * vd / (eps * eps))
+    # the one power rule (also the MDE's inverse and "more items needed"): stats/comparisons/power.py
+    n_pow = max(1, int(power_sample_size(eps, vd, alpha=alpha, power=power)))
     answers.append(_answer("paired_power", "approximate", n_pow, N, eps, alpha, None,
                            f"n = (z_(1-alpha/2) + z_power)^2 Var(D)/eps^2 with Var(D) = {vd:.6g}"
                            + ("" if var_d is not None else " (worst case 1 - eps^2)"),

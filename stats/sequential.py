@@ -166,6 +166,12 @@ def _check_lambdas(lambdas) -> np.ndarray:
     return lam
 
 
+def _check_margin(margin) -> float:
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)) or not 0 <= margin < 1:
+        raise ValueError(f"margin must be a number in [0, 1); got {margin!r}")
+    return float(margin)
+
+
 def _logmean(x: np.ndarray) -> np.ndarray:
     """log of the mean of exp(x) over the last axis (the bet grid), without overflow."""
     top = x.max(axis=-1, keepdims=True)
@@ -283,7 +289,7 @@ def _log_k_counts(nb, na, n0, m, lam, sign):
 
 
 def betting_test_counts(n_b_wins, n_a_wins, n, *, alpha=0.05, lambdas=None, cumulative=True,
-                        interval=True) -> SequentialResult:
+                        interval=True, margin=0.0) -> SequentialResult:
     r"""Anytime-valid paired test and confidence sequence for binary scores, from counts.
 
     Parameters
@@ -299,6 +305,10 @@ def betting_test_counts(n_b_wins, n_a_wins, n, *, alpha=0.05, lambdas=None, cumu
     interval : bool, keyword-only
         Compute the confidence sequence (a bisection per look); False leaves ``lower`` and
         ``upper`` None and costs a fraction of the time (verdicts and p-values are unchanged).
+    margin : float in [0, 1), keyword-only
+        The e-values test "gap <= margin" (``log_e_improved``) and "gap >= -margin"
+        (``log_e_regressed``) instead of 0 (the recorded items verdict's allowance for subjects
+        it has not seen; tasks/compare/verdicts.py). The confidence sequence does not change.
 
     Returns
     -------
@@ -313,10 +323,12 @@ def betting_test_counts(n_b_wins, n_a_wins, n, *, alpha=0.05, lambdas=None, cumu
     Equals :func:`betting_test` on any item-level data with these counts (tested).
     """
     nb, na, nn, alpha, lam = _betting_test_counts_iv(n_b_wins, n_a_wins, n, alpha, lambdas, cumulative)
+    margin = _check_margin(margin)
     nb, na, nn = (x.astype(float) for x in (nb, na, nn))
     n0 = nn - nb - na
-    lp = _log_k_counts(nb, na, n0, None, lam, 1.0)
-    lm = _log_k_counts(nb, na, n0, None, lam, -1.0)
+    at = None if margin == 0 else np.full(nn.shape, margin)
+    lp = _log_k_counts(nb, na, n0, at, lam, 1.0)
+    lm = _log_k_counts(nb, na, n0, None if at is None else -at, lam, -1.0)
     thr = np.log(2.0 / alpha)
     if not isinstance(interval, (bool, np.bool_)):
         raise ValueError(f"interval must be True or False; got {interval!r}")
@@ -354,7 +366,7 @@ def _betting_test_iv(d, looks, alpha, lambdas):
     return x, lk.astype(np.int64), alpha, lam
 
 
-def betting_test(d, looks=None, *, alpha=0.05, lambdas=None, interval=True) -> SequentialResult:
+def betting_test(d, looks=None, *, alpha=0.05, lambdas=None, interval=True, margin=0.0) -> SequentialResult:
     r"""Anytime-valid paired test and confidence sequence for differences in [-1, 1].
 
     Parameters
@@ -371,6 +383,8 @@ def betting_test(d, looks=None, *, alpha=0.05, lambdas=None, interval=True) -> S
         Bet grid in (0, 1/2] (default :data:`DEFAULT_LAMBDAS`).
     interval : bool, keyword-only
         Compute the confidence sequence (False leaves ``lower``/``upper`` None).
+    margin : float in [0, 1), keyword-only
+        As in :func:`betting_test_counts`: the e-values test gap <= margin / gap >= -margin.
 
     Returns
     -------
@@ -411,7 +425,11 @@ def betting_test(d, looks=None, *, alpha=0.05, lambdas=None, interval=True) -> S
             out[:, j] = _logmean(terms.sum(axis=0))
         return out
 
-    lp, lm = log_k_zero(1.0), log_k_zero(-1.0)
+    margin = _check_margin(margin)
+    if margin == 0:
+        lp, lm = log_k_zero(1.0), log_k_zero(-1.0)
+    else:
+        lp, lm = log_k(np.full(shape, margin), 1.0), log_k(np.full(shape, -margin), -1.0)
     lower = upper = None
     if interval:
         thr = np.log(2.0 / alpha)

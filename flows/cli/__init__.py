@@ -21,6 +21,7 @@ import sys
 #: parsed args and returning an exit code).  Every one is imported: a missing module is a bug.
 COMMAND_MODULES = ("benchcert.flows.cli.ingest", "benchcert.flows.cli.audit", "benchcert.flows.cli.runs",
                    "benchcert.flows.cli.schema", "benchcert.flows.cli.plan", "benchcert.flows.cli.compare",
+                   "benchcert.flows.cli.suite",
                    "benchcert.flows.cli.perturb", "benchcert.flows.cli.serve", "benchcert.flows.cli.dashboard",
                    "benchcert.flows.cli.certify", "benchcert.flows.cli.default_variant", "benchcert.flows.cli.gof",
                    "benchcert.flows.cli.items",

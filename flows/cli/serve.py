@@ -138,7 +138,12 @@ def register(sub) -> None:
                         description="Send 'benchcert.checkpoint.logged' to the Prefect server at PREFECT_API_URL "
                                     "(resource id = the model id; payload = benchmark and log location).")
     sp.add_argument("--model", required=True, help='model id, e.g. "org/model@step-12000"')
-    sp.add_argument("--benchmark", required=True)
+    which = sp.add_mutually_exclusive_group(required=True)
+    which.add_argument("--benchmark", help="the benchmark the logs belong to")
+    which.add_argument("--suite", metavar="NAME",
+                       help="a suite stored with `benchcert suite define`: --logs is a folder with one sub-folder or "
+                            "file per benchmark (DIR/<benchmark>/ or DIR/<benchmark>.<ext>); one flow run ingests and "
+                            "audits them all, records one suite verdict and sends one webhook")
     sp.add_argument("--logs", required=True, help="log file or folder, as the serving machine sees it")
     sp.add_argument("--question", choices=("items", "new-subjects"), default="items",
                     help="what the checkpoint verdict answers: items (default; the item-weighted gap, subjects "
@@ -159,7 +164,8 @@ def cmd_notify(args) -> int:
 
     event = Event(event=CHECKPOINT_EVENT, resource={"prefect.resource.id": args.model,
                                                     "prefect.resource.name": args.model},
-                  payload={"benchmark": args.benchmark, "logs": str(args.logs), "question": args.question})
+                  payload={"benchmark": args.benchmark or "", "logs": str(args.logs), "question": args.question,
+                           **({"suite": args.suite} if args.suite else {})})
 
     async def emit() -> None:
         async with get_events_client() as client:
@@ -171,7 +177,9 @@ def cmd_notify(args) -> int:
         raise EventNotSentError(f"could not send the event: {exc}") from exc
     if args.json:
         print_json({"event": CHECKPOINT_EVENT, "id": str(event.id), "model": args.model,
-                    "benchmark": args.benchmark, "logs": str(args.logs), "question": args.question}, indent=None)
+                    "benchmark": args.benchmark, "suite": args.suite, "logs": str(args.logs),
+                    "question": args.question}, indent=None)
     else:
-        print(f"sent {CHECKPOINT_EVENT} for {args.model} ({args.benchmark}, {args.logs}); event id {event.id}")
+        what = args.benchmark if args.suite is None else f"suite {args.suite}"
+        print(f"sent {CHECKPOINT_EVENT} for {args.model} ({what}, {args.logs}); event id {event.id}")
     return EXIT_OK

@@ -8,7 +8,7 @@ from scipy.special import ndtri
 from ..degenerate import warn_degenerate
 from ..validation import check_alpha, check_power
 from .engine import _mde_core, _out, _z
-from .results import _MDE_ASSUMPTIONS, DetectableEffect, SampleSize
+from .results import _MDE_ASSUMPTIONS, AdditionalSampleSize, DetectableEffect, SampleSize
 
 
 def _mde_iv(se, n, alpha, power):
@@ -79,6 +79,30 @@ def minimum_detectable_effect(se, n, *, alpha=0.05, power=0.8, df=None) -> Detec
                             "normal_power" if df is None else "t_power", _MDE_ASSUMPTIONS)
 
 
+def power_sample_size(delta, var_d, *, alpha, power):
+    r"""The one power rule of benchcert: units a two-sided level-alpha normal test needs to detect
+    ``delta`` with ``power`` when one unit has variance ``var_d``.
+
+    :math:`n = \lceil (z_{1-\alpha/2} + z_{\mathrm{power}})^2\,\mathrm{Var}/\delta^2 \rceil` - the
+    inverse of the minimum detectable effect :math:`(z_{1-\alpha/2} + z_{\mathrm{power}})\,SE`
+    (:func:`minimum_detectable_effect`, with :math:`SE^2 = \mathrm{Var}/n`). Every number of items
+    or subjects benchcert reports for a power target comes from here: ``plan compare``'s paired
+    power answer (:func:`benchcert.stats.planning.plan_two_models`), :func:`paired_sample_size` and
+    the "more items needed" of an inconclusive verdict (:func:`additional_sample_size`). Inputs are
+    checked by the public callers; arrays broadcast; the far tail is ignored, as is usual.
+    """
+    k = _z(alpha) + float(ndtri(power))
+    d = np.asarray(delta, dtype=float)
+    v = np.asarray(var_d, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        n = np.ceil(k * k * v / (d * d) - 1e-9)
+    return np.minimum(n, float(HUGE_N)).astype(np.int64)  # a vanishing gap: "no practical number"
+
+
+#: Where :func:`power_sample_size` stops counting (a gap so small no evaluation could resolve it).
+HUGE_N = 2**53
+
+
 def _paired_sample_size_iv(delta, var_d, alpha, power):
     alpha = check_alpha(alpha)
     power = check_power(power)
@@ -110,8 +134,7 @@ def paired_sample_size(delta, var_d, *, alpha=0.05, power=0.8) -> SampleSize:
         ``estimate`` = :math:`\lceil (z_{1-\alpha/2} + z_{\mathrm{power}})^2\,\mathrm{Var}(D)/\delta^2\rceil`.
     """
     d, v, alpha, power = _paired_sample_size_iv(delta, var_d, alpha, power)
-    k = _z(alpha) + float(ndtri(power))
-    n = np.ceil(k * k * v / (d * d) - 1e-9).astype(np.int64)
+    n = power_sample_size(d, v, alpha=alpha, power=power)
     return SampleSize(_out(n), _out(d), alpha, power, "paired_normal_power",
                       ("normal approximation; Var(D) under the alternative as given",
                        "the inverse of minimum_detectable_effect: at this n the MDE is <= delta"))
@@ -165,3 +188,69 @@ def hellinger_min_items(delta) -> SampleSize:
                        "any kind has error probabilities summing below 1/2 with n or fewer items; telling two "
                        "models apart when neither accuracy is known is no easier",
                        "accuracy units (Hardt's eps is 2 delta)"))
+
+
+def _additional_sample_size_iv(se, n, delta, alpha, power):
+    alpha = check_alpha(alpha)
+    power = check_power(power)
+    for name, x in (("se", se), ("delta", delta)):
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or not np.isfinite(x):
+            raise ValueError(f"{name} must be a finite number; got {x!r}")
+    if se < 0:
+        raise ValueError(f"se must be >= 0; got {se!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1 (units behind se); got {n!r}")
+    return float(se), int(n), float(delta), alpha, power
+
+
+def additional_sample_size(se, n, delta, *, alpha=0.05, power=0.8) -> AdditionalSampleSize:
+    r"""How many more units (items, or subjects) of the same design a two-sided level-alpha test
+    needs to detect a gap of size ``|delta|`` with ``power``: "about N more items would resolve it".
+
+    Parameters
+    ----------
+    se : float
+        The gap's standard error now, from ``n`` units.
+    n : int
+        Units behind ``se`` (shared items, or subjects for the new-subjects question).
+    delta : float
+        The gap to resolve (its size is used: the observed gap, or a minimum detectable gap).
+    alpha, power : float, keyword-only
+        The level of the test that decides the verdict (two-sided) and the power wanted.
+
+    Returns
+    -------
+    AdditionalSampleSize
+        ``more`` = :math:`\max(0, n_{total} - n)` with :math:`n_{total}` from
+        :func:`power_sample_size` at the per-unit variance :math:`n\,SE^2`; None (with ``reason``)
+        when no finite number would (a gap of 0, or a zero SE that already decides).
+
+    Notes
+    -----
+    "Same design" means the standard error falls like :math:`1/\sqrt{n}` as units are added in
+    the proportions the data have now (items to the same subjects in proportion to their sizes;
+    subjects drawn like the present ones), and the per-unit variance stays what it is now: the
+    rule is the minimum detectable effect solved for n. The estimated SE is itself noisy, and a
+    verdict that adds the data and looks again answers a second question: read the number as the
+    size of the next evaluation, not as a promise (tests/stats/test_more_items.py measures how often it resolves).
+    """
+    se, n, delta, alpha, power = _additional_sample_size_iv(se, n, delta, alpha, power)
+    gap = abs(delta)
+    if gap == 0 or se == 0:
+        return AdditionalSampleSize(None, None, n, gap, se, alpha, power, "normal_power",
+                                    _MORE_ASSUMPTIONS, "a gap of 0 is never resolved" if gap == 0
+                                    else "a zero standard error: no estimate of what more data would do")
+    total = int(power_sample_size(min(gap, 2.0), n * se * se, alpha=alpha, power=power))
+    if total >= HUGE_N:
+        return AdditionalSampleSize(None, None, n, gap, se, alpha, power, "normal_power", _MORE_ASSUMPTIONS,
+                                    "the gap is too small for any practical number of items to resolve it")
+    return AdditionalSampleSize(max(0, total - n), max(total, n), n, gap, se, alpha, power, "normal_power",
+                                _MORE_ASSUMPTIONS, None)
+
+
+_MORE_ASSUMPTIONS = (
+    "more units of the same design: the standard error falls like 1/sqrt(n) and the per-unit variance stays "
+    "as estimated now",
+    "normal approximation, two-sided level alpha (the level of the test that decides the verdict); the far "
+    "tail ignored",
+)

@@ -111,6 +111,12 @@ def notify_webhook(url: str, summary: Summary, run_dir: str, *, timeout: float =
             "run_dir": run_dir, "regressions": changes.regressions if changes else [],
             "moves": [m.model_dump() for m in changes.moves] if changes else [],
             "verdicts": [v.model_dump() for v in summary.verdicts if v.verdict == "regressed"]}
+    return post_status(url, body, timeout=timeout)
+
+
+def post_status(url: str, body: dict, *, timeout: float = WEBHOOK_DEADLINE_S) -> str:
+    """POST ``body`` as JSON once, within ``timeout``: a short status for the run log (never raises;
+    the rules of :func:`notify_webhook`: 2xx delivered, a redirect not followed)."""
     import http.client  # here, not at import: only a webhook needs it (20 ms of every audit)
 
     try:
@@ -130,7 +136,17 @@ WEBHOOK_PAUSE_S = 1.0
 
 
 def deliver_webhook(url: str, summary: Summary, run_dir: str, *, deadline: float | None = None) -> str:
-    """:func:`notify_webhook`, tried up to ``WEBHOOK_TRIES`` times, all within one ``deadline``.
+    """:func:`notify_webhook`, tried as :func:`deliver_with_retries` says."""
+    return deliver_with_retries(lambda left: notify_webhook(url, summary, run_dir, timeout=left), deadline=deadline)
+
+
+def deliver_json(url: str, body: dict, *, deadline: float | None = None) -> str:
+    """POST ``body`` (e.g. a suite verdict's notice), tried as :func:`deliver_with_retries` says."""
+    return deliver_with_retries(lambda left: post_status(url, body, timeout=left), deadline=deadline)
+
+
+def deliver_with_retries(send, *, deadline: float | None = None) -> str:
+    """``send(seconds_left)``, tried up to ``WEBHOOK_TRIES`` times, all within one ``deadline``.
 
     The deadline (default ``WEBHOOK_DEADLINE_S``) holds for the whole exchange including the
     retries and the pauses between them: each try gets the time that is left, and no try starts
@@ -146,7 +162,7 @@ def deliver_webhook(url: str, summary: Summary, run_dir: str, *, deadline: float
         left = end - time.monotonic()
         if left < total / 10:
             break
-        status = notify_webhook(url, summary, run_dir, timeout=left)
+        status = send(left)
         if not status.startswith("webhook failed") or "redirect" in status or " HTTP 4" in status:
             return status if attempt == 1 else f"{status} (try {attempt})"
         time.sleep(max(0.0, min(WEBHOOK_PAUSE_S, end - time.monotonic())))

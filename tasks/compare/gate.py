@@ -175,3 +175,9 @@ def decide(rows: list[dict], alpha: float, options: GateOptions | None) -> GateD
 
 def _pp(x) -> str:
     return "nan" if x is None else f"{100 * x:.2f}"
+
+
+def margin_reason(lower, upper, options: GateOptions) -> str | None:
+    """Why an interval does not show what ``options.require`` asks (None when it does): the margin test
+    alone, without the verdict rule (a suite replaces that by its family-wise one, tasks/compare/suite.py)."""
+    return _why_failed({"verdict": "inconclusive"}, lower, upper, options)

@@ -89,6 +89,9 @@ class CompareRequest:
         The CI gate asked for, if any.
     question : str
         A member of :data:`QUESTION_CHOICES`: what every verdict answers.
+    assume : str
+        ``none`` or ``symmetric`` (``--record --question new-subjects`` only: subject gaps symmetric
+        about their mean; :mod:`benchcert.tasks.compare.recorded`).
     """
 
     db: Path
@@ -102,6 +105,7 @@ class CompareRequest:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     gate: GateOptions | None = None
     question: str = "items"
+    assume: str = "none"
 
 
 def check_request(request: CompareRequest) -> None:
@@ -287,7 +291,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
     """
     import numpy as np
 
-    from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
+    from benchcert.stats.comparisons import adjust_pvalues, family_intervals, pairwise_comparisons
     from benchcert.stats.subject_means import ITEM_WEIGHTED
     from benchcert.tasks.compare.verdicts import VerdictError, opposite_signs
 
@@ -320,19 +324,16 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
     holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
     bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
     bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
-    sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
+    sim = family_intervals(r, alpha=alpha)
     if r.method == "stratified_items" and np.unique(subjects).size < 30:
         notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
                      "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
                      "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
     exact = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-    # The family's verdict is its simultaneous interval's: Holm's step-down can reject a pair whose
-    # Bonferroni interval still covers 0, and a verdict must not contradict the interval shown beside it.
-    verdicts = interval_verdicts(sim.lower, sim.upper) if many else r.verdict
     rows = []
     for j, cand in enumerate(candidates):
         rows.append({
-            "candidate": cand, "baseline": baseline, "verdict": str(verdicts[j]),
+            "candidate": cand, "baseline": baseline, "verdict": None,
             "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
             "interval": {"method": r.method, "lower": _num(r.lower[j]), "upper": _num(r.upper[j]), "se": _num(r.se[j])},
             "intervals": {name: {"lower": _num(t.lower[j]), "upper": _num(t.upper[j])}
@@ -348,6 +349,9 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
             "n_excluded": int(r.n_excluded[j]),
         })
+    # The verdict is the deciding interval's (rows.deciding_interval): the family's simultaneous one
+    # (Holm's step-down can reject a pair whose Bonferroni interval still covers 0), else the primary.
+    _read_verdicts(rows)
     method, question, estimand, assumptions = r.method, r.question, ITEM_WEIGHTED, tuple(r.assumptions)
     if subjects is not None:
         gaps = both_gaps(scores, subjects, pairs)
@@ -356,12 +360,42 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             notes += opposite_signs(row["candidate"], item_gap, subject_gap, request.question)
         if request.question == "new-subjects":
             method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha, notes)
+            _read_verdicts(rows)
+    _add_more_needed(rows, alpha, request.power, request.question)
     typed = tuple(ComparisonRow.from_dict(r) for r in rows)
     return ComparisonResult(
         benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
         method=method, question=question, estimand=estimand, exact_test=exact, comparisons=typed,
         warnings=tuple(notes), assumptions=assumptions, gate=decide(typed, alpha, request.gate),
         question_key=request.question)
+
+
+def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str) -> None:
+    """Each inconclusive row's ``more_items``: how many more items (subjects for new-subjects) of the
+    same design would give ``power`` to the test that decides it (:mod:`benchcert.tasks.compare.more_items`)."""
+    from benchcert.tasks.compare.more_items import more_needed
+
+    level = alpha / len(rows) if len(rows) > 1 else alpha  # the Bonferroni interval decides a family
+    for row in rows:
+        if row["verdict"] != "inconclusive":
+            row["more_items"] = None
+        elif question == "new-subjects":
+            row["more_items"] = more_needed(row.get("subject_means_se"), row.get("n_subjects"), row["gap"],
+                                            alpha=level, power=power, unit="subjects")
+        else:
+            row["more_items"] = more_needed(row["interval"]["se"], row["n_shared"], row["gap"], alpha=level,
+                                            power=power, mde=row.get("mde"))
+
+
+def _read_verdicts(rows: list[dict]) -> None:
+    """Set each row's verdict from the interval that decides it (:func:`deciding_interval`), by
+    :func:`interval_verdicts`: the one rule, read off the one interval."""
+    from benchcert.tasks.compare.rows import deciding_interval
+
+    for row in rows:
+        iv = deciding_interval(row)
+        lower, upper = (float("nan") if x is None else x for x in (iv.lower, iv.upper))
+        row["verdict"] = str(interval_verdicts([lower], [upper])[0])
 
 
 def both_gaps(scores, subjects, pairs) -> list[tuple[float, float]]:
@@ -423,7 +457,8 @@ def _subject_verdicts(rows, scores, subjects, pairs, alpha, notes=None):
                    interval={"method": bb.method, "lower": _num(bb.lower), "upper": _num(bb.upper), "se": None},
                    simultaneous_interval=({"method": "bonferroni", "lower": _num(bb.lower), "upper": _num(bb.upper)}
                                           if len(rows) > 1 else None),
-                   mde=None, n_subjects=int(bb.n))
+                   mde=None, n_subjects=int(bb.n),
+                   subject_means_se=_num(np.std(means, ddof=1) / np.sqrt(means.size)) if means.size > 1 else None)
         floor = _best_case_gap(int(bb.n), level)
         row["best_case_detectable_gap"] = floor
         if notes is not None and bb.verdict == "inconclusive" and (floor is None or abs(bb.estimate) < floor):
@@ -458,7 +493,8 @@ def record_look(request: CompareRequest) -> RecordedLook:
     baseline, (candidate,) = request.baseline, request.candidates
     v = checkpoint_verdict(request.db, request.benchmark, baseline, candidate, alpha=request.alpha,
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
-                           record=True, lock_timeout=request.lock_timeout, question=request.question)
+                           record=True, lock_timeout=request.lock_timeout, question=request.question,
+                           assume=request.assume)
     anytime = v.cs_lower is not None
     row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
            "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,

@@ -5,6 +5,12 @@ from the store and records the answer as one *look* in the ``verdicts`` table. A
 same question again (every night, or whenever new logs arrive) adds a look; the verdict
 stays honest however many looks there are:
 
+Since issue #36 a question first recorded is answered by the tests of
+:mod:`benchcert.tasks.compare.recorded` (items: the stratified test of the store's item-weighted
+gap at the first look, betting on items after it; new-subjects: one anytime-valid test with all of
+alpha, ``--assume symmetric`` optional), named in ``first_method``. Questions recorded earlier keep
+the tests below:
+
 * the first look runs a fixed-sample directional test at ``alpha * first_look_share``, valid by
   theorem (issue #24; :mod:`benchcert.stats.betting`, recorded as ``first_method``): for
   new-subjects the predictable plug-in betting bound on the subjects' mean differences
@@ -103,6 +109,7 @@ from benchcert.tasks.store.matrices import BenchmarkMatrices, choose_variant, lo
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, open_store
 from benchcert.tasks.errors import NoDataError
 from benchcert.tasks.store.verdicts import LEDGER_SCHEMA, VERDICT_TABLES, read_question_rows, record_look
+from benchcert.tasks.compare import recorded as v2
 
 __all__ = ["CheckpointVerdict", "VerdictError", "VerdictSettings", "QuestionRecord", "Look", "checkpoint_verdict",
            "answer_look", "read_question", "load_models", "VERDICT_TABLES", "QUESTION_KEYS", "opposite_signs"]
@@ -253,10 +260,14 @@ class VerdictSettings:
     power: float = 0.8
     hierarchy: tuple[str, ...] = DEFAULT_HIERARCHY
     question: str = "items"
+    assume: str = "none"
 
     def __post_init__(self) -> None:
         if self.question not in QUESTION_KEYS:
             raise VerdictError(f"question must be one of {list(QUESTION_KEYS)}; got {self.question!r}")
+        if self.assume not in v2.ASSUMES or (self.assume != "none" and self.question != "new-subjects"):
+            raise VerdictError(f"assume must be one of {list(v2.ASSUMES)} ('symmetric' with --question new-subjects "
+                               f"only); got {self.assume!r} with --question {self.question}")
         if self.question == "new-subjects" and "subject" not in tuple(self.hierarchy):
             raise VerdictError("--question new-subjects needs a hierarchy with subjects (not --hierarchy none)")
         for name, closed in (("alpha", False), ("first_look_share", "left"), ("power", False)):
@@ -274,7 +285,8 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
                        alpha: float = 0.05, variant: str | None = None,
                        hierarchy: tuple[str, ...] = DEFAULT_HIERARCHY, power: float = 0.8,
                        first_look_share: float = 0.5, record: bool = True,
-                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items") -> CheckpointVerdict:
+                       lock_timeout: float = DEFAULT_LOCK_TIMEOUT, question: str = "items",
+                       assume: str = "none") -> CheckpointVerdict:
     """Verdict on ``candidate`` against ``baseline``; with ``record`` it is stored as the next look.
 
     Reads the question's earlier looks, answers this look (:func:`answer_look`, which reads and
@@ -301,6 +313,9 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
     question : {"items", "new-subjects"}
         What the verdict answers (see the module docstring); fixed at the question's first
         recorded look: asking a recorded question as the other one is an error.
+    assume : {"none", "symmetric"}
+        ``symmetric`` (new-subjects only): subject gaps symmetric about their mean, for a more
+        powerful test (:mod:`benchcert.tasks.compare.recorded`); fixed at the first look.
 
     Raises
     ------
@@ -313,7 +328,7 @@ def checkpoint_verdict(db: str | os.PathLike, benchmark: str, baseline: str, can
         The store is missing, locked or unusable.
     """
     settings = VerdictSettings(alpha=alpha, first_look_share=first_look_share, power=power, hierarchy=hierarchy,
-                               question=question)
+                               question=question, assume=assume)
     if baseline == candidate:
         raise VerdictError(f"baseline and candidate must differ; got {baseline!r} twice")
     with open_store(db, write=record, lock_timeout=lock_timeout) as con:
@@ -367,6 +382,7 @@ class _Scores:
     subjects: np.ndarray | None
     item_ids: np.ndarray
     order: np.ndarray | None = None  # every subject code answered by either model, in its fixed betting order
+    store_counts: np.ndarray | None = None  # items per subject code answered by either model (the store's weights)
 
 
 @dataclass(frozen=True)
@@ -406,13 +422,25 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
     _check_settings_fixed(history.looks, settings)
     look = history.looks.height + 1
     led = _grow_ledger(sc, history.ledger, look)
-    seq_alpha = settings.alpha * (1 - settings.first_look_share)
+    try:
+        method = v2.scheme(history.looks, question_key(primary), settings.assume)
+    except v2.AssumeError as exc:
+        raise VerdictError(str(exc)) from None
     with _collect(caught):
-        seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look, seq_alpha)
-        a1 = settings.alpha * settings.first_look_share
-        first_p, first_gap, first_method = _first_look(history.looks, _first_claim(primary, sc, fx, a1), caught)
+        if method is None:  # recorded before #36: its own tests, so no recorded look changes meaning
+            seq, n_units, seq_assumptions = _betting(primary, sc, history.ledger, led, look,
+                                                     settings.alpha * (1 - settings.first_look_share))
+            first_p, first_gap, first_method = _first_look(
+                history.looks, _first_claim(primary, sc, fx, settings.alpha * settings.first_look_share), caught)
+            share = settings.first_look_share
+        else:
+            seq, n_units, seq_assumptions, (first_p, first_gap), share = v2.spend(method, primary, sc, history, led,
+                                                                                  look, settings, fx, _sequential)
+            first_method = method
+            if method == "stratified_store_weights" and sc.subjects is not None:
+                fx = {**fx, **v2.store_estimand(sc.store_counts)}
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
-                              first_look_share=settings.first_look_share)
+                              first_look_share=share)
     anytime = _anytime_fields(seq, nv)
     moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
     out = CheckpointVerdict(
@@ -443,7 +471,10 @@ def _scores(m: BenchmarkMatrices, baseline: str, candidate: str, hierarchy: tupl
         names = m.subjects.select(pl.format("{}/{}", "domain", "subject")).to_series().to_list()
         answered = np.unique(subjects[~np.isnan(a) | ~np.isnan(b)])
         order = answered[np.argsort([zlib.crc32(names[c].encode()) for c in answered], kind="stable")]
-    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy(), order=order)
+    counts = None if subjects is None else np.bincount(subjects[~np.isnan(a) | ~np.isnan(b)],
+                                                       minlength=m.subjects.height).astype(float)
+    return _Scores(a=a, b=b, shared=shared, subjects=subjects, item_ids=m.items["item_id"].to_numpy(), order=order,
+                   store_counts=counts)
 
 
 def _asked_primary(question: str, sc: _Scores) -> str:
@@ -474,7 +505,9 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     if primary is None:
         primary = _asked_primary(question, sc)
     if primary == "stratified_items":
-        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught)
+        since_36 = not history.looks.height or (history.looks.row(0, named=True).get("first_method") or "") in \
+            v2.V2_METHODS.values()
+        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=since_36)
     if primary == "clustered_subject":
         answered = ~np.isnan(sc.a) | ~np.isnan(sc.b)
         uncovered = np.setdiff1d(np.unique(sc.subjects[answered]), np.unique(sc.subjects[sc.shared])).size
@@ -487,13 +520,15 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     return primary, sc
 
 
-def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple[_Scores, int]:
+def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: bool = False) -> tuple[_Scores, int]:
     """The items question's scores without the subjects first shared after its first look.
 
     Subjects are fixed strata, fixed with the question at its first look: a subject first
     shared at a later look is a stratum the question never sampled, not more of the same items
     (betting on its items as if they were raised false alarms far above alpha when subjects'
     gaps differ and arrive subject by subject; tests/stats/test_verdicts_items_arrival.py).
+    ``keep`` (questions first recorded since #36): their items stay; the verdict's own tests
+    (:mod:`benchcert.tasks.compare.recorded`) handle them.
     """
     if ledger.height:
         first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
@@ -501,7 +536,11 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str]) -> tuple
     else:
         strata = np.unique(sc.subjects[sc.shared])
     outside = ~np.isin(sc.subjects, strata) & (~np.isnan(sc.a) | ~np.isnan(sc.b))
-    if outside.any():
+    if outside.any() and keep:
+        caught.append(f"{int(np.unique(sc.subjects[outside]).size)} subject(s) were not shared at this question's "
+                      "first look: its first look counted them at the worst case; the betting test counts them so "
+                      "until every subject of the store has a shared item, then also bets on all items")
+    elif outside.any():
         n_out = int(np.unique(sc.subjects[outside]).size)
         caught.append(f"{n_out} subject(s) ({int((outside & sc.shared).sum())} shared item(s)) were not shared at "
                       f"this question's first look: the items question is about the {strata.size} subjects "
@@ -549,11 +588,7 @@ def _betting(primary: str, sc: _Scores, ledger: pl.DataFrame, led: _Ledger, look
     """
     if primary != "clustered_subject":
         return _sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), ()
-    subj_of = dict(zip(sc.item_ids.tolist(), sc.subjects.tolist()))
-    ids_all = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
-    looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
-    units = subject_entry_means(led.d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64), looks_all,
-                                n_looks=look, universe_order=sc.order)
+    units = v2.subject_units(sc, ledger, led, look)
     return _prefix_betting(units, seq_alpha), int(units.looks[-1]), tuple(units.assumptions)
 
 
@@ -749,12 +784,12 @@ def _fixed_part(fixed, a, b, shared, subjects, primary, alpha, power) -> dict:
                               "about it")
 
 
-def _sequential(d_all, cum, seq_alpha):
+def _sequential(d_all, cum, seq_alpha, margin=0.0):
     """Betting test over the ledger plus this look's new items (count path for ternary differences)."""
     if d_all.size == 0:  # cannot happen on a first look (some item is shared); guards later looks too
         raise VerdictError("no item has entered the sequential test")
     if np.all(np.isin(d_all, (-1.0, 0.0, 1.0))):
         pos = np.cumsum(d_all == 1.0)[cum - 1]
         neg = np.cumsum(d_all == -1.0)[cum - 1]
-        return betting_test_counts(pos, neg, cum, alpha=seq_alpha)
-    return betting_test(d_all, cum, alpha=seq_alpha)
+        return betting_test_counts(pos, neg, cum, alpha=seq_alpha, margin=margin)
+    return betting_test(d_all, cum, alpha=seq_alpha, margin=margin)

@@ -123,7 +123,55 @@ def comparison_table(result) -> str:
                      + (f"{row['p_adjusted']['bonferroni']:9.3g} " if many else "")
                      + (f"{'-':>9} {'-':>7}" if subjects_q else f"{row['p_values'][exact]:9.3g} {100 * row['mde']:7.2f}")
                      + f" {row['n_shared']:7d} {row['n_excluded']:5d}  {row.verdict}")
+    from benchcert.tasks.compare.more_items import more_items_line
+
+    lines += [line for row in rows if (line := more_items_line(repr(row.candidate), row.get("more_items")))]
     return "\n".join(lines)
+
+
+def suite_table(result) -> str:
+    """A :class:`~benchcert.tasks.compare.suite.SuiteResult` as ``benchcert compare --suite`` prints it: the
+    suite's answers, each with its guarantee, then one line per benchmark (gap, the interval that decides its
+    own verdict, its verdict, and what the suite's family-wise decisions say of it)."""
+    from benchcert.tasks.compare.more_items import more_items_line
+
+    level = f"{100 * (1 - result.alpha):g}%"
+    rec = f", recorded look {result.look}" if result.recorded else ""
+    lines = [f"suite {result.suite.name!r} ({len(result.lines)} benchmarks): {result.candidate!r} against "
+             f"{result.baseline!r}; gap = candidate - baseline; question {result.question}{rec}",
+             *suite_summary(result)]
+    head = (f"{'benchmark':<32} {'weight':>6} {'gap pp':>7}  {level + ' interval':<18} {'verdict':<13} "
+            f"{'suite claim':<11} {'p reg Holm':>10}")
+    lines += [head, "-" * len(head)]
+    for ln in result.lines:
+        name = ln.benchmark if len(ln.benchmark) <= 32 else ln.benchmark[:29] + "..."
+        iv = ln.row.deciding_interval
+        shown = "[   n/a]" if iv.lower is None else f"[{100 * iv.lower:6.2f}, {100 * iv.upper:6.2f}]"
+        gap = "n/a" if ln.row.gap is None else f"{100 * ln.row.gap:7.2f}"
+        lines.append(f"{name:<32} {ln.weight:6.3f} {gap:>7}  {shown:<18} {ln.row.verdict:<13} "
+                     f"{ln.suite_claim or '-':<11} {ln.p_regressed_holm:10.3g}")
+    lines += [line for ln in result.lines if (line := more_items_line(repr(ln.benchmark), ln.more_items))]
+    return "\n".join(lines)
+
+
+def suite_summary(result) -> list[str]:
+    """The suite's answers as lines of text (the head of ``compare --suite``'s output)."""
+    a = result.alpha
+    lines = [f"(a) regressed on some benchmark: {'YES' if result.regressed_somewhere else 'no'} "
+             f"[{result.guarantees['regressed_somewhere']}]",
+             f"(b) improved: {', '.join(result.improved) or 'none'}; regressed: {', '.join(result.regressed) or 'none'}"
+             f" [{result.guarantees['named']}]"]
+    s = result.score
+    if s is None:
+        lines.append("(c) suite score: not available (see warnings)")
+    else:
+        lines.append(f"(c) suite score gap {100 * s.estimate:+.2f} pp, {100 * (1 - a):g}% interval "
+                     f"[{100 * s.lower:.2f}, {100 * s.upper:.2f}] pp: {s.verdict} [{result.guarantees['score']}]")
+        if s.verdict == "inconclusive" and s.more_items is not None:
+            lines.append(f"    suite score inconclusive; about {s.more_items:,} more items over the suite (same design, "
+                         f"in the present proportions) would resolve a {100 * abs(s.estimate):.2f}-point gap with "
+                         f"{100 * s.power:g}% power; the present items resolve {100 * s.mde:.2f} points")
+    return lines
 
 
 def _pc(x, unit: str = "%") -> str:

@@ -15,7 +15,7 @@ When each table is created
   certification plan), ``subsets``/``subset_items`` (a recorded subset), ``option_probs`` (an
   ingest that carried option probabilities), ``benchmark_settings`` (a default variant set),
   ``human_label_changes`` (human labels replaced by ``ingest --replace-human-labels``, the old
-  value kept).
+  value kept), ``suites`` (a suite defined) and ``suite_verdicts`` (a recorded suite verdict).
   A store that never used a feature does not have its tables, so readers ask
   :func:`has_tables` first and treat a missing table as "nothing recorded"; the feature tables
   do not change the store version, and a store written by an earlier benchcert opens and
@@ -217,6 +217,29 @@ TABLES: dict[str, str] = {
         source_id BIGINT NOT NULL,
         line BIGINT NOT NULL,
         label INTEGER)""",
+    # Suites: a named list of benchmarks with weights (tasks/store/suites.py; issue #35).
+    "suites": """CREATE TABLE IF NOT EXISTS suites (
+        suite VARCHAR NOT NULL,
+        position INTEGER NOT NULL,
+        benchmark VARCHAR NOT NULL,
+        weight DOUBLE NOT NULL,
+        defined_at TIMESTAMP NOT NULL,
+        PRIMARY KEY (suite, benchmark))""",
+    # Recorded suite verdicts (compare --suite --record, notify-checkpoint --suite): one row per look.
+    "suite_verdicts": """CREATE TABLE IF NOT EXISTS suite_verdicts (
+        suite VARCHAR NOT NULL,
+        baseline VARCHAR NOT NULL,
+        candidate VARCHAR NOT NULL,
+        look BIGINT NOT NULL,
+        recorded_at TIMESTAMP NOT NULL,
+        alpha DOUBLE NOT NULL,
+        question VARCHAR NOT NULL,
+        regressed_somewhere BOOLEAN NOT NULL,
+        n_improved BIGINT NOT NULL,
+        n_regressed BIGINT NOT NULL,
+        score_gap DOUBLE, score_lower DOUBLE, score_upper DOUBLE, score_verdict VARCHAR,
+        document VARCHAR NOT NULL,
+        PRIMARY KEY (suite, baseline, candidate, look))""",
     # Per-benchmark settings (the default variant; tasks/store/connection.py).
     "benchmark_settings": """CREATE TABLE IF NOT EXISTS benchmark_settings (
         benchmark VARCHAR PRIMARY KEY,

@@ -15,7 +15,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchcert.stats.betting import independent_mean_bounds
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.sequential import betting_test, betting_test_counts
 from benchcert.tasks.ingest.service import ingest_file
@@ -91,12 +90,12 @@ def test_first_look_answers_and_is_recorded(store):
     ref = paired_comparison(wide[BASE].to_numpy(), wide[CAND].to_numpy(), codes, alpha=0.05)
     assert v.gap == pytest.approx(ref.estimate) and v.p_value == pytest.approx(ref.p_value)
     assert v.mde == pytest.approx(ref.mde) and v.p_exact == pytest.approx(ref.tests["mcnemar_exact"].p_value)
-    # the first look's directional test is the betting bound on the items (valid by theorem), not the CLT
-    assert v.first_method == "betting_constant_mixture_items" and v.first_gap == pytest.approx(v.gap)
-    d = wide[CAND].to_numpy() - wide[BASE].to_numpy()
-    claim = independent_mean_bounds(d, alpha=0.025)
-    lp, lm = claim.log_e_improved[-1], claim.log_e_regressed[-1]
-    assert v.first_p_value == pytest.approx(min(1.0, 2 * np.exp(-max(lp, lm))) if np.sign(lp - lm) * v.gap > 0 else 1.0)
+    # the first look's directional test (issue #36) is the stratified test of the store's item-weighted gap at
+    # alpha x share: with every item shared, compare's stratified test
+    assert v.first_method == "stratified_store_weights" and v.first_gap == pytest.approx(v.gap)
+    strat = paired_comparison(wide[BASE].to_numpy(), wide[CAND].to_numpy(), codes, alpha=0.025,
+                              primary="stratified_items").tests["stratified_items"]
+    assert v.first_p_value == pytest.approx(strat.p_value if strat.p_value < 1 else 1.0)
     # oracle: the e-values are the betting test's on the ledger, at alpha * (1 - share)
     pos, neg, n = _ledger_counts(db)
     seq = betting_test_counts(pos, neg, n, alpha=0.025)
@@ -250,7 +249,17 @@ def test_many_subjects_bet_on_subject_entry_means(tmp_path):
              .group_by("subject", "first").agg(pl.col("d").mean()).sort("first", "subject"))
     cum = np.array([units.filter(pl.col("first") <= t).height for t in (1, 2)])
     assert cum.tolist() == [40, 50]
-    seq = betting_test(units["d"].to_numpy(), cum, alpha=0.025)
+    # since #36 one anytime-valid test with all of alpha, on the subjects in the store's hash order of
+    # "domain/subject" (subject sK is in domain d(K mod 2); the new ones in d0), tuned for the 50 subjects
+    import zlib
+
+    from benchcert.stats.recorded import subject_e_process
+
+    name = {s: f"d{int(s[1:]) % 2 if int(s[1:]) < 40 else 0}/{s}" for s in units["subject"].to_list()}
+    ordered = units.with_columns(h=pl.col("subject").map_elements(lambda s: zlib.crc32(name[s].encode()),
+                                                                  return_dtype=pl.Int64)).sort("h")
+    seq = subject_e_process(ordered["d"].to_numpy(), np.array([50]), alpha=0.05, n_planned=50)
+    assert v2.first_method == "plugin_betting_all_alpha"
     assert v2.log_e_improved == pytest.approx(seq.log_e_improved[-1])
     assert v2.log_e_regressed == pytest.approx(seq.log_e_regressed[-1])
 
@@ -282,9 +291,12 @@ def test_verdict_gap_and_intervals_answer_one_estimand(tmp_path, small_d, big_d,
     db = tmp_path / "sz.duckdb"
     _ingest(db, _write(tmp_path / "a.csv", _size_gap_rows(small_d, big_d)))
     # the default question (items) is about the item-weighted gap (-0.49 pp): not 'improved', and the
-    # opposite signs of the two estimands are said in words
+    # opposite signs of the two estimands are said in words. Since #36 the first look spends its share on
+    # the stratified test (z = -2.27 here, one-sided p 0.012 <= 0.0125): the item-weighted gap's own sign
     items = checkpoint_verdict(db, "bench", BASE, CAND, record=False)
-    assert items.verdict == "inconclusive" and items.estimand.startswith("item-weighted")
+    other = "regressed" if direction == "improved" else "improved"
+    assert items.verdict in ("inconclusive", other) and items.estimand.startswith("item-weighted")
+    assert items.verdict == items.fixed_verdict
     assert -np.sign(items.gap) == (1 if direction == "improved" else -1)
     assert any("have opposite signs" in w for w in items.warnings)
     v = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
@@ -312,7 +324,7 @@ def test_cli_names_the_estimand_for_both_questions(tmp_path, capsys):
     assert main([*ask, "--json"]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["estimand"].startswith("subject-weighted") and js["n_subjects"] == 60
-    assert js["question_key"] == "new-subjects" and js["first_method"] == "betting_plugin_subject_means"
+    assert js["question_key"] == "new-subjects" and js["first_method"] == "plugin_betting_all_alpha"
     assert js["p_exact"] is None and js["exact_test"] == "none" and js["gap"] > 0 and js["verdict"] == "improved"
     # asked as the other question, the recorded looks are not silently reinterpreted
     assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record"]) == 1
@@ -371,10 +383,14 @@ def test_items_question_keeps_the_subjects_of_its_first_look(tmp_path):
     _ingest(db, _write(tmp_path / "n1.csv", _night(rng, 0, 400, 0.6, 0.6, n_subj=5)))
     v1 = checkpoint_verdict(db, "bench", BASE, CAND)
     # (subjects are keyed within domains: s0..s4 in d0 and d1 are 10 subjects)
-    assert v1.method == "stratified_items" and v1.n_subjects == 10 and "in the 10 subjects" in v1.estimand
+    assert v1.method == "stratified_items" and v1.n_subjects == 10 and "400 items in the store (10 subjects" in v1.estimand
     rows = _night(rng, 400, 100, 0.6, 0.6, n_subj=5)
     rows += [(m, f"new{i}", f"t{i % 3}", "d0", 0 if m == BASE else 1) for i in range(150) for m in (BASE, CAND)]
     _ingest(db, _write(tmp_path / "n2.csv", rows))
+    # a question recorded before #36 (its first look's test named so): it keeps its fixed strata. Since #36
+    # the subjects stay and count at the worst case (tests/tasks/compare/test_recorded_scheme.py)
+    with open_store(db, write=True) as con:
+        con.execute("UPDATE verdicts SET first_method = 'betting_constant_mixture_items'")
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
     assert (v2.n_new, v2.n_sequential, v2.n_shared, v2.n_subjects) == (100, 500, 500, 10)
     assert any(w.startswith("3 subject(s) (150 shared item(s)) were not shared at this question's first look")

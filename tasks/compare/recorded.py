@@ -1,0 +1,251 @@
+"""The recorded verdict's tests since issue #36, chosen per question and fixed at its first look.
+
+:mod:`benchcert.tasks.compare.verdicts` asks this module which tests answer a question
+(:func:`scheme`) and, for the questions first recorded since #36, runs them (the statistics are
+:mod:`benchcert.stats.recorded`):
+
+* ``items`` (``stratified_store_weights``): the first look by the stratified test of the store's
+  item-weighted gap at alpha x first-look share (the power of ``compare``'s fixed-sample test; a
+  subject with no shared item counts at the worst case); every look by the betting test on the
+  items at the rest of alpha. When some subject of the store had no item shared at the first look
+  (weight w0), two betting tests at half that level each: one on the first look's subjects testing
+  "gap <= w0 / (1 - w0)" on them, one on every item from the look at which every subject has a
+  shared item - so the claim is about the whole benchmark's items and its anytime interval is on
+  that scale;
+* ``new-subjects`` (``plugin_betting_all_alpha``): one anytime-valid test with all of alpha
+  (predictable plug-in betting tuned for the store's subjects, bets truncated at 0.99 of what keeps
+  the capital positive); no separate first look, whose share would only split the level;
+* ``new-subjects`` with ``--assume symmetric`` (``symmetric_selfnormalised``): the self-normalised
+  symmetric e-process, all of alpha.
+
+Questions recorded before #36 keep their tests (``first_method`` ``betting_constant_mixture_items``,
+``betting_plugin_subject_means`` or empty): a recorded look never changes meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import polars as pl
+
+from benchcert.stats.recorded import detectable_gap, either_of, stratified_first_look, subject_e_process
+from benchcert.stats.sequential import betting_test, subject_entry_means
+from benchcert.tasks.errors import NoDataError
+
+__all__ = ["ASSUMES", "V2_METHODS", "AssumeError", "scheme", "items_first", "absent_weight", "on_store_scale",
+           "store_estimand", "subjects_test", "subject_units", "spend"]
+
+#: ``--assume`` choices: what the new-subjects test may assume about the subject gaps.
+ASSUMES = ("none", "symmetric")
+
+#: The first method recorded for a question first asked since #36, by (question, assume).
+V2_METHODS = {("items", "none"): "stratified_store_weights", ("new-subjects", "none"): "plugin_betting_all_alpha",
+              ("new-subjects", "symmetric"): "symmetric_selfnormalised"}
+
+
+class AssumeError(NoDataError):
+    """``--assume`` differs from the question's first look, or does not apply (exit code 1)."""
+
+
+def scheme(looks: pl.DataFrame, question: str, assume: str) -> str | None:
+    """The question's test (a :data:`V2_METHODS` value), or None for a question recorded before #36.
+
+    Raises :class:`AssumeError` when ``assume`` is not the one the question was first asked with,
+    or is ``symmetric`` for the items question.
+    """
+    if assume not in ASSUMES:
+        raise AssumeError(f"assume must be one of {list(ASSUMES)}; got {assume!r}")
+    if question == "items" and assume != "none":
+        raise AssumeError("--assume symmetric is about the subject gaps of --question new-subjects; the items "
+                          "question needs no assumption on them")
+    new = V2_METHODS[(question, assume)]
+    if not looks.height:
+        return new
+    recorded = looks.row(0, named=True).get("first_method") or ""
+    if recorded in V2_METHODS.values():
+        if recorded != new:
+            was = "symmetric" if recorded == "symmetric_selfnormalised" else "none"
+            raise AssumeError(f"this question was first asked with --assume {was}; its guarantee holds only if that "
+                              f"stays fixed - ask with --assume {was} (got --assume {assume})")
+        return recorded
+    if assume != "none":
+        raise AssumeError("this question was recorded before --assume existed (its tests assume nothing of the "
+                          "subject gaps); continue it without --assume, or ask on a fresh store")
+    return None
+
+
+#: Below this many effectively nonzero differences, (sum D^2)^2 / sum D^4 (the discordant items for binary
+#: scores), the first look is the betting bound instead of the normal approximation: with 4-6 discordant
+#: items the stratified t's one-sided rate reached 2.0-2.5% at a nominal 1.25% (tests/stats/test_recorded_verdicts.py).
+MIN_EFFECTIVE = 100
+
+
+def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a1: float,
+                margin: float = 0.0) -> tuple[float, float]:
+    """The items question's first-look claim at ``a1``: (two-sided p, estimate), as nightly_verdicts reads them.
+
+    The stratified test of the store's gap (:func:`benchcert.stats.recorded.stratified_first_look`);
+    with fewer than :data:`MIN_EFFECTIVE` effectively nonzero differences the mixture of constant bets
+    on the shared items at ``margin`` (valid by theorem at any size; AM-GM and Markov). ``p <= a1``
+    with the estimate's sign is exactly the claim at level ``a1``.
+    """
+    sq = d * d
+    n_eff = float(sq.sum() ** 2 / (sq * sq).sum()) if sq.any() else 0.0
+    if n_eff < MIN_EFFECTIVE:
+        r = betting_test(d, np.array([d.size]), alpha=a1, margin=margin, interval=False)
+        lp, lm = float(r.log_e_improved[-1]), float(r.log_e_regressed[-1])
+        p, side = min(1.0, 2.0 * math.exp(-max(lp, lm))), (1.0 if lp > lm else -1.0)
+        n_s = np.bincount(subjects, minlength=store_counts.size)
+        sums = np.bincount(subjects, weights=d, minlength=store_counts.size)
+        est = float((store_counts * np.where(n_s > 0, sums / np.maximum(n_s, 1), 0.0)).sum() / store_counts.sum())
+    else:
+        r = stratified_first_look(d, subjects, store_counts, alpha=a1)
+        side = 1.0 if r.p_improved <= r.p_regressed else -1.0
+        p, est = min(1.0, 2.0 * min(r.p_improved, r.p_regressed)), float(r.estimate)
+    if side * est <= 0:
+        p = 1.0
+    return p, est
+
+
+def store_estimand(store_counts: np.ndarray) -> dict:
+    """The items question's estimand since #36, in words (``estimand`` and ``estimand_note`` of the look)."""
+    n, k = int(store_counts.sum()), int((store_counts > 0).sum())
+    text = (f"item-weighted mean gap over the benchmark's {n} items in the store ({k} subjects as fixed strata, each "
+            "weighted by its items in the store, not by what has arrived)")
+    return {"estimand": text, "estimand_note": f"estimand: {text}; the first-look test, the betting test and the "
+            "anytime interval are about it (subjects with no item shared at the first look at the worst case until "
+            "every subject has one); this look's fixed-sample gap and interval are over every shared item"}
+
+
+def absent_weight(store_counts: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
+    """(w0, margin): the store weight of the subjects outside ``strata``, and the betting margin.
+
+    With :math:`\\theta = (1 - w_0)\\theta_1 + w_0\\theta_0` and :math:`\\theta_0 \\le 1`, "theta <= 0"
+    implies :math:`\\theta_1 \\le w_0/(1 - w_0)`: the betting test on the strata's items tests that.
+    """
+    total = float(store_counts.sum())
+    w0 = 1.0 - float(store_counts[strata].sum()) / total if total > 0 else 0.0
+    w0 = max(0.0, w0)
+    return w0, (min(0.999, w0 / (1.0 - w0)) if w0 < 1 else 0.999)
+
+
+def on_store_scale(seq, w0: float):
+    """The betting test's anytime interval of the strata's gap, as an interval of the store's gap."""
+    if w0 == 0 or seq.lower is None:
+        return seq
+    return dataclasses.replace(seq, lower=np.maximum(-1.0, (1 - w0) * np.asarray(seq.lower) - w0),
+                               upper=np.minimum(1.0, (1 - w0) * np.asarray(seq.upper) + w0))
+
+
+def subjects_test(units, alpha: float, n_planned: int, assume: str):
+    """The new-subjects test on the subjects' prefix at each look (looks before the first subject of
+    the betting order entered hold the capital at 1), and the assumptions it adds."""
+    cum = np.asarray(units.looks)
+    kind = "symmetric" if assume == "symmetric" else "none"
+    extra = (f"no separate first look: one anytime-valid test with all of alpha ({alpha:g}); the first-look share "
+             "is not used by this question",)
+    if kind == "none":
+        extra += (f"assumption-light: no claim is possible below a gap of about "
+                  f"{100 * detectable_gap(n_planned, alpha=alpha):.1f} points with {n_planned} subjects, whatever "
+                  "the data (--assume symmetric detects smaller gaps when subject gaps are symmetric)",)
+    if cum[-1] == 0:
+        seq = subject_e_process(np.zeros(1), np.array([1]), alpha=alpha, n_planned=max(1, n_planned), assume=kind)
+        start = cum.size
+    else:
+        start = int(np.argmax(cum > 0))
+        seq = subject_e_process(units.estimate, cum[start:], alpha=alpha, n_planned=n_planned, assume=kind)
+    if start == 0:
+        return seq, tuple(seq.assumptions) + extra
+    keep = slice(0, 0) if cum[-1] == 0 else slice(None)
+
+    def pad(v, fill):
+        return np.concatenate([np.full(start, fill, dtype=np.asarray(v).dtype), np.asarray(v)[keep]])
+
+    seq = dataclasses.replace(
+        seq, estimate=pad(seq.estimate.astype(float), np.nan), lower=pad(seq.lower, -1.0), upper=pad(seq.upper, 1.0),
+        log_e_improved=pad(seq.log_e_improved, 0.0), log_e_regressed=pad(seq.log_e_regressed, 0.0),
+        e_improved=pad(seq.e_improved, 1.0), e_regressed=pad(seq.e_regressed, 1.0), p_value=pad(seq.p_value, 1.0),
+        verdict=pad(seq.verdict, "inconclusive"), n=cum,
+        decided_at=np.where(np.asarray(seq.decided_at) >= 0, np.asarray(seq.decided_at) + start, -1)
+        if cum[-1] else np.array(-1))
+    return seq, tuple(seq.assumptions) + extra
+
+
+def subject_units(sc, ledger, led, look: int):
+    """Each subject once, its mean at its first look, in the fixed betting order (prefix per look)."""
+    subj_of = dict(zip(sc.item_ids.tolist(), sc.subjects.tolist()))
+    ids_all = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
+    looks_all = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
+    return subject_entry_means(led.d_all, np.array([subj_of[i] for i in ids_all], dtype=np.int64), looks_all,
+                               n_looks=look, universe_order=sc.order)
+
+
+def spend(method: str, primary: str, sc, history, led, look: int,
+          settings, fx: dict, sequential):
+    """The tests of a question first recorded since #36 (:mod:`benchcert.tasks.compare.recorded`):
+    (betting result, its units, assumptions, (first-look p, gap), the share of alpha the first look used)."""
+    alpha, share = settings.alpha, settings.first_look_share
+    if primary == "clustered_subject":
+        units = subject_units(sc, history.ledger, led, look)
+        seq, notes = subjects_test(units, alpha, int(sc.order.size), settings.assume)
+        return seq, int(units.looks[-1]), tuple(units.assumptions) + notes, (1.0, float(fx["gap"])), 0.0
+    first = (1.0, float(fx["gap"]))
+    if history.looks.height:
+        row = history.looks.row(0, named=True)
+        first = (float(row["first_p_value"]), float(row["first_gap"]))
+    seq_alpha = alpha * (1 - share)
+    if sc.subjects is None:
+        if not history.looks.height and share > 0:  # no subjects: one stratum, the items either model answered
+            d = (sc.b - sc.a)[sc.shared]
+            first = items_first(d, np.zeros(d.size, dtype=np.int64),
+                                np.array([float((~np.isnan(sc.a) | ~np.isnan(sc.b)).sum())]), alpha * share)
+        return sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), (), first, share
+    subj, looks = _ledger_subjects(sc, history.ledger, led, look)
+    strata = np.unique(subj[looks == 1])
+    w0, margin = absent_weight(sc.store_counts, strata)
+    if not history.looks.height and share > 0:
+        first = items_first((sc.b - sc.a)[sc.shared], sc.subjects[sc.shared], sc.store_counts, alpha * share, margin)
+    if w0 == 0:
+        return sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), (), first, share
+    return _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequential) + (first, share)
+
+
+def _ledger_subjects(sc, ledger, led, look: int) -> tuple[np.ndarray, np.ndarray]:
+    """The subject code and entry look of every item of the betting test (ledger, then this look's new items)."""
+    subj_of = dict(zip(sc.item_ids.tolist(), sc.subjects.tolist()))
+    ids = np.concatenate([ledger["item_id"].to_numpy(), led.new_ids]).astype(str)
+    looks = np.concatenate([ledger["look"].to_numpy(), np.full(led.new_d.size, look)]).astype(np.int64)
+    return np.array([subj_of[i] for i in ids], dtype=np.int64), looks
+
+
+def _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequential):
+    """Some subjects of the store had no item shared at the first look: two betting tests at half the
+    level each (:func:`benchcert.stats.recorded.either_of`) - on the first look's subjects at the
+    worst-case margin, and from the first look at which every subject of the store has a shared item,
+    on all items with no margin (the items up to that look its first batch). Both rest on each look's
+    new items representing the items of the subjects they bet on."""
+    n_looks = led.cum.size
+    in1 = np.isin(subj, strata)
+    cum1 = np.array([int((in1 & (looks <= t)).sum()) for t in range(1, n_looks + 1)], dtype=np.int64)
+    part1 = on_store_scale(sequential(led.d_all[in1], cum1, seq_alpha / 2, margin), w0)
+    everyone = np.flatnonzero(sc.store_counts > 0)
+    entry = np.full(sc.store_counts.size, np.iinfo(np.int64).max)
+    np.minimum.at(entry, subj, looks)
+    start = int(entry[everyone].max())
+    part2 = None
+    if start <= n_looks:
+        tail = sequential(led.d_all, led.cum[start - 1:], seq_alpha / 2)
+        pad = start - 1
+        part2 = dataclasses.replace(
+            tail, log_e_improved=np.r_[np.zeros(pad), tail.log_e_improved],
+            log_e_regressed=np.r_[np.zeros(pad), tail.log_e_regressed],
+            lower=np.r_[np.full(pad, -1.0), tail.lower], upper=np.r_[np.full(pad, 1.0), tail.upper])
+    est = np.cumsum(led.d_all)[led.cum - 1] / led.cum
+    seq = either_of(part1, part2, alpha=seq_alpha, estimate=est)
+    notes = (f"{100 * w0:.1f}% of the benchmark's items are in subjects with no item shared at the first look: the "
+             "verdict counts them at the worst case (a gap anywhere in [-1, 1]) in one betting test at half the "
+             "level; the other half bets on all items once every subject of the store has a shared item"
+             + ("" if part2 is None else f" (from look {start})"),)
+    return seq, int(led.cum[-1]), notes

@@ -1,0 +1,250 @@
+"""The recorded verdict spends its level (issue #36): power and false claims, seeded.
+
+The simulations (tests/recorded_sim.py) run the verdict's own pieces on binary scores; each
+side's false-claim rate is judged against the full benchmark's estimand (the item-weighted gap
+over every subject, or the subject population's mean gap) by its 95% Clopper-Pearson upper
+bound <= 3.0% (issue #36's acceptance: at most 2.5% per side, CP upper bound at most 3.0%), and
+power by its rate against the issue's floor. Before #36 (measured by the issue's independent
+re-implementation): items power 64.8% (91 subjects, 2 points), 7.1% / 37.6% (30 subjects, 2 / 3
+points); new-subjects 1.07% (91 subjects, 5 points); the items question judged against the full
+benchmark's gap in F2 with random arrival over 30 looks claimed a gap in 8.1-8.8% of runs.
+Sizes here are a few hundred runs per cell (seconds); the full grid is marked slow.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from recorded_sim import MMLU_SIZES, items_verdicts, seed, subject_verdicts
+from simcheck import rate_ci
+from benchcert.stats.comparisons import paired_comparison
+from benchcert.stats.degenerate import DegenerateDataWarning
+from benchcert.stats.recorded import CAP, detectable_gap, stratified_first_look, subject_e_process
+from benchcert.stats.sequential import betting_test, betting_test_counts
+from benchcert.tasks.compare.recorded import items_first
+
+#: The acceptance (full grid, thousands of runs): CP upper bound <= 3.0%. The default suite's few hundred runs
+#: judge against alpha/2 + 0.01 (as tests/stats/test_verdicts_guarantee.py): a rate a few points off fails.
+LIMIT, SMALL_LIMIT = 0.03, 0.035
+
+
+def _false_claims(verdict, estimand=None):
+    up = verdict == "improved"
+    down = verdict == "regressed"
+    if estimand is not None:
+        up, down = up & (estimand <= 0), down & (estimand >= 0)
+    return [(side, *rate_ci(hits, verdict.size, level=0.95)) for side, hits in (("improved", up), ("regressed", down))]
+
+
+# --------------------------------------------------------------------------------------
+# items question
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("name, gap, floor", [("power91", 0.02, 0.85), ("power30", 0.02, 0.40),
+                                              ("power30", 0.03, 0.80)])
+def test_items_power_at_one_look(name, gap, floor):
+    verdict, _ = items_verdicts(name, 300, theta=gap)
+    rate = float(np.mean(verdict == "improved"))
+    assert rate >= floor, (name, gap, rate)
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("name, looks, arrival", [
+    ("F1", 1, "one"), ("F2", 1, "one"), ("F3", 1, "one"), ("near_ceiling", 1, "one"), ("F2", 30, "random"),
+    ("F3", 30, "spread")])
+def test_items_false_claims_against_the_full_benchmark(name, looks, arrival):
+    # F2 with random arrival: judged against the full benchmark's gap the question narrowed to the first
+    # look's subjects claimed a gap in 8.1-8.8% of runs (issue #36); every cell: the slow grid
+    verdict, estimand = items_verdicts(name, 600 if looks == 1 else 400, looks=looks, arrival=arrival)
+    for side, rate, lo, hi in _false_claims(verdict, estimand):
+        assert hi <= SMALL_LIMIT, (name, looks, arrival, side, rate, lo, hi)
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("n_subj, size, base, limit", [(10, 10, 0.02, 0.02), (4, 50, 0.01, 0.02),
+                                                       (20, 100, 0.05, 0.025)])
+def test_items_first_look_holds_its_share_with_few_discordant_items(n_subj, size, base, limit):
+    # 4-6 discordant items (the first two settings): the stratified t alone claimed 2.0-2.5% per side at
+    # a nominal 1.25% (4,000 runs); below 100 effective nonzero differences the first look is the betting
+    # bound. The third (about 200 discordant items) is the t's: 1.0-1.5% measured at its 1.25% share,
+    # judged against the side's whole budget (the betting part's share is spent by almost nothing at the null).
+    rng = np.random.default_rng(seed("few", n_subj, size, base))
+    subj = np.repeat(np.arange(n_subj), size)
+    sizes = np.full(n_subj, float(size))
+    reps, up, down = 1500, 0, 0
+    for _ in range(reps):
+        u = rng.random(subj.size)
+        d = np.where(u < base, 1.0, np.where(u < 2 * base, -1.0, 0.0))
+        p, g = items_first(d, subj, sizes, 0.025)
+        up, down = up + ((p <= 0.025) and g > 0), down + ((p <= 0.025) and g < 0)
+    for hits in (up, down):
+        rate, lo, hi = rate_ci(hits, reps, level=0.95)
+        assert hi <= limit, (n_subj, size, base, rate, lo, hi)
+
+
+def test_first_look_is_compares_stratified_test_when_every_item_is_shared():
+    # oracle: with every item shared the store weights are the shared ones and the test is
+    # compare's stratified_items test (pooled within-subject variance, t on n - subjects df)
+    rng = np.random.default_rng(seed("oracle"))
+    sizes = MMLU_SIZES[:12]
+    subj = np.repeat(np.arange(sizes.size), sizes)
+    a = (rng.random(subj.size) < 0.6).astype(float)
+    b = (rng.random(subj.size) < 0.6 + 0.02 * (subj % 3)).astype(float)
+    r = stratified_first_look(b - a, subj, sizes, alpha=0.05)
+    ref = paired_comparison(a, b, subj, alpha=0.05, primary="stratified_items").tests["stratified_items"]
+    assert np.isclose(r.estimate, ref.estimate) and np.isclose(r.se, ref.se)
+    assert np.isclose(r.lower, ref.lower) and np.isclose(r.upper, ref.upper)
+    assert np.isclose(2 * min(r.p_improved, r.p_regressed), ref.p_value)
+    assert r.absent_weight == 0 and r.verdict == ("improved" if r.lower > 0 else "regressed" if r.upper < 0
+                                                   else "inconclusive")
+
+
+def test_first_look_counts_a_subject_without_shared_items_at_the_worst_case():
+    d = np.tile([1.0, 0.0, 0.0, 1.0], 50)
+    subj = np.repeat([0, 1], 100)
+    full = stratified_first_look(d, subj, np.array([100.0, 100.0]), alpha=0.05)
+    part = stratified_first_look(d, subj, np.array([100.0, 100.0, 50.0]), alpha=0.05)
+    assert np.isclose(part.absent_weight, 0.2)
+    assert np.isclose(part.estimate, 0.8 * full.estimate)
+    assert np.isclose(part.lower, 0.8 * full.estimate - (0.8 * full.estimate - part.lower))
+    assert part.lower < full.lower and part.p_improved > full.p_improved
+    assert np.isclose(part.upper - part.estimate, part.estimate - part.lower)
+    with pytest.raises(ValueError, match="store_counts"):
+        stratified_first_look(d, subj, np.array([10.0, 100.0]))
+    with pytest.raises(ValueError, match="subjects"):
+        stratified_first_look(d, subj + 5, np.array([100.0, 100.0]))
+    with pytest.warns(DegenerateDataWarning, match="two shared items"):
+        one = stratified_first_look([1.0, 1.0], [0, 1], [5, 5])
+    assert one.verdict == "inconclusive"
+
+
+def test_margin_moves_the_null_not_the_interval():
+    nb, na, n = np.array([60, 130]), np.array([40, 70]), np.array([500, 1000])
+    zero = betting_test_counts(nb, na, n)
+    same = betting_test_counts(nb, na, n, margin=0.0)
+    shifted = betting_test_counts(nb, na, n, margin=0.05)
+    assert np.array_equal(zero.log_e_improved, same.log_e_improved)
+    # both claims get harder: "gap <= 0.05" and "gap >= -0.05" are wider nulls than the gap's sign
+    assert np.all(shifted.log_e_improved < zero.log_e_improved)
+    assert np.all(shifted.log_e_regressed < zero.log_e_regressed)
+    assert np.allclose(shifted.lower, zero.lower) and np.allclose(shifted.upper, zero.upper)
+    d = np.repeat([1.0, -1.0, 0.0], [130, 70, 800])
+    item = betting_test(d, np.array([1000]), margin=0.05)
+    assert np.isclose(item.log_e_improved[-1], shifted.log_e_improved[-1])
+    assert np.isclose(item.log_e_regressed[-1], shifted.log_e_regressed[-1])
+    with pytest.raises(ValueError, match="margin"):
+        betting_test_counts(nb, na, n, margin=1.0)
+
+
+# --------------------------------------------------------------------------------------
+# new-subjects question
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("k, gap, assume, floor", [(91, 0.05, "none", 0.60), (30, 0.05, "symmetric", 0.45),
+                                                   (30, 0.08, "symmetric", 0.90)])
+def test_new_subjects_power(k, gap, assume, floor):
+    verdict = subject_verdicts("sym", 300, k, theta=gap, assume=assume)
+    rate = float(np.mean(verdict == "improved"))
+    assert rate >= floor, (k, gap, assume, rate)
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("name, k, assume, looks", [
+    ("sym", 30, "symmetric", 1), ("sym_wide", 30, "symmetric", 1), ("sym", 91, "symmetric", 30),
+    ("sym", 30, "none", 1), ("sym_wide", 91, "none", 30), ("size_swing", 30, "none", 1)])
+def test_new_subjects_false_claims(name, k, assume, looks):
+    verdict = subject_verdicts(name, 400 if looks == 1 else 250, k, assume=assume, looks=looks)
+    for side, rate, lo, hi in _false_claims(verdict):
+        assert hi <= SMALL_LIMIT, (name, k, assume, looks, side, rate, lo, hi)
+
+
+@pytest.mark.parametrize("lam", [0.5, 2.0, 8.0, 40.0])
+def test_symmetric_factor_has_mean_at_most_one_under_symmetry(lam):
+    # the clipped self-normalised factor exp(lam x~ - lam^2 x~^2 / 2), x~ = min(x, 1/lam): exact means over
+    # symmetric two-point laws +-x (every x on a fine grid) and shifted ones (mean < 0) are <= 1; without the
+    # clip the factor is not monotone, so a shift to a negative mean could raise it
+    x = np.linspace(0.0, 1.0, 2001)
+
+    def phi(v):
+        z = np.minimum(v, 1.0 / lam)
+        return np.exp(lam * z - 0.5 * (lam * z) ** 2)
+
+    assert np.all(0.5 * (phi(x) + phi(-x)) <= 1.0 + 1e-12)
+    for shift in (-0.01, -0.1, -0.3):
+        assert np.all(0.5 * (phi(x + shift) + phi(-x + shift)) <= 1.0 + 1e-12)
+    assert np.all(np.diff(phi(np.linspace(-1, 1, 4001))) >= -1e-15)
+
+
+@pytest.mark.parametrize("assume", ["none", "symmetric"])
+def test_subject_e_process_interval_agrees_with_its_verdict(assume):
+    rng = np.random.default_rng(seed("cs", assume))
+    for gap in (-0.1, 0.0, 0.06, 0.2):
+        x = np.clip(gap + 0.08 * rng.standard_normal(60), -1, 1)
+        r = subject_e_process(x, np.array([10, 30, 60]), alpha=0.05, n_planned=60, assume=assume)
+        thr = np.log(2 / 0.05)
+        assert np.all(r.lower <= r.upper)
+        assert np.array_equal(np.maximum.accumulate(r.log_e_improved >= thr), r.lower > 0), (gap, r.lower)
+        assert np.array_equal(np.maximum.accumulate(r.log_e_regressed >= thr), r.upper < 0), (gap, r.upper)
+        assert r.verdict[-1] == ("improved" if r.lower[-1] > 0 else "regressed" if r.upper[-1] < 0
+                                 else "inconclusive")
+    with pytest.raises(ValueError, match="assume"):
+        subject_e_process([0.1], [1], n_planned=1, assume="normal")
+    with pytest.raises(ValueError, match="n_planned"):
+        subject_e_process([0.1, 0.2], [2], n_planned=1)
+    with pytest.raises(ValueError, match="looks"):
+        subject_e_process([0.1, 0.2], [3], n_planned=3)
+
+
+def test_detectable_gap_is_the_capital_ceiling():
+    # at the detectable gap, subjects that all sit exactly at it reach 2/alpha only just (no spread)
+    for k in (30, 91):
+        g = detectable_gap(k, alpha=0.05)
+        assert np.isclose(g, np.log(40) / (CAP * k))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            below = subject_e_process(np.full(k, 0.9 * g), [k], alpha=0.05, n_planned=k)
+            above = subject_e_process(np.full(k, 1.3 * g), [k], alpha=0.05, n_planned=k)
+        assert below.verdict[-1] == "inconclusive" and above.verdict[-1] == "improved"
+
+
+# --------------------------------------------------------------------------------------
+# the full grid (make study)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("looks, arrival", [(1, "one"), (30, "spread"), (30, "random")])
+@pytest.mark.parametrize("name", ["F1", "F2", "F3", "near_ceiling"])
+def test_items_false_claims_grid(name, looks, arrival):
+    verdict, estimand = items_verdicts(name, 4000 if looks == 1 else 2000, looks=looks, arrival=arrival)
+    for side, rate, lo, hi in _false_claims(verdict, estimand):
+        assert hi <= LIMIT, (name, looks, arrival, side, rate, lo, hi)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, gap, floor", [("power91", 0.02, 0.85), ("power30", 0.02, 0.40),
+                                              ("power30", 0.03, 0.80)])
+def test_items_power_grid(name, gap, floor):
+    verdict, _ = items_verdicts(name, 4000, theta=gap)
+    assert rate_ci(verdict == "improved", verdict.size, level=0.95)[1] >= floor
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, k, assume, looks", [
+    (n, k, a, lk) for n in ("sym", "sym_wide") for k in (30, 91) for a in ("none", "symmetric") for lk in (1, 30)])
+def test_new_subjects_false_claims_grid(name, k, assume, looks):
+    verdict = subject_verdicts(name, 4000 if looks == 1 else 1000, k, assume=assume, looks=looks)
+    for side, rate, lo, hi in _false_claims(verdict):
+        assert hi <= LIMIT, (name, k, assume, looks, side, rate, lo, hi)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k, gap, assume, floor", [(91, 0.05, "none", 0.60), (30, 0.05, "symmetric", 0.45),
+                                                   (30, 0.08, "symmetric", 0.90)])
+def test_new_subjects_power_grid(k, gap, assume, floor):
+    verdict = subject_verdicts("sym", 4000, k, theta=gap, assume=assume)
+    assert rate_ci(verdict == "improved", verdict.size, level=0.95)[1] >= floor

@@ -1,0 +1,178 @@
+"""The recorded verdict's tests since issue #36 through the store: which test answers a question,
+that it stays the one its first look recorded, --assume, and the e-values read back for suites.
+
+The statistics are simulated in tests/stats/test_recorded_verdicts.py; here the plumbing is checked
+against those functions as oracles.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchcert.stats.recorded import subject_e_process
+from benchcert.stats.sequential import betting_test_counts
+from benchcert.tasks.compare.evalues import look_e_values, recorded_e_values
+from benchcert.tasks.compare.verdicts import VerdictError, checkpoint_verdict, read_question
+from benchcert.tasks.ingest.mapping import parse_mapping
+from benchcert.tasks.ingest.service import ingest_file
+from benchcert.tasks.store.connection import open_store
+
+BASE, CAND = "org/base", "org/cand"
+
+
+def _rows(n_subj, sizes, wins, start=0, models=(BASE, CAND)):
+    """Subject s has sizes[s] items; the candidate wins the first wins[s] (loses -wins[s]); the rest tie."""
+    rows = []
+    for s in range(n_subj):
+        for i in range(start, start + sizes[s]):
+            flip = i - start < abs(wins[s])
+            sb, sc = (0, 1) if flip and wins[s] > 0 else (1, 0) if flip else (1, 1)
+            for m, v in zip((BASE, CAND), (sb, sc)):
+                if m in models:
+                    rows.append((m, f"s{s}q{i}", f"s{s}", "d0", v))
+    return rows
+
+
+def _ingest(db, path, rows):
+    path.write_text("model,item_id,subject,domain,score\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    assert ingest_file(db, path, benchmark="bench", mapping=parse_mapping()).status == "ingested"
+
+
+def test_items_first_look_is_the_stratified_test_and_later_looks_keep_it(tmp_path):
+    db = tmp_path / "a.duckdb"
+    _ingest(db, tmp_path / "a.csv", _rows(6, [100] * 6, [12, 10, 9, 11, 8, 10]))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.first_method == "stratified_store_weights" and "600 items in the store (6 subjects" in v.estimand
+    assert (v.verdict, v.decided_by, v.decided_at_look) == ("improved", "first_look", 1)
+    # the betting part is the item betting test at alpha x (1 - share), every subject shared: no margin
+    seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.025)
+    assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    assert v.cs_lower == pytest.approx(seq.lower[-1])
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert (v2.look, v2.first_method, v2.first_p_value) == (2, v.first_method, pytest.approx(v.first_p_value))
+
+
+def test_items_subject_missing_at_the_first_look_counts_at_the_worst_case(tmp_path):
+    # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's
+    # items) can carry any gap, so a 10-point gap on the others cannot be claimed (it would need > 33)
+    db = tmp_path / "b.duckdb"
+    rows = _rows(4, [200] * 4, [20, 20, 20, 20])
+    rows = [r for r in rows if not (r[0] == CAND and r[2] == "s3")]
+    _ingest(db, tmp_path / "b.csv", rows)
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.first_method == "stratified_store_weights" and v.gap == pytest.approx(0.10)
+    assert v.verdict == "inconclusive" and v.cs_lower < 0 < v.cs_upper
+    assert any("25.0% of the benchmark's items are in subjects with no item shared" in a for a in v.assumptions)
+    # half the betting level on the first look's subjects at the worst-case margin (1/3), its interval on the
+    # store's scale (shrunk by 3/4, widened by 1/4); the other half waits for every subject to be shared
+    seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.0125, margin=1 / 3)
+    assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1] - np.log(2))
+    assert v.cs_lower == pytest.approx(0.75 * seq.lower[-1] - 0.25)
+    # look 2: the candidate answers the 4th subject; the second half bets on every item from here
+    _ingest(db, tmp_path / "b3.csv", [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"])
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.0125)
+    assert v2.log_e_improved == pytest.approx(max(every.log_e_improved[-1], seq.log_e_improved[-1]) - np.log(2))
+    assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
+    assert any("(from look 2)" in a for a in v2.assumptions)
+    # the same data with the 4th subject's items not in the store at all: improved at the first look
+    db2 = tmp_path / "b2.duckdb"
+    _ingest(db2, tmp_path / "b2.csv", [r for r in rows if r[2] != "s3"])
+    assert checkpoint_verdict(db2, "bench", BASE, CAND).verdict == "improved"
+
+
+def test_new_subjects_is_one_test_with_all_of_alpha(tmp_path):
+    db = tmp_path / "c.duckdb"
+    _ingest(db, tmp_path / "c.csv", _rows(40, [50] * 40, [6 + (s % 3) for s in range(40)]))
+    v = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
+    assert v.first_method == "plugin_betting_all_alpha" and v.first_p_value == 1.0
+    assert v.verdict == "improved" and v.decided_by == "anytime"
+    # one test at all of alpha: its e-value reaches 2 / alpha (a 14-point gap; the smallest claimable is 9.3)
+    assert v.log_e_improved >= np.log(2 / 0.05) and v.log_e_regressed < 0
+    assert any("no separate first look" in a for a in v.assumptions)
+    assert any("no claim is possible below a gap of about" in a for a in v.assumptions)
+    with pytest.raises(VerdictError, match="first asked with --assume none"):
+        checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects", assume="symmetric")
+
+
+def test_assume_symmetric_is_recorded_and_fixed(tmp_path):
+    db = tmp_path / "d.duckdb"
+    wins = [2 + (s % 3) for s in range(30)]
+    _ingest(db, tmp_path / "d.csv", _rows(30, [60] * 30, wins))
+    v = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects", assume="symmetric")
+    assert v.first_method == "symmetric_selfnormalised"
+    assert any("symmetric about their mean" in a for a in v.assumptions)
+    means = np.array(wins) / 60.0
+    ref = subject_e_process(means, np.array([30]), alpha=0.05, n_planned=30, assume="symmetric")
+    # the subjects are bet on in the store's hash order; the sum of the capital's increments depends on
+    # the order through the predictable bets, so the oracle is the verdict, not the number
+    assert v.verdict == ref.verdict[-1] == "improved"
+    again = checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects", record=False, assume="symmetric")
+    assert again.look == 2 and again.first_method == v.first_method
+    with pytest.raises(VerdictError, match="first asked with --assume symmetric"):
+        checkpoint_verdict(db, "bench", BASE, CAND, question="new-subjects")
+    with pytest.raises(VerdictError, match="assume"):
+        checkpoint_verdict(db, "bench", BASE, CAND, assume="symmetric")
+    # without the assumption 5 points with 30 subjects cannot be claimed (the smallest claimable gap is 12.4)
+    db2 = tmp_path / "d2.duckdb"
+    _ingest(db2, tmp_path / "d2.csv", _rows(30, [60] * 30, wins))
+    assert checkpoint_verdict(db2, "bench", BASE, CAND, question="new-subjects").verdict == "inconclusive"
+
+
+def test_a_question_recorded_before_36_keeps_its_tests(tmp_path):
+    db = tmp_path / "e.duckdb"
+    _ingest(db, tmp_path / "e.csv", _rows(6, [100] * 6, [3, 2, 4, 1, 2, 3]))
+    checkpoint_verdict(db, "bench", BASE, CAND)
+    with open_store(db, write=True) as con:
+        con.execute("UPDATE verdicts SET first_method = 'betting_constant_mixture_items', first_p_value = 1.0")
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.first_method == "betting_constant_mixture_items" and v.look == 2
+    # its betting test is the one it was recorded with: at alpha x (1 - share), no margin
+    seq = betting_test_counts(np.array([15, 15]), np.array([0, 0]), np.array([600, 600]), alpha=0.025)
+    assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    db2 = tmp_path / "e2.duckdb"
+    _ingest(db2, tmp_path / "e2.csv", _rows(40, [50] * 40, [6 + (s % 3) for s in range(40)]))
+    checkpoint_verdict(db2, "bench", BASE, CAND, question="new-subjects")
+    with open_store(db2, write=True) as con:
+        con.execute("UPDATE verdicts SET first_method = 'betting_plugin_subject_means'")
+    old = checkpoint_verdict(db2, "bench", BASE, CAND, question="new-subjects")
+    assert old.first_method == "betting_plugin_subject_means" and old.first_look_share == 0.5
+    with pytest.raises(VerdictError, match="before --assume existed"):
+        checkpoint_verdict(db2, "bench", BASE, CAND, question="new-subjects", assume="symmetric")
+
+
+def test_recorded_e_values_per_look(tmp_path):
+    db = tmp_path / "f.duckdb"
+    _ingest(db, tmp_path / "f.csv", _rows(6, [100] * 6, [3, 2, 4, 1, 2, 3]))
+    v1 = checkpoint_verdict(db, "bench", BASE, CAND)
+    _ingest(db, tmp_path / "f2.csv", _rows(6, [50] * 6, [5, 5, 5, 5, 5, 5], start=100))
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    ev = recorded_e_values(db, "bench", BASE, CAND)
+    assert (ev.question, ev.method, ev.variant) == (v1.question, "stratified_store_weights", "")
+    assert [x.look for x in ev.looks] == [1, 2]
+    for x, v in zip(ev.looks, (v1, v2)):
+        assert x.log_e_better == pytest.approx(v.log_e_improved) and x.log_e_worse == pytest.approx(v.log_e_regressed)
+        assert x.e_better == pytest.approx(np.exp(v.log_e_improved)) and x.e_worse == pytest.approx(
+            np.exp(v.log_e_regressed))
+    assert ev.looks[1].e_better > ev.looks[0].e_better
+    with open_store(db, write=False) as con:
+        assert look_e_values(read_question(con, "bench", "", BASE, CAND)) == ev.looks
+    assert recorded_e_values(db, "bench", CAND, BASE).looks == ()
+
+
+def test_cli_assume_symmetric(tmp_path, capsys):
+    from benchcert.flows.cli import main
+
+    db = tmp_path / "g.duckdb"
+    _ingest(db, tmp_path / "g.csv", _rows(30, [60] * 30, [2 + (s % 3) for s in range(30)]))
+    ask = ["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--record", "--question", "new-subjects"]
+    assert main([*ask, "--assume", "symmetric", "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["first_method"] == "symmetric_selfnormalised" and js["verdict"] == "improved"
+    assert main([*ask, "--assume", "symmetric"]) == 0
+    assert "one anytime-valid test (symmetric_selfnormalised) with all of alpha" in capsys.readouterr().out
+    assert main(["compare", BASE, CAND, "--db", str(db), "--benchmark", "bench", "--assume", "symmetric"]) == 2
+    assert "--assume symmetric applies to the recorded new-subjects verdict" in capsys.readouterr().err
