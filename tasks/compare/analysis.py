@@ -271,7 +271,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         sections=[compare_sections.section(
             frame, ranks, rank_groups, models, baseline, alpha,
             r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"),
-            top_n=TOP_N, all_pairs_max_models=ALL_PAIRS_MAX_MODELS)],
+            top_n=TOP_N, all_pairs_max_models=ALL_PAIRS_MAX_MODELS, benchmark=m.benchmark)],
         warnings=notes,
     )
 

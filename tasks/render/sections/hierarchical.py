@@ -11,6 +11,7 @@ import polars as pl
 from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
 from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
 from benchcert.tasks.render.escape import escape
+from benchcert.tasks.render.model_order import order_models, sort_frame
 from benchcert.tasks.render.report import Section, table_html
 
 #: Colours shared with the report's other interval plots (tasks/audit/results.py METHOD_COLORS).
@@ -68,12 +69,13 @@ def _intervals_section(m, config, fitted: Fitted) -> Section:
             "model": models, f"{metric} %": b.estimate * 100, "iid ±": c["iid_clt"].half_width * 100,
             "wilson ±": c["wilson"].half_width * 100, "clustered ±": c["clustered_subject"].half_width * 100,
             "hierarchical ±": b.half_width * 100,
-            "hierarchical / iid": b.half_width / np.maximum(c["iid_clt"].half_width, 1e-12)}).sort(f"{metric} %")
+            "hierarchical / iid": b.half_width / np.maximum(c["iid_clt"].half_width, 1e-12),
+            "_pooled": bounds["pooled"].estimate}).pipe(sort_frame, "_pooled").drop("_pooled")
 
     plots = []
     for metric in ("macro", "pooled"):
         b, c = bounds[metric], comparators[metric]
-        order = [models[i] for i in np.argsort(b.estimate, kind="stable")]
+        order = order_models(models, bounds["pooled"].estimate)
         series = [_series("iid_clt", order, idx, c["iid_clt"].estimate, c["iid_clt"].lower, c["iid_clt"].upper),
                   _series("clustered_subject", order, idx, c["clustered_subject"].estimate,
                           c["clustered_subject"].lower, c["clustered_subject"].upper),
