@@ -22,9 +22,9 @@ __version__ = "0.1.0"
 
 #: Version of the artifact and canonical-row JSON Schemas.  Bump the major part on any
 #: change that breaks a reader of manifest.json / summary.json / index.json.
-SCHEMA_VERSION = "1.2"  # 1.1: summary.changes; 1.2 (additive): response-row.human_score, summary.human_scale,
+SCHEMA_VERSION = "1.3"  # 1.1: summary.changes; 1.2 (additive): response-row.human_score, summary.human_scale,
 #                        judge_agreement, headline, ranks, n_unscored, headline_rule, unscored_convention,
-#                        item_analysis
+#                        item_analysis; 1.3 (additive): response-row.parsed, summary.parse_failures
 
 #: The public names; each is loaded on first use, so ``import benchcert`` (and the command line,
 #: which reads ``__version__``) stays light.

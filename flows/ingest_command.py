@@ -29,6 +29,9 @@ class IngestOptions:
         A native log's model name and which of its scores to read.
     records : str or None
         The field of a JSON object that holds the records.
+    replace_human_labels : bool
+        A human score contradicting a stored one replaces it (the old value kept in the store's
+        ``human_label_changes``) instead of refusing the file.
     """
 
     map: tuple[str, ...] = ()
@@ -39,6 +42,7 @@ class IngestOptions:
     scorer: str | None = None
     stat: str | None = None
     records: str | None = None
+    replace_human_labels: bool = False
 
 
 def build_mapping(options: IngestOptions):
@@ -65,6 +69,8 @@ def build_mapping(options: IngestOptions):
             raise MappingError("--records applies to JSON files of records (--format json), "
                                f"not to --format {options.format}")
         mapping = dataclasses.replace(mapping, records=options.records)
+    if options.replace_human_labels:
+        mapping = dataclasses.replace(mapping, replace_human_labels=True)
     return mapping
 
 

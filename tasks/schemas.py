@@ -21,7 +21,7 @@ DEFAULT_DOMAIN = "all"
 
 #: Canonical fields a column mapping may name, in canonical order.
 CANONICAL_FIELDS = ("benchmark", "model", "item_id", "subject", "domain", "score", "variant", "replicate",
-                    "human_score")
+                    "human_score", "parsed")
 REQUIRED_FIELDS = ("benchmark", "model", "item_id", "score")
 KEY_FIELDS = ("benchmark", "model", "item_id", "variant", "replicate")
 
@@ -49,6 +49,12 @@ class ResponseRow(_Frozen):
         description="Optional human score in [0, 1] of the same response, when ``score`` is a model judge's "
                     "(a human-labelled subset; see the judge analysis). A row needs ``score`` even then: a "
                     "response no judge scored is refused.")
+    parsed: bool | None = Field(
+        None, description="Whether the model's answer could be read from its output: false when answer extraction "
+                          "failed (MMLU-Pro's pred null, an lm-evaluation-harness filter that matched nothing, an "
+                          "inspect_ai scorer's 'no answer'), true when it was read, null when the log does not say. "
+                          "The score of an unparsed response is the log's (usually 0, wrong); the audit reports the "
+                          "share unparsed and the score over parsed answers beside it.")
     variant: str = Field("", description='Prompt variant / perturbation id ("" when none).')
     replicate: int = Field(0, ge=0, le=2**53, description="Repeated-sample index (0 when none, at most 2^53).")
     label: str | None = Field(None, description="Optional gold label.")
@@ -189,6 +195,30 @@ class JudgeAgreementSummary(_Frozen):
     method: str
 
 
+class ParseFailures(_Frozen):
+    """One model's answers that failed to parse (tasks/parsing/analysis.py), when the log says which did."""
+
+    model: str
+    n_responses: int = Field(ge=0, description="Responses of this model in the audited variant (replicates included).")
+    n_flagged: int = Field(ge=0, description="Responses whose log says whether the answer was parsed.")
+    n_unparsed: int = Field(ge=0, description="Responses whose answer could not be read from the output.")
+    share_unparsed: float = Field(ge=0, le=1, description="n_unparsed / n_responses.")
+    n_items: int = Field(ge=0)
+    score_unparsed_wrong: float | None = Field(
+        None, description="Mean item score with the unparsed responses counted wrong (0), as the releases do.")
+    unparsed_wrong_lower: float | None = None
+    unparsed_wrong_upper: float | None = None
+    n_items_parsed: int = Field(ge=0, description="Items with at least one parsed response.")
+    score_parsed_only: float | None = Field(
+        None, description="Mean score over the parsed responses only (another estimand: not what the model would "
+                          "score if every answer parsed); null when none parsed.")
+    parsed_only_lower: float | None = None
+    parsed_only_upper: float | None = None
+    method: str | None = Field(None, description="The intervals' method (clustered_subject, wilson or iid_clt).")
+    alpha: float = Field(gt=0, lt=1)
+    warn: bool = Field(description="More than 5% of the responses are unparsed (the audit warns).")
+
+
 class ItemAnalysis(_Frozen):
     """The item analysis' overview (``audit --items``; tasks/items/service.py, docs/analyses.md)."""
 
@@ -260,6 +290,9 @@ class Summary(_Frozen):
     item_analysis: ItemAnalysis | None = Field(None, description="The item analysis' overview (audit --items; "
                                                                  "else null).")
     unscored_convention: str | None = Field(None, description="How items with no prediction or no score count.")
+    parse_failures: list[ParseFailures] | None = Field(
+        None, description="Per model, answers that failed to parse and the score with and without them (schema "
+                          "1.3; null when no response of the audited variant carries a parse flag).")
 
     @field_validator("models")
     @classmethod

@@ -21,7 +21,8 @@ def cmd_ingest(args) -> int:
     from benchcert.tasks.ingest.service import OK_STATUSES, command_summary, summary_text
 
     options = IngestOptions(map=tuple(args.map or ()), config=args.config, format=args.format, model=args.model,
-                            metric=args.metric, scorer=args.scorer, stat=args.stat, records=args.records)
+                            metric=args.metric, scorer=args.scorer, stat=args.stat, records=args.records,
+                            replace_human_labels=args.replace_human_labels)
     mapping = build_mapping(options)  # a bad mapping or limit variable: a UsageError (exit 2) for main()
     mode = choose_mode(args.prefect)
     from benchcert.flows.cli.progress import Progress
@@ -78,7 +79,8 @@ def register(sub) -> None:
                     help="canonical field fed by a file column, e.g. --map item_id=question_id, or by a SQL "
                          "expression over the columns, e.g. --map score=\"preference - 1\", "
                          "--map item_id=\"exam || '/' || id\", --map benchmark=\"'alpaca_eval_2'\" (repeatable); "
-                         "fields: benchmark model item_id subject domain score variant replicate; "
+                         "fields: benchmark model item_id subject domain score variant replicate human_score parsed "
+                         "(e.g. --map \"parsed=pred IS NOT NULL\": whether the answer could be read); "
                          "prob_<option> (one column per option), or option and prob (one row per option), "
                          "and label (the correct option) for option probabilities, or confidence (in the "
                          "model's own answer, with a 0/1 score)")
@@ -97,6 +99,9 @@ def register(sub) -> None:
                     help="HELM: per-instance stat used as the score (default exact_match on the test split)")
     sp.add_argument("--allow-rejects", action="store_true",
                     help="ingest the good rows and quarantine bad ones in the rejects table")
+    sp.add_argument("--replace-human-labels", action="store_true",
+                    help="a human score contradicting a stored one replaces it, the old value kept in the store's "
+                         "human_label_changes table (default: the file is refused, naming both sources)")
     sp.add_argument("--atomic", action="store_true",
                     help="all paths in one transaction: every file is stored, or none is (exit 1)")
     run_mode_options(sp)

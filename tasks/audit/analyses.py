@@ -113,12 +113,15 @@ def _registry() -> dict[str, AnalysisSpec]:
     from benchcert.tasks.hierarchical import analysis as hierarchical
     from benchcert.tasks.items import analysis as items
     from benchcert.tasks.judge import analysis as judge
+    from benchcert.tasks.parsing import analysis as parsing
     from benchcert.tasks.perturbation import analysis as perturbation
     from benchcert.tasks.perturbation.option import parse_option
     from benchcert.tasks.subsample import analysis as subsample
 
     specs = [
         AnalysisSpec("scores", scores.analyze),
+        AnalysisSpec("parsing", parsing.analyze, inputs=("parse_flags",), summary_fields=parsing.SUMMARY_FIELDS,
+                     summary=parsing.summary_fields),
         AnalysisSpec("comparator_intervals", intervals.analyze),
         AnalysisSpec("hierarchical", hierarchical.analyze,
                      blocked=BlockedForm(model_block=hierarchical.model_block, whole=hierarchical.split_part,

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from benchcert.tasks.audit.headline import headline_of
 from benchcert.tasks.result_types import TableResult
-from benchcert.tasks.schemas import ModelSummary, Summary
+from benchcert.tasks.schemas import ModelSummary, ParseFailures, Summary
 
 
 def _ordered(models) -> tuple[ModelSummary, ...]:
@@ -69,6 +69,13 @@ class AuditResult(TableResult):
     n_subjects = property(lambda self: self.summary.n_subjects)
     n_domains = property(lambda self: self.summary.n_domains)
     warnings = property(lambda self: tuple(self.summary.warnings), doc="What the analyses said about the data.")
+
+    @property
+    def parse_failures(self) -> tuple[ParseFailures, ...]:
+        """Per model, the answers that failed to parse: how many and their share, the score with them
+        counted wrong and the score over parsed answers only, each with its interval (empty when no
+        response of the audited variant says whether its answer parsed)."""
+        return tuple(self.summary.parse_failures or ())
 
     @property
     def models(self) -> tuple[ModelSummary, ...]:

@@ -136,6 +136,8 @@ INPUTS = {
                "a Dask worker, which reads them from the export",
     "human_scores": "human scores beside the judge's (BenchmarkMatrices.human), read with the matrices",
     "option_probs": "option probabilities (store table option_probs), which the analysis reads itself",
+    "parse_flags": "whether each response's answer could be read (response_codes.parsed), which the analysis "
+                   "reads itself",
 }
 
 

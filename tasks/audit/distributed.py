@@ -106,6 +106,28 @@ def read_subsets_export(export_dir: str, benchmark: str) -> list:
         con.close()
 
 
+def read_parse_flags_export(export_dir: str, benchmark: str, variant: str, models: list[str]):
+    """The parse flags of ``models`` in the benchmark's variant, from the export (tasks/store/parse_flags.py)."""
+    from benchcert.tasks.store.parse_flags import load_parse_flags
+
+    con = open_export(export_dir, benchmark)
+    try:
+        return load_parse_flags(con, benchmark, variant, list(models))
+    finally:
+        con.close()
+
+
+def _reading_export(name: str, fn, export_dir: str, benchmark: str, m: BenchmarkMatrices, subsets=None):
+    """``fn`` given the inputs its registry entry declares, read from the export: config.db is never
+    opened off the store's own process (recorded subsets, parse flags)."""
+    inputs = SPECS[name].inputs
+    if "subsets" in inputs:
+        fn = functools.partial(fn, subsets=read_subsets_export(export_dir, benchmark) if subsets is None else subsets)
+    if "parse_flags" in inputs:
+        fn = functools.partial(fn, flags=read_parse_flags_export(export_dir, benchmark, m.variant, m.models))
+    return fn
+
+
 _cache_lock = threading.Lock()
 
 
@@ -123,10 +145,8 @@ def analysis_from_export(export_dir: str, benchmark: str, variant: str | None, n
     stamp = export_manifest(export_dir)["export_id"]
     with _cache_lock:
         m, subsets, _ = _cached_inputs(export_dir, benchmark, variant, stamp)
-    fn = ANALYSES[name]
-    if "subsets" in SPECS[name].inputs:
-        # The store's recorded subsets come from the export too: config.db is never opened here.
-        fn = functools.partial(fn, subsets=subsets)
+    # The store's recorded subsets and parse flags come from the export too: config.db is never opened here.
+    fn = _reading_export(name, ANALYSES[name], export_dir, benchmark, m, subsets)
     return run_analysis(name, fn, m, dataclasses.replace(config, db=None))
 
 
@@ -347,7 +367,8 @@ def analyses_on_cluster(export_dir: str, benchmark: str, variant: str, names: li
         # then share the cluster).
         for name in names:
             if name not in per_model and name not in by_pairs:
-                outputs[name] = run_analysis(name, ANALYSES[name], matrices, remote)
+                fn = _reading_export(name, ANALYSES[name], export_dir, benchmark, matrices)
+                outputs[name] = run_analysis(name, fn, matrices, remote)
         for name in per_model:
             whole = forms[name].whole
             try:

@@ -20,7 +20,8 @@ UNSCORED_CONVENTION = (
     "--allow-rejects, such as a missing score value or an inspect_ai sample without a score) is left out of that "
     "model's scores, not counted wrong; n_unscored counts them per model. Adapters that score a prediction "
     "themselves decide before the store: MMLU-Pro outputs score a null pred (failed answer extraction) 0, i.e. "
-    "wrong (the ingest line reports 'pred null (scored 0)'). To count missing scores as wrong in a "
+    "wrong (the ingest line reports 'pred null (scored 0)'), and store it unparsed (parsed false; summary.json "
+    "parse_failures gives each model's share and its score over parsed answers). To count missing scores as wrong in a "
     "CSV/JSONL/Parquet log, map the score with an expression (--map score='coalesce(correct + 0, 0)'); to leave "
     "MMLU-Pro's null preds out, drop those entries before ingest")
 

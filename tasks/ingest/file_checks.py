@@ -75,7 +75,7 @@ def store_batch(con, book: CodeBook, good: pl.DataFrame, rows: FileRows, staged:
         coded = pl.DataFrame([
             model_id, item_key, variant_id, good["replicate"], good["score"],
             pl.repeat(rows.source_id, good.height, dtype=pl.Int64, eager=True).alias("source_id"),
-            good["line"], good["human_score"]])
+            good["line"], good["human_score"], good["parsed"]])
         # While this runs, nothing else touches the connection.
         inserting = pool.submit(staging.append_rows, con, rows, coded)
         try:
@@ -157,7 +157,7 @@ def dup_conflicts(con, book: CodeBook, rows: FileRows) -> list[tuple]:
         names = book.text_of(kind).select(pl.col("code").alias(kind.code), pl.col("text").alias(kind.text))
         found = found.join(names, on=kind.code, how="left")
     found = found.sort("line")
-    words = {"score": "score", "human_score": "human score"}
+    words = {"score": "score", "human_score": "human score", "parsed": "parse flag"}
     return [(line, f, f"key (model={m}, item_id={i}, variant={v}, replicate={r}) is given again with a "
                       f"different {words[f]}")
             for line, m, i, v, r, f in found.select("line", "model", "item_id", "variant", "replicate",
@@ -177,17 +177,28 @@ def store_new_codes(con, book: CodeBook, rows: FileRows, *, pruned: bool) -> Non
 
 
 #: The values each stored-value check compares, and their words.
-_CONTRADICTIONS = (("score", "scores", "score"), ("human_score", "human scores", "human score"))
+_CONTRADICTIONS = (("score", "scores", "score"), ("human_score", "human scores", "human score"),
+                   ("parsed", "parse flags", "parsed"))
 
 
-def check_against_store(con, path: Path, overlap: bool, human_column: str | None = None) -> None:
-    """Refuse the staged file (ConflictError) if it contradicts a stored score, human score or item.
+def _shown(value) -> str:
+    """A stored or staged value as the conflict message shows it (a flag as true/false)."""
+    return str(value).lower() if isinstance(value, bool) else f"{value:g}"
+
+
+def check_against_store(con, path: Path, overlap: bool, human_column: str | None = None, *,
+                        replace_human: bool = False) -> None:
+    """Refuse the staged file (ConflictError) if it contradicts a stored score, human score, parse flag or item.
 
     A human label is a measurement like the judge's score: one of the two files is wrong, and
     keeping the stored one silently would hide that (issue #39). A stored response without a
     human score is no contradiction: it gains the staged one (``responses.merge_responses``).
+    ``replace_human`` (``--replace-human-labels``, asked explicitly): a contradicting human score
+    is no refusal; the caller replaces the stored one and keeps it (``responses.replace_human_labels``).
     """
     for column, plural, word in _CONTRADICTIONS if overlap else ():
+        if replace_human and column == "human_score":
+            continue
         n, conflicts = responses.contradictions(con, column)
         if not conflicts:
             continue
@@ -196,7 +207,10 @@ def check_against_store(con, path: Path, overlap: bool, human_column: str | None
         label = f"{word} (column {human_column!r})" if named else word
         raise ConflictError(
             f"{path}: {n} row(s) contradict stored {plural}; nothing ingested. First: model {m!r}, item {item!r}, "
-            f"variant {var!r}, replicate {rep}: {label} {value:g} at {path}:{line} but {old:g} at {old_path}:{old_line}")
+            f"variant {var!r}, replicate {rep}: {label} {_shown(value)} at {path}:{line} but {_shown(old)} at "
+            f"{old_path}:{old_line}"
+            + ("; pass --replace-human-labels to replace the stored human labels (the old ones are kept in the "
+               "store's human_label_changes)" if column == "human_score" else ""))
     items = responses.item_contradictions(con)
     if items:
         item, subj, dom, line, old_subj, old_dom, old_path, old_line = items[0]

@@ -324,7 +324,7 @@ def _validated(run: list[_Small], todo: list[int], benchmark: str | None) -> tup
             end = min(end, int(bad["line"].min()) >> _SHIFT)
         parts.append(good.select(
             pl.col("benchmark", "model", "item_id", "subject", "domain", "variant").cast(pl.String),
-            "replicate", "score", "human_score",
+            "replicate", "score", "human_score", "parsed",
             (pl.col("line") // (1 << _SHIFT)).alias("pos"), (pl.col("line") % (1 << _SHIFT)).alias("line")))
     rows = pl.concat(parts).sort("pos", "line")
     # A key given again (in the same file or a later one), an item given another subject/domain
@@ -375,7 +375,7 @@ def _store_conflicts(con, rows: pl.DataFrame, items: pl.DataFrame) -> int:
     """Position of the first file with a score, a human score or an item contradicting the store
     (else past the end); that file is the one-file path's, which refuses it naming both sources."""
     found = responses.first_run_conflict(
-        con, rows.select("model_id", "item_key", "variant_id", "replicate", "score", "human_score", "pos"),
+        con, rows.select("model_id", "item_key", "variant_id", "replicate", "score", "human_score", "parsed", "pos"),
         items.select("item_key", "subject", "domain", "pos"))
     return int(found) if found is not None else 1 << 62
 
@@ -421,7 +421,8 @@ def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
     source_of = pl.DataFrame({"pos": files, "source_id": ids}, schema={"pos": pl.Int64, "source_id": pl.Int64})
     rows = rows.join(source_of, on="pos", how="left")
     added = responses.store_run_rows(con, rows.select("model_id", "item_key", "variant_id", "replicate", "score",
-                                                      "source_id", "line", "human_score"), direct=direct)
+                                                      "source_id", "line", "human_score", "parsed"),
+                                       direct=direct)
     for kind in (MODEL, VARIANT):
         new = new_codes[kind.name].join(source_of, on="pos").select("code", "benchmark", "text", "source_id")
         responses.insert_codes(con, kind, new)

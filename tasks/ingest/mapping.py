@@ -19,8 +19,11 @@ holds).  Otherwise it is a SQL expression over the file's columns, evaluated by 
 functions; quote a column name that is not a plain identifier as ``"my col"``.  Text columns
 of CSV and JSONL files are read as text; where an expression does arithmetic or comparison on
 one whose values are numbers, it is read as a floating-point number (a value that is not a
-number becomes missing, and its row is rejected with its line).  An expression that does not
-parse, or names a column the file lacks, is a usage error that names the token or column.
+number becomes missing, and its row is rejected with its line).  A CSV file has no way to write
+a missing value but a blank cell, so in a CSV file's expressions a blank cell is NULL: ``--map
+"parsed=pred IS NOT NULL"`` says the same of a CSV file as of a JSONL or Parquet one.  An
+expression that does not parse, or names a column the file lacks, is a usage error that names
+the token or column.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ class ColumnMapping:
     format: str | None = None
     model: str | None = None  # --model: every row's model (a table's model column, a native log's own name)
     records: str | None = None  # --records: the field of a JSON object holding the records
+    # --replace-human-labels: a human score contradicting a stored one replaces it (the old value kept in
+    # the store's human_label_changes) instead of refusing the file. A write policy, not a reading option,
+    # carried with the mapping as --model is, so every path of an ingest (one file, runs, flows) has it.
+    replace_human_labels: bool = False
 
     def _all(self) -> dict[str, str]:
         if self.model is None:
@@ -62,7 +69,8 @@ class ColumnMapping:
         return canonical if canonical in available else None
 
     def as_dict(self) -> dict:
-        return {"map": dict(self.columns), "format": self.format, "model": self.model, "records": self.records}
+        return {"map": dict(self.columns), "format": self.format, "model": self.model, "records": self.records,
+                "replace_human_labels": self.replace_human_labels}
 
     def expressions(self, available: list[str], origin: str = "") -> dict[str, str]:
         """Mapped fields whose value is no column of the file: {field: expression}, each checked
@@ -137,8 +145,11 @@ def expression_columns(text: str) -> list[str]:
     return list(dict.fromkeys(_parse(text).meta.root_names()))
 
 
-def evaluate(frame, expressions: dict[str, str], origin: str = ""):
+def evaluate(frame, expressions: dict[str, str], origin: str = "", *, blank_is_null: bool = False):
     """Add one column per expression (named by its text) to ``frame``.
+
+    ``blank_is_null`` (a CSV file): the text columns the expressions read hold NULL where a cell
+    is blank, as JSONL and Parquet write a missing value.
 
     Tried on the columns as read first; where Polars refuses the types (arithmetic on text), the
     text columns the expression reads whose values are numbers (or that are blank throughout) are
@@ -146,6 +157,10 @@ def evaluate(frame, expressions: dict[str, str], origin: str = ""):
     """
     import polars as pl
 
+    if blank_is_null:
+        read = {c for e in expressions.values() for c in expression_columns(e)}
+        frame = frame.with_columns(pl.when(pl.col(c).str.strip_chars() != "").then(pl.col(c)).alias(c)
+                                   for c in read if frame.schema[c] == pl.String)
     out = []
     for name in dict.fromkeys(expressions.values()):
         expr = _parse(name)

@@ -48,6 +48,7 @@ class FileContext:
     sha: str
     config: str
     allow_rejects: bool
+    replace_human: bool = False  # --replace-human-labels: a contradicting human score replaces the stored one
 
     @property
     def labels(self) -> dict[str, str]:
@@ -115,7 +116,7 @@ def _store_file(con, ctx: FileContext, batches: ValidatedBatches, book: CodeBook
     staged, distinct_rows = _keep_first_of_repeats(con, rows, n_dup_keys)
     report.duplicate_rows_in_file = staged - distinct_rows
     report.rows_accepted = staged
-    added = _insert_rows(con, ctx, rows, distinct_rows)
+    added, replaced = _insert_rows(con, ctx, rows, distinct_rows)
     # Every new code is used unless rows were taken out (bad rows, repeated keys).
     store_new_codes(con, book, rows, pruned=bool(rejects.height or n_dup_keys))
     # An item given two pairs keeps its first line's; a new benchmark's items are all new.
@@ -128,7 +129,9 @@ def _store_file(con, ctx: FileContext, batches: ValidatedBatches, book: CodeBook
     report.rows_added = added
     report.rows_already_stored = distinct_rows - added
     report.message = (f"{ctx.path}: {added} row(s) added, {distinct_rows - added} already stored"
-                      + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else ""))
+                      + (f", {n_bad_rows} bad row(s) quarantined in rejects" if n_bad_rows else "")
+                      + (f", {replaced} human label(s) replaced (the old ones kept in human_label_changes)"
+                         if replaced else ""))
 
 
 def _read_file(con, ctx: FileContext, batches: ValidatedBatches, book: CodeBook, rows: FileRows) -> _ReadFile:
@@ -193,7 +196,7 @@ def _within_file_conflicts(con, ctx: FileContext, book: CodeBook, rows: FileRows
     item_rejects = staging.split_item_rejects(con, rows) if split_items else []
     labels = ctx.labels
     frames = [pl.DataFrame(r, schema=REJECT_SCHEMA, orient="row").with_columns(pl.col("field").replace_strict(
-                  {"score": labels["score"], "human_score": labels["human_score"],
+                  {"score": labels["score"], "human_score": labels["human_score"], "parsed": labels["parsed"],
                    "subject/domain": f"{labels['subject']}/{labels['domain']}"},
                   default=pl.col("field")))
               for r in (dup_rejects, item_rejects) if r]
@@ -235,16 +238,19 @@ def _keep_first_of_repeats(con, rows: FileRows, n_dup_keys: int) -> tuple[int, i
     return staged, staging.count_rows(con, rows)
 
 
-def _insert_rows(con, ctx: FileContext, rows: FileRows, distinct_rows: int) -> int:
-    """Check staged rows against the store and add the ones it does not hold; returns how many were added."""
+def _insert_rows(con, ctx: FileContext, rows: FileRows, distinct_rows: int) -> tuple[int, int]:
+    """Check staged rows against the store and add the ones it does not hold; returns how many were
+    added, and how many stored human labels were replaced (``--replace-human-labels``)."""
     if rows.direct:  # a benchmark with nothing stored has no stored scores or items to contradict
-        return distinct_rows
+        return distinct_rows, 0
     # Only a model already stored can have stored responses (new codes are not in `models` yet).
     overlap = responses.stored_model_staged(con)
-    check_against_store(con, ctx.path, overlap, ctx.cols.get("human_score"))
-    if overlap:
-        return responses.merge_responses(con, "_stage")
-    return responses.insert_staged(con)
+    check_against_store(con, ctx.path, overlap, ctx.cols.get("human_score"), replace_human=ctx.replace_human)
+    if not overlap:
+        return responses.insert_staged(con), 0
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    replaced = responses.replace_human_labels(con, rows.source_id, now) if ctx.replace_human else 0
+    return responses.merge_responses(con, "_stage"), replaced
 
 
 def _record_source(con, ctx: FileContext, rows: FileRows, rejects: pl.DataFrame,

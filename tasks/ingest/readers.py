@@ -139,7 +139,7 @@ class TableReader:
     def _computed(self, raw):
         for batch in raw:
             try:
-                frame = evaluate(batch.frame, self.expressions, f"{self.path}: ")
+                frame = evaluate(batch.frame, self.expressions, f"{self.path}: ", blank_is_null=self.format == "csv")
             except MappingError as exc:
                 raise IngestError(str(exc)) from None
             yield generic.RawBatch(frame=frame, rejects=batch.rejects, extras=batch.extras)

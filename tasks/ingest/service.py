@@ -15,6 +15,7 @@ store's own errors ``locked``/``unusable``.  Anything else is a bug and propagat
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,8 @@ def ingest_file(db: str | Path, path: str | Path, *, benchmark: str | None, mapp
                       else _log_source(plan, benchmark, allow_rejects, batch_rows, report,
                                        named=getattr(mapping, "model", None) is not None))
             if source is not None:
+                if getattr(mapping, "replace_human_labels", False):  # --replace-human-labels, asked explicitly
+                    source = dataclasses.replace(source, ctx=dataclasses.replace(source.ctx, replace_human=True))
                 _store_source(db, source, report, lock_timeout=lock_timeout, con=con, own_transaction=own)
     except ConflictError as exc:
         report.status, report.message = "conflict", str(exc)

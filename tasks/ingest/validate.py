@@ -23,6 +23,7 @@ CANONICAL_SCHEMA = {
     "replicate": pl.Int64,
     "line": pl.Int64,
     "human_score": pl.Float64,  # null when the row carries none
+    "parsed": pl.Boolean,  # null when the log does not say whether the answer could be read
 }
 REJECT_SCHEMA = {"line": pl.Int64, "field": pl.String, "reason": pl.String}
 #: The largest replicate index: every integer up to 2^53 survives a float (JSON numbers, CSV text).
@@ -121,6 +122,36 @@ def _score_field(col: str, dtype, *, optional: bool = False):
     return x, err
 
 
+#: The text a parse flag may be written as (any case, blanks around it ignored); blank is null.
+PARSED_TRUE = ("true", "1", "1.0", "yes")
+PARSED_FALSE = ("false", "0", "0.0", "no")
+_BAD_FLAG = -1  # the value of a flag that is none of these (the row is judged bad from the value alone)
+
+
+def _parsed_field(col: str | None, dtype):
+    """(value expr, error expr) of the parse flag: an Int8 1 / 0 / null, or -1 for a value that is
+    no flag (the row is bad); the caller casts the good rows' values to Boolean."""
+    if col is None:
+        return pl.lit(None, dtype=pl.Int8), pl.lit(None, dtype=pl.String)
+    shown = pl.col(col).cast(pl.String)
+    if dtype == pl.Boolean:
+        value = pl.col(col).cast(pl.Int8)
+    elif dtype in _NUMERIC:
+        x = pl.col(col).cast(pl.Float64)
+        value = (pl.when(x.is_null()).then(pl.lit(None, dtype=pl.Int8)).when(x == 1).then(pl.lit(1, dtype=pl.Int8))
+                 .when(x == 0).then(pl.lit(0, dtype=pl.Int8)).otherwise(pl.lit(_BAD_FLAG, dtype=pl.Int8)))
+    else:
+        low = shown.str.strip_chars().str.to_lowercase()
+        value = (pl.when(low.is_null() | (low == "")).then(pl.lit(None, dtype=pl.Int8))
+                 .when(low.is_in(PARSED_TRUE)).then(pl.lit(1, dtype=pl.Int8))
+                 .when(low.is_in(PARSED_FALSE)).then(pl.lit(0, dtype=pl.Int8))
+                 .otherwise(pl.lit(_BAD_FLAG, dtype=pl.Int8)))
+    err = pl.when(value.eq_missing(_BAD_FLAG)).then(
+        pl.format("not a parse flag: '{}' (expected true/false, 1/0, yes/no, or blank)", shown)).otherwise(
+        pl.lit(None, dtype=pl.String))
+    return value, err
+
+
 def _replicate_field(col: str | None, dtype):
     """(value expr, error expr); the value is null exactly when the row is bad."""
     if col is None:
@@ -174,6 +205,8 @@ def _is_bad(name: str, col: str | None, dtype) -> pl.Expr | None:
         return v.is_null() | v.is_nan() | (v < 0) | (v > 1)
     if name == "human_score":  # optional: null is fine (never null itself, so any_horizontal stays boolean)
         return v.is_not_null() & (v.is_nan() | (v < 0) | (v > 1))
+    if name == "parsed":  # optional: null is fine
+        return v.eq_missing(_BAD_FLAG)
     if name == "replicate" or dtype in _INTEGER:
         return v.is_null()
     if name in NAMES:
@@ -216,9 +249,13 @@ def validate_batch(frame: pl.DataFrame, columns: dict[str, str | None], *,
     else:
         human_col = None
         exprs["human_score"] = (pl.lit(None, dtype=pl.Float64), pl.lit(None, dtype=pl.String))
+    parsed_col = columns.get("parsed")
+    if parsed_col is not None and parsed_col not in schema:  # a harness log's frame may not carry the field
+        parsed_col = None
+    exprs["parsed"] = _parsed_field(parsed_col, schema[parsed_col] if parsed_col else None)
 
     values = frame.select([v.alias(name) for name, (v, _) in exprs.items()] + [pl.col(LINE).alias("line")])
-    used = {**columns, "human_score": human_col}
+    used = {**columns, "human_score": human_col, "parsed": parsed_col}
     flags = [f for name in exprs if (f := _is_bad(name, used.get(name) if name != "benchmark" or benchmark is None
                                                     else None, values.schema[name])) is not None]
     bad_mask = values.select(pl.any_horizontal(flags).alias("bad")).to_series() if flags else None

@@ -65,6 +65,35 @@ def audit_table(result: AuditResult) -> str:
     if any(m.n_unscored for m in models):
         lines.append("no score: benchmark items this model has no score for, left out of its scores (not counted "
                      "wrong; summary.json unscored_convention)")
+    if result.parse_failures:
+        lines += ["", parse_failures_table(result)]
+    return "\n".join(lines)
+
+
+def parse_failures_table(result: AuditResult) -> str:
+    """Per model (most unparsed first): responses, unparsed and their share, the score with the unparsed
+    counted wrong and the score over parsed answers only, each with its interval (summary.json's
+    ``parse_failures``)."""
+    level = f"{100 * (1 - result.alpha):g}%"
+    head = (f"{'answers that failed to parse':<36} {'responses':>9} {'unparsed':>8} {'share':>6}  "
+            f"{'unparsed wrong':>14} {level + ' interval':<14}  {'parsed only':>11} {level + ' interval':<14}")
+    lines = [head, "-" * len(head)]
+
+    def score(est, lo, hi, width) -> str:
+        if est is None:
+            return f"{'-':>{width}} {'-':<14}"
+        return f"{100 * est:{width - 1}.2f}% {f'[{100 * lo:5.1f}, {100 * hi:5.1f}]':<14}"
+
+    for r in sorted(result.parse_failures, key=lambda r: -r.share_unparsed):
+        name = r.model if len(r.model) <= 36 else r.model[:33] + "..."
+        flag = " !" if r.warn else ""
+        lines.append(f"{name:<36} {r.n_responses:>9,} {r.n_unparsed:>8,} {100 * r.share_unparsed:5.1f}%  "
+                     f"{score(r.score_unparsed_wrong, r.unparsed_wrong_lower, r.unparsed_wrong_upper, 14)}  "
+                     f"{score(r.score_parsed_only, r.parsed_only_lower, r.parsed_only_upper, 11)}{flag}")
+    lines.append("(percentage points) unparsed: responses whose answer could not be read from the output (the log's "
+                 "parse flag); unparsed wrong: the score counting them 0, as the releases do; parsed only: the mean "
+                 "over the items whose answer was read (not what the model would score if all parsed); ! more than "
+                 "5% unparsed")
     return "\n".join(lines)
 
 

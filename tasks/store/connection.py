@@ -106,6 +106,9 @@ def open_store(db: str | os.PathLike, *, write: bool,
             try:
                 con.execute("SET preserve_insertion_order = false")
                 con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT])
+                # DuckDB draws a progress bar on stdout for a query past 2 s (on a loaded machine, any
+                # query): it would corrupt a command's --json output.
+                con.execute("SET enable_progress_bar = false")
                 if write:
                     _ensure_schema(con, db, new_file=new_file)
                 else:
@@ -152,8 +155,8 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, db: Path, *, new_file: bool =
     if version == "1":
         _migrate_v1(con, db)
         return
-    if version == "2":
-        _migrate_v2(con)
+    if version in ("2", "3"):
+        _migrate_columns(con, version)
         return
     if version not in (None, STORE_VERSION):
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
@@ -171,17 +174,20 @@ def _check_version(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     if version == "1":
         # Readers hold the same exclusive lock as writers, so upgrading here is safe.
         _migrate_v1(con, db)
-    elif version == "2":
-        _migrate_v2(con)
+    elif version in ("2", "3"):
+        _migrate_columns(con, version)
     elif version != STORE_VERSION:
         raise StoreError(f"{db}: store version {version} is not supported (expected {STORE_VERSION}); "
                          "it was written by a newer benchcert")
 
 
-def _migrate_v2(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 2 had no human_score column: add it (a catalog change, no data moves)."""
+def _migrate_columns(con: duckdb.DuckDBPyConnection, version: str) -> None:
+    """Version 2 had no human_score column, version 3 no parsed column: add what is missing, in
+    one transaction (catalog changes, no data moves)."""
     with transaction(con):
-        schema.migrate_v2(con)
+        if version == "2":
+            schema.migrate_v2(con)
+        schema.migrate_v3(con)
 
 
 def _migrate_v1(con: duckdb.DuckDBPyConnection, db: Path) -> None:

@@ -139,6 +139,7 @@ def open_export(export_dir: str | os.PathLike, benchmark: str) -> duckdb.DuckDBP
                           f"{manifest['benchmarks']}")
     con = duckdb.connect()
     try:
+        con.execute("SET enable_progress_bar = false")  # as the store's connections: never on stdout
         for table in manifest.get("tables", list(EXPORT_QUERIES)):
             files = sorted((Path(export_dir) / table).glob("benchmark=*/*.parquet"))
             if files:

@@ -160,11 +160,11 @@ def stored_model_staged(con) -> bool:
 
 
 #: The columns of ``_stage`` and ``response_codes`` a stored-value check may compare.
-_VALUE_COLUMNS = frozenset({"score", "human_score"})
+_VALUE_COLUMNS = frozenset({"score", "human_score", "parsed"})
 
 
 def contradictions(con, column: str) -> tuple[int, list[tuple]]:
-    """Staged rows whose ``column`` (score or human_score) differs from the stored response's.
+    """Staged rows whose ``column`` (score, human_score or parsed) differs from the stored response's.
 
     Returns how many, and the first five: model, item, variant, replicate, staged value, line,
     stored value, stored source's path and line.  NULL on either side is no contradiction.
@@ -207,7 +207,7 @@ def first_run_conflict(con, rows: pl.DataFrame, items: pl.DataFrame) -> int | No
         found = con.execute("""
             SELECT min(pos) FROM (
                 SELECT s.pos FROM _run_rows s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
-                WHERE r.score <> s.score OR r.human_score <> s.human_score
+                WHERE r.score <> s.score OR r.human_score <> s.human_score OR r.parsed <> s.parsed
                 UNION ALL
                 SELECT n.pos FROM _run_items n JOIN items i USING (item_key)
                 WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]
@@ -221,16 +221,48 @@ def merge_responses(con, staged: str) -> int:
     does not hold; returns how many were added. A stored response without a human score gains
     the one staged for it (human labels ingested after the judge's scores, issue #28). A staged
     human score contradicting a stored one never gets here: the file was refused as a conflict
-    (issue #39). The one rule for the one-file and the many-files ingest."""
+    (issue #39). A stored response whose parse flag is not known (NULL, stored before the flag
+    existed) gains the staged one likewise. The one rule for the one-file and the many-files ingest."""
     if staged not in _STAGED:
         raise ValueError(f"staged: one of {sorted(_STAGED)}, not {staged!r}")
     con.execute(f"""UPDATE response_codes r SET human_score = s.human_score FROM {staged} s
                     WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
                       AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
+    con.execute(f"""UPDATE response_codes r SET parsed = s.parsed FROM {staged} s
+                    WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                      AND r.replicate = s.replicate AND r.parsed IS NULL AND s.parsed IS NOT NULL""")
     return con.execute(f"""
         INSERT INTO response_codes
         SELECT * FROM {staged} s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
         """).fetchall()[0][0]
+
+
+def replace_human_labels(con, source_id: int, replaced_at) -> int:
+    """``ingest --replace-human-labels``: every stored human score that ``_stage`` contradicts takes the
+    staged one, the old value kept in ``human_label_changes`` (created on first use) with the stored
+    response's source and line and the replacing source and line; returns how many were replaced."""
+    schema.ensure_tables(con, "human_label_changes")
+    n = con.execute("""
+        INSERT INTO human_label_changes
+        SELECT m.benchmark, m.model, i.item_id, v.variant, s.replicate, r.human_score, r.source_id, r.line,
+               s.human_score, ?, s.line, ?
+        FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        JOIN models m ON m.model_id = s.model_id
+        JOIN items i ON i.item_key = s.item_key
+        JOIN variants v ON v.variant_id = s.variant_id
+        WHERE r.human_score <> s.human_score""", [source_id, replaced_at]).fetchall()[0][0]
+    if n:
+        con.execute("""UPDATE response_codes r SET human_score = s.human_score FROM _stage s
+                       WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
+                         AND r.replicate = s.replicate AND r.human_score <> s.human_score""")
+    return n
+
+
+def human_label_changes(con) -> list[tuple]:
+    """Every replaced human label (``human_label_changes``' columns), oldest first; [] when none was."""
+    if not schema.has_tables(con, "human_label_changes"):
+        return []
+    return con.execute("SELECT * FROM human_label_changes ORDER BY replaced_at, new_source_id, new_line").fetchall()
 
 
 def insert_staged(con) -> int:

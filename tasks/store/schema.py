@@ -7,13 +7,15 @@ When each table is created
   store version), ``sources``, the code dictionaries ``models``/``variants``/``items``,
   ``response_codes``, ``rejects``, ``runs``, ``run_results`` - the ``source_ids`` sequence and
   the ``responses`` view. ``STORE_VERSION`` names this set; a store of another version is
-  upgraded (version 1, :func:`migrate_v1`; version 2, :func:`migrate_v2`) or refused (a newer one).
+  upgraded (version 1, :func:`migrate_v1`; version 2, :func:`migrate_v2` then :func:`migrate_v3`;
+  version 3, :func:`migrate_v3`) or refused (a newer one).
 * **On first use**, by the feature that writes them, through :func:`ensure_tables` - inside
   the writer's transaction where it has one: ``verdicts``/``verdict_items`` (a recorded
   checkpoint verdict), ``environment_plans``/``environment_plan_draws`` (a recorded
   certification plan), ``subsets``/``subset_items`` (a recorded subset), ``option_probs`` (an
   ingest that carried option probabilities), ``benchmark_settings`` (a default variant set),
-  ``suites`` (a suite defined) and ``suite_verdicts`` (a recorded suite verdict).
+  ``human_label_changes`` (human labels replaced by ``ingest --replace-human-labels``, the old
+  value kept), ``suites`` (a suite defined) and ``suite_verdicts`` (a recorded suite verdict).
   A store that never used a feature does not have its tables, so readers ask
   :func:`has_tables` first and treat a missing table as "nothing recorded"; the feature tables
   do not change the store version, and a store written by an earlier benchcert opens and
@@ -26,6 +28,9 @@ Migrations
 * Store version 2 had no ``human_score`` column in ``response_codes`` (the optional human score
   of a judge-scored response, issue #28): :func:`migrate_v2` adds it (NULL for every stored
   response) and the view's column, when such a store is opened; nothing else changes.
+* Store version 3 had no ``parsed`` column in ``response_codes`` (whether the response's answer
+  could be read from the model's output, issue #39): :func:`migrate_v3` adds it (NULL, not known,
+  for every stored response) and the view's column; nothing stored changes.
 * Columns added to a feature table after it first shipped are in ``COLUMN_MIGRATIONS``
   (``ALTER TABLE ... ADD COLUMN IF NOT EXISTS``; old rows read NULL); :func:`ensure_tables`
   applies them every time it creates (or finds) the table, so an older store gains them at
@@ -42,14 +47,15 @@ from __future__ import annotations
 import duckdb
 
 __all__ = ["STORE_VERSION", "RESPONSES_VIEW", "CORE_DDL", "TABLES", "COLUMN_MIGRATIONS", "create_core",
-           "migrate_v1", "migrate_v2", "ensure_tables", "has_tables", "has_column", "stored_version",
+           "migrate_v1", "migrate_v2", "migrate_v3", "ensure_tables", "has_tables", "has_column", "stored_version",
            "table_ddl"]
 
-STORE_VERSION = "3"
+STORE_VERSION = "4"
 
 #: The canonical responses, as every reader sees them.
 RESPONSES_VIEW = """CREATE OR REPLACE VIEW responses AS
-    SELECT m.benchmark, m.model, i.item_id, v.variant, r.replicate, r.score, r.source_id, r.line, r.human_score
+    SELECT m.benchmark, m.model, i.item_id, v.variant, r.replicate, r.score, r.source_id, r.line, r.human_score,
+           r.parsed
     FROM response_codes r
     JOIN models m ON m.model_id = r.model_id
     JOIN items i ON i.item_key = r.item_key
@@ -92,7 +98,8 @@ TABLES: dict[str, str] = {
         score DOUBLE NOT NULL,
         source_id BIGINT NOT NULL,
         line BIGINT NOT NULL,
-        human_score DOUBLE)""",
+        human_score DOUBLE,
+        parsed BOOLEAN)""",
     "items": """CREATE TABLE IF NOT EXISTS items (
         benchmark VARCHAR NOT NULL,
         item_id VARCHAR NOT NULL,
@@ -238,6 +245,22 @@ TABLES: dict[str, str] = {
         benchmark VARCHAR PRIMARY KEY,
         default_variant VARCHAR,
         updated_at TIMESTAMP NOT NULL)""",
+    # Human labels an ingest replaced (``ingest --replace-human-labels``; tasks/store/responses.py): the
+    # response, its old and new human score, the stored response's source and line (its judge score's
+    # file), and the source and line that replaced the label. Nothing is lost.
+    "human_label_changes": """CREATE TABLE IF NOT EXISTS human_label_changes (
+        benchmark VARCHAR NOT NULL,
+        model VARCHAR NOT NULL,
+        item_id VARCHAR NOT NULL,
+        variant VARCHAR NOT NULL,
+        replicate BIGINT NOT NULL,
+        old_human_score DOUBLE NOT NULL,
+        stored_source_id BIGINT NOT NULL,
+        stored_line BIGINT NOT NULL,
+        new_human_score DOUBLE NOT NULL,
+        new_source_id BIGINT NOT NULL,
+        new_line BIGINT NOT NULL,
+        replaced_at TIMESTAMP NOT NULL)""",
 }
 
 #: Columns added after a feature table first shipped; stores written before gain them (NULL for old rows).
@@ -251,7 +274,7 @@ COLUMN_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "option_probs": ("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS label INTEGER",),
 }
 
-#: A new store's statements, in order (version 3).
+#: A new store's statements, in order (version 4).
 CORE_DDL: tuple[str, ...] = (
     TABLES["meta"], _SOURCE_IDS, TABLES["sources"], TABLES["models"], TABLES["variants"], TABLES["response_codes"],
     TABLES["items"], RESPONSES_VIEW, TABLES["rejects"], TABLES["runs"], TABLES["run_results"])
@@ -346,8 +369,16 @@ def migrate_v1(con: duckdb.DuckDBPyConnection) -> int:
 
 def migrate_v2(con: duckdb.DuckDBPyConnection) -> None:
     """Bring a version-2 store to version 3: ``response_codes`` gains the nullable ``human_score``
-    column (NULL for every stored response) and the ``responses`` view shows it (call inside a
-    transaction)."""
+    column (NULL for every stored response); :func:`migrate_v3` follows in the same transaction
+    (call inside one)."""
     con.execute("ALTER TABLE response_codes ADD COLUMN IF NOT EXISTS human_score DOUBLE")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'store_version'")
+
+
+def migrate_v3(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring a version-3 store to version 4: ``response_codes`` gains the nullable ``parsed`` column
+    (NULL, not known, for every stored response: no row, score or label changes) and the
+    ``responses`` view shows it (call inside a transaction)."""
+    con.execute("ALTER TABLE response_codes ADD COLUMN IF NOT EXISTS parsed BOOLEAN")
     con.execute(RESPONSES_VIEW)
     con.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", [STORE_VERSION])

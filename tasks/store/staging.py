@@ -46,7 +46,7 @@ def file_rows(con, source_id: int, *, direct: bool) -> FileRows:
     if direct:
         return FileRows(source_id, True, "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id])
     con.execute("CREATE OR REPLACE TEMP TABLE _stage (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
-                "replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT, human_score DOUBLE)")
+                "replicate BIGINT, score DOUBLE, source_id BIGINT, line BIGINT, human_score DOUBLE, parsed BOOLEAN)")
     return FileRows(source_id, False, "_stage", [])
 
 
@@ -85,7 +85,8 @@ def mark_repeated_keys(con, rows: FileRows, lines: pl.DataFrame) -> int:
     con.execute(f"""CREATE OR REPLACE TEMP TABLE _dups AS
         SELECT model_id, item_key, variant_id, replicate, count(*) AS n,
                min(score) <> max(score) AS conflicting,
-               count(DISTINCT human_score) > 1 AS human_conflicting
+               count(DISTINCT human_score) > 1 AS human_conflicting,
+               count(DISTINCT parsed) > 1 AS parsed_conflicting
         FROM {rows.sql}
         WHERE line IN (SELECT line FROM _dup_lines)
         GROUP BY model_id, item_key, variant_id, replicate HAVING count(*) > 1""", rows.params)
@@ -93,11 +94,12 @@ def mark_repeated_keys(con, rows: FileRows, lines: pl.DataFrame) -> int:
 
 
 def repeated_key_conflicts(con, rows: FileRows) -> pl.DataFrame:
-    """Rows whose key the file gives again with another score (``field`` score) or human score."""
+    """Rows whose key the file gives again with another score (``field`` score), human score or parse flag."""
     return query_pl(con, f"""
         SELECT s.line, s.model_id, s.item_key, s.variant_id, s.replicate,
-               CASE WHEN d.conflicting THEN 'score' ELSE 'human_score' END AS field
-        FROM {rows.sql} s JOIN (SELECT * FROM _dups WHERE conflicting OR human_conflicting) d
+               CASE WHEN d.conflicting THEN 'score' WHEN d.human_conflicting THEN 'human_score' ELSE 'parsed' END
+                   AS field
+        FROM {rows.sql} s JOIN (SELECT * FROM _dups WHERE conflicting OR human_conflicting OR parsed_conflicting) d
         USING (model_id, item_key, variant_id, replicate) ORDER BY s.line""", rows.params)
 
 

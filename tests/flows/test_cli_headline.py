@@ -80,7 +80,7 @@ def test_schema_prints_the_new_summary_fields(capsys):
     code, out, _ = cli(capsys, "schema", "summary")
     assert code == 0
     schema = json.loads(out)
-    assert schema["x-schema-version"] == "1.2"
+    assert schema["x-schema-version"] == "1.3"
     text = json.dumps(schema)
     for field in ("headline", "question", "beside", "n_unscored", "rank_lower", "tied_groups", "headline_rule",
                   "unscored_convention"):

@@ -123,7 +123,8 @@ def test_flow_parameters_are_serialised_as_prefect_serialises_them():
     want = Flow.serialize_parameters(audit_flow, values)
     assert got == want and list(got) == list(want)
     assert got["mapping"] == {"columns": {"score": "s"}, "format": "csv", "model": None,
-                              "records": None}  # not vacuous (records: --records, issue #26)
+                              "records": None, "replace_human_labels": False}  # not vacuous (records: --records,
+    #                                                                    issue #26; --replace-human-labels, #39)
     assert got["request"]["hierarchy"] == ["subject"] and got["request"]["subject_weights"] == {"s": 2.0}
     assert got["checkpoint"]["audit"]["benchmark"] == "b" and got["checkpoint"]["allowed_logs"] == ["/x"]
     assert got["path"] == "/x/y" and got["colour"] == "r" and got["sa"] == {"y": 2}

@@ -19,6 +19,10 @@ from benchcert.tasks.errors import DataError
 from benchcert.tasks.ingest.adapters import limits
 
 LINE = "__line__"
+#: The text a batch of JSON or JSONL records is read from, at most (characters): its rows become
+#: Python objects before they are a frame, so a batch is bounded by its text as well as by its
+#: rows (16 Mi characters make about 100,000 typical records; issue #39).
+BATCH_TEXT_CHARS = 1 << 24
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from benchcert.tasks.ingest.adapters import limits
 # The shared pieces, under the names the other adapters and ingest have always used here.
-from benchcert.tasks.ingest.adapters.base import (LINE, AdapterError, RawBatch, Reject, is_gzip,  # noqa: F401
+from benchcert.tasks.ingest.adapters.base import (BATCH_TEXT_CHARS, LINE, AdapterError, RawBatch, Reject, is_gzip,  # noqa: F401
                                                   json_problem, loads_json, loads_json_line, not_utf8, object_values,
                                                   open_binary, open_text)
 
@@ -274,8 +274,13 @@ def _jsonl_batches(path: Path, columns: list[str], batch_rows: int, numbers: tup
 
 
 def _jsonl_rows(path, columns, batch_rows, cols, lines, rejects, flush, numbers=()) -> Iterator[RawBatch]:
+    size = 0  # characters read since the last batch (a batch holds at most BATCH_TEXT_CHARS of text)
     with open_text(path) as fh:
         for number, text in enumerate(fh, start=1):
+            size += len(text)
+            if size > BATCH_TEXT_CHARS and (lines or rejects):
+                yield flush()
+                size = len(text)
             if not text.strip():
                 continue
             try:

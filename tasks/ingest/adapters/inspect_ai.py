@@ -20,6 +20,10 @@ converted as inspect's ``value_to_float`` does: ``C`` = 1, ``I`` = 0, ``P`` = 0.
 numbers and booleans as they are, the strings yes/true = 1 and no/false = 0, numeric strings
 parsed.  One deliberate departure: a value inspect cannot convert (it logs a warning and uses
 0) is rejected here, as is a dict- or list-valued score, because a silent 0 would bias the mean.
+
+``parsed`` (whether the model's answer could be read) is false for a score value ``N`` (inspect's
+NOANSWER) and for the ``pattern`` scorer's "Scoring pattern not matched in output" (both scored
+0), true for ``C``, ``I`` and ``P``, and not known (null) for a number or a boolean.
 """
 
 from __future__ import annotations
@@ -43,6 +47,18 @@ FORMAT = "inspect_ai"
 SAMPLE_MEMBER = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
 #: inspect_ai.scorer's CORRECT, INCORRECT, PARTIAL, NOANSWER.
 VALUE_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+#: The explanation inspect_ai's ``pattern`` scorer gives when its pattern is not found in the output.
+PATTERN_NOT_MATCHED = "Scoring pattern not matched in output"
+
+
+def parse_flag(entry: dict) -> bool | None:
+    """Whether a scorer's entry says the answer was read: False for NOANSWER (``N``) or the pattern
+    scorer's no-match, True for another letter, None (not said) for a number or boolean value."""
+    value, explanation = entry.get("value"), entry.get("explanation")
+    if value == "N" or (isinstance(explanation, str) and explanation.startswith(PATTERN_NOT_MATCHED)):
+        return False
+    return True if isinstance(value, str) and value in VALUE_LETTERS else None
+
 
 
 def value_to_float(value: Any) -> tuple[float | None, str | None]:
@@ -270,7 +286,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
                 continue
             probs, label = inspect_probs.option_probs(sample)  # multiple choice with logprobs only
             yield Row(line=line, model=model, item_id=str(sid).strip(), score=score, replicate=epoch - 1,
-                      option_probs=probs, label=label, src=(where, sample), **values)
+                      option_probs=probs, label=label, parsed=parse_flag(entry), src=(where, sample), **values)
 
     status = log.header.get("status")
     notes = []

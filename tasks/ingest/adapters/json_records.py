@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,37 +60,65 @@ class _TooDeep(DataError, ValueError):
     """A value nested too deeply for the parser."""
 
 
+class _TooLong(DataError, ValueError):
+    """One JSON value (a record, or a field around the records) longer than the line limit."""
+
+
 #: Characters of the document read at a time while its records are streamed.
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20
 _BLANKS = re.compile(r"[ \t\n\r]*")
 #: What may still follow a number cut at the end of the text read so far ("1.5" of "1.5e+300").
 _NUMBER_GOES_ON = re.compile(r"[0-9eE.+\-]*")
 #: Between two elements of an array: the comma and the blanks around it.
 _NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+#: A parse error this close to the end of the text read so far may be the text being cut
+#: ("tru", "1.5e", "\\u00"); farther back it is the document's own, whatever follows.
+_CUT_MARGIN = 16
 
 
 class _Cursor:
     """A JSON document's text, read a chunk at a time, and a position in it.
 
     Memory holds one chunk and the value being parsed, never the whole document: parsed whole,
-    a JSON file of records took about eight times its size (issue #39).
+    a JSON file of records took about eight times its size (issue #39).  One value longer than
+    the line limit (``BENCHCERT_MAX_LINE_BYTES``, counted as its text takes in memory) is refused
+    after about that much of it was read, and a syntax error is refused where it is found, so a hostile file
+    (gigabytes of NUL bytes, one endless string) costs at most about twice the limit.
     """
 
     def __init__(self, fh):
+        from benchcert.tasks.ingest.adapters import limits
         from benchcert.tasks.ingest.adapters.base import json_decoder
 
         self._fh, self.buf, self.pos, self.eof = fh, "", 0, False
         self._decoder = json_decoder()
+        self.limit = limits.max_line_bytes()
+        self.dropped = 0  # characters of the document before ``buf``
+        self.taken = 0  # characters of the values parsed so far (a batch's size)
 
     def _more(self, at_least: int = 0) -> bool:
-        """Read on (at least ``at_least`` more characters); False at the end of the document."""
+        """Read on (at least ``at_least`` more characters); False at the end of the document.
+
+        The chunks are joined once, so growing the text of one long value holds it about twice.
+        """
         if self.eof:
             return False
-        chunk = self._fh.read(max(at_least, _CHUNK))
-        if not chunk:
-            self.eof = True
+        parts = [self.buf[self.pos:]]
+        got = 0
+        while True:
+            chunk = self._fh.read(_CHUNK)
+            if not chunk:
+                self.eof = True
+                break
+            parts.append(chunk)
+            got += len(chunk)
+            if got >= at_least:
+                break
+        if not got:
             return False
-        self.buf = self.buf[self.pos:] + chunk
+        self.dropped += self.pos
+        self.buf = "".join(parts)
+        del parts
         self.pos = 0
         return True
 
@@ -105,6 +134,25 @@ class _Cursor:
             raise json.JSONDecodeError(f"Expecting {expecting}", self.buf, self.pos)
         self.pos += 1
 
+    def _grow(self, exc: json.JSONDecodeError | None) -> bool:
+        """Read on for a value that may go on past the text read so far; False when it cannot.
+
+        A syntax error well before the end of the text read is the document's (False at once);
+        a value longer than the limit is refused (:class:`_TooLong`).
+        """
+        if exc is not None and not exc.msg.startswith("Unterminated string") and exc.pos < len(self.buf) - _CUT_MARGIN:
+            return False
+        pending = len(self.buf) - self.pos
+        # The value's text as held in memory: a character takes 1, 2 or 4 bytes there (Python's
+        # str), so the limit bounds the memory of any text, not only of ASCII.
+        held = sys.getsizeof(self.buf) * pending // max(len(self.buf), 1)
+        if held > self.limit:
+            raise _TooLong(f"a JSON value starting at character {self.dropped + self.pos + 1:,} is longer than "
+                           f"{self.limit:,} bytes (limit BENCHCERT_MAX_LINE_BYTES, counted in memory); refused "
+                           f"after reading {pending:,} characters of it")
+        # As much again (within the limit), so a value is parsed a bounded number of times.
+        return self._more(max(1, min(max(pending, _CHUNK), (self.limit - held) * pending // max(held, 1))))
+
     def value(self):
         """The next JSON value, parsed."""
         if self.pos >= len(self.buf) or self.buf[self.pos] in " \t\n\r":
@@ -112,16 +160,16 @@ class _Cursor:
         while True:
             try:
                 obj, end = self._decoder.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError:
-                # The value may go on past the text read so far: read as much again, so a value
-                # is parsed a bounded number of times; at the end the error is the document's.
-                if self._more(len(self.buf) - self.pos):
+            except json.JSONDecodeError as exc:
+                # The value may go on past the text read so far; at the end the error is the document's.
+                if self._grow(exc):
                     continue
                 raise
             except RecursionError:
                 raise _TooDeep("JSON nested too deeply to read") from None
-            if not self.eof and _NUMBER_GOES_ON.fullmatch(self.buf, end) and self._more():
+            if not self.eof and _NUMBER_GOES_ON.fullmatch(self.buf, end) and self._grow(None):
                 continue  # a number at the end of the text read so far may go on
+            self.taken += end - self.pos
             self.pos = end
             return obj
 
@@ -186,6 +234,8 @@ def _document(path: Path):
     except (json.JSONDecodeError, base.DuplicateKeyError, _TooDeep) as exc:
         raise base.AdapterError(f"{path}: a .json file that is not valid JSON ({base.json_problem(exc)}); "
                                    "nothing from this file is stored") from None
+    except _TooLong as exc:
+        raise base.AdapterError(f"{path}: {exc}; nothing from this file is stored") from None
 
 
 @dataclass(frozen=True)
@@ -275,23 +325,31 @@ def _found(path: Path, fmt: str) -> _Found:
     return _find(str(path), (st.st_mtime_ns, st.st_size, st.st_ino), _field(fmt))
 
 
+def _records(path: Path, fmt: str) -> Iterator[tuple[object, _Cursor]]:
+    """Each record with the cursor reading it (whose ``taken`` counts the characters read so far)."""
+    found = _found(path, fmt)
+    with _document(path) as doc:
+        if found.member is None:
+            for element in doc.elements():
+                yield element, doc
+        else:
+            for key in doc.members():
+                if key == found.member:
+                    for element in doc.elements():
+                        yield element, doc
+                else:
+                    doc.value()
+        doc.end()
+
+
 def records(path: Path, fmt: str) -> Iterator:
     """The file's records one at a time, and the rest of the document read and checked after the last.
 
     Raises AdapterError (the file's refusal) for a document that is not valid JSON, when its
     error is reached.
     """
-    found = _found(path, fmt)
-    with _document(path) as doc:
-        if found.member is None:
-            yield from doc.elements()
-        else:
-            for key in doc.members():
-                if key == found.member:
-                    yield from doc.elements()
-                else:
-                    doc.value()
-        doc.end()
+    for obj, _ in _records(path, fmt):
+        yield obj
 
 
 def columns(path: Path, fmt: str) -> list[str]:
@@ -300,16 +358,23 @@ def columns(path: Path, fmt: str) -> list[str]:
 
 
 def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: tuple[str, ...]) -> Iterator:
-    """The records as raw batches: every column as text, as the JSONL reader gives them."""
-    from benchcert.tasks.ingest.adapters.base import LINE, RawBatch, Reject, object_values
+    """The records as raw batches: every column as text, as the JSONL reader gives them.
 
-    rows = enumerate(records(path, fmt), start=1)
+    A batch ends after ``batch_rows`` records or :data:`base.BATCH_TEXT_CHARS` characters of them,
+    whichever comes first, so its Python objects stay small whatever the records hold.
+    """
+    from benchcert.tasks.ingest.adapters.base import BATCH_TEXT_CHARS, LINE, RawBatch, Reject, object_values
+
+    rows = enumerate(_records(path, fmt), start=1)
     while True:
         cols: dict[str, list] = {c: [] for c in columns}
         lines: list[int] = []
         rejects: list[Reject] = []
         taken = 0
-        for number, obj in rows:
+        budget = None
+        for number, (obj, doc) in rows:
+            if budget is None:
+                budget = doc.taken + BATCH_TEXT_CHARS
             taken += 1
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {_kind(obj)}", _raw(obj)))
@@ -321,14 +386,16 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
                     for c, v in zip(columns, values):
                         cols[c].append(v)
                     lines.append(number)
-            if taken == batch_rows:
+            if taken == batch_rows or doc.taken >= budget:
                 break
+        else:
+            budget = None  # the records ran out: this batch is the last
         if not taken:
             return
         frame = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
         frame[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
         yield RawBatch(frame=pl.DataFrame(frame), rejects=rejects)
-        if taken < batch_rows:
+        if budget is None:
             return
 
 

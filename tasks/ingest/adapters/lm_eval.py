@@ -29,6 +29,11 @@ Mapping to the canonical row:
 
 For multiple-choice tasks (every filtered response a ``[loglikelihood, is_greedy]`` pair)
 the softmax of the log-likelihoods is kept as the predicted option probabilities.
+
+``parsed`` (whether the answer could be read): false when every filtered response is
+``[invalid]``, what lm-eval's extraction filters (``regex``, ``strict-match``,
+``flexible-extract``, ...) give a response they match nothing in (scored wrong); true when a
+filter other than ``none`` extracted something; null otherwise (no extraction to fail).
 """
 
 from __future__ import annotations
@@ -151,6 +156,21 @@ def _chain(task: str, results: dict | None) -> list[str]:
     while chain[-1] in parent and parent[chain[-1]] not in chain:
         chain.append(parent[chain[-1]])
     return chain
+
+
+#: What lm-eval's extraction filters put in place of a response they found no answer in.
+INVALID = "[invalid]"
+
+
+def parse_flag(filtered: Any, filt: str) -> bool | None:
+    """Whether the filtered response says the answer was extracted: False when every filtered
+    response is :data:`INVALID`, True when a filter other than ``none`` gave something else, else None."""
+    texts = [r for r in (filtered if isinstance(filtered, list) else [filtered]) if isinstance(r, str)]
+    if not texts:
+        return None
+    if all(t.strip() == INVALID for t in texts):
+        return False
+    return True if filt != "none" else None
 
 
 def _loglikelihoods(filtered: Any) -> list[float] | None:
@@ -370,7 +390,7 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None, *,
             lls = _loglikelihoods(obj.get("filtered_resps"))
             yield Row(line=line, model=model, score=score, variant="" if filt == "none" else filt,
                       option_probs=softmax(lls) if lls else None, label=_gold(obj, len(lls)) if lls else None,
-                      src=obj, **values)
+                      parsed=None if lls else parse_flag(obj.get("filtered_resps"), filt), src=obj, **values)
 
     settings = {"metric": metric, "task": task, "model": model, "fields": fields,
                 "results_sha256": sha256_file(results_path) if results_path else None}

@@ -12,7 +12,8 @@ Mapping to the canonical row: ``benchmark`` = ``--benchmark``, else ``mmlu_pro``
 the name ``model_outputs_<model>_<n>shots`` (the JSON member's name first, so a renamed archive
 still reads); ``item_id`` = ``question_id``; ``subject`` = ``src``; ``domain`` = ``category``
 (``--map`` may name other fields); ``score`` = 1 when ``pred == answer`` else 0, and
-``pred: null`` (answer extraction failed) scores 0.  That is the strict accuracy: the official
+``pred: null`` (answer extraction failed) scores 0 and is stored with ``parsed`` false (true for
+every other entry), so the audit shows how many answers failed to parse.  That is the strict accuracy: the official
 ``compute_accuracy.py`` instead draws a random letter for a null ``pred`` (seed 12345), so its
 number is slightly higher for models with many nulls.  ``variant`` = ``""`` for the standard
 5-shot protocol, else ``<n>shot``.
@@ -125,7 +126,8 @@ def open_source(path: Path, mapping: ColumnMapping, benchmark: str | None) -> Na
                              _describe(obj))
                 continue
             score = 1.0 if pred is not None and pred.strip() == answer.strip() else 0.0
-            yield Row(line=line, model=model, score=score, variant=variant, src=obj, **values)
+            yield Row(line=line, model=model, score=score, variant=variant, parsed=pred is not None, src=obj,
+                      **values)
 
     n_null = sum(1 for o in outputs if isinstance(o, dict) and o.get("pred", ...) is None)
     read = {"model": model, "shots": shots, "entries": len(outputs), "pred null (scored 0)": n_null,

@@ -86,6 +86,7 @@ class Row:
     replicate: int = 0
     option_probs: list[float] | None = None
     label: int | None = None  # index of the correct option, when the log says which (beside option_probs)
+    parsed: bool | None = None  # False: the log says the answer could not be read from the output; None: not said
     src: Any = None  # what describe() renders when the row is rejected later
 
 
@@ -125,6 +126,7 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
     cols: dict[str, list] = {f: [] for f in _TEXT_FIELDS}
     scores: list[float | None] = []
     reps: list[int] = []
+    parsed: list[bool | None] = []
     lines: list[int] = []
     prob_lines: list[int] = []
     probs: list[list[float]] = []
@@ -135,13 +137,14 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
         data = {f: pl.Series(f, v, dtype=pl.String) for f, v in cols.items()}
         data["score"] = pl.Series("score", scores, dtype=pl.Float64)
         data["replicate"] = pl.Series("replicate", reps, dtype=pl.Int64)
+        data["parsed"] = pl.Series("parsed", parsed, dtype=pl.Boolean)
         data[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
         extras = (pl.DataFrame({LINE: pl.Series(prob_lines, dtype=pl.Int64),
                                 "option_probs": pl.Series(probs, dtype=pl.List(pl.Float64)),
                                 "label": pl.Series(labels, dtype=pl.Int64)})
                   if prob_lines else None)
         out = RawBatch(frame=pl.DataFrame(data), rejects=list(rejects), extras=extras)
-        for v in (*cols.values(), scores, reps, lines, prob_lines, probs, labels, rejects):
+        for v in (*cols.values(), scores, reps, parsed, lines, prob_lines, probs, labels, rejects):
             v.clear()
         return out
 
@@ -153,6 +156,7 @@ def _batches(records: Iterator[Row | Reject], batch_rows: int) -> Iterator[RawBa
             cols[f].append(getattr(rec, f))
         scores.append(rec.score)
         reps.append(rec.replicate)
+        parsed.append(rec.parsed)
         lines.append(rec.line)
         if rec.option_probs is not None:
             prob_lines.append(rec.line)

@@ -112,11 +112,12 @@ def test_a_version_2_store_gains_the_column_and_keeps_working(tmp_path):
     write_preferences(tmp_path / "prefs.csv", n_items=20, n_labelled=0)
     assert ingest_file(db, tmp_path / "prefs.csv", benchmark="p", mapping=parse_mapping(MAP[:2])).status == "ingested"
     with open_store(db, write=True) as con:  # make it what benchcert wrote before the column existed
-        con.execute(schema.RESPONSES_VIEW.replace(", r.human_score", ""))
+        con.execute(schema.RESPONSES_VIEW.replace(", r.human_score,\n           r.parsed", ""))
+        con.execute("ALTER TABLE response_codes DROP COLUMN parsed")
         con.execute("ALTER TABLE response_codes DROP COLUMN human_score")
         con.execute("UPDATE meta SET value = '2' WHERE key = 'store_version'")
-    with open_store(db, write=False) as con:
-        assert schema.stored_version(con) == schema.STORE_VERSION == "3"
+    with open_store(db, write=False) as con:  # version 2 -> 3 -> 4 (the parse flag, issue #39)
+        assert schema.stored_version(con) == schema.STORE_VERSION == "4"
         assert con.execute("SELECT count(*), count(human_score) FROM responses").fetchall()[0] == (60, 0)
         assert load_matrices(con, "p").human is None
 

@@ -1,0 +1,101 @@
+"""Issue #39 (finding 4, second part): a JSON records file is read with bounded memory whatever it holds.
+
+The reader refuses a syntax error where it finds it (a file of NUL bytes at its first byte, not
+after reading it whole), a value longer than the line limit after about that much of it (one
+endless string, in ASCII or in 4-byte characters), and reads records in batches bounded by their
+text as well as by their rows.  The peak memory of each case at full size (2 GiB hostile files, a
+200 MB records file) is measured by benchmarks/json_memory.py, not here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchcert.tasks.ingest.adapters import base, generic, json_records
+
+from store_support import cli
+
+
+class _CountingReads:
+    """Counts the characters a cursor reads from its text stream."""
+
+    def __init__(self, monkeypatch):
+        self.chars = 0
+        original = json_records._Cursor._more
+        counter = self
+
+        def _more(cursor, at_least=0):
+            before = len(cursor.buf) - cursor.pos
+            more = original(cursor, at_least)
+            counter.chars += (len(cursor.buf) - before) if more else 0
+            return more
+
+        monkeypatch.setattr(json_records._Cursor, "_more", _more)
+
+
+def test_nul_bytes_are_refused_at_the_first_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(json_records, "_CHUNK", 1 << 10)
+    reads = _CountingReads(monkeypatch)
+    log = tmp_path / "nul.json"
+    log.write_bytes(b"\0" * (1 << 20))
+    with pytest.raises(generic.AdapterError, match="not valid JSON .*Expecting value at column 1"):
+        generic.file_columns(log, "json")
+    assert reads.chars <= 1 << 10  # one chunk of the 1 MiB, not the whole file (it was read whole before)
+
+
+def test_a_syntax_error_mid_document_is_refused_where_it_is_found(tmp_path, monkeypatch):
+    """A record that breaks the grammar is the document's error at once, whatever follows it (before,
+    the reader doubled its buffer until the end of the file before it gave up)."""
+    monkeypatch.setattr(json_records, "_CHUNK", 1 << 10)
+    reads = _CountingReads(monkeypatch)
+    log = tmp_path / "broken.json"
+    rows = ",".join(json.dumps({"model": "m", "item_id": f"q{i}", "score": 1}) for i in range(20))
+    log.write_text("[" + rows + ', {"model": "m", "item_id": x}' + " " * (1 << 20) + "]")
+    with pytest.raises(generic.AdapterError, match="not valid JSON"):
+        list(generic.read_batches(log, "json", ["model", "item_id", "score"], 100))
+    assert reads.chars <= 1 << 12
+
+
+@pytest.mark.parametrize("char", ["x", "\u00e9", "\U0001F600"])
+def test_one_value_past_the_line_limit_is_refused_naming_the_limit(tmp_path, monkeypatch, capsys, char):
+    monkeypatch.setattr(json_records, "_CHUNK", 1 << 10)
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", str(1 << 16))
+    reads = _CountingReads(monkeypatch)
+    log = tmp_path / "huge.json"
+    log.write_text('[{"model": "m", "item_id": "q1", "score": 1, "note": "' + char * (1 << 20) + '"}]',
+                   encoding="utf-8")
+    with pytest.raises(generic.AdapterError, match="longer than 65,536 bytes .*BENCHCERT_MAX_LINE_BYTES"):
+        generic.file_columns(log, "json")
+    # About the limit in memory: fewer characters the wider each one is.
+    assert reads.chars <= 2 * (1 << 16), reads.chars
+    db = tmp_path / "s.duckdb"
+    code, out, err = cli(capsys, "ingest", log, "--db", db, "--benchmark", "b")
+    assert code == 1 and "BENCHCERT_MAX_LINE_BYTES" in err and str(log) in err, (out, err)
+
+
+def test_a_long_record_within_the_limit_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(json_records, "_CHUNK", 1 << 8)
+    monkeypatch.setenv("BENCHCERT_MAX_LINE_BYTES", str(1 << 16))
+    note = "\u00e9" * 20_000  # 20,000 characters, 40 KB in memory: within the 64 KiB limit
+    log = tmp_path / "long.json"
+    rows = [{"model": "m", "item_id": f"q{i}", "score": i % 2, "note": note} for i in range(3)]
+    log.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    assert list(json_records.records(log, "json")) == rows
+
+
+def test_batches_are_bounded_by_their_text_as_well_as_their_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(base, "BATCH_TEXT_CHARS", 2_000)
+    rows = [{"model": "m", "item_id": f"q{i}", "score": i % 2, "note": "y" * 80} for i in range(100)]
+    heights = {}
+    for fmt in ("json", "jsonl"):
+        log = tmp_path / f"r.{fmt}"
+        log.write_text(json.dumps(rows) if fmt == "json" else "".join(json.dumps(r) + "\n" for r in rows))
+        if fmt == "jsonl":
+            monkeypatch.setattr(generic, "BATCH_TEXT_CHARS", 2_000)
+        batches = list(generic.read_batches(log, fmt, ["model", "item_id", "score"], 1_000))
+        heights[fmt] = [b.frame.height for b in batches]
+        assert sum(heights[fmt]) == 100 and max(heights[fmt]) <= 20, (fmt, heights[fmt])
+        lines = [n for b in batches for n in b.frame[base.LINE].to_list()]
+        assert lines == (list(range(1, 101))), fmt
