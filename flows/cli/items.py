@@ -105,7 +105,7 @@ def _write(result, out: Path) -> None:
 
 
 def register(sub) -> None:
-    from benchcert.tasks.items.service import DEFAULT_FDR, DEFAULT_TOLERANCE
+    from benchcert.tasks.items.defaults import DEFAULT_FDR, DEFAULT_TOLERANCE
 
     sp = sub.add_parser(
         "items", help="item analysis: inert items, suspected broken keys, resolution, a reduced item set",

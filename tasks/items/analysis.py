@@ -11,13 +11,16 @@ It runs when the audit is asked for it (``benchcert audit --items``, option ``it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
 
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.errors import NotAnalysableError
-from benchcert.tasks.items.service import SHOWN, ItemsSettings, analyze_items
-from benchcert.tasks.render.sections import items as items_sections
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+
+if TYPE_CHECKING:  # the numerics (scipy.stats) are imported only when the analysis runs
+    from benchcert.tasks.items.service import ItemsSettings
 
 #: Seed of the audit's tie-breaks and reduced-set draw: the same store gives the same report.
 AUDIT_SEED = 20260338
@@ -51,6 +54,8 @@ def parse_option(value) -> dict:
 
 
 def settings_for(config: AuditConfig) -> ItemsSettings:
+    from benchcert.tasks.items.service import ItemsSettings
+
     opt = config.option("items", {}) or {}
     kwargs = {k: opt[k] for k in ("fdr", "tolerance", "irt") if k in opt}
     return ItemsSettings(alpha=config.alpha, seed=AUDIT_SEED, hierarchy=config.hierarchy, **kwargs)
@@ -66,6 +71,9 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         _ = m.scores
     except OutOfCoreError as exc:  # the item analysis needs every cell at once: skipped, the audit goes on
         raise NotAnalysableError(str(exc)) from None
+    from benchcert.tasks.items.service import SHOWN, analyze_items
+    from benchcert.tasks.render.sections import items as items_sections
+
     result = analyze_items(m, settings_for(config))
     tables = result.tables()
     section = items_sections.section(result.overview, result.items, result.bands, result.neighbours,

@@ -23,13 +23,10 @@ from benchcert.stats.items import broken_key_test, item_statistics, reliability
 from benchcert.stats.resolution import band_resolution, neighbour_resolution, saturation
 from benchcert.tasks.errors import NotAnalysableError
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+from benchcert.tasks.items.defaults import DEFAULT_FDR, DEFAULT_TOLERANCE  # noqa: F401 (re-exported)
 from benchcert.tasks.items.reduce import ReducedSet, reduced_set
 from benchcert.tasks.store.benchmark_matrices import BenchmarkMatrices
 
-#: The false discovery rate level of the broken-key flags unless asked otherwise.
-DEFAULT_FDR = 0.10
-#: The tolerance of the reduced set unless asked otherwise: every model's score and every pairwise gap.
-DEFAULT_TOLERANCE = 0.02
 #: The power the resolution is stated at (the comparisons' power).
 POWER = 0.8
 #: Models a strong-model agreement counts: the top third by pooled score, at least this many.
