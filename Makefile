@@ -68,6 +68,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --shape 16000x20000 --out-of-core --dask-workers 2
 	$(BIN)/python benchmarks/small_files.py
 	$(BIN)/python benchmarks/cli_latency.py --no-server
+	$(BIN)/python benchmarks/nightly_suite.py
 	@echo "== load average $$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Every benchmarks/*.py script in turn with its defaults (hours).

@@ -22,6 +22,10 @@ the per-subject counts the audit's analyses share are computed (and timed) befor
 audit's first analysis does:
 
     .venv/bin/python benchmarks/hierarchical_fit.py --shape 1000x20000 --analysis
+
+``--fixed-reference`` (with ``--analysis``) also times the split-half at the former fixed 500 splits
+(no sequential stopping) on the same matrix and prints how far the audit's sequential estimates are
+from it, in units of their joint Monte-Carlo standard error.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ def _cpu() -> float:
     return t.user + t.system
 
 
-def analysis(n_models: int, n_items: int, seed: int) -> None:
+def analysis(n_models: int, n_items: int, seed: int, fixed: bool = False) -> None:
     """Per-step CPU and wall seconds of the audit's hierarchical analysis (``--analysis``)."""
     import polars as pl
 
@@ -119,6 +123,32 @@ def analysis(n_models: int, n_items: int, seed: int) -> None:
           + f" CPU / wall s; the shared per-subject counts before it {counts[0]:.2f} / {counts[1]:.2f})"
           + f"; peak {(peak - base) / 2**30:.2f} GiB above the matrix and inputs "
           f"({base / 2**30:.2f} GiB); load {load0:.1f} / {os.getloadavg()[0]:.1f}")
+    if fixed:
+        _fixed_reference(m, config, block.fits, split[0], load0)
+
+
+def _fixed_reference(m, config, fits, seq, load0) -> None:
+    """The split-half at the former fixed count (every model N_SPLITS splits, no stopping), timed in the
+    same process, and how far the sequential estimates are from it in units of their joint Monte-Carlo error."""
+    from benchcert.stats.split_half import split_half
+    from benchcert.tasks.hierarchical import analysis as H
+    from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
+
+    doms, _ = H._domains(m, tuple(config.hierarchy))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c, t = _cpu(), time.perf_counter()
+        ref = split_half(None, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED),
+                         fits=fits)
+        cpu, wall = _cpu() - c, time.perf_counter() - t
+    ok = ref.defined & seq.defined
+    z = np.abs(seq.corr[ok] - ref.corr[ok]) / np.sqrt(seq.mc_se[ok] ** 2 + ref.mc_se[ok] ** 2)
+    drawn = seq.splits_drawn
+    print(f"  reference: split_half at a fixed {N_SPLITS} splits {cpu:.2f} / {wall:.2f} CPU / wall s; sequential "
+          f"(mc_tol {seq.mc_tol}) drew {drawn.sum() / (N_SPLITS * drawn.size):.1%} of those splits (per model "
+          f"min {drawn.min()}, median {int(np.median(drawn))}, max {drawn.max()}); max mc_se "
+          f"{np.nanmax(seq.mc_se):.4f}; |sequential - fixed| / joint MC error: median {np.median(z):.2f}, "
+          f"max {z.max():.2f} over {z.size} cells; load {load0:.1f} / {os.getloadavg()[0]:.1f}")
 
 
 def main(argv=None) -> int:
@@ -129,10 +159,12 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", type=Path, help="compare with a .npz written by --save")
     ap.add_argument("--analysis", action="store_true",
                     help="time the audit's whole hierarchical analysis per step instead")
+    ap.add_argument("--fixed-reference", action="store_true",
+                    help="with --analysis: also time the split-half at the former fixed 500 splits and compare")
     args = ap.parse_args(argv)
     n_models, n_items = (int(v) for v in args.shape.lower().split("x"))
     if args.analysis:
-        analysis(n_models, n_items, args.seed)
+        analysis(n_models, n_items, args.seed, fixed=args.fixed_reference)
         return 0
     scores, subj, doms = matrix(n_models, n_items, args.seed)
     alpha = 0.05

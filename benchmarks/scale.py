@@ -325,6 +325,19 @@ def _read_scan_line(n_models: int, n_items: int, rs: dict) -> str:
                + f"; {rs.get('loops', '?')} loops" if "median_ratio_wall" in rs else ""))
 
 
+def _audit_scan_line(a: dict, rs: dict) -> str:
+    """The audit and each analysis as multiples of the DuckDB scan of the same rows (issue #40's target: the
+    audit within 50x), CPU s over CPU s and wall over wall."""
+    scan_c, scan_w = max(rs["scan_cpu_s"], 1e-9), max(rs["scan_wall_s"], 1e-9)
+    def x(v: float) -> str:
+        return f"{v:.0f}x" if v >= 10 else f"{v:.1f}x"
+
+    per = ", ".join(f"{k} {x(v['cpu_s'] / scan_c)} / {x(v['wall_s'] / scan_w)}"
+                    for k, v in sorted(a["analyses"].items(), key=lambda kv: -kv[1]["cpu_s"]))
+    return (f"Audit / scan (CPU / wall; load {a['load_before']:.1f} / {a['load_after']:.1f}): audit "
+            f"{a['cpu_s'] / scan_c:.0f}x / {a['wall_s'] / scan_w:.0f}x (target <= 50x); per analysis: {per}")
+
+
 def _gib(b) -> str:
     return "-" if not b else f"{b / GiB:.2f} GiB"
 
@@ -349,6 +362,7 @@ def render(results: list[dict]) -> str:
         if rs:
             lines.append("")
             lines.append(_read_scan_line(r["n_models"], r["n_items"], rs))
+            lines.append(_audit_scan_line(r["audit"], rs))
     for r in results:
         d = r["audit"].get("dask")
         if not d:

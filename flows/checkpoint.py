@@ -12,6 +12,7 @@ from prefect import flow
 
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import ColumnMapping
+from benchcert.flows.serve_log import announced
 from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task, verdict_task
 from benchcert.tasks.audit.request import AuditRequest, CheckpointRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
@@ -95,7 +96,32 @@ def checkpoint_deployment_flow(model: str, benchmark: str, logs: str, db: str, a
     ``suite`` (``notify-checkpoint --suite``): the logs hold every benchmark of that stored suite, and
     this one flow run ingests and audits them all, records one suite verdict and sends one webhook
     (flows/checkpoint_suite.py); ``benchmark`` is then unused.
+    The serve log gets a line when the run starts, and when it finishes (run id and verdict) or fails
+    (the error): :mod:`benchcert.flows.serve_log`.
     """
+    where = {"suite": suite} if suite else {"benchmark": benchmark}
+    with announced("benchcert-checkpoint", **where, model=model) as outcome:
+        result = _checkpoint_request_flow(model, benchmark, logs, db, artifacts_root, baseline, alpha, mapping,
+                                          webhook_url, lock_timeout, inbox, dashboard_dir, allowed_logs, question,
+                                          suite)
+        outcome.update(_outcome(result, baseline))
+    return result
+
+
+def _outcome(result: dict, baseline: str | None) -> dict:
+    """What the serve log's finished line says: the run id and the verdict with its gap; for a suite, each
+    benchmark's run id and the suite answer's one line."""
+    if "runs" in result:  # a suite checkpoint (flows/checkpoint_suite.py)
+        notice = result.get("suite_verdict") if isinstance(result.get("suite_verdict"), dict) else {}
+        return {"run_id": ", ".join(f"{b}:{r}" for b, r in result["runs"].items()), "baseline": baseline,
+                "verdict": notice.get("text") or "none (no baseline)"}
+    verdict = result.get("verdict") if isinstance(result.get("verdict"), dict) else {}
+    return {"run_id": result.get("run_id"), "baseline": baseline, "verdict": verdict.get("verdict") or
+            "none (no baseline)", "gap": None if verdict.get("gap") is None else f"{100 * verdict['gap']:+.2f} pp"}
+
+
+def _checkpoint_request_flow(model, benchmark, logs, db, artifacts_root, baseline, alpha, mapping, webhook_url,
+                             lock_timeout, inbox, dashboard_dir, allowed_logs, question, suite) -> dict:
     request = CheckpointRequest(
         model=model, logs=logs, mapping=mapping, inbox=inbox, dashboard_dir=dashboard_dir, allowed_logs=allowed_logs,
         question=question or "items",

@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from benchcert.flows.audit import audit_flow
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.sources import expand_sources
+from benchcert.flows.serve_log import announced
 from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
@@ -42,7 +43,22 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     ``<artifacts_root>/.export``: a folder every worker can read) after all ingests, and audited
     in parallel, one audit per benchmark, each fanning its analyses out to the cluster
     (tasks/audit/distributed.py). This flow still writes every artifact and run record.
+
+    The serve log gets a line when the run starts, and when it finishes (each audited benchmark with its run
+    id) or fails (the error): :mod:`benchcert.flows.serve_log`.
     """
+    with announced("benchcert-nightly", inbox=inbox) as outcome:
+        out = _nightly(inbox, db, artifacts_root, alpha, webhook_url, lock_timeout, dashboard_dir, dask_address,
+                       dask_workers, export_dir)
+        outcome["audited"] = ", ".join(f"{b}:{e['run_id']}" for b, e in out["benchmarks"].items()
+                                       if e.get("audited")) or "none"
+    return out
+
+
+def _nightly(inbox: str, db: str, artifacts_root: str, alpha: float, webhook_url: str | None, lock_timeout: float,
+             dashboard_dir: str | None, dask_address: str | None, dask_workers: int | None,
+             export_dir: str | None) -> dict:
+    """:func:`nightly_flow`'s body."""
     from benchcert.tasks.ingest.adapters.limits import check_settings
 
     inbox_path = Path(inbox)

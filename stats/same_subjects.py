@@ -43,6 +43,11 @@ _ASSUMPTIONS = (
     "(pseudo-observations, about z^2/2 of each kind, in the manner of Agresti & Coull 1998), so a "
     "subject whose items all score alike still carries variance; Student t critical value on "
     "Satterthwaite's df (Cochran section 5.4)",
+    "the interval is the hull of that one and the per-subject Wilson score intervals combined by MOVER "
+    "(Zou and Donner 2008; Newcombe 2011) at the same critical value: where one subject carries nearly "
+    "all the variance the first is a Wald interval of that subject and misses on the side away from "
+    "1/2 (92.96% exact coverage for 20 items at 0.79 beside 1,000 at 1.0); the score limits are "
+    "skewed the right way. Wilson's variance mu (1 - mu) bounds that of any score in [0, 1]",
 )
 
 
@@ -53,7 +58,8 @@ class SameSubjectsInterval:
     Attributes
     ----------
     estimate, lower, upper, half_width : ndarray, shape (M,)
-        The stratified mean, the interval clipped to [0, 1], and t * se (before clipping).
+        The stratified mean, the interval clipped to [0, 1], and the larger distance of its ends
+        from the estimate (before clipping; t * se unless the score limits reach further).
     se, df : ndarray, shape (M,)
         Standard error and Satterthwaite degrees of freedom.
     alpha : float
@@ -124,7 +130,17 @@ def same_subjects_interval(scores, subjects, *, weights="macro", alpha=0.05) -> 
     under-covers a lone subject at rates near 1: 86% for 200 items at 0.99). The interval is
     :math:`\hat\theta \pm t_{\nu,1-\alpha/2}\,SE` with Satterthwaite's
     :math:`\nu = (\sum_k a_k)^2 / \sum_k a_k^2/\max(n_k - 1, 1)`,
-    :math:`a_k = w_k^2 \tilde s_k^2/n_k` (Cochran section 5.4), clipped to [0, 1].
+    :math:`a_k = w_k^2 \tilde s_k^2/n_k` (Cochran section 5.4). The interval reported is the hull of
+    that one and the per-subject Wilson score intervals (at the same critical value) combined by
+    MOVER (:func:`_mover_wilson`), clipped to [0, 1]: the hull covers whenever either does.
+    Why the hull (issue #36): where one subject carries nearly all the variance the first interval
+    is a Wald interval of that subject, centred where it should be skewed: exact coverage 92.96% at
+    20 items at 0.79 beside 1,000 at 1.0 (macro weights); with the hull 97.7%. Exact coverage of the
+    hull over 472 settings (1-2 subjects, 2-1,000 items, rates 0.01-1.0, macro and pooled) is 94.3%
+    at worst (a lone subject at 0.5 with 80-200 items, the binomial's own lattice), against 92.96%
+    before. Shifting the centre by the pseudo-observations instead fixed the dip but missed 33% of
+    the time with 40 items at 0.99 beside 1,000 at 1.0 (pooled weights), the shift being larger
+    than the big subject's own SE.
 
     Departures: the pseudo-observations and the t reference are not in Cochran; they make the
     interval err wide in small subjects with extreme rates. Simulated coverage at alpha = 0.05,
@@ -191,7 +207,28 @@ def same_subjects_from_sums(n_km, t_km, q_km, *, weights="macro", alpha=0.05) ->
     estimate = np.sum(w * mean_km, axis=0)
     crit = _st_t.ppf(1.0 - alpha / 2.0, df)
     half = crit * se
+    lo_w, hi_w = _mover_wilson(mean_km, safe_n, answered, w, estimate, crit)
+    lower, upper = np.minimum(estimate - half, lo_w), np.maximum(estimate + half, hi_w)
     return SameSubjectsInterval(
-        estimate=estimate, lower=np.clip(estimate - half, 0.0, 1.0), upper=np.clip(estimate + half, 0.0, 1.0),
-        half_width=half, se=se, df=df, alpha=alpha, n=n_km.sum(axis=0).astype(np.int64),
+        estimate=estimate, lower=np.clip(lower, 0.0, 1.0), upper=np.clip(upper, 0.0, 1.0),
+        half_width=np.maximum(estimate - lower, upper - estimate), se=se, df=df, alpha=alpha, n=n_km.sum(axis=0).astype(np.int64),
         n_subjects=answered.sum(axis=0).astype(np.int64), method=METHOD, assumptions=_ASSUMPTIONS)
+
+
+def _mover_wilson(mean_km, n_km, answered, w, estimate, crit):
+    r"""The per-subject Wilson score intervals combined by MOVER: (lower, upper) of each model.
+
+    Subject k's Wilson limits :math:`(l_k, u_k)` at the critical value ``crit`` (Wilson 1927), then
+    :math:`L = \hat\theta - \sqrt{\sum_k w_k^2 (\bar y_k - l_k)^2}`,
+    :math:`U = \hat\theta + \sqrt{\sum_k w_k^2 (u_k - \bar y_k)^2}` (the method of variance estimates
+    recovery for a linear combination of proportions: Zou and Donner 2008, *Stat. Med.* 27;
+    Newcombe 2011). For fractional scores the Wilson variance :math:`\mu(1 - \mu)` is an upper bound
+    of the variance of a score in [0, 1] with mean :math:`\mu`.
+    """
+    z2 = crit * crit
+    den = 1.0 + z2 / n_km
+    centre = (mean_km + z2 / (2.0 * n_km)) / den
+    half = crit * np.sqrt(np.maximum(mean_km * (1.0 - mean_km), 0.0) / n_km + z2 / (4.0 * n_km * n_km)) / den
+    below = np.where(answered, w * (mean_km - (centre - half)), 0.0)
+    above = np.where(answered, w * (centre + half - mean_km), 0.0)
+    return estimate - np.sqrt((below * below).sum(axis=0)), estimate + np.sqrt((above * above).sum(axis=0))

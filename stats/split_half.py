@@ -94,6 +94,14 @@ class SplitHalfResult:
         ``"skipped"`` when no subject has two answered items (with a
         :class:`NoSplittableSubjectWarning`).
     assumptions : tuple of str
+    mc_se : ndarray, shape (D, M)
+        Monte-Carlo standard error of ``corr`` as an estimate of its expectation over random
+        splits: ``sd / sqrt(n_valid)`` (NaN where undefined).
+    splits_drawn : ndarray, shape (M,), int
+        Splits drawn for each model: ``n_splits`` without ``mc_tol``; with it, between
+        ``min_splits`` and ``n_splits`` (sequential stopping).
+    mc_tol : float or None
+        The Monte-Carlo tolerance the draws stopped at (None: a fixed ``n_splits``).
     """
 
     corr: np.ndarray
@@ -108,6 +116,9 @@ class SplitHalfResult:
     n: np.ndarray
     method: str
     assumptions: tuple[str, ...]
+    mc_se: np.ndarray
+    splits_drawn: np.ndarray
+    mc_tol: float | None
 
 
 class _HypergeomTable:
@@ -293,7 +304,18 @@ def _check_rng(rng):
     return rng
 
 
-def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method, counted):
+def _stopping_iv(n_splits, mc_tol, min_splits):
+    if isinstance(n_splits, (bool, np.bool_)) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
+        raise ValueError(f"n_splits must be a positive integer; got {n_splits!r}")
+    if mc_tol is not None and (isinstance(mc_tol, (bool, np.bool_)) or not isinstance(mc_tol, (int, float, np.number))
+                               or not np.isfinite(mc_tol) or mc_tol <= 0):
+        raise ValueError(f"mc_tol must be None or a positive number; got {mc_tol!r}")
+    if isinstance(min_splits, (bool, np.bool_)) or not isinstance(min_splits, (int, np.integer)) or min_splits < 2:
+        raise ValueError(f"min_splits must be an integer >= 2; got {min_splits!r}")
+    return int(n_splits), None if mc_tol is None else float(mc_tol), int(min_splits)
+
+
+def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method, counted, mc_tol=None, min_splits=50):
     if scores is None:
         # The counts stand for the matrix (an audit that does not hold it): 0/1 scores only, whose
         # half counts are drawn from the counts alone; shuffling items needs the items.
@@ -308,16 +330,16 @@ def _split_half_iv(scores, subjects, subject_domains, n_splits, rng, method, cou
         s = None
     else:
         s, codes, doms, k = _matrix_iv(scores, subjects, subject_domains)
-    if isinstance(n_splits, (bool, np.bool_)) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
-        raise ValueError(f"n_splits must be a positive integer; got {n_splits!r}")
+    n_splits, mc_tol, min_splits = _stopping_iv(n_splits, mc_tol, min_splits)
     rng = _check_rng(rng)
     if method not in ("auto", "hypergeometric", "shuffle"):
         raise ValueError(f"method must be 'auto', 'hypergeometric' or 'shuffle'; got {method!r}")
-    return s, codes, doms, k, int(n_splits), rng, method
+    return s, codes, doms, k, (n_splits, mc_tol, min_splits), rng, method
 
 
 def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, method="auto",
-               fits: DomainFits | None = None, counts: SubjectCounts | None = None) -> SplitHalfResult:
+               fits: DomainFits | None = None, counts: SubjectCounts | None = None,
+               mc_tol: float | None = None, min_splits: int = 50) -> SplitHalfResult:
     r"""Split-half correlation of subject accuracies within each domain (paper section 7.3).
 
     Parameters
@@ -329,7 +351,7 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     subject_domains : array_like of int, shape (K,), optional
         Default: one domain.
     n_splits : int, keyword-only
-        Random splits (paper: 500).
+        Random splits (paper: 500); with ``mc_tol``, the most drawn for any model.
     rng : numpy.random.Generator, keyword-only
         The only source of randomness.
     method : {"auto", "hypergeometric", "shuffle"}, keyword-only
@@ -342,6 +364,14 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     counts : SubjectCounts, keyword-only, optional
         The same per-subject counts without the fits (``BenchmarkMatrices.subject_counts``); give
         ``fits`` or ``counts``, not both.
+    mc_tol : float, keyword-only, optional
+        Sequential stopping: splits are drawn in rounds of ``min_splits`` for every model still
+        running, and a model stops once each of its domains is settled - its Monte-Carlo standard
+        error ``sd / sqrt(n_valid)`` is at most ``mc_tol`` (with at least ``MIN_VALID_FOR_SE``
+        valid splits), or it has no valid split yet, or fewer than ``MIN_SUBJECTS`` splittable
+        subjects - or after ``n_splits``. None (default): ``n_splits`` splits for every model.
+    min_splits : int, keyword-only
+        The round size of sequential stopping (default 50); unused without ``mc_tol``.
 
     Returns
     -------
@@ -366,6 +396,13 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
     a negative mean is flagged (``negative``). A domain with fewer than 3 splittable subjects,
     or with no split in which both halves vary, has no correlation: NaN, ``defined`` False,
     and a :class:`DegenerateDataWarning`.
+
+    The mean over splits is a Monte-Carlo estimate of the expectation of
+    :math:`r_d^{(b)}` over uniformly random splits (the estimand); ``mc_se`` is its standard
+    error. With ``mc_tol`` the number of splits is a stopping time: the estimand is unchanged and
+    every reported value carries its ``mc_se`` (at most ``mc_tol`` unless the model reached
+    ``n_splits``; stopping on the estimated error makes the error slightly optimistic when
+    fewer than a few dozen splits are valid, hence ``MIN_VALID_FOR_SE``).
     """
     if fits is not None and counts is not None:
         raise ValueError("give fits or counts, not both")
@@ -375,8 +412,8 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
         fits_like = counts
     else:
         fits_like = fits
-    s, codes, doms, k, n_splits, rng, method = _split_half_iv(scores, subjects, subject_domains, n_splits,
-                                                             rng, method, fits_like)
+    s, codes, doms, k, (n_splits, mc_tol, min_splits), rng, method = _split_half_iv(
+        scores, subjects, subject_domains, n_splits, rng, method, fits_like, mc_tol, min_splits)
     if counts is not None:
         width = counts.n.shape[1] if s is None else s.shape[1]
         if counts.n.shape != (k, width):
@@ -415,34 +452,24 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
             corr=nan, sd=nan.copy(), n_valid=np.zeros((d, mdl), dtype=np.int64), n_subjects=n_sub,
             defined=np.zeros((d, mdl), dtype=bool), negative=np.zeros((d, mdl), dtype=bool),
             status=np.full((d, mdl), "too_few_subjects"), n_splits=n_splits, alpha=None, n=n.sum(axis=0),
-            method="skipped", assumptions=_SPLIT_ASSUMPTIONS)
+            method="skipped", assumptions=_SPLIT_ASSUMPTIONS, mc_se=nan.copy(),
+            splits_drawn=np.zeros(mdl, dtype=np.int64), mc_tol=mc_tol)
 
-    sums = _SplitSums(d, mdl)
-    chunk = max(1, min(n_splits, 2_000_000 // max(k * mdl, 1)))
-    hyper_cols = np.flatnonzero(use_hyper)
-    shuffle_cols = np.flatnonzero(~use_hyper)
-    table = None
-    cells = splittable[:, hyper_cols]
-    if hyper_cols.size and cells.any():
-        y = np.round(total[:, hyper_cols]).astype(np.int64)
-        table = _HypergeomTable(y[cells], (n[:, hyper_cols] - y)[cells], half[:, hyper_cols][cells])
-    # Layout (K, M, splits): the domain sums are then one (D, K) @ (K, M * splits) product.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        inv_a = np.where(splittable, 1.0 / np.where(splittable, half, 1), 0.0)[:, :, None]
-        inv_b = np.where(splittable, 1.0 / np.where(splittable, n - half, 1), 0.0)[:, :, None]
-    # The shuffle path runs one small product per subject and chunk: one BLAS thread (stats/_blas.py).
-    inputs = _SplitInputs(grouping=grouping, splittable=splittable, total=total, inv_a=inv_a, inv_b=inv_b,
-                          table=table, cells=cells, hyper_cols=hyper_cols, shuffle_cols=shuffle_cols, s=s,
-                          codes=codes, order=order)
-    with loop_blas_threads() if shuffle_cols.size else contextlib.nullcontext():
-        _split_chunks(sums, inputs, n_splits, chunk, rng)
+    columns = _Columns(grouping=grouping, splittable=splittable, n=n, total=total, half=half, use_hyper=use_hyper,
+                       s=s, codes=codes, order=order)
+    if mc_tol is None:
+        sums, drawn = _draw(columns.inputs(None), d, n_splits, rng), np.full(mdl, n_splits, dtype=np.int64)
+    else:
+        sums, drawn = _sequential(columns, d, n_sub, n_splits, min_splits, mc_tol, rng)
     corr, sd, n_valid = sums.result()
+    mc_se = sd / np.sqrt(np.maximum(n_valid, 1))
     status = np.full((d, mdl), "ok", dtype=object)
     status[n_valid == 0] = "no_valid_split"
     status[n_sub < MIN_SUBJECTS] = "too_few_subjects"
     defined = status == "ok"
     corr = np.where(defined, corr, np.nan)
     sd = np.where(defined, sd, np.nan)
+    mc_se = np.where(defined, mc_se, np.nan)
     for st, why in (("too_few_subjects", f"fewer than {MIN_SUBJECTS} subjects with >= 2 answered items"),
                     ("no_valid_split", "no split in which both half-accuracy vectors vary (e.g. every subject "
                                        "all correct)")):
@@ -458,8 +485,84 @@ def split_half(scores, subjects, subject_domains=None, *, n_splits=500, rng, met
         corr=corr, sd=sd, n_valid=n_valid, n_subjects=n_sub, defined=defined, negative=negative,
         status=status.astype(str), n_splits=n_splits, alpha=None, n=n.sum(axis=0),
         method="hypergeometric" if use_hyper.all() else ("shuffle" if not use_hyper.any() else "hypergeometric+shuffle"),
-        assumptions=_SPLIT_ASSUMPTIONS,
+        assumptions=_SPLIT_ASSUMPTIONS, mc_se=mc_se, splits_drawn=drawn, mc_tol=mc_tol,
     )
+
+
+#: Fewest valid splits whose standard deviation sequential stopping trusts for a cell's Monte-Carlo error.
+MIN_VALID_FOR_SE = 20
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The per-subject inputs of every model (subjects in domain order), to draw the splits of some."""
+
+    grouping: Grouping
+    splittable: np.ndarray
+    n: np.ndarray
+    total: np.ndarray
+    half: np.ndarray
+    use_hyper: np.ndarray
+    s: np.ndarray | None
+    codes: np.ndarray
+    order: np.ndarray
+
+    def inputs(self, cols: np.ndarray | None) -> _SplitInputs:
+        """The :class:`_SplitInputs` of the models ``cols`` (None: all, no copy)."""
+        pick = (lambda a: a) if cols is None else (lambda a: a[:, cols])
+        splittable, n, total, half = pick(self.splittable), pick(self.n), pick(self.total), pick(self.half)
+        use_hyper = self.use_hyper if cols is None else self.use_hyper[cols]
+        hyper_cols, shuffle_cols = np.flatnonzero(use_hyper), np.flatnonzero(~use_hyper)
+        table = None
+        cells = splittable[:, hyper_cols]
+        if hyper_cols.size and cells.any():
+            y = np.round(total[:, hyper_cols]).astype(np.int64)
+            table = _HypergeomTable(y[cells], (n[:, hyper_cols] - y)[cells], half[:, hyper_cols][cells])
+        # Layout (K, M, splits): the domain sums are then one (D, K) @ (K, M * splits) product.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inv_a = np.where(splittable, 1.0 / np.where(splittable, half, 1), 0.0)[:, :, None]
+            inv_b = np.where(splittable, 1.0 / np.where(splittable, n - half, 1), 0.0)[:, :, None]
+        return _SplitInputs(grouping=self.grouping, splittable=splittable, total=total, inv_a=inv_a, inv_b=inv_b,
+                            table=table, cells=cells, hyper_cols=hyper_cols, shuffle_cols=shuffle_cols,
+                            s=None if self.s is None else pick(self.s), codes=self.codes, order=self.order)
+
+
+def _draw(inputs: _SplitInputs, d: int, n_splits: int, rng) -> _SplitSums:
+    """The split-half sums of ``n_splits`` splits of the models of ``inputs``."""
+    k, mdl = inputs.total.shape
+    sums = _SplitSums(d, mdl)
+    chunk = max(1, min(n_splits, 2_000_000 // max(k * mdl, 1)))
+    # The shuffle path runs one small product per subject and chunk: one BLAS thread (stats/_blas.py).
+    with loop_blas_threads() if inputs.shuffle_cols.size else contextlib.nullcontext():
+        _split_chunks(sums, inputs, n_splits, chunk, rng)
+    return sums
+
+
+def _sequential(columns: _Columns, d, n_sub, n_splits, round_size, mc_tol, rng):
+    """Sequential stopping (``split_half(mc_tol=)``): rounds of ``round_size`` splits for the models not yet
+    settled; returns the accumulated sums of every model and the splits drawn per model."""
+    mdl = columns.n.shape[1]
+    sums = _SplitSums(d, mdl)
+    drawn = np.zeros(mdl, dtype=np.int64)
+    active, inputs = np.arange(mdl), None
+    while active.size:
+        b = int(min(round_size, n_splits - drawn[active[0]]))
+        if inputs is None:  # rebuilt only when models stopped (the same for every model still running)
+            inputs = columns.inputs(None if active.size == mdl else active)
+        part = _draw(inputs, d, b, rng)
+        sums.s1[:, active] += part.s1
+        sums.s2[:, active] += part.s2
+        sums.cnt[:, active] += part.cnt
+        drawn[active] += b
+        if drawn[active[0]] >= n_splits:
+            break
+        _, sd, cnt = sums.result()
+        settled = ((n_sub < MIN_SUBJECTS) | (cnt == 0)
+                   | ((cnt >= MIN_VALID_FOR_SE) & (sd <= mc_tol * np.sqrt(np.maximum(cnt, 1)))))
+        running = ~settled[:, active].all(axis=0)
+        if not running.all():
+            active, inputs = active[running], None
+    return sums, drawn
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ def cmd_dashboard_build(args) -> int:
 
     methods = (args.method,) if args.method else DEFAULT_METHODS
     # An unusable --out (OutputFolderError, exit 2) or unreadable artifacts (DashboardError, 1) reach main().
-    report = build_site(args.artifacts, args.out, methods=methods, max_trend_runs=args.max_runs)
+    report = build_site(args.artifacts, args.out, methods=methods, max_trend_runs=args.max_runs,
+                        stale_days=args.stale_days)
     index = report.out / "index.html"
     if args.json:
         print_json({"out": str(report.out), "index": str(index), "benchmarks": report.benchmarks,
@@ -101,6 +102,8 @@ def register_dashboard(sub) -> None:
                         "labelled with its question), hierarchical, clustered_subject, wilson, iid_clt in each "
                         "benchmark's latest run)")
     b.add_argument("--max-runs", type=int, default=90, metavar="N", help="runs per trend chart (default 90)")
+    b.add_argument("--stale-days", type=int, default=7, metavar="N",
+                   help="the overview lists a benchmark as stale when its latest run is older than N days (default 7)")
     b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     b.set_defaults(func=cmd_dashboard_build)
 

@@ -107,6 +107,9 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--epsilon", type=float, required=True, metavar="E", help="half-width wanted, in (0, 1)")
     sp.add_argument("--model", default=None, metavar="M", help="only this model (default: every model)")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    sp.add_argument("--assurance", type=float, default=None, metavar="A",
+                    help="plan so that this share of label sets (e.g. 0.8) reach the half-width, counting the "
+                         "pilot's own error (default: the typical outcome, which about half of them reach)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -120,12 +123,15 @@ def cmd_plan_human_labels(args) -> int:
     alpha_arg(args.alpha)
     require_store(args.db)
     answer = plan_labels(args.db, args.benchmark, epsilon=args.epsilon, alpha=args.alpha, model=args.model,
-                         variant=args.variant, lock_timeout=args.lock_timeout)  # its UserErrors reach main()
+                         variant=args.variant, lock_timeout=args.lock_timeout,
+                         assurance=args.assurance)  # its UserErrors reach main()
     if args.json:
         print_json(answer.as_dict(), strict=True)
         return EXIT_OK
     level = f"{100 * (1 - answer.alpha):g}%"
-    print(f"{answer.benchmark!r}: human labels for a {level} human-scale interval of +/- {100 * answer.epsilon:g} pp")
+    print(f"{answer.benchmark!r}: human labels for a {level} human-scale interval of +/- {100 * answer.epsilon:g} pp"
+          + ("" if answer.assurance is None else
+             f", reached by {100 * answer.assurance:g}% of label sets (the pilot's error counted)"))
     head = f"{'model':<36} {'judged':>7} {'pilot':>6} {'with judge':>10} {'by hand':>8}"
     print(head)
     print("-" * len(head))

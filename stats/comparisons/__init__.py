@@ -24,7 +24,8 @@ What is here (all pure numpy/scipy, no I/O):
 * :func:`unpaired_z_test` - the two-sample z-test peers use, as the contrast;
 * :func:`adjust_pvalues` - Bonferroni, Holm (FWER), Benjamini-Hochberg and
   Benjamini-Yekutieli (FDR); :func:`simultaneous_intervals` - Bonferroni intervals
-  (Hardt's "log k price");
+  (Hardt's "log k price"); :func:`family_intervals` - those of a family of comparisons, each on
+  its own test's reference (the sign-flip test inverted where it decides);
 * :func:`rank_confidence` - simultaneous rank intervals and groups of statistically
   tied models;
 * :func:`minimum_detectable_effect`, :func:`paired_sample_size` (B8 paired power
@@ -39,8 +40,8 @@ Where each part lives (one module per component; the names above are importable 
 
 * :mod:`.results` - result types, the verdict and question vocabulary, each method's assumptions;
 * :mod:`.engine` - every test from per-subject sufficient statistics of D (one formula home);
-* :mod:`.signflip` - the clustered test's p-value with fewer than 30 subjects: sign changes of the
-  subject sums (exact under a symmetric null whatever the subject sizes);
+* :mod:`.signflip` - the clustered test with fewer than 30 subjects: sign changes of the subject
+  sums (exact under a symmetric null whatever the subject sizes), and its interval, the test inverted;
 * :mod:`.paired` - one pair from item-level scores or from binary counts, and the unpaired contrast;
 * :mod:`.pairwise` - every pair of a score matrix; :mod:`.gram` its per-subject sums;
   :mod:`.blocks` the memory-budgeted blocks of models and the Dask block runner; :mod:`.packed`
@@ -53,7 +54,7 @@ from __future__ import annotations
 from .._common import cr2_mean  # re-exported: it lived here first
 from .blocks import PairBlock, pair_block, pair_block_runner
 from .engine import column_stats, interval_verdict
-from .multiplicity import adjust_pvalues, simultaneous_intervals
+from .multiplicity import adjust_pvalues, family_intervals, simultaneous_intervals
 from .paired import paired_comparison, paired_comparison_counts, unpaired_z_test
 from .packed import PackedScores, pack_binary_scores, pack_block_models, pairwise_comparisons_packed
 from .pairwise import BLOCK_PAIR_BYTES, DENSE_PAIR_BYTES, pairwise_comparisons
@@ -99,6 +100,7 @@ __all__ = [
     "unpaired_z_test",
     "adjust_pvalues",
     "simultaneous_intervals",
+    "family_intervals",
     "rank_confidence",
     "shared_gap_scores",
     "minimum_detectable_effect",

@@ -48,7 +48,7 @@ class pair_block_runner:  # noqa: N801 - used as a context manager, like warning
     """Within this context, :func:`pairwise_comparisons` computes its pairs in blocks of ``block_models``
     models and hands the groups to ``run`` instead of computing them here.
 
-    ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=)`` returns, for each
+    ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=, family_size=)`` returns, for each
     :class:`PairBlock`, what :func:`pair_block` returns on the columns ``group.cols`` of the
     matrix, and raises the groups' warnings here (the Dask fan-out: tasks/audit/distributed.py, whose
     workers read the columns from a Parquet export). Families of many pairs (all pairs: the Gram
@@ -75,7 +75,8 @@ class pair_block_runner:  # noqa: N801 - used as a context manager, like warning
         return False
 
 
-def pair_block(s_cols, codes, group: PairBlock, colstats, *, alpha, power, primary, all_binary) -> PairedComparison:
+def pair_block(s_cols, codes, group: PairBlock, colstats, *, alpha, power, primary, all_binary,
+               family_size=1) -> PairedComparison:
     """The pairs of one group, from the columns ``group.cols`` of the score matrix (``s_cols``) alone.
 
     What :func:`_pairwise_blocked` computes for the group. ``colstats`` are the (count, mean,
@@ -91,7 +92,8 @@ def pair_block(s_cols, codes, group: PairBlock, colstats, *, alpha, power, prima
     try:
         with loop_blas_threads():
             return _pairwise_core(s_cols, codes, group.pa, group.pb,
-                                  ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary),
+                                  ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary,
+                                                     family_size=family_size),
                                   cols=group.cols, colstats=colstats, colstats_of_cols=True)
     finally:
         _PAIR_INDEX.reset(token)
@@ -151,7 +153,8 @@ def _blocked_groups(k, codes, pa, pb, settings: ComparisonSettings, bm: int, col
     if runner is not None:
         groups = list(groups)
         done = zip(groups, runner.run(groups, codes, colstats, alpha=settings.alpha, power=settings.power,
-                                      primary=settings.primary, all_binary=settings.all_binary))
+                                      primary=settings.primary, all_binary=settings.all_binary,
+                                      family_size=settings.family_size))
     else:
 
         def here(group):

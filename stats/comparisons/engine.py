@@ -32,7 +32,7 @@ from .results import (
     QUESTIONS,
     ComparisonTest,
 )
-from .signflip import MAX_CLUSTERS, sign_flip_cluster_test
+from .signflip import MAX_CLUSTERS, _inverted, sign_flip_cluster_test, sign_flip_group
 
 
 def _z(alpha: float) -> float:
@@ -132,13 +132,15 @@ class ComparisonSettings:
     ``alpha`` the two-sided level, ``power`` the power the MDE is reported at, ``primary`` the
     method behind the verdict; ``all_binary`` whether every pair of the whole family is 0/1
     (names the exact test for all pairs when the family is computed in blocks; None: decided
-    from the pairs at hand).
+    from the pairs at hand); ``family_size`` the pairs of the whole family (above 1, the
+    sign-flip interval is also inverted at ``alpha / family_size``, the family's Bonferroni level).
     """
 
     alpha: float
     power: float
     primary: str
     all_binary: bool | None = None
+    family_size: int = 1
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,10 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
     n_clusters = None
     flip = np.zeros(np.shape(n), dtype=bool)
     if clustered:
-        n_clusters, flip = _clustered_tests(tests, n_c, s_c, q, gap, alpha)
+        # the sign-flip interval (about 7 ms a pair at 14 subjects) where it decides or is shown: as the
+        # primary test, or in a small family (compare's candidates); elsewhere only its p-value is used
+        invert = primary == "clustered_subject" or max(settings.family_size, n_c.shape[1]) <= INVERT_MAX_PAIRS
+        n_clusters, flip = _clustered_tests(tests, n_c, s_c, q, gap, alpha, settings.family_size, invert)
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -217,7 +222,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
 
     prim = tests[primary]
     mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
-    verdict = _verdict(prim, gap, flip if primary == "clustered_subject" else None, alpha)
+    verdict = interval_verdict(prim.lower, prim.upper)  # stats/verdicts.py: the interval decides
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
         verdict=_out(verdict), alpha=alpha, n=_out(n),
@@ -228,10 +233,16 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
     )
 
 
-def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float):
+#: Up to this many pairs the clustered test's sign-flip interval is computed even where it is not the
+#: primary test (``compare --json`` shows it beside its p-value); beyond, unless it is primary, its
+#: interval is NaN (not computed: no output shows it) and only its p-value is used.
+INVERT_MAX_PAIRS = 20
+
+
+def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: int = 1, invert: bool = True):
     """Add the tests that use the subjects to ``tests``: ``clustered_subject`` (subjects sampled) and
     ``stratified_items`` (subjects as fixed strata); returns (subjects per pair, the pairs whose
-    clustered p-value is the sign-flip test's)."""
+    clustered test and interval are the sign-flip test's)."""
     n = n_c.sum(axis=0)
     nf = n.astype(float)
     c = (n_c > 0).sum(axis=0)
@@ -248,15 +259,24 @@ def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float):
         gap, se_cl, okc, n, t_crit, method="clustered_subject", worst_se=np.ones_like(nf), df=df,
         reason="fewer than 2 subjects with shared items, so the between-subject variance "
                "cannot be estimated", stacklevel=5)
-    # Fewer than MIN_SUBJECTS_CLUSTERED subjects: the p-value (and, as primary, the verdict) is the
-    # sign-flip randomisation test's; CR2-BM over-rejects there once subject gaps vary.
+    # Fewer than MIN_SUBJECTS_CLUSTERED subjects: the p-value and the interval (so, as primary, the
+    # verdict) are the sign-flip randomisation test's, the interval that test inverted (issue #36:
+    # CR2-BM over-rejects there once subject gaps vary, and its interval contradicted the test).
     flip = okc & (c < MIN_SUBJECTS_CLUSTERED)
+    sim_lo = sim_hi = None
+    if family_size > 1 and invert:  # every block of a family holds them (blocks.py scatters arrays)
+        sim_lo, sim_hi = np.full(np.shape(p), np.nan), np.full(np.shape(p), np.nan)
     if flip.any():
-        p = np.array(p, dtype=float, copy=True)
-        p[flip] = _sign_flip_p(n_c[:, flip], s_c[:, flip], alpha)
+        p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (p, lo, hi))
+        levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
+        pf, ends = _sign_flip(n_c[:, flip], s_c[:, flip], levels if invert else ())
+        p[flip] = pf
+        lo[flip], hi[flip] = ends[0] if invert else (np.nan, np.nan)
+        if sim_lo is not None:
+            sim_lo[flip], sim_hi[flip] = ends[1]
     tests["clustered_subject"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_c), _out(zs), _out(p),
                                                 alpha, _out(n), "clustered_subject", _CLUSTERED_ASSUMPTIONS,
-                                                df=_out(df))
+                                                df=_out(df), simultaneous_lower=sim_lo, simultaneous_upper=sim_hi)
     # Subjects as fixed strata: pooled within-subject variance of D, t on N - C df.
     with np.errstate(divide="ignore", invalid="ignore"):
         between = np.where(n_c > 0, s_c * s_c / np.where(n_c > 0, n_c, 1.0), 0.0).sum(axis=0)
@@ -275,30 +295,26 @@ def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float):
     return c, flip
 
 
-def _verdict(prim: ComparisonTest, gap, flip, alpha: float):
-    """The primary test's verdict: its interval's (stats/verdicts.py), but where ``flip`` (the pairs
-    whose clustered p-value is the sign-flip test's; None: none) the test's."""
-    verdict = interval_verdict(prim.lower, prim.upper)
-    if flip is not None and flip.any():
-        # The sign-flip test decides; the CR2 interval beside it is the interval (it may exclude 0 when
-        # the test does not reject: the interval's t reference is what over-rejects with few subjects).
-        pv = np.asarray(prim.p_value, dtype=float)
-        by_test = np.where(pv <= alpha, np.where(gap > 0, "improved", np.where(gap < 0, "regressed", "inconclusive")),
-                           "inconclusive").astype(object)
-        verdict = np.where(flip, by_test, verdict).astype(object)
-    return verdict
-
-
-def _sign_flip_p(n_c, s_c, alpha):
-    """The sign-flip test's p-values of pairs with few subjects, over the subjects any of them has."""
+def _sign_flip(n_c, s_c, levels):
+    """The sign-flip test's p-values and its inverted intervals at each of ``levels`` of pairs with few
+    subjects, over the subjects any of them has: (p, [(lower, upper) per level])."""
     rows = (n_c > 0).any(axis=1)
     if rows.sum() <= MAX_CLUSTERS:
-        return sign_flip_cluster_test(n_c[rows], s_c[rows], alpha=alpha).p_value
-    out = np.empty(n_c.shape[1])  # very many subjects over the family: each pair on its own (< 30)
+        t = sign_flip_cluster_test(n_c[rows], s_c[rows], alpha=levels[0] if levels else 0.05,
+                                   interval=len(levels) == 1)
+        if len(levels) <= 1:
+            return t.p_value, [(t.lower, t.upper)] * len(levels)
+        e = sign_flip_group(int(rows.sum()))
+        return t.p_value, _inverted(e[: e.shape[0] // 2], n_c[rows], s_c[rows], levels)
+    p = np.empty(n_c.shape[1])  # very many subjects over the family: each pair on its own (< 30)
+    ends = [(np.empty(n_c.shape[1]), np.empty(n_c.shape[1])) for _ in levels]
     for j in range(n_c.shape[1]):
         r = n_c[:, j] > 0
-        out[j] = sign_flip_cluster_test(n_c[r, j], s_c[r, j], alpha=alpha).p_value[0]
-    return out
+        pj, ej = _sign_flip(n_c[r, j:j + 1], s_c[r, j:j + 1], levels)
+        p[j] = pj[0]
+        for (lo, hi), (lo_j, hi_j) in zip(ends, ej):
+            lo[j], hi[j] = lo_j[0], hi_j[0]
+    return p, ends
 
 
 def _scalar(v):

@@ -10,7 +10,7 @@ from scipy.special import ndtri
 
 from ..validation import check_alpha
 from .engine import _out
-from .results import AdjustedPValues, SimultaneousIntervals
+from .results import MIN_SUBJECTS_CLUSTERED, AdjustedPValues, SimultaneousIntervals
 
 _ADJUST = ("bonferroni", "holm", "bh", "by")
 
@@ -184,3 +184,47 @@ def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
     return SimultaneousIntervals(est, lo, hi, hw, crit, alpha, m, "bonferroni",
                                  ("each interval is a valid normal interval at level alpha/m; the union bound "
                                   "then gives simultaneous coverage >= 1 - alpha under any dependence",))
+
+
+def family_intervals(result, *, alpha=0.05) -> SimultaneousIntervals:
+    """The Bonferroni simultaneous intervals of a family of comparisons, each on its own test's reference.
+
+    Parameters
+    ----------
+    result : PairedComparison
+        The family (:func:`pairwise_comparisons` of its P pairs).
+    alpha : float, keyword-only
+        Family-wise miscoverage.
+
+    Returns
+    -------
+    SimultaneousIntervals
+        :func:`simultaneous_intervals` of the primary estimates and SEs on the primary test's t
+        reference, except where the primary test is the sign-flip test (clustered, fewer than 30
+        subjects): there the sign-flip test inverted at alpha / P (``ComparisonTest.simultaneous_lower``
+        / ``simultaneous_upper``), so that each interval excludes 0 only where that test rejects at
+        the family's Bonferroni level.
+    """
+    test = result.tests[result.method]
+    alpha = check_alpha(alpha)
+    est = np.atleast_1d(result.estimate)
+    sim = simultaneous_intervals(est, np.atleast_1d(result.se), alpha=alpha, df=test.df)
+    if result.method != "clustered_subject":
+        return sim
+    c = np.atleast_1d(result.n_clusters)
+    flip = (c >= 2) & (c < MIN_SUBJECTS_CLUSTERED)
+    if not flip.any():
+        return sim
+    if test.alpha != alpha:
+        raise ValueError(f"alpha must be the comparisons' own ({test.alpha}) where the clustered test is the "
+                         f"sign-flip test; got {alpha!r}")
+    if est.size == 1:
+        lo_f, hi_f = np.atleast_1d(result.lower), np.atleast_1d(result.upper)
+    else:
+        lo_f, hi_f = np.atleast_1d(test.simultaneous_lower), np.atleast_1d(test.simultaneous_upper)
+    lo, hi = np.where(flip, lo_f, sim.lower), np.where(flip, hi_f, sim.upper)
+    half = np.where(flip, np.maximum(est - lo, hi - est), sim.half_width)
+    return SimultaneousIntervals(sim.estimate, lo, hi, half, sim.critical_value, sim.alpha, sim.n,
+                                 "bonferroni",
+                                 sim.assumptions + ("where the clustered test is the sign-flip test (fewer than 30 "
+                                                    "subjects), the interval is that test inverted at alpha / m",))

@@ -203,7 +203,7 @@ def pairwise_comparisons_packed(packed: PackedScores, *, pairs=None, baseline=No
     codes = packed.codes
     primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     pa, pb = _check_pairs(pairs, baseline, k)
-    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=True)
+    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=True, family_size=int(pa.size))
     runner = _BLOCK_RUNNER.get()
     bm = _choose_block_models(block_models, runner, True, pa.size, k, packed.first.size)
     if bm >= k:

@@ -131,7 +131,8 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     c = 1 if codes is None else int(np.unique(codes).size)
     runner = _BLOCK_RUNNER.get()
     block_models = _choose_block_models(block_models, runner, all_binary, pa.size, s.shape[1], c)
-    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary)
+    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary,
+                                  family_size=int(pa.size))
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
         if block_models >= s.shape[1] and runner is None:
             return _pairwise_core(s, codes, pa, pb, settings, binary_col=binary_col, colsums=(n_col, total_col))

@@ -58,6 +58,11 @@ class ComparisonTest:
     assumptions : tuple of str
     df : float or ndarray or None
         Degrees of freedom of the t reference (clustered test); None for a normal reference.
+    simultaneous_lower, simultaneous_upper : ndarray or None
+        The clustered test's sign-flip interval at the family's Bonferroni level
+        (alpha / family size) where it is the sign-flip test's (fewer than 30 subjects), NaN
+        elsewhere; None for the other tests and for a family of one
+        (:func:`~benchcert.stats.comparisons.family_intervals` reads them).
     """
 
     estimate: np.ndarray | float
@@ -71,6 +76,8 @@ class ComparisonTest:
     method: str
     assumptions: tuple[str, ...]
     df: np.ndarray | float | None = None
+    simultaneous_lower: np.ndarray | None = None
+    simultaneous_upper: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

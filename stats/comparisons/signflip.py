@@ -5,6 +5,12 @@ over-rejects once the subjects' gaps vary (14 subjects with MMLU-Pro's category 
 at a nominal 5% with subject gaps of spread 0.05). The test here keeps CR2 for the statistic
 and replaces its t reference by the statistic's distribution over sign changes of the subject
 sums, which is exact under the symmetry assumption stated below whatever the sizes.
+
+The interval reported beside the test is the test inverted (:func:`sign_flip_interval`): the
+shifts d of the gap for which the test of the subject sums s_c - d n_c does not reject, so the
+verdict read off the interval is the test's decision and the interval covers the item-weighted
+gap at 1 - alpha under the same assumption (issue #36: the CR2 interval printed beside the test
+disagreed with it in 3.9-4.8% of null runs and 19.6% of runs at a 5-point gap).
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ SIGN_FLIP_ASSUMPTIONS = (
     "Romano, Testing Statistical Hypotheses, 3rd ed., Theorem 15.2.1): the CR2 t statistic is "
     "compared with its values over a group of sign changes of the subject sums",
     "where the subject gaps are not symmetric about 0 given the sizes (e.g. the gap depends on the "
-    "subject's size) the test is approximate (Canay, Romano and Shaikh 2017, Econometrica 85(3)); "
-    "the interval beside it is CR2's",
+    "subject's size) the test is approximate (Canay, Romano and Shaikh 2017, Econometrica 85(3))",
+    "the interval is the test inverted: the hull of the gaps d at which the test of the subject "
+    "sums minus d times their sizes does not reject; the verdict is read off it, and it covers the "
+    "gap at 1 - alpha when the subject sums minus the gap times their sizes are symmetric about 0",
     "with C subjects the smallest attainable p-value is 2 / 2^C (C <= 12): fewer than 6 subjects "
     "cannot reject at alpha = 0.05",
 )
@@ -48,7 +56,7 @@ class SignFlipTest:
     estimate : ndarray (P,)
         The item-weighted gap sum(s_c) / sum(n_c).
     lower, upper : ndarray (P,)
-        The CR2 interval with Bell-McCaffrey df (the interval is CR2's; only the test changes).
+        The test inverted at ``alpha`` (:func:`sign_flip_interval`), clipped to [-1, 1].
     statistic : ndarray (P,)
         The CR2 t statistic of the data (the group's identity element).
     p_value : ndarray (P,)
@@ -127,7 +135,7 @@ def _codes(n_clusters: int, rng):
     return np.sort(rng.choice(odd, size=n_clusters, replace=False)), SUBGROUP_BITS
 
 
-def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
+def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None, interval=True) -> SignFlipTest:
     r"""Two-sided test of no gap by sign changes of the subject sums of the paired differences.
 
     Parameters
@@ -137,11 +145,14 @@ def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
     s_c : array_like, shape like ``n_c``
         Sum of the differences D = B - A per subject.
     alpha : float, keyword-only
-        Level of the CR2 interval reported beside the test.
+        Level of the interval reported beside the test (the test inverted at ``alpha``).
     rng : numpy.random.Generator, optional, keyword-only
         Draws the subgroup's subject codes when there are more than
         :data:`FULL_GROUP_MAX_CLUSTERS` subjects (default: a generator seeded with
         :data:`DEFAULT_SEED`, so the p-value is a function of the data).
+    interval : bool, keyword-only
+        Compute the interval (the test inverted, about 7 ms a pair at 14 subjects); False: the
+        p-value alone, ``lower``/``upper`` NaN (simulations of the test's size).
 
     Returns
     -------
@@ -174,9 +185,6 @@ def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
     A subject whose sums are all zero (or with no items) changes nothing under a flip. Where a
     flipped SE is 0 its t is taken as 0 (zero gap) or infinite.
     """
-    from .._common import cr2_mean
-    from benchcert.stats import _dist as _st
-
     n_c, s_c, alpha = _check(n_c, s_c, alpha)
     c, p = n_c.shape
     e = sign_flip_group(c, rng=rng)
@@ -194,10 +202,11 @@ def sign_flip_cluster_test(n_c, s_c, *, alpha=0.05, rng=None) -> SignFlipTest:
         sl = slice(lo, lo + step)
         pval[sl] = _share_at_least(half, s_c[:, sl], w[:, sl] * n_c[:, sl] * s_c[:, sl], n[sl], a_term[sl],
                                    k_term[sl], t0[sl])
-    var_cl, df = cr2_mean(n_c, s_c - n_c * gap)
-    se = np.sqrt(var_cl)
-    crit = _st.t.ppf(1 - alpha / 2, np.where(np.isfinite(df) & (df > 0), df, 1.0))
-    return SignFlipTest(estimate=gap, lower=np.clip(gap - crit * se, -1, 1), upper=np.clip(gap + crit * se, -1, 1),
+    if interval:
+        (lower, upper), = _inverted(half, n_c, s_c, (alpha,))
+    else:
+        lower = upper = np.full(gap.shape, np.nan)
+    return SignFlipTest(estimate=gap, lower=lower, upper=upper,
                         statistic=t0, p_value=pval, alpha=alpha, n=n, n_clusters=(n_c > 0).sum(axis=0),
                         n_elements=int(e.shape[0]), min_p_value=2.0 / e.shape[0],
                         method="sign_flip_cluster", assumptions=SIGN_FLIP_ASSUMPTIONS)
@@ -227,3 +236,148 @@ def _t(gap, var):
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(var > 1e-30, gap / np.sqrt(var), np.copysign(np.inf, gap))
     return np.where(np.abs(gap) < 1e-15, 0.0, t)
+
+
+def sign_flip_interval(n_c, s_c, *, alpha=0.05, levels=None, rng=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""The sign-flip test inverted: an exact randomisation interval for the item-weighted gap.
+
+    Parameters
+    ----------
+    n_c, s_c : array_like, shape (C,) or (C, P)
+        As :func:`sign_flip_cluster_test`.
+    alpha : float, keyword-only
+        Two-sided level.
+    levels : sequence of float, optional, keyword-only
+        Several levels at once (the same group, one pass); default ``(alpha,)``.
+    rng : numpy.random.Generator, optional, keyword-only
+        As :func:`sign_flip_cluster_test` (the same group, so the same decisions).
+
+    Returns
+    -------
+    (lower, upper) : ndarrays of shape (P,), or (L, P) with ``levels``
+        Clipped to [-1, 1]; [-1, 1] where the group is too small to reject at that level.
+
+    Notes
+    -----
+    The interval is the hull of :math:`\{d : p(d) > \alpha\}`, :math:`p(d)` the sign-flip p-value
+    of the subject sums :math:`s_c - d n_c` (Lehmann and Romano, *Testing Statistical Hypotheses*,
+    3rd ed., section 15.2, confidence sets by inverting randomisation tests). Under the test's
+    assumption at the true gap :math:`\delta` (the sums :math:`s_c - \delta n_c` symmetric about 0)
+    :math:`P(p(\delta) \le \alpha) \le \alpha`, so the set, and its hull, cover :math:`\delta` with
+    probability at least :math:`1 - \alpha`; 0 lies outside the hull only where :math:`p(0) \le \alpha`.
+
+    Computed exactly, not on a grid: with :math:`u = d - \hat\delta`, the data's CR2 statistic is
+    :math:`t(u)^2 = n^2 u^2 / A_0` (its residuals do not move with d) and a sign vector e's is
+    :math:`t_e(u)^2 = (\sigma_e - u N_e)^2 / Q_e(u)`, :math:`Q_e` a quadratic in u, so e counts
+    towards :math:`p(u)` where the quartic :math:`f_e(u) = A_0 (\sigma_e - u N_e)^2 - n^2 u^2 Q_e(u)` is
+    >= 0: between its real roots. The count :math:`\#\{e : f_e(u) \ge 0\}` changes only at those roots,
+    so one sweep over them gives the smallest and largest u at which the test does not reject.
+    """
+    many = levels is not None
+    levels = tuple(check_alpha(a) for a in levels) if many else (check_alpha(alpha),)
+    n_c, s_c, _ = _check(n_c, s_c, levels[0])
+    e = sign_flip_group(n_c.shape[0], rng=rng)
+    out = _inverted(e[: e.shape[0] // 2], n_c, s_c, levels)
+    if not many:
+        return out[0]
+    return np.stack([lo for lo, _ in out]), np.stack([hi for _, hi in out])
+
+
+def _inverted(half, n_c, s_c, levels) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each level, the (lower, upper) ends of the sign-flip test inverted (see
+    :func:`sign_flip_interval`), pair by pair; ``half`` the group's representatives up to the
+    all-flip."""
+    n = n_c.sum(axis=0)
+    gap = s_c.sum(axis=0) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(n_c < n, 1.0 / (1.0 - n_c / n), 0.0)
+    r = s_c - n_c * gap  # the residuals: they do not move with the shift
+    a0 = (w * r * r).sum(axis=0)
+    k_term = (w * n_c * n_c).sum(axis=0)
+    sigma, n_e = half @ r, half @ n_c
+    m_e, l_e = half @ (w * n_c * r), half @ (w * n_c * n_c)
+    b_term = (w * r * n_c).sum(axis=0)
+    qa = a0 - 2 * sigma * m_e / n + sigma * sigma * k_term / (n * n)
+    qab = b_term - n_e * m_e / n - sigma * l_e / n + sigma * n_e * k_term / (n * n)
+    qb = k_term - 2 * n_e * l_e / n + n_e * n_e * k_term / (n * n)
+    n2 = n * n
+    # f_e(u) = c4 u^4 + c3 u^3 + c2 u^2 + c1 u + c0, shape (H, P) each
+    coef = np.stack([-n2 * qb, 2 * n2 * qab, a0 * n_e * n_e - n2 * qa, -2 * a0 * sigma * n_e,
+                     a0 * sigma * sigma], axis=-1)
+    # sign vectors that act as the identity on this pair's subjects (N_e = +-n) always count
+    same = np.abs(np.abs(n_e) - n) <= 1e-9 * n
+    out = [(np.empty_like(gap), np.empty_like(gap)) for _ in levels]
+    for j in range(gap.size):
+        ends = _accepted_hull(coef[:, j], same[:, j], a0[j] <= 1e-30 * max(k_term[j], 1.0), levels)
+        for (lo, hi), (u_lo, u_hi) in zip(out, ends):
+            lo[j], hi[j] = gap[j] + u_lo, gap[j] + u_hi
+    # An end is a root, found to about 1e-15: widened by 1e-12 so that an end exactly at 0 (a shift at
+    # which a subject's sum vanishes) cannot round to the side of 0 the test does not reject on.
+    return [(np.clip(lo - 1e-12, -1.0, 1.0), np.clip(hi + 1e-12, -1.0, 1.0)) for lo, hi in out]
+
+
+def _accepted_hull(coef, same, zero_se: bool, levels) -> list[tuple[float, float]]:
+    """The smallest and largest shift u at which at least ``floor(level * H) + 1`` of the H sign
+    vectors count (f_e(u) >= 0), per level; +-inf where every u is accepted."""
+    h = coef.shape[0]
+    base = int(same.sum())
+    need = [int(np.floor(a * h + 1e-9)) + 1 for a in levels]  # p(u) = count / H > alpha
+    if zero_se:  # no residual variance: t(u) is infinite off the estimate, only it is accepted
+        return [(-np.inf, np.inf) if base >= k else (0.0, 0.0) for k in need]
+    starts, stops = _nonnegative_spans(coef[~same])
+    pos = np.concatenate([starts, stops])
+    step = np.concatenate([np.ones(starts.size, np.int64), -np.ones(stops.size, np.int64)])
+    up = np.lexsort((-step, pos))  # ascending; a span's start before another's stop at a tie (closed spans)
+    run_up = base + np.cumsum(step[up])
+    down = np.lexsort((step, -pos))  # descending; stops (starts seen from the right) first at a tie
+    run_down = base + np.cumsum(-step[down])
+    out = []
+    for k in need:
+        if base >= k:
+            out.append((-np.inf, np.inf))
+            continue
+        i, j = np.flatnonzero(run_up >= k), np.flatnonzero(run_down >= k)
+        out.append((float(pos[up][i[0]]) if i.size else 0.0, float(pos[down][j[0]]) if j.size else 0.0))
+    return out
+
+
+def _nonnegative_spans(coef) -> tuple[np.ndarray, np.ndarray]:
+    """The closed spans [start, stop] where each quartic (rows of ``coef``, highest power first, a
+    negative leading coefficient) is >= 0, from its real roots (companion-matrix eigenvalues, one
+    Newton step each)."""
+    if coef.shape[0] == 0:
+        return np.zeros(0), np.zeros(0)
+    scale = np.abs(coef).max(axis=1, keepdims=True)
+    c = coef / np.where(scale > 0, scale, 1.0)
+    ok = np.abs(c[:, 0]) > 1e-14
+    wide = int((~ok).sum())  # a vanishing leading term: counted everywhere (wider, never narrower)
+    c = c[ok]
+    lead = c[:, :1]
+    comp = np.zeros((c.shape[0], 4, 4))
+    comp[:, 0, :] = -c[:, 1:] / lead
+    comp[:, 1, 0] = comp[:, 2, 1] = comp[:, 3, 2] = 1.0
+    roots = np.linalg.eigvals(comp)
+    real = np.abs(roots.imag) <= 1e-7 * (1.0 + np.abs(roots.real))
+    u = np.where(real, roots.real, np.nan)
+    for _ in range(2):  # polish: one Newton step on the unscaled-by-lead quartic
+        f = _quartic(c, u)
+        df = ((4 * c[:, :1] * u + 3 * c[:, 1:2]) * u + 2 * c[:, 2:3]) * u + c[:, 3:4]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = np.where(np.abs(df) > 1e-12, u - f / df, u)
+        u = np.where(np.isfinite(newton) & (np.abs(newton - u) < 1e-3 * (1 + np.abs(u))), newton, u)
+    u = np.sort(u, axis=1)  # NaN (complex roots) last
+    left, right = u[:, :-1], u[:, 1:]
+    mid = (left + right) / 2
+    f_mid = _quartic(c, mid)
+    keep = np.isfinite(mid) & (f_mid >= 0)
+    # runs of touching spans (a double root inside a span) are one span: each e counts once
+    before = np.pad(keep, ((0, 0), (1, 0)))[:, :-1]
+    after = np.pad(keep, ((0, 0), (0, 1)))[:, 1:]
+    starts, stops = left[keep & ~before], right[keep & ~after]
+    inf = np.full(wide, np.inf)
+    return np.concatenate([starts, -inf]), np.concatenate([stops, inf])
+
+
+def _quartic(c, u):
+    """Each row's quartic (coefficients ``c``, highest power first) at the points ``u`` (Horner)."""
+    return (((c[:, :1] * u + c[:, 1:2]) * u + c[:, 2:3]) * u + c[:, 3:4]) * u + c[:, 4:5]

@@ -18,6 +18,7 @@ from benchcert.stats.comparator_intervals import comparator_intervals, comparato
 from benchcert.tasks.audit.scores import validated_counts
 from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.model_order import sort_frame
 from benchcert.tasks.render.sections import intervals as intervals_sections
 
 
@@ -66,11 +67,12 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
             assumptions[method] = r.assumptions
     # Wilson is defined for 0/1 scores only: its rows for fractional models are left out.
     intervals = pl.concat(frames).filter(pl.col("half_width").is_not_nan())
+    pooled = pl.DataFrame({"model": m.models, "_pooled": all_results["pooled"]["iid_clt"].estimate})
     wide = (intervals.filter(pl.col("metric") == "macro")
             .select("model", "estimate", "method", (pl.col("half_width") * 100).alias("hw"))
             .pivot(on="method", index=["model", "estimate"], values="hw")
             .with_columns((pl.col("estimate") * 100).alias("macro %")).drop("estimate")
-            .sort("macro %"))
+            .join(pooled, on="model", how="left").pipe(sort_frame, "_pooled").drop("_pooled"))
     return AnalysisOutput(
         name="comparator_intervals",
         warnings=_fractional_note(m.models, binary),

@@ -10,7 +10,8 @@ from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.report import render_report
 from benchcert.tasks.render.sections import audit as audit_sections, headline as headline_sections
 from benchcert.tasks.audit import analyses
-from benchcert.tasks.audit.headline import RULE
+from benchcert.tasks.audit.headline import QUESTIONS, RULE
+from benchcert.tasks.render.model_order import order_models
 from benchcert.tasks.audit.scores import UNSCORED_CONVENTION
 from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary, Verdict
 
@@ -20,6 +21,10 @@ METHOD_ORDER = ["iid_clt", "wilson", "lm_eval_group", "clustered_subject", "hier
 METHOD_COLORS = {"iid_clt": "#0072b2", "wilson": "#d55e00", "lm_eval_group": "#cc79a7",
                  "clustered_subject": "#009e73", "hierarchical": "#e69f00",
                  "subsample_theorem_5_2": "#56b4e9", "subsample_exact": "#000000", "subsample_stratified": "#999999"}
+
+
+#: The headline chart's colours: the dashboard's weighting colours (Okabe-Ito vermillion and blue).
+HEADLINE_COLORS = {"pooled": "#d55e00", "macro": "#0072b2"}
 
 
 def all_intervals(outputs: list[AnalysisOutput]) -> pl.DataFrame:
@@ -107,11 +112,28 @@ def result_rows(run_id: str, benchmark: str, outputs: list[AnalysisOutput]) -> p
         pl.lit(run_id).alias("run_id"), pl.lit(benchmark).alias("benchmark"), pl.all())
 
 
-def interval_plot(intervals: pl.DataFrame, metric: str, *, title: str) -> str:
+def headline_plot(headline: pl.DataFrame, order: list[str], level: str) -> str:
+    """The report's first chart: each model's headline interval of both weightings, the question the headline
+    rule chose named in the legend, models in ``order``."""
+    series = []
+    for metric in ("pooled", "macro"):
+        rows = headline.filter(pl.col("metric") == metric)
+        if not rows.height:
+            continue
+        question = rows["question"][0]
+        r = pl.DataFrame({"model": order}).join(rows, on="model", how="left", maintain_order="left")
+        series.append({"name": f"{metric} \u00b7 headline: {QUESTIONS.get(question, question)}",
+                       "color": HEADLINE_COLORS[metric], "estimate": r["estimate"].fill_null(float("nan")).to_list(),
+                       "lower": r["lower"].fill_null(float("nan")).to_list(),
+                       "upper": r["upper"].fill_null(float("nan")).to_list()})
+    return interval_plot_svg(order, series, title=f"Headline interval per model, {level}", x_label="score")
+
+
+def interval_plot(intervals: pl.DataFrame, metric: str, *, order: list[str], title: str) -> str:
+    """Every method's interval of one weighting, models in ``order`` (the report's one order)."""
     rows = intervals.filter(pl.col("metric") == metric)
-    # Ties (equal estimates, methods outside METHOD_ORDER) are broken by name so the same run
-    # always draws the same plot.
-    order = (rows.group_by("model").agg(pl.col("estimate").first()).sort("estimate", "model")["model"].to_list())
+    present = set(rows["model"].unique().to_list())
+    order = [m for m in order if m in present]
     methods = sorted(rows["method"].unique().to_list(), key=lambda m: (_method_rank(m), m))
     series = []
     for method in methods:
@@ -127,10 +149,15 @@ def interval_plot(intervals: pl.DataFrame, metric: str, *, title: str) -> str:
 def build_report(summary: Summary, outputs: list[AnalysisOutput], *, sources: pl.DataFrame) -> str:
     intervals = all_intervals(outputs)
     level = f"{100 * (1 - summary.alpha):g}%"
-    sections = [audit_sections.intervals_section(
-        summary.alpha, interval_plot(intervals, "macro", title=f"Macro score, {level} intervals"),
-        interval_plot(intervals, "pooled", title=f"Pooled score, {level} intervals"))]
+    # One order everywhere: the pooled score, best first, ties by name (tasks/render/model_order.py).
+    order = order_models([m.model for m in summary.models], [m.pooled.estimate for m in summary.models])
     headline = next((o.tables["headline"] for o in outputs if "headline" in o.tables), None)
+    sections = [audit_sections.intervals_section(
+        summary.alpha, None if headline is None else headline_plot(headline, order, level),
+        interval_plot(intervals, "macro", order=order, title=f"Macro score, {level} intervals by method"),
+        interval_plot(intervals, "pooled", order=order, title=f"Pooled score, {level} intervals by method"))]
+    if summary.verdicts:
+        sections.append(audit_sections.verdicts_section(summary.benchmark, [v.model_dump() for v in summary.verdicts]))
     if headline is not None:
         sections.append(headline_sections.section(headline, summary.alpha))
     for o in outputs:
@@ -169,8 +196,11 @@ def summary_markdown(summary: Summary, run_dir: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The verdict's numbers summary.json carries: the question it answers and its estimand come with the gap and
+#: interval, so a page shows them together (tasks/render/verdict_rows.py).
 VERDICT_DETAIL = ("look", "decided_by", "fixed_verdict", "gap", "lower", "upper", "p_value", "anytime_p", "mde",
-                  "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method")
+                  "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method", "question_key", "question",
+                  "estimand", "more_items")
 
 
 def verdict_entry(v: dict) -> Verdict:

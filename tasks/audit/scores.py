@@ -10,6 +10,7 @@ from benchcert.stats.scores import benchmark_scores_from_counts
 from benchcert.stats.subject_counts import SubjectCounts
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.store.matrices import BenchmarkMatrices
+from benchcert.tasks.render.model_order import sort_frame
 from benchcert.tasks.render.sections import scores as scores_sections
 
 
@@ -57,7 +58,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     missing = model_scores.filter(pl.col("coverage") < 1)
     notes = [f"model {r['model']!r} answered {r['n_items']} of {m.n_items} items; its scores use only those"
              for r in missing.iter_rows(named=True)]
-    table1 = model_scores.sort("pooled").select(
+    table1 = sort_frame(model_scores, "pooled").select(
         "model", "n_items", (m.n_items - pl.col("n_items")).alias("no score"), (pl.col("pooled") * 100).alias("pooled %"), (pl.col("macro") * 100).alias("macro %"),
         (pl.col("subject_sd") * 100).alias("subject SD %"),
         (pl.col("subject_min") * 100).alias("subject min %"), (pl.col("subject_max") * 100).alias("subject max %"))

@@ -59,8 +59,8 @@ from benchcert.stats.comparisons import (
     pack_block_models,
     pairwise_comparisons,
     pairwise_comparisons_packed,
+    family_intervals,
     rank_confidence,
-    simultaneous_intervals,
 )
 from benchcert.stats.degenerate import IndexedWarning, Ref
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
@@ -271,7 +271,7 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
         sections=[compare_sections.section(
             frame, ranks, rank_groups, models, baseline, alpha,
             r.method if r is not None else ("clustered_subject" if subjects is not None else "paired_clt"),
-            top_n=TOP_N, all_pairs_max_models=ALL_PAIRS_MAX_MODELS)],
+            top_n=TOP_N, all_pairs_max_models=ALL_PAIRS_MAX_MODELS, benchmark=m.benchmark)],
         warnings=notes,
     )
 
@@ -302,7 +302,7 @@ def _comparison_frame(r, model: list[str], versus: list[str], family: str, alpha
     # The same reference distribution as the p-values (t with the clustered test's df), so an
     # interval excluding 0 is a Bonferroni rejection. The verdict is read off the interval, not
     # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
-    sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
+    sim = family_intervals(r, alpha=alpha)
     exact_name = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
     verdict = interval_verdicts(sim.lower, sim.upper)  # the compare command's rule (tasks/compare/service.py)
     cl = r.tests.get("clustered_subject")

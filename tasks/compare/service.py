@@ -291,7 +291,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
     """
     import numpy as np
 
-    from benchcert.stats.comparisons import adjust_pvalues, pairwise_comparisons, simultaneous_intervals
+    from benchcert.stats.comparisons import adjust_pvalues, family_intervals, pairwise_comparisons
     from benchcert.stats.subject_means import ITEM_WEIGHTED
     from benchcert.tasks.compare.verdicts import VerdictError, opposite_signs
 
@@ -324,19 +324,16 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
     holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
     bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
     bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
-    sim = simultaneous_intervals(r.estimate, r.se, alpha=alpha, df=r.tests[r.method].df)
+    sim = family_intervals(r, alpha=alpha)
     if r.method == "stratified_items" and np.unique(subjects).size < 30:
         notes.append(f"{np.unique(subjects).size} subjects (fewer than 30): the verdict answers 'is the candidate "
                      "better on this benchmark's items' (subjects as fixed strata); whether the gap generalises to "
                      "new subjects (p_values.clustered_subject) cannot be answered reliably with so few subjects")
     exact = "mcnemar_exact" if "mcnemar_exact" in r.tests else "sign_test"
-    # The family's verdict is its simultaneous interval's: Holm's step-down can reject a pair whose
-    # Bonferroni interval still covers 0, and a verdict must not contradict the interval shown beside it.
-    verdicts = interval_verdicts(sim.lower, sim.upper) if many else r.verdict
     rows = []
     for j, cand in enumerate(candidates):
         rows.append({
-            "candidate": cand, "baseline": baseline, "verdict": str(verdicts[j]),
+            "candidate": cand, "baseline": baseline, "verdict": None,
             "gap": _num(r.estimate[j]), "score_candidate": _num(r.mean_b[j]), "score_baseline": _num(r.mean_a[j]),
             "interval": {"method": r.method, "lower": _num(r.lower[j]), "upper": _num(r.upper[j]), "se": _num(r.se[j])},
             "intervals": {name: {"lower": _num(t.lower[j]), "upper": _num(t.upper[j])}
@@ -352,6 +349,9 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
             "n_excluded": int(r.n_excluded[j]),
         })
+    # The verdict is the deciding interval's (rows.deciding_interval): the family's simultaneous one
+    # (Holm's step-down can reject a pair whose Bonferroni interval still covers 0), else the primary.
+    _read_verdicts(rows)
     method, question, estimand, assumptions = r.method, r.question, ITEM_WEIGHTED, tuple(r.assumptions)
     if subjects is not None:
         gaps = both_gaps(scores, subjects, pairs)
@@ -360,6 +360,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             notes += opposite_signs(row["candidate"], item_gap, subject_gap, request.question)
         if request.question == "new-subjects":
             method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha, notes)
+            _read_verdicts(rows)
     _add_more_needed(rows, alpha, request.power, request.question)
     typed = tuple(ComparisonRow.from_dict(r) for r in rows)
     return ComparisonResult(
@@ -384,6 +385,17 @@ def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str
         else:
             row["more_items"] = more_needed(row["interval"]["se"], row["n_shared"], row["gap"], alpha=level,
                                             power=power, mde=row.get("mde"))
+
+
+def _read_verdicts(rows: list[dict]) -> None:
+    """Set each row's verdict from the interval that decides it (:func:`deciding_interval`), by
+    :func:`interval_verdicts`: the one rule, read off the one interval."""
+    from benchcert.tasks.compare.rows import deciding_interval
+
+    for row in rows:
+        iv = deciding_interval(row)
+        lower, upper = (float("nan") if x is None else x for x in (iv.lower, iv.upper))
+        row["verdict"] = str(interval_verdicts([lower], [upper])[0])
 
 
 def both_gaps(scores, subjects, pairs) -> list[tuple[float, float]]:

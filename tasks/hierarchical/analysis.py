@@ -34,7 +34,7 @@ from benchcert.tasks.audit.contract import INTERVAL_SCHEMA, AnalysisOutput, Audi
 from benchcert.tasks.audit.headline import headline_frame
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 from benchcert.tasks.render.sections.hierarchical import Fitted, sections
-from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
+from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_MC_TOL, SPLIT_ROUND, SPLIT_SEED
 
 ALL_SUBJECTS = "(all subjects)"
 
@@ -53,7 +53,7 @@ FIT_SCHEMA = {
 }
 SPLIT_SCHEMA = {
     "model": pl.String, "domain": pl.String, "n_subjects": pl.Int64, "corr": pl.Float64, "sd": pl.Float64,
-    "n_valid_splits": pl.Int64, "n_splits": pl.Int64, "negative": pl.Boolean, "status": pl.String,
+    "mc_se": pl.Float64, "n_valid_splits": pl.Int64, "n_splits": pl.Int64, "negative": pl.Boolean, "status": pl.String,
 }
 CORR_SCHEMA = {
     "subject_i": pl.String, "domain_i": pl.String, "subject_j": pl.String, "domain_j": pl.String,
@@ -264,7 +264,8 @@ def split_part(m: BenchmarkMatrices, config: AuditConfig, fits: DomainFits | Non
         warnings.simplefilter("always")
         # 0/1 scores: the half counts are drawn from the counts alone (the matrix need not be held).
         split = split_half(None if binary else m.scores, m.item_subject, doms, n_splits=N_SPLITS,
-                           rng=np.random.default_rng(SPLIT_SEED), fits=fits, counts=counts)
+                           rng=np.random.default_rng(SPLIT_SEED), fits=fits, counts=counts,
+                           mc_tol=SPLIT_MC_TOL, min_splits=SPLIT_ROUND)
     return split, _caught(caught)
 
 
@@ -376,7 +377,9 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
         "n_subjects": split.n_subjects.ravel(),
         "corr": [None if not ok else float(v) for v, ok in zip(split.corr.ravel(), split.defined.ravel())],
         "sd": [None if not ok else float(v) for v, ok in zip(split.sd.ravel(), split.defined.ravel())],
-        "n_valid_splits": split.n_valid.ravel(), "n_splits": N_SPLITS, "negative": split.negative.ravel(),
+        "mc_se": [None if not ok else float(v) for v, ok in zip(split.mc_se.ravel(), split.defined.ravel())],
+        "n_valid_splits": split.n_valid.ravel(), "n_splits": np.tile(split.splits_drawn, d),
+        "negative": split.negative.ravel(),
         "status": split.status.ravel()}, schema=SPLIT_SCHEMA)
 
     subj_names = subjects["subject"].to_list()

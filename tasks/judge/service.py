@@ -298,9 +298,11 @@ class HumanLabelsAnswer:
     alpha: float
     plans: tuple[tuple[str, HumanLabelPlan], ...]
     skipped: tuple[str, ...]
+    assurance: float | None = None
 
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "variant": self.variant, "epsilon": self.epsilon, "alpha": self.alpha,
+                "assurance": self.assurance,
                 "plans": [{"model": name, **{k: (list(v) if isinstance(v, tuple) else v)
                                              for k, v in dataclasses.asdict(p).items()}}
                           for name, p in self.plans],
@@ -308,16 +310,22 @@ class HumanLabelsAnswer:
 
 
 def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float = 0.05, model: str | None = None,
-                variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> HumanLabelsAnswer:
+                variant: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                assurance: float | None = None) -> HumanLabelsAnswer:
     """Labels needed for a +-``epsilon`` human-scale interval per model, from the doubly-scored items so far.
 
-    Raises UsageError (epsilon outside (0, 1)), NoDataError (no human scores, unknown model),
-    MatrixError / StoreError from the store.
+    ``assurance`` (in (0, 1)): plan so that that share of label sets reach epsilon
+    (:func:`~benchcert.stats.ppi.plan_human_labels`); None: the typical outcome.
+
+    Raises UsageError (epsilon or assurance outside (0, 1)), NoDataError (no human scores, unknown
+    model), MatrixError / StoreError from the store.
     """
     from benchcert.tasks.store.connection import open_store
     from benchcert.tasks.store.matrices import load_matrices
 
     unit_interval_option("--epsilon", epsilon)
+    if assurance is not None:
+        unit_interval_option("--assurance", assurance)
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:
         m = load_matrices(con, benchmark, variant)
     if m.human is None:
@@ -337,6 +345,7 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             plans.append((name, plan_human_labels(y, yh, np.concatenate([yh, yu]), epsilon=float(epsilon),
-                                                  alpha=alpha)))
+                                                  alpha=alpha, assurance=assurance,
+                                                  rng=np.random.default_rng([20261128, j]))))
     return HumanLabelsAnswer(benchmark=benchmark, variant=m.variant, epsilon=float(epsilon), alpha=alpha,
-                             plans=tuple(plans), skipped=tuple(skipped))
+                             plans=tuple(plans), skipped=tuple(skipped), assurance=assurance)

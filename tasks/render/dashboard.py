@@ -8,11 +8,18 @@ Site layout (a benchmark's folder is its artifacts folder, :func:`site_folders`;
 :func:`~benchcert.tasks.artifacts.folders.safe_component` of its id, so nothing a log says can leave
 the site folder)::
 
-    <out>/index.html                           benchmarks and their runs, newest first
-    <out>/<benchmark>/index.html               trends: each model's macro and pooled score with
-                                               its interval across runs, and across the
-                                               checkpoints of a model family
-    <out>/<benchmark>/<run id>/index.html      one run: models, changes, verdicts, warnings, sources
+    <out>/index.html                           overview: benchmarks with their latest run, regressions
+                                               since the previous run, open checkpoint verdicts, stale
+                                               benchmarks, training runs, the latest runs
+    <out>/_views/checkpoints.html              checkpoint grid: benchmarks x checkpoints, each cell the
+                                               verdict against the baseline (site_views.grid_page)
+    <out>/_views/models.html, model-<m>.html   one model across every benchmark (site_views.model_page)
+    <out>/_views/series-<family>.html          a training run: each benchmark's score along the steps
+                                               (_views: no benchmark's folder starts with "_")
+    <out>/<benchmark>/index.html               the headline first, then trends: each model's pooled and
+                                               macro score with its interval across runs, and across
+                                               the checkpoints of a model family
+    <out>/<benchmark>/<run id>/index.html      one run: verdicts, models, changes, warnings, sources
     <out>/<benchmark>/<run id>/report.html     the run's own report (copied), embedded in a frame
     <out>/<benchmark>/<run id>/{summary,manifest}.json  copies, for download
 
@@ -20,7 +27,7 @@ Safety rules:
 
 * every string that comes from an artifact (model, benchmark, subject names, warnings, paths,
   run ids) is escaped with :func:`~benchcert.tasks.render.escape.escape`; markup built here is
-  wrapped in :class:`_Html` so a table cell is either known-safe markup or escaped text, never
+  wrapped in :class:`~benchcert.tasks.render.site_html.Html` so a table cell is either known-safe markup or escaped text, never
   "probably fine";
 * no script, no external URL, no web font: each page carries a Content-Security-Policy meta
   tag (:data:`SITE_CSP`) that forbids every fetch except same-origin frames (the embedded
@@ -28,40 +35,41 @@ Safety rules:
 * the site is assembled in a hidden sibling folder and swapped into place under a lock, and an
   existing ``--out`` folder is only replaced if an earlier build marked it as a dashboard.
 
-The runs and the trend tables are read by :mod:`benchcert.tasks.render.run_records`; the
-charts are drawn by :mod:`benchcert.tasks.render.charts` and :mod:`benchcert.tasks.render.trend`.
+The runs and the trend tables are read by :mod:`benchcert.tasks.render.run_records`; the pages are
+:mod:`benchcert.tasks.render.site_run` (run, benchmark) and :mod:`benchcert.tasks.render.site_views`
+(overview, model, training run, grid), in one look (:mod:`benchcert.tasks.render.site_html`); the
+charts are drawn by :mod:`benchcert.tasks.render.charts`, :mod:`benchcert.tasks.render.trend` and
+:mod:`benchcert.tasks.render.series_chart`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import os
 import shutil
 import socket
+import stat
 import threading
 import uuid
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
-import polars as pl
 from filelock import FileLock
 
 from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
 
 from benchcert.tasks.artifacts.runs import iso
 from benchcert.tasks.errors import UsageError
-from benchcert.tasks.render.charts import fmt_interval as _iv
-from benchcert.tasks.render.charts import fmt_percent as _pct
-from benchcert.tasks.render.charts import interval_plot_svg
-from benchcert.tasks.render.trend import trend_svg
 from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.run_records import (DEFAULT_METHODS, METRICS, DashboardError, RunRecord, checkpoint_key,
-                                                checkpoint_table, choose_method, load_runs, method_label,
-                                                score_interval,
-                                                split_checkpoint, trend_table)
+from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, checkpoint_table,
+                                                choose_method, load_runs, trend_table)
+from benchcert.tasks.render.site_html import SITE_CSP, href as _href
+from benchcert.tasks.render.site_run import bench_page, run_page
+from benchcert.tasks.render.site_views import (GRID_PATH, MODELS_PATH, VIEWS, grid_page, model_page, model_path,
+                                               model_runs, models_index_page, overview_page, series_page, series_path,
+                                               site_data)
 
 __all__ = [
     "SITE_CSP",
@@ -75,319 +83,14 @@ __all__ = [
     "DashboardError",
 ]
 
-#: Same-origin frames are the only fetch a page may make (the embedded report.html).
-SITE_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-src 'self'; "
-            "base-uri 'none'; form-action 'none'")
-
 #: File that marks a folder as built by :func:`build_site` (so a rebuild may replace it).
 MARKER = ".benchcert-dashboard"
 
-_COLORS = {"macro": "#0072b2", "pooled": "#d55e00"}
-_DASH = "\u2014"
 
 
 class OutputFolderError(UsageError, DashboardError):
     """The --out folder cannot be used (not a dashboard, or inside the artifacts root): the option's
     mistake, so UsageError comes first and gives the exit code (2); still a DashboardError."""
-
-
-class _Html(str):
-    """Markup built here from escaped parts; inserted verbatim, everything else is escaped."""
-
-
-def _h(value) -> str:
-    return value if isinstance(value, _Html) else escape(value)
-
-
-def _link(href: str, text) -> _Html:
-    return _Html(f'<a href="{escape(href)}">{_h(text)}</a>')
-
-
-# --------------------------------------------------------------------------- HTML pages
-
-_CSS = """
-:root{--fg:#1f2328;--muted:#59636e;--border:#d0d7de;--alt:#f6f8fa;--accent:#0969da;--bad:#cf222e;--good:#1a7f37}
-*{box-sizing:border-box}
-body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif;color:var(--fg);margin:0 auto;
-max-width:1180px;padding:20px 28px 48px}
-a{color:var(--accent)}
-h1{font-size:1.6em;margin:.3em 0 .2em;overflow-wrap:anywhere}
-h2{font-size:1.25em;margin:1.6em 0 .5em;border-bottom:1px solid var(--border);padding-bottom:4px}
-h3{font-size:1.05em;margin:1.2em 0 .4em;overflow-wrap:anywhere}
-nav.crumbs{font-size:13px;color:var(--muted)}
-nav.crumbs a{color:var(--muted)}
-p.note{color:var(--muted);font-size:13px}
-table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums;margin:0 0 1em}
-th,td{padding:3px 10px;border-bottom:1px solid var(--border);text-align:left;vertical-align:top;
-overflow-wrap:anywhere}
-thead th{background:var(--alt);font-weight:600}
-td.num,th.num{text-align:right;white-space:nowrap}
-.table-wrap{overflow-x:auto;max-width:100%}
-.bad{color:var(--bad);font-weight:600}
-.good{color:var(--good)}
-ul.problems li{color:var(--bad)}
-details{margin:.3em 0 1em}
-summary{cursor:pointer;color:var(--muted);font-size:13px}
-svg{max-width:100%;height:auto;display:block}
-iframe.report{width:100%;height:80vh;border:1px solid var(--border);border-radius:4px}
-footer{color:var(--muted);font-size:12px;border-top:1px solid var(--border);margin-top:40px;padding-top:8px}
-""".strip()
-
-
-def _page(title: str, crumbs: list[tuple[str | None, str]], body: list[str], generated: str) -> str:
-    nav = " / ".join(_link(href, text) if href else escape(text) for href, text in crumbs)
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(SITE_CSP)}">',
-        '<meta name="referrer" content="no-referrer">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        # An inline icon stops the browser from asking the server for /favicon.ico.
-        '<link rel="icon" href="data:,">',
-        f"<title>{escape(title)}</title>", f"<style>\n{_CSS}\n</style>", "</head>", "<body>",
-        f'<nav class="crumbs">{nav}</nav>', f"<h1>{escape(title)}</h1>", *body,
-        f"<footer>benchcert dashboard \u00b7 built {escape(generated)} from run artifacts \u00b7 "
-        "static and offline: no scripts, no network</footer>", "</body>", "</html>", ""])
-
-
-def _table(headers: list, rows: list[list], *, cls: str = "", num: set[int] = frozenset(),
-           cell_cls: list[str] | None = None) -> str:
-    def td(i, v):
-        classes = " ".join(c for c in (("num" if i in num else ""), (cell_cls[i] if cell_cls else "")) if c)
-        return f'<td class="{classes}">{_h(v)}</td>' if classes else f"<td>{_h(v)}</td>"
-
-    head = "".join(f'<th scope="col"{" class=num" if i in num else ""}>{_h(h)}</th>' for i, h in enumerate(headers))
-    thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
-    body = "".join("<tr>" + "".join(td(i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
-    if not rows:
-        body = f'<tr><td colspan="{len(headers)}">none</td></tr>'
-    attr = f' class="{escape(cls)}"' if cls else ""
-    return (f'<div class="table-wrap"><table{attr}>'
-            f"{thead}<tbody>{body}</tbody></table></div>")
-
-
-def _href(*parts: str) -> str:
-    return "/".join(quote(p, safe="") for p in parts)
-
-
-def _level(alpha: float) -> str:
-    return f"{100 * (1 - alpha):g}%"
-
-
-def _models_table(run: RunRecord, method: str | None) -> str:
-    level = _level(run.alpha)
-    head = ["model", "checkpoint of", "items", "coverage", "macro", f"macro {level} ({method_label(run, method)})",
-            "pooled", f"pooled {level} ({method_label(run, method, 'pooled')})"]
-    rows = []
-    for m in sorted(run.models, key=lambda m: -m.estimates["macro"]):
-        fam, ck = split_checkpoint(m.model)
-        rows.append([m.model, fam if ck is not None else "", m.n_items, f"{100 * m.coverage:.1f}%",
-                     _pct(m.estimates["macro"]), _iv(*score_interval(m, "macro", method)),
-                     _pct(m.estimates["pooled"]), _iv(*score_interval(m, "pooled", method))])
-    return _table(head, rows, cls="models", num={2, 3, 4, 5, 6, 7},
-                  cell_cls=["model", "family", "items", "coverage", "macro", "macro-iv", "pooled", "pooled-iv"])
-
-
-def _run_page(run: RunRecord, method: str | None, bench_href: str, generated: str, has_report: bool,
-              sibling_ids: set[str]) -> str:
-    body = [_table(["", ""], [  # no header row: a key/value list
-        ["benchmark", _link(f"../{bench_href}", run.benchmark)], ["run id", run.run_id],
-        ["started", run.started_at], ["finished", run.finished_at], ["Prefect flow run", run.flow_run_id or _DASH],
-        ["variant", repr(run.variant)], ["models", run.n_models], ["items", run.n_items],
-        ["subjects", run.n_subjects], ["domains", run.n_domains], ["alpha", f"{run.alpha:g}"],
-        ["files", _Html(" \u00b7 ".join(_link(f, f) for f in (["report.html"] if has_report else [])
-                                         + ["summary.json", "manifest.json"]))],
-    ], cls="meta")]
-    if run.regressions:
-        body.append('<p class="bad">Regressions: ' + ", ".join(escape(m) for m in run.regressions) + "</p>")
-    body.append(f"<h2>Models</h2><p class=\"note\">{_level(run.alpha)} intervals, method "
-                f"{escape(method_label(run, method) if method else 'none available')}; sorted by macro score.</p>")
-    body.append(_models_table(run, method))
-    ch = run.changes
-    if ch is not None:
-        body.append("<h2>Changes since the previous run</h2>")
-        prev = ch.get("previous_run_id")
-        if not prev:
-            body.append('<p class="note">First run of this benchmark.</p>')
-        else:
-            # Link only to a run the site has (a skipped run has no page).
-            prev_html = (_link("../" + _href(safe_component(prev)) + "/index.html", prev) if prev in sibling_ids
-                         else escape(prev))
-            body.append(f"<p>Previous run: {prev_html}."
-                        f" New models: {escape(', '.join(map(str, ch.get('new_models') or [])) or 'none')}."
-                        f" Removed: {escape(', '.join(map(str, ch.get('removed_models') or [])) or 'none')}.</p>")
-            moves = [mv for mv in ch.get("moves") or [] if isinstance(mv, dict)]
-            body.append(_table(["model", "metric", "direction", "previous", "previous interval", "method", "now"], [
-                [mv.get("model"), mv.get("metric"),
-                 _Html(f'<span class="{"bad" if mv.get("direction") == "down" else "good"}">'
-                       f'{escape(mv.get("direction"))}</span>'),
-                 _pct(_num(mv.get("previous"))), _iv(_num(mv.get("previous_lower")), _num(mv.get("previous_upper"))),
-                 mv.get("method"), _pct(_num(mv.get("current")))] for mv in moves], cls="moves", num={3, 4, 6}))
-    if run.verdicts:
-        body.append("<h2>Verdicts</h2>")
-        body.append(_table(["kind", "model", "baseline", "verdict"], [
-            [v.get("kind"), v.get("model"), v.get("baseline") or _DASH,
-             _Html(f'<span class="{"bad" if v.get("verdict") == "regressed" else ""}">'
-                   f'{escape(v.get("verdict"))}</span>')]
-            for v in run.verdicts], cls="verdicts"))
-    if run.warnings:
-        body.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{escape(w)}</li>" for w in run.warnings) + "</ul>")
-    body.append("<h2>Sources</h2>")
-    body.append(_table(["path", "sha256", "format", "rows added", "ingested"], [
-        [s.get("path"), s.get("sha256"), s.get("format"), s.get("rows_added"), s.get("ingested_at")]
-        for s in run.sources], cls="sources", num={3}))
-    body.append("<h2>Tables</h2>")
-    body.append(_table(["name", "file", "rows", "columns"], [
-        [t.get("name"), t.get("file"), t.get("rows"), ", ".join(map(str, t.get("columns") or []))]
-        for t in run.tables], num={2}))
-    body.append("<h2>Report</h2>")
-    if has_report:
-        # Same-origin but without allow-scripts: the report cannot run code even if it held some.
-        body.append('<p><a href="report.html">Open the full report</a></p>'
-                    '<iframe class="report" src="report.html" title="run report" sandbox="allow-same-origin">'
-                    "</iframe>")
-    else:
-        body.append('<p class="note">This run has no report.html.</p>')
-    return _page(f"Run {run.run_id}", [("../../index.html", "dashboard"), (f"../{bench_href}", run.benchmark),
-                                       (None, run.run_id)], body, generated)
-
-
-def _nan(v) -> float:
-    return math.nan if v is None else v
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _when(timestamp: str) -> str:
-    """'2026-11-26T02:00:03.123Z' -> '2026-11-26 02:00' (an x label; tooltips keep the run id)."""
-    return timestamp[:16].replace("T", " ")
-
-
-def _series(rows: list[dict]) -> list[dict]:
-    """Trend series (macro, pooled) from trend-table rows holding one point per metric."""
-    out = []
-    for metric in METRICS:
-        rs = [r for r in rows if r["metric"] == metric]
-        out.append({"name": metric, "color": _COLORS[metric],
-                    "estimate": [r["estimate"] for r in rs], "lower": [r["lower"] for r in rs],
-                    "upper": [r["upper"] for r in rs],
-                    "tips": [f"{r['model']} \u00b7 {metric} {_pct(r['estimate'])} {_iv(r['lower'], r['upper'])} "
-                             f"\u00b7 run {r['run_id']} ({r['finished_at']})" for r in rs]})
-    return out
-
-
-def _values_table(rows: list[dict], run_links: dict[str, str]) -> str:
-    """The numbers behind a trend: one row per (model, run), macro and pooled side by side."""
-    by: dict[tuple[str, str], dict] = {}
-    for r in rows:
-        by.setdefault((r["model"], r["run_id"]), {})[r["metric"]] = r
-    out = []
-    for (model, run_id), d in by.items():
-        mac, poo = d["macro"], d["pooled"]
-        out.append([model, _link(run_links[run_id], run_id), mac["finished_at"], _pct(mac["estimate"]),
-                    _iv(mac["lower"], mac["upper"]), _pct(poo["estimate"]), _iv(poo["lower"], poo["upper"])])
-    return _table(["model", "run", "finished", "macro", "macro interval", "pooled", "pooled interval"], out,
-                  cls="values", num={3, 4, 5, 6}, cell_cls=["model", "run", "finished", "macro", "macro-iv",
-                                                            "pooled", "pooled-iv"])
-
-
-def _bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: pl.DataFrame, method: str | None,
-                run_href: dict[str, str], generated: str, max_trend_runs: int) -> str:
-    latest = runs[-1]
-    level = _level(latest.alpha)
-    body = [f"<p>{len(runs)} run(s); latest {_link(run_href[latest.run_id], latest.run_id)} finished "
-            f"{escape(latest.finished_at)}: {latest.n_models} models, {latest.n_items} items. Intervals: "
-            f"{level} <b>{escape(method_label(latest, method) if method else 'none available')}</b>.</p>"]
-    if latest.regressions:
-        body.append('<p class="bad">Regressions in the latest run: '
-                    + ", ".join(escape(m) for m in latest.regressions) + "</p>")
-
-    body.append("<h2>Latest run</h2>")
-    ordered = sorted(latest.models, key=lambda m: m.estimates["macro"])
-    if ordered:
-        body.append(interval_plot_svg([m.model for m in ordered], [
-            {"name": metric, "color": _COLORS[metric], "estimate": [m.estimates[metric] for m in ordered],
-             "lower": [_nan(score_interval(m, metric, method)[0]) for m in ordered],
-             "upper": [_nan(score_interval(m, metric, method)[1]) for m in ordered]}
-            for metric in METRICS], title=f"{bench}: latest run, {level} {method_label(latest, method) if method else ''}",
-                              x_label="score"))
-    body.append(_models_table(latest, method))
-
-    t = trends.filter(pl.col("benchmark") == bench)
-    c = ckpts.filter(pl.col("benchmark") == bench)
-    if c.height:
-        body.append('<h2 id="checkpoints">Checkpoints</h2><p class="note">Each checkpoint\'s scores from the latest '
-                    "run that includes it, in checkpoint order.</p>")
-        for fam in c["family"].unique(maintain_order=True).to_list():
-            rows = c.filter(pl.col("family") == fam).to_dicts()
-            labels = [r["checkpoint"] or r["model"] for r in rows if r["metric"] == "macro"]
-            body.append(f'<section class="family"><h3>{escape(fam)}</h3>')
-            body.append(trend_svg(labels, _series(rows), title=f"{fam} across checkpoints"))
-            body.append(_values_table(rows, run_href) + "</section>")
-
-    body.append('<h2 id="runs">Across runs</h2>')
-    all_ids = [r.run_id for r in runs]
-    shown_ids = all_ids[-max_trend_runs:]
-    if len(shown_ids) < len(all_ids):
-        body.append(f'<p class="note">Charts show the last {len(shown_ids)} of {len(all_ids)} runs.</p>')
-    if len(all_ids) == 1:
-        body.append('<p class="note">One run so far: trends are drawn from the second run on.</p>')
-    shown = t.filter(pl.col("run_id").is_in(shown_ids))
-    families = sorted(t["family"].unique().to_list())
-    for fam in families:
-        body.append(f'<section class="family"><h3>{escape(fam)}</h3>')
-        members = sorted(t.filter(pl.col("family") == fam)["model"].unique().to_list(),
-                         key=lambda m: checkpoint_key(split_checkpoint(m)[1]))
-        for model in members:
-            rows = shown.filter(pl.col("model") == model).sort("run_order", "metric").to_dicts()
-            when = [_when(r["finished_at"]) for r in rows if r["metric"] == "macro"]
-            charted = len(when) >= 2  # a single point is no trend; its numbers are shown open instead
-            if charted:
-                body.append(trend_svg(when, _series(rows), title=model))
-            body.append(("<details>" if charted else "<details open>") + "<summary>numbers for " + escape(model)
-                        + "</summary>"
-                        + _values_table(t.filter(pl.col("model") == model).sort("run_order").to_dicts(), run_href)
-                        + "</details>")
-        body.append("</section>")
-
-    body.append('<h2>All runs</h2>')
-    body.append(_table(["run", "finished", "models", "items", "regressions"], [
-        [_link(run_href[r.run_id], r.run_id), r.finished_at, r.n_models, r.n_items,
-         ", ".join(r.regressions) or _DASH] for r in reversed(runs)], cls="runs", num={2, 3}))
-    return _page(bench, [("../index.html", "dashboard"), (None, bench)], body, generated)
-
-
-def _index_page(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str], problems: list[str],
-                artifacts_root: Path, generated: str, methods) -> str:
-    body = [f'<p class="note">Built from the artifacts at {escape(artifacts_root)}.</p>', "<h2>Benchmarks</h2>"]
-    rows = []
-    for bench, runs in sorted(by_bench.items()):
-        last = runs[-1]
-        rows.append([_link(_href(bench_dir[bench]) + "/index.html", bench), len(runs),
-                     _link(_href(bench_dir[bench], safe_component(last.run_id)) + "/index.html", last.run_id),
-                     last.finished_at, last.n_models, last.n_items, ", ".join(last.regressions) or _DASH])
-    body.append(_table(["benchmark", "runs", "latest run", "finished", "models", "items", "regressions"], rows,
-                       cls="benchmarks", num={1, 4, 5}))
-    body.append("<h2>Latest results</h2>")
-    for bench, runs in sorted(by_bench.items()):
-        last = runs[-1]
-        method = choose_method(last, methods)
-        body.append(f'<section class="latest"><h3>{_link(_href(bench_dir[bench]) + "/index.html", bench)}</h3>'
-                    f'<p class="note">Run {escape(last.run_id)}, {_level(last.alpha)} intervals '
-                    f"({escape(method_label(last, method) if method else 'none available')}).</p>"
-                    f"{_models_table(last, method)}</section>")
-    body.append("<h2>Runs</h2>")
-    all_runs = sorted((r for rs in by_bench.values() for r in rs), key=lambda r: (r.finished_at, r.run_id),
-                      reverse=True)
-    body.append(_table(["finished", "benchmark", "run", "models", "items", "regressions"], [
-        [r.finished_at, _link(_href(bench_dir[r.benchmark]) + "/index.html", r.benchmark),
-         _link(_href(bench_dir[r.benchmark], safe_component(r.run_id)) + "/index.html", r.run_id),
-         r.n_models, r.n_items, ", ".join(r.regressions) or _DASH] for r in all_runs], cls="runs", num={3, 4}))
-    if problems:
-        body.append("<h2>Skipped</h2><ul class=\"problems\">"
-                    + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul>")
-    return _page("benchcert dashboard", [(None, "dashboard")], body, generated)
 
 
 # --------------------------------------------------------------------------- build
@@ -403,13 +106,27 @@ class SiteReport:
 
 
 def _copy_inside(root: Path, src: Path, dst: Path) -> bool:
+    """Put the run file ``src`` into the site at ``dst``: a hard link when the two are on one filesystem (a run
+    directory is never changed once published, so the site and the artifacts share the bytes), else a copy.
+
+    ``src``'s folder was resolved inside ``root`` when the run was read (run_records.load_runs); a regular
+    file there is inside too, and a symlink is followed only when it resolves inside ``root``.
+    """
     try:
-        real = inside(root, str(src.relative_to(root)))
-    except ValueError:
+        mode = os.lstat(src).st_mode
+    except OSError:
         return False
-    if not real.is_file():
-        return False
-    shutil.copyfile(real, dst)
+    if not stat.S_ISREG(mode):
+        try:
+            src = inside(root, str(src.relative_to(root)))
+        except ValueError:
+            return False
+        if not src.is_file():
+            return False
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem, or links not allowed: copy
+        shutil.copyfile(src, dst)
     return True
 
 
@@ -438,22 +155,26 @@ def site_folders(by_bench: dict[str, list[RunRecord]]) -> dict[str, str]:
     return out
 
 def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *, methods=DEFAULT_METHODS,
-               max_trend_runs: int = 90, now: dt.datetime | None = None) -> SiteReport:
+               max_trend_runs: int = 90, now: dt.datetime | None = None, stale_days: int = 7) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
 
     The site is written to a hidden sibling of ``out_dir`` and swapped into place under a lock
     (a server on ``out_dir`` sees the old or the new site); ``out_dir`` is replaced only when
     empty or built by an earlier call.  Runs that cannot be read are listed on the index page
-    and in :attr:`SiteReport.problems`, and the rest is built.
+    and in :attr:`SiteReport.problems`, and the rest is built.  A benchmark whose latest run
+    finished more than ``stale_days`` days before ``now`` is listed as stale on the overview.
     """
     if max_trend_runs < 1:
         raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
+    if stale_days < 0:
+        raise UsageError(f"stale_days must be >= 0; got {stale_days!r}")
     root, out = Path(artifacts_root).resolve(), Path(out_dir)
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
         raise OutputFolderError(f"--out {out} must not be inside the artifacts root {root}")
     _check_out(out)
     runs, problems = load_runs(root)
-    generated = iso(now or dt.datetime.now(dt.timezone.utc))
+    now = now or dt.datetime.now(dt.timezone.utc)
+    generated = iso(now)
     by_bench: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_bench.setdefault(r.benchmark, []).append(r)
@@ -463,32 +184,11 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
-    pages = 0
     try:
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
-        bench_dir = site_folders(by_bench)
-        for bench, bruns in by_bench.items():
-            method = choose_method(bruns[-1], methods)
-            bdir = inside(tmp, bench_dir[bench])
-            bdir.mkdir()
-            run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
-            for run in bruns:
-                rdir = inside(bdir, safe_component(run.run_id))
-                rdir.mkdir()
-                has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
-                for name in ("summary.json", "manifest.json"):
-                    _copy_inside(root, run.run_dir / name, rdir / name)
-                (rdir / "index.html").write_text(_run_page(run, method, "index.html", generated, has_report,
-                                                           set(run_href)),
-                                                 encoding="utf-8")
-                pages += 1
-            (bdir / "index.html").write_text(
-                _bench_page(bench, bruns, trends, ckpts, method, run_href, generated, max_trend_runs),
-                encoding="utf-8")
-            pages += 1
-        (tmp / "index.html").write_text(_index_page(by_bench, bench_dir, problems, root, generated, methods),
-                                        encoding="utf-8")
-        pages += 1
+        data = site_data(by_bench, site_folders(by_bench), methods, generated, now, stale_days, problems)
+        pages = _write_benchmarks(root, tmp, data, trends, ckpts, max_trend_runs)
+        pages += _write_views(tmp, data, root)
         with FileLock(str(out.parent / f".{out.name}.lock"), timeout=120):
             _check_out(out)
             old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
@@ -500,6 +200,44 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages, problems=tuple(problems))
+
+
+def _write_benchmarks(root: Path, tmp: Path, data, trends, ckpts, max_trend_runs: int) -> int:
+    """Each benchmark's page and its runs' pages (with copies of their report and JSON files)."""
+    pages = 0
+    for bench, bruns in data.by_bench.items():
+        method = choose_method(bruns[-1], data.methods)
+        bdir = inside(tmp, data.bench_dir[bench])
+        bdir.mkdir()
+        run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
+        for run in bruns:
+            rdir = inside(bdir, safe_component(run.run_id))
+            rdir.mkdir()
+            has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
+            for name in ("summary.json", "manifest.json"):
+                _copy_inside(root, run.run_dir / name, rdir / name)
+            (rdir / "index.html").write_text(run_page(run, method, "index.html", data.generated, has_report,
+                                                      set(run_href)), encoding="utf-8")
+            pages += 1
+        (bdir / "index.html").write_text(
+            bench_page(bench, bruns, trends, ckpts, method, run_href, data.generated, max_trend_runs,
+                       data.verdicts.get(bench, [])), encoding="utf-8")
+        pages += 1
+    return pages
+
+
+def _write_views(tmp: Path, data, root: Path) -> int:
+    """The overview, the checkpoint grid, the model pages and the training-run pages."""
+    (tmp / "index.html").write_text(overview_page(data, root), encoding="utf-8")
+    (tmp / VIEWS).mkdir()
+    inside(tmp, *GRID_PATH.split("/")).write_text(grid_page(data), encoding="utf-8")
+    per_model = model_runs(data)
+    inside(tmp, *MODELS_PATH.split("/")).write_text(models_index_page(data, per_model), encoding="utf-8")
+    for model, benches in per_model.items():
+        inside(tmp, *model_path(model).split("/")).write_text(model_page(data, model, benches), encoding="utf-8")
+    for family in data.families:
+        inside(tmp, *series_path(family).split("/")).write_text(series_page(data, family), encoding="utf-8")
+    return 3 + len(per_model) + len(data.families)
 
 
 # --------------------------------------------------------------------------- serve

@@ -165,7 +165,10 @@ header{margin-bottom:1.4em}
 table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
 th,td{padding:4px 10px;border-bottom:1px solid var(--border);text-align:left;vertical-align:top;
 overflow-wrap:anywhere}
-thead th{background:var(--alt);border-bottom:2px solid var(--border);font-weight:600}
+thead th{background:var(--alt);border-bottom:2px solid var(--border);font-weight:600;overflow-wrap:normal}
+.bad{color:#b34700;font-weight:600}
+.good{color:#005a8c}
+.open{color:var(--muted)}
 tbody tr:nth-child(even){background:#fafbfc}
 th.num,td.num{text-align:right;white-space:nowrap;overflow-wrap:normal}
 td.null{color:var(--muted);text-align:center}

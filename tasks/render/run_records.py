@@ -15,9 +15,11 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import polars as pl
 
 from benchcert.tasks.artifacts.folders import benchmark_folder, folder_candidates, inside, safe_component
@@ -34,6 +36,7 @@ __all__ = [
     "checkpoint_key",
     "load_runs",
     "choose_method",
+    "headline_order",
     "method_label",
     "score_interval",
     "trend_table",
@@ -91,6 +94,10 @@ class ModelScore:
     estimates: dict[str, float]
     intervals: dict[tuple[str, str], tuple[float, float]]
     questions: dict[str, str] = field(default_factory=dict)  # metric -> the headline's question
+    rank: int | None = None  # the comparisons' rank (1 = best), its simultaneous interval and tied groups
+    rank_lower: int | None = None
+    rank_upper: int | None = None
+    tied_groups: tuple[int, ...] = ()
 
     @property
     def family(self) -> str:
@@ -123,6 +130,7 @@ class RunRecord:
     changes: dict | None
     sources: tuple[dict, ...]
     tables: tuple[dict, ...]
+    item_analysis: dict | None = None  # summary.json's item_analysis (audit --items), else None
 
     @property
     def regressions(self) -> list[str]:
@@ -157,12 +165,19 @@ def _need(d, key: str, kind, where: str):
 
 
 def _read_json(path: Path, root: Path) -> dict:
+    """A run's JSON file.  Its folder was resolved inside ``root`` (:func:`load_runs`), so a regular file there is
+    read as it is; a symlink only when it resolves inside ``root``."""
     try:
-        real = inside(root, str(path.relative_to(root)))  # a symlink out of the root is not read
-    except ValueError as exc:
-        raise _Skip(str(exc)) from None
+        regular = stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError as exc:
+        raise _Skip(f"{path}: unreadable ({exc})") from None
+    if not regular:
+        try:
+            path = inside(root, str(path.relative_to(root)))  # a symlink out of the root is not read
+        except ValueError as exc:
+            raise _Skip(str(exc)) from None
     try:
-        data = json.loads(real.read_text(encoding="utf-8"))
+        data = orjson.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise _Skip(f"{path}: unreadable ({exc})") from None
     if not isinstance(data, dict):
@@ -170,25 +185,45 @@ def _read_json(path: Path, root: Path) -> dict:
     return data
 
 
+def _finite(v) -> bool:
+    return type(v) in (float, int) and math.isfinite(v)
+
+
 def _parse_model(m, where: str) -> ModelScore:
+    """One model of summary.json.  Checked field by field, but the messages (with the field's place) are built
+    only for a field that fails: building them for every field took most of a 10,000-run dashboard's reading."""
     name = _need(m, "model", str, where)
-    where = f"{where}, model {name!r}"
     estimates, intervals, questions = {}, {}, {}
     for metric in METRICS:
-        score = _need(m, metric, dict, where)
-        estimates[metric] = _need(score, "estimate", float, f"{where} {metric}")
+        score = m.get(metric)
+        if not isinstance(score, dict):
+            score = _need(m, metric, dict, f"{where}, model {name!r}")  # raises: missing or not an object
+        est = score.get("estimate")
+        estimates[metric] = float(est) if _finite(est) else _need(score, "estimate", float,
+                                                                  f"{where}, model {name!r} {metric}")
         for iv in score.get("intervals") or []:
-            method = _need(iv, "method", str, f"{where} {metric}")
-            intervals[(metric, method)] = (_need(iv, "lower", float, f"{where} {metric} {method}"),
-                                           _need(iv, "upper", float, f"{where} {metric} {method}"))
+            method, lo, hi = (iv.get("method"), iv.get("lower"), iv.get("upper")) if isinstance(iv, dict) else (None,) * 3
+            if not (isinstance(method, str) and _finite(lo) and _finite(hi)):
+                at = f"{where}, model {name!r} {metric}"
+                method = _need(iv, "method", str, at)
+                lo, hi = _need(iv, "lower", float, f"{at} {method}"), _need(iv, "upper", float, f"{at} {method}")
+            intervals[(metric, method)] = (float(lo), float(hi))
         head = score.get("headline")
         if isinstance(head, dict):
-            intervals[(metric, "headline")] = (_need(head, "lower", float, f"{where} {metric} headline"),
-                                               _need(head, "upper", float, f"{where} {metric} headline"))
-            questions[metric] = _need(head, "question", str, f"{where} {metric} headline")
+            lo, hi, question = head.get("lower"), head.get("upper"), head.get("question")
+            if not (_finite(lo) and _finite(hi) and isinstance(question, str)):
+                at = f"{where}, model {name!r} {metric} headline"
+                lo, hi, question = _need(head, "lower", float, at), _need(head, "upper", float, at), \
+                    _need(head, "question", str, at)
+            intervals[(metric, "headline")] = (float(lo), float(hi))
+            questions[metric] = question
+    rank = {k: m.get(k) if isinstance(m.get(k), int) and not isinstance(m.get(k), bool) else None
+            for k in ("rank", "rank_lower", "rank_upper")}
+    groups = tuple(g for g in m.get("tied_groups") or [] if isinstance(g, int) and not isinstance(g, bool))
+    where = f"{where}, model {name!r}"
     return ModelScore(model=name, n_items=_need(m, "n_items", int, where),
                       coverage=_need(m, "coverage", float, where), estimates=estimates, intervals=intervals,
-                      questions=questions)
+                      questions=questions, tied_groups=groups, **rank)
 
 
 def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRecord:
@@ -215,6 +250,7 @@ def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRec
         changes=changes if isinstance(changes, dict) else None,
         sources=tuple(s for s in manifest.get("sources") or [] if isinstance(s, dict)),
         tables=tuple(t for t in manifest.get("tables") or [] if isinstance(t, dict)),
+        item_analysis=summary.get("item_analysis") if isinstance(summary.get("item_analysis"), dict) else None,
     )
 
 
@@ -283,6 +319,12 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
 # --------------------------------------------------------------------------- trends
 
 
+def headline_order(models) -> list:
+    """The one order of models on every page, chart and table: by the headline's pooled score, best first,
+    ties by name (the report uses the same rule, tasks/audit/results.py ``model_order``)."""
+    return sorted(models, key=lambda m: (-m.estimates["pooled"], m.model))
+
+
 def choose_method(run: RunRecord, methods=DEFAULT_METHODS) -> str | None:
     """The first of ``methods`` that gives a macro interval for some model of ``run``, or None."""
     present = {method for (metric, method) in (k for m in run.models for k in m.intervals) if metric == "macro"}
@@ -322,7 +364,7 @@ def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
     ``lower``/``upper`` are null where a run lacks that method (drawn as a point without bar).
     ``run_order`` is 0 for a benchmark's oldest run.
     """
-    rows = []
+    cols: dict[str, list] = {k: [] for k in TREND_SCHEMA}  # column lists: a dict per row cost seconds at 10,000 runs
     by_bench: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_bench.setdefault(r.benchmark, []).append(r)
@@ -331,13 +373,15 @@ def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
         method = choose_method(bruns[-1], methods)
         for order, run in enumerate(bruns):
             for m in run.models:
+                family, checkpoint = split_checkpoint(m.model)
                 for metric in METRICS:
                     lo, hi = score_interval(m, metric, method)
-                    rows.append({"benchmark": bench, "family": m.family, "checkpoint": m.checkpoint,
-                                 "model": m.model, "run_id": run.run_id, "finished_at": run.finished_at,
-                                 "run_order": order, "metric": metric, "estimate": m.estimates[metric],
-                                 "method": method, "lower": lo, "upper": hi, "alpha": run.alpha})
-    return pl.DataFrame(rows, schema=TREND_SCHEMA)
+                    for k, v in (("benchmark", bench), ("family", family), ("checkpoint", checkpoint),
+                                 ("model", m.model), ("run_id", run.run_id), ("finished_at", run.finished_at),
+                                 ("run_order", order), ("metric", metric), ("estimate", m.estimates[metric]),
+                                 ("method", method), ("lower", lo), ("upper", hi), ("alpha", run.alpha)):
+                        cols[k].append(v)
+    return pl.DataFrame(cols, schema=TREND_SCHEMA)
 
 
 def checkpoint_table(trends: pl.DataFrame) -> pl.DataFrame:

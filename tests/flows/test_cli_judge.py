@@ -94,6 +94,17 @@ def test_plan_human_labels(capsys, judged):
     assert code == 0 and "with judge" in out and "by hand" in out
     code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "2")
     assert code == 2 and "--epsilon" in err
+    # --assurance 0.8: at least the typical plan's labels, and it says what it plans for
+    code, out, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
+                         "--model", "cand", "--assurance", "0.8", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    (sure,) = doc["plans"]
+    assert doc["assurance"] == sure["assurance"] == 0.8
+    assert sure["n_ppi"] is None or sure["n_ppi"] >= plan["n_ppi"]
+    code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
+                       "--assurance", "1.5")
+    assert code == 2 and "--assurance" in err
     code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
                        "--model", "nobody")
     assert code == 1 and "nobody" in err

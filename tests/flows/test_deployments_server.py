@@ -90,6 +90,15 @@ def test_checkpoint_event_starts_an_audit_with_artifacts(server):
     assert verdict["verdict"] in ("improved", "regressed", "inconclusive") and verdict["detail"]["n_shared"] == 5
     site = server["work"] / "dashboard" / "index.html"
     wait(lambda: site.is_file() and run_id in site.read_text(), 120, "the dashboard rebuild", server["logs"])
+    # The serve log says the run started and finished, with benchmark, model, run id and verdict (issue #37).
+    serve_log = server["logs"][1]
+    line = wait(lambda: next((x for x in serve_log.read_text().splitlines()
+                              if x.startswith("benchcert serve: finished benchcert-checkpoint")), None),
+                60, "the serve log's finished line", server["logs"])
+    assert f'run_id="{run_id}"' in line and f'verdict="{verdict["verdict"]}"' in line
+    assert 'benchmark="small" model="org/m@step-1"' in line
+    assert any(x.startswith("benchcert serve: started benchcert-checkpoint") and 'model="org/m@step-1"' in x
+               for x in serve_log.read_text().splitlines())
 
 
 def test_nightly_run_ingests_only_the_new_file(server):

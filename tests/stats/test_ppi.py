@@ -127,6 +127,44 @@ def test_all_labels_agreeing_still_give_an_interval_of_positive_width():
 
 
 @pytest.mark.montecarlo
+@pytest.mark.parametrize(("n_human", "p_human"), [(100, 0.9), (30, 0.9), (100, 0.6)])
+def test_uninformative_judge_interval_covers_the_population_mean(n_human, p_human):
+    """Issue #36 finding 6: with an uninformative judge lambda is about 0 and the plug-in interval is a
+    Wald interval on the labels: 92.82% [92.30, 93.32] coverage of the population mean at 100 labels
+    and human rate 0.9. With the score form (Wilson's at lambda = 0) in the hull: 96.5% [95.7, 97.1]
+    there, 99.7% at 30 labels, 94.5% [93.7, 95.3] at rate 0.6 (3,000 reps, seed 3636 in one run; here
+    1,500 reps per setting)."""
+    rng = np.random.default_rng(3636 + n_human + int(100 * p_human))
+    reps = 1500
+    hits = np.zeros(reps, bool)
+    for r in range(reps):
+        human = (rng.random(2000) < p_human).astype(float)
+        judge = (rng.random(2000) < 0.5).astype(float)  # says nothing about the human label
+        lab = rng.choice(2000, n_human, replace=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = ppi_mean(human[lab], judge[lab], np.delete(judge, lab))
+        hits[r] = res.lower <= p_human <= res.upper
+        assert 0.0 <= res.lower <= res.upper <= 1.0
+    rate, low, high = rate_ci(hits, reps, level=0.95)
+    assert high >= 0.95, (rate, low, high)
+
+
+def test_interval_is_clipped_to_the_score_range_and_the_hull_of_the_score_form():
+    # labels nearly all 1 with a judge that agrees: the plug-in interval reached past 1 (one CLI result
+    # [0.883, 1.036]); now clipped, and never narrower than the plug-in one inside [0, 1]
+    rng = np.random.default_rng(5)
+    y = np.r_[np.ones(38), np.zeros(2)]
+    yh = np.r_[np.ones(37), np.zeros(3)]
+    yu = (rng.random(500) < 0.93).astype(float)
+    r = ppi_mean(y, yh, yu)
+    plain = ppi_mean(y, yh, yu, quantile="normal")
+    assert 0.0 <= r.lower and r.upper <= 1.0 and r.lower <= plain.lower
+    g = ppi_gap(np.ones(40), np.r_[np.zeros(39), 1.0], np.ones(40), np.zeros(40), np.ones(300), np.zeros(300))
+    assert -1.0 <= g.lower <= g.upper <= 1.0
+
+
+@pytest.mark.montecarlo
 def test_paired_gap_covers_and_the_judge_gap_does_not():
     """Model A's judge is biased +10 points, model B's not: the judge's gap is off by 10 points;
     the paired PPI++ gap covers the human gap."""
@@ -245,3 +283,42 @@ def test_validation_names_the_parameter():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ppi_mean([1, 0, 1], [1, 0, 0], [0, 1, 1])
+
+
+def test_assurance_plan_asks_for_more_labels_than_the_typical_one():
+    # the typical plan is about the median label set; --assurance 0.8 plans for the 80th percentile of
+    # the reported half-width, the pilot's own error counted: never fewer labels (here more with the judge)
+    rng = np.random.default_rng(23)
+    human, judge = draw_benchmark(rng, 4000)
+    pilot = rng.choice(4000, 150, replace=False)
+    typ = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06)
+    sure = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=0.8,
+                             rng=np.random.default_rng(1))
+    again = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=0.8,
+                              rng=np.random.default_rng(1))
+    assert sure.assurance == 0.8 and typ.assurance is None
+    assert sure.n_ppi > typ.n_ppi and sure.n_human_only >= typ.n_human_only
+    assert (sure.n_ppi, sure.n_human_only) == (again.n_ppi, again.n_human_only)
+    with pytest.raises(ValueError, match="assurance"):
+        plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=1.2)
+
+
+@pytest.mark.slow
+def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
+    """Over fresh (pilot of 200, label set) pairs in issue #28's setting, epsilon 0.05: the label sets of
+    the typical plan's size reach epsilon in about half the runs or fewer, those of the --assurance 0.8
+    plan in at least 80% (Clopper-Pearson upper bound)."""
+    rng = np.random.default_rng(2136)
+    reps = 150
+    hit_t, hit_a = np.zeros(reps, bool), np.zeros(reps, bool)
+    for r in range(reps):
+        human, judge = draw_benchmark(rng, 4000)
+        pilot = rng.choice(4000, 200, replace=False)
+        typ = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.05)
+        plan = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.05, assurance=0.8, rng=rng)
+        h, j = draw_benchmark(rng, 4000)
+        for n, hits in ((typ.n_ppi, hit_t), (plan.n_ppi, hit_a)):
+            lab = rng.choice(4000, n, replace=False)
+            hits[r] = ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width <= 0.05
+    assert rate_ci(hit_a, reps, level=0.95)[2] >= 0.8, rate_ci(hit_a, reps, level=0.95)
+    assert rate_ci(hit_t, reps, level=0.95)[1] <= 0.6, rate_ci(hit_t, reps, level=0.95)

@@ -15,8 +15,39 @@ def empty_section(note: str) -> Section:
     return Section(title="Model comparisons", anchor="comparisons", html=f"<p>{escape(note)}</p>")
 
 
+class _TieNote:
+    """What decided a tie (the question and the family of pairs) and the one-pair command for the other
+    question: a tie here and a verdict from ``benchcert compare`` on one pair can both be right, each for its
+    own question and family (issue #37, finding 5)."""
+
+    def __init__(self, primary: str, benchmark: str, n_tested: int, k: int, against_baseline: bool):
+        self.question = "new-subjects" if primary == "clustered_subject" else "items"
+        self.other = None if primary == "paired_clt" else ("items" if self.question == "new-subjects" else
+                                                           "new-subjects")
+        self.benchmark = benchmark
+        self.family = (f"Bonferroni over the {n_tested} pairs against the baseline" if against_baseline else
+                       f"Bonferroni over the {n_tested} pairs tested")
+        self.rank_family = f"Bonferroni over every pair of the {k} models (the ranking family)"
+
+    def command(self, versus: str, model: str) -> str:
+        import shlex
+
+        if self.other is None:
+            return "no subjects: only the items question can be asked"
+        return (f"benchcert compare --db STORE --benchmark {shlex.quote(self.benchmark or 'BENCHMARK')} "
+                f"{shlex.quote(versus)} {shlex.quote(model)} --question {self.other}")
+
+    def row_text(self, versus: str, model: str) -> str:
+        return f"{self.question} question, {self.family}; one pair, {self.other or 'no other'} question: " + \
+            self.command(versus, model)
+
+    def group_html(self, a: str, b: str) -> str:
+        return (f"tied on the <b>{escape(self.question)}</b> question by {escape(self.rank_family)}; one pair on the "
+                f"other question: <code>{escape(self.command(a, b))}</code>")
+
+
 def section(frame: pl.DataFrame, ranks: pl.DataFrame, groups, models: list[str], baseline: int | None,
-            alpha: float, primary: str, *, top_n: int, all_pairs_max_models: int) -> Section:
+            alpha: float, primary: str, *, top_n: int, all_pairs_max_models: int, benchmark: str = "") -> Section:
     """The comparisons' section: the family and question, the rank plot, the tied groups, the tables.
 
     Parameters
@@ -37,6 +68,8 @@ def section(frame: pl.DataFrame, ranks: pl.DataFrame, groups, models: list[str],
         The primary interval's method (``clustered_subject``, ``stratified_items`` or ``paired_clt``).
     top_n, all_pairs_max_models : int
         The leaderboard family's size and the number of models beyond which it is used, named in the text.
+    benchmark : str
+        The benchmark, for the one-pair ``benchcert compare`` command shown at a tie.
 
     Returns
     -------
@@ -51,9 +84,11 @@ def section(frame: pl.DataFrame, ranks: pl.DataFrame, groups, models: list[str],
         title="Rank of each model (1 = best) with its rank interval", x_label="rank (1 = best)",
         x_range=(0.5, k + 0.5), percent=False)
     multi = [g for g in groups if len(g) > 1]
+    n_tested = frame.filter(pl.col("n_shared") > 0).height
+    tie = _TieNote(primary, benchmark, n_tested, k, baseline is not None)
     group_items = "".join(
-        f"<li>group {gid}: {escape(', '.join(models[i] for i in g))}</li>"
-        for gid, g in enumerate(groups, start=1) if len(g) > 1)
+        f"<li>group {gid}: {escape(', '.join(models[i] for i in g))} — {tie.group_html(models[g[0]], models[g[1]])}"
+        f"</li>" for gid, g in enumerate(groups, start=1) if len(g) > 1)
     method = {"clustered_subject": "clustered by subject (CR2, t with Bell-McCaffrey df)",
               "stratified_items": "paired within subjects as fixed strata (t with N - C df)",
               "paired_clt": "paired CLT"}[primary]
@@ -85,6 +120,19 @@ def section(frame: pl.DataFrame, ranks: pl.DataFrame, groups, models: list[str],
         "model", "versus", "n_shared", "n_excluded", (pl.col("gap") * 100).alias("gap pp"),
         (pl.col("lower") * 100).alias("lower pp"), (pl.col("upper") * 100).alias("upper pp"),
         "p_value", "p_holm", "p_bh", "p_exact", "p_unpaired", (pl.col("mde") * 100).alias("MDE pp"), "verdict")
+    if shown.height:
+        # at a tie: which question and family decided it, and the one-pair command that asks the other question
+        tie_rows = [tie.row_text(r["versus"], r["model"]) if r["verdict"] == "inconclusive" else None
+                for r in shown.select("model", "versus", "verdict").iter_rows(named=True)]
+        shown = shown.with_columns(pl.Series("tied: decided by; the other question", tie_rows, dtype=pl.String))
+    tied_pairs = shown.filter(pl.col("verdict") == "inconclusive") if shown.height else shown
+    if tied_pairs.height:
+        ties += (f"<h3>Pairs not distinguished ({tied_pairs.height})</h3><p>Each tie is decided by the question and "
+                 "the family of pairs named beside it; <code>benchcert compare</code> on one pair asks a family of "
+                 "one, and can ask the other question: both answers are right for their own question.</p>"
+                 + table_html(tied_pairs.select("model", "versus", "gap pp", "lower pp", "upper pp", "p_value",
+                                                "tied: decided by; the other question"), float_digits=4,
+                              max_rows=100))
     return Section(title="Model comparisons", anchor="comparisons",
                    html=intro + plot + ties + table_html(ranks.drop("groups"), float_digits=4)
                    + table_html(shown, float_digits=4, max_rows=100))

@@ -6,6 +6,7 @@ import polars as pl
 
 from benchcert.tasks.audit.headline import QUESTIONS, RULE, wide_note
 from benchcert.tasks.render.escape import escape
+from benchcert.tasks.render.model_order import sort_frame
 from benchcert.tasks.render.report import Section, table_html
 
 
@@ -17,9 +18,11 @@ def section(headline: pl.DataFrame, alpha: float) -> Section:
              "drawn like these: the hierarchical bound) and <b>these subjects</b> (how good is it on this "
              "benchmark's subjects, items sampled within them: the same-subjects interval). Rule: "
              f"{escape(RULE)}.</p>"]
+    pooled = headline.filter(pl.col("metric") == "pooled").select("model", pl.col("estimate").alias("_pooled"))
     for (metric,), rows in headline.group_by("metric", maintain_order=True):
         question = rows["question"][0]
-        table = rows.sort("estimate", descending=True).select(
+        # one order in every table and chart of the report: the pooled score, ties by name
+        table = sort_frame(rows.join(pooled, on="model", how="left"), "_pooled").select(
             "model", (pl.col("estimate") * 100).alias(f"{metric[0]} %"),
             (pl.col("lower") * 100).alias(f"{QUESTIONS[question]}: lower %"),
             (pl.col("upper") * 100).alias(f"{QUESTIONS[question]}: upper %"),

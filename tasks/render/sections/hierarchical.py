@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_SEED
+from benchcert.tasks.hierarchical.settings import N_SPLITS, SPLIT_MC_TOL, SPLIT_ROUND, SPLIT_SEED
 from benchcert.tasks.render.charts import heatmap_svg, interval_plot_svg
 from benchcert.tasks.render.escape import escape
+from benchcert.tasks.render.model_order import order_models, sort_frame
 from benchcert.tasks.render.report import Section, table_html
 
 #: Colours shared with the report's other interval plots (tasks/audit/results.py METHOD_COLORS).
@@ -68,12 +69,13 @@ def _intervals_section(m, config, fitted: Fitted) -> Section:
             "model": models, f"{metric} %": b.estimate * 100, "iid ±": c["iid_clt"].half_width * 100,
             "wilson ±": c["wilson"].half_width * 100, "clustered ±": c["clustered_subject"].half_width * 100,
             "hierarchical ±": b.half_width * 100,
-            "hierarchical / iid": b.half_width / np.maximum(c["iid_clt"].half_width, 1e-12)}).sort(f"{metric} %")
+            "hierarchical / iid": b.half_width / np.maximum(c["iid_clt"].half_width, 1e-12),
+            "_pooled": bounds["pooled"].estimate}).pipe(sort_frame, "_pooled").drop("_pooled")
 
     plots = []
     for metric in ("macro", "pooled"):
         b, c = bounds[metric], comparators[metric]
-        order = [models[i] for i in np.argsort(b.estimate, kind="stable")]
+        order = order_models(models, bounds["pooled"].estimate)
         series = [_series("iid_clt", order, idx, c["iid_clt"].estimate, c["iid_clt"].lower, c["iid_clt"].upper),
                   _series("clustered_subject", order, idx, c["clustered_subject"].estimate,
                           c["clustered_subject"].lower, c["clustered_subject"].upper),
@@ -138,9 +140,11 @@ def _split_half_section(split_frame: pl.DataFrame) -> Section:
     neg = split_frame.filter(pl.col("negative"))
     return Section(
         title="Split-half reliability within domains", anchor="split-half",
-        html=(f"<p>Mean over {N_SPLITS} random splits (seed {SPLIT_SEED}) of the correlation, across the "
+        html=(f"<p>Mean over random splits (seed {SPLIT_SEED}) of the correlation, across the "
               "subjects of a domain, between the accuracies on two random halves of each subject's items "
-              "(paper Table 2 layout). High values: stable subject differences, so the subject term is real. "
+              f"(paper Table 2 layout); splits drawn in rounds of {SPLIT_ROUND} until every domain's Monte-Carlo "
+              f"standard error (table column <code>mc_se</code>) is at most {SPLIT_MC_TOL}, at most {N_SPLITS} "
+              "per model. High values: stable subject differences, so the subject term is real. "
               "Empty: fewer than 3 splittable subjects or no informative split. Negative values are evidence "
               "against exchangeable subjects in that domain.</p>" + _wide_tables(t2)
               + (f"<p><b>{neg.height} negative</b> (model, domain) value(s) flagged.</p>" if neg.height else "")))

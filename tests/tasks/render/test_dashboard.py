@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from benchcert.flows.cli import main
-from benchcert.tasks.artifacts.folders import safe_component
+from benchcert.tasks.artifacts.folders import hashed_folder, safe_component
 from benchcert.tasks.render.trend import trend_svg
 from benchcert.tasks.render.dashboard import MARKER, SITE_CSP, OutputFolderError, build_site, make_server
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, checkpoint_key, checkpoint_table,
@@ -31,7 +31,8 @@ EVIL_MODEL = '<script>console.error("xss")</script>'
 EVIL_BENCH = '../b<img src=x onerror=alert(1)>'
 ALLOWED_TAGS = {"html", "head", "meta", "link", "title", "style", "body", "nav", "h1", "h2", "h3", "p", "a", "b",
                 "div", "table", "thead", "tbody", "tr", "th", "td", "section", "ul", "li", "details", "summary",
-                "iframe", "footer", "span", "svg", "g", "rect", "line", "circle", "polyline", "text"}
+                "iframe", "footer", "span", "svg", "g", "rect", "line", "circle", "polyline", "text", "caption", "code",
+                "desc", "path", "polygon"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -145,8 +146,9 @@ def arts(tmp_path) -> Path:
 
 
 def _pages(site: Path) -> dict[str, Page]:
+    """Every page the dashboard wrote (the runs' copied report.html files are the audit's, not its pages)."""
     return {str(p.relative_to(site)): Page(p.read_text(encoding="utf-8")) for p in site.rglob("*.html")
-            if p.name == "index.html"}
+            if p.name != "report.html"}
 
 
 # --------------------------------------------------------------------------- model ids and trends
@@ -229,7 +231,8 @@ def test_site_shows_the_numbers_of_every_run(arts, tmp_path):
     pages = _pages(site)
     bench = safe_component("mmlu_pro")
     ids = sorted(p.split("/")[1] for p in pages if p.startswith(bench + "/") and p.count("/") == 2)
-    assert len(ids) == 3 and report.pages == len(pages) == 1 + 2 + 4
+    # overview, grid, model list; 2 benchmark pages, 4 run pages; 5 model pages, 1 training run (org/m)
+    assert len(ids) == 3 and report.pages == len(pages) == 3 + 2 + 4 + 5 + 1
     for run_id, scores in zip(ids, RUNS):
         rows = {r["model"]: r for r in pages[f"{bench}/{run_id}/index.html"].rows("models")}
         assert set(rows) == set(scores)
@@ -251,9 +254,20 @@ def test_site_shows_the_numbers_of_every_run(arts, tmp_path):
     assert {0.41, 0.53, 0.57, 0.64} <= set(pts)
     # The index: both benchmarks, every run, the latest numbers.
     idx = pages["index.html"]
-    assert {r["0"] for r in idx.rows("benchmarks")} == {"mmlu_pro", EVIL_BENCH}
-    latest = {r["model"]: r["macro"] for r in idx.rows("models")}
-    assert latest["org/m@step-30000"] == pct(0.57)
+    assert {r["benchmark"] for r in idx.rows("benchmarks")} == {"mmlu_pro", EVIL_BENCH}
+    leaders = {r["benchmark"]: (r["leader"], r["pooled"], r["pooled-iv"]) for r in idx.rows("benchmarks")}
+    assert leaders["mmlu_pro"] == ("org/m", pct(0.66), iv(0.61, 0.71))  # the latest run's best pooled score
+    # One model across benchmarks, and the training run of org/m with its checkpoints in step order.
+    model = pages[f"_views/model-{hashed_folder('org/m@step-12000')}.html"].rows("model-benchmarks")
+    assert [(r["benchmark"], r["pooled"], r["pooled-iv"]) for r in model] == [
+        ("mmlu_pro", pct(0.56), iv(0.51, 0.61)), (EVIL_BENCH, pct(0.53), iv(0.48, 0.58))]  # best pooled first
+    series = pages[f"_views/series-{hashed_folder('org/m')}.html"].rows("series-points")
+    # a section per benchmark (EVIL_BENCH's one run first, by name), each checkpoint from its latest run
+    assert [(r["model"], r["pooled"]) for r in series] == [("org/m@step-2000", pct(0.42)),
+                                                           ("org/m@step-12000", pct(0.53)),
+                                                           ("org/m@step-2000", pct(0.43)),
+                                                           ("org/m@step-12000", pct(0.56)),
+                                                           ("org/m@step-30000", pct(0.58))]
 
 
 def test_every_log_string_is_escaped_and_every_link_stays_in_the_site(arts, tmp_path):
@@ -272,7 +286,7 @@ def test_every_log_string_is_escaped_and_every_link_stays_in_the_site(arts, tmp_
                     target = ((site / rel).parent / attrs[key].split("#")[0]).resolve()
                     assert site.resolve() in target.parents and target.is_file(), (rel, attrs[key])
     text = "".join(_pages(site)["index.html"].text)
-    assert EVIL_MODEL in text and EVIL_BENCH in text  # shown as text, not dropped
+    assert EVIL_BENCH in text and EVIL_MODEL in "".join(_pages(site)["_views/models.html"].text)  # text, not dropped
 
 
 def test_changes_and_verdicts_are_shown(arts, tmp_path):
@@ -284,17 +298,22 @@ def test_changes_and_verdicts_are_shown(arts, tmp_path):
                                      "previous": 0.32, "current": 0.20, "previous_lower": 0.27,
                                      "previous_upper": 0.37, "direction": "down"}]}
     summary["verdicts"] = [{"kind": "checkpoint", "model": "org/m@step-30000", "baseline": "org/m",
-                            "verdict": "regressed", "detail": {}}]
+                            "verdict": "regressed", "detail": {"gap": -0.07, "lower": -0.1, "upper": -0.04,
+                                                               "question_key": "items", "decided_by": "anytime",
+                                                               "look": 2, "cs_lower": -0.12, "cs_upper": -0.02}}]
     (run_dir / "summary.json").write_text(json.dumps(summary))
     site = tmp_path / "site"
     build_site(arts, site)
     page = _pages(site)[f"mmlu_pro/{run_dir.name}/index.html"]
     (move,) = page.rows("moves")
-    assert list(move.values()) == [EVIL_MODEL, "macro", "down", "32.00%", "[27.00, 37.00]", "clustered_subject",
+    assert list(move.values()) == [EVIL_MODEL, "macro", "\u25bc down", "32.00%", "[27.00, 37.00]", "clustered_subject",
                                    "20.00%"]
-    assert list(page.rows("verdicts")[0].values()) == ["checkpoint", "org/m@step-30000", "org/m", "regressed"]
+    assert list(page.rows("verdicts")[0].values()) == [
+        "org/m@step-30000", "org/m", "items", "\u22127.00 pp", "[\u221210.00, \u22124.00] pp",
+        "[\u221212.00, \u22122.00] pp", "\u25bc regressed", "anytime test (look 2)", "decided"]
     assert ("a", {"href": "../20261102T020000000Z-000001/index.html"}) in page.tags
-    regressions = [r["6"] for r in _pages(site)["index.html"].rows("benchmarks") if r["0"] == "mmlu_pro"]
+    regressions = [r["regressions"] for r in _pages(site)["index.html"].rows("benchmarks")
+                   if r["benchmark"] == "mmlu_pro"]
     assert regressions == [f"{EVIL_MODEL}, org/m@step-30000"]
 
 

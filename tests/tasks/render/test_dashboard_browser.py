@@ -349,7 +349,7 @@ def _expected_rows(summary: dict) -> list[dict]:
 
     return [{"model": m["model"], "macro": f"{100 * m['macro']['estimate']:.2f}%", "macroIv": interval(m["macro"]),
              "pooled": f"{100 * m['pooled']['estimate']:.2f}%", "pooledIv": interval(m["pooled"])}
-            for m in sorted(summary["models"], key=lambda m: -m["macro"]["estimate"])]
+            for m in sorted(summary["models"], key=lambda m: (-m["pooled"]["estimate"], m["model"]))]
 
 
 # --------------------------------------------------------------------------- tests
@@ -375,8 +375,13 @@ def test_index_page(tab, site, shots):
     text = tab.js("document.body.innerText")
     assert "small" in text and run_id in text
     assert tab.js("document.querySelectorAll('script').length") == 0
-    assert tab.js(MODEL_ROWS_JS) == _expected_rows(summary)
-    assert EVIL_MODEL in text
+    # the overview's benchmark row: the leading model by the headline's pooled score, with its interval
+    best = _expected_rows(summary)[0]
+    assert tab.js("[document.querySelector('table.benchmarks td.leader').textContent, "
+                  "document.querySelector('table.benchmarks td.pooled-iv').textContent]") == [best["model"],
+                                                                                           best["pooledIv"]]
+    problems, foreign = tab.open("_views/models.html")  # every model, the one named like markup shown as text
+    assert problems == [] and foreign == [] and EVIL_MODEL in tab.js("document.body.innerText")
 
 
 def test_benchmark_page_trends(tab, site, shots):

@@ -51,6 +51,8 @@ def test_dashboard_draws_the_headline_and_names_its_question(tmp_path):
     assert (old["lower"][0], old["upper"][0]) == (0.0, 1.0)
     out = tmp_path / "site"
     build_site(arts, out)
-    index = (out / "index.html").read_text()
-    assert "macro 95% (headline: these subjects)" in index
-    assert "[68.00, 72.00]" in index
+    bench = (out / "code" / "index.html").read_text()
+    assert "macro 95% (headline: these subjects)" in bench
+    assert "[68.00, 72.00]" in bench
+    index = (out / "index.html").read_text()  # the overview: the leader's headline and its question
+    assert "headline: these subjects" in index and "[69.00, 73.00]" in index

@@ -1,0 +1,47 @@
+"""A verdict row carries its question, gap, interval and what would resolve an open one, read from the verdict's
+own fields (tasks/render/verdict_rows.py); reference values are the fields written below."""
+
+from __future__ import annotations
+
+from benchcert.tasks.render.verdict_rows import verdict_badge, verdict_view, verdicts_table
+
+
+def _v(verdict: str, **detail) -> dict:
+    return {"kind": "checkpoint", "model": "org/m@step-2", "baseline": "org/m", "verdict": verdict, "detail": detail}
+
+
+def test_numbers_come_from_the_fields():
+    view = verdict_view(_v("regressed", gap=-0.0615, lower=-0.07, upper=-0.053, cs_lower=-0.09, cs_upper=-0.03,
+                           question_key="new-subjects", decided_by="anytime", look=3, method="clustered_subject"),
+                        "mmlu")
+    assert (view.question, view.gap, view.interval, view.anytime) == (
+        "new subjects", "\u22126.15 pp", "[\u22127.00, \u22125.30] pp", "[\u22129.00, \u22123.00] pp")
+    assert view.decided_by == "anytime test (look 3)" and view.resolve == "decided" and view.complete
+    badge = verdict_badge(view)
+    assert 'data-verdict="regressed"' in badge and 'data-gap="\u22126.15 pp"' in badge and "\u25bc regressed" in badge
+
+
+def test_an_open_verdict_says_what_would_resolve_it():
+    doc = {"unit": "items", "more_for_observed_gap": 2400, "observed_gap": 0.01, "power": 0.8, "reason": None}
+    assert verdict_view(_v("inconclusive", gap=0.01, lower=-0.01, upper=0.03, more_items=doc)).resolve == (
+        "about 2,400 more items (same design) would resolve a 1.00-point gap with 80% power")
+    subjects = {"unit": "subjects", "more_for_observed_gap": 12, "observed_gap": 0.02, "power": 0.8}
+    assert verdict_view(_v("inconclusive", gap=0.02, more_items=subjects)).resolve.startswith("at least 12 more subjects")
+    assert verdict_view(_v("inconclusive", more_subjects=7)).resolve == "about 7 more subjects (80% power)"
+    # without the number the artifact says so, and gives the minimum detectable gap as what it is
+    open_view = verdict_view(_v("inconclusive", gap=0.01, lower=-0.01, upper=0.03, mde=0.0312, look=1))
+    assert open_view.resolve == "not in this artifact; detectable now: 3.12 pp (MDE)"
+    assert open_view.decided_by == "open at look 1" and open_view.question == "not recorded"
+
+
+def test_a_verdict_without_numbers_is_not_complete_and_shows_dashes():
+    view = verdict_view(_v("improved"))
+    assert not view.complete and view.gap == "\u2014" and view.interval == "\u2014"
+    html = verdicts_table([view])
+    assert 'data-gap="\u2014"' in html  # what the browser test's check refuses on any page
+
+
+def test_names_are_escaped():
+    html = verdicts_table([verdict_view({**_v("inconclusive", gap=0.0, lower=0.0, upper=0.0), "model": "<b>x</b>"},
+                                        "<i>b</i>")], with_benchmark=True)
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html and "&lt;i&gt;b&lt;/i&gt;" in html
