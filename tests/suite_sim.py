@@ -86,25 +86,41 @@ def suite_runs(rng, sizes, gaps, *, sd: float = 0.05, runs: int, alpha: float = 
             "regressed_sets": regressed_sets, "covered": covered}
 
 
-def spread_looks(sizes, n_looks: int) -> np.ndarray:
-    """Each item's look (0-based): every subject's items spread evenly over the looks, so that every
-    look's new items represent the benchmark's subjects in proportion (the 'spread' arrival)."""
-    return np.concatenate([(np.arange(k) * n_looks) // k for k in sizes])
+def spread_looks(sizes, n_looks: int, first_share: float = 0.5) -> np.ndarray:
+    """Each item's look (0-based): ``first_share`` of every subject's items at the first look (the
+    initial evaluation, so that the first look's store weights are the benchmark's), the rest spread
+    evenly over the later looks, so that every look's new items represent the benchmark's subjects in
+    proportion (the 'spread' arrival). One look: every item at it."""
+    if n_looks == 1:
+        return np.zeros(int(np.sum(sizes)), dtype=np.int64)
+    out = []
+    for k in np.asarray(sizes):
+        k1 = max(2, int(round(first_share * k)))
+        out.append(np.r_[np.zeros(k1, dtype=np.int64), 1 + (np.arange(k - k1) * (n_looks - 1)) // max(1, k - k1)])
+    return np.concatenate(out)
 
 
 def recorded_side_p(rng, sizes, gap: float, sd: float, runs: int, *, n_looks: int, alpha: float,
                     share: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
-    """One benchmark's recorded items-question verdict over ``n_looks`` looks, at the stats level:
-    (p regressed (runs, 2) at the first and the last look, its own recorded 'regressed' (runs, looks)).
+    """One benchmark's recorded items-question verdict over ``n_looks`` looks, with the recorded
+    engine's functions since issue #36 (``first_method`` ``stratified_store_weights``): (p regressed
+    (runs, looks), its own recorded 'regressed' (runs, looks)).
 
-    The first look's test and the betting test are the recorded engine's
-    (tasks/compare/verdicts.py, items question: a mixture of constant bets on the items, by counts,
-    :func:`benchcert.stats.sequential.betting_test_counts`; the first look decides at alpha x share,
-    the betting test at alpha x (1 - share) over every look); the anytime-valid one-sided p-value is
-    :func:`benchcert.stats.multiplicity.e_to_anytime_p` on the running maximum of the log e-process.
+    * first look: :func:`benchcert.tasks.compare.recorded.items_first` at alpha x share on the first
+      look's items, weighted by the store's items per subject then (the stratified test of
+      :func:`benchcert.stats.recorded.stratified_first_look`, or below 100 effectively nonzero
+      differences the betting bound);
+    * every look: the betting test on the items at alpha x (1 - share), by counts
+      (:func:`benchcert.stats.sequential.betting_test_counts`, what the engine runs for 0/1 scores
+      when every subject had a shared item at the first look - as here);
+    * the verdict: :func:`benchcert.stats.sequential.nightly_verdicts`, as the engine combines them;
+    * the suite's anytime-valid one-sided p-value:
+      :func:`benchcert.tasks.compare.suite_evidence.side_p_values`, the function ``compare --suite
+      --record`` calls, on the running maximum of the stored log e-values.
     """
-    from benchcert.stats.multiplicity import e_to_anytime_p
     from benchcert.stats.sequential import betting_test_counts, nightly_verdicts
+    from benchcert.tasks.compare.recorded import items_first
+    from benchcert.tasks.compare.suite_evidence import side_p_values
 
     s, subj = paired_scores(rng, sizes, subject_gaps(rng, sizes, gap, sd, runs))
     d = s[:, 1::2] - s[:, 0::2]  # (n, runs)
@@ -116,17 +132,17 @@ def recorded_side_p(rng, sizes, gap: float, sd: float, runs: int, *, n_looks: in
     cum_n = np.broadcast_to(np.cumsum(cnt), cum_pos.shape)
     seq = betting_test_counts(cum_pos, cum_neg, cum_n, alpha=alpha * (1 - share))
     lp, lm = np.asarray(seq.log_e_improved), np.asarray(seq.log_e_regressed)
-    first_gap = (cum_pos[:, 0] - cum_neg[:, 0]) / cum_n[:, 0]
-    # the first look's directional p (two-sided, of the side with more evidence; 1 against the gap's sign)
-    first_p = np.minimum(1.0, 2.0 * np.exp(-np.maximum(lp[:, 0], lm[:, 0])))
-    direction = np.sign(lp[:, 0] - lm[:, 0])
-    first_p = np.where(direction * first_gap > 0, first_p, 1.0)
-    run_max = np.maximum.accumulate(lm, axis=1)
-    # the p-value falls over looks, so Holm's claims only grow: the first and the last look say everything
-    p_down = np.array([[e_to_anytime_p(run_max[r, t], first_p=first_p[r] / 2 if first_gap[r] < 0 else 1.0,
-                                       first_look_share=share) for t in (0, n_looks - 1)] for r in range(runs)])
+    first = look == 0
+    store_counts = np.bincount(subj[first], minlength=sizes.size).astype(float)
+    firsts = np.array([items_first(d[first, r], subj[first], store_counts, alpha * share) for r in range(runs)])
+    first_p, first_gap = firsts[:, 0], firsts[:, 1]
+    run_up, run_down = np.maximum.accumulate(lp, axis=1), np.maximum.accumulate(lm, axis=1)
+    p_down = np.array([[side_p_values("stratified_store_weights", first_p_value=first_p[r], first_gap=first_gap[r],
+                                      first_look_share=share, max_log_e_improved=run_up[r, t],
+                                      max_log_e_regressed=run_down[r, t], alpha=alpha)[1] for t in range(n_looks)]
+                       for r in range(runs)])
     nv = nightly_verdicts(first_p, first_gap, seq, alpha=alpha, first_look_share=share)
-    return p_down, np.asarray(nv.verdict) == "regressed"
+    return p_down, np.asarray(nv.verdict) == "regressed"  # (runs, looks): the engine's verdict after each look
 
 
 def recorded_suite_runs(rng, sizes, gaps, *, sd: float = 0.05, runs: int, n_looks: int = 30,
@@ -137,11 +153,14 @@ def recorded_suite_runs(rng, sizes, gaps, *, sd: float = 0.05, runs: int, n_look
 
     per = [recorded_side_p(rng, sizes, g, sd, runs, n_looks=n_looks, alpha=alpha) for g in gaps]
     p_down = np.stack([x[0] for x in per], axis=1)  # (runs, m, looks)
-    own = np.stack([x[1] for x in per], axis=1)
+    own = np.stack([x[1] for x in per], axis=1)  # (runs, m, looks): its own verdict regressed by that look
     ones = np.ones(len(gaps))
     first_look_claim = np.array([directional_holm(ones, p_down[r, :, 0], alpha=alpha).any_regressed
                                  for r in range(runs)])
-    # at some look = at the last look (the anytime p-values only fall, and Holm's claims with them)
-    claim = np.array([directional_holm(ones, p_down[r, :, -1], alpha=alpha).any_regressed for r in range(runs)])
+    # at some look (the p-values only fall, and Holm's claims with them, unless a benchmark's verdict reverts)
+    claim = np.array([any(directional_holm(ones, p_down[r, :, t], alpha=alpha).any_regressed
+                          for t in range(n_looks)) for r in range(runs)])
     return {"suite_claim": claim, "suite_claim_look_1": first_look_claim,
-            "per_benchmark_alarm": own.any(axis=(1, 2))}
+            "per_benchmark_alarm": own.any(axis=(1, 2)),
+            # a suite of one benchmark: its p <= alpha/2 exactly when its own verdict says regressed
+            "disagree": int(((p_down <= alpha / 2) != own).sum())}

@@ -13,8 +13,10 @@ the suite's three answers, each naming its guarantee:
     with probability at most alpha/2 when no benchmark regressed, under any dependence between
     benchmarks (the one-sided budget a single benchmark's two-sided level-alpha verdict spends on
     that side; a suite of one benchmark says what its row says). Under ``--record`` the p-values
-    are the recorded verdicts' anytime-valid ones (:func:`recorded_side_p`), so the claim holds at
-    every look and over all looks together.
+    are the recorded verdicts' anytime-valid ones, split as each question's ``first_method`` spends its
+    level (:func:`benchcert.tasks.compare.suite_evidence.recorded_side_p`), so the claim holds at
+    every look and over all looks together, and a suite of one benchmark says what its recorded
+    verdict says at every look.
 (b) **which benchmarks improved / regressed** - the same Holm decisions of both sides: family-wise
     error of all directional claims at most alpha.
 (c) **the suite score** - the weighted mean of the benchmarks' item-weighted gaps, benchmarks as
@@ -38,6 +40,7 @@ from pathlib import Path
 from benchcert.tasks.compare.gate import GateDecision, GateOptions
 from benchcert.tasks.compare.rows import ComparisonRow
 from benchcert.tasks.compare.suite_def import Suite, SuiteError
+from benchcert.tasks.compare.suite_evidence import recorded_side_p
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.result_types import TableResult, finite_or_none
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
@@ -233,35 +236,6 @@ def _per_benchmark(request: SuiteRequest, benchmark: str, question: str):
                           candidates=(request.candidate,), alpha=request.alpha, power=request.power,
                           variant=request.variant, hierarchy=request.hierarchy, lock_timeout=request.lock_timeout,
                           gate=None, question=question)
-
-
-def recorded_side_p(db, verdict, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> tuple[float, float]:
-    """(p improved, p regressed) of a recorded verdict, anytime-valid over all its looks.
-
-    Built from what the recorded verdict stores: its first look's directional p-value (the side its
-    gap points to; two-sided, so that side's one-sided p is half of it) at ``first_look_share`` of
-    the level, and the running maximum over the recorded looks of each side's log e-process
-    (:func:`benchcert.stats.multiplicity.e_to_anytime_p`). The one place that reads a recorded
-    verdict's evidence for the suite: when the recorded engine exposes per-look e-values another
-    way, only this function changes.
-    """
-    from benchcert.stats.multiplicity import e_to_anytime_p
-    from benchcert.tasks.store.connection import open_store
-    from benchcert.tasks.store.verdicts import read_question_rows
-
-    v = verdict
-    with open_store(db, write=False, lock_timeout=lock_timeout) as con:
-        got = read_question_rows(con, (v.benchmark, v.variant, v.baseline, v.candidate))
-    looks = got[0] if got is not None else None
-    up = max([float(v.log_e_improved)] + ([] if looks is None else
-                                           [float(x) for x in looks["log_e_improved"].drop_nulls().to_list()]))
-    down = max([float(v.log_e_regressed)] + ([] if looks is None else
-                                              [float(x) for x in looks["log_e_regressed"].drop_nulls().to_list()]))
-    first = min(1.0, float(v.first_p_value) / 2.0) if v.first_method else 1.0  # an old first look: not used
-    share = float(v.first_look_share)
-    p_up = e_to_anytime_p(up, first_p=first if v.first_gap > 0 else 1.0, first_look_share=share)
-    p_down = e_to_anytime_p(down, first_p=first if v.first_gap < 0 else 1.0, first_look_share=share)
-    return p_up, p_down
 
 
 def _fixed_rows(request: SuiteRequest):

@@ -4,6 +4,7 @@ suite's Holm decisions and score against the per-benchmark service they are buil
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -183,3 +184,195 @@ def test_series_in_step_order(capsys, db, tmp_path):
     assert "step 8000" in out
     assert cli(capsys, "compare", "--series", "org/m@step-*", "--baseline", "base", "--db", db)[0] == 2
     assert cli(capsys, "compare", "--series", "zzz*", "--baseline", "base", "--db", db, "--suite", "all")[0] == 1
+
+
+# --------------------------------------------------------------------------------------
+# recorded suite verdicts against each benchmark's own recorded verdict, look by look (issue #36's schemes)
+
+#: (benchmark, question, items per look per subject, subjects, shift, arrival): "spread" - every look
+#: brings new items of every subject; "late" - the last subject's candidate scores of look 1 arrive at
+#: look 2 (nothing of it shared at the first look); "chunks" - the baseline's items of every subject at
+#: look 1, the candidate's a quarter of the subjects per look (the new-subjects test's prefix grows)
+RECORDED = (("r_big", "items", 100, 6, 0.15, "spread"),       # stratified first look decides
+            ("r_null", "items", 25, 6, 0.0, "spread"),
+            ("r_small", "items", 6, 6, 0.3, "spread"),        # < 100 nonzero differences: betting bound at look 1
+            ("r_late", "items", 25, 6, -0.12, "late"),        # two betting tests at half level each
+            ("n_big", "new-subjects", 24, 48, 0.2, "chunks"),  # one anytime-valid test with all of alpha
+            ("n_null", "new-subjects", 24, 48, 0.0, "chunks"))
+
+
+def _scores(rng, n, subj, shift):
+    """Baseline and candidate 0/1 scores of n items (subject effects when shift != 0)."""
+    p = rng.beta(3, 2, n) + rng.normal(0, 0.05, subj.max() + 1)[subj] * (shift != 0)
+    common = rng.random(n)
+    out = []
+    for s in (0.0, shift):
+        u = np.where(rng.random(n) < 0.3, rng.random(n), common)
+        out.append((u < np.clip(p + s, 0, 1)).astype(int))
+    return out
+
+
+def _night(root, dbs, look, rng, n_looks):
+    """One look's new rows of every RECORDED benchmark, ingested into each store of ``dbs``."""
+    for b, _, per, n_subj, shift, arrival in RECORDED:
+        n = per * n_subj
+        subj = np.arange(n) % n_subj
+        rows = ["model,item_id,subject,score"]
+        if arrival == "chunks":
+            if look == 1:
+                base, cand = _scores(rng, n, subj, shift)
+                np.save(root / f"{b}-cand.npy", cand)
+                rows += [f"base,q{i},s{subj[i]},{base[i]}" for i in range(n)]
+            cand = np.load(root / f"{b}-cand.npy")
+            mine = subj % n_looks == look - 1
+            rows += [f"cand,q{i},s{subj[i]},{cand[i]}" for i in np.flatnonzero(mine)]
+        else:
+            base, cand = _scores(rng, n, subj, shift)
+            held = (arrival == "late") & (subj == n_subj - 1)
+            rows += [f"base,l{look}q{i},s{subj[i]},{base[i]}" for i in range(n)]
+            rows += [f"cand,l{look}q{i},s{subj[i]},{cand[i]}" for i in range(n) if not (held[i] and look == 1)]
+            if arrival == "late" and look == 2:  # the first look's held-back candidate scores
+                rows += [f"cand,l1q{i},s{n_subj - 1},{int(rng.random() < 0.5)}" for i in np.flatnonzero(held)]
+        path = root / f"{b}-{look}.csv"
+        path.write_text("\n".join(rows) + "\n")
+        for db in dbs:
+            assert ingest_file(db, path, benchmark=b, mapping=parse_mapping()).status == "ingested"
+
+
+def test_recorded_suite_of_one_says_what_its_recorded_verdict_says_at_every_look(capsys, tmp_path):
+    """A suite of one benchmark, recorded: its suite claim is the benchmark's own recorded verdict at
+    every look, for each recorded scheme (first_method), and the claimed side's anytime p-value is
+    <= alpha/2 exactly when the verdict claims it. A suite of all of them (recorded in a second store
+    on the same data) names a benchmark only on the side its own verdict names."""
+    from benchcert.tasks.compare.evalues import recorded_e_values
+
+    one, many = tmp_path / "one.duckdb", tmp_path / "many.duckdb"
+    rng = np.random.default_rng(3536)
+    alpha, methods, decided, trace = 0.05, {}, set(), []
+    for look in range(1, 5):
+        _night(tmp_path, (one, many), look, rng, 4)
+        for b, question, *_ in RECORDED:
+            if look == 1:
+                assert cli(capsys, "suite", "define", f"only-{b}", b, "--db", one)[0] == 0
+            code, out, err = cli(capsys, "compare", "base", "cand", "--db", one, "--suite", f"only-{b}", "--record",
+                                 "--question", question, "--json")
+            assert code == 0, err
+            (ln,) = json.loads(out)["benchmarks"]
+            row = ln["comparison"]
+            own = row["verdict"]
+            assert row["look"] == look
+            trace.append(f"{b} look {look}: verdict {own}, p improved {ln['p_improved']:.4g}, p regressed "
+                         f"{ln['p_regressed']:.4g}")
+            assert ln["suite_claim"] == (own if own in ("improved", "regressed") else None), (b, look, ln)
+            assert (ln["p_improved"] <= alpha / 2) == (own == "improved"), (b, look, ln["p_improved"], own)
+            assert (ln["p_regressed"] <= alpha / 2) == (own == "regressed"), (b, look, ln["p_regressed"], own)
+            methods[b] = recorded_e_values(one, b, "base", "cand").method
+            decided |= {(b, own)} if own != "inconclusive" else set()
+        for q in ("items", "new-subjects"):
+            bs = [b for b, question, *_ in RECORDED if question == q]
+            if look == 1:
+                assert cli(capsys, "suite", "define", f"all-{q}", *bs, "--db", many)[0] == 0
+            code, out, err = cli(capsys, "compare", "base", "cand", "--db", many, "--suite", f"all-{q}", "--record",
+                                 "--question", q, "--json")
+            assert code == 0, err
+            for ln in json.loads(out)["benchmarks"]:
+                if ln["suite_claim"] is not None:
+                    assert ln["comparison"]["verdict"] == ln["suite_claim"], (ln["benchmark"], look)
+    with capsys.disabled():
+        print("\n" + "\n".join(trace))
+    # every scheme of the new engine was exercised, and the data decided both ways on both questions
+    assert set(methods.values()) == {"stratified_store_weights", "plugin_betting_all_alpha"}, methods
+    assert {("r_big", "improved"), ("r_small", "improved"), ("r_late", "regressed"), ("n_big", "improved")} <= decided, \
+        decided
+    assert ("r_null", "improved") not in decided and ("n_null", "improved") not in decided
+
+
+def test_side_p_values_split_the_level_as_each_scheme_spends_it():
+    import math
+
+    from benchcert.tasks.compare.suite_evidence import RecordedMethodError, side_p_values
+
+    a = 0.05
+    at = math.log(2 / a) + 1e-9  # an e-value just at the all-alpha verdict's threshold 2/alpha
+    for m in ("plugin_betting_all_alpha", "symmetric_selfnormalised"):
+        # the stored share (0.5) is not used: one test with all of alpha
+        up, down = side_p_values(m, first_p_value=1.0, first_gap=0.1, first_look_share=0.5, max_log_e_improved=at,
+                                 max_log_e_regressed=0.0)
+        assert up <= a / 2 < up * 1.001 and down == 1.0
+    half = math.log(2 / (a * 0.5)) - 1e-6  # just short of the betting part's threshold 2/(alpha (1 - s))
+    for m in ("stratified_store_weights", "betting_constant_mixture_items", "betting_plugin_subject_means", "", None):
+        up, _ = side_p_values(m, first_p_value=1.0, first_gap=0.1, first_look_share=0.5, max_log_e_improved=half,
+                              max_log_e_regressed=0.0)
+        assert a / 2 < up < a / 2 * 1.001
+    # the first look decides at alpha s (two-sided p) on the side of its gap, except before issue #24
+    kw = dict(first_p_value=0.025, first_look_share=0.5, max_log_e_improved=0.0, max_log_e_regressed=0.0)
+    assert side_p_values("stratified_store_weights", first_gap=-0.1, **kw) == (1.0, 0.025)
+    assert side_p_values("", first_gap=-0.1, **kw) == (1.0, 1.0)
+    assert side_p_values("plugin_betting_all_alpha", first_gap=-0.1, **kw) == (1.0, 1.0)
+    with pytest.raises(RecordedMethodError, match="not one this version knows"):
+        side_p_values("some_future_scheme", first_gap=0.1, **kw)
+
+
+def _agreement(method, seq, first_p, first_gap, share, alpha):
+    """Looks at which (p <= alpha/2 on a side) and the engine's own verdict (nightly_verdicts, as
+    answer_look combines the tests) disagree; the number of looks with a decision."""
+    import warnings
+
+    from benchcert.stats.sequential import nightly_verdicts
+    from benchcert.tasks.compare.suite_evidence import side_p_values
+
+    used = 0.0 if method in ("plugin_betting_all_alpha", "symmetric_selfnormalised") else share
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both sides at once: the verdict reverts (counted below)
+        nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=alpha, first_look_share=used)
+    up, down = np.maximum.accumulate(seq.log_e_improved), np.maximum.accumulate(seq.log_e_regressed)
+    bad = decided = 0
+    for t in range(up.size):
+        pu, pd = side_p_values(method, first_p_value=first_p, first_gap=first_gap, first_look_share=share,
+                               max_log_e_improved=up[t], max_log_e_regressed=down[t], alpha=alpha)
+        own = nv.verdict[t] if 0 <= nv.decided_at <= t else "inconclusive"
+        bad += (pu <= alpha / 2) != (own == "improved") or (pd <= alpha / 2) != (own == "regressed")
+        decided += own != "inconclusive"
+    return bad, decided
+
+
+def test_side_p_values_agree_with_the_engines_verdicts_look_by_look():
+    """At the stats level, many runs and looks, gaps around each test's power: a suite of one says what
+    the recorded verdict says at every look, for the all-alpha new-subjects tests (share stored 0.5 but
+    not used), the items question's first look plus betting, and its two-test form (either_of at half
+    level each). Near-threshold crossings are common here, so a wrong split of the level (a factor 2)
+    fails this test."""
+    from benchcert.stats.recorded import either_of, subject_e_process
+    from benchcert.stats.sequential import betting_test
+
+    alpha, share, rng = 0.05, 0.5, np.random.default_rng(3537)
+    looks = np.arange(6, 61, 6)
+    total = {"bad": 0, "decided": 0}
+    for r in range(60):
+        mu = rng.choice([-0.3, -0.15, 0.0, 0.15, 0.3])
+        x = np.clip(rng.normal(mu, 0.3, 60), -1, 1)
+        for assume, method in (("none", "plugin_betting_all_alpha"), ("symmetric", "symmetric_selfnormalised")):
+            seq = subject_e_process(x, looks, alpha=alpha, n_planned=60, assume=assume)
+            b, d = _agreement(method, seq, 1.0, float(x[:6].mean()), share, alpha)
+            total["bad"] += b
+            total["decided"] += d
+        # items: first look at alpha x share (a one-sided p drawn near its threshold), betting after
+        d_items = rng.choice([-1.0, 0.0, 1.0], size=600, p=[0.2 - mu / 6, 0.6, 0.2 + mu / 6])
+        cum = np.arange(60, 601, 60)
+        seq_alpha = alpha * (1 - share)
+        first_p, first_gap = float(rng.uniform(0, 0.1)), float(rng.choice([-0.1, 0.1]))
+        seq = betting_test(d_items, cum, alpha=seq_alpha, interval=False)
+        b, d = _agreement("stratified_store_weights", seq, first_p, first_gap, share, alpha)
+        total["bad"] += b
+        total["decided"] += d
+        # the two-test form: one test from look 1, the other from look 4, each at half the level
+        one = betting_test(d_items, cum, alpha=seq_alpha / 2, interval=False)
+        tail = betting_test(d_items, cum[3:], alpha=seq_alpha / 2, interval=False)
+        pad = np.zeros(3)
+        two = replace(tail, log_e_improved=np.r_[pad, tail.log_e_improved],
+                      log_e_regressed=np.r_[pad, tail.log_e_regressed])
+        seq = either_of(one, two, alpha=seq_alpha, estimate=one.estimate)
+        b, d = _agreement("stratified_store_weights", seq, 1.0, first_gap, share, alpha)
+        total["bad"] += b
+        total["decided"] += d
+    assert total["bad"] == 0 and total["decided"] > 500, total
