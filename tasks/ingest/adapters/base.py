@@ -21,8 +21,10 @@ from benchcert.tasks.ingest.adapters import limits
 LINE = "__line__"
 #: The text a batch of JSON or JSONL records is read from, at most (characters): its rows become
 #: Python objects before they are a frame, so a batch is bounded by its text as well as by its
-#: rows (16 Mi characters make about 100,000 typical records; issue #39).
-BATCH_TEXT_CHARS = 1 << 24
+#: rows (4 Mi characters make about 20,000 short records or 2,000 log-like ones; issue #39).  Up
+#: to three batches are alive at once (read, queued, stored); at 16 Mi characters they held some
+#: 40 MB more of a million short records' peak (benchmarks/json_memory.py), at no saving in CPU.
+BATCH_TEXT_CHARS = 1 << 22
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
