@@ -38,7 +38,8 @@ def test_an_item_given_a_second_pair_in_a_later_batch_is_staged_again_in_line_or
     items.add(_batch([("q2", 2, "s2", "d2", 5), ("q3", 3, "s3", "d3", 6)]))
     frame = items.frame()
     assert frame.select("item_id", "subject", "domain", "line").rows() == [
-        ("q1", "s1", "d1", 1), ("q1", "s9", "d1", 2), ("q2", "s2", "d1", 3), ("q2", "s2", "d2", 5), ("q3", "s3", "d3", 6)]
+        ("q1", "s1", "d1", 1), ("q1", "s9", "d1", 2), ("q2", "s2", "d1", 3), ("q2", "s2", "d2", 5),
+        ("q3", "s3", "d3", 6)]
     assert items.split_items()
 
 
