@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,18 @@ def small_mapping():
 
     return parse_mapping(SMALL_MAP)
 
+
+@pytest.fixture
+def no_warnings():
+    """Every warning inside the test is an error: clean data must not warn."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+@pytest.fixture
+def quiet():
+    """Warnings inside the test are ignored (a simulation's degenerate draws warn by design)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
