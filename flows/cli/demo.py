@@ -17,7 +17,7 @@ import contextlib
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK
-from benchcert.flows.cli.options import run_mode_options
+from benchcert.flows.cli.options import command, run_mode_options
 from benchcert.tasks.errors import DataError, UsageError
 
 BENCHMARK = "mmlu_pro"
@@ -101,6 +101,10 @@ def run_command(argv: list[str]) -> int:
 
 def cmd_demo(args) -> int:
     # A missing data file (MissingDemoDataError) or an unusable --dir (UsageError) reaches main().
+    """Ingest the MMLU-Pro item-level results bundled with benchcert (29 models, 12,032 items; Apache-2.0, see
+    the SOURCE.txt beside them) into a new store DIR/benchcert.duckdb, audit them into DIR/artifacts, and
+    print the audit's table and the report's path: the same as `benchcert ingest` and `benchcert audit` with
+    those files. A DIR that already holds a store is refused (exit 2); nothing in DIR is removed."""
     with bundled(*LOGS) as logs, bundled(*MAPPING) as mapping:
         store = prepare_dir(args.dir)
         mode = [] if args.prefect is None else ["--prefect" if args.prefect else "--in-process"]
@@ -121,14 +125,8 @@ def cmd_demo(args) -> int:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("demo", help="ingest and audit the bundled MMLU-Pro logs into a new store (a first run)",
-                        description="Ingest the MMLU-Pro item-level results bundled with benchcert (29 models, "
-                                    "12,032 items; Apache-2.0, see the SOURCE.txt beside them) into a new store "
-                                    "DIR/benchcert.duckdb, audit them into DIR/artifacts, and print the audit's "
-                                    "table and the report's path: the same as `benchcert ingest` and `benchcert "
-                                    "audit` with those files. A DIR that already holds a store is refused (exit 2); "
-                                    "nothing in DIR is removed.")
+    sp = command(sub, "demo", cmd_demo,
+                 help="ingest and audit the bundled MMLU-Pro logs into a new store (a first run)")
     sp.add_argument("--dir", type=Path, default=DEFAULT_DIR, metavar="DIR",
                     help=f"folder for the store and the artifacts, created if needed (default ./{DEFAULT_DIR})")
     run_mode_options(sp)
-    sp.set_defaults(func=cmd_demo)
