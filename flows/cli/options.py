@@ -15,7 +15,8 @@ def command(sub, name: str, handler, *, help: str, **kwargs):
     text a user reads and the code's own documentation are one text; ``help`` is its line in the
     parent's list of commands and ``kwargs`` go to ``add_parser`` (``aliases``, ...).
     """
-    sp = sub.add_parser(name, help=help, description=handler.__doc__, **kwargs)
+    # Under ``python -OO`` docstrings are stripped: the one-line help then stands as the description.
+    sp = sub.add_parser(name, help=help, description=handler.__doc__ or help, **kwargs)
     sp.set_defaults(func=handler)
     return sp
 
