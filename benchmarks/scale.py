@@ -347,14 +347,17 @@ def _read_scan_line(n_models: int, n_items: int, rs: dict) -> str:
 def _audit_scan_line(a: dict, rs: dict) -> str:
     """The audit and each analysis as multiples of the DuckDB scan of the same rows (issue #40's target: the
     audit within 50x), CPU s over CPU s and wall over wall."""
-    scan_c, scan_w = max(rs["scan_cpu_s"], 1e-9), max(rs["scan_wall_s"], 1e-9)
+    # A scan under the CPU clock's tick (10 ms; small shapes) has no CPU ratio.
+    scan_c = rs["scan_cpu_s"] if rs["scan_cpu_s"] >= 0.01 else float("nan")
+    scan_w = max(rs["scan_wall_s"], 1e-9)
+
     def x(v: float) -> str:
-        return f"{v:.0f}x" if v >= 10 else f"{v:.1f}x"
+        return "-" if v != v else f"{v:.0f}x" if v >= 10 else f"{v:.1f}x"
 
     per = ", ".join(f"{k} {x(v['cpu_s'] / scan_c)} / {x(v['wall_s'] / scan_w)}"
                     for k, v in sorted(a["analyses"].items(), key=lambda kv: -kv[1]["cpu_s"]))
     return (f"Audit / scan (CPU / wall; load {a['load_before']:.1f} / {a['load_after']:.1f}): audit "
-            f"{a['cpu_s'] / scan_c:.0f}x / {a['wall_s'] / scan_w:.0f}x (target <= 50x); per analysis: {per}")
+            f"{x(a['cpu_s'] / scan_c)} / {x(a['wall_s'] / scan_w)} (target <= 50x); per analysis: {per}")
 
 
 def _ingest_line(r: dict) -> str:
