@@ -211,7 +211,9 @@ def _write_benchmarks(root: Path, tmp: Path, data, trends, ckpts, max_trend_runs
         bdir.mkdir()
         run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
         for run in bruns:
-            rdir = inside(bdir, safe_component(run.run_id))
+            # safe_component gives one plain name (no separator, no ".."), and bdir is a folder this build just made,
+            # so no symlink can lie between: the join stays inside without resolving 10,000 paths.
+            rdir = bdir / safe_component(run.run_id)
             rdir.mkdir()
             has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
             for name in ("summary.json", "manifest.json"):

@@ -22,6 +22,7 @@ Every verdict is shown with its question, gap and interval (:mod:`benchcert.task
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 
 from benchcert.tasks.artifacts.folders import hashed_folder, safe_component
@@ -79,6 +80,17 @@ class SiteData:
     now: dt.datetime
     stale_days: int
     problems: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def model_verdicts(self) -> dict[str, dict[str, list[VerdictView]]]:
+        """model -> benchmark -> its verdicts there as candidate or baseline (in :attr:`verdicts`' order): each
+        model page's rows without scanning every verdict of every benchmark."""
+        out: dict[str, dict[str, list[VerdictView]]] = {}
+        for bench, views in self.verdicts.items():
+            for v in views:
+                for m in {v.model, v.baseline}:
+                    out.setdefault(m, {}).setdefault(bench, []).append(v)
+        return out
 
     def bench_href(self, bench: str) -> str:
         return href(self.bench_dir[bench]) + "/index.html"
@@ -287,7 +299,7 @@ def model_page(d: SiteData, model: str, benches: dict[str, tuple[RunRecord, Mode
                    "rank [interval], tied group", "models ranked"], rows, cls="model-benchmarks", num={3, 4, 5, 6, 8},
                   cell_cls=["benchmark", "run", "question", "pooled", "pooled-iv", "macro", "macro-iv", "rank",
                             "n-models"])]
-    views = [v for b in sorted(benches) for v in d.verdicts.get(b, []) if model in (v.model, v.baseline)]
+    views = [v for b in sorted(benches) for v in d.model_verdicts.get(model, {}).get(b, [])]
     if views:
         links = {b: "../" + d.bench_href(b) for b in d.by_bench}
         body += ["<h2>Checkpoint verdicts</h2>", verdicts_table(views, with_benchmark=True, links=links)]
