@@ -165,7 +165,7 @@ def test_overview(tab, fixture, shots):
 def test_checkpoint_grid(tab, fixture, shots):
     _, summaries = fixture
     _open(tab, shots, "grid")
-    cells = tab.js("""Array.from(document.querySelectorAll('table.grid tbody tr')).map(tr =>
+    cells = tab.js("""Array.from(document.querySelectorAll('table.grid tbody tr:not(.suite)')).map(tr =>
       [tr.querySelector('th').innerText, Array.from(tr.querySelectorAll('td')).map(td => td.dataset.verdict || '')])""")
     expected = _expected_verdicts(summaries)
     steps = [f"{fx.FAMILY}@step-{s}" for s in fx.STEPS]
@@ -173,6 +173,36 @@ def test_checkpoint_grid(tab, fixture, shots):
     assert [b for b, row in cells if "regressed" in row] == [fx.REGRESSED[0]]
     # the accessible text table holds the same verdicts with every number
     assert tab.js("document.querySelectorAll('table.grid-numbers tbody tr').length") == len(expected)
+
+
+def test_suite_verdict_on_top_of_the_grid(tab, fixture, shots):
+    """The suite row of the grid and the suite verdicts table show each suite artifact's score, interval and
+    verdict (tasks/artifacts/suites.py), and its regressed-somewhere answer."""
+    site = fixture[0]
+    docs = {d["candidate"]: d for d in
+            (json.loads(p.read_text()) for p in (site.parent / "artifacts" / "_suites").rglob("*.json"))}
+    assert sorted(docs) == [f"{fx.FAMILY}@step-{s}" for s in fx.SUITE_STEPS]
+    _open(tab, shots, "grid")
+    _check_verdicts(tab)
+    row = tab.js("""(() => { const tr = document.querySelector('table.grid tbody tr.suite');
+      return [tr.querySelector('th').innerText, Array.from(tr.querySelectorAll('td')).map(td =>
+        [td.dataset.verdict || '', td.dataset.gap || '', td.dataset.interval || ''])]; })()""")
+    assert row[0] == f"suite {fx.SUITE} (vs {fx.BASE})"
+    steps = [f"{fx.FAMILY}@step-{s}" for s in fx.STEPS]
+    want = []
+    for c in steps:
+        sc = docs[c]["score"] if c in docs else None
+        want.append(["", "", ""] if sc is None else
+                    [sc["verdict"], _gap(sc["gap"]),
+                     f"[{100 * sc['lower']:+.2f}, {100 * sc['upper']:+.2f}] pp".replace("-", "\u2212")])
+    assert row[1] == want
+    assert docs[fx.REGRESSED[1]]["score"]["verdict"] == "regressed"  # the fixture's regression reaches the suite
+    table = tab.js("""Array.from(document.querySelectorAll('table.suite-verdicts tbody tr')).map(tr => [
+      tr.querySelector('td.model').innerText, tr.querySelector('td.somewhere').innerText,
+      tr.querySelector('td.question').innerText, tr.querySelector('td.gap').innerText,
+      tr.querySelector('td.iv').innerText, tr.querySelector('td.verdict [data-verdict]').dataset.verdict])""")
+    assert table == [[c, "YES" if docs[c]["regressed_somewhere"] else "no", "items", w[1], w[2], w[0]]
+                     for c, w in zip(steps, want) if c in docs]
 
 
 def test_training_run_page(tab, fixture, shots):
