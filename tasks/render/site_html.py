@@ -91,7 +91,7 @@ overflow-wrap:anywhere}
 th{overflow-wrap:normal;word-break:normal;hyphens:none}
 thead th{background:var(--alt);font-weight:600}
 td.num,th.num{text-align:right;white-space:nowrap}
-td.iv,td.gap,td.anytime,td.verdict,td.pooled-iv,td.macro-iv{white-space:nowrap}
+td.iv,td.gap,td.fixed,td.verdict,td.pooled-iv,td.macro-iv{white-space:nowrap}
 .table-wrap{overflow-x:auto;max-width:100%;position:relative}
 caption{caption-side:top;text-align:left;color:var(--muted);font-size:12px;padding:0 0 4px}
 .bad{color:var(--bad);font-weight:600}

@@ -69,7 +69,8 @@ def served(tmp_path_factory):
                        str(arts), "--baseline", "base", "--poll", "1", "--allow-logs", str(logs),
                        "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/hook"], env, serve_log)
         wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
-        yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": [server_log, serve_log]}
+        yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": [server_log, serve_log],
+               "arts": arts}
     finally:
         if serve is not None:
             stop(serve)
@@ -116,6 +117,12 @@ def test_one_event_one_flow_run_one_suite_verdict_one_webhook(served):
     assert body["score"]["verdict"] in ("improved", "regressed", "inconclusive") and "regressed somewhere: YES" \
         in body["text"]
     assert all(b["run_id"] for b in body["benchmarks"])
+    # the suite verdict is also among the artifacts, for the dashboard (tasks/artifacts/suites.py)
+    from benchcert.tasks.artifacts.suites import read_suite_verdicts
+
+    (doc,), problems = read_suite_verdicts(served["arts"])
+    assert problems == [] and doc["candidate"] == "org/m@step-2" and doc["look"] == 1
+    assert doc["score"] == body["score"] and doc["runs"] == {b["benchmark"]: b["run_id"] for b in body["benchmarks"]}
     with open_store(served["db"], write=False, lock_timeout=60) as con:
         runs = query_pl(con, "SELECT benchmark, status FROM runs").to_dicts()
         suite_looks = query_pl(con, "SELECT * FROM suite_verdicts").to_dicts()

@@ -105,12 +105,20 @@ VERDICTS_JS = """Array.from(document.querySelectorAll('[data-verdict]')).map(e =
           title: e.getAttribute('title') || ''}; })"""
 
 
+def _bounds(text: str) -> tuple[float, float]:
+    lo, hi = text.removesuffix(" pp").strip("[]").replace("\u2212", "-").split(", ")
+    return float(lo), float(hi)
+
+
 def _check_verdicts(tab) -> list[dict]:
-    """Every verdict on the page shows its gap and interval (in its row, or in its cell's hidden text and title)."""
+    """Every verdict on the page shows its gap and interval (in its row, or in its cell's hidden text and title),
+    and the interval shown with it never contradicts it: decided exactly when it excludes 0, in its direction."""
     found = tab.js(VERDICTS_JS)
     for v in found:
         assert v["gap"] and v["gap"] != "\u2014" and v["interval"] and v["interval"] != "\u2014", v
         assert v["gap"] in v["text"] and (v["interval"] in v["text"] or v["interval"] in v["title"]), v
+        lo, hi = _bounds(v["interval"])
+        assert v["verdict"] == ("improved" if lo > 0 else "regressed" if hi < 0 else "inconclusive"), v
     return found
 
 
@@ -267,8 +275,11 @@ def test_run_page_verdict_rows(tab, fixture, shots):
       tr.querySelector('td.model').innerText, tr.querySelector('td.question').innerText,
       tr.querySelector('td.gap').innerText, tr.querySelector('td.iv').innerText,
       tr.querySelector('td.verdict').innerText])""")
-    want = [[v["model"], "items", _gap(v["detail"]["gap"]),
-             f"[{100 * v['detail']['lower']:+.2f}, {100 * v['detail']['upper']:+.2f}] pp".replace("-", "\u2212"),
+    def deciding(d):  # the interval of the test that decided (tasks/render/verdict_rows.deciding_interval)
+        lo, hi = (d["lower"], d["upper"]) if d["decided_by"] == "first_look" else (d["cs_lower"], d["cs_upper"])
+        return f"[{100 * lo:+.2f}, {100 * hi:+.2f}] pp".replace("-", "\u2212")
+
+    want = [[v["model"], "items", _gap(v["detail"]["gap"]), deciding(v["detail"]),
              {"improved": "\u25b2", "regressed": "\u25bc"}.get(v["verdict"], "\u25cb") + " " + v["verdict"]]
             for v in latest["verdicts"]]
     assert rows == want
