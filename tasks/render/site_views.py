@@ -13,8 +13,8 @@ manifest.json of each run), never from the store:
   marked and regressions flagged, and the numbers in a table;
 * **checkpoint grid** (``_views/checkpoints.html``): benchmarks (rows) by checkpoints or candidate models
   (columns), each cell the latest verdict against the baseline, coloured and marked by direction, with
-  gap and interval in its tooltip and in the text table below.  A suite verdict row can go on top
-  (:func:`suite_rows`, the hook for the suite artifacts of issue #35).
+  gap and interval in its tooltip and in the text table below; on top, the suite verdicts among the artifacts
+  (tasks/artifacts/suites.py): a table of each suite's answers and a row per suite in each grid (:func:`suite_rows`).
 
 Every verdict is shown with its question, gap and interval (:mod:`benchcert.tasks.render.verdict_rows`).
 """

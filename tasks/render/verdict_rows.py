@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from benchcert.tasks.compare.recorded import deciding_interval
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.site_html import DASH, Html, table
 
@@ -148,42 +149,13 @@ def _decided(decided, look) -> str:
     return f"{name} ({at})"
 
 
-def deciding_interval(detail: dict) -> tuple[float | None, float | None, str]:
-    """(lower, upper, name) of the interval that decides a recorded verdict, from its recorded fields.
-
-    A recorded checkpoint verdict (tasks/compare/verdicts.py) is decided by the first-look test at alpha x
-    first-look share or by the anytime test at the rest; its look's fixed-sample interval is at full alpha, so
-    beside the verdict it can contradict it (an interval excluding 0 beside "inconclusive" after one look).
-    The row shows instead:
-
-    * an open verdict, or one the anytime test decided: the anytime interval (``cs_lower``/``cs_upper``,
-      valid at every look), when recorded;
-    * a verdict the first-look test decided: its first-look interval (``first_lower``/``first_upper``) when the
-      artifact carries it; otherwise the fixed-sample interval, named as such (this version does not record
-      the first-look interval);
-    * a verdict without a recorded anytime interval (not a recorded look): its fixed-sample interval.
-    """
-    num = _num
-    if str(detail.get("decided_by") or "") == "first_look":
-        lo, hi = num(detail.get("first_lower")), num(detail.get("first_upper"))
-        if lo is not None and hi is not None:
-            share = num(detail.get("first_look_share"))
-            return lo, hi, "first-look interval" + (f" at alpha \u00d7 {share:g}" if share is not None else "")
-        return (num(detail.get("lower")), num(detail.get("upper")),
-                "fixed-sample interval at full alpha (the first-look test decided; its interval is not recorded)")
-    lo, hi = num(detail.get("cs_lower")), num(detail.get("cs_upper"))
-    if lo is not None and hi is not None:
-        return lo, hi, "anytime interval (valid at every look)"
-    return num(detail.get("lower")), num(detail.get("upper")), "fixed-sample interval"
-
-
 def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
     """The shown fields of one summary.json verdict (``{"kind", "model", "baseline", "verdict", "detail"}``)."""
     detail = v.get("detail") if isinstance(v.get("detail"), dict) else {}
     word = str(v.get("verdict") or "")
     gap, fixed_lo, fixed_hi = _num(detail.get("gap")), _num(detail.get("lower")), _num(detail.get("upper"))
     cs_lo, cs_hi = _num(detail.get("cs_lower")), _num(detail.get("cs_upper"))
-    lo, hi, kind = deciding_interval(detail)
+    lo, hi, _, kind = deciding_interval(detail)
     decided = detail.get("decided_by")
     look = detail.get("look")
     return VerdictView(

@@ -168,3 +168,5 @@ def test_a_recorded_verdict_row_shows_the_interval_that_decides_it(seed, n_subje
     entry = _recorded_first_look(models, subj, question)
     view = verdict_view(entry, "b")
     assert _agrees(entry["verdict"], view.lower, view.upper), (entry["verdict"], entry["detail"], view.interval_kind)
+    if entry["detail"]["decided_by"] == "first_look":  # the first-look test's own interval is stored and shown
+        assert view.interval_kind.startswith("first-look interval"), entry["detail"]
