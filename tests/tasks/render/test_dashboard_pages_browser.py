@@ -276,9 +276,11 @@ def test_run_page_verdict_rows(tab, fixture, shots):
       tr.querySelector('td.gap').innerText, tr.querySelector('td.iv').innerText,
       tr.querySelector('td.verdict').innerText])""")
     def deciding(d):  # the interval of the test that decided (tasks/render/verdict_rows.deciding_interval)
-        lo, hi = (d["lower"], d["upper"]) if d["decided_by"] == "first_look" else (d["cs_lower"], d["cs_upper"])
+        lo, hi = (d["first_lower"], d["first_upper"]) if d["decided_by"] == "first_look" else (d["cs_lower"],
+                                                                                                d["cs_upper"])
         return f"[{100 * lo:+.2f}, {100 * hi:+.2f}] pp".replace("-", "\u2212")
 
+    assert any(v["detail"]["decided_by"] == "first_look" for v in latest["verdicts"])  # both kinds are checked
     want = [[v["model"], "items", _gap(v["detail"]["gap"]), deciding(v["detail"]),
              {"improved": "\u25b2", "regressed": "\u25bc"}.get(v["verdict"], "\u25cb") + " " + v["verdict"]]
             for v in latest["verdicts"]]
