@@ -244,7 +244,8 @@ def _fixed_rows(request: SuiteRequest):
 
 
 def _recorded_row(look) -> ComparisonRow:
-    """A recorded verdict as a comparison row: its anytime verdict and anytime-valid interval."""
+    """A recorded verdict as a comparison row: its verdict and the interval that decides it (the first-look
+    test's or the anytime one, :func:`~benchcert.tasks.compare.recorded.deciding_interval`)."""
     from benchcert.tasks.compare.recorded import deciding_interval
 
     v = look.verdict
