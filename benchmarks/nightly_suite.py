@@ -84,7 +84,7 @@ def child(kind: str, inbox: str, db: str, artifacts: str, dashboard: str, proces
     if kind == "nightly":
         from benchcert.flows.nightly import nightly_flow
 
-        out = nightly_flow(inbox, db, artifacts, dashboard_dir=dashboard, processes=processes)
+        out = nightly_flow(inbox, db, artifacts, dashboard_dir=dashboard, **({"processes": processes} if processes else {}))
         audited = sum(bool(e.get("audited")) for e in out["benchmarks"].values())
     else:
         from benchcert.flows.runs import run_audit

@@ -37,7 +37,7 @@ def _run(out: dict, name: str) -> dict:
 @pytest.mark.usefixtures("prefect_harness")
 def test_nightly_is_one_task_run_per_benchmark_with_the_plain_audits_artifacts(tmp_path, processes):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterKey, FlowRunFilter,
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
                                                 FlowRunFilterId, FlowRunFilterParentFlowRunId)
 
     from benchcert.flows.nightly import nightly_flow
@@ -83,11 +83,30 @@ def test_nightly_is_one_task_run_per_benchmark_with_the_plain_audits_artifacts(t
                 break
             time.sleep(0.5)
         published = client.read_artifacts(artifact_filter=ArtifactFilter(
-            key=ArtifactFilterKey(any_=[artifact_key("alpha", "models"), artifact_key("beta", "summary")])))
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
     assert subflows == []
     assert sorted(t.name.rsplit("-", 1)[0] for t in tasks) == ["nightly-benchmark", "nightly-benchmark",
                                                                "rebuild-dashboard"]
     assert all(t.state.is_completed() for t in tasks)
     # The runs' Prefect artifacts are still published, from each benchmark's task run.
-    assert len(published) == 2 and {a.flow_run_id for a in published} == {flow_run_id}
+    keys = {artifact_key(b, what) for b in ("alpha", "beta") for what in ("models", "summary")}
+    assert sorted(a.key for a in published) == sorted(keys)
     assert {a.task_run_id for a in published} <= {t.id for t in tasks if t.name.startswith("nightly-benchmark")}
+
+
+def test_serve_passes_processes_to_the_nightly_deployment_only_when_asked(tmp_path):
+    from benchcert.deployments.definitions import NIGHTLY, ServeOptions, build_deployments
+    from benchcert.flows.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--db", "s.duckdb", "--inbox", "in", "--artifacts", "a",
+                                      "--processes", "2"])
+    assert args.processes == 2
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(SystemExit) as err:
+            build_parser().parse_args(["serve", "--db", "s.duckdb", "--inbox", "in", "--artifacts", "a",
+                                       "--processes", bad])
+        assert err.value.code == 2
+    common = {"db": str(tmp_path / "s.duckdb"), "inbox": str(tmp_path / "in"), "artifacts_root": str(tmp_path / "a")}
+    for processes, want in ((2, {"processes": 2}), (None, {})):
+        (nightly,) = [d for d in build_deployments(ServeOptions(**common, processes=processes)) if d.name == NIGHTLY]
+        assert {k: v for k, v in nightly.parameters.items() if k == "processes"} == want
