@@ -126,8 +126,8 @@ def in_task_steps():
 
     Why: each task run costs the flow's process and the Prefect server a run record, its state
     changes as events and its logs; an audit as its own subflow of about ten task runs cost a
-    nightly about 1 CPU s per benchmark, more than the audit of a 100 x 2,000 benchmark
-    (docs/scale.md).
+    nightly 1.4 CPU s per benchmark beyond the work (1.1 s of it the server's), against 0.56 s
+    as one task run (benchmarks/nightly_suite.py, docs/scale.md).
     """
     import dataclasses
 
