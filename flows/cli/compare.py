@@ -27,24 +27,15 @@ import sys
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, require_store
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import command, lock_timeout_option
 from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES, QUESTION_CHOICES
 from benchcert.tasks.errors import UsageError
 
 
 def register(sub) -> None:
-    sp = sub.add_parser(
-        "compare", help="paired comparison of models on one benchmark (gap, intervals, p-values, verdict, MDE)",
-        description="Compare model B against model A (or every candidate against --baseline) on the items both "
-                    "answered. Gap = candidate - baseline; verdict 'improved' means the candidate is significantly "
-                    "better. With several candidates the verdict is the Bonferroni simultaneous interval's (improved "
-                    "or regressed only when that interval excludes 0, so no verdict contradicts its interval); "
-                    "Holm- and BH-adjusted p-values are reported for reference. --question items (default): is the "
-                    "candidate better on this benchmark's items - the item-weighted gap the leaderboard shows, "
-                    "subjects as fixed strata; --question new-subjects: does the gap generalise to new subjects - "
-                    "the subject-weighted gap, every subject counting once. Every verdict is about the gap printed "
-                    "beside it; the output names the question and the estimand.")
+    sp = command(sub, "compare", cmd_compare,
+                 help="paired comparison of models on one benchmark (gap, intervals, p-values, verdict, MDE)")
     sp.add_argument("models", nargs="*", metavar="MODEL",
                     help="A B (B is compared against A), or with --baseline the candidates (default: all others)")
     sp.add_argument("--baseline", metavar="M", help="compare every candidate against this model")
@@ -97,7 +88,6 @@ def register(sub) -> None:
                     help="judge (default): the scores as stored; human: a judge-scored benchmark's gap on the human "
                          "scale, the PPI++ interval from the judge's scores and the items labelled by people for "
                          "both models (same verdict words and --fail-on regressed; see docs/analyses.md)")
-    sp.set_defaults(func=cmd_compare)
 
 
 def _request(args):
@@ -124,6 +114,14 @@ def _request(args):
 
 
 def cmd_compare(args) -> int:
+    """Compare model B against model A (or every candidate against --baseline) on the items both answered.
+    Gap = candidate - baseline; verdict 'improved' means the candidate is significantly better. With several
+    candidates the verdict is the Bonferroni simultaneous interval's (improved or regressed only when that
+    interval excludes 0, so no verdict contradicts its interval); Holm- and BH-adjusted p-values are reported
+    for reference. --question items (default): is the candidate better on this benchmark's items - the
+    item-weighted gap the leaderboard shows, subjects as fixed strata; --question new-subjects: does the gap
+    generalise to new subjects - the subject-weighted gap, every subject counting once. Every verdict is about
+    the gap printed beside it; the output names the question and the estimand."""
     from benchcert.tasks.compare.service import compare_models, record_look
 
     if args.series is not None and args.suite is None:

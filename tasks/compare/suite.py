@@ -39,11 +39,11 @@ from pathlib import Path
 
 from benchcert.tasks.compare.gate import GateDecision, GateOptions
 from benchcert.tasks.compare.rows import ComparisonRow
+from benchcert.tasks.compare.settings import CompareSettings, settings_of
 from benchcert.tasks.compare.suite_def import Suite, SuiteError
 from benchcert.tasks.compare.suite_evidence import recorded_side_p
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.result_types import TableResult, finite_or_none
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 __all__ = ["SuiteRequest", "BenchmarkLine", "SuiteResult", "compare_suite", "suite_gate", "recorded_side_p",
            "SUITE_REQUIRE"]
@@ -53,20 +53,14 @@ SUITE_REQUIRE = ("non-inferior", "equivalent", "suite-non-inferior")
 
 
 @dataclass(frozen=True)
-class SuiteRequest:
-    """One suite question: ``candidate`` against ``baseline`` on every benchmark of ``suite``."""
+class SuiteRequest(CompareSettings):
+    """One suite question: ``candidate`` against ``baseline`` on every benchmark of ``suite``, with
+    :class:`CompareSettings`' keyword-only settings (asked of each benchmark's comparison)."""
 
     db: Path
     suite: Suite
     baseline: str
     candidate: str
-    alpha: float = 0.05
-    power: float = 0.8
-    variant: str | None = None
-    hierarchy: str = "subject,domain"
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    gate: GateOptions | None = None
-    question: str = "items"
     record: bool = False
 
 
@@ -233,9 +227,7 @@ def _per_benchmark(request: SuiteRequest, benchmark: str, question: str):
     from benchcert.tasks.compare.service import CompareRequest
 
     return CompareRequest(db=request.db, benchmark=benchmark, baseline=request.baseline,
-                          candidates=(request.candidate,), alpha=request.alpha, power=request.power,
-                          variant=request.variant, hierarchy=request.hierarchy, lock_timeout=request.lock_timeout,
-                          gate=None, question=question)
+                          candidates=(request.candidate,), **{**settings_of(request), "gate": None, "question": question})
 
 
 def _fixed_rows(request: SuiteRequest):

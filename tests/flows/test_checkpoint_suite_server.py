@@ -16,7 +16,7 @@ from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.store.connection import open_store, query_pl
 
-from prefect_server_support import BIN, free_port, healthy, server_env, start, start_server, stop, wait
+from prefect_server_support import BIN, free_port, server_env, serving, wait
 
 BENCHMARKS = ("alpha", "beta", "gamma")
 
@@ -60,20 +60,11 @@ def served(tmp_path_factory):
     threading.Thread(target=hooks.serve_forever, daemon=True).start()
     port = free_port()
     env = server_env(work / "prefect-home", port, PREFECT_LOGGING_LEVEL="INFO")
-    server_log, serve_log = work / "server.log", work / "serve.log"
-    srv = start_server(port, env, server_log)
-    serve = None
     try:
-        wait(lambda: healthy(port), 180, "the Prefect server", [server_log])
-        serve = start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
-                       str(arts), "--baseline", "base", "--poll", "1", "--allow-logs", str(logs),
-                       "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/hook"], env, serve_log)
-        wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
-        yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": [server_log, serve_log]}
+        with serving(port, env, work, db, inbox, arts, "--baseline", "base", "--poll", "1", "--allow-logs", str(logs),
+                     "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/hook") as log_files:
+            yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": log_files}
     finally:
-        if serve is not None:
-            stop(serve)
-        stop(srv)
         hooks.shutdown()
 
 

@@ -6,9 +6,7 @@ benchmarks/cli_latency.py, not here)."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import gc
-import io
 import json
 import subprocess
 import sys
@@ -20,7 +18,7 @@ from benchcert.flows.cli import errors
 from benchcert.flows.cli import main
 from benchcert.tasks.subsample import hstar_cache
 
-from store_support import cli
+from store_support import cli, cli_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,12 +30,7 @@ def store(tmp_path):
     for m, shift in (("m1", 0), ("m2", 1)):
         for i in range(40):
             rows.append(f"{m},q{i},s{i % 4},{(i * 7 + shift) % 3 == 0:d}")
-    path = tmp_path / "s.csv"
-    path.write_text("\n".join(rows) + "\n")
-    db = tmp_path / "s.duckdb"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["ingest", str(path), "--db", str(db), "--benchmark", "sb"]) == 0
-    return db
+    return cli_store(tmp_path, "s", rows, "sb")
 
 
 # --------------------------------------------------------------------------- --debug
