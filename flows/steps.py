@@ -125,7 +125,7 @@ def in_task_steps():
     publishes its Prefect artifacts from that task run, as :func:`prefect_steps`' publish task does.
 
     Why: each task run costs the flow's process and the Prefect server a run record, its state
-    changes as events and its logs; an audit as its own subflow of about ten task runs cost a
+    changes as events and its logs; an audit as its own subflow of 15 task runs cost a
     nightly 1.4 CPU s per benchmark beyond the work (1.1 s of it the server's), against 0.56 s
     as one task run (benchmarks/nightly_suite.py, docs/scale.md).
     """
