@@ -16,7 +16,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT
 
@@ -76,9 +75,11 @@ def test_no_html_outside_tasks_render():
                                    for line, text in hits[:3]))
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_allowlist_entries_excuse_something(name):
-    assert name in html_outside_render(ROOT), f"{name} no longer holds a tagged string: remove it from ALLOWED"
+def test_allowlist_entries_excuse_something():
+    # One test over the whole allowlist (not one per entry): an empty allowlist is the goal, not a skip.
+    found = html_outside_render(ROOT)
+    stale = sorted(name for name in ALLOWED if name not in found)
+    assert not stale, f"{stale} no longer hold a tagged string: remove them from ALLOWED"
 
 
 def test_the_rule_sees_markup_in_f_strings_and_skips_docstrings():
