@@ -36,7 +36,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from hierarchical_fit import _cpu, _reset_peak, matrix  # noqa: E402  (the same matrix and meters)
+from _meters import cpu_seconds  # noqa: E402  (the meters the scripts share)
+from hierarchical_fit import _reset_peak, matrix  # noqa: E402  (the same matrix and peak reset)
 GiB = 1 << 30
 COLLATE = "collate"
 COUNTS = "subject_counts"
@@ -100,7 +101,7 @@ def child(name: str, dest: Path, save: Path | None) -> dict:
         outputs = [run_analysis(n, fn, m, config) for n, fn in ANALYSES.items()]
     base = _status("VmRSS")
     _reset_peak()
-    load0, cpu, t = os.getloadavg()[0], _cpu(), time.perf_counter()
+    load0, cpu, t = os.getloadavg()[0], cpu_seconds(), time.perf_counter()
     if name == COUNTS:
         kept = {"n": m.subject_counts.n}
     elif name == COLLATE:
@@ -116,7 +117,7 @@ def child(name: str, dest: Path, save: Path | None) -> dict:
         out = run_analysis(name, ANALYSES[name], m, config)
         kept = {"tables": out.tables, "intervals": out.intervals, "sections": [(s.title, s.html) for s in out.sections],
                 "warnings": out.warnings}
-    res = {"name": name, "wall_s": time.perf_counter() - t, "cpu_s": _cpu() - cpu, "peak": _status("VmHWM"),
+    res = {"name": name, "wall_s": time.perf_counter() - t, "cpu_s": cpu_seconds() - cpu, "peak": _status("VmHWM"),
            "base": base, "load": load0}
     if save is not None:
         save.write_bytes(pickle.dumps(kept))

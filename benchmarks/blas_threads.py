@@ -26,10 +26,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-
-def _cpu() -> float:
-    t = os.times()
-    return t.user + t.system
+from _meters import cpu_seconds
 
 
 def gram_loop(o: np.ndarray, x: np.ndarray, subjects: int) -> float:
@@ -51,9 +48,9 @@ def shuffle_split_half(scores, subjects, splits):
 def timed(fn, threads):
     ctx = threadpool_limits(limits=threads, user_api="blas") if threads else _Null()
     with ctx:
-        c, t = _cpu(), time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         fn()
-        return time.perf_counter() - t, _cpu() - c
+        return time.perf_counter() - t, cpu_seconds() - c
 
 
 class _Null:

@@ -14,13 +14,14 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+from _meters import cpu_seconds, load_line, parse_or_run_child, peak_rss_bytes
 
 HEAD = b'[{"question_id": 1, "answer": "A", "pred": "A", "src": "s", "category": "c"}'
 
@@ -57,21 +58,18 @@ def child(path: str, db: str) -> None:
     from benchcert.tasks.ingest.service import ingest_file
     from benchcert.tasks.ingest.mapping import parse_mapping
 
-    start, cpu0 = time.perf_counter(), time.process_time()
+    start, cpu0 = time.perf_counter(), cpu_seconds()
     r = ingest_file(db, path, benchmark="b", mapping=parse_mapping())
     print(json.dumps({"status": r.status, "message": r.message[:300], "wall_s": time.perf_counter() - start,
-                      "cpu_s": time.process_time() - cpu0,
-                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "cpu_s": cpu_seconds() - cpu0, "peak_rss_mib": peak_rss_bytes() / 2**20}))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mib", type=int, default=512, help="decompressed size of each bomb (default 512)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        child(*args.child)
+    args = parse_or_run_child(ap, child)
+    if args is None:
         return 0
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,7 +83,7 @@ def main() -> int:
             print(f"{name:<14} {r['compressed_bytes']:>9,} B -> {args.mib} MiB: {r['status']:<6} "
                   f"wall {r['wall_s']:.2f} s, cpu {r['cpu_s']:.2f} s, peak RSS {r['peak_rss_mib']:.0f} MiB")
     load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    print(load_line(load))
     if args.json:
         args.json.write_text(json.dumps({"mib": args.mib, "load_average": load, "results": results}, indent=2))
     return 0 if all(r["status"] == "error" for r in results.values()) else 1

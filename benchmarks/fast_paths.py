@@ -30,10 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _cpu() -> float:
-    t = os.times()
-    return t.user + t.system
+from _meters import cpu_seconds
 
 
 def _load() -> str:
@@ -45,11 +42,11 @@ def timed(fn, repeat: int) -> tuple[float, float]:
     """(best wall, its CPU seconds) over ``repeat`` calls."""
     best = (float("inf"), float("nan"))
     for _ in range(repeat):
-        c, t = _cpu(), time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         fn()
         wall = time.perf_counter() - t
         if wall < best[0]:
-            best = (wall, _cpu() - c)
+            best = (wall, cpu_seconds() - c)
     return best
 
 
@@ -99,10 +96,10 @@ def main(argv=None) -> int:
         f.write_text("\n".join([",".join(cols)] + [",".join(["m", f"q{r}", "1"] + ["x"] * (n - 3))
                                                    for r in range(20)]) + "\n")
         out = io.StringIO()
-        c, t = _cpu(), time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             code = cli(["ingest", str(f), "--db", str(Path(tmp) / "s.duckdb"), "--benchmark", "b"])
-        wall, cpu = time.perf_counter() - t, _cpu() - c
+        wall, cpu = time.perf_counter() - t, cpu_seconds() - c
         if code != 0:
             print(out.getvalue(), file=sys.stderr)
             return 1

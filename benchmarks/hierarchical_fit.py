@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _meters import cpu_seconds
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.hierarchical import PROXY_SHARE, fit_domains, hierarchical_bound
 
@@ -76,11 +77,6 @@ def _reset_peak() -> None:
         pass
 
 
-def _cpu() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
 def analysis(n_models: int, n_items: int, seed: int, fixed: bool = False) -> None:
     """Per-step CPU and wall seconds of the audit's hierarchical analysis (``--analysis``)."""
     import polars as pl
@@ -96,10 +92,10 @@ def analysis(n_models: int, n_items: int, seed: int, fixed: bool = False) -> Non
     m = BenchmarkMatrices("synthetic", "default", items=items, models=[f"model-{j:05d}" for j in range(n_models)],
                           scores=scores, n_replicates=np.ones(scores.shape, dtype=np.int8))
     m.item_subject, m.subject_domain  # noqa: B018 (cached before timing, as the store read leaves them)
-    c, t = _cpu(), time.perf_counter()
+    c, t = cpu_seconds(), time.perf_counter()
     if hasattr(type(m), "subject_counts"):  # shared by the audit's analyses: the first one computes them
         m.subject_counts  # noqa: B018
-    counts = (_cpu() - c, time.perf_counter() - t)
+    counts = (cpu_seconds() - c, time.perf_counter() - t)
     config = AuditConfig()
     _reset_peak()
     base = _hwm()
@@ -107,15 +103,15 @@ def analysis(n_models: int, n_items: int, seed: int, fixed: bool = False) -> Non
     steps = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c, t = _cpu(), time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         block = H.model_block(m, config)
-        steps.append(("model_block", _cpu() - c, time.perf_counter() - t))
-        c, t = _cpu(), time.perf_counter()
+        steps.append(("model_block", cpu_seconds() - c, time.perf_counter() - t))
+        c, t = cpu_seconds(), time.perf_counter()
         split = H.split_part(m, config, block.fits)
-        steps.append(("split_half", _cpu() - c, time.perf_counter() - t))
-        c, t = _cpu(), time.perf_counter()
+        steps.append(("split_half", cpu_seconds() - c, time.perf_counter() - t))
+        c, t = cpu_seconds(), time.perf_counter()
         H.assemble(m, config, [block], split)
-        steps.append(("assemble", _cpu() - c, time.perf_counter() - t))
+        steps.append(("assemble", cpu_seconds() - c, time.perf_counter() - t))
     peak = _hwm()
     cpu, wall = sum(s[1] for s in steps), sum(s[2] for s in steps)
     print(f"{n_models} x {n_items} hierarchical analysis: CPU {cpu:.2f} s, wall {wall:.2f} s ("
@@ -137,10 +133,10 @@ def _fixed_reference(m, config, fits, seq, load0) -> None:
     doms, _ = H._domains(m, tuple(config.hierarchy))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c, t = _cpu(), time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         ref = split_half(None, m.item_subject, doms, n_splits=N_SPLITS, rng=np.random.default_rng(SPLIT_SEED),
                          fits=fits)
-        cpu, wall = _cpu() - c, time.perf_counter() - t
+        cpu, wall = cpu_seconds() - c, time.perf_counter() - t
     ok = ref.defined & seq.defined
     z = np.abs(seq.corr[ok] - ref.corr[ok]) / np.sqrt(seq.mc_se[ok] ** 2 + ref.mc_se[ok] ** 2)
     drawn = seq.splits_drawn
@@ -170,16 +166,16 @@ def main(argv=None) -> int:
     alpha = 0.05
     _reset_peak()
     base = _hwm()
-    load0, c0, t0 = os.getloadavg()[0], _cpu(), time.perf_counter()
+    load0, c0, t0 = os.getloadavg()[0], cpu_seconds(), time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         fits = fit_domains(scores, subj, doms, proxy_alpha=PROXY_SHARE * alpha)
-        c1 = _cpu()
+        c1 = cpu_seconds()
         means = fits.total / np.maximum(fits.n, 1)
         hw = {w: hierarchical_bound(means, fits.n, doms, fits.s2_upper, weights=w, alpha=alpha,
                                     proxy_alpha=PROXY_SHARE * alpha, profile=fits.profile).half_width
               for w in ("macro", "pooled")}
-    c2, t2, load1 = _cpu(), time.perf_counter(), os.getloadavg()[0]
+    c2, t2, load1 = cpu_seconds(), time.perf_counter(), os.getloadavg()[0]
     peak = _hwm()
     print(f"{n_models} x {n_items}: wall {t2 - t0:.1f} s, CPU {c2 - c0:.1f} s "
           f"(fit_domains {c1 - c0:.1f}, joint bounds {c2 - c1:.1f}), {1000 * (c2 - c0) / n_models:.1f} ms CPU/model; "

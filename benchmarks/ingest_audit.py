@@ -38,6 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _meters import cpu_seconds, peak_rss_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 MMLU_CSV_GZ = ROOT / "data" / "mmlu_pro" / "mmlu_pro_item_correctness_long.csv.gz"
 MMLU_MAP = ROOT / "data" / "mmlu_pro" / "mapping.toml"
@@ -85,17 +87,7 @@ def _peak_rss_self() -> int:
     status = _proc_status()
     if "VmHWM" in status:
         return status["VmHWM"]
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
-
-
-def _cpu_s() -> float:
-    """User + system CPU seconds of this process so far (all its threads)."""
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+    return peak_rss_bytes()
 
 
 def _write_result(path: str, result: dict) -> None:
@@ -174,11 +166,11 @@ def child_ingest(args) -> None:
     db = Path(args.db)
     for p in (db, db.with_name(db.name + ".wal")):
         p.unlink(missing_ok=True)
-    cpu = _cpu_s()
+    cpu = cpu_seconds()
     t = time.perf_counter()
     report = ingest_file(db, args.file, benchmark=args.benchmark, mapping=mapping)
     seconds = time.perf_counter() - t
-    cpu = _cpu_s() - cpu
+    cpu = cpu_seconds() - cpu
     if report.status != "ingested":
         raise SystemExit(f"ingest of {args.file} failed: [{report.status}] {report.message}")
     _write_result(args.out, {
@@ -246,12 +238,12 @@ def child_audit(args) -> None:
     runs = []
     for i in range(args.repeat):
         t_call_epoch = time.time()
-        cpu = _cpu_s()
+        cpu = cpu_seconds()
         t = time.perf_counter()
         request = AuditRequest(db=args.db, benchmark=args.benchmark, artifacts_root=str(Path(args.artifacts) / f"run{i}"))
         state = audit_flow(request, return_state=True)
         wall = time.perf_counter() - t
-        cpu = _cpu_s() - cpu
+        cpu = cpu_seconds() - cpu
         out = state.result()
         timings = dict(out["timings_s"])
         work = sum(v for k, v in timings.items() if k not in ("flow_wall", "prefect_overhead"))

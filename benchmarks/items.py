@@ -24,7 +24,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from hierarchical_fit import _cpu, matrix  # noqa: E402  (the same meters and synthetic matrix)
+from _meters import cpu_seconds  # noqa: E402  (the meters the scripts share)
+from hierarchical_fit import matrix  # noqa: E402  (the same synthetic matrix)
 
 
 def mmlu_pro():
@@ -56,9 +57,9 @@ def synthetic(shape: str, seed: int):
 
 
 def timed(label: str, fn):
-    load, cpu, t = os.getloadavg()[0], _cpu(), time.perf_counter()
+    load, cpu, t = os.getloadavg()[0], cpu_seconds(), time.perf_counter()
     out = fn()
-    print(f"{label:28s} {time.perf_counter() - t:8.2f} {_cpu() - cpu:8.2f} {load:6.2f}", flush=True)
+    print(f"{label:28s} {time.perf_counter() - t:8.2f} {cpu_seconds() - cpu:8.2f} {load:6.2f}", flush=True)
     return out, time.perf_counter() - t
 
 

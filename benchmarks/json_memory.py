@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _meters import load_line, parse_or_run_child
+
 MiB = 1 << 20
 TARGET_PEAK_BYTES = 300 * 1000 * 1000  # "under 300 MB"
 
@@ -140,10 +142,8 @@ def main() -> int:
     ap.add_argument("--valid-mb", type=int, default=200, help="size of the valid records file in MB (default 200)")
     ap.add_argument("--dir", type=Path, help="where to write the inputs (default: a temporary folder, removed)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        child(*args.child)
+    args = parse_or_run_child(ap, child)
+    if args is None:
         return 0
     results = {}
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
@@ -165,7 +165,7 @@ def main() -> int:
             print(f"{name}: peak RSS {results[name]['peak_rss_bytes'] / ref:.2f}x that of the same records as JSONL "
                   f"({kind} records .jsonl, measured in this run)")
     load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    print(load_line(load))
     targeted = ("nul .json", "huge string .json", "log records .json")
     ok = (all(results[n]["peak_rss_bytes"] < TARGET_PEAK_BYTES for n in targeted)
           and results["log records .json"]["status"] == "ingested"

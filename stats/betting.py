@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .degenerate import warn_degenerate
-from .validation import check_alpha
+from .validation import as_float_array, check_alpha
 
 __all__ = ["BettingBounds", "betting_mean_bounds", "independent_mean_bounds", "BET_CAP"]
 
@@ -116,10 +116,7 @@ class BettingBounds:
 
 def _iv(x, alpha):
     alpha = check_alpha(alpha)
-    try:
-        v = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"x must be a numeric array of values in [-1, 1]; got {x!r}") from exc
+    v = as_float_array(x, "x", "a numeric array of values in [-1, 1]", shown="repr")
     if v.ndim == 0 or v.shape[-1] == 0:
         raise ValueError(f"x must have at least one unit on its last axis; got shape {v.shape}")
     ok = np.isnan(v) | ((v >= -1) & (v <= 1))

@@ -102,7 +102,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .degenerate import warn_degenerate
-from .validation import check_alpha
+from .validation import as_float_array, check_alpha
 from .gof_settings import CROSSFIT_VARIANCES, DISTINGUISHERS, MIN_FOLD_ITEMS, MIN_ITEMS  # noqa: F401  (re-exported)
 
 __all__ = [
@@ -258,10 +258,7 @@ def check_probabilities(probs, *, name: str = "probs", tolerance: float = PROB_T
     ValueError
         Naming the first offending row and the problem (negative, NaN/inf, sum).
     """
-    try:
-        p = np.array(probs, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric (n_items, n_labels) array; got {type(probs).__name__}") from exc
+    p = as_float_array(probs, name, "a numeric (n_items, n_labels) array")
     if p.ndim != 2:
         raise ValueError(f"{name} must be 2-D with shape (n_items, n_labels); got shape {p.shape}")
     if p.shape[1] < 2:
@@ -300,10 +297,7 @@ def _check_labels(labels, n: int, m: int) -> np.ndarray:
 
 
 def _check_features(features, n: int) -> np.ndarray:
-    try:
-        x = np.asarray(features, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"features must be a numeric (n_items, n_features) array; got {type(features).__name__}") from exc
+    x = as_float_array(features, "features", "a numeric (n_items, n_features) array")
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[0] != n:

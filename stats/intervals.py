@@ -26,7 +26,7 @@ from benchcert.stats._dist import t as _st_t  # scipy.stats.t without its import
 
 from ._common import cr2_mean
 from .degenerate import Ref, warn_degenerate
-from .validation import check_alpha, check_codes, check_scores
+from .validation import as_float_array, check_alpha, check_codes, check_scores
 
 __all__ = [
     "IntervalResult",
@@ -241,10 +241,7 @@ def _result(est, lower, upper, hw, se=None, **fields) -> IntervalResult:
 
 
 def _check_estimate_n(estimate, n):
-    try:
-        p = np.asarray(estimate, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"estimate must be numeric; got {estimate!r}") from exc
+    p = as_float_array(estimate, "estimate", "numeric", shown="repr")
     if not np.all(np.isfinite(p)):
         raise ValueError(f"estimate must be finite; got {float(p[~np.isfinite(p)].flat[0])!r}")
     bad = (p < 0.0) | (p > 1.0)
@@ -252,10 +249,7 @@ def _check_estimate_n(estimate, n):
         raise ValueError(f"estimate must lie in [0, 1]; got {float(p[bad].flat[0])!r}")
     if isinstance(n, (bool, np.bool_)):
         raise ValueError(f"n must be a positive number of items; got {n!r}")
-    try:
-        nn = np.asarray(n, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"n must be a positive number of items; got {n!r}") from exc
+    nn = as_float_array(n, "n", "a positive number of items", shown="repr")
     badn = ~np.isfinite(nn) | (nn <= 0.0)
     if badn.any():
         raise ValueError(f"n must be a positive number of items; got {float(nn[badn].flat[0])!r}")
@@ -291,10 +285,7 @@ def _iid_interval_iv(estimate, n, alpha, item_var):
         return p, nn, alpha, None
     if isinstance(item_var, (bool, np.bool_)):
         raise ValueError(f"item_var must be a variance of [0, 1] scores; got {item_var!r}")
-    try:
-        v = np.asarray(item_var, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"item_var must be numeric; got {item_var!r}") from exc
+    v = as_float_array(item_var, "item_var", "numeric", shown="repr")
     try:
         p, nn, v = np.broadcast_arrays(p, nn, v)
     except ValueError as exc:

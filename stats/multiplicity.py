@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .comparisons import adjust_pvalues
-from .validation import check_alpha
+from .validation import as_float_array, check_alpha
 
 __all__ = ["DirectionalFamily", "EBH", "directional_holm", "one_sided_p_values", "e_to_anytime_p", "e_bh"]
 
@@ -76,10 +76,7 @@ class DirectionalFamily:
 
 
 def _p_vector(p, name: str) -> np.ndarray:
-    try:
-        x = np.asarray(p, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric; got {type(p).__name__}") from exc
+    x = as_float_array(p, name, "numeric")
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array (one per benchmark); got shape {x.shape}")
     bad = ~((x >= 0) & (x <= 1))

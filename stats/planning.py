@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from .comparisons.power import power_sample_size
+from .bisection import smallest_passing
 from .validation import check_alpha, check_power, check_unit_interval
 from .subsample import (
     WORST_CASE_ASSUMPTIONS,
@@ -161,17 +162,6 @@ def _k(k) -> int:
 # helpers
 
 
-def _smallest_n(ok: Callable[[int], bool], lo: int, hi: int) -> int:
-    """Smallest n in (lo, hi] with ok(n), given ok(hi) and not ok(lo) (bisection)."""
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def _ceil(x: float) -> int:
     # Values like 4611.000000000001 from rounding must not cost an extra item, nor
     # 4610.999999 one too few: callers re-check the target at the returned n.
@@ -213,7 +203,7 @@ def _closed_form_n(hw: Callable[[int], float], eps: float, N: int) -> int:
         return 1
     if hw(N) > eps:
         return N
-    return _smallest_n(lambda n: hw(n) <= eps, 1, N)
+    return smallest_passing(lambda n: hw(n) <= eps, 1, N)
 
 
 def _exact_n(eps: float, N: int, alpha: float, start: int) -> tuple[int, float]:
@@ -240,7 +230,7 @@ def _exact_n(eps: float, N: int, alpha: float, start: int) -> tuple[int, float]:
     while lo > 1 and h(lo, False) <= eps:
         hi, lo = lo, max(1, lo // 3)
     while True:
-        n = _smallest_n(lambda m: h(m, False) <= eps, lo, hi)
+        n = smallest_passing(lambda m: h(m, False) <= eps, lo, hi)
         full = h(n, True)
         if full <= eps or n >= N:
             return n, full
@@ -248,7 +238,7 @@ def _exact_n(eps: float, N: int, alpha: float, start: int) -> tuple[int, float]:
         lo, hi = n, n + 1
         while hi < N and h(hi, True) > eps:
             lo, hi = hi, min(N, hi + max(1, hi // 20))
-        n = _smallest_n(lambda m: h(m, True) <= eps, lo, hi)
+        n = smallest_passing(lambda m: h(m, True) <= eps, lo, hi)
         return n, h(n, True)
 
 
@@ -455,7 +445,7 @@ def plan_two_models(eps, *, alpha=0.05, power=0.8, var_d=None, N=None) -> Plan:
     if N is not None:
         def tail(m):
             return 0.0 if m >= N else math.exp(-2.0 * eps * eps * m * N / (4.0 * (N - m)))
-        n52 = 1 if tail(1) <= alpha else _smallest_n(lambda m: tail(m) <= alpha, 1, N)
+        n52 = 1 if tail(1) <= alpha else smallest_passing(lambda m: tail(m) <= alpha, 1, N)
         answers.append(_answer("theorem_5_2_paired", "sufficient", n52, N, eps, alpha, None,
                                "exp(-2 eps^2 n N/(R^2 (N - n))) <= alpha with R = 2 (one-sided Theorem 5.2 on D)",
                                ("a uniformly random n-subset of the N items, both models evaluated on it; the gap "

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .degenerate import DegenerateDataWarning
-from .validation import check_alpha, check_unit_interval
+from .validation import as_float_array, check_alpha, check_unit_interval
 
 __all__ = [
     "MIN_HUMAN_LABELS",
@@ -124,10 +124,7 @@ class PPIMeanResult:
 
 
 def _vector(x, name: str, lo: float, hi: float) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array; got {type(x).__name__}") from exc
+    a = as_float_array(x, name)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
     if not np.all(np.isfinite(a)):

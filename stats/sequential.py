@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .degenerate import warn_degenerate
-from .validation import check_alpha, check_unit_interval
+from .validation import as_float_array, check_alpha, check_unit_interval
 from .subject_means import means_by_code
 
 __all__ = ["DEFAULT_LAMBDAS", "SequentialResult", "NightlyVerdict", "EntryMeans", "betting_test",
@@ -156,10 +156,7 @@ class SequentialResult:
 def _check_lambdas(lambdas) -> np.ndarray:
     if lambdas is None:
         return DEFAULT_LAMBDAS
-    try:
-        lam = np.asarray(lambdas, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"lambdas must be numeric bets in (0, 1/2]; got {lambdas!r}") from exc
+    lam = as_float_array(lambdas, "lambdas", "numeric bets in (0, 1/2]", shown="repr").reshape(-1)
     if lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam <= 0) or np.any(lam > 0.5):
         # |lambda (D - m)| <= 1 for all D, m in [-1, 1] needs lambda <= 1/2.
         raise ValueError(f"lambdas must be a non-empty set of bets in (0, 1/2]; got {lambdas!r}")
@@ -346,10 +343,7 @@ def betting_test_counts(n_b_wins, n_a_wins, n, *, alpha=0.05, lambdas=None, cumu
 def _betting_test_iv(d, looks, alpha, lambdas):
     alpha = check_alpha(alpha)
     lam = _check_lambdas(lambdas)
-    try:
-        x = np.asarray(d, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"d must be a numeric array of differences in [-1, 1]; got {type(d).__name__}") from exc
+    x = as_float_array(d, "d", "a numeric array of differences in [-1, 1]")
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ValueError(f"d must be 1-D (items) or 2-D (items x replicates) and non-empty; got shape {x.shape}")
     bad = ~((x >= -1.0) & (x <= 1.0))

@@ -49,7 +49,7 @@ from . import _dist as _st  # scipy.stats' t through scipy.special (importing sc
 
 from .degenerate import warn_degenerate
 from .verdicts import interval_verdict
-from .validation import check_alpha, check_power
+from .validation import as_float_array, check_alpha, check_power
 
 __all__ = ["SubjectWeightedGap", "subject_weighted_gap", "subject_means", "means_by_code", "SUBJECT_WEIGHTED",
            "ITEM_WEIGHTED", "SKEW_ALLOWANCE", "METHOD"]
@@ -177,10 +177,7 @@ def subject_means(d, subjects) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _subject_weighted_gap_iv(means, alpha, power):
     alpha = check_alpha(alpha)
     power = check_power(power)
-    try:
-        m = np.asarray(means, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"means must be a numeric array of subject mean differences; got {means!r}") from exc
+    m = as_float_array(means, "means", "a numeric array of subject mean differences", shown="repr")
     if m.ndim == 0 or m.shape[-1] == 0:
         raise ValueError(f"means must have at least one subject on its last axis; got shape {m.shape}")
     ok = np.isnan(m) | ((m >= -1) & (m <= 1))

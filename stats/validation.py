@@ -15,6 +15,7 @@ from ._common import _short
 
 __all__ = [
     "all_missing_columns",
+    "as_float_array",
     "check_alpha",
     "check_codes",
     "check_positive_int",
@@ -104,16 +105,27 @@ def check_power(power) -> float:
     return check_unit_interval("power", power)
 
 
+def as_float_array(x, name: str, what: str = "a numeric array", *, shown: str = "type") -> np.ndarray:
+    """``x`` as a float ndarray (no copy when it is one); ValueError "``name`` must be ``what``; got
+    ..." when it is not numeric.
+
+    ``shown`` is how the message shows what was given: ``"type"``, its type's name (a value may be a
+    large array), or ``"repr"``, the value itself.
+    """
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        got = type(x).__name__ if shown == "type" else repr(x)
+        raise ValueError(f"{name} must be {what}; got {got}") from exc
+
+
 def check_scores(scores, name: str, *, ndim: int, allow_nan: bool) -> np.ndarray:
     """Validate a score array and return it as float64.
 
     Scores must lie in [0, 1]; NaN marks a missing response when ``allow_nan``.
     Infinities are always rejected, as are non-numeric dtypes.
     """
-    try:
-        arr = np.asarray(scores, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array; got {type(scores).__name__}") from exc
+    arr = as_float_array(scores, name)
     if arr.ndim != ndim:
         shape = "(n_items,)" if ndim == 1 else "(n_items, n_models)"
         raise ValueError(f"{name} must be {ndim}-D with shape {shape}; got shape {arr.shape}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,17 @@ SMALL_MAP = ["model=model", "item_id=question", "subject=topic", "domain=area", 
 MMLU_ITEMS = DATA / "mmlu_pro" / "items_category_src.csv"  # each item's category and subject (src)
 GRICE_CSV = DATA / "llm_stability" / "grice_college_mathematics.csv.gz"
 GRICE = "llm_stability_grice_college_mathematics"  # the benchmark GRICE_CSV names
+
+
+@functools.cache
+def tool(name: str):
+    """The script ``tools/NAME.py`` loaded as a module, once (tools/ is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def mmlu_pro_subject_sizes():
@@ -94,3 +107,18 @@ def small_mapping():
 
     return parse_mapping(SMALL_MAP)
 
+
+@pytest.fixture
+def no_warnings():
+    """Every warning inside the test is an error: clean data must not warn."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+@pytest.fixture
+def quiet():
+    """Warnings inside the test are ignored (a simulation's degenerate draws warn by design)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
+from conftest import tool
+
 #: Fields that name the run or its time: the only ones allowed to differ between the paths.
 RUN_FIELDS = {"run_id", "flow_run_id", "started_at", "finished_at", "created_at", "timings_s", "run_dir"}
 #: ... and the artifacts root, which the test chooses apart for the two runs.
@@ -16,11 +18,7 @@ RUN_FIELDS |= {"artifacts_root"}
 
 
 def _strip(obj):
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in RUN_FIELDS}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
+    return tool("compare_runs").without_keys(obj, RUN_FIELDS)
 
 
 def artifacts(run_dir: Path, run_id: str, started: str) -> dict:

@@ -3,6 +3,7 @@ tests of `benchcert serve` share (tests/flows/test_deployments_server.py, test_s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -39,6 +40,26 @@ def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
 
 def start_server(port: int, env: dict, log: Path) -> subprocess.Popen:
     return start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env, log)
+
+
+@contextlib.contextmanager
+def serving(port: int, env: dict, work: Path, db: Path, inbox: Path, arts: Path, *options: str):
+    """A Prefect server on ``port`` and ``benchcert serve`` (the store ``db``, ``inbox``, ``arts`` and
+    ``options``) against it, each healthy before the block runs and stopped after it; yields the logs
+    ``[work/server.log, work/serve.log]``."""
+    server_log, serve_log = work / "server.log", work / "serve.log"
+    srv = start_server(port, env, server_log)
+    serve = None
+    try:
+        wait(lambda: healthy(port), 180, "the Prefect server", [server_log])
+        serve = start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
+                       str(arts), *options], env, serve_log)
+        wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
+        yield [server_log, serve_log]
+    finally:
+        if serve is not None:
+            stop(serve)
+        stop(srv)
 
 
 def healthy(port: int) -> bool:

@@ -41,6 +41,34 @@ def store_of_correct(root: Path, benchmark: str, models: dict, n_subjects: int) 
     return path
 
 
+def ingested_text(db: Path, csv: Path, text: str, benchmark: str = "b") -> Path:
+    """``text`` (benchcert's native columns) written to ``csv`` and ingested into the store ``db``
+    (created if needed; plain function, no Prefect); ``db``."""
+    from benchcert.tasks.ingest.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+
+    csv.write_text(text)
+    report = ingest_file(db, csv, benchmark=benchmark, mapping=parse_mapping())
+    assert report.status == "ingested", report.message
+    return db
+
+
+def cli_store(root: Path, name: str, rows: list[str], benchmark: str) -> Path:
+    """The CSV lines ``rows`` (header first) written to ``root/NAME.csv`` and ingested by ``benchcert
+    ingest`` (its output swallowed) into ``root/NAME.duckdb``; the store's path."""
+    import contextlib
+    import io
+
+    from benchcert.flows.cli import main
+
+    path = root / f"{name}.csv"
+    path.write_text("\n".join(rows) + "\n")
+    db = root / f"{name}.duckdb"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["ingest", str(path), "--db", str(db), "--benchmark", benchmark]) == 0
+    return db
+
+
 def cli(capsys, *argv):
     """Run ``benchcert ARGV...`` in this process: (exit code, stdout, stderr)."""
     from benchcert.flows.cli import main

@@ -22,11 +22,12 @@ RUN_KEYS = {"run_id", "created_at", "flow_run_id", "started_at", "finished_at", 
 TIME_COLUMNS = {"seconds", "wall_s", "cpu_s"}
 
 
-def _strip(obj):
+def without_keys(obj, keys=RUN_KEYS):
+    """``obj`` (parsed JSON) with every dict entry under one of ``keys`` left out, at every depth."""
     if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in RUN_KEYS}
+        return {k: without_keys(v, keys) for k, v in obj.items() if k not in keys}
     if isinstance(obj, list):
-        return [_strip(v) for v in obj]
+        return [without_keys(v, keys) for v in obj]
     return obj
 
 
@@ -47,8 +48,8 @@ def _diff(a, b, where: str, out: list[str]) -> None:
 def compare_runs(a: Path, b: Path) -> list[str]:
     """Every difference between run directories ``a`` and ``b`` beyond the run's name and times."""
     out: list[str] = []
-    sa = _strip(json.loads((a / "summary.json").read_text()))
-    sb = _strip(json.loads((b / "summary.json").read_text()))
+    sa = without_keys(json.loads((a / "summary.json").read_text()))
+    sb = without_keys(json.loads((b / "summary.json").read_text()))
     _diff(sa, sb, "summary", out)
     ta = {p.name for p in (a / "tables").glob("*.parquet")}
     tb = {p.name for p in (b / "tables").glob("*.parquet")}

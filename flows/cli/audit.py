@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, alpha_arg, print_json, require_store, webhook_arg
-from benchcert.flows.cli.options import run_mode_options, store_options
+from benchcert.flows.cli.options import command, run_mode_options, store_options
 from benchcert.tasks.errors import UsageError
 
 
@@ -23,6 +23,8 @@ def summary_table(summary: dict) -> str:
 
 
 def cmd_audit(args) -> int:
+    """Run every analysis on one benchmark, write manifest.json, summary.json, tables/*.parquet and
+    report.html under ARTIFACTS/<benchmark folder>/<run id>/, and record the run in the store."""
     from benchcert.tasks.hierarchical.settings import parse_hierarchy, read_subject_weights
 
     # Every refusal below is a UserError that main() reports in one line with its exit code.
@@ -95,10 +97,7 @@ def cmd_audit(args) -> int:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("audit", help="audit one benchmark and write the run's artifacts",
-                        description="Run every analysis on one benchmark, write manifest.json, summary.json, "
-                                    "tables/*.parquet and report.html under ARTIFACTS/<benchmark folder>/<run id>/, "
-                                    "and record the run in the store.")
+    sp = command(sub, "audit", cmd_audit, help="audit one benchmark and write the run's artifacts")
     store_options(sp)
     sp.add_argument("--benchmark", required=True)
     sp.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
@@ -126,7 +125,7 @@ def register(sub) -> None:
     run_mode_options(sp)
     add_dask_arguments(sp)
     # raise_under_debug: the audit runs as a flow; under --debug its error is let through whole.
-    sp.set_defaults(func=cmd_audit, raise_under_debug=True)
+    sp.set_defaults(raise_under_debug=True)
 
 
 def add_dask_arguments(sp) -> None:

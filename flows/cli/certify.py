@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import benchmark_options, command, lock_timeout_option
 from benchcert.flows.cli.errors import print_json as _print_json
 
 #: The keys of tasks/certify/service.py's PROTOCOLS (spelled out: building the parser imports no numerics).
@@ -23,17 +23,10 @@ PROTOCOL_CHOICES = ("theorem", "naive", "stratified")
 
 def register_plan(plan_sub) -> None:
     """Add ``environments`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
-    sp = plan_sub.add_parser(
-        "environments", help="certify many deployment environments at once: chi-square radius, budgets, a plan",
-        description="For the environments in --envs (mixes of the benchmark's domains or subjects): the chi-square "
-                    "radius V with its optimal proposal and Example 4's upper bounds, the items each protocol needs "
-                    "for +/- epsilon on every environment at once with probability 1 - delta (Theorem 3.4's "
-                    "importance-weighted median of means, the per-environment protocol of Remark 3.2, an exact "
-                    "stratified design), and a seeded item sample drawn from the chosen protocol, recorded in the "
-                    "store for `benchcert certify --subset`.")
+    sp = command(plan_sub, "environments", cmd_plan_environments,
+                 help="certify many deployment environments at once: chi-square radius, budgets, a plan")
     sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    benchmark_options(sp)
     sp.add_argument("--epsilon", type=float, required=True, help="half-width wanted on every environment's score")
     sp.add_argument("--delta", type=float, required=True, help="probability that any environment is further off")
     sp.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="stratified",
@@ -44,24 +37,13 @@ def register_plan(plan_sub) -> None:
                     help="write the plan: .csv = item_id,subject,domain,draws; otherwise JSON (plan, item ids, draws)")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_plan_environments)
 
 
 def register(sub) -> None:
-    sp = sub.add_parser(
-        "certify", help="each model's score per deployment environment, bounded for all environments at once",
-        description="Per model and environment: the score with bounds that hold simultaneously for every "
-                    "environment (and every mix of a [family]) with probability >= 1 - delta. With --subset, on a "
-                    "plan drawn by `benchcert plan environments` (its protocol's estimator); without it, on the "
-                    "full benchmark (per-domain exact intervals for new items from the same subjects, item-weighted, "
-                    "and beside them a new subject's expected score in each domain with its band: subjects as the "
-                    "sampling unit, each weighing the same whatever its size). "
-                    "Also, per model, one-sided upper bounds on the failure rate for the same questions (new items "
-                    "from the same subjects; a new subject's expected failure rate); being correct on every instance "
-                    "cannot be certified by black-box testing.")
+    sp = command(sub, "certify", cmd_certify,
+                 help="each model's score per deployment environment, bounded for all environments at once")
     sp.add_argument("--envs", type=Path, required=True, metavar="FILE", help="environments TOML file")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    benchmark_options(sp)
     sp.add_argument("--subset", metavar="SUBSET",
                     help="plan id (env-...) or the JSON file written by plan environments --out")
     sp.add_argument("--delta", type=float, default=None,
@@ -69,10 +51,14 @@ def register(sub) -> None:
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_certify)
 
 
 def cmd_plan_environments(args) -> int:
+    """For the environments in --envs (mixes of the benchmark's domains or subjects): the chi-square radius V
+    with its optimal proposal and Example 4's upper bounds, the items each protocol needs for +/- epsilon on
+    every environment at once with probability 1 - delta (Theorem 3.4's importance-weighted median of means,
+    the per-environment protocol of Remark 3.2, an exact stratified design), and a seeded item sample drawn
+    from the chosen protocol, recorded in the store for `benchcert certify --subset`."""
     from benchcert.tasks.certify.service import EnvironmentPlanRequest, plan_environments
 
     req = EnvironmentPlanRequest(envs=args.envs, db=args.db, benchmark=args.benchmark, epsilon=args.epsilon,
@@ -129,6 +115,14 @@ def _write_manifest(out: Path, plan: dict, draws) -> None:
 
 
 def cmd_certify(args) -> int:
+    """Per model and environment: the score with bounds that hold simultaneously for every environment (and
+    every mix of a [family]) with probability >= 1 - delta. With --subset, on a plan drawn by `benchcert plan
+    environments` (its protocol's estimator); without it, on the full benchmark (per-domain exact intervals
+    for new items from the same subjects, item-weighted, and beside them a new subject's expected score in
+    each domain with its band: subjects as the sampling unit, each weighing the same whatever its size). Also,
+    per model, one-sided upper bounds on the failure rate for the same questions (new items from the same
+    subjects; a new subject's expected failure rate); being correct on every instance cannot be certified by
+    black-box testing."""
     from benchcert.tasks.certify.service import CertifyRequest, certify
     from benchcert.tasks.render.text import certify_text
 

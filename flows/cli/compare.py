@@ -27,24 +27,15 @@ import sys
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json, require_store
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import command, lock_timeout_option
 from benchcert.tasks.compare.gate import FAIL_ON, GateOptions
 from benchcert.tasks.compare.service import HIERARCHIES, QUESTION_CHOICES
 from benchcert.tasks.errors import UsageError
 
 
 def register(sub) -> None:
-    sp = sub.add_parser(
-        "compare", help="paired comparison of models on one benchmark (gap, intervals, p-values, verdict, MDE)",
-        description="Compare model B against model A (or every candidate against --baseline) on the items both "
-                    "answered. Gap = candidate - baseline; verdict 'improved' means the candidate is significantly "
-                    "better. With several candidates the verdict is the Bonferroni simultaneous interval's (improved "
-                    "or regressed only when that interval excludes 0, so no verdict contradicts its interval); "
-                    "Holm- and BH-adjusted p-values are reported for reference. --question items (default): is the "
-                    "candidate better on this benchmark's items - the item-weighted gap the leaderboard shows, "
-                    "subjects as fixed strata; --question new-subjects: does the gap generalise to new subjects - "
-                    "the subject-weighted gap, every subject counting once. Every verdict is about the gap printed "
-                    "beside it; the output names the question and the estimand.")
+    sp = command(sub, "compare", cmd_compare,
+                 help="paired comparison of models on one benchmark (gap, intervals, p-values, verdict, MDE)")
     sp.add_argument("models", nargs="*", metavar="MODEL",
                     help="A B (B is compared against A), or with --baseline the candidates (default: all others)")
     sp.add_argument("--baseline", metavar="M", help="compare every candidate against this model")
@@ -97,7 +88,6 @@ def register(sub) -> None:
                     help="judge (default): the scores as stored; human: a judge-scored benchmark's gap on the human "
                          "scale, the PPI++ interval from the judge's scores and the items labelled by people for "
                          "both models (same verdict words and --fail-on regressed; see docs/analyses.md)")
-    sp.set_defaults(func=cmd_compare)
 
 
 def _request(args):
@@ -124,6 +114,14 @@ def _request(args):
 
 
 def cmd_compare(args) -> int:
+    """Compare model B against model A (or every candidate against --baseline) on the items both answered.
+    Gap = candidate - baseline; verdict 'improved' means the candidate is significantly better. With several
+    candidates the verdict is the Bonferroni simultaneous interval's (improved or regressed only when that
+    interval excludes 0, so no verdict contradicts its interval); Holm- and BH-adjusted p-values are reported
+    for reference. --question items (default): is the candidate better on this benchmark's items - the
+    item-weighted gap the leaderboard shows, subjects as fixed strata; --question new-subjects: does the gap
+    generalise to new subjects - the subject-weighted gap, every subject counting once. Every verdict is about
+    the gap printed beside it; the output names the question and the estimand."""
     from benchcert.tasks.compare.service import compare_models, record_look
 
     if args.series is not None and args.suite is None:
@@ -177,12 +175,18 @@ def _show(args, result, table=None) -> int:
 
 
 def _show_look(args, look) -> int:
+    from benchcert.tasks.compare.recorded import deciding_interval
+
     v, decision = look.verdict, look.gate
+    lower, upper, key, name = deciding_interval(v.as_dict())  # the interval shown with the verdict, everywhere
     if args.json:
-        print_json({**v.as_dict(), **({"gate": _gate_json(decision)} if decision else {})}, strict=True)
+        print_json({**v.as_dict(), "deciding_interval": {"lower": lower, "upper": upper, "kind": key, "name": name},
+                    **({"gate": _gate_json(decision)} if decision else {})}, strict=True)
         return _finish(decision)
     print(f"{v.benchmark!r}: {v.candidate!r} vs {v.baseline!r}, look {v.look}: {v.verdict}"
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))
+    if lower is not None:
+        print(f"  interval that decides: [{100 * lower:.2f}, {100 * upper:.2f}] pp ({name})")
     exact = "" if v.p_exact is None else f"{v.exact_test} p = {v.p_exact:.3g}, "
     subj = "" if v.n_subjects is None else f" in {v.n_subjects} subjects"
     # The fixed-sample numbers are at alpha (what one look alone would say); the verdict's own tests

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, print_json
+from benchcert.flows.cli.options import command
 from benchcert.tasks.errors import UsageError, UserError
 
 
@@ -25,6 +26,8 @@ def register(sub) -> None:
 
 
 def cmd_dashboard_build(args) -> int:
+    """Write the dashboard of --artifacts into --out (replaced atomically; an existing --out must be empty or
+    an earlier dashboard). Runs that cannot be read are listed as skipped; the rest is built."""
     from benchcert.tasks.render.dashboard import DEFAULT_METHODS, build_site
 
     methods = (args.method,) if args.method else DEFAULT_METHODS
@@ -57,6 +60,8 @@ def _interrupt(signum, frame):
 
 
 def cmd_dashboard_serve(args) -> int:
+    """Serve the files of a built dashboard (and nothing outside it) until interrupted. Prints the URL once
+    listening."""
     from benchcert.tasks.render.dashboard import make_server
 
     if not 0 <= args.port <= 65535:
@@ -91,10 +96,7 @@ def register_dashboard(sub) -> None:
                                     "with its interval across runs and checkpoints, per run its report.")
     dsub = sp.add_subparsers(dest="dashboard_command", required=True, metavar="ACTION")
 
-    b = dsub.add_parser("build", help="write the site from an artifacts root",
-                        description="Write the dashboard of --artifacts into --out (replaced atomically; an "
-                                    "existing --out must be empty or an earlier dashboard). Runs that cannot be "
-                                    "read are listed as skipped; the rest is built.")
+    b = command(dsub, "build", cmd_dashboard_build, help="write the site from an artifacts root")
     b.add_argument("--artifacts", type=Path, required=True, metavar="DIR", help="artifacts root (holds index.json)")
     b.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder to write")
     b.add_argument("--method", default=None,
@@ -105,13 +107,9 @@ def register_dashboard(sub) -> None:
     b.add_argument("--stale-days", type=int, default=7, metavar="N",
                    help="the overview lists a benchmark as stale when its latest run is older than N days (default 7)")
     b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    b.set_defaults(func=cmd_dashboard_build)
 
-    s = dsub.add_parser("serve", help="serve a built site over HTTP (loopback by default)",
-                        description="Serve the files of a built dashboard (and nothing outside it) until "
-                                    "interrupted. Prints the URL once listening.")
+    s = command(dsub, "serve", cmd_dashboard_serve, help="serve a built site over HTTP (loopback by default)")
     s.add_argument("--dir", type=Path, required=True, metavar="DIR", help="site folder (from dashboard build)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     s.add_argument("--quiet", action="store_true", help="do not log requests")
-    s.set_defaults(func=cmd_dashboard_serve)

@@ -13,13 +13,15 @@ refuses and says how to choose.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import benchmark_options, command, lock_timeout_option
 
 
 def cmd_default_variant(args) -> int:
+    """Store a benchmark's default variant in the store. Commands that read one variant (audit, compare,
+    perturb's base, the deployments) use: the variant given on the command line, else this default, else the
+    only variant, else the unnamed variant '', else they refuse."""
     from benchcert.tasks.store.matrices import default_variant
 
     got = default_variant(args.db, args.benchmark, variant=args.variant, clear=args.clear,
@@ -34,16 +36,10 @@ def cmd_default_variant(args) -> int:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser(
-        "default-variant", aliases=["set-default-variant"],
-        help="show or set the prompt variant a benchmark's commands use when none is given",
-        description="Store a benchmark's default variant in the store. Commands that read one variant (audit, "
-                    "compare, perturb's base, the deployments) use: the variant given on the command line, else "
-                    "this default, else the only variant, else the unnamed variant '', else they refuse.")
+    sp = command(sub, "default-variant", cmd_default_variant, aliases=["set-default-variant"],
+                 help="show or set the prompt variant a benchmark's commands use when none is given")
     sp.add_argument("variant", nargs="?", metavar="VARIANT", help="the variant to make the default ('' = unnamed)")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    benchmark_options(sp)
     sp.add_argument("--clear", action="store_true", help="remove the stored default")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_default_variant)

@@ -2,7 +2,7 @@
 
 The first thing a newcomer runs, from a checkout (``make demo``) or an installed wheel alike: the
 logs ship inside the package (``benchcert.data``, read with importlib.resources), and the two
-steps are the ``ingest`` and ``audit`` commands themselves, run with the options a user would
+steps are the ``ingest`` and ``audit --items`` commands themselves, run with the options a user would
 type, so what the demo prints and stores is exactly what those commands give.
 
 Exit codes as in flows/cli/errors.py: 0 success; 1 the bundled data is missing from this
@@ -17,7 +17,7 @@ import contextlib
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK
-from benchcert.flows.cli.options import run_mode_options
+from benchcert.flows.cli.options import command, run_mode_options
 from benchcert.tasks.errors import DataError, UsageError
 
 BENCHMARK = "mmlu_pro"
@@ -100,6 +100,11 @@ def run_command(argv: list[str]) -> int:
 
 
 def cmd_demo(args) -> int:
+    """Ingest the MMLU-Pro item-level results bundled with benchcert (29 models, 12,032 items; Apache-2.0, see
+    the SOURCE.txt beside them) into a new store DIR/benchcert.duckdb, audit them (with --items) into
+    DIR/artifacts, and print the audit's table and the report's path: the same as `benchcert ingest` and
+    `benchcert audit` with those files. A DIR that already holds a store is refused (exit 2); nothing in DIR
+    is removed."""
     # A missing data file (MissingDemoDataError) or an unusable --dir (UsageError) reaches main().
     with bundled(*LOGS) as logs, bundled(*MAPPING) as mapping:
         store = prepare_dir(args.dir)
@@ -111,7 +116,7 @@ def cmd_demo(args) -> int:
     if code != EXIT_OK:
         return code
     code = run_command(["audit", f"--db={store}", f"--benchmark={BENCHMARK}", f"--artifacts={args.dir / ARTIFACTS}",
-                        *mode])
+                        "--items", *mode])
     if code != EXIT_OK:
         return code
     a, b = NEXT_COMPARE
@@ -121,14 +126,8 @@ def cmd_demo(args) -> int:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("demo", help="ingest and audit the bundled MMLU-Pro logs into a new store (a first run)",
-                        description="Ingest the MMLU-Pro item-level results bundled with benchcert (29 models, "
-                                    "12,032 items; Apache-2.0, see the SOURCE.txt beside them) into a new store "
-                                    "DIR/benchcert.duckdb, audit them into DIR/artifacts, and print the audit's "
-                                    "table and the report's path: the same as `benchcert ingest` and `benchcert "
-                                    "audit` with those files. A DIR that already holds a store is refused (exit 2); "
-                                    "nothing in DIR is removed.")
+    sp = command(sub, "demo", cmd_demo,
+                 help="ingest and audit the bundled MMLU-Pro logs into a new store (a first run)")
     sp.add_argument("--dir", type=Path, default=DEFAULT_DIR, metavar="DIR",
                     help=f"folder for the store and the artifacts, created if needed (default ./{DEFAULT_DIR})")
     run_mode_options(sp)
-    sp.set_defaults(func=cmd_demo)

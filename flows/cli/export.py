@@ -9,9 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, print_json, require_store
+from benchcert.flows.cli.options import command
 
 
 def cmd_export(args) -> int:
+    """Write models, variants, items, response_codes and sources as Parquet under
+    DIR/<table>/benchmark=<name>/ (hive partitions) with DIR/export.json. Dask workers read this export
+    instead of the DuckDB file. An existing DIR is replaced atomically if it is an earlier export."""
     from benchcert.tasks.store.export import export_parquet
 
     require_store(args.db)
@@ -29,15 +33,11 @@ def cmd_export(args) -> int:
 def register(sub) -> None:
     from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
-    sp = sub.add_parser("export", help="export the store's audit tables as Parquet, partitioned by benchmark",
-                        description="Write models, variants, items, response_codes and sources as Parquet under "
-                                    "DIR/<table>/benchmark=<name>/ (hive partitions) with DIR/export.json. Dask "
-                                    "workers read this export instead of the DuckDB file. An existing DIR is "
-                                    "replaced atomically if it is an earlier export.")
+    sp = command(sub, "export", cmd_export,
+                 help="export the store's audit tables as Parquet, partitioned by benchmark")
     sp.add_argument("--parquet", type=Path, required=True, metavar="DIR", help="output folder")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--benchmark", action="append", metavar="NAME",
                     help="export only this benchmark (repeatable; default: all)")
     sp.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S")
     sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_export)

@@ -11,10 +11,9 @@ is locked or unusable.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import benchmark_options, lock_timeout_option
 from benchcert.tasks.errors import NoDataError
 
 
@@ -79,8 +78,7 @@ def register(sub) -> None:
             "delta_min is a lower confidence bound on that separation, 0 to 0.5) and the calibration summaries. "
             f"Needs at least {MIN_ITEMS} items with a known correct option (cross-fitting: {MIN_FOLD_ITEMS} per "
             "fold); with fewer it says so instead of giving a number."))
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    benchmark_options(sp)
     sp.add_argument("--model", action="append", metavar="M", help="only this model (repeatable; default: all)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else the base '')")
     sp.add_argument("--method", choices=["split", "crossfit"], default="split",

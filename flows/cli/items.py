@@ -11,11 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_OK, print_json
-from benchcert.flows.cli.options import lock_timeout_option, store_options
+from benchcert.flows.cli.options import benchmark_options, command, lock_timeout_option, store_options
 from benchcert.tasks.errors import UsageError
 
 
 def cmd_items(args) -> int:
+    """Per item across the benchmark's models: difficulty (share correct), discrimination (corrected item-rest
+    correlation; 2PL slope and difficulty with at least 20 models), inert items (every model scored alike) and
+    their share of the calls, suspected broken keys (an exact permutation test across models per item,
+    Benjamini-Hochberg over the items at --fdr). For the benchmark: reliability (KR-20 / Cronbach's alpha with
+    Feldt's interval), the resolution of the paired test per score band (the smallest gap detected with 80%%
+    power), saturation, and a reduced item set (inert items dropped, then a subject-stratified random subset
+    whose every score and pairwise gap stays within --tolerance, simultaneously, at --alpha)."""
     from benchcert.tasks.items.choices import TEXT_FIELDS, parse_columns
     from benchcert.tasks.items.service import ItemsRequest, ItemsSettings, run_items
 
@@ -54,6 +61,11 @@ def cmd_items(args) -> int:
 
 
 def cmd_plan_samples(args) -> int:
+    """From a benchmark whose models answered items several times (the canonical row's replicate): each
+    model's variance components (between subjects, between items, within an item across samples), and the
+    samples per item K and items n that minimise the variance of the mean score for --budget, an item
+    evaluated K times costing --cost-item + K --cost-sample (Miller 2024, 'Adding error bars to evals'). A
+    plan from a pilot, not a guarantee."""
     from benchcert.tasks.items.samples import SamplesPlanRequest, samples_plan
 
     doc = samples_plan(SamplesPlanRequest(
@@ -71,15 +83,9 @@ def cmd_plan_samples(args) -> int:
 
 def register_plan(ps) -> None:
     """``benchcert plan samples`` (registered by flows/cli/plan.py)."""
-    sp = ps.add_parser(
-        "samples", help="samples per item for a budget, from the measured run-to-run variance (repeated samples)",
-        description="From a benchmark whose models answered items several times (the canonical row's replicate): "
-                    "each model's variance components (between subjects, between items, within an item across "
-                    "samples), and the samples per item K and items n that minimise the variance of the mean "
-                    "score for --budget, an item evaluated K times costing --cost-item + K --cost-sample "
-                    "(Miller 2024, 'Adding error bars to evals'). A plan from a pilot, not a guarantee.")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store")
-    sp.add_argument("--benchmark", required=True)
+    sp = command(ps, "samples", cmd_plan_samples,
+                 help="samples per item for a budget, from the measured run-to-run variance (repeated samples)")
+    benchmark_options(sp, db_help="DuckDB store")
     sp.add_argument("--model", help="one model's components (default: every model with repeated samples)")
     sp.add_argument("--variant", default=None, help="prompt variant (default: the stored default, else the only one)")
     sp.add_argument("--budget", type=float, required=True, help="what may be spent, in the units of the costs")
@@ -92,7 +98,6 @@ def register_plan(ps) -> None:
     sp.add_argument("--seed", type=int, default=0, help="seed of the components' bootstrap (default 0)")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_plan_samples)
 
 
 def _write(result, out: Path) -> None:
@@ -107,17 +112,8 @@ def _write(result, out: Path) -> None:
 def register(sub) -> None:
     from benchcert.tasks.items.defaults import DEFAULT_FDR, DEFAULT_TOLERANCE
 
-    sp = sub.add_parser(
-        "items", help="item analysis: inert items, suspected broken keys, resolution, a reduced item set",
-        description="Per item across the benchmark's models: difficulty (share correct), discrimination "
-                    "(corrected item-rest correlation; 2PL slope and difficulty with at least 20 models), inert "
-                    "items (every model scored alike) and their share of the calls, suspected broken keys (an "
-                    "exact permutation test across models per item, Benjamini-Hochberg over the items at --fdr). "
-                    "For the benchmark: reliability (KR-20 / Cronbach's alpha with Feldt's interval), the "
-                    "resolution of the paired test per score band (the smallest gap detected with 80%% power), "
-                    "saturation, and a reduced item set (inert items dropped, then a subject-stratified random "
-                    "subset whose every score and pairwise gap stays within --tolerance, simultaneously, at "
-                    "--alpha).")
+    sp = command(sub, "items", cmd_items,
+                 help="item analysis: inert items, suspected broken keys, resolution, a reduced item set")
     store_options(sp)
     sp.add_argument("--benchmark", required=True)
     sp.add_argument("--variant", default=None, help="prompt variant (default: the stored default, else the only one)")
@@ -143,4 +139,3 @@ def register(sub) -> None:
     sp.add_argument("--out", type=Path, metavar="DIR",
                     help="write the tables (items, items_resolution, items_neighbours, items_overview, "
                          "items_reduced, items_samples, items_near_duplicates as Parquet) and reduced_items.csv (the reduced set's item ids) to DIR")
-    sp.set_defaults(func=cmd_items)

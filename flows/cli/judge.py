@@ -9,10 +9,9 @@ locked or unusable, 4 the CI gate failed (``compare --scale human --fail-on regr
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_GATE, EXIT_OK, alpha_arg, print_json
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import benchmark_options, command, lock_timeout_option
 from benchcert.tasks.compare.rows import deciding_interval
 
 
@@ -96,14 +95,9 @@ def _show_gap(result) -> None:
 
 def register_plan(plan_sub) -> None:
     """Add ``human-labels`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
-    sp = plan_sub.add_parser(
-        "human-labels", help="human labels needed for a +/- eps human-scale score of a judge-scored benchmark",
-        description="From the responses scored by both the judge and a human so far (a random pilot): how many "
-                    "human labels give a +/- EPS interval of each model's human-scale score with the judge's scores "
-                    "(PPI++, tuned lambda, normal quantile), against labelling by hand without the judge. A plan, "
-                    "not a guarantee: it trusts the pilot's judge-human covariance.")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    sp = command(plan_sub, "human-labels", cmd_plan_human_labels,
+                 help="human labels needed for a +/- eps human-scale score of a judge-scored benchmark")
+    benchmark_options(sp)
     sp.add_argument("--epsilon", type=float, required=True, metavar="E", help="half-width wanted, in (0, 1)")
     sp.add_argument("--model", default=None, metavar="M", help="only this model (default: every model)")
     sp.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
@@ -113,10 +107,13 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--variant", default=None, help="prompt variant (default: the only one, else '')")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_plan_human_labels)
 
 
 def cmd_plan_human_labels(args) -> int:
+    """From the responses scored by both the judge and a human so far (a random pilot): how many human labels
+    give a +/- EPS interval of each model's human-scale score with the judge's scores (PPI++, tuned lambda,
+    normal quantile), against labelling by hand without the judge. A plan, not a guarantee: it trusts the
+    pilot's judge-human covariance."""
     from benchcert.flows.cli.errors import require_store
     from benchcert.tasks.judge.service import plan_labels
 

@@ -1,10 +1,30 @@
-"""Options several commands share, declared once: the store options and the run mode."""
+"""What several commands share, declared once: how a command is registered, the store options and
+the run mode."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+
+
+def command(sub, name: str, handler, *, help: str, **kwargs):
+    """Add the command ``name``, run by ``handler``, to the sub-parsers ``sub``; the parser.
+
+    Its ``--help`` description is the handler's docstring (argparse folds the line breaks), so the
+    text a user reads and the code's own documentation are one text; ``help`` is its line in the
+    parent's list of commands and ``kwargs`` go to ``add_parser`` (``aliases``, ...).
+    """
+    # Under ``python -OO`` docstrings are stripped: the one-line help then stands as the description.
+    sp = sub.add_parser(name, help=help, description=handler.__doc__ or help, **kwargs)
+    sp.set_defaults(func=handler)
+    return sp
+
+
+def benchmark_options(sp, db_help: str = "DuckDB store file") -> None:
+    """``--db`` and ``--benchmark``, both required: the store and the benchmark a command reads."""
+    sp.add_argument("--db", type=Path, required=True, help=db_help)
+    sp.add_argument("--benchmark", required=True)
 
 
 def store_options(sp, db_required: bool = True) -> None:

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, alpha_arg, print_json, require_store
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import benchmark_options, command, lock_timeout_option
 from benchcert.tasks.errors import UsageError
 
 
@@ -43,6 +43,14 @@ _METHOD_NAMES = {"calibrated": "calibrated widened-range test",
 
 
 def cmd_perturb(args) -> int:
+    """Per item and tested variant: the composite-null test (does the tested variant's response rate lie
+    outside the null variants' range, widened for their sampling and binomial noise? valid at alpha without
+    estimating the null range; items where no outcome could reject are reported as 'no power', never as 0%)
+    beside the classical Fisher test against the base (energy-distance permutation test for fractional
+    scores); per tested variant the share of items where the change matters, raw and after Benjamini-Hochberg
+    across items. Without --null/--test every other variant is tested against all the rest. The base is
+    --base, else the benchmark's default variant (benchcert default-variant), else the only one, else '', else
+    the command refuses."""
     from benchcert.tasks.perturbation.service import audit_stored
     from benchcert.tasks.render.text import perturbation_text
 
@@ -73,6 +81,10 @@ def cmd_perturb(args) -> int:
 
 
 def cmd_plan_perturbation(args) -> int:
+    """Algorithm C of the composite-null paper with Theorems 2 and 4 (not the misprinted pseudo-code): the
+    threshold eps, the number m of null variants and the replicates r per variant that maximise the
+    average-power bound while keeping the size bound at alpha, within a budget of model calls. Exit 1 when no
+    design is valid (the output then names the smallest budget that gives one)."""
     from benchcert.tasks.perturbation.planning import pilot_range, plan_perturbation
 
     alpha_arg(args.alpha)
@@ -165,13 +177,8 @@ def _plan_from_store(args) -> int:
 
 def register_plan(plan_sub) -> None:
     """Add ``perturbation`` to the sub-parsers of ``benchcert plan`` (flows/cli/plan.py calls it)."""
-    sp = plan_sub.add_parser(
-        "perturbation", help="choose eps, m and r for a prompt-perturbation test under a budget (Algorithm C)",
-        description="Algorithm C of the composite-null paper with Theorems 2 and 4 (not the misprinted "
-                    "pseudo-code): the threshold eps, the number m of null variants and the replicates r per "
-                    "variant that maximise the average-power bound while keeping the size bound at alpha, "
-                    "within a budget of model calls. Exit 1 when no design is valid (the output then names the "
-                    "smallest budget that gives one).")
+    sp = command(plan_sub, "perturbation", cmd_plan_perturbation,
+                 help="choose eps, m and r for a prompt-perturbation test under a budget (Algorithm C)")
     sp.add_argument("--a-hat", type=float, help="lower end of the null range (estimated)")
     sp.add_argument("--b-hat", type=float, help="upper end of the null range (estimated)")
     sp.add_argument("--pilot-rates", metavar="P1,P2,...",
@@ -198,22 +205,12 @@ def register_plan(plan_sub) -> None:
     sp.add_argument("--method", choices=["union", "exact"], default="union",
                     help="union (default): the paper's bounds; exact: exact size/power under Assumption 2 (slower)")
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_plan_perturbation)
 
 
 def register(sub) -> None:
-    sp = sub.add_parser(
-        "perturb", help="does a prompt variant matter beyond semantically irrelevant rewordings?",
-        description="Per item and tested variant: the composite-null test (does the tested variant's response "
-                    "rate lie outside the null variants' range, widened for their sampling and binomial noise? "
-                    "valid at alpha without estimating the null range; items where no outcome could reject are "
-                    "reported as 'no power', never as 0%) beside the classical Fisher test against the base "
-                    "(energy-distance permutation test for fractional scores); per tested variant the share of items where the change "
-                    "matters, raw and after Benjamini-Hochberg across items. Without --null/--test every other variant is "
-                    "tested against all the rest. The base is --base, else the benchmark's default variant "
-                    "(benchcert default-variant), else the only one, else '', else the command refuses.")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    sp = command(sub, "perturb", cmd_perturb,
+                 help="does a prompt variant matter beyond semantically irrelevant rewordings?")
+    benchmark_options(sp)
     sp.add_argument("--base", help="base variant (the prompt as written; '' is the unnamed variant)")
     sp.add_argument("--null", metavar="V1,V2,...", help="null variants: rewordings that should not matter")
     sp.add_argument("--test", metavar="V[,V...]", help="variants to test (default: every non-base variant)")
@@ -234,4 +231,3 @@ def register(sub) -> None:
                          "perturbation --db answers (default 0.1)")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_perturb)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 # EXIT_DATA, EXIT_STORE and EXIT_USAGE: the codes documented above, importable from here as from every command.
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, EXIT_STORE, EXIT_USAGE  # noqa: F401
-from benchcert.flows.cli.options import lock_timeout_option
+from benchcert.flows.cli.options import benchmark_options, command, lock_timeout_option
 from benchcert.flows.cli.errors import print_json as _print_json
 
 
@@ -54,41 +54,25 @@ def register(sub) -> None:
 
 def _register_questions(ps) -> None:
     """The evaluation-cost questions of docs/methods.md section 5."""
-    sp = ps.add_parser("subsample", help="half-widths a random subset of n items buys (Theorem 5.2, Barber, "
-                                         "Serfling, exact worst case)",
-                       description="For a uniformly random subset of n of the N items: the half-width of "
-                                   "|subset score - full score| by Theorem 5.2, Barber (non-negative and signed), "
-                                   "Serfling and the exact hypergeometric worst case, and the paired (R = 2) "
-                                   "Theorem 5.2 for a gap between two models.")
+    sp = command(ps, "subsample", cmd_plan_subsample,
+                 help="half-widths a random subset of n items buys (Theorem 5.2, Barber, Serfling, exact worst case)")
     sp.add_argument("--n", type=int, required=True, dest="n", help="items to evaluate (1 <= n <= N)")
     _common(sp, need_n_source=True)
     sp.add_argument("--no-exact", action="store_true", help="skip the exact worst case")
-    sp.set_defaults(func=cmd_plan_subsample)
 
-    sp = ps.add_parser("estimate", help="items for +/- eps on one model's score",
-                       description="Items needed so that one model's score is within +/- eps: Hoeffding "
-                                   "log(2/alpha)/(2 eps^2); with N, Theorem 5.2, Serfling, Barber and the exact "
-                                   "worst case.")
+    sp = command(ps, "estimate", cmd_plan_estimate, help="items for +/- eps on one model's score")
     sp.add_argument("--eps", type=float, required=True, help="target half-width, e.g. 0.02 for 2 points")
     _common(sp, need_n_source=False)
     sp.add_argument("--no-exact", action="store_true", help="skip the exact worst case (it takes ~1-3 s)")
-    sp.set_defaults(func=cmd_plan_estimate)
 
-    sp = ps.add_parser("models", help="items for +/- eps on k models at once",
-                       description="Items needed so that k models' scores are all within +/- eps at once "
-                                   "(union bound: log(2k/alpha)/(2 eps^2); the finite-population and exact "
-                                   "answers at alpha/k).")
+    sp = command(ps, "models", cmd_plan_models, help="items for +/- eps on k models at once")
     sp.add_argument("--eps", type=float, required=True, help="target half-width")
     sp.add_argument("--k", type=int, required=True, help="number of models")
     _common(sp, need_n_source=False)
     sp.add_argument("--no-exact", action="store_true", help="skip the exact worst case")
-    sp.set_defaults(func=cmd_plan_models)
 
-    sp = ps.add_parser("compare", help="items to tell apart two models whose accuracies differ by eps",
-                       description="Items needed to tell apart two models whose accuracies differ by eps: the "
-                                   "Hellinger lower bound 1/(8 eps^2) (necessary), a paired Hoeffding test "
-                                   "2 log(1/alpha)/eps^2 (sufficient), Theorem 5.2 with R = 2 given N, and a "
-                                   "paired normal power analysis.")
+    sp = command(ps, "compare", cmd_plan_compare,
+                 help="items to tell apart two models whose accuracies differ by eps")
     sp.add_argument("--eps", type=float, required=True, help="accuracy gap to detect")
     sp.add_argument("--power", type=float, default=0.8, help="power for the normal power analysis (default 0.8)")
     sp.add_argument("--var-d", type=float, default=None, dest="var_d",
@@ -97,26 +81,17 @@ def _register_questions(ps) -> None:
     sp.add_argument("--models", type=lambda t: [x.strip() for x in t.split(",")], default=None, metavar="A,B",
                     help="with --db: take Var(D) from this pair of models")
     _common(sp, need_n_source=False)
-    sp.set_defaults(func=cmd_plan_compare)
 
-    sp = ps.add_parser("zero-failure", help="items with no failure that certify a failure rate below eps",
-                       description="Items that, all passing, certify a failure rate below eps at level alpha: "
-                                   "ln(1/alpha)/eps (1/eps, not 1/eps^2), the exact binomial n and, given N, the "
-                                   "exact hypergeometric n.")
+    sp = command(ps, "zero-failure", cmd_plan_zero_failure,
+                 help="items with no failure that certify a failure rate below eps")
     sp.add_argument("--eps", type=float, required=True, help="failure rate to rule out")
     _common(sp, need_n_source=False)
-    sp.set_defaults(func=cmd_plan_zero_failure)
 
 
 def _register_subsample(sub) -> None:
-    sp = sub.add_parser("subsample", help="draw and record a seeded random subset of a benchmark's items",
-                        description="Draw a uniform (or subject-stratified) random subset of n item ids of a "
-                                    "benchmark in the store, record it (tables subsets, subset_items) and print or "
-                                    "write the manifest. Run a new checkpoint on exactly these items and ingest its "
-                                    "logs: the audit then reports its estimated full-benchmark score with the "
-                                    "Theorem 5.2 guarantee and the exact post-hoc interval.")
-    sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
-    sp.add_argument("--benchmark", required=True)
+    sp = command(sub, "subsample", cmd_subsample,
+                 help="draw and record a seeded random subset of a benchmark's items")
+    benchmark_options(sp)
     sp.add_argument("--n", type=int, required=True, dest="n", help="items to draw (1 <= n <= N)")
     sp.add_argument("--seed", type=int, default=None, help="random seed (default: drawn at random and recorded)")
     sp.add_argument("--stratified", action="store_true",
@@ -126,7 +101,6 @@ def _register_subsample(sub) -> None:
                     help="write the manifest: .csv = item_id,subject,domain rows; otherwise JSON with item_ids")
     lock_timeout_option(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sp.set_defaults(func=cmd_subsample)
 
 
 # --------------------------------------------------------------------------------------
@@ -166,6 +140,9 @@ def _answer(args, prog: str, service) -> int:
 
 
 def cmd_plan_subsample(args) -> int:
+    """For a uniformly random subset of n of the N items: the half-width of |subset score - full score| by
+    Theorem 5.2, Barber (non-negative and signed), Serfling and the exact hypergeometric worst case, and the
+    paired (R = 2) Theorem 5.2 for a gap between two models."""
     from benchcert.tasks.subsample.planning import plan_subsample
 
     return _answer(args, "benchcert plan subsample",
@@ -173,6 +150,8 @@ def cmd_plan_subsample(args) -> int:
 
 
 def cmd_plan_estimate(args) -> int:
+    """Items needed so that one model's score is within +/- eps: Hoeffding log(2/alpha)/(2 eps^2); with N,
+    Theorem 5.2, Serfling, Barber and the exact worst case."""
     from benchcert.tasks.subsample.planning import plan_estimate
 
     return _answer(args, "benchcert plan estimate",
@@ -180,6 +159,8 @@ def cmd_plan_estimate(args) -> int:
 
 
 def cmd_plan_models(args) -> int:
+    """Items needed so that k models' scores are all within +/- eps at once (union bound: log(2k/alpha)/(2
+    eps^2); the finite-population and exact answers at alpha/k)."""
     from benchcert.tasks.subsample.planning import plan_models
 
     return _answer(args, "benchcert plan models",
@@ -187,6 +168,9 @@ def cmd_plan_models(args) -> int:
 
 
 def cmd_plan_compare(args) -> int:
+    """Items needed to tell apart two models whose accuracies differ by eps: the Hellinger lower bound 1/(8
+    eps^2) (necessary), a paired Hoeffding test 2 log(1/alpha)/eps^2 (sufficient), Theorem 5.2 with R = 2
+    given N, and a paired normal power analysis."""
     from benchcert.tasks.subsample.planning import plan_compare
 
     return _answer(args, "benchcert plan compare",
@@ -195,6 +179,8 @@ def cmd_plan_compare(args) -> int:
 
 
 def cmd_plan_zero_failure(args) -> int:
+    """Items that, all passing, certify a failure rate below eps at level alpha: ln(1/alpha)/eps (1/eps, not
+    1/eps^2), the exact binomial n and, given N, the exact hypergeometric n."""
     from benchcert.tasks.subsample.planning import plan_zero_failure
 
     return _answer(args, "benchcert plan zero-failure",
@@ -202,6 +188,10 @@ def cmd_plan_zero_failure(args) -> int:
 
 
 def cmd_subsample(args) -> int:
+    """Draw a uniform (or subject-stratified) random subset of n item ids of a benchmark in the store, record
+    it (tables subsets, subset_items) and print or write the manifest. Run a new checkpoint on exactly these
+    items and ingest its logs: the audit then reports its estimated full-benchmark score with the Theorem 5.2
+    guarantee and the exact post-hoc interval."""
     from benchcert.tasks.subsample.planning import draw_subset
 
     drawn = draw_subset(args.db, args.benchmark, args.n, seed=args.seed, stratified=args.stratified,

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from benchcert.flows.cli.errors import EXIT_DATA, EXIT_OK, print_json, webhook_arg
+from benchcert.flows.cli.options import command
 from benchcert.tasks.errors import UsageError, UserError
 
 
@@ -20,7 +21,18 @@ class EventNotSentError(UserError):
     exit_code = 3
 
 
+def _processes(text: str) -> int:
+    """--processes: a whole number of worker processes, at least 1."""
+    import argparse
+
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, at least 1, got {text!r}")
+    return int(text)
+
+
 def cmd_serve(args) -> int:
+    """Register and serve two deployments against PREFECT_API_URL: nightly-audit (cron schedule) and
+    checkpoint-audit (event trigger). Runs until interrupted."""
     if not os.environ.get("PREFECT_API_URL"):
         raise UsageError("set PREFECT_API_URL to your Prefect server (or run `make serve`, which starts one "
                          "on 127.0.0.1)")
@@ -39,7 +51,7 @@ def cmd_serve(args) -> int:
         timezone=args.timezone, baseline=args.baseline, webhook_url=args.webhook, alpha=args.alpha,
         dashboard_dir=str(args.dashboard) if args.dashboard else None,
         allowed_logs=tuple(str(p) for p in args.allow_logs), dask_address=args.dask_address,
-        dask_workers=args.dask_workers))
+        dask_workers=args.dask_workers, processes=args.processes))
     runner = Runner(pause_on_shutdown=True)
     for deployment in deployments:
         runner.add_deployment(deployment)
@@ -110,10 +122,7 @@ def _answers(api: str) -> bool:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("serve", help="serve the nightly and checkpoint deployments on a Prefect server",
-                        description="Register and serve two deployments against PREFECT_API_URL: "
-                                    "nightly-audit (cron schedule) and checkpoint-audit (event trigger). "
-                                    "Runs until interrupted.")
+    sp = command(sub, "serve", cmd_serve, help="serve the nightly and checkpoint deployments on a Prefect server")
     sp.add_argument("--db", type=Path, required=True, help="DuckDB store file")
     sp.add_argument("--inbox", type=Path, required=True, help="inbox folder: one subfolder per benchmark")
     sp.add_argument("--artifacts", type=Path, required=True, metavar="DIR", help="artifacts root")
@@ -132,11 +141,11 @@ def register(sub) -> None:
                     help="nightly: audit the changed benchmarks in parallel on this Dask scheduler (tcp://HOST:PORT)")
     sp.add_argument("--dask-workers", type=int, metavar="N",
                     help="nightly: audit the changed benchmarks in parallel on a local Dask cluster of N processes")
-    sp.set_defaults(func=cmd_serve)
+    sp.add_argument("--processes", type=_processes, metavar="N",
+                    help="nightly: ingest and audit the benchmarks on N worker processes, N at a time "
+                         "(without Dask; default: one after another in the flow's process)")
 
-    sp = sub.add_parser("notify-checkpoint", help="emit the event that starts a checkpoint audit",
-                        description="Send 'benchcert.checkpoint.logged' to the Prefect server at PREFECT_API_URL "
-                                    "(resource id = the model id; payload = benchmark and log location).")
+    sp = command(sub, "notify-checkpoint", cmd_notify, help="emit the event that starts a checkpoint audit")
     sp.add_argument("--model", required=True, help='model id, e.g. "org/model@step-12000"')
     which = sp.add_mutually_exclusive_group(required=True)
     which.add_argument("--benchmark", help="the benchmark the logs belong to")
@@ -149,10 +158,11 @@ def register(sub) -> None:
                     help="what the checkpoint verdict answers: items (default; the item-weighted gap, subjects "
                          "fixed strata) or new-subjects (the subject-weighted gap); see benchcert compare --help")
     sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=cmd_notify)
 
 
 def cmd_notify(args) -> int:
+    """Send 'benchcert.checkpoint.logged' to the Prefect server at PREFECT_API_URL (resource id = the model
+    id; payload = benchmark and log location)."""
     if not os.environ.get("PREFECT_API_URL"):
         raise UsageError("set PREFECT_API_URL to the Prefect server that serves benchcert")
     import asyncio

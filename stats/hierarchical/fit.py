@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..degenerate import Ref, warn_degenerate
+from ..validation import as_float_array
 from .likelihood import _BetaBinomialLik, _BetaLik, _ab, _best_of_starts, _moment_start
 from .limits import NU_MAX, NU_MIN, WORST_CASE_S2, _LOG_NU_MAX, _LOG_NU_MIN
 from .profile import _W_GRID, _upper_proxy
@@ -236,10 +237,7 @@ def _fit_rows(mask, shape) -> tuple[str, tuple[Ref, ...]]:
 
 
 def _rows(x, name):
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array; got {type(x).__name__}") from exc
+    arr = as_float_array(x, name)
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D (one fit) or 2-D (one fit per row); got shape {arr.shape}")
     return arr

@@ -4,10 +4,14 @@ in (logit mean, log precision), with the moment and multi-start initialisations.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import betaln, psi
+from scipy.special import betaln, gammaln, psi
 
 from .limits import _LOGIT_MAX, _LOG_NU_MAX, _LOG_NU_MIN
 from .special import _trigamma
+
+
+#: Largest a + b at which :meth:`_BetaBinomialLik.loglik` takes log B as three log-gammas.
+_GAMMALN_NU_MAX = 1e3
 
 
 def _row_sum(x, mask, full):
@@ -24,8 +28,19 @@ class _BetaBinomialLik:
         self.full = bool(mask.all())  # no padding: the masking is skipped
 
     def loglik(self, a, b):
+        # log B(Y + a, m - Y + b) as three log-gammas, 2.4x faster than scipy's betaln, where
+        # a + b <= _GAMMALN_NU_MAX: the log-gammas are then below ~1e4 and the two forms agree to
+        # ~1e-12 per term. Above it (an under-dispersed fit heading for a + b = 1e6) log-gammas
+        # of ~1e7 would cancel to ~1e-9, and betaln keeps its precision
+        # (tests/stats/hierarchical/test_stats_hierarchical_oracle.py).
         a2, b2 = a[:, None], b[:, None]
-        terms = betaln(self.y + a2, self.f + b2)
+        nu = a + b
+        terms = gammaln(self.y + a2)
+        terms += gammaln(self.f + b2)
+        terms -= gammaln(self.m + nu[:, None])
+        big = nu > _GAMMALN_NU_MAX
+        if big.any():
+            terms[big] = betaln(self.y[big] + a2[big], self.f[big] + b2[big])
         return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
 
     def derivs(self, a, b):

@@ -70,6 +70,19 @@ def _int_array(x, name: str, *, lo: int) -> np.ndarray:
     return arr
 
 
+def _null_variants(arr: np.ndarray, name: str, unit: str, null_replicates) -> np.ndarray:
+    """The replicates of the null variants whose ``name`` (a count or sum each) is ``arr``: check ``arr``
+    is one ``unit`` per null variant, and take ``null_replicates`` as a scalar for all or one each (>= 1)."""
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array (one {unit} per null variant); got shape {arr.shape}")
+    r = _int_array(null_replicates, "null_replicates", lo=1)
+    if r.ndim == 0:
+        r = np.full(arr.shape, int(r))
+    if r.shape != arr.shape:
+        raise ValueError(f"null_replicates must be a scalar or match {name}' shape {arr.shape}; got {r.shape}")
+    return r
+
+
 def _range_iv(a, b, names=("a", "b")):
     a = check_unit_interval(names[0], a, closed=True)
     b = check_unit_interval(names[1], b, closed=True)

@@ -20,6 +20,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import betainc, gammaln, xlog1py, xlogy
 
+from ..bisection import smallest_passing
 from ..validation import check_alpha
 from ._checks import _ASSUMPTION_1, _ASSUMPTION_2, _REPLICATES
 from .no_power import no_power_sentence
@@ -201,13 +202,7 @@ def _smallest_z(m, r, rt, c, alpha, cells, n_max) -> int | None:
     lo, hi = 0, n_max                          # size(lo) > alpha; size(hi) <= alpha to be checked
     if np.any(_sizes(m, r, rt, c, hi * _Z_STEP, cells) > alpha):
         return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if np.all(_sizes(m, r, rt, c, mid * _Z_STEP, cells) <= alpha):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(lambda n: bool(np.all(_sizes(m, r, rt, c, n * _Z_STEP, cells) <= alpha)), lo, hi)
 
 
 #: Calibrations known without computing them: (m, r, r', alpha) -> z, filled by

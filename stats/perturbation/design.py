@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..bisection import smallest_passing
 from ..degenerate import warn_degenerate
 from ..validation import check_alpha, check_unit_interval
 from ._checks import (_ASSUMPTION_1, _ASSUMPTION_2, _ASSUMPTION_3, _MAX_EXACT_R, _PLUG_IN, _REPLICATES, EPS_MAX_RULES,
@@ -254,14 +255,7 @@ def _min_r(valid, r_cap):
         if hi >= r_cap:
             return None
         hi = min(hi * 2, r_cap)
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if valid(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(valid, hi // 2, hi)
 
 
 def minimal_budget(a_hat, b_hat, *, alpha, power=None, eps=None, pilot_m=0, pilot_r=0, eps_step=0.001,

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..validation import check_alpha, check_unit_interval
-from ._checks import _ASSUMPTION_1, _choice, _int, _int_array, _real
+from ._checks import _ASSUMPTION_1, _choice, _int, _null_variants, _real
 from .plugin import plugin_test
 from .results import CompositeTestResult
 from .no_power import no_power_sentence
@@ -401,13 +401,7 @@ def _widened(rates, r, pt, rt, alpha, ideal_share, stat, method, assumptions) ->
 
 def _bounded_iv(null_sums, null_replicates, test_sum, test_replicates, alpha, ideal_share):
     s = np.asarray(null_sums, dtype=float)
-    if s.ndim != 1 or s.size == 0:
-        raise ValueError(f"null_sums must be a non-empty 1-D array (one sum per null variant); got shape {s.shape}")
-    r = _int_array(null_replicates, "null_replicates", lo=1)
-    if r.ndim == 0:
-        r = np.full(s.shape, int(r))
-    if r.shape != s.shape:
-        raise ValueError(f"null_replicates must be a scalar or match null_sums' shape {s.shape}; got {r.shape}")
+    r = _null_variants(s, "null_sums", "sum", null_replicates)
     if not np.all(np.isfinite(s)) or np.any(s < 0) or np.any(s > r):
         raise ValueError(f"null_sums must lie in [0, null_replicates] (scores in [0, 1]); got {null_sums!r}")
     st = _real(test_sum, "test_sum", lo=0.0)

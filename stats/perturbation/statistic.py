@@ -8,19 +8,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..degenerate import warn_degenerate
-from ._checks import _ASSUMPTION_2, _REPLICATES, _int, _int_array
+from ._checks import _ASSUMPTION_2, _REPLICATES, _int, _int_array, _null_variants
 from .results import CompositeStatistic, RangeEstimate
 
 
 def _composite_statistic_iv(null_counts, null_replicates, test_count, test_replicates):
     k = _int_array(null_counts, "null_counts", lo=0)
-    if k.ndim != 1 or k.size == 0:
-        raise ValueError(f"null_counts must be a non-empty 1-D array (one count per null variant); got shape {k.shape}")
-    r = _int_array(null_replicates, "null_replicates", lo=1)
-    if r.ndim == 0:
-        r = np.full(k.shape, int(r))
-    if r.shape != k.shape:
-        raise ValueError(f"null_replicates must be a scalar or match null_counts' shape {k.shape}; got {r.shape}")
+    r = _null_variants(k, "null_counts", "count", null_replicates)
     if np.any(k > r):
         j = int(np.flatnonzero(k > r)[0])
         raise ValueError(f"null_counts must not exceed null_replicates; got {int(k[j])} > {int(r[j])} at index {j}")

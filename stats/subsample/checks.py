@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from .._common import unwrap_scalar
+from ..validation import as_float_array
 
 
 def _int_scalar(value, name: str, *, low: int) -> int:
@@ -35,6 +36,39 @@ def _n_array(n, N: int, name: str = "n") -> np.ndarray:
         raise ValueError(f"{name} must be <= N = {N} (a subset cannot exceed the benchmark); "
                          f"got {int(arr[arr > N].flat[0])}")
     return arr
+
+
+def _subset_size(n, N: int) -> int:
+    """One subset size: an integer n with 1 <= n <= N."""
+    n = _int_scalar(n, "n", low=1)
+    if n > N:
+        raise ValueError(f"n must be <= N = {N} (a subset cannot exceed the benchmark); got {n}")
+    return n
+
+
+def _n_of_N(n, N) -> tuple[int, int]:
+    """(n, N): the benchmark size N >= 1 (checked first) and a subset size 1 <= n <= N."""
+    N = _int_scalar(N, "N", low=1)
+    return _subset_size(n, N), N
+
+
+def _counts(values, name: str, *, high: int, high_name: str, what: str) -> np.ndarray:
+    """A non-empty integer array of counts in [0, ``high_name`` = high] (``what``: one count, in words)."""
+    arr = _int_array(values, name)
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one {what}; got an empty array")
+    bad = (arr < 0) | (arr > high)
+    if bad.any():
+        raise ValueError(f"{name} must be {what}s in [0, {high_name} = {high}]; got {int(arr[bad].flat[0])}")
+    return arr
+
+
+def _half_widths(half_widths) -> np.ndarray:
+    """The half-widths whose exceedance probabilities are asked: a 1-D array of finite values >= 0."""
+    h = np.atleast_1d(as_float_array(half_widths, "half_widths", "numeric", shown="repr"))
+    if h.ndim != 1 or not np.isfinite(h).all() or (h < 0).any():
+        raise ValueError(f"half_widths must be a 1-D array of finite values >= 0; got {half_widths!r}")
+    return h
 
 
 def _range(R) -> float:

@@ -7,7 +7,7 @@ import numpy as np
 from scipy.special import digamma
 
 from ..degenerate import warn_degenerate
-from ..validation import check_alpha
+from ..validation import as_float_array, check_alpha
 from .checks import _int_scalar, _n_array, _out, _range
 from .results import SubsampleBound
 
@@ -86,10 +86,7 @@ def _corollary_5_6_halfwidth_iv(weights, N, alpha, R):
     N = _int_scalar(N, "N", low=1)
     alpha = check_alpha(alpha)
     R = _range(R)
-    try:
-        w = np.asarray(weights, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"weights must be a numeric 1-D array; got {type(weights).__name__}") from exc
+    w = as_float_array(weights, "weights", "a numeric 1-D array")
     if w.ndim != 1 or w.size == 0:
         raise ValueError(f"weights must be a non-empty 1-D array; got shape {w.shape}")
     if not np.isfinite(w).all():

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..degenerate import Ref, warn_degenerate
 from ..validation import check_alpha
-from .checks import _int_array, _int_scalar, _out
+from .checks import _counts, _half_widths, _n_of_N, _out
 from .hypergeom import _D_of, _blocks, _quantile_D, _tail, _windows
 from .results import SubsampleErrorDistribution
 
@@ -25,24 +25,10 @@ _EXACT_ASSUMPTIONS = (
 
 
 def _subsample_error_distribution_iv(K, n, N, alpha, half_widths):
-    N = _int_scalar(N, "N", low=1)
-    n = _int_scalar(n, "n", low=1)
-    if n > N:
-        raise ValueError(f"n must be <= N = {N} (a subset cannot exceed the benchmark); got {n}")
+    n, N = _n_of_N(n, N)
     alpha = check_alpha(alpha)
-    K = _int_array(K, "K")
-    if K.size == 0:
-        raise ValueError("K must hold at least one correct-answer count; got an empty array")
-    bad = (K < 0) | (K > N)
-    if bad.any():
-        raise ValueError(f"K must be correct-answer counts in [0, N = {N}]; got {int(K[bad].flat[0])}")
-    try:
-        h = np.atleast_1d(np.asarray(half_widths, dtype=float))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"half_widths must be numeric; got {half_widths!r}") from exc
-    if h.ndim != 1 or not np.isfinite(h).all() or (h < 0).any():
-        raise ValueError(f"half_widths must be a 1-D array of finite values >= 0; got {half_widths!r}")
-    return K, n, N, alpha, h
+    K = _counts(K, "K", high=N, high_name="N", what="correct-answer count")
+    return K, n, N, alpha, _half_widths(half_widths)
 
 
 def subsample_error_distribution(K, n, N, *, alpha=0.05, half_widths=()) -> SubsampleErrorDistribution:

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..degenerate import Ref, warn_degenerate
 from ..validation import check_alpha
-from .checks import _int_array, _int_scalar, _out
+from .checks import _half_widths, _int_array, _n_of_N, _out
 from .hypergeom import _D_of, _MARGIN, _pmf_rows
 from .results import PairedErrorDistribution
 
@@ -15,10 +15,7 @@ __all__ = ["paired_error_distribution"]
 
 
 def _paired_error_distribution_iv(a, b, n, N, alpha, half_widths):
-    N = _int_scalar(N, "N", low=1)
-    n = _int_scalar(n, "n", low=1)
-    if n > N:
-        raise ValueError(f"n must be <= N = {N} (a subset cannot exceed the benchmark); got {n}")
+    n, N = _n_of_N(n, N)
     alpha = check_alpha(alpha)
     a = _int_array(a, "a")
     b = _int_array(b, "b")
@@ -33,13 +30,7 @@ def _paired_error_distribution_iv(a, b, n, N, alpha, half_widths):
         i = int(np.flatnonzero(bad.reshape(-1))[0])
         raise ValueError(f"a and b must be discordant counts >= 0 with a + b <= N = {N}; got "
                          f"a = {int(a.reshape(-1)[i])}, b = {int(b.reshape(-1)[i])}")
-    try:
-        h = np.atleast_1d(np.asarray(half_widths, dtype=float))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"half_widths must be numeric; got {half_widths!r}") from exc
-    if h.ndim != 1 or not np.isfinite(h).all() or (h < 0).any():
-        raise ValueError(f"half_widths must be a 1-D array of finite values >= 0; got {half_widths!r}")
-    return a, b, n, N, alpha, h
+    return a, b, n, N, alpha, _half_widths(half_widths)
 
 
 def _paired_pmf(a: int, b: int, n: int, N: int) -> tuple[np.ndarray, np.ndarray]:

@@ -7,24 +7,16 @@ import numpy as np
 from benchcert.stats import _dist as _st  # scipy.stats, imported only where hypergeom is used
 
 from ..validation import check_alpha
-from .checks import _int_array, _int_scalar, _out
+from .checks import _counts, _n_of_N, _out
 from .results import PosthocInterval
 
 __all__ = ["posthoc_interval"]
 
 
 def _posthoc_interval_iv(k, n, N, alpha):
-    N = _int_scalar(N, "N", low=1)
-    n = _int_scalar(n, "n", low=1)
-    if n > N:
-        raise ValueError(f"n must be <= N = {N} (a subset cannot exceed the benchmark); got {n}")
+    n, N = _n_of_N(n, N)
     alpha = check_alpha(alpha)
-    k = _int_array(k, "k")
-    if k.size == 0:
-        raise ValueError("k must hold at least one correct count; got an empty array")
-    bad = (k < 0) | (k > n)
-    if bad.any():
-        raise ValueError(f"k must be correct counts in [0, n = {n}]; got {int(k[bad].flat[0])}")
+    k = _counts(k, "k", high=n, high_name="n", what="correct count")
     return k, n, N, alpha
 
 

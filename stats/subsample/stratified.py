@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..validation import check_alpha
-from .checks import _int_array, _int_scalar, _range
+from .checks import _int_array, _range, _subset_size
 from .closed_form import _log_term
 from .results import StratifiedErrorSD, SubsampleBound
 
@@ -20,9 +20,7 @@ def _proportional_allocation_iv(sizes, n):
     if (m < 1).any():
         raise ValueError(f"sizes must be >= 1 (every stratum has items); got {int(m[m < 1][0])}")
     N = int(m.sum())
-    n = _int_scalar(n, "n", low=1)
-    if n > N:
-        raise ValueError(f"n must be <= N = {N} (a subset cannot exceed the benchmark); got {n}")
+    n = _subset_size(n, N)
     if n < m.size:
         raise ValueError(f"n must be >= the number of strata ({m.size}) so every stratum gets an item; got {n}")
     return m, n

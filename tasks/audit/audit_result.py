@@ -114,12 +114,16 @@ class AuditResult(TableResult):
 
     def to_polars(self):
         """One row per model, in :attr:`models` order: counts, pooled and macro score, the macro score's
-        headline interval (with the question it answers) and the rank with its simultaneous interval."""
+        headline interval (with the question it answers), the rank with its simultaneous interval and,
+        where the log says which answers parsed, the unparsed count and share (null otherwise; the
+        scores with and without them and their intervals are under :attr:`parse_failures`)."""
         import polars as pl
 
+        parsing = {p.model: p for p in self.parse_failures}
         rows = []
         for m in self.models:
             hd = headline_of(m.macro)
+            pf = parsing.get(m.model)
             rows.append({"model": m.model, "n_items": m.n_items, "n_unscored": m.n_unscored,
                          "pooled": m.pooled.estimate, "macro": m.macro.estimate,
                          "headline_question": hd.question if hd else None,
@@ -127,11 +131,14 @@ class AuditResult(TableResult):
                          "headline_lower": hd.lower if hd else None, "headline_upper": hd.upper if hd else None,
                          "headline_half_width": hd.half_width if hd else None,
                          "rank": m.rank, "rank_lower": m.rank_lower, "rank_upper": m.rank_upper,
-                         "tied_groups": list(m.tied_groups)})
+                         "tied_groups": list(m.tied_groups),
+                         "n_unparsed": pf.n_unparsed if pf else None,
+                         "share_unparsed": pf.share_unparsed if pf else None})
         schema = {"model": pl.String, "n_items": pl.Int64, "n_unscored": pl.Int64, "pooled": pl.Float64,
                   "macro": pl.Float64, "headline_question": pl.String, "headline_method": pl.String,
                   "headline_lower": pl.Float64, "headline_upper": pl.Float64, "headline_half_width": pl.Float64,
-                  "rank": pl.Int64, "rank_lower": pl.Int64, "rank_upper": pl.Int64, "tied_groups": pl.List(pl.Int64)}
+                  "rank": pl.Int64, "rank_lower": pl.Int64, "rank_upper": pl.Int64, "tied_groups": pl.List(pl.Int64),
+                  "n_unparsed": pl.Int64, "share_unparsed": pl.Float64}
         return pl.DataFrame(rows, schema=schema)
 
     def __str__(self) -> str:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchcert.tasks.hierarchy import HIERARCHY_NAMES
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.compare.gate import GateDecision, GateOptions, check_options, decide
 from benchcert.tasks.compare.rows import ComparisonRow
+from benchcert.tasks.compare.settings import CompareSettings
 from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.errors import UsageError
 
@@ -66,8 +66,9 @@ def interval_verdicts(lower, upper):
 
 
 @dataclass(frozen=True)
-class CompareRequest:
-    """One ``compare`` question.
+class CompareRequest(CompareSettings):
+    """One ``compare`` question: its own fields, then :class:`CompareSettings`' keyword-only ones
+    (alpha, power, variant, hierarchy, lock_timeout, gate, question).
 
     Attributes
     ----------
@@ -77,18 +78,6 @@ class CompareRequest:
         The benchmark and the model every candidate is compared against.
     candidates : tuple of str
         The candidates; empty means every other model of the benchmark (variant).
-    alpha, power : float
-        Level and the power of the minimum detectable effect.
-    variant : str or None
-        Prompt variant (None: the benchmark's default, else the only one, else '').
-    hierarchy : str
-        A key of :data:`HIERARCHIES`: what the primary interval clusters over.
-    lock_timeout : float
-        Seconds to wait for another process using the store.
-    gate : GateOptions or None
-        The CI gate asked for, if any.
-    question : str
-        A member of :data:`QUESTION_CHOICES`: what every verdict answers.
     assume : str
         ``none`` or ``symmetric`` (``--record --question new-subjects`` only: subject gaps symmetric
         about their mean; :mod:`benchcert.tasks.compare.recorded`).
@@ -98,13 +87,6 @@ class CompareRequest:
     benchmark: str
     baseline: str
     candidates: tuple[str, ...] = ()
-    alpha: float = 0.05
-    power: float = 0.8
-    variant: str | None = None
-    hierarchy: str = "subject,domain"
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    gate: GateOptions | None = None
-    question: str = "items"
     assume: str = "none"
 
 
@@ -495,8 +477,9 @@ def record_look(request: CompareRequest) -> RecordedLook:
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
                            record=True, lock_timeout=request.lock_timeout, question=request.question,
                            assume=request.assume)
-    anytime = v.cs_lower is not None
+    from benchcert.tasks.compare.recorded import deciding_interval
+
+    lower, upper, key, _ = deciding_interval(v.as_dict())  # the interval of the test that decided (or would)
     row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
-           "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,
-                        "method": "anytime" if anytime else v.method}}
+           "interval": {"lower": lower, "upper": upper, "method": v.method if key == "fixed_sample" else key}}
     return RecordedLook(verdict=v, gate=decide([row], request.alpha, request.gate))

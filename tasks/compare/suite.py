@@ -39,11 +39,11 @@ from pathlib import Path
 
 from benchcert.tasks.compare.gate import GateDecision, GateOptions
 from benchcert.tasks.compare.rows import ComparisonRow
+from benchcert.tasks.compare.settings import CompareSettings, settings_of
 from benchcert.tasks.compare.suite_def import Suite, SuiteError
 from benchcert.tasks.compare.suite_evidence import recorded_side_p
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.result_types import TableResult, finite_or_none
-from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 
 __all__ = ["SuiteRequest", "BenchmarkLine", "SuiteResult", "compare_suite", "suite_gate", "recorded_side_p",
            "SUITE_REQUIRE"]
@@ -53,20 +53,14 @@ SUITE_REQUIRE = ("non-inferior", "equivalent", "suite-non-inferior")
 
 
 @dataclass(frozen=True)
-class SuiteRequest:
-    """One suite question: ``candidate`` against ``baseline`` on every benchmark of ``suite``."""
+class SuiteRequest(CompareSettings):
+    """One suite question: ``candidate`` against ``baseline`` on every benchmark of ``suite``, with
+    :class:`CompareSettings`' keyword-only settings (asked of each benchmark's comparison)."""
 
     db: Path
     suite: Suite
     baseline: str
     candidate: str
-    alpha: float = 0.05
-    power: float = 0.8
-    variant: str | None = None
-    hierarchy: str = "subject,domain"
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    gate: GateOptions | None = None
-    question: str = "items"
     record: bool = False
 
 
@@ -233,9 +227,7 @@ def _per_benchmark(request: SuiteRequest, benchmark: str, question: str):
     from benchcert.tasks.compare.service import CompareRequest
 
     return CompareRequest(db=request.db, benchmark=benchmark, baseline=request.baseline,
-                          candidates=(request.candidate,), alpha=request.alpha, power=request.power,
-                          variant=request.variant, hierarchy=request.hierarchy, lock_timeout=request.lock_timeout,
-                          gate=None, question=question)
+                          candidates=(request.candidate,), **{**settings_of(request), "gate": None, "question": question})
 
 
 def _fixed_rows(request: SuiteRequest):
@@ -252,13 +244,16 @@ def _fixed_rows(request: SuiteRequest):
 
 
 def _recorded_row(look) -> ComparisonRow:
-    """A recorded verdict as a comparison row: its anytime verdict and anytime-valid interval."""
+    """A recorded verdict as a comparison row: its verdict and the interval that decides it (the first-look
+    test's or the anytime one, :func:`~benchcert.tasks.compare.recorded.deciding_interval`)."""
+    from benchcert.tasks.compare.recorded import deciding_interval
+
     v = look.verdict
-    anytime = v.cs_lower is not None
+    lower, upper, key, _ = deciding_interval(v.as_dict())  # the first-look test's interval or the anytime one
     return ComparisonRow.from_dict({
         "candidate": v.candidate, "baseline": v.baseline, "verdict": v.verdict, "gap": v.gap,
-        "interval": {"method": "anytime" if anytime else v.method, "lower": v.cs_lower if anytime else v.lower,
-                     "upper": v.cs_upper if anytime else v.upper, "se": None},
+        "interval": {"method": v.method if key == "fixed_sample" else key, "lower": lower, "upper": upper,
+                     "se": None},
         "p_value": v.anytime_p, "n_shared": v.n_shared, "n_excluded": v.n_excluded, "mde": v.mde, "look": v.look,
         "decided_by": v.decided_by or None, "decided_at_look": v.decided_at_look, "question_key": v.question_key,
         "fixed_sample": {"gap": v.gap, "lower": v.lower, "upper": v.upper, "p_value": v.p_value,

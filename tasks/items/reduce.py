@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from benchcert.stats.bisection import smallest_passing
 from benchcert.stats.subsample import proportional_allocation, stratified_halfwidth
 from benchcert.tasks.store.benchmark_matrices import BenchmarkMatrices
 from benchcert.tasks.subsample.subsets import draw_subset
@@ -87,13 +88,7 @@ def smallest_n(sizes: np.ndarray, scale: float, tolerance: float, alpha: float) 
     lo, hi = sizes.size, int(sizes.sum())
     if scale * _bound(sizes, lo, alpha, 2.0) <= tolerance:
         return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if scale * _bound(sizes, mid, alpha, 2.0) <= tolerance:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(lambda n: scale * _bound(sizes, n, alpha, 2.0) <= tolerance, lo, hi)
 
 
 def reduced_set(m: BenchmarkMatrices, inert: np.ndarray, *, tolerance: float, alpha: float,

@@ -16,7 +16,7 @@ from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.store.connection import open_store, query_pl
 
-from prefect_server_support import BIN, free_port, healthy, server_env, start, start_server, stop, wait
+from prefect_server_support import BIN, free_port, server_env, serving, wait
 
 BENCHMARKS = ("alpha", "beta", "gamma")
 
@@ -60,20 +60,11 @@ def served(tmp_path_factory):
     threading.Thread(target=hooks.serve_forever, daemon=True).start()
     port = free_port()
     env = server_env(work / "prefect-home", port, PREFECT_LOGGING_LEVEL="INFO")
-    server_log, serve_log = work / "server.log", work / "serve.log"
-    srv = start_server(port, env, server_log)
-    serve = None
     try:
-        wait(lambda: healthy(port), 180, "the Prefect server", [server_log])
-        serve = start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
-                       str(arts), "--baseline", "base", "--poll", "1", "--allow-logs", str(logs),
-                       "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/hook"], env, serve_log)
-        wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
-        yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": [server_log, serve_log]}
+        with serving(port, env, work, db, inbox, arts, "--baseline", "base", "--poll", "1", "--allow-logs", str(logs),
+                     "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/hook") as log_files:
+            yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": log_files, "arts": arts}
     finally:
-        if serve is not None:
-            stop(serve)
-        stop(srv)
         hooks.shutdown()
 
 
@@ -116,6 +107,12 @@ def test_one_event_one_flow_run_one_suite_verdict_one_webhook(served):
     assert body["score"]["verdict"] in ("improved", "regressed", "inconclusive") and "regressed somewhere: YES" \
         in body["text"]
     assert all(b["run_id"] for b in body["benchmarks"])
+    # the suite verdict is also among the artifacts, for the dashboard (tasks/artifacts/suites.py)
+    from benchcert.tasks.artifacts.suites import read_suite_verdicts
+
+    (doc,), problems = read_suite_verdicts(served["arts"])
+    assert problems == [] and doc["candidate"] == "org/m@step-2" and doc["look"] == 1
+    assert doc["score"] == body["score"] and doc["runs"] == {b["benchmark"]: b["run_id"] for b in body["benchmarks"]}
     with open_store(served["db"], write=False, lock_timeout=60) as con:
         runs = query_pl(con, "SELECT benchmark, status FROM runs").to_dicts()
         suite_looks = query_pl(con, "SELECT * FROM suite_verdicts").to_dicts()

@@ -50,6 +50,8 @@ def test_demo_ingests_audits_and_names_the_report(demo_run):
     summary = json.loads((report.parent / "summary.json").read_text())
     assert summary_table(summary) in out
     assert summary["n_models"] == 29 and summary["n_items"] == 12032
+    # The demo audits with --items (README): the report says what the benchmark itself measures.
+    assert "items" in summary["analyses"] and summary["item_analysis"]["n_inert"] == 876
     assert f"--db {store} --benchmark mmlu_pro" in out  # the next step it suggests
 
 

@@ -15,7 +15,7 @@ import pytest
 from benchcert.flows.cli import main
 
 from conftest import SMALL_CSV, SMALL_MAP
-from store_support import cli
+from store_support import cli, cli_store
 
 MAPS = [a for m in SMALL_MAP for a in ("--map", m)]
 
@@ -28,12 +28,7 @@ def variants_db(tmp_path):
         for i in range(6):
             for j, v in enumerate(("a", "b", "c")):
                 rows.append(f"{m},q{i},s{i % 2},{(i + j + shift) % 2},{v}")
-    path = tmp_path / "v.csv"
-    path.write_text("\n".join(rows) + "\n")
-    db = tmp_path / "v.duckdb"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["ingest", str(path), "--db", str(db), "--benchmark", "vb"]) == 0
-    return db
+    return cli_store(tmp_path, "v", rows, "vb")
 
 
 def _one_line(err: str) -> str:

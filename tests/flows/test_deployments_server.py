@@ -17,7 +17,7 @@ import pytest
 from benchcert.tasks.store.connection import open_store, query_pl
 
 from conftest import SMALL_CSV
-from prefect_server_support import BIN, free_port, healthy, server_env, start, start_server, stop, wait
+from prefect_server_support import BIN, free_port, server_env, serving, wait
 
 MAPPING = '[map]\nitem_id = "question"\nsubject = "topic"\ndomain = "area"\nscore = "correct"\n'
 
@@ -44,21 +44,9 @@ def server(tmp_path_factory):
                     mapping=parse_mapping(config=inbox / "small" / "mapping.toml"))
     assert r.status == "ingested"
 
-    server_log, serve_log = work / "server.log", work / "serve.log"
-    srv = start_server(port, env, server_log)
-    serve = None
-    try:
-        wait(lambda: healthy(port), 180, "the Prefect server", [server_log])
-        serve = start([str(BIN / "benchcert"), "serve", "--db", str(db), "--inbox", str(inbox), "--artifacts",
-                       str(arts), "--baseline", "m1", "--poll", "1", "--dashboard", str(work / "dashboard"),
-                       "--allow-logs", str(work / "checkpoints")],
-                      env, serve_log)
-        wait(lambda: "being served" in serve_log.read_text(), 120, "benchcert serve", [serve_log])
-        yield {"env": env, "db": db, "inbox": inbox, "arts": arts, "logs": [server_log, serve_log], "work": work}
-    finally:
-        if serve is not None:
-            stop(serve)
-        stop(srv)
+    with serving(port, env, work, db, inbox, arts, "--baseline", "m1", "--poll", "1", "--dashboard",
+                 str(work / "dashboard"), "--allow-logs", str(work / "checkpoints")) as logs:
+        yield {"env": env, "db": db, "inbox": inbox, "arts": arts, "logs": logs, "work": work}
 
 
 def test_checkpoint_event_starts_an_audit_with_artifacts(server):

@@ -32,13 +32,6 @@ def _matrix(rng, n_models, n_domains=4, per_domain=8, m=30, spread=30.0):
     return scores, subjects, np.repeat(np.arange(n_domains), per_domain)
 
 
-@pytest.fixture
-def quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
 def test_sequential_agrees_with_500_fixed_splits_within_the_stated_error(quiet):
     # 40 models, 3 domains of 20 subjects of 40 items (benchmarks/scale.py's shape of a domain, fewer
     # items). Measured: 1 model stopped at 50 splits, 21 at 100, 12 at 150, 4 at 200, 2 at

@@ -21,13 +21,6 @@ from benchcert.stats.split_half import NoSplittableSubjectWarning, _HypergeomTab
 from benchcert.stats.subject_correlation import beta_binomial_icc, subject_correlation
 
 
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
-
-
 def _binary_matrix(rng, sizes, p):
     """Items x models 0/1 matrix: subject k has sizes[k] items, model j accuracy p[k, j]."""
     subjects = np.repeat(np.arange(len(sizes)), sizes)

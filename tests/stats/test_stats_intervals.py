@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -27,13 +26,6 @@ from benchcert.stats.intervals import (
 )
 
 Z95 = stats.norm.ppf(0.975)
-
-
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
 
 
 def coverage_ci(hits, reps, level=0.99):

@@ -10,7 +10,6 @@ exact total-variation computation.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -27,15 +26,6 @@ from benchcert.stats.planning import (
     plan_zero_failure,
 )
 from benchcert.stats.subsample import theorem_5_2_halfwidth, worst_case_halfwidth
-
-
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
-
-
 
 
 def test_one_model_hand_values(no_warnings):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 import pytest
@@ -28,13 +27,6 @@ HAND_SCORES = np.array(
 )
 HAND_SUBJECTS = np.array([0, 0, 1, 1, 1, 2])
 HAND_DOMAINS = np.array([0, 0, 1])
-
-
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
 
 
 def test_hand_fixture(no_warnings):

@@ -36,15 +36,6 @@ from conftest import mmlu_pro_subject_sizes
 ALPHA = 0.05
 
 
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
-
-
-
-
 def nightly_counts(rng, reps, nights, per_night, p_b, p_a):
     """Cumulative (B wins, A wins, items) after each night: multinomial draws per night."""
     cnt = rng.multinomial(per_night, [p_b, p_a, 1 - p_b - p_a], size=(reps, nights)).cumsum(axis=1)

@@ -46,13 +46,6 @@ MMLU_SIZES = np.array([
 MMLU_K_D = (19, 13, 12, 13)
 
 
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
-
-
 def rate_ci(hits, reps=None, level=0.99):
     hits = np.asarray(hits)
     k, n = (int(hits.sum()), hits.size) if reps is None else (int(hits), int(reps))

@@ -8,7 +8,7 @@ values, and the crossing of the profile deviance with z^2. The former search
 own mean by a safeguarded Newton stopping at 1e-7 and refined the crossing by 30 bisections;
 the new one walks the grid from the maximum down (each maximiser starting the next), stops
 Newton on a decrement of 1e-9, evaluates the likelihood through count statistics where they
-are cheaper, and refines the crossing by Illinois regula falsi to 2e-11.
+are cheaper, and refines the crossing by Illinois regula falsi to 1e-9 (2e-11 before issue #40).
 
 What must hold: (1) every profile log-likelihood is the exact maximum over the mean (brute
 force: a bounded scalar search on scipy's betaln) to 1e-9, and never below the former one by
@@ -151,7 +151,7 @@ def test_profile_bound_matches_the_former_search_and_brute_force(seed, monkeypat
         # Rounding: log-likelihoods at a + b near the 1e6 cap (under-dispersed fits) are sums of
         # log B terms of size ~1e6, so the brute-force deviance itself is only good to ~1e-8 there.
         flat = new.status[r] == "underdispersed"
-        # Otherwise the new bracket closes to 2e-11 (the former bisection to 1.9e-10).
+        # Otherwise the new bracket closes to _W_TOL, 1e-9 (the former bisection to 1.9e-10).
         tol_w, tol_dev = (5e-9, 2e-8) if flat else (HP._W_TOL + 1e-12, 1e-10)
         assert f(w_new) >= -tol_dev, (r, f(w_new))  # on the outside (conservative) side
         assert abs(w_new - root) <= tol_w, (r, w_new, root)

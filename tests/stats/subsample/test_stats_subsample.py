@@ -48,15 +48,6 @@ PAPER_N = [250, 500, 1000, 2000, 5000, 10000]
 PAPER_POOLED = np.array([45.09, 53.23, 58.23, 58.25, 71.42, 74.36])
 
 
-@pytest.fixture
-def no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
-
-
-
-
 @pytest.fixture(scope="module")
 def paper_worst():
     """h* at the paper's six n (computed once; ~1-2 s)."""

@@ -99,6 +99,10 @@ def test_an_mmlu_pro_fixture_with_a_fifth_unparsed_shows_both_scores_and_the_sha
     result = AuditResult.from_summary(summary)
     assert {r.model: r.n_unparsed for r in result.parse_failures} == {"deepseek-like": 60, "steady-model": 3}
     assert "answers that failed to parse" in str(result)
+    frame = result.to_polars()
+    assert dict(zip(frame["model"], frame["n_unparsed"])) == {"deepseek-like": 60, "steady-model": 3}
+    share = dict(zip(frame["model"], frame["share_unparsed"]))
+    assert share["deepseek-like"] == pytest.approx(0.2)
 
 
 def test_an_audit_without_parse_flags_says_nothing_of_them(capsys, tmp_path):

@@ -22,7 +22,6 @@ from benchcert.tasks.audit.analyses import run_analysis
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
 from benchcert.tasks.perturbation.analysis import analyze
 from benchcert.tasks.ingest.service import ingest_file
-from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.store.matrices import load_matrices
 from benchcert.tasks.perturbation.service import (VariantMatrices, default_design, load_variant_counts, make_design,
                                           run_design, with_variant_counts)
@@ -30,6 +29,7 @@ from benchcert.tasks.render.report import render_report
 from benchcert.tasks.store.connection import open_store
 
 from conftest import DATA, GRICE, GRICE_CSV, SMALL_CSV, ingest_native
+from store_support import ingested_text
 
 NOISE = ("llm_stability_noise_college_mathematics", "llm_stability_noise_navigate", "llm_stability_noise_ruin_names")
 ALPHA = 0.05
@@ -220,16 +220,11 @@ def test_no_variants_returns_empty_without_any_design_work(tmp_path, small_mappi
 
 
 def test_two_variants_and_non_binary_scores(tmp_path):
-    p = tmp_path / "v.csv"
-    p.write_text("model,item_id,variant,replicate,score\n"
-                 "a,1,,0,1\na,1,,1,0\na,1,x,0,1\na,1,x,1,1\n")
-    db = tmp_path / "v.duckdb"
-    assert ingest_file(db, p, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    db = ingested_text(tmp_path / "v.duckdb", tmp_path / "v.csv", "model,item_id,variant,replicate,score\n"
+                       "a,1,,0,1\na,1,,1,0\na,1,x,0,1\na,1,x,1,1\n")
     assert analyze(_matrices(db, "b", ""), AuditConfig()) == AnalysisOutput(name="perturbation")
-    q = tmp_path / "w.csv"
-    q.write_text("model,item_id,variant,replicate,score\n"
-                 "a,1,y,0,0.5\na,1,y,1,1\na,1,z,0,1\na,1,z,1,0\n")
-    assert ingest_file(db, q, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    ingested_text(db, tmp_path / "w.csv", "model,item_id,variant,replicate,score\n"
+                  "a,1,y,0,0.5\na,1,y,1,1\na,1,z,0,1\na,1,z,1,0\n")
     items = analyze(_matrices(db, "b", ""), AuditConfig()).tables["perturbation_items"]
     y = items.filter(pl.col("variant") == "y").row(0, named=True)
     # fractional scores are tested (mean scores; energy test against the base), here without power
@@ -312,15 +307,12 @@ def test_fractional_scores_keep_the_level_per_item():
 
 
 def test_hostile_variant_names_are_escaped(tmp_path):
-    p = tmp_path / "h.csv"
     rows = ["model,item_id,variant,replicate,score"]
     for item in range(4):
         for j, v in enumerate(["", "<script>alert(1)</script>", "a&b", 'q"t']):
             for rep in range(5):
                 rows.append(f"<img src=x>,{item},\"{v.replace(chr(34), chr(34) * 2)}\",{rep},{(item + j + rep) % 2}")
-    p.write_text("\n".join(rows) + "\n")
-    db = tmp_path / "h.duckdb"
-    assert ingest_file(db, p, benchmark="h", mapping=parse_mapping()).status == "ingested"
+    db = ingested_text(tmp_path / "h.duckdb", tmp_path / "h.csv", "\n".join(rows) + "\n", benchmark="h")
     out = analyze(_matrices(db, "h", ""), AuditConfig())
     html = render_report(title="t", meta={}, sections=out.sections, generated_at="now")
     assert "<script>alert" not in html and "<img src=x>" not in html and "&lt;script&gt;" in html

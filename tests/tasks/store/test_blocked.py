@@ -9,7 +9,6 @@ matrices never hand out the whole matrix (their ``scores`` raises, and a spy cou
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +22,11 @@ from benchcert.tasks.store.blocked import BlockedMatrices, OutOfCoreError, load_
 from benchcert.tasks.store.connection import open_store
 from benchcert.tasks.store.matrices import MatrixError, load_matrices
 
-ROOT = Path(__file__).resolve().parents[3]
+from conftest import tool
 
 
 def _compare_runs():
-    spec = importlib.util.spec_from_file_location("compare_runs", ROOT / "tools" / "compare_runs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.compare_runs
+    return tool("compare_runs").compare_runs
 
 
 def _store(tmp_path: Path, n_models: int = 170, n_items: int = 48, fractional: bool = False) -> Path:

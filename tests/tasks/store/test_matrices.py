@@ -20,6 +20,7 @@ from benchcert.tasks.store.matrices import (BenchmarkMatrices, MatrixError, RawR
 from benchcert.tasks.store.connection import open_store
 
 from conftest import SMALL_CSV, TESTS
+from store_support import ingested_text
 
 GOLDEN = TESTS / "golden"
 UPDATE = os.environ.get("BENCHCERT_UPDATE_GOLDEN") == "1"
@@ -76,13 +77,8 @@ def test_numpy_views_agree_with_frames(small):
 
 
 def test_replicates_are_averaged_and_variants_chosen(tmp_path):
-    p = tmp_path / "rep.csv"
-    p.write_text("model,item_id,score,variant,replicate\n"
-                 "a,1,1,,0\na,1,0,,1\na,2,1,,0\na,1,1,reworded,0\n")
-    db = tmp_path / "r.duckdb"
-    from benchcert.tasks.ingest.mapping import parse_mapping
-
-    assert ingest_file(db, p, benchmark="b", mapping=parse_mapping()).status == "ingested"
+    db = ingested_text(tmp_path / "r.duckdb", tmp_path / "rep.csv", "model,item_id,score,variant,replicate\n"
+                       "a,1,1,,0\na,1,0,,1\na,2,1,,0\na,1,1,reworded,0\n")
     with open_store(db, write=False) as con:
         base = load_matrices(con, "b")
         assert base.variant == "" and base.long.sort("item_id")["score"].to_list() == [0.5, 1.0]
