@@ -32,7 +32,9 @@ with many small subjects the per-subject constrained fit over-fits (14 subjects 
 a non-inferiority gate at the margin passed 3.1% against 2.5%, pooled 1.8%), while pooling is
 conservative for fixed strata and costs about 1 point of power at a 30-point swing of subject gaps
 (tests/stats/comparisons/test_score.py). The variance is N / (N - C) times the constrained maximum
-likelihood's (Miettinen and Nurminen 1985's N / (N - 1) for C = 1). Every (delta_0, Z) pair is a function of t, increasing in t for Z and decreasing for delta_0, so
+likelihood's (Miettinen and Nurminen 1985's N / (N - 1) for C = 1).
+
+Every (delta_0, Z) pair is a function of t, increasing in t for Z and decreasing for delta_0, so
 each end and the p-value is one bisection in t.
 """
 

@@ -172,7 +172,8 @@ def test_non_inferiority_gate_holds_its_level_at_the_margin_near_the_ceiling():
 
 #: (label, sizes, baseline error rate, both-wrong share, margin) of the study; the t interval's rates at
 #: the margin (20,000 runs): 3.00%, 3.96%, 2.94%, 4.55%, 4.53%, 2.52%.
-STUDY = [("14 unequal, 2%", SIZES14, 0.02, 0.7, 0.01), ("5 subjects, 100 items, 5%", [10, 15, 20, 25, 30], 0.05, 0.5, 0.05),
+STUDY = [("14 unequal, 2%", SIZES14, 0.02, 0.7, 0.01),
+         ("5 subjects, 100 items, 5%", [10, 15, 20, 25, 30], 0.05, 0.5, 0.05),
          ("5 subjects, 5%, independent", [10, 15, 20, 25, 30], 0.05, 0.0, 0.05),
          ("2 subjects 50 + 150, 3%", [50, 150], 0.03, 0.7, 0.02), ("14 x 8 items, 5%", [8] * 14, 0.05, 0.7, 0.05),
          ("14 unequal, 15%", SIZES14, 0.15, 0.3, 0.03)]
