@@ -460,7 +460,8 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     which that share of label sets reach it (the sample-size "assurance" of O'Hagan, Stevens and
     Campbell 2005, *Pharm. Stat.* 4, here for a width): estimated by drawing a world the pilot makes
     plausible (Dirichlet weights on the pilot pairs, Rubin's 1981 Bayesian bootstrap, so that the
-    pilot's own error counts), ``n`` labelled pairs from it (200 draws per n, common across n) and the unlabelled judge
+    pilot's own error counts), ``n`` labelled pairs from it (200 draws, the same worlds and nested label sets
+    at every n) and the unlabelled judge
     scores from ``judge_all``, computing :func:`ppi_mean`'s half-width (and the human-only one) on
     each, and searching n upwards from the typical plan. ``rng`` (a numpy Generator; default seeded)
     draws them.
@@ -516,15 +517,18 @@ ASSURANCE_DRAWS = 200
 def _assured_share(y, yh, ja, n, epsilon, alpha, seed, human_only) -> float:
     """The share of ASSURANCE_DRAWS label sets of size n (pairs drawn from the pilot, unlabelled judge
     scores from ``ja``) whose reported half-width is at most epsilon (common draws: ``seed``)."""
-    rng = np.random.default_rng([seed, n])
     hits = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(ASSURANCE_DRAWS):
+        for d in range(ASSURANCE_DRAWS):
             # a world the pilot makes plausible (Bayesian bootstrap, Rubin 1981), then n labels from it:
-            # the pilot's own error counts, not only the label set's
-            pick = rng.choice(y.size, n, p=rng.dirichlet(np.ones(y.size)))
-            rest = ja[rng.integers(0, ja.size, ja.size - n)]
+            # the pilot's own error counts, not only the label set's. Common random numbers across n: draw
+            # d is the same world at every n, and its label sets are nested (the first n of one sequence),
+            # so the share grows with n as the half-width shrinks instead of jittering by its Monte-Carlo
+            # error, which the search would otherwise pick the low side of (issue #36: 72.5% for 80%)
+            world = np.random.default_rng([seed, d])
+            pick = world.choice(y.size, n, p=world.dirichlet(np.ones(y.size)))
+            rest = ja[np.random.default_rng([seed, d, 1]).integers(0, ja.size, ja.size - n)]
             r = _ppi(y[pick], yh[pick], rest, alpha, None, "t", "", ())
             width = (r.human_only_upper - r.human_only_lower) / 2 if human_only else r.half_width
             hits += width <= epsilon

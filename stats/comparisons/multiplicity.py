@@ -201,30 +201,36 @@ def family_intervals(result, *, alpha=0.05) -> SimultaneousIntervals:
     SimultaneousIntervals
         :func:`simultaneous_intervals` of the primary estimates and SEs on the primary test's t
         reference, except where the primary test is the sign-flip test (clustered, fewer than 30
-        subjects): there the sign-flip test inverted at alpha / P (``ComparisonTest.simultaneous_lower``
-        / ``simultaneous_upper``), so that each interval excludes 0 only where that test rejects at
-        the family's Bonferroni level.
+        subjects) or the stratified score test (items question, 0/1 scores): there that test inverted
+        at alpha / P (``ComparisonTest.simultaneous_lower`` / ``simultaneous_upper``), so that each
+        interval excludes 0 only where that test rejects at the family's Bonferroni level.
     """
     test = result.tests[result.method]
     alpha = check_alpha(alpha)
     est = np.atleast_1d(result.estimate)
     sim = simultaneous_intervals(est, np.atleast_1d(result.se), alpha=alpha, df=test.df)
-    if result.method != "clustered_subject":
+    if result.method == "clustered_subject":
+        c = np.atleast_1d(result.n_clusters)
+        own = (c >= 2) & (c < MIN_SUBJECTS_CLUSTERED)
+    elif result.method == "stratified_items" and test.simultaneous_lower is not None:
+        own = np.isfinite(np.atleast_1d(test.simultaneous_lower))
+    elif result.method == "stratified_items" and est.size == 1:  # a family of one: its own interval
+        own = np.full(1, test.alpha == alpha)
+    else:
         return sim
-    c = np.atleast_1d(result.n_clusters)
-    flip = (c >= 2) & (c < MIN_SUBJECTS_CLUSTERED)
-    if not flip.any():
+    if not own.any():
         return sim
     if test.alpha != alpha:
-        raise ValueError(f"alpha must be the comparisons' own ({test.alpha}) where the clustered test is the "
-                         f"sign-flip test; got {alpha!r}")
+        raise ValueError(f"alpha must be the comparisons' own ({test.alpha}) where the interval is an inverted test "
+                         f"(sign-flip or score); got {alpha!r}")
     if est.size == 1:
         lo_f, hi_f = np.atleast_1d(result.lower), np.atleast_1d(result.upper)
     else:
         lo_f, hi_f = np.atleast_1d(test.simultaneous_lower), np.atleast_1d(test.simultaneous_upper)
-    lo, hi = np.where(flip, lo_f, sim.lower), np.where(flip, hi_f, sim.upper)
-    half = np.where(flip, np.maximum(est - lo, hi - est), sim.half_width)
+    lo, hi = np.where(own, lo_f, sim.lower), np.where(own, hi_f, sim.upper)
+    half = np.where(own, np.maximum(est - lo, hi - est), sim.half_width)
     return SimultaneousIntervals(sim.estimate, lo, hi, half, sim.critical_value, sim.alpha, sim.n,
                                  "bonferroni",
                                  sim.assumptions + ("where the clustered test is the sign-flip test (fewer than 30 "
-                                                    "subjects), the interval is that test inverted at alpha / m",))
+                                                    "subjects) or the items test the stratified score test (0/1 "
+                                                    "scores), the interval is that test inverted at alpha / m",))

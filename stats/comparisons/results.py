@@ -291,8 +291,12 @@ _STRATIFIED_ASSUMPTIONS = (
     "subject the items are independent draws from that subject's items, paired between the models",
     "target is the item-weighted gap over this benchmark's subjects: E[B - A] with each subject "
     "weighted by its share of the shared items",
-    "SE from the pooled within-subject variance of D, sqrt(SSW / (N - C) / N), with a Student t "
-    "reference on N - C df; the exact McNemar / sign test beside it needs no variance estimate",
+    "on 0/1 scores the interval and p-value are the score test's (Tango 1998 on the counts pooled over "
+    "the subjects, with the variance N / (N - 1) times its maximum likelihood under each null gap, normal "
+    "reference; pooling is conservative for fixed strata); on fractional scores (and in families of more "
+    "than 50,000 pairs) SE from the pooled within-subject variance of D, "
+    "sqrt(SSW / (N - C) / N), with a Student t reference on N - C df; the exact McNemar / sign test beside "
+    "it needs no variance estimate",
     "only items answered by both models enter; the gap is about those shared items",
 )
 

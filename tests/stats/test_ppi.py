@@ -320,5 +320,6 @@ def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
         for n, hits in ((typ.n_ppi, hit_t), (plan.n_ppi, hit_a)):
             lab = rng.choice(4000, n, replace=False)
             hits[r] = ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width <= 0.05
+    print(f"assurance plan: {rate_ci(hit_a, reps, level=0.95)}; typical plan: {rate_ci(hit_t, reps, level=0.95)}")
     assert rate_ci(hit_a, reps, level=0.95)[2] >= 0.8, rate_ci(hit_a, reps, level=0.95)
     assert rate_ci(hit_t, reps, level=0.95)[1] <= 0.6, rate_ci(hit_t, reps, level=0.95)

@@ -25,6 +25,7 @@ from benchcert.stats.comparisons import (
     PairedComparison,
     adjust_pvalues,
     cr2_mean,
+    family_intervals,
     hellinger_min_items,
     minimum_detectable_effect,
     paired_comparison,
@@ -717,7 +718,8 @@ def test_study_clustered_size_grid():
 
 def test_simultaneous_intervals_agree_with_adjusted_p_values_over_random_families():
     # 1,200 random families (3-12 models, 4-40 subjects, random gaps and subject effects): a
-    # Bonferroni simultaneous interval on the p-values' own t reference excludes 0 exactly when
+    # Bonferroni simultaneous interval on the p-values' own reference (the stratified score test
+    # inverted at alpha / P on these 0/1 scores, issue #36) excludes 0 exactly when
     # the Bonferroni-adjusted p-value is below alpha, and then Holm rejects too. Zero
     # contradictions (before: normal critical values against t p-values, 160 contradictions in
     # 12.5% of 12-subject families).
@@ -733,7 +735,7 @@ def test_simultaneous_intervals_agree_with_adjusted_p_values_over_random_familie
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = pairwise_comparisons(scores, subj)
-        sim = simultaneous_intervals(r.estimate, r.se, df=r.tests[r.method].df)
+        sim = family_intervals(r)  # the t reference's, or (0/1 scores) the score test inverted at alpha / P
         bonf = adjust_pvalues(r.p_value, method="bonferroni")
         holm = adjust_pvalues(r.p_value, method="holm")
         excl = (sim.lower > 0) | (sim.upper < 0)
@@ -752,7 +754,9 @@ def test_stratified_items_test_hand_example_and_few_subject_default():
     st = r.tests["stratified_items"]
     se = math.sqrt(19 / 6 / (8 - 3) / 8)
     assert st.se == pytest.approx(se) and st.df == 5 and r.se == pytest.approx(se)
-    assert r.p_value == pytest.approx(2 * stats.t.sf(3 / 8 / se, 5))
+    # on these 0/1 scores the p-value and interval are the pooled score test's (issue #36, test_score.py):
+    # 4 items B won and 1 A won of 8, Tango's Z(0) = (4 - 1) / sqrt((4 + 1) 8 / 7) = 1.1224
+    assert r.p_value == pytest.approx(2 * stats.norm.sf(3 / math.sqrt(5 * 8 / 7)))
     assert r.question.startswith("items") and "clustered_subject" in r.tests
     # MDE on the same t reference: (t_{0.975, 5} + t_{0.8, 5}) SE
     assert r.mde == pytest.approx((stats.t.ppf(0.975, 5) + stats.t.ppf(0.8, 5)) * se)
