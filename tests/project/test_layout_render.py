@@ -16,7 +16,6 @@ import ast
 import re
 from pathlib import Path
 
-
 from conftest import ROOT
 
 #: The installed package's source folders.
