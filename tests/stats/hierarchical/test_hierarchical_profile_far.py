@@ -195,3 +195,20 @@ def test_joint_bound_tries_only_useful_intervals_and_equals_the_former_one(d):
         for alpha in (0.02, 0.2):
             np.testing.assert_array_equal(H.joint_subject_bound(prof, a2, alpha=alpha),
                                           former.joint_subject_bound(prof, a2, alpha=alpha))
+
+
+@pytest.mark.parametrize("per", [1, 2, 7])
+def test_joint_bound_in_blocks_of_models_equals_the_whole(per, monkeypatch):
+    """joint_subject_bound takes the models a block at a time (issue #40: its (D, M, G - 1) temporaries
+    were 0.5 GB each at 50,000 models); blocks of any width, a last block of one model included, give
+    the whole computation's bound to the last bit (ten domains: a one-model block's sum over domains
+    would be a pairwise one, were the worst-case base summed per block)."""
+    rng = np.random.default_rng(40 + per)
+    d, mdl, gi = 10, 31, HP._W_GRID.size - 1
+    prof = rng.uniform(0.0, 6.0, (d, mdl, gi))
+    prof[..., :3] = np.inf
+    prof[rng.random((d, mdl)) < 0.8] = np.inf  # mostly worst-case domains: a base summed over many
+    a2 = rng.uniform(0, 0.05, (d, mdl)) * 10.0 ** rng.uniform(-4, 0, (d, mdl))
+    whole = H.joint_subject_bound(prof, a2, alpha=0.05)
+    monkeypatch.setattr(HP, "_KNAPSACK_CELLS", per * d * gi)
+    np.testing.assert_array_equal(H.joint_subject_bound(prof, a2, alpha=0.05), whole)
