@@ -14,8 +14,12 @@ What it measures (``make bench`` runs it with no arguments):
    computes the exact worst-case subsample values h* and keeps them beside it; it is run and
    reported once ("cold"), then the timed runs read them ("warm", and the script checks that
    the h* file did not change).
+6. The small questions (issue #40): ``benchcert.audit`` (the Python API) of the bundled MMLU-Pro
+   DataFrame in memory, the call timed alone in a fresh process, as a multiple of step 5's
+   audit (target at most 2x), and ``benchcert compare`` of two MMLU-Pro models, beyond
+   ``python -c pass`` (target at most 1 s).
 
-Steps 2-5 run without a Prefect API (the in-process mode).  Then, unless ``--no-server``, a
+Steps 2-6 run without a Prefect API (the in-process mode).  Then, unless ``--no-server``, a
 local ``prefect server start`` is started on a free loopback port and steps 3-5 run again
 against it (``PREFECT_API_URL`` set: real Prefect flow runs).  There the audits' overhead is
 again wall - work (as the issue measured it; the part Prefect adds to the in-process run of the
@@ -166,7 +170,49 @@ def measure(work: Path, runs: int, env: dict, mmlu_db: Path, tag: str, log) -> d
     res["audit_mmlu"] = {**_stats(samples), "work_median": statistics.median(works),
                          "subsample_s_median": statistics.median(subs), "run_mode": json.loads(out)["run_mode"],
                          "hstar_unchanged": kept is not None and hstar.read_bytes() == kept}
+    if tag == "in_process":
+        res.update(small_questions(work, runs, env, mmlu_db, log))
     return res
+
+
+#: The Python API's audit of the bundled MMLU-Pro frame in memory, in a fresh process: the frame is
+#: read first (not timed), then ``benchcert.audit`` timed alone; printed as JSON.
+API_AUDIT = """
+import json, os, sys, time
+import polars as pl
+import benchcert as bc
+frame = pl.read_csv(open(sys.argv[1], "rb").read())  # (gzip: decompressed by polars, as docs/python.md reads it)
+t = os.times(); c0, w0 = t.user + t.system, time.perf_counter()
+result = bc.audit(frame, model="model", item="question_id", subject="src", domain="category",
+                  score="correct", benchmark="mmlu_pro")
+t = os.times()
+print(json.dumps({"wall": time.perf_counter() - w0, "cpu": t.user + t.system - c0, "models": result.n_models}))
+"""
+#: Two models of MMLU-Pro compared (``benchcert compare A B``), as typed (issue #40).
+COMPARE_MODELS = ("gemini-1.5-pro-002", "gemini-1.5-flash-002")
+#: Issue #40's targets for the small questions: the API's audit at most this multiple of the CLI's
+#: in-process audit of the same data; ``compare`` of two models at most this beyond ``python -c pass``.
+API_AUDIT_RATIO, COMPARE_BEYOND = 2.0, 1.0
+
+
+def small_questions(work: Path, runs: int, env: dict, mmlu_db: Path, log) -> dict:
+    """The small questions of issue #40, each in a fresh process: ``benchcert.audit`` of the bundled
+    MMLU-Pro DataFrame in memory (29 models x 12,032 items; its throw-away store computes h* as
+    a first audit does) and ``benchcert compare`` of two MMLU-Pro models on the kept store."""
+    script = work / "api_audit.py"
+    script.write_text(API_AUDIT)
+    log("[in_process] Python API: benchcert.audit of the bundled MMLU-Pro DataFrame")
+    calls, procs = [], []
+    for _ in range(runs):
+        w, c, out = _run([sys.executable, str(script), str(MMLU_CSV)], env, work)
+        got = json.loads(out)
+        calls.append((got["wall"], got["cpu"]))
+        procs.append((w, c))
+    log("[in_process] benchcert compare of two MMLU-Pro models")
+    bc = str(BIN / "benchcert")
+    compare = _stats([_run([bc, "compare", *COMPARE_MODELS, "--db", str(mmlu_db), "--benchmark", "mmlu_pro"],
+                           env, work)[:2] for _ in range(runs)])
+    return {"api_audit_call": _stats(calls), "api_audit_process": _stats(procs), "compare_mmlu": compare}
 
 
 def _free_port() -> int:
@@ -239,6 +285,20 @@ def report(res: dict, load: tuple, runs: int) -> str:
     L.append(f"  {'audit MMLU-Pro, first run (computes h*)':<44} {cold['wall']:6.2f} {'':>7} {'':>6} "
              f"{cold['cpu']:6.2f} {'':>6}  work {cold['work']:.2f} s, subsample step {cold['subsample_s']:.2f} s "
              f"(warm: {a['subsample_s_median']:.2f} s)")
+    api, py = ip["api_audit_call"], ip["python_pass"]
+    ratio, ratio_cold = api["median"] / a["median"], api["median"] / cold["wall"]
+    row("Python API: benchcert.audit(frame), the call", api,
+        f"{ratio:.2f}x the CLI audit above (target <= {API_AUDIT_RATIO}x: {'PASS' if ratio <= API_AUDIT_RATIO else 'FAIL'}; "
+        f"CPU {api['cpu_median'] / a['cpu_median']:.2f}x); {ratio_cold:.2f}x its first run (h* computed, as the "
+        "API's throw-away store does)")
+    row("Python API: the same, whole process", ip["api_audit_process"],
+        f"import, frame read from the CSV, audit: {ip['api_audit_process']['median'] / a['median']:.2f}x the CLI "
+        f"audit (CPU {ip['api_audit_process']['cpu_median'] / a['cpu_median']:.2f}x)")
+    cmp = ip["compare_mmlu"]
+    beyond = cmp["median"] - py["median"]
+    row(f"benchcert compare {' '.join(COMPARE_MODELS)}", cmp,
+        f"{beyond:.2f} s beyond python -c pass (CPU {cmp['cpu_median'] - py['cpu_median']:.2f} s): target <= "
+        f"{COMPARE_BEYOND} s: {'PASS' if beyond <= COMPARE_BEYOND else 'FAIL'}")
     if "prefect_server" in res:
         ps = res["prefect_server"]
         for key, label in (("ingest_small", "ingest 4-line CSV (Prefect server)"),

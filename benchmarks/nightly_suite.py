@@ -20,6 +20,7 @@ wall, measured for ``--idle`` seconds before it), and the load average before an
 
     .venv/bin/python benchmarks/nightly_suite.py                       # 50 x 100 x 2,000
     .venv/bin/python benchmarks/nightly_suite.py --benchmarks 10       # a fifth of it
+    .venv/bin/python benchmarks/nightly_suite.py --processes 2         # the nightly's benchmarks on 2 processes
     .venv/bin/python benchmarks/nightly_suite.py --json out.json --keep /tmp/nightly
 """
 
@@ -44,8 +45,9 @@ import scale  # noqa: E402  (the synthetic log generator)
 
 
 def _cpu_self() -> float:
+    """CPU seconds of this process and its ended child processes (the nightly's worker processes)."""
     t = os.times()
-    return t.user + t.system
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _server_cpu(pgid: int) -> float:
@@ -76,13 +78,13 @@ def make_inbox(inbox: Path, gen: Path, n_bench: int, n_models: int, n_items: int
     return rows
 
 
-def child(kind: str, inbox: str, db: str, artifacts: str, dashboard: str) -> dict:
+def child(kind: str, inbox: str, db: str, artifacts: str, dashboard: str, processes: int | None = None) -> dict:
     """The nightly flow run (``kind`` "nightly") or the same work by plain functions ("plain")."""
     c0, t0 = _cpu_self(), time.perf_counter()
     if kind == "nightly":
         from benchcert.flows.nightly import nightly_flow
 
-        out = nightly_flow(inbox, db, artifacts, dashboard_dir=dashboard)
+        out = nightly_flow(inbox, db, artifacts, dashboard_dir=dashboard, **({"processes": processes} if processes else {}))
         audited = sum(bool(e.get("audited")) for e in out["benchmarks"].values())
     else:
         from benchcert.flows.runs import run_audit
@@ -115,7 +117,7 @@ def child(kind: str, inbox: str, db: str, artifacts: str, dashboard: str) -> dic
     return {"wall": time.perf_counter() - t0, "cpu": _cpu_self() - c0, "audited": audited}
 
 
-def run_child(kind: str, work: Path, inbox: Path, env: dict, timeout: float) -> dict:
+def run_child(kind: str, work: Path, inbox: Path, env: dict, timeout: float, processes: int | None = None) -> dict:
     sub = work / kind
     if sub.exists():
         shutil.rmtree(sub)
@@ -125,7 +127,8 @@ def run_child(kind: str, work: Path, inbox: Path, env: dict, timeout: float) -> 
     t = time.perf_counter()
     r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "_child", kind, "--inbox", str(inbox),
                         "--db", str(sub / "store.duckdb"), "--artifacts", str(sub / "artifacts"),
-                        "--dashboard", str(sub / "dashboard"), "--out", str(out)],
+                        "--dashboard", str(sub / "dashboard"), "--out", str(out),
+                        *(["--processes", str(processes)] if processes else [])],
                        env=env, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -146,7 +149,8 @@ def report(res: dict) -> str:
     over_busy = (nightly["process_cpu"] + max(nightly["server_cpu"] - idle, 0.0) - plain["process_cpu"]) / n
     lines = [
         f"Nightly suite: {n} benchmarks x {res['models']} models x {res['items']:,} items = {rows:,} responses; "
-        f"load average {res['load_before']:.1f} before, {res['load_after']:.1f} after (2 CPUs)",
+        f"load average {res['load_before']:.1f} before, {res['load_after']:.1f} after ({os.cpu_count()} CPUs); "
+        f"nightly on {res.get('processes') or 1} process(es)",
         "  step                                   process wall s   CPU s   (inside: wall s / CPU s)",
         f"  nightly flow, Prefect server           {nightly['process_wall']:14.1f} {nightly['process_cpu']:7.1f}"
         f"   ({nightly['wall']:.1f} / {nightly['cpu']:.1f}); server CPU {nightly['server_cpu']:.1f} s",
@@ -172,8 +176,9 @@ def main(argv=None) -> int:
         ap.add_argument("kind", choices=["nightly", "plain"])
         for name in ("--inbox", "--db", "--artifacts", "--dashboard", "--out"):
             ap.add_argument(name, required=True)
+        ap.add_argument("--processes", type=int, default=None)
         a = ap.parse_args(argv[1:])
-        res = child(a.kind, a.inbox, a.db, a.artifacts, a.dashboard)
+        res = child(a.kind, a.inbox, a.db, a.artifacts, a.dashboard, a.processes)
         Path(a.out).write_text(json.dumps(res))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -185,6 +190,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per child run")
     ap.add_argument("--idle", type=float, default=20.0, help="seconds the idle server's CPU is measured first")
+    ap.add_argument("--processes", type=int, default=None, metavar="N",
+                    help="the nightly flow's benchmarks on N worker processes (nightly_flow(processes=N)); "
+                         "the reference stays one process")
     args = ap.parse_args(argv)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="benchcert-nightly-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -205,10 +213,11 @@ def main(argv=None) -> int:
         time.sleep(args.idle)
         idle_rate = (_server_cpu(server.pid) - s0) / (time.perf_counter() - t0)
         s0 = _server_cpu(server.pid)
-        nightly = run_child("nightly", work, inbox, cli_latency._env(url, home), args.timeout)
+        nightly = run_child("nightly", work, inbox, cli_latency._env(url, home), args.timeout, args.processes)
         nightly["server_cpu"] = _server_cpu(server.pid) - s0
         nightly["server_idle_cpu_per_s"] = idle_rate
         res = {"benchmarks": args.benchmarks, "models": args.models, "items": args.items, "rows": rows,
+               "processes": args.processes,
                "load_before": load_before, "load_after": os.getloadavg()[0], "nightly": nightly, "plain": plain}
         print(report(res))
         if args.json:

@@ -31,6 +31,7 @@ class ServeOptions:
     allowed_logs: tuple[str, ...] = ()
     dask_address: str | None = None
     dask_workers: int | None = None
+    processes: int | None = None
 
 
 def build_deployments(options: ServeOptions) -> list:
@@ -50,7 +51,9 @@ def build_deployments(options: ServeOptions) -> list:
                     "webhook_url": webhook_url, "dashboard_dir": dashboard_dir,
                     # the nightly audits on a Dask cluster (tasks/audit/distributed.py), only when asked
                     **({"dask_address": dask_address} if dask_address else {}),
-                    **({"dask_workers": dask_workers} if dask_workers else {})},
+                    **({"dask_workers": dask_workers} if dask_workers else {}),
+                    # the nightly's benchmarks on a pool of worker processes (flows/nightly.py), only when asked
+                    **({"processes": o.processes} if o.processes else {})},
         description=f"Ingest new logs from {inbox} and audit changed benchmarks ({cron}, {timezone}).",
         tags=["benchcert"],
     )

@@ -115,6 +115,14 @@ def suite_checkpoint_body(request, suite_name: str) -> dict:
                                             question=request.question, record=True))
         notice = suite_notice(result, runs)
         out["suite_verdict"] = notice
+        if a.artifacts_root:  # beside the runs, for the dashboard's checkpoint grid (it never reads the store)
+            import datetime as dt
+
+            from benchcert.tasks.artifacts.runs import iso
+            from benchcert.tasks.artifacts.suites import write_suite_verdict
+
+            out["suite_artifact"] = str(write_suite_verdict(a.artifacts_root, {
+                **result.as_dict(), "recorded_at": iso(dt.datetime.now(dt.timezone.utc)), "runs": runs}))
         if a.webhook_url:
             from benchcert.tasks.audit.changes import deliver_json
 

@@ -13,10 +13,12 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from benchcert.flows.audit import audit_flow
+from benchcert.flows.bodies import audit_body
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.ingest.sources import expand_sources
 from benchcert.flows.serve_log import announced
-from benchcert.flows.steps import ingest_files_task, rebuild_dashboard_task
+from benchcert.flows.steps import in_task_steps, rebuild_dashboard_task
+from benchcert.tasks.audit.steps import ingest_many
 from benchcert.tasks.audit.request import AuditRequest
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.errors import DataError
@@ -35,8 +37,13 @@ def inbox_files(folder: Path) -> tuple[list[str], list[dict]]:
 def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, webhook_url: str | None = None,
                  lock_timeout: float = DEFAULT_LOCK_TIMEOUT, dashboard_dir: str | None = None,
                  dask_address: str | None = None, dask_workers: int | None = None,
-                 export_dir: str | None = None) -> dict:
+                 export_dir: str | None = None, processes: int | None = None) -> dict:
     """Ingest new logs per benchmark folder of ``inbox`` and audit the benchmarks that changed.
+
+    Each benchmark is one task run (:func:`nightly_benchmark_task`: its ingest, then its audit),
+    one after another in this process, or with ``processes`` = N > 1 on a pool of N worker
+    processes (Prefect's ProcessPoolTaskRunner: several benchmarks' audits at once, on as many
+    cores; their store accesses wait for each other on the store's lock, one at a time as ever).
 
     With ``dask_address`` (a running scheduler) or ``dask_workers`` (a LocalCluster started for
     the run), the benchmarks that changed are exported to Parquet (``export_dir``, default
@@ -49,7 +56,7 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
     """
     with announced("benchcert-nightly", inbox=inbox) as outcome:
         out = _nightly(inbox, db, artifacts_root, alpha, webhook_url, lock_timeout, dashboard_dir, dask_address,
-                       dask_workers, export_dir)
+                       dask_workers, export_dir, processes)
         outcome["audited"] = ", ".join(f"{b}:{e['run_id']}" for b, e in out["benchmarks"].items()
                                        if e.get("audited")) or "none"
     return out
@@ -57,7 +64,7 @@ def nightly_flow(inbox: str, db: str, artifacts_root: str, alpha: float = 0.05, 
 
 def _nightly(inbox: str, db: str, artifacts_root: str, alpha: float, webhook_url: str | None, lock_timeout: float,
              dashboard_dir: str | None, dask_address: str | None, dask_workers: int | None,
-             export_dir: str | None) -> dict:
+             export_dir: str | None, processes: int | None = None) -> dict:
     """:func:`nightly_flow`'s body."""
     from benchcert.tasks.ingest.adapters.limits import check_settings
 
@@ -75,27 +82,16 @@ def _nightly(inbox: str, db: str, artifacts_root: str, alpha: float, webhook_url
     out: dict = {"inbox": str(inbox_path), "benchmarks": {}}
     parallel = bool(dask_address or dask_workers)
     pending: list[str] = []
-    for folder in sorted(p for p in inbox_path.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        benchmark = folder.name
-        entry: dict = {"files": [], "audited": False}
-        out["benchmarks"][benchmark] = entry
-        # One benchmark's bad mapping, bad file or failed audit never stops the others.
-        try:
-            mapping_path = folder / MAPPING_FILE
-            mapping = parse_mapping(config=mapping_path) if mapping_path.is_file() else parse_mapping()
-            files, unknown = inbox_files(folder)
-            # One task for the folder: the store opened once, small files stored together (tasks/ingest/many.py).
-            reports = [r.as_dict() for r in ingest_files_task(db, files, benchmark, mapping, False, lock_timeout)]
-            entry["files"] = reports + unknown
-            changed = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
-            if changed and parallel:
-                pending.append(benchmark)
-            elif changed:
-                run = audit_flow(request(benchmark))
-                entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
-                             webhook=run.get("webhook"))
-        except Exception as exc:  # noqa: BLE001 - reported below, after every benchmark had its turn
-            entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+    folders = sorted(p for p in inbox_path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    calls = [(str(f), request(f.name), not parallel) for f in folders]
+    if processes is not None and processes > 1 and not parallel and len(calls) > 1:
+        entries = _on_processes(calls, processes)
+    else:
+        entries = (_entry(lambda: nightly_benchmark_task(*call)) for call in calls)
+    for folder, entry in zip(folders, entries):
+        if entry.pop("changed", False) and parallel:
+            pending.append(folder.name)
+        out["benchmarks"][folder.name] = entry
     if pending:
         try:
             runs = _audit_on_dask([request(b) for b in pending], dask_address, dask_workers, export_dir)
@@ -115,6 +111,71 @@ def _nightly(inbox: str, db: str, artifacts_root: str, alpha: float, webhook_url
         # The run fails (so the operator sees it) only after every benchmark it could handle was handled.
         raise NightlyProblems(f"{len(out['problems'])} problem(s) in {inbox}: " + "; ".join(out["problems"])[:4000])
     return out
+
+
+def _entry(result) -> dict:
+    """A benchmark's entry: ``result()``'s, or what it got to when it failed. One benchmark's bad
+    mapping, bad file or failed audit never stops the others."""
+    try:
+        return result()
+    except BenchmarkFailed as exc:
+        return exc.entry
+    except Exception as exc:  # noqa: BLE001 - reported by the flow, after every benchmark had its turn
+        return {"files": [], "audited": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+
+
+def _on_processes(calls: list[tuple], processes: int):
+    """The benchmarks' task runs on a pool of ``processes`` worker processes; their entries in order."""
+    from prefect.task_runners import ProcessPoolTaskRunner
+
+    with ProcessPoolTaskRunner(max_workers=processes) as runner:
+        futures = [runner.submit(nightly_benchmark_task, {"folder": folder, "request": req, "audit": audit})
+                   for folder, req, audit in calls]
+        for future in futures:
+            yield _entry(future.result)
+
+
+class BenchmarkFailed(Exception):
+    """One benchmark of the nightly could not be ingested or audited; ``entry`` is what it got to
+    (its files' reports and the error), for the run's report."""
+
+    def __init__(self, entry: dict):
+        super().__init__(entry)  # (its only argument: pickled back from a worker process whole)
+        self.entry = entry
+
+    def __str__(self) -> str:
+        return str(self.entry.get("error"))
+
+
+@task(name="nightly-benchmark", cache_policy=NO_CACHE)
+def nightly_benchmark_task(folder: str, request: AuditRequest, audit: bool = True) -> dict:
+    """One benchmark of the nightly as one task run: the new files of its inbox ``folder`` ingested
+    (the store opened once, small files stored together: tasks/ingest/many.py), then, when rows were
+    added and ``audit``, its audit, in this task run (flows/steps.py :func:`in_task_steps`: the same
+    steps, artifacts and run record as the audit flow's, without a subflow and a task run per step).
+
+    Returns the benchmark's entry of the nightly's output (``files``, ``audited``, ``run_id``, ...,
+    and ``changed``: rows were added); raises :class:`BenchmarkFailed` with the entry so far.
+    """
+    path = Path(folder)
+    entry: dict = {"files": [], "audited": False}
+    try:
+        mapping_path = path / MAPPING_FILE
+        mapping = parse_mapping(config=mapping_path) if mapping_path.is_file() else parse_mapping()
+        files, unknown = inbox_files(path)
+        reports = [r.as_dict() for r in ingest_many(request.db, files, request.benchmark, mapping, False,
+                                                    request.lock_timeout)]
+        entry["files"] = reports + unknown
+        entry["changed"] = any(r["status"] == "ingested" and r.get("rows_added", 0) > 0 for r in reports)
+        if entry["changed"] and audit:
+            run = audit_body(in_task_steps(), request)
+            entry.update(audited=True, run_id=run["run_id"], run_dir=run["run_dir"], changes=run.get("changes"),
+                         webhook=run.get("webhook"))
+    except Exception as exc:
+        entry.pop("changed", None)
+        entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+        raise BenchmarkFailed(entry) from exc
+    return entry
 
 
 class NightlyProblems(DataError):

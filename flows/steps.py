@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # an audit does not import the ingest code (its adapters: 0.0
     from benchcert.tasks.ingest.service import FileReport
     from benchcert.tasks.ingest.mapping import ColumnMapping
 
-__all__ = ["analysis_task", "artifact_key", "ingest_files_task", "load_matrices_task", "notify_task", "publish_task",
+__all__ = ["analysis_task", "artifact_key", "ingest_files_task", "load_matrices_task", "notify_task",
+           "in_task_steps", "publish_prefect_artifacts", "publish_task",
            "read_benchmark", "rebuild_dashboard_task", "record_run", "record_run_task", "verdict_task",
            "write_artifacts_task", "write_run_artifacts"]
 
@@ -55,8 +56,9 @@ record_run_task = task(name="record-run", retries=2, retry_delay_seconds=2, retr
                        cache_policy=NO_CACHE)(record_run)
 
 
-@task(name="publish-prefect-artifacts", cache_policy=NO_CACHE)
-def publish_task(summary, run_dir: str) -> None:
+def publish_prefect_artifacts(summary, run_dir: str) -> None:
+    """The run's Prefect artifacts: its per-model table and its summary in Markdown, keyed by benchmark
+    (linked to the task or flow run that creates them)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from benchcert.tasks.audit import results
@@ -74,6 +76,7 @@ def publish_task(summary, run_dir: str) -> None:
                              description=f"benchcert audit {summary.run_id}")
 
 
+publish_task = task(name="publish-prefect-artifacts", cache_policy=NO_CACHE)(publish_prefect_artifacts)
 # No retries: the webhook's tries are inside its one deadline (tasks/audit/changes.py deliver_webhook).
 notify_task = task(name="notify-webhook", cache_policy=NO_CACHE)(notify)
 rebuild_dashboard_task = task(name="rebuild-dashboard", retries=1, retry_delay_seconds=2,
@@ -113,3 +116,24 @@ def prefect_steps():
                  notify=notify_step, ingest_files=ingest_files_task,
                  analyses_from_export=analyses_step,
                  flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)
+
+
+def in_task_steps():
+    """The audit's steps as plain calls inside one Prefect task run (the nightly's per-benchmark task,
+    flows/nightly.py): the plain steps with their retry policy and no task run of their own; the run
+    is a Prefect-mode run of the enclosing flow run (its id in the manifest and the catalog) and
+    publishes its Prefect artifacts from that task run, as :func:`prefect_steps`' publish task does.
+
+    Why: each task run costs the flow's process and the Prefect server a run record, its state
+    changes as events and its logs; an audit as its own subflow of 15 task runs cost a
+    nightly 1.4 CPU s per benchmark beyond the work (1.1 s of it the server's), against 0.56 s
+    as one task run (benchmarks/nightly_suite.py, docs/scale.md).
+    """
+    import dataclasses
+
+    from prefect.runtime import flow_run
+
+    from benchcert.tasks.audit.steps import plain_steps
+
+    return dataclasses.replace(plain_steps(), mode="prefect", publish=publish_prefect_artifacts,
+                               flow_run_id=lambda: str(flow_run.id) if flow_run.id else None)

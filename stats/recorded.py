@@ -79,7 +79,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
+# Student's t through scipy.special (stdtr, stdtrit: what scipy.stats.t's sf and ppf call), not
+# scipy.stats, whose import alone took most of a `benchcert compare`'s second beyond the
+# interpreter's start (benchmarks/cli_latency.py).
+from scipy import special as _special
 
 from .degenerate import warn_degenerate
 from .sequential import SequentialResult, _finish
@@ -207,12 +210,12 @@ def stratified_first_look(d, subjects, store_counts, *, alpha=0.025) -> Stratifi
         se, crit, pu, pd = np.inf, np.inf, 1.0, 1.0
     else:
         se = np.float64(np.sqrt(ssw / df * (w[present] ** 2 / n_s[present]).sum()))
-        crit = float(_st.t.ppf(1.0 - alpha / 2.0, df))
+        crit = float(_special.stdtrit(df, 1.0 - alpha / 2.0))  # = scipy.stats.t.ppf(1 - alpha/2, df)
         with np.errstate(divide="ignore", invalid="ignore"):
             zu, zd = (est - absent) / se, (-est - absent) / se
         # se = 0 (every shared difference equals its subject's mean): the sign of the shifted estimate decides
-        pu = float(_st.t.sf(zu, df)) if np.isfinite(zu) else (0.0 if zu > 0 else 1.0)
-        pd = float(_st.t.sf(zd, df)) if np.isfinite(zd) else (0.0 if zd > 0 else 1.0)
+        pu = float(_special.stdtr(df, -zu)) if np.isfinite(zu) else (0.0 if zu > 0 else 1.0)  # t.sf(zu, df)
+        pd = float(_special.stdtr(df, -zd)) if np.isfinite(zd) else (0.0 if zd > 0 else 1.0)
     lo = max(-1.0, float(est - crit * se - absent)) if np.isfinite(se) else -1.0
     hi = min(1.0, float(est + crit * se + absent)) if np.isfinite(se) else 1.0
     se = float(se)

@@ -12,7 +12,8 @@ against the run's summary.json.
   where step 5000 is much worse (:data:`REGRESSED`: its verdict is ``regressed``);
 * two runs per benchmark: the first with steps 1000-3000 and their verdicts, the second with every model, the
   verdicts of steps 4000 and 5000 and the item analysis (audit --items); ``gamma``'s runs finished
-  :data:`STALE_DAYS_AGO` days before the build.
+  :data:`STALE_DAYS_AGO` days before the build;
+* the suite :data:`SUITE` of the three benchmarks with a suite verdict of steps 4000 and 5000 among the artifacts.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ FAMILY = "org/ckpt"
 EVIL_MODEL = '<script>console.error("xss")</script>'
 REGRESSED = ("beta", f"{FAMILY}@step-5000")
 STALE_DAYS_AGO = 10
+#: A suite of the three benchmarks and the checkpoints it judged (a suite verdict each, tasks/artifacts/suites.py).
+SUITE, SUITE_STEPS = "core", (4000, 5000)
 #: The build's clock: every page that says "stale" is about this time.
 NOW = dt.datetime(2026, 11, 27, 6, 0, tzinfo=dt.timezone.utc)
 
@@ -104,4 +107,18 @@ def build(tmp: Path) -> tuple[Path, Path]:
             assert ingest_file(db, path, benchmark=bench, mapping=mapping).status == "ingested"
             verdicts = [checkpoint_verdict(db, bench, BASE, c).as_dict() for c in new]
             audit(db, bench, arts, verdicts, NOW - age - dt.timedelta(hours=2 - k), items=k == 1)
+    suite_verdicts(db, arts)
     return db, arts
+
+
+def suite_verdicts(db: Path, arts: Path) -> None:
+    """The suite :data:`SUITE` of the three benchmarks judges :data:`SUITE_STEPS` against the baseline, and each
+    suite verdict is written among the artifacts as the suite checkpoint writes it (flows/checkpoint_suite.py)."""
+    from benchcert.tasks.artifacts.suites import write_suite_verdict
+    from benchcert.tasks.compare.suite import SuiteRequest, compare_suite
+    from benchcert.tasks.compare.suite_def import define
+
+    suite = define(db, SUITE, BENCHES)
+    for step in SUITE_STEPS:
+        result = compare_suite(SuiteRequest(db=db, suite=suite, baseline=BASE, candidate=f"{FAMILY}@step-{step}"))
+        write_suite_verdict(arts, {**result.as_dict(), "recorded_at": NOW.isoformat()})

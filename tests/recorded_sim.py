@@ -127,7 +127,7 @@ def items_verdicts(name: str, reps: int, *, theta: float = 0.0, looks: int = 1, 
             d = np.repeat(np.tile(vals, strata.size), np.stack([nb[strata, 0], na[strata, 0],
                                                                  s1 - nb[strata, 0] - na[strata, 0]], 1).ravel())
             subj = np.repeat(strata, s1)
-            p1, g1 = items_first(d, subj, sizes[r].astype(float), alpha * share, margin) if share > 0 else (1.0, 0.0)
+            p1, g1 = items_first(d, subj, sizes[r].astype(float), alpha * share, margin)[:2] if share > 0 else (1.0, 0.0)
             out[r] = nightly_verdicts(p1, g1, _items_betting(nb, na, n, strata, w0, margin, alpha * (1 - share)),
                                       alpha=alpha, first_look_share=share).verdict[-1]
     return out, estimand

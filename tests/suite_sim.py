@@ -134,7 +134,7 @@ def recorded_side_p(rng, sizes, gap: float, sd: float, runs: int, *, n_looks: in
     lp, lm = np.asarray(seq.log_e_improved), np.asarray(seq.log_e_regressed)
     first = look == 0
     store_counts = np.bincount(subj[first], minlength=sizes.size).astype(float)
-    firsts = np.array([items_first(d[first, r], subj[first], store_counts, alpha * share) for r in range(runs)])
+    firsts = np.array([items_first(d[first, r], subj[first], store_counts, alpha * share)[:2] for r in range(runs)])
     first_p, first_gap = firsts[:, 0], firsts[:, 1]
     run_up, run_down = np.maximum.accumulate(lp, axis=1), np.maximum.accumulate(lm, axis=1)
     p_down = np.array([[side_p_values("stratified_store_weights", first_p_value=first_p[r], first_gap=first_gap[r],

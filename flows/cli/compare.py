@@ -175,12 +175,18 @@ def _show(args, result, table=None) -> int:
 
 
 def _show_look(args, look) -> int:
+    from benchcert.tasks.compare.recorded import deciding_interval
+
     v, decision = look.verdict, look.gate
+    lower, upper, key, name = deciding_interval(v.as_dict())  # the interval shown with the verdict, everywhere
     if args.json:
-        print_json({**v.as_dict(), **({"gate": _gate_json(decision)} if decision else {})}, strict=True)
+        print_json({**v.as_dict(), "deciding_interval": {"lower": lower, "upper": upper, "kind": key, "name": name},
+                    **({"gate": _gate_json(decision)} if decision else {})}, strict=True)
         return _finish(decision)
     print(f"{v.benchmark!r}: {v.candidate!r} vs {v.baseline!r}, look {v.look}: {v.verdict}"
           + (f" (decided at look {v.decided_at_look}, {v.decided_by})" if v.decided_at_look else ""))
+    if lower is not None:
+        print(f"  interval that decides: [{100 * lower:.2f}, {100 * upper:.2f}] pp ({name})")
     exact = "" if v.p_exact is None else f"{v.exact_test} p = {v.p_exact:.3g}, "
     subj = "" if v.n_subjects is None else f" in {v.n_subjects} subjects"
     # The fixed-sample numbers are at alpha (what one look alone would say); the verdict's own tests

@@ -21,6 +21,15 @@ class EventNotSentError(UserError):
     exit_code = 3
 
 
+def _processes(text: str) -> int:
+    """--processes: a whole number of worker processes, at least 1."""
+    import argparse
+
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, at least 1, got {text!r}")
+    return int(text)
+
+
 def cmd_serve(args) -> int:
     """Register and serve two deployments against PREFECT_API_URL: nightly-audit (cron schedule) and
     checkpoint-audit (event trigger). Runs until interrupted."""
@@ -42,7 +51,7 @@ def cmd_serve(args) -> int:
         timezone=args.timezone, baseline=args.baseline, webhook_url=args.webhook, alpha=args.alpha,
         dashboard_dir=str(args.dashboard) if args.dashboard else None,
         allowed_logs=tuple(str(p) for p in args.allow_logs), dask_address=args.dask_address,
-        dask_workers=args.dask_workers))
+        dask_workers=args.dask_workers, processes=args.processes))
     runner = Runner(pause_on_shutdown=True)
     for deployment in deployments:
         runner.add_deployment(deployment)
@@ -132,6 +141,9 @@ def register(sub) -> None:
                     help="nightly: audit the changed benchmarks in parallel on this Dask scheduler (tcp://HOST:PORT)")
     sp.add_argument("--dask-workers", type=int, metavar="N",
                     help="nightly: audit the changed benchmarks in parallel on a local Dask cluster of N processes")
+    sp.add_argument("--processes", type=_processes, metavar="N",
+                    help="nightly: ingest and audit the benchmarks on N worker processes, N at a time "
+                         "(without Dask; default: one after another in the flow's process)")
 
     sp = command(sub, "notify-checkpoint", cmd_notify, help="emit the event that starts a checkpoint audit")
     sp.add_argument("--model", required=True, help='model id, e.g. "org/model@step-12000"')

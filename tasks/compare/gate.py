@@ -160,7 +160,9 @@ def decide(rows: list[dict], alpha: float, options: GateOptions | None) -> GateD
     if failed:
         f = failed[0]
         more = f" (and {len(failed) - 1} more candidate(s))" if len(failed) > 1 else ""
-        which = f"{level} anytime-valid interval" if f["interval_method"] == "anytime" else f"{level} interval"
+        which = {"anytime": f"{level} anytime-valid interval",
+                 "first_look": "first-look interval (at its share of alpha)"}.get(f["interval_method"],
+                                                                                 f"{level} interval")
         reason = (f"gate failed: {f['candidate']!r} against {f['baseline']!r}: {f['reason']}; gap "
                   f"{_pp(f['gap'])} pp, {which} [{_pp(f['lower'])}, {_pp(f['upper'])}] pp{more}")
     else:

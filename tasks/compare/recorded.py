@@ -34,7 +34,7 @@ from benchcert.stats.recorded import detectable_gap, either_of, stratified_first
 from benchcert.stats.sequential import betting_test, subject_entry_means
 from benchcert.tasks.errors import NoDataError
 
-__all__ = ["ASSUMES", "V2_METHODS", "AssumeError", "scheme", "items_first", "absent_weight", "on_store_scale",
+__all__ = ["ASSUMES", "V2_METHODS", "AssumeError", "scheme", "items_first", "deciding_interval", "absent_weight", "on_store_scale",
            "store_estimand", "subjects_test", "subject_units", "spend"]
 
 #: ``--assume`` choices: what the new-subjects test may assume about the subject gaps.
@@ -83,18 +83,21 @@ MIN_EFFECTIVE = 100
 
 
 def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a1: float,
-                margin: float = 0.0) -> tuple[float, float]:
-    """The items question's first-look claim at ``a1``: (two-sided p, estimate), as nightly_verdicts reads them.
+                margin: float = 0.0) -> tuple[float, float, float | None, float | None]:
+    """The items question's first-look claim at ``a1``: (two-sided p, estimate), as nightly_verdicts reads them,
+    and the test's 1 - ``a1`` interval (lower, upper: the interval that decides a first-look verdict, shown beside it).
 
-    The stratified test of the store's gap (:func:`benchcert.stats.recorded.stratified_first_look`);
-    with fewer than :data:`MIN_EFFECTIVE` effectively nonzero differences the mixture of constant bets
-    on the shared items at ``margin`` (valid by theorem at any size; AM-GM and Markov). ``p <= a1``
-    with the estimate's sign is exactly the claim at level ``a1``.
+    The stratified test of the store's gap (:func:`benchcert.stats.recorded.stratified_first_look`; its interval
+    excludes 0 exactly when it claims); with fewer than :data:`MIN_EFFECTIVE` effectively nonzero differences the
+    mixture of constant bets on the shared items at ``margin`` (valid by theorem at any size; AM-GM and Markov),
+    whose interval is the same bets' confidence set at ``a1`` (None where the margin shifts the null off 0).
+    ``p <= a1`` with the estimate's sign is exactly the claim at level ``a1``.
     """
     sq = d * d
     n_eff = float(sq.sum() ** 2 / (sq * sq).sum()) if sq.any() else 0.0
     if n_eff < MIN_EFFECTIVE:
-        r = betting_test(d, np.array([d.size]), alpha=a1, margin=margin, interval=False)
+        r = betting_test(d, np.array([d.size]), alpha=a1, margin=margin, interval=margin == 0)
+        lo, hi = (None, None) if r.lower is None else (float(np.asarray(r.lower)[-1]), float(np.asarray(r.upper)[-1]))
         lp, lm = float(r.log_e_improved[-1]), float(r.log_e_regressed[-1])
         p, side = min(1.0, 2.0 * math.exp(-max(lp, lm))), (1.0 if lp > lm else -1.0)
         n_s = np.bincount(subjects, minlength=store_counts.size)
@@ -104,9 +107,10 @@ def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a
         r = stratified_first_look(d, subjects, store_counts, alpha=a1)
         side = 1.0 if r.p_improved <= r.p_regressed else -1.0
         p, est = min(1.0, 2.0 * min(r.p_improved, r.p_regressed)), float(r.estimate)
+        lo, hi = float(r.lower), float(r.upper)
     if side * est <= 0:
         p = 1.0
-    return p, est
+    return p, est, lo, hi
 
 
 def store_estimand(store_counts: np.ndarray) -> dict:
@@ -185,16 +189,17 @@ def subject_units(sc, ledger, led, look: int):
 def spend(method: str, primary: str, sc, history, led, look: int,
           settings, fx: dict, sequential):
     """The tests of a question first recorded since #36 (:mod:`benchcert.tasks.compare.recorded`):
-    (betting result, its units, assumptions, (first-look p, gap), the share of alpha the first look used)."""
+    (betting result, its units, assumptions, (first-look p, gap, lower, upper), the share of alpha the first look
+    used); the first look's interval is None where it has none (no first look, or a look before it was stored)."""
     alpha, share = settings.alpha, settings.first_look_share
     if primary == "clustered_subject":
         units = subject_units(sc, history.ledger, led, look)
         seq, notes = subjects_test(units, alpha, int(sc.order.size), settings.assume)
-        return seq, int(units.looks[-1]), tuple(units.assumptions) + notes, (1.0, float(fx["gap"])), 0.0
-    first = (1.0, float(fx["gap"]))
+        return seq, int(units.looks[-1]), tuple(units.assumptions) + notes, (1.0, float(fx["gap"]), None, None), 0.0
+    first = (1.0, float(fx["gap"]), None, None)
     if history.looks.height:
         row = history.looks.row(0, named=True)
-        first = (float(row["first_p_value"]), float(row["first_gap"]))
+        first = (float(row["first_p_value"]), float(row["first_gap"]), row.get("first_lower"), row.get("first_upper"))
     seq_alpha = alpha * (1 - share)
     if sc.subjects is None:
         if not history.looks.height and share > 0:  # no subjects: one stratum, the items either model answered
@@ -249,3 +254,39 @@ def _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequenti
              "level; the other half bets on all items once every subject of the store has a shared item"
              + ("" if part2 is None else f" (from look {start})"),)
     return seq, int(led.cum[-1]), notes
+
+
+def deciding_interval(detail: dict) -> tuple[float | None, float | None, str, str]:
+    """(lower, upper, key, name) of the interval that decides a recorded verdict, from its recorded fields (a look's
+    :meth:`~benchcert.tasks.compare.verdicts.CheckpointVerdict.as_dict`, or summary.json's ``detail``).
+
+    A recorded checkpoint verdict (tasks/compare/verdicts.py) is decided by the first-look test at alpha x
+    first-look share or by the anytime test at the rest; its look's fixed-sample interval is at full alpha, so
+    beside the verdict it can contradict it (an interval excluding 0 beside "inconclusive" after one look).
+    The row shows instead:
+
+    * an open verdict, or one the anytime test decided: the anytime interval (``cs_lower``/``cs_upper``,
+      valid at every look), when recorded;
+    * a verdict the first-look test decided: its first-look interval (``first_lower``/``first_upper``, stored
+      since issue #37); for a look recorded before, or a first look without one, the fixed-sample interval,
+      named as such;
+    * a verdict without a recorded anytime interval (not a recorded look): its fixed-sample interval.
+
+    ``key`` is ``"first_look"``, ``"anytime"`` or ``"fixed_sample"`` (what a row's ``interval.method`` names),
+    ``name`` the words a page shows.
+    """
+    def num(v):
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+    if str(detail.get("decided_by") or "") == "first_look":
+        lo, hi = num(detail.get("first_lower")), num(detail.get("first_upper"))
+        if lo is not None and hi is not None:
+            share = num(detail.get("first_look_share"))
+            return lo, hi, "first_look", "first-look interval" + (f" at alpha \u00d7 {share:g}" if share is not None
+                                                                  else "")
+        return (num(detail.get("lower")), num(detail.get("upper")), "fixed_sample",
+                "fixed-sample interval at full alpha (the first-look test decided; its interval is not recorded)")
+    lo, hi = num(detail.get("cs_lower")), num(detail.get("cs_upper"))
+    if lo is not None and hi is not None:
+        return lo, hi, "anytime", "anytime interval (valid at every look)"
+    return num(detail.get("lower")), num(detail.get("upper")), "fixed_sample", "fixed-sample interval"

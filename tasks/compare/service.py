@@ -477,8 +477,9 @@ def record_look(request: CompareRequest) -> RecordedLook:
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
                            record=True, lock_timeout=request.lock_timeout, question=request.question,
                            assume=request.assume)
-    anytime = v.cs_lower is not None
+    from benchcert.tasks.compare.recorded import deciding_interval
+
+    lower, upper, key, _ = deciding_interval(v.as_dict())  # the interval of the test that decided (or would)
     row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
-           "interval": {"lower": v.cs_lower if anytime else v.lower, "upper": v.cs_upper if anytime else v.upper,
-                        "method": "anytime" if anytime else v.method}}
+           "interval": {"lower": lower, "upper": upper, "method": v.method if key == "fixed_sample" else key}}
     return RecordedLook(verdict=v, gate=decide([row], request.alpha, request.gate))

@@ -244,13 +244,16 @@ def _fixed_rows(request: SuiteRequest):
 
 
 def _recorded_row(look) -> ComparisonRow:
-    """A recorded verdict as a comparison row: its anytime verdict and anytime-valid interval."""
+    """A recorded verdict as a comparison row: its verdict and the interval that decides it (the first-look
+    test's or the anytime one, :func:`~benchcert.tasks.compare.recorded.deciding_interval`)."""
+    from benchcert.tasks.compare.recorded import deciding_interval
+
     v = look.verdict
-    anytime = v.cs_lower is not None
+    lower, upper, key, _ = deciding_interval(v.as_dict())  # the first-look test's interval or the anytime one
     return ComparisonRow.from_dict({
         "candidate": v.candidate, "baseline": v.baseline, "verdict": v.verdict, "gap": v.gap,
-        "interval": {"method": "anytime" if anytime else v.method, "lower": v.cs_lower if anytime else v.lower,
-                     "upper": v.cs_upper if anytime else v.upper, "se": None},
+        "interval": {"method": v.method if key == "fixed_sample" else key, "lower": lower, "upper": upper,
+                     "se": None},
         "p_value": v.anytime_p, "n_shared": v.n_shared, "n_excluded": v.n_excluded, "mde": v.mde, "look": v.look,
         "decided_by": v.decided_by or None, "decided_at_look": v.decided_at_look, "question_key": v.question_key,
         "fixed_sample": {"gap": v.gap, "lower": v.lower, "upper": v.upper, "p_value": v.p_value,

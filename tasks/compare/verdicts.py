@@ -199,6 +199,8 @@ class CheckpointVerdict:
     n_sequential_units: int = 0
     question_key: str = "items"
     first_method: str = ""
+    first_lower: float | None = None  # the first-look test's 1 - alpha x share interval: what decides "first_look"
+    first_upper: float | None = None
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -349,7 +351,7 @@ def _record(con, look: Look, now: dt.datetime) -> None:
            v.fixed_verdict, v.method, v.gap, v.lower, v.upper, v.se, v.p_value, v.p_exact, v.hoeffding_lower,
            v.hoeffding_upper, v.mde, v.power, v.n_shared, v.n_only_baseline, v.n_only_candidate, v.n_excluded,
            v.n_new, v.n_sequential, v.log_e_improved, v.log_e_regressed, v.anytime_p, v.cs_lower, v.cs_upper,
-           v.first_p_value, v.first_gap, v.question, v.estimand, v.first_method]
+           v.first_p_value, v.first_gap, v.question, v.estimand, v.first_method, v.first_lower, v.first_upper]
     items = None
     if len(look.new_ids):
         items = pl.DataFrame({"benchmark": key[0], "variant": key[1], "baseline": key[2], "candidate": key[3],
@@ -432,10 +434,10 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
                                                      settings.alpha * (1 - settings.first_look_share))
             first_p, first_gap, first_method = _first_look(
                 history.looks, _first_claim(primary, sc, fx, settings.alpha * settings.first_look_share), caught)
-            share = settings.first_look_share
+            share, first_iv = settings.first_look_share, (None, None)  # no first-look interval before #37
         else:
-            seq, n_units, seq_assumptions, (first_p, first_gap), share = v2.spend(method, primary, sc, history, led,
-                                                                                  look, settings, fx, _sequential)
+            seq, n_units, seq_assumptions, (first_p, first_gap, *first_iv), share = v2.spend(
+                method, primary, sc, history, led, look, settings, fx, _sequential)
             first_method = method
             if method == "stratified_store_weights" and sc.subjects is not None:
                 fx = {**fx, **v2.store_estimand(sc.store_counts)}
@@ -448,6 +450,7 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
         recorded=bool(record), recorded_at=now.isoformat() + "Z", alpha=settings.alpha,
         first_look_share=settings.first_look_share, power=settings.power, **anytime, **_fixed_fields(fx, fixed),
         n_new=int(led.new_d.size), n_sequential=int(led.cum[-1]), first_p_value=first_p, first_gap=first_gap,
+        first_lower=first_iv[0], first_upper=first_iv[1],
         assumptions=(fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions + tuple(fx["assumptions"]),
         sequential_unit="subject" if primary == "clustered_subject" else "item", n_sequential_units=n_units,
         question_key=question_key(primary), first_method=first_method,

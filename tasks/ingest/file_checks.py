@@ -39,7 +39,14 @@ class StagedItems:
         """Stage the batch's triples that no earlier batch staged."""
         items = items.cast(self.SCHEMA)  # text out of the batch's Categoricals (few rows)
         if self._frame.height:
-            items = items.join(self._frame, on=["item_key", "subject", "domain"], how="anti")
+            # Only an item staged before can repeat a triple: its text is compared, the others'
+            # integer codes only (a join on the text of every staged item held some 30 MB more
+            # of a file of 120,000 items; benchmarks/json_memory.py).
+            seen = items["item_key"].is_in(self._frame["item_key"].implode())
+            if seen.any():
+                before = self._frame.filter(pl.col("item_key").is_in(items.filter(seen)["item_key"].implode()))
+                items = items.filter(~seen).vstack(items.filter(seen).join(
+                    before, on=["item_key", "subject", "domain"], how="anti").select(items.columns)).sort("line")
             items = pl.concat([self._frame, items])
         self._frame = items
 
@@ -97,7 +104,7 @@ def _key_hashes(rows: pl.DataFrame) -> pl.Series:
 def repeated_key_lines(con, key_hashes: list[pl.Series], rows: FileRows) -> pl.DataFrame:
     """Lines of the file's rows whose key hash occurs more than once (candidates for an exact check).
 
-    ``key_hashes`` holds each batch's hashes, sorted.  Sorting 64-bit hashes finds repeats in a
+    ``key_hashes`` holds each batch's hashes (emptied here).  Sorting 64-bit hashes finds repeats in a
     fraction of the time of a hash table over 10 million keys, and only the hashes are kept
     (8 bytes a row); when some hash repeats (rarely), the file's rows are read back
     to find their lines, and the caller compares the keys themselves.
@@ -105,8 +112,16 @@ def repeated_key_lines(con, key_hashes: list[pl.Series], rows: FileRows) -> pl.D
     empty = pl.DataFrame(schema={"line": pl.Int64})
     if not key_hashes:
         return empty
-    ordered = key_hashes[0] if len(key_hashes) == 1 else pl.concat(key_hashes).sort()  # each part is sorted
-    repeated = ordered.filter(ordered == ordered.shift(1)).unique()
+    # One array sorted in place, each part freed once copied: a million rows' hashes held once, not
+    # three times (the parts, their concatenation, its sorted copy), at the ingest's peak (issue #39).
+    ordered = np.empty(sum(len(h) for h in key_hashes), dtype=np.uint64)
+    at = 0
+    while key_hashes:
+        part = key_hashes.pop(0).to_numpy()
+        ordered[at:at + part.size] = part
+        at += part.size
+    ordered.sort()
+    repeated = pl.Series(np.unique(ordered[1:][ordered[1:] == ordered[:-1]]), dtype=pl.UInt64)
     if not repeated.len():
         return empty
     keys = staging.key_rows(con, rows)

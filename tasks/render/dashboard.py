@@ -61,6 +61,7 @@ from filelock import FileLock
 from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
 
 from benchcert.tasks.artifacts.runs import iso
+from benchcert.tasks.artifacts.suites import read_suite_verdicts
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, checkpoint_table,
@@ -173,6 +174,8 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
         raise OutputFolderError(f"--out {out} must not be inside the artifacts root {root}")
     _check_out(out)
     runs, problems = load_runs(root)
+    suites, suite_problems = read_suite_verdicts(root)
+    problems += suite_problems
     now = now or dt.datetime.now(dt.timezone.utc)
     generated = iso(now)
     by_bench: dict[str, list[RunRecord]] = {}
@@ -186,7 +189,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     tmp.mkdir()
     try:
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
-        data = site_data(by_bench, site_folders(by_bench), methods, generated, now, stale_days, problems)
+        data = site_data(by_bench, site_folders(by_bench), methods, generated, now, stale_days, problems, suites)
         pages = _write_benchmarks(root, tmp, data, trends, ckpts, max_trend_runs)
         pages += _write_views(tmp, data, root)
         with FileLock(str(out.parent / f".{out.name}.lock"), timeout=120):
@@ -211,7 +214,9 @@ def _write_benchmarks(root: Path, tmp: Path, data, trends, ckpts, max_trend_runs
         bdir.mkdir()
         run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
         for run in bruns:
-            rdir = inside(bdir, safe_component(run.run_id))
+            # safe_component gives one plain name (no separator, no ".."), and bdir is a folder this build just made,
+            # so no symlink can lie between: the join stays inside without resolving 10,000 paths.
+            rdir = bdir / safe_component(run.run_id)
             rdir.mkdir()
             has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
             for name in ("summary.json", "manifest.json"):

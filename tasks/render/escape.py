@@ -29,6 +29,10 @@ XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uff
                          "\u202a-\u202e\u2066-\u2069]")
 
 
+#: Every character :func:`escape` changes: those of :data:`XML_ILLEGAL` and the five :func:`html.escape` replaces.
+_TOUCHED = re.compile(XML_ILLEGAL.pattern[:-1] + "&<>\"']")
+
+
 def clean(text: str) -> str:
     """``text`` with every character of :data:`XML_ILLEGAL` replaced by U+FFFD (same length)."""
     return XML_ILLEGAL.sub("\ufffd", text)
@@ -48,6 +52,8 @@ def escape(value: Any) -> str:
         Text safe in HTML and SVG text and in quoted attribute values.
     """
     s = "" if value is None else str(value)
+    if not _TOUCHED.search(s):  # nothing to clean or escape (most names and numbers): one scan, no copies
+        return s
     return html.escape(clean(s), quote=True)
 
 

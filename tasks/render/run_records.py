@@ -11,6 +11,7 @@ ordered naturally (``step-2000`` before ``step-12000``).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -132,7 +133,7 @@ class RunRecord:
     tables: tuple[dict, ...]
     item_analysis: dict | None = None  # summary.json's item_analysis (audit --items), else None
 
-    @property
+    @functools.cached_property  # a run's regressions are asked for by several pages
     def regressions(self) -> list[str]:
         from benchcert.tasks.audit.regressions import regressed_models
 
@@ -189,7 +190,60 @@ def _finite(v) -> bool:
     return type(v) in (float, int) and math.isfinite(v)
 
 
+class _NotPlain(Exception):
+    """A model entry the fast reader does not take as it is; the checked reader decides (and names the field)."""
+
+
+def _plain_float(v) -> float:
+    if type(v) is not float or v - v != 0:  # not a float, or NaN / +-inf (``x - x == 0`` for finite x only)
+        raise _NotPlain
+    return v
+
+
 def _parse_model(m, where: str) -> ModelScore:
+    """One model of summary.json: the common well-formed entry (every number a finite float, every name a
+    string) read without a call per field; anything else by :func:`_parse_model_checked`, which accepts or
+    refuses exactly as before and names the field.  Reading the models was most of a 10,000-run build's reading."""
+    try:
+        if type(m) is not dict:
+            raise _NotPlain
+        name, n_items, coverage = m.get("model"), m.get("n_items"), _plain_float(m.get("coverage"))
+        if type(name) is not str or type(n_items) is not int:
+            raise _NotPlain
+        estimates, intervals, questions = {}, {}, {}
+        for metric in METRICS:
+            score = m.get(metric)
+            if type(score) is not dict:
+                raise _NotPlain
+            estimates[metric] = _plain_float(score.get("estimate"))
+            ivs = score.get("intervals") or ()
+            if type(ivs) not in (list, tuple):
+                raise _NotPlain
+            for iv in ivs:
+                if type(iv) is not dict or type(iv.get("method")) is not str:
+                    raise _NotPlain
+                intervals[(metric, iv["method"])] = (_plain_float(iv.get("lower")), _plain_float(iv.get("upper")))
+            head = score.get("headline")
+            if type(head) is dict:
+                if type(head.get("question")) is not str:
+                    raise _NotPlain
+                intervals[(metric, "headline")] = (_plain_float(head.get("lower")), _plain_float(head.get("upper")))
+                questions[metric] = head["question"]
+            elif isinstance(head, dict):
+                raise _NotPlain
+        groups = m.get("tied_groups") or ()
+        if type(groups) not in (list, tuple):
+            raise _NotPlain
+        rank, lower, upper = m.get("rank"), m.get("rank_lower"), m.get("rank_upper")
+    except _NotPlain:
+        return _parse_model_checked(m, where)
+    return ModelScore(model=name, n_items=n_items, coverage=coverage, estimates=estimates, intervals=intervals,
+                      questions=questions, tied_groups=tuple(g for g in groups if type(g) is int),
+                      rank=rank if type(rank) is int else None, rank_lower=lower if type(lower) is int else None,
+                      rank_upper=upper if type(upper) is int else None)
+
+
+def _parse_model_checked(m, where: str) -> ModelScore:
     """One model of summary.json.  Checked field by field, but the messages (with the field's place) are built
     only for a field that fails: building them for every field took most of a 10,000-run dashboard's reading."""
     name = _need(m, "model", str, where)
@@ -254,6 +308,20 @@ def _parse_run(root: Path, run_dir: Path, benchmark: str, run_id: str) -> RunRec
     )
 
 
+def _run_folder(bench_dir: Path, component: str) -> Path:
+    """``bench_dir/component`` (``bench_dir`` resolved inside the root, ``component`` a plain folder name from
+    :func:`~benchcert.tasks.artifacts.folders.safe_component`): a real directory there is inside as it is, which one
+    ``lstat`` shows; anything else (a symlink) is resolved and refused when it leads out.  Resolving every run's
+    folder was a fifth of reading 10,000 runs."""
+    path = bench_dir / component
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode) and component not in (".", ".."):
+            return path
+    except OSError:
+        pass
+    return inside(bench_dir, component)
+
+
 def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[str]]:
     """Every completed run listed in ``<root>/index.json``, oldest first per benchmark.
 
@@ -309,7 +377,7 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
                 if (benchmark, safe_component(run_id)) in seen:
                     raise _Skip(f"{index_path}: run {run_id!r} of {benchmark!r} is listed twice")
                 seen.add((benchmark, safe_component(run_id)))
-                runs.append(_parse_run(root, inside(bench_dir, safe_component(run_id)), benchmark, run_id))
+                runs.append(_parse_run(root, _run_folder(bench_dir, safe_component(run_id)), benchmark, run_id))
             except (_Skip, ValueError) as exc:
                 problems.append(str(exc))
     runs.sort(key=lambda r: (r.benchmark, r.finished_at, r.run_id))
@@ -365,6 +433,7 @@ def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
     ``run_order`` is 0 for a benchmark's oldest run.
     """
     cols: dict[str, list] = {k: [] for k in TREND_SCHEMA}  # column lists: a dict per row cost seconds at 10,000 runs
+    columns = list(cols.values())  # in TREND_SCHEMA's order, which the values below follow
     by_bench: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_bench.setdefault(r.benchmark, []).append(r)
@@ -376,11 +445,9 @@ def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
                 family, checkpoint = split_checkpoint(m.model)
                 for metric in METRICS:
                     lo, hi = score_interval(m, metric, method)
-                    for k, v in (("benchmark", bench), ("family", family), ("checkpoint", checkpoint),
-                                 ("model", m.model), ("run_id", run.run_id), ("finished_at", run.finished_at),
-                                 ("run_order", order), ("metric", metric), ("estimate", m.estimates[metric]),
-                                 ("method", method), ("lower", lo), ("upper", hi), ("alpha", run.alpha)):
-                        cols[k].append(v)
+                    for col, v in zip(columns, (bench, family, checkpoint, m.model, run.run_id, run.finished_at,
+                                                order, metric, m.estimates[metric], method, lo, hi, run.alpha)):
+                        col.append(v)
     return pl.DataFrame(cols, schema=TREND_SCHEMA)
 
 

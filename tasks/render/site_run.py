@@ -93,8 +93,8 @@ def run_page(run: RunRecord, method: str | None, bench_href: str, generated: str
         body.append('<p class="bad">\u25bc Regressions: ' + ", ".join(escape(m) for m in run.regressions) + "</p>")
     if run.verdicts:
         body.append("<h2>Verdicts</h2><p class=\"note\">Each checkpoint verdict with the question it answers, the "
-                    "gap (candidate \u2212 baseline) and its interval as recorded; the anytime interval is valid at "
-                    "every look.</p>")
+                    "gap (candidate \u2212 baseline) and the interval of the test that decides it, as recorded (the "
+                    "anytime interval is valid at every look).</p>")
         body.append(verdicts_table([verdict_view(v, run.benchmark) for v in run.verdicts]))
     body.append(f"<h2>Models</h2><p class=\"note\">{level(run.alpha)} intervals, method "
                 f"{escape(method_label(run, method) if method else 'none available')}; sorted by the headline's "

@@ -13,8 +13,8 @@ manifest.json of each run), never from the store:
   marked and regressions flagged, and the numbers in a table;
 * **checkpoint grid** (``_views/checkpoints.html``): benchmarks (rows) by checkpoints or candidate models
   (columns), each cell the latest verdict against the baseline, coloured and marked by direction, with
-  gap and interval in its tooltip and in the text table below.  A suite verdict row can go on top
-  (:func:`suite_rows`, the hook for the suite artifacts of issue #35).
+  gap and interval in its tooltip and in the text table below; on top, the suite verdicts among the artifacts
+  (tasks/artifacts/suites.py): a table of each suite's answers and a row per suite in each grid (:func:`suite_rows`).
 
 Every verdict is shown with its question, gap and interval (:mod:`benchcert.tasks.render.verdict_rows`).
 """
@@ -22,6 +22,7 @@ Every verdict is shown with its question, gap and interval (:mod:`benchcert.task
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 
 from benchcert.tasks.artifacts.folders import hashed_folder, safe_component
@@ -37,7 +38,7 @@ from benchcert.tasks.render.site_run import rank_text
 from benchcert.tasks.render.verdict_rows import SYMBOLS, VerdictView, verdict_badge, verdict_view, verdicts_table
 
 __all__ = ["SiteData", "site_data", "overview_page", "models_index_page", "model_page", "series_page", "grid_page",
-           "model_path", "series_path", "suite_rows", "model_runs", "VIEWS", "GRID_PATH", "MODELS_PATH", "LATEST_RUNS_SHOWN"]
+           "model_path", "series_path", "suite_rows", "suite_view", "model_runs", "VIEWS", "GRID_PATH", "MODELS_PATH", "LATEST_RUNS_SHOWN"]
 
 #: Runs listed on the overview (every run is on its benchmark's page).
 LATEST_RUNS_SHOWN = 30
@@ -79,6 +80,18 @@ class SiteData:
     now: dt.datetime
     stale_days: int
     problems: list[str] = field(default_factory=list)
+    suites: list[dict] = field(default_factory=list)  # suite verdict documents (tasks/artifacts/suites.py)
+
+    @functools.cached_property
+    def model_verdicts(self) -> dict[str, dict[str, list[VerdictView]]]:
+        """model -> benchmark -> its verdicts there as candidate or baseline (in :attr:`verdicts`' order): each
+        model page's rows without scanning every verdict of every benchmark."""
+        out: dict[str, dict[str, list[VerdictView]]] = {}
+        for bench, views in self.verdicts.items():
+            for v in views:
+                for m in {v.model, v.baseline}:
+                    out.setdefault(m, {}).setdefault(bench, []).append(v)
+        return out
 
     def bench_href(self, bench: str) -> str:
         return href(self.bench_dir[bench]) + "/index.html"
@@ -91,7 +104,7 @@ class SiteData:
 
 
 def site_data(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str], methods, generated: str,
-              now: dt.datetime, stale_days: int, problems: list[str]) -> SiteData:
+              now: dt.datetime, stale_days: int, problems: list[str], suites: list[dict] | None = None) -> SiteData:
     verdicts: dict[str, dict[tuple[str, str], VerdictView]] = {}
     runs_of: dict[tuple[str, str, str], RunRecord] = {}
     members: dict[str, set[str]] = {}
@@ -108,7 +121,7 @@ def site_data(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str], m
     return SiteData(by_bench=by_bench, bench_dir=bench_dir, methods=tuple(methods),
                     verdicts={b: list(d.values()) for b, d in verdicts.items()}, verdict_runs=runs_of,
                     families=dict(sorted(families.items())), generated=generated, now=now, stale_days=stale_days,
-                    problems=problems)
+                    problems=problems, suites=list(suites or []))
 
 
 def _age_days(finished_at: str, now: dt.datetime) -> float | None:
@@ -287,7 +300,7 @@ def model_page(d: SiteData, model: str, benches: dict[str, tuple[RunRecord, Mode
                    "rank [interval], tied group", "models ranked"], rows, cls="model-benchmarks", num={3, 4, 5, 6, 8},
                   cell_cls=["benchmark", "run", "question", "pooled", "pooled-iv", "macro", "macro-iv", "rank",
                             "n-models"])]
-    views = [v for b in sorted(benches) for v in d.verdicts.get(b, []) if model in (v.model, v.baseline)]
+    views = [v for b in sorted(benches) for v in d.model_verdicts.get(model, {}).get(b, [])]
     if views:
         links = {b: "../" + d.bench_href(b) for b in d.by_bench}
         body += ["<h2>Checkpoint verdicts</h2>", verdicts_table(views, with_benchmark=True, links=links)]
@@ -379,13 +392,58 @@ def _rel(cell):
 # --------------------------------------------------------------------------- checkpoint grid
 
 
-def suite_rows(d: SiteData, columns: list[str]) -> list[list]:
-    """Hook for the suite verdicts of issue #35: one row per suite above the benchmarks, a cell per column.
+def suite_view(doc: dict) -> VerdictView | None:
+    """The suite score's verdict of one suite document (``compare --suite --json``, tasks/artifacts/suites.py) as a
+    verdict row: its gap, interval and verdict as the document records them (answer (c): the weighted mean of the
+    benchmarks' item-weighted gaps, so its question is the items question whatever the rows asked); None when the
+    document has no suite score (some benchmark had no standard error)."""
+    score = doc.get("score")
+    if not isinstance(score, dict):
+        return None
+    look = doc.get("look")
+    detail = {"gap": score.get("gap"), "lower": score.get("lower"), "upper": score.get("upper"),
+              "question_key": "items", "method": score.get("method") or "suite score", "mde": score.get("mde"),
+              "more_items": score.get("more_items"), "look": look,
+              "decided_by": None if score.get("verdict") == "inconclusive" else "suite_score"}
+    view = verdict_view({"kind": "suite", "model": doc["candidate"], "baseline": doc["baseline"],
+                         "verdict": score.get("verdict"), "detail": detail}, f"suite {doc['suite']['name']}")
+    return view if view.complete else None
 
-    Today the artifacts hold no suite verdict, so there is no row; when a suite artifact exists, read it
-    here (its verdict with gap and interval per candidate, a VerdictView each) and return
-    ``[[label, cell, cell, ...], ...]`` built with :func:`_cell` (a cell is a VerdictView or None)."""
-    return []
+
+def suite_rows(d: SiteData, columns: list[str]) -> list[list]:
+    """The suite verdicts above a grid's benchmarks: one row per (suite, baseline) that judged some column's
+    checkpoint, a cell per column (its suite-score verdict, or None)."""
+    rows: dict[tuple[str, str], dict[str, VerdictView]] = {}
+    for doc in d.suites:
+        view = suite_view(doc)
+        if view is not None and doc["candidate"] in columns:
+            rows.setdefault((doc["suite"]["name"], doc["baseline"]), {})[doc["candidate"]] = view
+    return [[f"suite {name} (vs {base})", *(cells.get(c) for c in columns)] for (name, base), cells in rows.items()]
+
+
+def _suite_table(d: SiteData) -> list[str]:
+    """Every suite verdict with its three answers, each number as the document records it."""
+    rows = []
+    for doc in d.suites:
+        view = suite_view(doc)
+        named = "; ".join(f"{word}: {', '.join(map(str, doc.get(word) or []))}" for word in ("improved", "regressed")
+                          if doc.get(word))
+        rows.append([doc["suite"]["name"], doc["candidate"], doc["baseline"],
+                     "YES" if doc.get("regressed_somewhere") else "no", named or "none",
+                     view.question if view else DASH, view.gap if view else DASH,
+                     view.interval if view else DASH, verdict_badge(view) if view else "no suite score",
+                     view.decided_by if view else DASH, view.resolve if view else DASH])
+    alpha = next((doc.get("alpha") for doc in d.suites if isinstance(doc.get("alpha"), (int, float))), 0.05)
+    return ['<h2 id="suites">Suite verdicts</h2><p class="note">The latest look of each suite checkpoint '
+            "(benchcert notify-checkpoint --suite). Regressed somewhere: Holm over the benchmarks, claimed with "
+            f"probability at most {alpha / 2:g} when none regressed; benchmarks named: family-wise error at most "
+            f"{alpha:g}; the suite score: the weighted mean of the benchmarks' item-weighted gaps with its "
+            f"{100 * (1 - alpha):g}% interval (fixed-sample at its look).</p>",
+            table(["suite", "candidate", "baseline", "regressed somewhere", "benchmarks named", "question",
+                   "suite score gap", "interval", "verdict", "decided by", "what would resolve it"], rows,
+                  cls="verdicts suite-verdicts",
+                  cell_cls=["suite", "model", "baseline", "somewhere", "named", "question", "gap", "iv", "verdict",
+                            "decided", "resolve"])]
 
 
 def _cell(view: VerdictView | None) -> Html:
@@ -416,7 +474,10 @@ def grid_page(d: SiteData) -> str:
     candidates = {v.model for vs in d.verdicts.values() for v in vs}
     body = ['<p>Each cell is the latest recorded verdict of a checkpoint (column) against its baseline on a '
             "benchmark (row) with its gap: \u25b2 improved, \u25bc regressed, \u25cb inconclusive, \u00b7 no "
-            "verdict. Hover a cell for its question and interval; every number is in the table under the grids.</p>"]
+            "verdict; a suite's row on top is its suite score's verdict. Hover a cell for its question and interval; "
+            "every number is in the tables.</p>"]
+    if d.suites:
+        body += _suite_table(d)
     shown: set[str] = set()
     for fam, members in d.families.items():
         cols = [m for m in members if m in candidates]

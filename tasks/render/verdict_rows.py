@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from benchcert.tasks.compare.recorded import deciding_interval
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.site_html import DASH, Html, table
 
-__all__ = ["VerdictView", "verdict_view", "verdict_badge", "verdicts_table", "RESOLVE_FIELDS", "SYMBOLS",
+__all__ = ["VerdictView", "verdict_view", "deciding_interval", "verdict_badge", "verdicts_table", "RESOLVE_FIELDS", "SYMBOLS",
            "fmt_gap", "fmt_gap_interval"]
 
 #: A symbol per direction, so a verdict never depends on colour alone.
@@ -73,6 +74,8 @@ class VerdictView:
     gap_value: float | None
     lower: float | None
     upper: float | None
+    interval_kind: str = ""  # which interval ``interval`` is: the one that decides (:func:`deciding_interval`)
+    fixed: str = DASH  # the look's fixed-sample interval at full alpha, for information
 
     @property
     def direction(self) -> str:
@@ -90,7 +93,8 @@ class VerdictView:
     def tooltip(self) -> str:
         return (f"{self.model} vs {self.baseline} on {self.benchmark}: {self.verdict} \u00b7 question {self.question}"
                 f" \u00b7 gap {self.gap} \u00b7 interval {self.interval}"
-                + (f" \u00b7 anytime {self.anytime}" if self.anytime != DASH else "")
+                + (f" ({self.interval_kind})" if self.interval_kind else "")
+                + (f" \u00b7 fixed-sample {self.fixed}" if self.fixed not in (DASH, self.interval) else "")
                 + (f" \u00b7 {self.resolve}" if self.is_open else ""))
 
 
@@ -149,8 +153,9 @@ def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
     """The shown fields of one summary.json verdict (``{"kind", "model", "baseline", "verdict", "detail"}``)."""
     detail = v.get("detail") if isinstance(v.get("detail"), dict) else {}
     word = str(v.get("verdict") or "")
-    gap, lo, hi = _num(detail.get("gap")), _num(detail.get("lower")), _num(detail.get("upper"))
+    gap, fixed_lo, fixed_hi = _num(detail.get("gap")), _num(detail.get("lower")), _num(detail.get("upper"))
     cs_lo, cs_hi = _num(detail.get("cs_lower")), _num(detail.get("cs_upper"))
+    lo, hi, _, kind = deciding_interval(detail)
     decided = detail.get("decided_by")
     look = detail.get("look")
     return VerdictView(
@@ -158,7 +163,8 @@ def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
         question=_question(detail), gap=fmt_gap(gap), interval=fmt_gap_interval(lo, hi),
         interval_method=str(detail.get("method") or ""), anytime=fmt_gap_interval(cs_lo, cs_hi),
         decided_by=_decided(decided, look),
-        resolve=_resolve(word, detail), gap_value=gap, lower=lo, upper=hi)
+        resolve=_resolve(word, detail), gap_value=gap, lower=lo, upper=hi, interval_kind=kind,
+        fixed=fmt_gap_interval(fixed_lo, fixed_hi))
 
 
 def _data_attrs(view: VerdictView) -> str:
@@ -175,10 +181,11 @@ def verdict_badge(view: VerdictView) -> Html:
 
 def verdicts_table(views: list[VerdictView], *, cls: str = "verdicts", with_benchmark: bool = False,
                    links: dict[str, str] | None = None) -> str:
-    """The verdict rows: (benchmark,) model, baseline, question, gap, interval, anytime interval, verdict,
-    decided by, and what would resolve an open one.  ``links`` maps a benchmark to its page."""
+    """The verdict rows: (benchmark,) model, baseline, question, gap, the interval that decides and its name, the
+    fixed-sample interval, verdict, decided by, and what would resolve an open one.  ``links`` maps a benchmark to its page."""
     head = (["benchmark"] if with_benchmark else []) + ["model", "baseline", "question", "gap",
-                                                          "interval (this look)", "anytime interval", "verdict",
+                                                          "interval that decides", "which interval",
+                                                          "fixed-sample interval (full alpha)", "verdict",
                                                           "decided by", "what would resolve it"]
     rows = []
     for view in views:
@@ -187,15 +194,17 @@ def verdicts_table(views: list[VerdictView], *, cls: str = "verdicts", with_benc
             target = (links or {}).get(view.benchmark)
             bench = [Html(f'<a href="{escape(target)}">{escape(view.benchmark)}</a>') if target else view.benchmark]
         rows.append([*bench, view.model, view.baseline, view.question, view.gap,
-                     Html(f'<span title="{escape(view.interval_method)}">{escape(view.interval)}</span>'),
-                     view.anytime, verdict_badge(view), view.decided_by, view.resolve])
-    names = (["benchmark"] if with_benchmark else []) + ["model", "baseline", "question", "gap", "iv", "anytime",
-                                                        "verdict", "decided", "resolve"]
+                     Html(f'<span title="{escape(view.interval_kind)}">{escape(view.interval)}</span>'),
+                     view.interval_kind, Html(f'<span title="{escape(view.interval_method)}">{escape(view.fixed)}</span>'),
+                     verdict_badge(view), view.decided_by, view.resolve])
+    names = (["benchmark"] if with_benchmark else []) + ["model", "baseline", "question", "gap", "iv", "iv-kind",
+                                                        "fixed", "verdict", "decided", "resolve"]
     return table(head, rows, cls=cls, cell_cls=names, num=set(), caption=CAPTION if rows else "")
 
 
-#: What the two intervals of a verdict row are (tasks/compare/verdicts.py): a row can show an interval that
-#: excludes 0 beside "inconclusive", and this says why.
-CAPTION = ("Gap = candidate \u2212 baseline. \"Interval (this look)\" is the look's fixed-sample interval, reported "
-           "for information; the verdict is decided by the first-look test (at its share of alpha) or by the anytime "
-           "test, whose interval, valid at every look, is the anytime interval.")
+#: What the intervals of a verdict row are (tasks/compare/verdicts.py, :func:`deciding_interval`).
+CAPTION = ("Gap = candidate \u2212 baseline. \"Interval that decides\" is the interval of the test that decides the "
+           "verdict: the anytime interval (valid at every look) for an open verdict or one the anytime test decided, "
+           "the first-look interval for one the first-look test decided (at its share of alpha); \"which interval\" "
+           "names it. The look's fixed-sample interval at full alpha is for information: it can exclude 0 beside an "
+           "open verdict.")

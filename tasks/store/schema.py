@@ -161,6 +161,7 @@ TABLES: dict[str, str] = {
         n_new BIGINT, n_sequential BIGINT,
         log_e_improved DOUBLE, log_e_regressed DOUBLE, anytime_p DOUBLE, cs_lower DOUBLE, cs_upper DOUBLE,
         first_p_value DOUBLE, first_gap DOUBLE, question VARCHAR, estimand VARCHAR, first_method VARCHAR,
+        first_lower DOUBLE, first_upper DOUBLE,
         PRIMARY KEY (benchmark, variant, baseline, candidate, look))""",
     "verdict_items": """CREATE TABLE IF NOT EXISTS verdict_items (
         benchmark VARCHAR NOT NULL,
@@ -269,7 +270,11 @@ COLUMN_MIGRATIONS: dict[str, tuple[str, ...]] = {
                  "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS estimand VARCHAR",
                  # the first look's directional test (NULL: recorded before the betting bounds,
                  # by a test without a finite-sample guarantee)
-                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS first_method VARCHAR"),
+                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS first_method VARCHAR",
+                 # the first-look test's interval, which decides a "first_look" verdict (NULL: recorded before it
+                 # was stored, or a question with no separate first look)
+                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS first_lower DOUBLE",
+                 "ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS first_upper DOUBLE"),
     # the correct option (NULL: not known)
     "option_probs": ("ALTER TABLE option_probs ADD COLUMN IF NOT EXISTS label INTEGER",),
 }

@@ -27,7 +27,7 @@ LOOK_COLUMNS = ("benchmark", "variant", "baseline", "candidate", "look", "record
                 "p_value", "p_exact", "hoeffding_lower", "hoeffding_upper", "mde", "power", "n_shared",
                 "n_only_baseline", "n_only_candidate", "n_excluded", "n_new", "n_sequential", "log_e_improved",
                 "log_e_regressed", "anytime_p", "cs_lower", "cs_upper", "first_p_value", "first_gap", "question",
-                "estimand", "first_method")
+                "estimand", "first_method", "first_lower", "first_upper")
 
 #: A question's ledger as read back.
 LEDGER_SCHEMA = {"item_id": pl.String, "look": pl.Int64, "d": pl.Float64}

@@ -63,7 +63,7 @@ def served(tmp_path_factory):
     try:
         with serving(port, env, work, db, inbox, arts, "--baseline", "base", "--poll", "1", "--allow-logs", str(logs),
                      "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/hook") as log_files:
-            yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": log_files}
+            yield {"env": env, "db": db, "logs": logs / "ckpt", "hooks": hooks, "log_files": log_files, "arts": arts}
     finally:
         hooks.shutdown()
 
@@ -107,6 +107,12 @@ def test_one_event_one_flow_run_one_suite_verdict_one_webhook(served):
     assert body["score"]["verdict"] in ("improved", "regressed", "inconclusive") and "regressed somewhere: YES" \
         in body["text"]
     assert all(b["run_id"] for b in body["benchmarks"])
+    # the suite verdict is also among the artifacts, for the dashboard (tasks/artifacts/suites.py)
+    from benchcert.tasks.artifacts.suites import read_suite_verdicts
+
+    (doc,), problems = read_suite_verdicts(served["arts"])
+    assert problems == [] and doc["candidate"] == "org/m@step-2" and doc["look"] == 1
+    assert doc["score"] == body["score"] and doc["runs"] == {b["benchmark"]: b["run_id"] for b in body["benchmarks"]}
     with open_store(served["db"], write=False, lock_timeout=60) as con:
         runs = query_pl(con, "SELECT benchmark, status FROM runs").to_dicts()
         suite_looks = query_pl(con, "SELECT * FROM suite_verdicts").to_dicts()

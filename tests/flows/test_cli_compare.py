@@ -93,8 +93,14 @@ def test_record_makes_nightly_looks(capsys, db):
     code, out, _ = cli(capsys, *args)
     second = json.loads(out)
     assert second["look"] == 2 and second["n_new"] == 0 and second["decided_at_look"] == 1
+    # the interval shown with the verdict is the one of the test that decided it, and agrees with it (issue #37)
+    for look in (first, second):
+        iv = look["deciding_interval"]
+        assert iv["kind"] == {"first_look": "first_look", "anytime": "anytime"}[look["decided_by"]] and iv["lower"] > 0
+        if iv["kind"] == "first_look":  # stored at look 1, the same at every later look
+            assert (iv["lower"], iv["upper"]) == (first["first_lower"], first["first_upper"])
     code, out, _ = cli(capsys, "compare", "base", "strong", "--db", db, "--benchmark", "b", "--record")
-    assert code == 0 and "look 3" in out and "question: items" in out
+    assert code == 0 and "look 3" in out and "question: items" in out and "interval that decides: [" in out
     # the fixed-sample line says it is not the verdict's test, and the line after names the level that is
     assert "fixed-sample (not the verdict's test)" in out
     assert f"p <= {first['alpha'] * first['first_look_share']:g} (alpha x first-look share" in out

@@ -172,14 +172,29 @@ def test_importing_one_analysis_does_not_import_them_all():
     assert list(ANALYSES)[0] == "scores" and len(ANALYSES) >= 8
 
 
+def _command_imports(argv: list[str], modules: tuple[str, ...]) -> str:
+    """``benchcert argv`` run by main() in a fresh interpreter: "<exit code> <which of modules it imported>"."""
+    code = ("import sys, contextlib, io; from benchcert.flows.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): rc = main({argv!r})\n"
+            f"print(rc, sorted(m for m in {modules!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return out.strip().splitlines()[-1]
+
+
 def test_an_mmlu_audit_imports_neither_prefect_nor_scipy_stats(mmlu_db, tmp_path):
     """The in-process audit of MMLU-Pro pays for neither import (about 1 s and 0.5 s of CPU)."""
-    code = ("import sys, contextlib, io; from benchcert.flows.cli import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()): rc = main(['audit', '--db', {str(mmlu_db)!r}, "
-            f"'--benchmark', 'mmlu_pro', '--artifacts', {str(tmp_path / 'a')!r}, '--in-process', '--json'])\n"
-            "print(rc, sorted(m for m in ('prefect', 'scipy.stats', 'scipy.optimize', 'sklearn') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "0 []"
+    argv = ["audit", "--db", str(mmlu_db), "--benchmark", "mmlu_pro", "--artifacts", str(tmp_path / "a"),
+            "--in-process", "--json"]
+    assert _command_imports(argv, ("prefect", "scipy.stats", "scipy.optimize", "sklearn")) == "0 []"
+
+
+def test_a_compare_of_two_mmlu_models_imports_neither_pandas_nor_scipy_stats(mmlu_db):
+    """Issue #40's small question (at most 1 s over the interpreter's start): pyarrow's to_numpy()
+    imported pandas in the store's read and the first look's t quantile imported scipy.stats, about
+    1 CPU s of a 1.5 CPU s compare together (benchmarks/cli_latency.py)."""
+    argv = ["compare", "gemini-1.5-pro-002", "gemini-1.5-flash-002", "--db", str(mmlu_db), "--benchmark",
+            "mmlu_pro", "--json"]
+    assert _command_imports(argv, ("pandas", "prefect", "scipy.stats", "sklearn")) == "0 []"
 
 
 def test_main_called_in_process_leaves_the_garbage_collector_alone(capsys):

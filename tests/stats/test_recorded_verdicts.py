@@ -79,7 +79,7 @@ def test_items_first_look_holds_its_share_with_few_discordant_items(n_subj, size
     for _ in range(reps):
         u = rng.random(subj.size)
         d = np.where(u < base, 1.0, np.where(u < 2 * base, -1.0, 0.0))
-        p, g = items_first(d, subj, sizes, 0.025)
+        p, g = items_first(d, subj, sizes, 0.025)[:2]
         up, down = up + ((p <= 0.025) and g > 0), down + ((p <= 0.025) and g < 0)
     for hits in (up, down):
         rate, lo, hi = rate_ci(hits, reps, level=0.95)

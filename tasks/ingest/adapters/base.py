@@ -21,8 +21,14 @@ from benchcert.tasks.ingest.adapters import limits
 LINE = "__line__"
 #: The text a batch of JSON or JSONL records is read from, at most (characters): its rows become
 #: Python objects before they are a frame, so a batch is bounded by its text as well as by its
-#: rows (16 Mi characters make about 100,000 typical records; issue #39).
+#: rows (16 Mi characters make about 8,000 log-like records of 2 KB; issue #39).
 BATCH_TEXT_CHARS = 1 << 24
+#: The rows of a batch of JSON or JSONL records, at most: each row is Python objects until the
+#: batch is a frame, and up to three batches are alive at once (read, queued, stored).  Short
+#: records (200 bytes) filled 16 Mi characters with 80,000 rows; capped at 32 Ki rows a million
+#: of them peak some 40 MB lower (benchmarks/json_memory.py), while batches of long records
+#: stay as large as their text allows (smaller ones cost a fifth more CPU, for no memory).
+BATCH_RECORD_ROWS = 1 << 15
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from benchcert.tasks.ingest.adapters import limits
 # The shared pieces, under the names the other adapters and ingest have always used here.
-from benchcert.tasks.ingest.adapters.base import (BATCH_TEXT_CHARS, LINE, AdapterError, RawBatch, Reject, is_gzip,  # noqa: F401
+from benchcert.tasks.ingest.adapters.base import (BATCH_RECORD_ROWS, BATCH_TEXT_CHARS, LINE, AdapterError, RawBatch, Reject, is_gzip,  # noqa: F401
                                                   json_problem, loads_json, loads_json_line, not_utf8, object_values,
                                                   open_binary, open_text)
 
@@ -138,7 +138,7 @@ def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BAT
     if fmt == "csv":
         yield from _csv_batches(path, columns, batch_rows)
     elif fmt == "jsonl":
-        yield from _jsonl_batches(path, columns, batch_rows, numbers)
+        yield from _jsonl_batches(path, columns, min(batch_rows, BATCH_RECORD_ROWS), numbers)
     elif fmt == "parquet":
         yield from _parquet_batches(path, columns, batch_rows)
     else:
@@ -146,7 +146,7 @@ def read_batches(path: Path, fmt: str, columns: list[str], batch_rows: int = BAT
 
         if not json_records.is_json_format(fmt):
             raise AdapterError(f"{path}: unknown format {fmt!r}")
-        yield from json_records.batches(path, fmt, columns, batch_rows, numbers)
+        yield from json_records.batches(path, fmt, columns, min(batch_rows, BATCH_RECORD_ROWS), numbers)
 
 
 def _csv_batches(path: Path, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:

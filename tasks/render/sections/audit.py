@@ -32,8 +32,8 @@ def verdicts_section(benchmark: str, verdicts: list[dict]) -> Section:
 
     return Section(title="Checkpoint verdicts", anchor="verdicts",
                    html=("<p>Each verdict as recorded: the question it answers, the gap (candidate − baseline), "
-                         "its interval, the anytime interval valid at every look, and for an open verdict what "
-                         "would resolve it.</p>"
+                         "the interval of the test that decides it (named; the look's fixed-sample interval beside it "
+                         "for information), and for an open verdict what would resolve it.</p>"
                          + verdicts_table([verdict_view(v, benchmark) for v in verdicts])))
 
 

@@ -133,3 +133,40 @@ def test_a_sign_flip_primary_reads_its_verdict_off_the_inverted_interval(seed, k
         assert _agrees(v, lo, hi), (v, lo, hi, p)
         if v != "inconclusive":
             assert p <= r.alpha
+
+
+def _recorded_first_look(models, subj, question):
+    """The recorded verdict's first look of m1 against m0 (tasks/compare/verdicts.answer_look: pure, no store) as
+    summary.json carries it (tasks/audit/results.verdict_entry)."""
+    import datetime as dt
+
+    from benchcert.tasks.audit.results import verdict_entry
+    from benchcert.tasks.compare.verdicts import LEDGER_SCHEMA, QuestionRecord, VerdictSettings, answer_look
+
+    m = matrices_from_scores(models, subj)
+    history = QuestionRecord(looks=pl.DataFrame(), ledger=pl.DataFrame(schema=LEDGER_SCHEMA))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        look = answer_look(m, "m0", "m1", history, VerdictSettings(question=question, hierarchy=("subject",)),
+                           now=dt.datetime(2026, 11, 28), record=False)
+    return verdict_entry(look.verdict.as_dict()).model_dump()
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), n_subjects=st.sampled_from([3, 8, 14, 31]), per_subject=st.integers(3, 40),
+       fractional=st.booleans(), question=st.sampled_from(["items", "new-subjects"]),
+       shift=st.sampled_from([0.0, 0.05, 0.15]))
+def test_a_recorded_verdict_row_shows_the_interval_that_decides_it(seed, n_subjects, per_subject, fractional,
+                                                                    question, shift):
+    """The dashboard's and the report's verdict rows (tasks/render/verdict_rows.py) of a recorded look: the interval
+    shown beside the verdict is the deciding test's, so it never contradicts the verdict - where the fixed-sample
+    interval at full alpha (the row's number before) excluded 0 beside "inconclusive" after one look."""
+    from benchcert.tasks.render.verdict_rows import verdict_view
+
+    models, subj = _data(seed, 2, n_subjects, per_subject, fractional, 0.0)
+    models["m1"] = np.clip(models["m1"] + shift * (np.random.default_rng(seed).random(subj.size) < 0.5), 0, 1)
+    entry = _recorded_first_look(models, subj, question)
+    view = verdict_view(entry, "b")
+    assert _agrees(entry["verdict"], view.lower, view.upper), (entry["verdict"], entry["detail"], view.interval_kind)
+    if entry["detail"]["decided_by"] == "first_look":  # the first-look test's own interval is stored and shown
+        assert view.interval_kind.startswith("first-look interval"), entry["detail"]

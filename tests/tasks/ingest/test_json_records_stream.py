@@ -99,3 +99,16 @@ def test_batches_are_bounded_by_their_text_as_well_as_their_rows(tmp_path, monke
         assert sum(heights[fmt]) == 100 and max(heights[fmt]) <= 20, (fmt, heights[fmt])
         lines = [n for b in batches for n in b.frame[base.LINE].to_list()]
         assert lines == (list(range(1, 101))), fmt
+
+
+def test_batches_of_short_records_end_at_the_row_cap_whatever_rows_the_caller_asks(tmp_path, monkeypatch):
+    # Short records fill the text budget only after many rows, each Python objects until its batch
+    # is a frame: the cap (BATCH_RECORD_ROWS) bounds them (issue #39: a million 200-byte records).
+    monkeypatch.setattr(generic, "BATCH_RECORD_ROWS", 7)
+    rows = [{"model": "m", "item_id": f"q{i}", "score": i % 2} for i in range(30)]
+    for fmt in ("json", "jsonl"):
+        log = tmp_path / f"r.{fmt}"
+        log.write_text(json.dumps(rows) if fmt == "json" else "".join(json.dumps(r) + "\n" for r in rows))
+        batches = list(generic.read_batches(log, fmt, ["model", "item_id", "score"], 1_000_000))
+        assert [b.frame.height for b in batches] == [7, 7, 7, 7, 2], fmt
+        assert [n for b in batches for n in b.frame[base.LINE].to_list()] == list(range(1, 31)), fmt

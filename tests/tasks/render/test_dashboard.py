@@ -309,8 +309,9 @@ def test_changes_and_verdicts_are_shown(arts, tmp_path):
     assert list(move.values()) == [EVIL_MODEL, "macro", "\u25bc down", "32.00%", "[27.00, 37.00]", "clustered_subject",
                                    "20.00%"]
     assert list(page.rows("verdicts")[0].values()) == [
-        "org/m@step-30000", "org/m", "items", "\u22127.00 pp", "[\u221210.00, \u22124.00] pp",
-        "[\u221212.00, \u22122.00] pp", "\u25bc regressed", "anytime test (look 2)", "decided"]
+        "org/m@step-30000", "org/m", "items", "\u22127.00 pp", "[\u221212.00, \u22122.00] pp",
+        "anytime interval (valid at every look)", "[\u221210.00, \u22124.00] pp", "\u25bc regressed",
+        "anytime test (look 2)", "decided"]  # the anytime test decided: its interval first, the fixed-sample one after
     assert ("a", {"href": "../20261102T020000000Z-000001/index.html"}) in page.tags
     regressions = [r["regressions"] for r in _pages(site)["index.html"].rows("benchmarks")
                    if r["benchmark"] == "mmlu_pro"]

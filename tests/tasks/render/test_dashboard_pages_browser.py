@@ -105,12 +105,20 @@ VERDICTS_JS = """Array.from(document.querySelectorAll('[data-verdict]')).map(e =
           title: e.getAttribute('title') || ''}; })"""
 
 
+def _bounds(text: str) -> tuple[float, float]:
+    lo, hi = text.removesuffix(" pp").strip("[]").replace("\u2212", "-").split(", ")
+    return float(lo), float(hi)
+
+
 def _check_verdicts(tab) -> list[dict]:
-    """Every verdict on the page shows its gap and interval (in its row, or in its cell's hidden text and title)."""
+    """Every verdict on the page shows its gap and interval (in its row, or in its cell's hidden text and title),
+    and the interval shown with it never contradicts it: decided exactly when it excludes 0, in its direction."""
     found = tab.js(VERDICTS_JS)
     for v in found:
         assert v["gap"] and v["gap"] != "\u2014" and v["interval"] and v["interval"] != "\u2014", v
         assert v["gap"] in v["text"] and (v["interval"] in v["text"] or v["interval"] in v["title"]), v
+        lo, hi = _bounds(v["interval"])
+        assert v["verdict"] == ("improved" if lo > 0 else "regressed" if hi < 0 else "inconclusive"), v
     return found
 
 
@@ -165,7 +173,7 @@ def test_overview(tab, fixture, shots):
 def test_checkpoint_grid(tab, fixture, shots):
     _, summaries = fixture
     _open(tab, shots, "grid")
-    cells = tab.js("""Array.from(document.querySelectorAll('table.grid tbody tr')).map(tr =>
+    cells = tab.js("""Array.from(document.querySelectorAll('table.grid tbody tr:not(.suite)')).map(tr =>
       [tr.querySelector('th').innerText, Array.from(tr.querySelectorAll('td')).map(td => td.dataset.verdict || '')])""")
     expected = _expected_verdicts(summaries)
     steps = [f"{fx.FAMILY}@step-{s}" for s in fx.STEPS]
@@ -173,6 +181,36 @@ def test_checkpoint_grid(tab, fixture, shots):
     assert [b for b, row in cells if "regressed" in row] == [fx.REGRESSED[0]]
     # the accessible text table holds the same verdicts with every number
     assert tab.js("document.querySelectorAll('table.grid-numbers tbody tr').length") == len(expected)
+
+
+def test_suite_verdict_on_top_of_the_grid(tab, fixture, shots):
+    """The suite row of the grid and the suite verdicts table show each suite artifact's score, interval and
+    verdict (tasks/artifacts/suites.py), and its regressed-somewhere answer."""
+    site = fixture[0]
+    docs = {d["candidate"]: d for d in
+            (json.loads(p.read_text()) for p in (site.parent / "artifacts" / "_suites").rglob("*.json"))}
+    assert sorted(docs) == [f"{fx.FAMILY}@step-{s}" for s in fx.SUITE_STEPS]
+    _open(tab, shots, "grid")
+    _check_verdicts(tab)
+    row = tab.js("""(() => { const tr = document.querySelector('table.grid tbody tr.suite');
+      return [tr.querySelector('th').innerText, Array.from(tr.querySelectorAll('td')).map(td =>
+        [td.dataset.verdict || '', td.dataset.gap || '', td.dataset.interval || ''])]; })()""")
+    assert row[0] == f"suite {fx.SUITE} (vs {fx.BASE})"
+    steps = [f"{fx.FAMILY}@step-{s}" for s in fx.STEPS]
+    want = []
+    for c in steps:
+        sc = docs[c]["score"] if c in docs else None
+        want.append(["", "", ""] if sc is None else
+                    [sc["verdict"], _gap(sc["gap"]),
+                     f"[{100 * sc['lower']:+.2f}, {100 * sc['upper']:+.2f}] pp".replace("-", "\u2212")])
+    assert row[1] == want
+    assert docs[fx.REGRESSED[1]]["score"]["verdict"] == "regressed"  # the fixture's regression reaches the suite
+    table = tab.js("""Array.from(document.querySelectorAll('table.suite-verdicts tbody tr')).map(tr => [
+      tr.querySelector('td.model').innerText, tr.querySelector('td.somewhere').innerText,
+      tr.querySelector('td.question').innerText, tr.querySelector('td.gap').innerText,
+      tr.querySelector('td.iv').innerText, tr.querySelector('td.verdict [data-verdict]').dataset.verdict])""")
+    assert table == [[c, "YES" if docs[c]["regressed_somewhere"] else "no", "items", w[1], w[2], w[0]]
+                     for c, w in zip(steps, want) if c in docs]
 
 
 def test_training_run_page(tab, fixture, shots):
@@ -237,8 +275,13 @@ def test_run_page_verdict_rows(tab, fixture, shots):
       tr.querySelector('td.model').innerText, tr.querySelector('td.question').innerText,
       tr.querySelector('td.gap').innerText, tr.querySelector('td.iv').innerText,
       tr.querySelector('td.verdict').innerText])""")
-    want = [[v["model"], "items", _gap(v["detail"]["gap"]),
-             f"[{100 * v['detail']['lower']:+.2f}, {100 * v['detail']['upper']:+.2f}] pp".replace("-", "\u2212"),
+    def deciding(d):  # the interval of the test that decided (tasks/render/verdict_rows.deciding_interval)
+        lo, hi = (d["first_lower"], d["first_upper"]) if d["decided_by"] == "first_look" else (d["cs_lower"],
+                                                                                                d["cs_upper"])
+        return f"[{100 * lo:+.2f}, {100 * hi:+.2f}] pp".replace("-", "\u2212")
+
+    assert any(v["detail"]["decided_by"] == "first_look" for v in latest["verdicts"])  # both kinds are checked
+    want = [[v["model"], "items", _gap(v["detail"]["gap"]), deciding(v["detail"]),
              {"improved": "\u25b2", "regressed": "\u25bc"}.get(v["verdict"], "\u25cb") + " " + v["verdict"]]
             for v in latest["verdicts"]]
     assert rows == want

@@ -14,8 +14,10 @@ def test_numbers_come_from_the_fields():
     view = verdict_view(_v("regressed", gap=-0.0615, lower=-0.07, upper=-0.053, cs_lower=-0.09, cs_upper=-0.03,
                            question_key="new-subjects", decided_by="anytime", look=3, method="clustered_subject"),
                         "mmlu")
-    assert (view.question, view.gap, view.interval, view.anytime) == (
-        "new subjects", "\u22126.15 pp", "[\u22127.00, \u22125.30] pp", "[\u22129.00, \u22123.00] pp")
+    # the anytime test decided: its interval is the one shown, the fixed-sample one is for information
+    assert (view.question, view.gap, view.interval, view.fixed) == (
+        "new subjects", "\u22126.15 pp", "[\u22129.00, \u22123.00] pp", "[\u22127.00, \u22125.30] pp")
+    assert view.interval_kind == "anytime interval (valid at every look)"
     assert view.decided_by == "anytime test (look 3)" and view.resolve == "decided" and view.complete
     badge = verdict_badge(view)
     assert 'data-verdict="regressed"' in badge and 'data-gap="\u22126.15 pp"' in badge and "\u25bc regressed" in badge
@@ -45,3 +47,20 @@ def test_names_are_escaped():
     html = verdicts_table([verdict_view({**_v("inconclusive", gap=0.0, lower=0.0, upper=0.0), "model": "<b>x</b>"},
                                         "<i>b</i>")], with_benchmark=True)
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html and "&lt;i&gt;b&lt;/i&gt;" in html
+
+
+def test_the_interval_shown_is_the_one_that_decides():
+    """After one look the fixed-sample interval at full alpha can exclude 0 while the recorded verdict is open (the
+    dashboard fixture's alpha step-1000: [-14.2, -0.8] beside "inconclusive"); the row shows the anytime interval."""
+    open_view = verdict_view(_v("inconclusive", gap=-0.075, lower=-0.142, upper=-0.008, cs_lower=-0.215,
+                                cs_upper=0.06, look=1))
+    assert (open_view.lower, open_view.upper) == (-0.215, 0.06) and open_view.fixed == "[\u221214.20, \u22120.80] pp"
+    first = dict(gap=0.13, lower=0.073, upper=0.19, cs_lower=0.01, cs_upper=0.26, decided_by="first_look", look=1)
+    # a first-look decision with its first-look interval recorded shows that one, named with its share of alpha
+    view = verdict_view(_v("improved", **first, first_lower=0.05, first_upper=0.21, first_look_share=0.5))
+    assert (view.lower, view.upper, view.interval_kind) == (0.05, 0.21, "first-look interval at alpha \u00d7 0.5")
+    # without it (this version does not record it) the fixed-sample interval, and the row says which it is
+    view = verdict_view(_v("improved", **first))
+    assert (view.lower, view.upper) == (0.073, 0.19) and "not recorded" in view.interval_kind
+    # a verdict that is no recorded look (no anytime interval): its fixed-sample interval
+    assert verdict_view(_v("regressed", gap=-0.1, lower=-0.2, upper=-0.05)).interval_kind == "fixed-sample interval"
