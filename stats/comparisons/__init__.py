@@ -27,7 +27,7 @@ What is here (all pure numpy/scipy, no I/O):
   (Hardt's "log k price"); :func:`family_intervals` - those of a family of comparisons, each on
   its own test's reference (the sign-flip test inverted where it decides);
 * :func:`rank_confidence` - simultaneous rank intervals and groups of statistically
-  tied models;
+  tied models (:func:`point_ranks` - the point ranks, without a K x K comparison);
 * :func:`minimum_detectable_effect`, :func:`paired_sample_size` (B8 paired power
   analysis) and :func:`hellinger_min_items` (Hardt's lower bound, units made explicit).
 
@@ -60,7 +60,7 @@ from .packed import PackedScores, pack_binary_scores, pack_block_models, pairwis
 from .pairwise import BLOCK_PAIR_BYTES, DENSE_PAIR_BYTES, pairwise_comparisons
 from .power import (additional_sample_size, hellinger_min_items, minimum_detectable_effect, paired_sample_size,
                     power_sample_size)
-from .ranks import rank_confidence, shared_gap_scores
+from .ranks import point_ranks, rank_confidence, shared_gap_scores
 from .results import (
     MIN_SUBJECTS_CLUSTERED,
     QUESTIONS,
@@ -101,6 +101,7 @@ __all__ = [
     "adjust_pvalues",
     "simultaneous_intervals",
     "family_intervals",
+    "point_ranks",
     "rank_confidence",
     "shared_gap_scores",
     "minimum_detectable_effect",

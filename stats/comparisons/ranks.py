@@ -44,6 +44,15 @@ def shared_gap_scores(k, pair_a, pair_b, gap) -> np.ndarray:
     return np.where(cnt > 0, tot / np.maximum(cnt, 1), 0.0)
 
 
+def point_ranks(score, *, tol: float = 0.0) -> np.ndarray:
+    """``1 + #{j: score_j > score_i + tol}`` for each i (1 = best; ties share the better rank), by a
+    sorted search instead of the K x K comparison (2.5 GB at 50,000 models). NaN scores are above
+    no score (a comparison with NaN is false) and rank 1 themselves, as in the comparison."""
+    s = np.asarray(score, dtype=float)
+    above = np.sort(s[~np.isnan(s)])
+    return (1 + above.size - np.searchsorted(above, s + tol, side="right")).astype(np.int64)
+
+
 def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, method="holm",
                     order="gaps") -> RankConfidence:
     r"""Simultaneous rank intervals and tied groups from pairwise tests.
@@ -95,21 +104,16 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
     k = est.size
     score = shared_gap_scores(k, pa, pb, g) if order == "gaps" else est
     rej = adjust_pvalues(p, alpha=alpha, method=method).rejected
-    better = np.zeros((k, k), dtype=bool)
-    sig_b = rej & (g > 0)
-    sig_a = rej & (g < 0)
-    better[pb[sig_b], pa[sig_b]] = True
-    better[pa[sig_a], pb[sig_a]] = True
-    n_better = better.sum(axis=0)  # models better than i
-    n_worse = better.sum(axis=1)
+    better = _better_pairs(k, pa, pb, g, rej)
+    n_better = np.bincount(better[:, 1], minlength=k)  # models better than i
+    n_worse = np.bincount(better[:, 0], minlength=k)
     # Scores within float noise of each other are ties (the mean gaps are sums of differences).
     tol = 1e-12 * max(1.0, float(np.max(np.abs(score))))
-    rank = 1 + (score[None, :] > score[:, None] + tol).sum(axis=1)
+    rank = point_ranks(score, tol=tol)
     lower = 1 + n_better
     upper = k - n_worse
-    distinct = better | better.T
     by_score = np.lexsort((np.arange(k), -np.round(score / tol)))
-    groups = _tied_runs(distinct, by_score)
+    groups = _tied_runs(better[:, 0], better[:, 1], by_score)
     return RankConfidence(est, rank.astype(np.int64), lower.astype(np.int64), upper.astype(np.int64), better,
                           tuple(groups), alpha, k, method,
                           (f"pairwise two-sided tests adjusted by {method} (FWER <= alpha); a pair counts as "
@@ -123,18 +127,34 @@ def rank_confidence(estimate, pair_a, pair_b, gap, p_values, *, alpha=0.05, meth
                           order_score=score)
 
 
-def _tied_runs(distinct: np.ndarray, by_score: np.ndarray) -> list[tuple[int, ...]]:
-    """Maximal runs of ``by_score`` (score order) with no distinct pair inside, in order.
+def _better_pairs(k: int, pa, pb, g, rej) -> np.ndarray:
+    """The distinguished pairs as (better, worse) model rows, each once, sorted: the nonzero
+    entries of the K x K matrix the rank intervals were once counted from, without the matrix."""
+    sig_b, sig_a = rej & (g > 0), rej & (g < 0)
+    hi = np.r_[pb[sig_b], pa[sig_a]].astype(np.int64)
+    lo = np.r_[pa[sig_b], pb[sig_a]].astype(np.int64)
+    key = np.unique(hi * k + lo)
+    return np.column_stack([key // k, key % k])
+
+
+def _tied_runs(a: np.ndarray, b: np.ndarray, by_score: np.ndarray) -> list[tuple[int, ...]]:
+    """Maximal runs of ``by_score`` (score order) with no distinct pair inside, in order; the
+    distinct pairs are (a[m], b[m]), either way round.
 
     A run [s, e] has no distinct pair iff every position p in (s, e] has its last distinct
     predecessor (the largest q < p, in score order, distinct from p) before s; the largest such
-    e never decreases with s, so one pass finds every maximal run: O(K^2) for the predecessor
-    table instead of O(K^3) for checking each run against each extension (38 s at 3,000 models).
+    e never decreases with s, so one pass finds every maximal run. The predecessor table comes
+    from the pairs themselves, O(K + P): no K x K matrix (three of them, 7.5 GB, at 50,000
+    models), nor the O(K^3) check of each run against each extension (38 s at 3,000 models).
     """
     k = by_score.size
-    d = np.tril(distinct[np.ix_(by_score, by_score)], -1)
-    has = d.any(axis=1)
-    last = np.where(has, k - 1 - np.argmax(d[:, ::-1], axis=1), -1)
+    pos = np.empty(k, dtype=np.int64)
+    pos[by_score] = np.arange(k)
+    pa, pb = pos[np.asarray(a, dtype=np.int64)], pos[np.asarray(b, dtype=np.int64)]
+    later, earlier = np.maximum(pa, pb), np.minimum(pa, pb)
+    keep = later > earlier
+    last = np.full(k, -1, dtype=np.int64)
+    np.maximum.at(last, later[keep], earlier[keep])
     groups: list[tuple[int, ...]] = []
     prev_end = end = -1
     for start in range(k):

@@ -188,8 +188,14 @@ class RankConfidence:
     lower, upper : ndarray (K,), int
         Rank bounds: ``lower = 1 + #models significantly better``,
         ``upper = K - #models significantly worse``.
-    better : ndarray (K, K), bool
-        ``better[i, j]``: model i is significantly better than model j.
+    better_pairs : ndarray (M, 2), int64
+        Each row ``(i, j)``: model i is significantly better than model j (each pair once,
+        sorted). A list, not a K x K matrix: at 50,000 models (the leaderboard family) the
+        matrix and its copies were 10 GB of an out-of-core audit's peak (issue #40).
+    better : ndarray (K, K), bool (property)
+        ``better[i, j]``, built from ``better_pairs`` on each access: K^2 bytes, for small K.
+    n_better, n_worse : ndarray (K,), int64 (properties)
+        How many models are significantly better (worse) than each model.
     groups : tuple of tuple of int
         Maximal runs of models, consecutive in estimate order (best first), within
         which no pair is significantly different - the tied groups. They may overlap.
@@ -200,13 +206,27 @@ class RankConfidence:
     rank: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
-    better: np.ndarray
+    better_pairs: np.ndarray
     groups: tuple[tuple[int, ...], ...]
     alpha: float
     n: int
     method: str
     assumptions: tuple[str, ...]
     order_score: np.ndarray | None = None
+
+    @property
+    def better(self) -> np.ndarray:
+        out = np.zeros((self.n, self.n), dtype=bool)
+        out[self.better_pairs[:, 0], self.better_pairs[:, 1]] = True
+        return out
+
+    @property
+    def n_better(self) -> np.ndarray:
+        return np.bincount(self.better_pairs[:, 1], minlength=self.n).astype(np.int64)
+
+    @property
+    def n_worse(self) -> np.ndarray:
+        return np.bincount(self.better_pairs[:, 0], minlength=self.n).astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
     if ua_rows is not None:
         names += ("nu_lower", "s2_upper", "upper_alpha")
     fields = {f: np.empty(d * mdl, dtype=object if f == "status" else float) for f in names}
-    prof_rows = np.full((d * mdl, _W_GRID.size - 1), np.inf) if ua_rows is not None else None
+    prof_rows = None
     n_sub = np.zeros(d * mdl, dtype=np.int64)
     n_it = np.zeros(d * mdl, dtype=np.int64)
     conv = np.ones(d * mdl, dtype=bool)
@@ -253,11 +253,18 @@ def _fit_domains_counts(n, total, binary, doms, stacklevel, proxy_alpha=None):
                                   upper_alpha=None if ua_rows is None else ua_rows[rows])
         for f in fields:
             fields[f][rows] = getattr(fit, f)
-        if prof_rows is not None:
+        if ua_rows is not None and rows.size == d * mdl:  # one kind of row: its profiles, not a copy
+            prof_rows = fit.profile
+        elif ua_rows is not None:
+            if prof_rows is None:
+                prof_rows = np.full((d * mdl, _W_GRID.size - 1), np.inf)
             prof_rows[rows] = fit.profile
         n_sub[rows] = fit.n_subjects
         n_it[rows] = fit.n_items
         conv[rows] = fit.converged
+
+    if ua_rows is not None and prof_rows is None:  # no row at all
+        prof_rows = np.full((d * mdl, _W_GRID.size - 1), np.inf)
 
     def r(x):
         return np.asarray(x).reshape(d, mdl)

@@ -486,9 +486,16 @@ class KnapsackInputs:
         return np.where(ok, self.a[0][:, None] * self.s2j[None, :], 0.0).max(axis=1)
 
 
-def knapsack_inputs(profile, a2_dom, *, alpha):
+def _worst_case(prof: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the worst-case domains, (D, M); their contribution A_d / 4 summed over domains, (M,))."""
+    fixed = ~np.isfinite(prof).any(axis=-1)
+    return fixed, np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
+
+
+def knapsack_inputs(profile, a2_dom, *, alpha, worst=None):
     """Costs (deviance rounded down to 1/400 of the budget z^2_{1-alpha}) and values of
-    :func:`joint_subject_bound`'s knapsack."""
+    :func:`joint_subject_bound`'s knapsack; ``worst``: these models' :func:`_worst_case`, when
+    computed on the whole array of which they are a block."""
     from benchcert.stats._dist import norm
 
     crit = float(norm.isf(alpha)) ** 2
@@ -496,8 +503,7 @@ def knapsack_inputs(profile, a2_dom, *, alpha):
     a = np.asarray(a2_dom, dtype=float)
     s2j = 0.25 / (np.exp(_W_GRID[:prof.shape[-1]]) + 1.0)
     s2j[0] = WORST_CASE_S2  # below the grid: nu -> 0
-    fixed = ~np.isfinite(prof).any(axis=-1)
-    base = np.sum(np.where(fixed, a * WORST_CASE_S2, 0.0), axis=0)
+    fixed, base = _worst_case(prof, a) if worst is None else worst
     nb = _BUDGET_BINS
     with np.errstate(invalid="ignore", over="ignore"):
         cost = np.where(np.isfinite(prof), np.floor(prof / (crit / nb)), nb + 1).clip(0, nb + 1).astype(np.int64)
@@ -536,7 +542,28 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     Both choices can only raise the value, so the result is >= the exact psi_U. With one
     domain it is that domain's own bound (to within the grid). Worst-case domains add A_d / 4.
     """
-    k = knapsack_inputs(profile, a2_dom, alpha=alpha)
+    prof, a2 = np.asarray(profile, dtype=float), np.asarray(a2_dom, dtype=float)
+    per = max(1, _KNAPSACK_CELLS // max(prof.shape[0] * prof.shape[-1], 1)) if prof.ndim == 3 else 0
+    if prof.ndim != 3 or prof.shape[1] <= per:
+        return _joint_block(knapsack_inputs(prof, a2, alpha=alpha))
+    # Blocks of models: each model's knapsack is its own, so the blocks give the whole computation's
+    # numbers while its (D, M, G - 1) temporaries (0.5 GB each at 50,000 models, issue #40) stay a
+    # block's. The worst-case base is summed over the domains once, on the whole array, as before.
+    fixed, base = _worst_case(prof, a2)
+    out = np.empty(prof.shape[1])
+    for lo in range(0, prof.shape[1], per):
+        cols = slice(lo, lo + per)
+        out[cols] = _joint_block(knapsack_inputs(prof[:, cols], a2[:, cols], alpha=alpha,
+                                                 worst=(fixed[:, cols], base[cols])))
+    return out
+
+
+#: (domain, model, grid interval) cells of one block of :func:`joint_subject_bound` (32 MB of int64 costs).
+_KNAPSACK_CELLS = 1 << 22
+
+
+def _joint_block(k: KnapsackInputs) -> np.ndarray:
+    """:func:`joint_subject_bound` of the models of ``k``."""
     a, s2j, fixed, base, cost, nb = k.a, k.s2j, k.fixed, k.base, k.cost, _BUDGET_BINS
     d, mdl, gi = cost.shape
     if d == 1:

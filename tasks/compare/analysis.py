@@ -59,6 +59,7 @@ from benchcert.stats.comparisons import (
     pack_block_models,
     pairwise_comparisons,
     pairwise_comparisons_packed,
+    point_ranks,
     family_intervals,
     rank_confidence,
 )
@@ -380,9 +381,9 @@ def _ranks(scores, subjects, models, pooled, alpha, all_pairs, answered, leaderb
         rc = rank_confidence(pooled, pairs[:, 0], pairs[:, 1], gap, p, alpha=alpha, method="bonferroni",
                              order="estimate" if leaderboard else "gaps")
         rank, lo, hi, groups, order_score = rc.rank, rc.lower, rc.upper, rc.groups, rc.order_score
-        n_better, n_worse = rc.better.sum(axis=0), rc.better.sum(axis=1)
+        n_better, n_worse = rc.n_better, rc.n_worse
     else:
-        rank = 1 + (pooled[None, :] > pooled[:, None]).sum(axis=1)
+        rank = point_ranks(pooled)
         lo, hi = np.ones(k, np.int64), np.full(k, k, np.int64)
         groups = (tuple(int(x) for x in np.argsort(-pooled, kind="stable")),)
         order_score = np.full(k, np.nan)

@@ -195,3 +195,46 @@ def test_joint_bound_tries_only_useful_intervals_and_equals_the_former_one(d):
         for alpha in (0.02, 0.2):
             np.testing.assert_array_equal(H.joint_subject_bound(prof, a2, alpha=alpha),
                                           former.joint_subject_bound(prof, a2, alpha=alpha))
+
+
+@pytest.mark.parametrize("per", [1, 2, 7])
+def test_joint_bound_in_blocks_of_models_equals_the_whole(per, monkeypatch):
+    """joint_subject_bound takes the models a block at a time (issue #40: its (D, M, G - 1) temporaries
+    were 0.5 GB each at 50,000 models); blocks of any width, a last block of one model included, give
+    the whole computation's bound to the last bit (ten domains: a one-model block's sum over domains
+    would be a pairwise one, were the worst-case base summed per block)."""
+    rng = np.random.default_rng(40 + per)
+    d, mdl, gi = 10, 31, HP._W_GRID.size - 1
+    prof = rng.uniform(0.0, 6.0, (d, mdl, gi))
+    prof[..., :3] = np.inf
+    prof[rng.random((d, mdl)) < 0.8] = np.inf  # mostly worst-case domains: a base summed over many
+    a2 = rng.uniform(0, 0.05, (d, mdl)) * 10.0 ** rng.uniform(-4, 0, (d, mdl))
+    whole = H.joint_subject_bound(prof, a2, alpha=0.05)
+    monkeypatch.setattr(HP, "_KNAPSACK_CELLS", per * d * gi)
+    np.testing.assert_array_equal(H.joint_subject_bound(prof, a2, alpha=0.05), whole)
+
+
+@pytest.mark.parametrize("per", [1, 3, 17])
+def test_fits_in_blocks_of_rows_equal_one_batch(per, monkeypatch):
+    """The multi-start maximisation takes the fits a block at a time (issue #40: one batch of 500,000
+    fits held about 5 GB of temporaries); blocks of any size give one batch's fits, bounds and
+    profiles to the last bit: binary and fractional scores, missing cells, unequal domains."""
+    from benchcert.stats.hierarchical import likelihood as HLK
+
+    rng = np.random.default_rng(per)
+    items, mdl = 240, 23
+    subjects = rng.integers(0, 24, items)
+    doms = np.arange(24) % 5
+    for frac in (False, True):
+        scores = (rng.random((items, mdl)) < rng.uniform(0.2, 0.9, (1, mdl))).astype(float)
+        if frac:
+            scores[:, ::3] = rng.random((items, (mdl + 2) // 3))
+        scores[rng.random(scores.shape) < 0.05] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            whole = H.fit_domains(scores, subjects, doms, proxy_alpha=0.01)
+            monkeypatch.setattr(HLK, "_START_CELLS", per * 5)
+            blocked = H.fit_domains(scores, subjects, doms, proxy_alpha=0.01)
+            monkeypatch.undo()
+        for f in ("a", "b", "nu", "loglik", "nu_lower", "s2_upper", "profile", "converged"):
+            np.testing.assert_array_equal(getattr(blocked, f), getattr(whole, f), err_msg=f)

@@ -237,4 +237,7 @@ def test_tied_runs_equal_the_former_loop(seed):
         d = d | d.T
         np.fill_diagonal(d, False)
         order = rng.permutation(k)
-        assert _tied_runs(d, order) == _tied_runs_oracle(d, order)
+        a, b = np.nonzero(d)  # the pairs, both ways round, as the former matrix held them
+        assert _tied_runs(a, b, order) == _tied_runs_oracle(d, order)
+        a, b = np.nonzero(np.triu(d))  # each pair once, either way round
+        assert _tied_runs(b, a, order) == _tied_runs_oracle(d, order)
