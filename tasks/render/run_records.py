@@ -255,7 +255,10 @@ def _parse_model_checked(m, where: str) -> ModelScore:
         est = score.get("estimate")
         estimates[metric] = float(est) if _finite(est) else _need(score, "estimate", float,
                                                                   f"{where}, model {name!r} {metric}")
-        for iv in score.get("intervals") or []:
+        ivs = score.get("intervals") or []
+        if not isinstance(ivs, list):  # a number or an object there is a malformed run, skipped with its place
+            ivs = _need(score, "intervals", list, f"{where}, model {name!r} {metric}")
+        for iv in ivs:
             method, lo, hi = (iv.get("method"), iv.get("lower"), iv.get("upper")) if isinstance(iv, dict) else (None,) * 3
             if not (isinstance(method, str) and _finite(lo) and _finite(hi)):
                 at = f"{where}, model {name!r} {metric}"
@@ -273,7 +276,10 @@ def _parse_model_checked(m, where: str) -> ModelScore:
             questions[metric] = question
     rank = {k: m.get(k) if isinstance(m.get(k), int) and not isinstance(m.get(k), bool) else None
             for k in ("rank", "rank_lower", "rank_upper")}
-    groups = tuple(g for g in m.get("tied_groups") or [] if isinstance(g, int) and not isinstance(g, bool))
+    # Tied groups are read leniently, as ranks are: what is not a list of integers shows no group.
+    raw_groups = m.get("tied_groups")
+    groups = tuple(g for g in raw_groups if isinstance(g, int) and not isinstance(g, bool)) \
+        if isinstance(raw_groups, list) else ()
     where = f"{where}, model {name!r}"
     return ModelScore(model=name, n_items=_need(m, "n_items", int, where),
                       coverage=_need(m, "coverage", float, where), estimates=estimates, intervals=intervals,
