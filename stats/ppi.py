@@ -67,6 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bisection import smallest_passing
 from .degenerate import DegenerateDataWarning
 from .validation import as_float_array, check_alpha, check_unit_interval
 
@@ -547,7 +548,4 @@ def _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, start, *, human_only)
         if hi >= top:
             return None
         lo, hi = hi, min(top, 2 * hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return max(hi, MIN_HUMAN_LABELS)
+    return max(smallest_passing(ok, lo, hi), MIN_HUMAN_LABELS)
