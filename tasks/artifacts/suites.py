@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from pathlib import Path
 
 from benchcert.tasks.artifacts.folders import inside, safe_component
+from benchcert.tasks.atomic_write import write_text_atomic
 
 __all__ = ["SUITES_DIR", "suite_verdict_path", "write_suite_verdict", "read_suite_verdicts"]
 
@@ -37,13 +37,7 @@ def write_suite_verdict(root: str | os.PathLike, document: dict) -> Path:
     the latest suite verdict of its (suite, baseline, candidate); returns its path."""
     path = suite_verdict_path(root, document["suite"]["name"], document["baseline"], document["candidate"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{uuid.uuid4().hex}.tmp"
-    try:
-        tmp.write_text(json.dumps(document, default=str, allow_nan=False, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_text_atomic(path, json.dumps(document, default=str, allow_nan=False, indent=1))
 
 
 def _plain(doc) -> bool:

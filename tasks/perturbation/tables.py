@@ -21,9 +21,10 @@ import contextlib
 import json
 import math
 import os
-import tempfile
 import uuid
 from pathlib import Path
+
+from benchcert.tasks.atomic_write import write_text_atomic
 
 ENV_DIR = "BENCHCERT_CACHE_DIR"
 ENV_SHIPPED = "BENCHCERT_SHIPPED_TABLES"
@@ -145,16 +146,7 @@ def _forget_computed() -> None:
 
 def _write(folder: Path, data: dict) -> Path:
     """``data`` as a new file of its own: written to a temporary file in the folder, then renamed."""
-    path = folder / f"tables-v{data['version']}-{uuid.uuid4().hex}.json"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    return path
+    return write_text_atomic(folder / f"tables-v{data['version']}-{uuid.uuid4().hex}.json", json.dumps(data))
 
 
 def _merge(folder: Path) -> None:

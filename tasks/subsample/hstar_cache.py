@@ -17,10 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+
+from benchcert.tasks.atomic_write import write_text_atomic
 
 FILE_NAME = "worst_case.json"
 
@@ -66,10 +67,7 @@ def save(db: str | os.PathLike | None, values: dict[str, list]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         merged = {**load(db), **values}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"code": code_version(), "values": merged}, fh, sort_keys=True)
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps({"code": code_version(), "values": merged}, sort_keys=True))
     except OSError:
         return
 
