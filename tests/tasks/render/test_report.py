@@ -319,7 +319,7 @@ _LEADS = ["", " ", "\t", "&nbsp;", "&minus;", "&amp;", "&#x27;", "&#32;"]
 
 def test_candidate_search_is_a_superset_of_the_parser():
     """Every fragment the parser would refuse is a candidate of the one-search pre-check
-    (tasks/render/report.py ``_SUSPECT``), so skipping the parse of the others refuses nothing it
+    (tasks/render/report.py ``_candidate``), so skipping the parse of the others refuses nothing it
     would have: every attribute of URL, handler and other names, with =, == or " = ", unquoted,
     in double or single quotes, with a value of a scheme, //, \\\\, data:, url(, @import or a
     character reference, after a blank or a reference; every forbidden tag, opening or closing,
@@ -341,5 +341,5 @@ def test_candidate_search_is_a_superset_of_the_parser():
         checker.close()
         if checker.problems:
             refused += 1
-            assert report._SUSPECT.search(fragment), (fragment, checker.problems)
+            assert report._candidate(fragment), (fragment, checker.problems)
     assert refused > len(fragments) // 3  # (the cases are the ones the check is about)
