@@ -26,9 +26,9 @@ def register(sub) -> None:
 
 
 def cmd_dashboard_build(args) -> int:
-    """Write the dashboard of --artifacts into --out (replaced atomically; an existing --out must be empty or
-    an earlier dashboard, whose unchanged run pages are taken over unless --full). Runs that cannot be read are
-    listed as skipped; the rest is built."""
+    """Write the dashboard of --artifacts into --out (an existing --out must be empty or an earlier dashboard,
+    which is updated in place, its unchanged run pages kept, unless --full builds it whole and swaps it in). Runs
+    that cannot be read are listed as skipped; the rest is built."""
     from benchcert.tasks.render.dashboard import DEFAULT_METHODS, build_site
 
     methods = (args.method,) if args.method else DEFAULT_METHODS

@@ -169,9 +169,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
                full: bool = False) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
 
-    The site is written to a hidden sibling of ``out_dir`` and swapped into place under a lock
-    (a server on ``out_dir`` sees the old or the new site); ``out_dir`` is replaced only when
-    empty or built by an earlier call.  Runs that cannot be read are listed on the index page
+    ``out_dir`` is written only when empty or built by an earlier call.  Runs that cannot be read are listed on the index page
     and in :attr:`SiteReport.problems`, and the rest is built.  A benchmark whose latest run
     finished more than ``stale_days`` days before ``now`` is listed as stale on the overview.
 
@@ -180,7 +178,8 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     folder, new and changed runs' folders are assembled aside and renamed in, every cross-run page replaces its
     file atomically (a server sees the old or the new page), and what is no longer listed is removed last.
     ``full=True`` (or no usable manifest: the first build, a corrupt one, another benchcert version) renders
-    every page into a new folder swapped in whole.
+    every page into a hidden sibling of ``out_dir`` swapped into place under the lock (a server on ``out_dir``
+    sees the old or the new site).
     """
     if max_trend_runs < 1:
         raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
