@@ -1,8 +1,9 @@
 """A file replaced whole: a reader sees the old content or the new, never half of it.
 
 One home for the write the artifacts' suite verdicts (tasks/artifacts/suites.py), the
-perturbation calibration tables (tasks/perturbation/tables.py) and the h* cache
-(tasks/subsample/hstar_cache.py) each need: the text goes to a hidden temporary file in the
+perturbation calibration tables (tasks/perturbation/tables.py), the h* cache
+(tasks/subsample/hstar_cache.py) and the dashboard's pages rebuilt in place
+(tasks/render/dashboard.py, with ``private=False``) each need: the text goes to a hidden temporary file in the
 target's own folder (so the rename stays on one file system), which is then renamed over the
 target; the temporary file is removed whatever happens.
 """
