@@ -11,14 +11,13 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
 from benchcert.flows.cli import main
 from benchcert.tasks.artifacts.runs import refresh_index
 from benchcert.tasks.render.dashboard import build_site
 from benchcert.tasks.render.site_cache import SITE_MANIFEST
 
-from test_dashboard import EVIL_BENCH, RUNS, Page, _pages, _write
+from test_dashboard import RUNS, Page, _pages, _write
+from test_dashboard import arts  # noqa: F401  (the fixture: two benchmarks, one named like markup)
 
 NOW = dt.datetime(2026, 11, 27, 6, 0, tzinfo=dt.timezone.utc)
 
@@ -35,14 +34,6 @@ def _same_as_cold(arts: Path, site: Path, tmp_path: Path) -> None:
     got, want = _files(site), _files(cold)
     assert sorted(got) == sorted(want)
     assert [k for k in want if got[k] != want[k]] == []
-
-
-@pytest.fixture()
-def arts(tmp_path) -> Path:
-    root = tmp_path / "artifacts"
-    _write(root, "mmlu_pro")
-    _write(root, EVIL_BENCH, runs=RUNS[:1])
-    return root
 
 
 def test_a_rebuild_after_new_runs_keeps_the_old_runs_and_equals_a_cold_build(arts, tmp_path):
