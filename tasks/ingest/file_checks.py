@@ -4,7 +4,8 @@ Rows are turned into integer codes as they arrive (:class:`~benchcert.tasks.stor
 and appended to the file's rows (:class:`~benchcert.tasks.store.staging.FileRows`); only a 64-bit
 hash of each key is kept aside, in memory, for the within-file duplicate check, and each distinct
 (item, subject, domain) once (:class:`StagedItems`), so every item check runs on a small table.
-The SQL is the store's (tasks/store/staging.py, tasks/store/responses.py).
+The SQL is the store's (tasks/store/staging.py); the checks against the store and the inserts are the
+store's one write (tasks/store/ingest_write.py).
 """
 
 from __future__ import annotations

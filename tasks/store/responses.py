@@ -95,11 +95,6 @@ def give_back_source_ids(con, following: int) -> None:
         schema.restart_source_ids(con, following)
 
 
-def record_source(con, row: list) -> None:
-    """One ``sources`` row (its columns in order)."""
-    con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-
-
 def record_sources(con, frame: pl.DataFrame) -> None:
     """Several ``sources`` rows (a frame of its columns in order)."""
     with registered(con, "_run_sources", frame):
