@@ -398,14 +398,18 @@ def _write_files(cmd: _Command, run: list[_Small], files: list[int], rows: pl.Da
 
 
 def _coded(book: CodeBook, rows: pl.DataFrame, source_of: dict[int, int]) -> pl.DataFrame:
-    """The rows with their codes and source ids, coded file after file as the one-file path codes them
-    (a file names one benchmark): a stored text keeps its code, the texts a file names first get the
-    next free codes in sorted text order."""
+    """The rows with their codes and source ids, as the one-file path codes each file (a file names one
+    benchmark): a stored text keeps its code, the texts a file names first get the next free codes
+    in sorted text order, file after file."""
     parts = []
-    for (pos,), part in rows.partition_by("pos", maintain_order=True, as_dict=True).items():
+    # One call per stretch of consecutive files of one benchmark (usually the whole run), in file order.
+    stretch = (pl.col("benchmark") != pl.col("benchmark").shift(1)).fill_null(True).cum_sum().alias("_stretch")
+    for _, part in rows.with_columns(stretch).partition_by("_stretch", maintain_order=True, as_dict=True).items():
         benchmark = part["benchmark"][0]
-        parts.append(part.with_columns(
-            book.codes(MODEL, benchmark, part["model"]), book.codes(ITEM, benchmark, part["item_id"]),
-            book.codes(VARIANT, benchmark, part["variant"]),
-            pl.lit(source_of[pos], dtype=pl.Int64).alias("source_id")))
-    return pl.concat(parts)
+        parts.append(part.drop("_stretch").with_columns(
+            book.codes(MODEL, benchmark, part["model"], files=part["pos"]),
+            book.codes(ITEM, benchmark, part["item_id"], files=part["pos"]),
+            book.codes(VARIANT, benchmark, part["variant"], files=part["pos"])))
+    sources = pl.DataFrame({"pos": list(source_of), "source_id": list(source_of.values())},
+                           schema={"pos": pl.Int64, "source_id": pl.Int64})
+    return pl.concat(parts).sort("pos", "line").join(sources, on="pos", how="left", maintain_order="left")
