@@ -44,11 +44,11 @@ from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE
 from benchcert.tasks.ingest.errors import FILE_ERRORS, READ_FAILURES
+from benchcert.tasks.ingest.file_checks import StagedItems
 from benchcert.tasks.ingest.readers import GenericPlan, open_file
 from benchcert.tasks.ingest.reports import NOT_TRIED, ROLLED_BACK, FileReport, unchanged_message
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.validate import validate_batch
-from benchcert.tasks.ingest.file_checks import StagedItems
 from benchcert.tasks.store import responses, staging
 from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, CodeBook
 from benchcert.tasks.store.ingest_write import NewSource, write_sources

@@ -1,12 +1,13 @@
 """One file's rows while ingest checks them: the temporary tables of an ingest, inside its transaction.
 
-A file's rows are kept either in ``response_codes`` itself (``direct``: the benchmark has nothing
-stored, so nothing stored can contradict them) or in the temporary ``_stage``; :class:`FileRows`
-names them either way, as one SQL relation and its parameters, so every check below reads the
-same rows wherever they are.  The temporary tables (``_stage``, ``_dup_lines``, ``_dups``,
-``_stage_probs``) and the registered frames (``_stage_items``) live for one file and are dropped by
-:func:`drop_staging`.  Every value is a bound parameter; table and column names come from the
-fixed names of this module.
+A file's rows (or a run of small files', each with its source id) are kept either in
+``response_codes`` itself (``direct``: the benchmark has nothing stored, so nothing stored can
+contradict them) or in the temporary ``_stage``; :class:`FileRows` names them either way, as one
+SQL relation and its parameters, so every check below, and the store's one write
+(:mod:`benchcert.tasks.store.ingest_write`), reads the same rows wherever they are.  The
+temporary tables (``_stage``, ``_dup_lines``, ``_dups``, ``_stage_probs``) and the registered
+frames (``_stage_items``) live for one file (or run) and are dropped by :func:`drop_staging`.
+Every value is a bound parameter; table and column names come from the fixed names of this module.
 """
 
 from __future__ import annotations
