@@ -24,6 +24,8 @@ the site folder)::
     <out>/<benchmark>/<run id>/{summary,manifest}.json  the same, for download
     <out>/.benchcert-site.json                 what each run's folder was rendered from (site_cache; a
                                                dotfile, never served)
+    <out>/.benchcert-records.json              each run's record as read, so a rebuild reads only new and
+                                               changed runs (record_cache; a dotfile, never served)
 
 Safety rules:
 
@@ -72,6 +74,7 @@ from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, checkpoint_table,
                                                 choose_method, load_runs, trend_table)
+from benchcert.tasks.render.record_cache import RECORDS_FILE, RecordCache
 from benchcert.tasks.render.site_cache import SITE_MANIFEST, SiteCache, source_key
 from benchcert.tasks.render.site_html import SITE_CSP, href as _href
 from benchcert.tasks.render.site_run import bench_page, run_page
@@ -189,7 +192,10 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
         raise OutputFolderError(f"--out {out} must not be inside the artifacts root {root}")
     _check_out(out)
-    runs, problems = load_runs(root)
+    # The records of runs read by an earlier build of this site (tasks/render/record_cache.py): only new and
+    # changed runs are read.  The file is replaced whole, so a build running beside this one is no matter.
+    records = RecordCache(out if out.is_dir() else None, full=full)
+    runs, problems = load_runs(root, cache=records)
     suites, suite_problems = read_suite_verdicts(root)
     problems += suite_problems
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -214,6 +220,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
                 pages = _write_benchmarks(root, out, data, tables, cache, in_place=True)
                 pages += _write_views(out, data, root, in_place=True)
                 _prune(out, data, cache)
+                records.write(out)
                 cache.write(out)
                 return report(pages, cache)
     cache = SiteCache(None)
@@ -223,6 +230,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
         pages = _write_benchmarks(root, tmp, data, tables, cache, in_place=False)
         pages += _write_views(tmp, data, root, in_place=False)
+        records.write(tmp)
         cache.write(tmp)
         with lock:
             _check_out(out)
@@ -336,7 +344,7 @@ def _write_views(site: Path, data, root: Path, *, in_place: bool) -> int:
 def _prune(site: Path, data, cache: SiteCache) -> None:
     """Remove from the live site what this build did not write: runs no longer listed, benchmarks gone, files
     left by others or by a build that stopped half-way (the cross-run pages no longer link to any of them)."""
-    keep = {MARKER, SITE_MANIFEST, "index.html", VIEWS} | set(data.bench_dir.values())
+    keep = {MARKER, SITE_MANIFEST, RECORDS_FILE, "index.html", VIEWS} | set(data.bench_dir.values())
     runs: dict[str, set[str]] = {}
     for rel in cache.new:
         folder, run = rel.split("/")

@@ -328,11 +328,13 @@ def _run_folder(bench_dir: Path, component: str) -> Path:
     return inside(bench_dir, component)
 
 
-def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[str]]:
+def load_runs(artifacts_root: str | os.PathLike, *, cache=None) -> tuple[list[RunRecord], list[str]]:
     """Every completed run listed in ``<root>/index.json``, oldest first per benchmark.
 
     Returns the runs and a list of problems (a run folder that is missing, unreadable, outside
-    the root or inconsistent with index.json is skipped and named there, never fatal).
+    the root or inconsistent with index.json is skipped and named there, never fatal).  With ``cache`` (a
+    :class:`~benchcert.tasks.render.record_cache.RecordCache`), a run whose files are unchanged since the cache
+    kept its record is not read again, and every run read is kept in it.
 
     Raises
     ------
@@ -383,7 +385,15 @@ def load_runs(artifacts_root: str | os.PathLike) -> tuple[list[RunRecord], list[
                 if (benchmark, safe_component(run_id)) in seen:
                     raise _Skip(f"{index_path}: run {run_id!r} of {benchmark!r} is listed twice")
                 seen.add((benchmark, safe_component(run_id)))
-                runs.append(_parse_run(root, _run_folder(bench_dir, safe_component(run_id)), benchmark, run_id))
+                run_dir = _run_folder(bench_dir, safe_component(run_id))
+                if cache is None:
+                    runs.append(_parse_run(root, run_dir, benchmark, run_id))
+                    continue
+                key, record = cache.get(benchmark, run_id, run_dir)
+                if record is None:
+                    record = _parse_run(root, run_dir, benchmark, run_id)
+                    cache.put(key, record)
+                runs.append(record)
             except (_Skip, ValueError) as exc:
                 problems.append(str(exc))
     runs.sort(key=lambda r: (r.benchmark, r.finished_at, r.run_id))
