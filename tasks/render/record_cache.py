@@ -90,15 +90,23 @@ class RecordCache:
         """Keep ``record`` (read from the run whose source key is ``key``) for the next build."""
         self.new[self._id(record.benchmark, record.run_id)] = [key, self._encode(record)]
 
+    def source_key(self, record: RunRecord) -> list:
+        """The source key ``record`` was read (or kept) under; computed again for a run this cache has not seen."""
+        entry = self.new.get(self._id(record.benchmark, record.run_id))
+        return entry[0] if entry is not None else source_key(record.run_dir)
+
     def _decode(self, benchmark: str, run_id: str, run_dir: Path, rec: list) -> RunRecord:
         keys = [(k[0], k[1]) for k in rec[-2]]
         models = []
         for m in rec[-1]:
-            name, n_items, coverage, estimates, flat, questions, rank, rank_lower, rank_upper, groups = m
+            name, n_items, coverage, estimates, index, lower, upper, questions, rank, rank_lower, rank_upper, \
+                groups = m
             if (type(name) is not str or type(n_items) is not int or type(coverage) is not float
-                    or len(estimates) != len(METRICS) or type(questions) is not dict):
+                    or len(estimates) != len(METRICS) or type(questions) is not dict
+                    or not len(index) == len(lower) == len(upper)):
                 raise ValueError("not a kept model")
-            intervals = {keys[flat[i]]: (flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)}
+            # zip and map, not a loop: this was most of reading the records back
+            intervals = dict(zip(map(keys.__getitem__, index), zip(lower, upper)))
             models.append(ModelScore(model=name, n_items=n_items, coverage=coverage,
                                      estimates=dict(zip(METRICS, estimates)), intervals=intervals,
                                      questions=questions, rank=rank, rank_lower=rank_lower, rank_upper=rank_upper,
@@ -112,18 +120,18 @@ class RecordCache:
 
     @staticmethod
     def _encode(record: RunRecord) -> list:
-        """The record as a list: its fields, its interval names (metric, method) and its models, each interval
-        an index into those names and its bounds (a run's own table keeps each entry whole, so a kept entry is
-        written again as it was read, and a rebuild's file equals a cold build's)."""
-        index: dict[tuple[str, str], int] = {}
+        """The record as a list: its fields, its interval names (metric, method) and its models, each with its
+        intervals as three lists (the names' indices, the lower and the upper bounds).  A run's own table of
+        names keeps each entry whole, so a kept entry is written again as it was read and a rebuild's file
+        equals a cold build's."""
+        names: dict[tuple[str, str], int] = {}
         models = []
         for m in record.models:
-            flat: list = []
-            for k, (lo, hi) in m.intervals.items():
-                flat += (index.setdefault(k, len(index)), lo, hi)
-            models.append([m.model, m.n_items, m.coverage, [m.estimates[x] for x in METRICS], flat, m.questions,
-                           m.rank, m.rank_lower, m.rank_upper, list(m.tied_groups)])
-        return [getattr(record, f) for f in _RUN_FIELDS] + [[list(k) for k in index], models]
+            index = [names.setdefault(k, len(names)) for k in m.intervals]
+            models.append([m.model, m.n_items, m.coverage, [m.estimates[x] for x in METRICS], index,
+                           [lo for lo, _ in m.intervals.values()], [hi for _, hi in m.intervals.values()],
+                           m.questions, m.rank, m.rank_lower, m.rank_upper, list(m.tied_groups)])
+        return [getattr(record, f) for f in _RUN_FIELDS] + [[list(k) for k in names], models]
 
     def write(self, site: Path) -> None:
         """Write the records of this build's runs beside the site (in one rename)."""
