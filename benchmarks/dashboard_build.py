@@ -9,7 +9,8 @@ ranks, two recorded checkpoint verdicts per run and a score move every tenth run
 seconds of this process, the kernel's share) ``build_site`` twice: a cold build into a new folder (every page
 rendered, every run file linked), and, after a nightly adds one run to every benchmark (not timed), the
 incremental rebuild of that site (the new runs and the cross-run pages rendered, the unchanged run folders
-taken over from the previous site, tasks/render/site_cache.py).  The reference, measured in the same run:
+taken over from the previous site, tasks/render/site_cache.py, and the unchanged runs' records read from the
+site's kept records instead of their summary.json, tasks/render/record_cache.py).  The reference, measured in the same run:
 copying every run's report.html, summary.json and manifest.json into a fresh tree (what a build that copies
 the run files could not avoid).  Printed: each build against the target and the reference, the runs reused,
 the overview page's size and the whole site's, peak RSS and the load average before and after.

@@ -16,7 +16,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-__all__ = ["write_text_atomic"]
+__all__ = ["write_bytes_atomic", "write_text_atomic"]
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, *, private: bool = True) -> Path:
@@ -28,6 +28,13 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, private: bool = Tru
     readable by its owner only (``tempfile.mkstemp``); ``private=False`` gives it the permissions any new
     file of the process gets (its umask), as the dashboard's pages need, which a web server may read.
     """
+    return write_bytes_atomic(path, text.encode("utf-8"), private=private)
+
+
+def write_bytes_atomic(path: str | os.PathLike, *chunks: bytes, private: bool = True) -> Path:
+    """Replace ``path`` by a file holding ``chunks`` one after the other, in one rename, as
+    :func:`write_text_atomic` does (the dashboard's kept records, tens of MB, are written without joining
+    them into one string first)."""
     path = Path(path)
     if private:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
@@ -35,8 +42,9 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, private: bool = Tru
         tmp = str(path.parent / f".tmp-{uuid.uuid4().hex}{path.suffix}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

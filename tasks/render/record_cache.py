@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 
-from benchcert.tasks.atomic_write import write_text_atomic
+from benchcert.tasks.atomic_write import write_bytes_atomic
 from benchcert.tasks.render.run_records import METRICS, ModelScore, RunRecord
 from benchcert.tasks.render.site_cache import SITE_FORMAT, code_digest, source_key
 
@@ -56,10 +56,11 @@ class RecordCache:
             raw = path.read_bytes()
         except OSError:
             return
-        head, sep, body = raw.partition(b"\n")
+        cut = raw.find(b"\n")
+        head, body = raw[:max(cut, 0)], memoryview(raw)[cut + 1:]  # the body (tens of MB) not copied
         try:
             header = orjson.loads(head)
-            if (not sep or type(header) is not dict or header.get("format") != SITE_FORMAT
+            if (cut < 0 or type(header) is not dict or header.get("format") != SITE_FORMAT
                     or header.get("code") != self.digest or header.get("body") != _body_digest(body)):
                 return
             runs = orjson.loads(body)
@@ -141,7 +142,7 @@ class RecordCache:
             (site / RECORDS_FILE).unlink(missing_ok=True)
             return
         header = orjson.dumps({"format": SITE_FORMAT, "code": self.digest, "body": _body_digest(body)})
-        write_text_atomic(site / RECORDS_FILE, (header + b"\n" + body).decode("utf-8"), private=False)
+        write_bytes_atomic(site / RECORDS_FILE, header, b"\n", body, private=False)
 
 
 def _body_digest(body: bytes) -> str:
