@@ -64,6 +64,10 @@ class _TooLong(DataError, ValueError):
     """One JSON value (a record, or a field around the records) longer than the line limit."""
 
 
+#: Records of a batch held as Python objects at most before they become Polars columns: a batch of
+#: 32 Ki short records held as Python strings until its end cost some 7 MB more of the reader's
+#: peak (benchmarks/json_memory.py).
+_PART_ROWS = 4096
 #: Characters of the document read at a time while its records are streamed.
 _CHUNK = 1 << 20
 _BLANKS = re.compile(r"[ \t\n\r]*")
@@ -361,9 +365,11 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
     """The records as raw batches: every column as text, as the JSONL reader gives them.
 
     A batch ends after ``batch_rows`` records or :data:`base.BATCH_TEXT_CHARS` characters of them,
-    whichever comes first, so its Python objects stay small whatever the records hold.
+    whichever comes first, so its Python objects stay small whatever the records hold; its values
+    become Polars columns every :data:`_PART_ROWS` records, so at most that many rows are Python
+    objects at a time.
     """
-    from benchcert.tasks.ingest.adapters.base import BATCH_TEXT_CHARS, LINE, RawBatch, Reject, object_values
+    from benchcert.tasks.ingest.adapters.base import BATCH_TEXT_CHARS, RawBatch, Reject, columns_frame, object_values
 
     rows = enumerate(_records(path, fmt), start=1)
     while True:
@@ -372,10 +378,13 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
         rejects: list[Reject] = []
         taken = 0
         budget = None
+        parts: list[pl.DataFrame] = []
         for number, (obj, doc) in rows:
             if budget is None:
                 budget = doc.taken + BATCH_TEXT_CHARS
             taken += 1
+            if len(lines) >= _PART_ROWS:
+                parts.append(columns_frame(cols, lines))
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {_kind(obj)}", _raw(obj)))
             else:
@@ -392,9 +401,10 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
             budget = None  # the records ran out: this batch is the last
         if not taken:
             return
-        frame = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
-        frame[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
-        yield RawBatch(frame=pl.DataFrame(frame), rejects=rejects)
+        parts.append(columns_frame(cols, lines))
+        frame = pl.concat(parts) if len(parts) > 1 else parts[0]
+        del parts
+        yield RawBatch(frame=frame, rejects=rejects)
         if budget is None:
             return
 
