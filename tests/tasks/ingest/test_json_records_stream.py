@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from benchcert.tasks.ingest.adapters import base, generic, json_records
@@ -112,3 +113,24 @@ def test_batches_of_short_records_end_at_the_row_cap_whatever_rows_the_caller_as
         batches = list(generic.read_batches(log, fmt, ["model", "item_id", "score"], 1_000_000))
         assert [b.frame.height for b in batches] == [7, 7, 7, 7, 2], fmt
         assert [n for b in batches for n in b.frame[base.LINE].to_list()] == list(range(1, 31)), fmt
+
+
+@pytest.mark.parametrize("part_rows", [1, 3, 4096])
+def test_a_batch_gathered_in_parts_holds_the_same_rows_lines_and_rejects(tmp_path, monkeypatch, part_rows):
+    # A batch's records become Polars columns every _PART_ROWS records (fewer Python objects alive at
+    # once; issue #39): the batch must be the same frame whatever the part size, bad records between
+    # parts (a reject, a record that is no object) included.
+    monkeypatch.setattr(json_records, "_PART_ROWS", part_rows)
+    rows: list = [{"model": "m", "item_id": f"q{i}", "score": i % 2} for i in range(11)]
+    rows[4] = {"model": "m", "item_id": "q4", "score": "1"}  # a score given as a string: a reject
+    rows[7] = [1, 2]  # not a record
+    log = tmp_path / "r.json"
+    log.write_text(json.dumps(rows))
+    batches = list(generic.read_batches(log, "json", ["model", "item_id", "score"], 5, numbers=("score",)))
+    assert [b.frame.height for b in batches] == [4, 4, 1]
+    assert [b.frame.height + len(b.rejects) for b in batches] == [5, 5, 1]
+    frame = pl.concat(b.frame for b in batches)
+    assert frame[base.LINE].to_list() == [1, 2, 3, 4, 6, 7, 9, 10, 11]
+    assert frame["item_id"].to_list() == [f"q{i}" for i in (0, 1, 2, 3, 5, 6, 8, 9, 10)]
+    assert frame["score"].to_list() == [str(i % 2) for i in (0, 1, 2, 3, 5, 6, 8, 9, 10)]
+    assert [(r.line, r.field) for b in batches for r in b.rejects] == [(5, "score"), (8, "<row>")]
