@@ -100,10 +100,13 @@ class _Cursor:
         self.dropped = 0  # characters of the document before ``buf``
         self.taken = 0  # characters of the values parsed so far (a batch's size)
 
-    def _more(self, at_least: int = 0) -> bool:
+    def _more(self, at_least: int = 0, held: int | None = None) -> bool:
         """Read on (at least ``at_least`` more characters); False at the end of the document.
 
         The chunks are joined once, so growing the text of one long value holds it about twice.
+        ``held``: the memory of the value's text read so far; once it and the chunks read pass the
+        limit the value is refused (:class:`_TooLong`) before they are joined, so a hostile value
+        costs about the limit, not twice it.
         """
         if self.eof:
             return False
@@ -116,6 +119,10 @@ class _Cursor:
                 break
             parts.append(chunk)
             got += len(chunk)
+            if held is not None:
+                held += sys.getsizeof(chunk)
+                if held > self.limit:
+                    raise self._too_long(len(self.buf) - self.pos + got)
             if got >= at_least:
                 break
         if not got:
@@ -151,11 +158,14 @@ class _Cursor:
         # str), so the limit bounds the memory of any text, not only of ASCII.
         held = sys.getsizeof(self.buf) * pending // max(len(self.buf), 1)
         if held > self.limit:
-            raise _TooLong(f"a JSON value starting at character {self.dropped + self.pos + 1:,} is longer than "
-                           f"{self.limit:,} bytes (limit BENCHCERT_MAX_LINE_BYTES, counted in memory); refused "
-                           f"after reading {pending:,} characters of it")
+            raise self._too_long(pending)
         # As much again (within the limit), so a value is parsed a bounded number of times.
-        return self._more(max(1, min(max(pending, _CHUNK), (self.limit - held) * pending // max(held, 1))))
+        return self._more(max(1, min(max(pending, _CHUNK), (self.limit - held) * pending // max(held, 1))), held)
+
+    def _too_long(self, pending: int) -> _TooLong:
+        return _TooLong(f"a JSON value starting at character {self.dropped + self.pos + 1:,} is longer than "
+                        f"{self.limit:,} bytes (limit BENCHCERT_MAX_LINE_BYTES, counted in memory); refused "
+                        f"after reading {pending:,} characters of it")
 
     def value(self):
         """The next JSON value, parsed."""

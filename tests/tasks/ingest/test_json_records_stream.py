@@ -10,6 +10,7 @@ text as well as by their rows.  The peak memory of each case at full size (2 GiB
 from __future__ import annotations
 
 import json
+import sys
 
 import polars as pl
 import pytest
@@ -24,13 +25,15 @@ class _CountingReads:
 
     def __init__(self, monkeypatch):
         self.chars = 0
+        self.largest_text_bytes = 0  # the largest text the cursor held joined, in memory
         original = json_records._Cursor._more
         counter = self
 
-        def _more(cursor, at_least=0):
+        def _more(cursor, *args):
             before = len(cursor.buf) - cursor.pos
-            more = original(cursor, at_least)
+            more = original(cursor, *args)
             counter.chars += (len(cursor.buf) - before) if more else 0
+            counter.largest_text_bytes = max(counter.largest_text_bytes, sys.getsizeof(cursor.buf))
             return more
 
         monkeypatch.setattr(json_records._Cursor, "_more", _more)
@@ -71,6 +74,9 @@ def test_one_value_past_the_line_limit_is_refused_naming_the_limit(tmp_path, mon
         generic.file_columns(log, "json")
     # About the limit in memory: fewer characters the wider each one is.
     assert reads.chars <= 2 * (1 << 16), reads.chars
+    # Refused before the chunks past the limit are joined into one text: the value is held once,
+    # not twice (a 2 GiB endless string peaked at 260 MB before; benchmarks/json_memory.py).
+    assert reads.largest_text_bytes <= 1 << 16, reads.largest_text_bytes
     db = tmp_path / "s.duckdb"
     code, out, err = cli(capsys, "ingest", log, "--db", db, "--benchmark", "b")
     assert code == 1 and "BENCHCERT_MAX_LINE_BYTES" in err and str(log) in err, (out, err)
