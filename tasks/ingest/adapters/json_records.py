@@ -87,7 +87,7 @@ class _Cursor:
     a JSON file of records took about eight times its size (issue #39).  One value longer than
     the line limit (``BENCHCERT_MAX_LINE_BYTES``, counted as its text takes in memory) is refused
     after about that much of it was read, and a syntax error is refused where it is found, so a hostile file
-    (gigabytes of NUL bytes, one endless string) costs at most about twice the limit.
+    (gigabytes of NUL bytes, one endless string) costs about the limit once.
     """
 
     def __init__(self, fh):
@@ -103,8 +103,8 @@ class _Cursor:
     def _more(self, at_least: int = 0, held: int | None = None) -> bool:
         """Read on (at least ``at_least`` more characters); False at the end of the document.
 
-        The chunks are joined once, so growing the text of one long value holds it about twice.
-        ``held``: the memory of the value's text read so far; once it and the chunks read pass the
+        The chunks are joined once, so growing the text of one long value holds it about twice
+        while they are joined (a value within the limit: at most about twice the limit).  ``held``: the memory of the value's text read so far; once it and the chunks read pass the
         limit the value is refused (:class:`_TooLong`) before they are joined, so a hostile value
         costs about the limit, not twice it.
         """
