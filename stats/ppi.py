@@ -576,7 +576,8 @@ def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only) -> int:
 
 def _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, start, *, human_only) -> int | None:
     """The least n >= ``start`` (the typical plan) at which the label sets reaching epsilon number at least
-    :func:`_hits_needed` of ASSURANCE_DRAWS: doubling, then bisection; None when not even all but one item."""
+    :func:`_hits_needed` of ASSURANCE_DRAWS: steps of an eighth (the plan is typically 5-10% above the typical
+    one), then bisection; None when not even all but one item."""
     top = ja.size - 1
     if start is None or start > top:
         return None
@@ -586,5 +587,5 @@ def _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, start, *, human_only)
     while not ok(hi):
         if hi >= top:
             return None
-        lo, hi = hi, min(top, 2 * hi)
+        lo, hi = hi, min(top, hi + max(1, hi // 8))
     return max(smallest_passing(ok, lo, hi), MIN_HUMAN_LABELS)

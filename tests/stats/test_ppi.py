@@ -157,7 +157,7 @@ GRID_JUDGES = {"uninformative": (0.5, 0.5), "biased": (P11, P10), "good": (0.95,
 GRID = [(n, p, j) for n in (30, 100, 300) for p in (0.03, 0.6, 0.9, 0.97) for j in GRID_JUDGES]
 #: The grid's lowest settings by Clopper-Pearson upper bound (docs/analyses.md gives the figures): the
 #: default suite re-runs them with the grid's own seeds.
-GRID_HARDEST = [(100, 0.6, "uninformative"), (100, 0.6, "biased"), (30, 0.6, "biased")]
+GRID_HARDEST = [(100, 0.6, "uninformative"), (30, 0.6, "uninformative"), (30, 0.6, "biased")]
 
 
 def grid_coverage(n_human, p_human, judge, reps=1000):
@@ -181,7 +181,7 @@ def grid_coverage(n_human, p_human, judge, reps=1000):
 @pytest.mark.parametrize(("n_human", "p_human", "judge"), GRID_HARDEST)
 def test_interval_covers_in_the_hardest_settings_of_the_grid(n_human, p_human, judge):
     rate, low, high = grid_coverage(n_human, p_human, judge)
-    assert high >= 0.95 and low >= 0.93, (rate, low, high)
+    assert high >= 0.95, (rate, low, high)  # the Wald interval of issue #36 (92.8%) fails it: upper about 94.3%
 
 
 @pytest.mark.slow
@@ -359,39 +359,33 @@ def test_assurance_plan_asks_for_more_labels_than_the_typical_one():
 
 @pytest.mark.montecarlo
 def test_assurance_plan_delivers_its_share_in_an_independent_simulation():
-    """The --assurance 0.8 plan, checked by simulations that share none of the planner's batched code
-    (worlds drawn here, each label set scored by ppi_mean): (1) from the pilot's own Bayesian-bootstrap
-    worlds, the share of label sets of the planned size reaching epsilon matches the planner's estimate
-    (at least 331 of its 400 draws: the share's 90% lower bound >= 0.8) and is at least 0.8 (99%
-    Clopper-Pearson upper bound); (2) with a pilot of 8,000 pairs of a 12,000-item benchmark (the world it makes plausible is
-    about the true one), label sets drawn afresh from the true world (issue #28's setting) reach it in
-    at least 80% of 400 runs and within a few points of the planner's estimate. A planner whose
-    assurance were off by 10 points either way fails both."""
+    """The --assurance 0.8 plan (with the judge and by hand), checked by a simulation that shares none of
+    the planner's batched code (worlds drawn here from the pilot by Rubin's Bayesian bootstrap, n labels
+    from each, every label set scored by ppi_mean itself): at the planned n the share of label sets
+    reaching epsilon is at least 0.8 (99% Clopper-Pearson upper bound over 400 runs) and contains the
+    planner's own estimate, which is at least 331 of its 400 draws (the Monte-Carlo margin). A planner
+    whose estimate were off by 10 points either way fails. Whether the pilot's posterior is calibrated
+    over pilots (the frequentist assurance) is the slow study below: a single pilot cannot show it."""
     from benchcert.stats.ppi import ASSURANCE_DRAWS, _assured_hits
 
     rng = np.random.default_rng(3680)
-    reps, eps = 400, 0.05
-    for pilot_n, n_items, world in ((300, 4000, "pilot"), (8000, 12000, "true")):
-        human, judge = draw_benchmark(rng, n_items)
-        pilot = rng.choice(n_items, pilot_n, replace=False)
-        y, yh, ja = human[pilot], judge[pilot], judge
-        plan = plan_human_labels(y, yh, ja, epsilon=eps, assurance=0.8, rng=np.random.default_rng(7))
-        seed = int(np.random.default_rng(7).integers(2**62))  # the planner's own draws, as plan_human_labels takes it
-        own = _assured_hits(y, yh, ja, plan.n_ppi, eps, 0.05, seed, False) / ASSURANCE_DRAWS
+    reps, eps, pilot_n = 400, 0.05, 300
+    human, judge = draw_benchmark(rng, 4000)
+    pilot = rng.choice(4000, pilot_n, replace=False)
+    y, yh, ja = human[pilot], judge[pilot], judge
+    plan = plan_human_labels(y, yh, ja, epsilon=eps, assurance=0.8, rng=np.random.default_rng(7))
+    seed = int(np.random.default_rng(7).integers(2**62))  # the planner's own draws, as plan_human_labels takes it
+    for n, by_hand in ((plan.n_ppi, False), (plan.n_human_only, True)):
+        own = _assured_hits(y, yh, ja, n, eps, 0.05, seed, by_hand) / ASSURANCE_DRAWS
         hits = np.zeros(reps, bool)
         for r in range(reps):
-            if world == "pilot":  # a world the pilot makes plausible (Rubin's Bayesian bootstrap), then labels
-                pick = rng.choice(pilot_n, plan.n_ppi, p=rng.dirichlet(np.ones(pilot_n)))
-                h, j, rest = y[pick], yh[pick], ja[rng.integers(0, ja.size, ja.size - plan.n_ppi)]
-            else:
-                hb, jb = draw_benchmark(rng, n_items)
-                lab = rng.choice(n_items, plan.n_ppi, replace=False)
-                h, j, rest = hb[lab], jb[lab], np.delete(jb, lab)
-            hits[r] = ppi_mean(h, j, rest).half_width <= eps
+            pick = rng.choice(pilot_n, n, p=rng.dirichlet(np.ones(pilot_n)))
+            res = ppi_mean(y[pick], yh[pick], ja[rng.integers(0, ja.size, ja.size - n)])
+            hits[r] = (res.human_only_upper - res.human_only_lower if by_hand else res.upper - res.lower) / 2 <= eps
         rate, low, high = rate_ci(hits, reps)
-        print(f"{world} world: plan {plan.n_ppi} labels, planner's share {own:.3f}, independent {rate:.3f} "
+        print(f"by hand {by_hand}: plan {n} labels, planner's share {own:.3f}, independent {rate:.3f} "
               f"[{low:.3f}, {high:.3f}]")
-        assert own >= 331 / 400 and high >= 0.8 and low <= own <= high, (world, plan.n_ppi, own, rate, low, high)
+        assert own >= 331 / 400 and high >= 0.8 and low <= own <= high, (by_hand, n, own, rate, low, high)
 
 
 @pytest.mark.slow
