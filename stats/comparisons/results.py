@@ -301,8 +301,11 @@ class AdditionalSampleSize:
 _PAIRED_CLT_ASSUMPTIONS = (
     "items are independent draws from an item population (or the two models' responses are "
     "independent across items given the items); the target is E[B - A] per item",
-    "normal (CLT) approximation to mean(D) with the paired SE sd(D, ddof=1)/sqrt(n); needs "
-    "enough discordant items (roughly 10 or more of each kind)",
+    "on 0/1 scores the interval and p-value are Tango's (1998) score test of the paired difference, the "
+    "variance N / (N - 1) times its maximum likelihood under each null gap, normal reference (valid near "
+    "the ceiling, where few items are discordant); on fractional scores (and in families of more than "
+    "50,000 pairs) the normal (CLT) approximation to mean(D) with the paired SE sd(D, ddof=1)/sqrt(n), "
+    "which needs enough items away from D = 0",
     "only items answered by both models enter; the gap is about those shared items",
 )
 
