@@ -18,8 +18,14 @@ from scipy.optimize import minimize
 from scipy.special import ndtri
 
 from simcheck import rate_ci
-from benchcert.stats.comparisons import family_intervals, paired_comparison_counts, pairwise_comparisons
-from benchcert.stats.comparisons.score import stratified_score_test
+from benchcert.stats.comparisons import (
+    family_intervals,
+    paired_comparison,
+    paired_comparison_counts,
+    pairwise_comparisons,
+)
+from benchcert.stats.comparisons.engine import BOUNDED_SCORE_MAX_PAIRS
+from benchcert.stats.comparisons.score import bounded_mean_score_test, stratified_score_test
 
 #: 14 unequal subjects (2,645 items).
 SIZES14 = np.array([20, 25, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200, 300, 400])
@@ -94,25 +100,110 @@ def test_several_strata_ends_are_where_the_constrained_mle_puts_z_at_the_critica
         assert _constrained_z(b, a, n, hi[0]) == pytest.approx(-ndtri(0.975), abs=1e-5)
 
 
-def test_the_items_interval_is_the_pooled_score_test_and_the_t_on_fractional_scores():
+def test_the_items_interval_is_the_pooled_score_test_and_the_bounded_one_on_fractional_scores():
     nb, na = np.array([[1, 2, 0], [0, 1, 1]]), np.array([[3, 2, 1], [2, 2, 2]])
     n = np.array([[50, 60, 70], [50, 60, 70]])
     r = paired_comparison_counts(nb, na, n, by_subject=True, primary="stratified_items")
     for j in range(2):
         lo, hi, _ = tango(nb[j].sum(), na[j].sum(), n[j].sum(), factor=180 / 179)
         assert (r.lower[j], r.upper[j]) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
-    # a fractional score: the t interval on N - C df
+    # a fractional score: the bounded score test on the differences pooled over the subjects, with or
+    # without subjects, in a family of up to BOUNDED_SCORE_MAX_PAIRS pairs
     rng = np.random.default_rng(7)
     subj = np.repeat(np.arange(4), 30)
     a = rng.random(120).round(1)
+    b = np.clip(a + rng.normal(0, 0.2, 120), 0, 1)
+    stat, p, [(lo, hi)] = bounded_mean_score_test([b - a])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rf = pairwise_comparisons(np.column_stack([a, np.clip(a + rng.normal(0, 0.2, 120), 0, 1)]), subj)
-    t = rf.tests["stratified_items"]
+        rf = pairwise_comparisons(np.column_stack([a, b]), subj)
+        none = paired_comparison(a, b)
+    assert rf.method == "stratified_items" and none.method == "paired_clt"
+    for got in (rf, none):
+        assert (got.lower[0] if np.ndim(got.lower) else got.lower) == pytest.approx(lo[0], abs=1e-12)
+        assert (got.upper[0] if np.ndim(got.upper) else got.upper) == pytest.approx(hi[0], abs=1e-12)
+        assert (got.p_value[0] if np.ndim(got.p_value) else got.p_value) == pytest.approx(p[0], abs=1e-12)
+    assert family_intervals(rf).lower[0] == pytest.approx(rf.lower[0])
+    # beyond BOUNDED_SCORE_MAX_PAIRS pairs (the audit's tables of many models): the t interval on N - C df
+    k = BOUNDED_SCORE_MAX_PAIRS + 2
+    cols = np.column_stack([a] + [np.clip(a + rng.normal(0, 0.2, 120), 0, 1) for _ in range(k - 1)])
+    pairs = np.column_stack([np.zeros(k - 1, int), np.arange(1, k)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        big = pairwise_comparisons(cols, subj, pairs=pairs)
     from scipy import stats
 
-    assert rf.upper[0] == pytest.approx(rf.estimate[0] + stats.t.ppf(0.975, 116) * rf.se[0])
-    assert family_intervals(rf).lower[0] == pytest.approx(rf.lower[0]) and t.simultaneous_lower is None
+    assert big.upper[0] == pytest.approx(big.estimate[0] + stats.t.ppf(0.975, 116) * big.se[0])
+    assert big.tests["stratified_items"].simultaneous_lower is None
+
+
+def test_without_subjects_the_interval_on_0_1_scores_is_tangos():
+    # --hierarchy none: the paired interval and p-value on 0/1 scores are Tango's with one stratum
+    nb, na, n = np.array([3, 0, 10, 1]), np.array([9, 5, 0, 0]), np.array([200, 100, 50, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = paired_comparison_counts(nb, na, n)
+    assert r.method == "paired_clt"
+    for j in range(4):
+        lo, hi, z0 = tango(nb[j], na[j], n[j], factor=n[j] / (n[j] - 1))
+        assert (r.lower[j], r.upper[j]) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+        assert r.tests["paired_clt"].statistic[j] == pytest.approx(z0, abs=1e-9)
+    # a family: the Bonferroni intervals are Tango's at alpha / 3
+    rng = np.random.default_rng(12)
+    scores = (rng.random((240, 4)) < np.array([0.9, 0.93, 0.95, 0.97])).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fam = pairwise_comparisons(scores, None, pairs=np.array([[0, 1], [0, 2], [0, 3]]))
+    sim = family_intervals(fam)
+    assert fam.method == "paired_clt"
+    for j, k in enumerate((1, 2, 3)):
+        d = scores[:, k] - scores[:, 0]
+        lo, hi, _ = tango((d > 0).sum(), (d < 0).sum(), 240, alpha=0.05 / 3, factor=240 / 239)
+        assert (sim.lower[j], sim.upper[j]) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+
+
+@pytest.mark.parametrize("b, a, n", [(3, 9, 200), (0, 5, 100), (10, 0, 50), (20, 20, 100), (0, 0, 100),
+                                     (30, 2, 40), (0, 40, 40), (1, 0, 2), (0, 1, 3000)])
+def test_the_bounded_score_test_on_values_minus_one_zero_one_is_tangos(b, a, n):
+    d = np.r_[np.ones(b), -np.ones(a), np.zeros(n - a - b)]
+    stat, p, [(lo, hi), (lo1, hi1)] = bounded_mean_score_test([d], (0.05, 0.01))
+    factor = n / (n - 1)
+    for got, want in ((lo[0], tango(b, a, n, 0.05, factor)[0]), (hi[0], tango(b, a, n, 0.05, factor)[1]),
+                      (lo1[0], tango(b, a, n, 0.01, factor)[0]), (hi1[0], tango(b, a, n, 0.01, factor)[1])):
+        assert got == pytest.approx(want, abs=1e-8)
+    if np.isfinite(stat[0]):
+        assert stat[0] == pytest.approx(tango(b, a, n, 0.05, factor)[2], abs=1e-8)
+
+
+def _npmle_z(d, d0):
+    """Z at delta_0 from a general-purpose constrained maximum likelihood (SLSQP) over the distributions on
+    the observed values and the bounds -1, +1 with mean delta_0."""
+    v, c = np.unique(d, return_counts=True)
+    v = np.r_[v, -1.0, 1.0]
+    c = np.r_[c, 0, 0].astype(float)
+    n = c.sum()
+
+    def nll(w):
+        return -(c @ np.log(np.maximum(w, 1e-300)))
+
+    cons = [{"type": "eq", "fun": lambda w: w.sum() - 1}, {"type": "eq", "fun": lambda w: w @ v - d0}]
+    w0 = np.maximum(c / n, 1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = minimize(nll, w0 / w0.sum(), constraints=cons, bounds=[(0, 1)] * v.size, method="SLSQP",
+                     options=dict(ftol=1e-15, maxiter=2000))
+    var = (r.x @ (v * v) - d0 * d0) * n / (n - 1)
+    return (d.mean() - d0) / np.sqrt(var / n)
+
+
+def test_the_bounded_score_tests_ends_are_where_the_constrained_fit_puts_z_at_the_critical_value():
+    rng = np.random.default_rng(3607)
+    for n, mean in ((40, 0.95), (60, 0.8), (25, 0.97)):
+        a = rng.beta(2 * mean, 2 * (1 - mean), n).round(2)
+        b = np.where(rng.random(n) < 0.5, a, rng.beta(2 * mean, 2 * (1 - mean), n).round(2))
+        _, _, [(lo, hi)] = bounded_mean_score_test([b - a])
+        assert _npmle_z(b - a, lo[0]) == pytest.approx(ndtri(0.975), abs=1e-4)
+        assert _npmle_z(b - a, hi[0]) == pytest.approx(-ndtri(0.975), abs=1e-4)
 
 
 def test_family_intervals_are_the_score_test_at_the_bonferroni_level():
