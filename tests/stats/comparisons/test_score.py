@@ -330,13 +330,19 @@ def test_study_without_subjects_gates_hold_their_level_at_the_margin(n, err, rho
     seed = 900 + NONE_STUDY.index((n, err, rho, margin))
     ni, eq, wald = none_gate_rates(n, err, rho, margin, -margin, 20_000, seed)
     power = none_gate_rates(n, err, rho, margin, 0.0, 20_000, seed + 50)[0].mean()
-    for name, hits in (("non-inferior", ni), ("equivalent", eq), ("Wald non-inferior", wald)):
+    study_report(f"n={n} err={err} D={margin}", (("non-inferior", ni), ("equivalent", eq), ("Wald non-inferior", wald)),
+                 f"non-inferior at a gap of 0 {100 * power:.1f}%", hi_max=0.028)
+
+
+def study_report(label, rows, power, *, hi_max):
+    """Print each (name, hits) rate with its 95% Clopper-Pearson interval beside the power; the first two
+    (non-inferior, equivalent) must hold 2.5% (lower bound at most 2.5%, upper at most ``hi_max``)."""
+    for name, hits in rows:
         rate, lo, hi = rate_ci(hits, hits.size, level=0.95)
-        print(f"n={n} err={err} D={margin}: {name} at the margin {100 * rate:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]; "
-              f"non-inferior at a gap of 0 {100 * power:.1f}%")
-    for hits in (ni, eq):
+        print(f"{label}: {name} at the margin {100 * rate:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]; {power}")
+    for name, hits in rows[:2]:
         rate, lo, hi = rate_ci(hits, hits.size, level=0.95)
-        assert lo <= 0.025 and hi <= 0.028, (n, err, rate, lo, hi)
+        assert lo <= 0.025 and hi <= hi_max, (label, name, rate, lo, hi)
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,10 +415,5 @@ def test_study_fractional_gates_hold_their_level_at_the_margin(label, sizes, mea
     seed = zlib.crc32(label.encode())
     ni, eq, t = frac_gate_rates(sizes, mean_a, k, rho, margin, -margin, 4_000, seed)
     p_score, _, p_t = frac_gate_rates(sizes, mean_a, k, rho, margin, 0.0, 4_000, seed + 1)
-    for name, hits in (("non-inferior", ni), ("equivalent", eq), ("t non-inferior", t)):
-        rate, lo, hi = rate_ci(hits, hits.size, level=0.95)
-        print(f"{label}: {name} at the margin {100 * rate:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]; non-inferior at a "
-              f"gap of 0: score {100 * p_score.mean():.1f}%, t {100 * p_t.mean():.1f}%")
-    for hits in (ni, eq):
-        rate, lo, hi = rate_ci(hits, hits.size, level=0.95)
-        assert lo <= 0.025 and hi <= 0.030, (label, rate, lo, hi)
+    study_report(label, (("non-inferior", ni), ("equivalent", eq), ("t non-inferior", t)),
+                 f"non-inferior at a gap of 0: score {100 * p_score.mean():.1f}%, t {100 * p_t.mean():.1f}%", hi_max=0.030)
