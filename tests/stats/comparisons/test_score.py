@@ -411,9 +411,12 @@ FRAC_STUDY = [("14 x 8, 0.95, k 2", [8] * 14, 0.95, 2, 0.7, 0.05), ("5 x 20, 0.9
 @pytest.mark.parametrize("label, sizes, mean_a, k, rho, margin", FRAC_STUDY, ids=[s[0] for s in FRAC_STUDY])
 def test_study_fractional_gates_hold_their_level_at_the_margin(label, sizes, mean_a, k, rho, margin):
     """4,000 runs per setting at a true gap of exactly -D (the bounded score test costs about 40 passes over
-    the items per run). Figures: docs/ci-gate.md (-s prints them)."""
+    the items per run; 283 CPU s for this grid and the one above). Measured (2026-11-28, -s prints them):
+    non-inferior 1.00%, 1.43%, 0.15%, 2.08%, 2.33%, 2.35%, 2.53% (t 5.00%, 4.08%, 4.12%, 2.95%, 2.85%, 2.53%,
+    2.55%); docs/ci-gate.md. At 4,000 runs a rate of exactly 2.5% has a Clopper-Pearson upper bound of 3.03%,
+    so the check is: not significantly above 2.5%, upper bound at most 3.1%."""
     seed = zlib.crc32(label.encode())
     ni, eq, t = frac_gate_rates(sizes, mean_a, k, rho, margin, -margin, 4_000, seed)
     p_score, _, p_t = frac_gate_rates(sizes, mean_a, k, rho, margin, 0.0, 4_000, seed + 1)
     study_report(label, (("non-inferior", ni), ("equivalent", eq), ("t non-inferior", t)),
-                 f"non-inferior at a gap of 0: score {100 * p_score.mean():.1f}%, t {100 * p_t.mean():.1f}%", hi_max=0.030)
+                 f"non-inferior at a gap of 0: score {100 * p_score.mean():.1f}%, t {100 * p_t.mean():.1f}%", hi_max=0.031)
