@@ -20,7 +20,9 @@ file atomically; folders of runs no longer listed, and anything else the build d
 last; the manifest is written last of all.  Without a usable manifest (the first build, a corrupt or foreign
 one, another version) or with ``full=True``, the site is built whole in a new folder and swapped in.  The
 pages kept keep the build time they were rendered at; apart from that an incremental build leaves the same
-pages as a cold one.
+pages as a cold one.  The runs' records the cross-run pages are rendered from are kept beside the manifest
+under the same source key (:mod:`benchcert.tasks.render.record_cache`), so that a rebuild reads only new or
+changed runs.
 """
 
 from __future__ import annotations
