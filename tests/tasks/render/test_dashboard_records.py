@@ -5,8 +5,11 @@ run's record is replaced; a corrupt, foreign or edited records file means every 
 from __future__ import annotations
 
 import json
-import orjson
 
+import orjson
+import pytest
+
+from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render import run_records
 from benchcert.tasks.render.dashboard import build_site
 from benchcert.tasks.render.record_cache import RECORDS_FILE, RecordCache
@@ -102,3 +105,23 @@ def test_a_corrupt_foreign_or_edited_records_file_means_every_summary_is_read(ar
     read = _count_reads(monkeypatch)
     build_site(arts, site, now=NOW, full=True)
     assert len(read) == n
+
+
+def test_the_collector_paused_for_a_build_is_restored_after_it(arts, tmp_path, monkeypatch):
+    import gc
+
+    seen = []
+    monkeypatch.setattr(run_records, "_parse_run", lambda *a, _p=run_records._parse_run: (seen.append(gc.isenabled()),
+                                                                                          _p(*a))[1])
+    assert gc.isenabled()
+    build_site(arts, tmp_path / "site", now=NOW)
+    assert gc.isenabled() and seen and not any(seen)  # paused while the runs were read, on again after
+    gc.disable()
+    try:
+        build_site(arts, tmp_path / "site", now=NOW, full=True)
+        assert not gc.isenabled()  # a caller's paused collector stays paused
+    finally:
+        gc.enable()
+    with pytest.raises(UsageError):  # and restored when the build fails
+        build_site(arts, tmp_path / "site", now=NOW, max_trend_runs=0)
+    assert gc.isenabled()
