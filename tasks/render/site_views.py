@@ -99,8 +99,13 @@ class SiteData:
     def run_href(self, run: RunRecord) -> str:
         return href(self.bench_dir[run.benchmark], safe_component(run.run_id)) + "/index.html"
 
+    @functools.cached_property
+    def _bench_methods(self) -> dict[str, str | None]:
+        # once per benchmark: the model and training-run pages ask for it once per (model, benchmark)
+        return {bench: choose_method(runs[-1], self.methods) for bench, runs in self.by_bench.items()}
+
     def method(self, bench: str):
-        return choose_method(self.by_bench[bench][-1], self.methods)
+        return self._bench_methods[bench]
 
 
 def site_data(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str], methods, generated: str,
