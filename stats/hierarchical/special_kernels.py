@@ -1,0 +1,73 @@
+"""The trigamma functions of :mod:`.special`, compiled by numba: one pass over the array instead of
+about twenty array operations (and their temporaries) of the numpy forms.
+
+Each kernel takes, element by element, the same IEEE operations in the same order as its numpy
+form in :mod:`.special` (the lift by the recurrence, at most ``floor`` steps, then the series,
+with the same constants): numba compiles without fast-math, so no operation is fused or
+reordered and the results are **the same bits** (tests/stats/hierarchical/test_special_compiled.py
+checks it on every range and special value). So whether a call takes the compiled or the numpy
+form changes nothing but its cost, and :mod:`.special` may choose either for any call.
+
+Compiled with ``cache=True`` (once per machine, in ``__pycache__`` or numba's user cache), like the
+store read's loops (tasks/store/dense_kernels.py); this module is imported only when a process has
+fits enough to pay numba's start (:func:`benchcert.stats.hierarchical.special.prepare_compiled`).
+"""
+
+from __future__ import annotations
+
+import numba
+
+# The series' coefficients, computed as in special.py (the same doubles).
+_M30 = -1.0 / 30
+_P30 = 1.0 / 30
+_P42 = 1.0 / 42
+_P6 = 1.0 / 6
+
+
+@numba.vectorize(["float64(float64)"], cache=True)
+def trigamma(x):  # pragma: no cover - compiled; tested against special._trigamma's numpy form
+    """:func:`benchcert.stats.hierarchical.special._trigamma`, element by element."""
+    z = x
+    acc = 0.0
+    steps = 0
+    while steps < 10 and z < 10:
+        acc += 1.0 / (z * z)
+        z += 1.0
+        steps += 1
+    r = 1.0 / z
+    r2 = r * r
+    poly = r2 * 5.0
+    poly = poly / 66
+    poly = (poly + _M30) * r2
+    poly = (poly + _P42) * r2
+    poly = (poly + _M30) * r2
+    poly = poly + _P6
+    poly = poly * (r * r2)
+    head = r2 * 0.5
+    head = head + r
+    head = head + poly
+    return acc + head
+
+
+@numba.vectorize(["float64(float64)"], cache=True)
+def trigamma_rough(x):  # pragma: no cover - compiled; tested against special._trigamma_rough's numpy form
+    """:func:`benchcert.stats.hierarchical.special._trigamma_rough`, element by element."""
+    z = x
+    acc = 0.0
+    steps = 0
+    while steps < 6 and z < 6:
+        acc += 1.0 / (z * z)
+        z += 1.0
+        steps += 1
+    r = 1.0 / z
+    r2 = r * r
+    poly = r2 / 42.0
+    poly = poly - _P30
+    poly = poly * r2
+    poly = poly + _P6
+    poly = poly * r
+    poly = poly + 0.5
+    poly = poly * r2
+    poly = poly + r
+    return acc + poly
+
