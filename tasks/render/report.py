@@ -258,17 +258,47 @@ class _FragmentChecker(HTMLParser):
 #: starts with a scheme or //, and any character reference but those escape.py writes (a reference
 #: could spell a scheme). A fragment with none of these cannot fail the check, so it is not parsed:
 #: parsing every tag in Python took about 1 s of the collation of a 4,000-model report.
+#: A value starting with a scheme is a candidate only if it starts with http:, https: or // (any
+#: attribute) or its attribute is a URL one (:func:`_suspect` reads the name before the =): the
+#: charts' style="max-width:..." made every section with a chart a candidate (issue #40).
 _SUSPECT = re.compile(
     r"<\s*/?\s*(?:" + "|".join(sorted(_FORBIDDEN_TAGS)) + r")\b"
     r"|[\s\"'/]on[\w.:-]*\s*="
     r"|url\s*\(|@import"
-    r"|=\s*[\"']?\s*(?:[a-z][a-z0-9+.\-]*:|//|\\\\)"
+    r"|=\s*[\"']?\s*(?P<scheme>[a-z][a-z0-9+.\-]*:|//|\\\\)"
     r"|&(?!(?:amp|lt|gt|quot|apos|nbsp|#x27|#39|#34|#x22);)",
     re.IGNORECASE)
 
 
+#: Characters (with any white space) that end an attribute's name read backwards from its =:
+#: HTMLParser's names start after white space, a quote or a /, and no URL attribute's name holds one.
+_NAME_STOP = frozenset("/=><\"'")
+
+
+def _name_before(text: str, end: int) -> str:
+    """The attribute name before the = (or run of =) ending at ``end``, lower-cased."""
+    i = end
+    while i > 0 and (text[i - 1] == "=" or text[i - 1].isspace()):
+        i -= 1
+    j = i
+    while j > 0 and text[j - 1] not in _NAME_STOP and not text[j - 1].isspace():
+        j -= 1
+    return text[j:i].lower()
+
+
+def _suspect(fragment: str) -> bool:
+    """Whether ``fragment`` holds a candidate of :data:`_SUSPECT` (a superset of what
+    :class:`_FragmentChecker` flags)."""
+    for m in _SUSPECT.finditer(fragment):
+        scheme = m.group("scheme")
+        if scheme is None or scheme.lower() in ("http:", "https:", "//") or \
+                _name_before(fragment, m.start() + 1) in _URL_ATTRS:
+            return True
+    return False
+
+
 def _check_fragment(fragment: str, where: str) -> None:
-    if not _SUSPECT.search(fragment):
+    if not _suspect(fragment):
         return
     checker = _FragmentChecker()
     checker.feed(fragment)

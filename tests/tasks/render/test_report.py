@@ -287,3 +287,25 @@ def test_long_fragments_are_checked_whole():
                       generated_at="now")
     render_report(title="t", meta={}, sections=[Section("s", filler + "<p>O&#x27;Brien &amp; co</p>" + filler)],
                   generated_at="now")
+
+
+def test_a_chart_style_is_no_candidate_but_scheme_values_of_url_attributes_are(monkeypatch):
+    """A value starting with a scheme-like word is a candidate only on a URL attribute, or if it is
+    http:, https: or // (issue #40: every chart's style="max-width:..." made its whole section be
+    parsed). The attribute's name is read back from its = however the tag spells it."""
+    from benchcert.tasks.render import report as R
+
+    chart = '<svg style="max-width:100%;height:auto"><text x="1">a: b</text></svg>'
+    parsed = []
+    monkeypatch.setattr(R, "_FragmentChecker", lambda: parsed.append(1) or HTMLParser())
+    R._check_fragment(chart * 50, "chart")
+    assert parsed == []
+    monkeypatch.undo()
+    refused = ['<a x="1"href="javascript:x()">a</a>', "<a href==javascript:x>a</a>", "<img SRC = ' data2:x'>",
+               '<p style="https://x.test/">p</p>', '<svg><use xlink:href="vbscript:x"/></svg>',
+               "<a title=a\nHREF\n=\n'\\\\x.test\\a'>a</a>",
+               '<p title="//x.test">p</p>', '<img/src="javascript:x">']
+    for bad in refused:
+        assert R._suspect(chart + bad), bad
+        with pytest.raises(ValueError, match="URL"):
+            R._check_fragment(chart + bad, "s")
