@@ -255,8 +255,8 @@ class _FragmentChecker(HTMLParser):
 
 #: What :class:`_FragmentChecker` could flag, as a superset found by one regular-expression
 #: search: a forbidden tag, an attribute named on..., url( or @import, an attribute value that
-#: starts with a scheme or //, and any character reference but those escape.py writes (a reference
-#: could spell a scheme). A fragment with none of these cannot fail the check, so it is not parsed:
+#: starts with a scheme or //, and any character reference but those escape.py writes and the
+#: renderers' &minus; &middot; &alpha; &ge; (a reference could spell a scheme; these four cannot). A fragment with none of these cannot fail the check, so it is not parsed:
 #: parsing every tag in Python took about 1 s of the collation of a 4,000-model report.
 #: A value starting with a scheme is a candidate only if it starts with http:, https: or // (any
 #: attribute) or its attribute is a URL one (:func:`_suspect` reads the name before the =): the
@@ -266,7 +266,7 @@ _SUSPECT = re.compile(
     r"|[\s\"'/]on[\w.:-]*\s*="
     r"|url\s*\(|@import"
     r"|=\s*[\"']?\s*(?P<scheme>[a-z][a-z0-9+.\-]*:|//|\\\\)"
-    r"|&(?!(?:amp|lt|gt|quot|apos|nbsp|#x27|#39|#34|#x22);)",
+    r"|&(?!(?:amp|lt|gt|quot|apos|nbsp|#x27|#39|#34|#x22|minus|middot|alpha|ge);)",
     re.IGNORECASE)
 
 

@@ -309,3 +309,12 @@ def test_a_chart_style_is_no_candidate_but_scheme_values_of_url_attributes_are(m
         assert R._suspect(chart + bad), bad
         with pytest.raises(ValueError, match="URL"):
             R._check_fragment(chart + bad, "s")
+
+
+def test_the_renderers_math_references_are_no_candidates(monkeypatch):
+    """The references the renderers write (&minus; in the comparisons' caption, issue #40) cannot spell a
+    scheme: a section with them is not parsed; another reference still makes it a candidate."""
+    from benchcert.tasks.render import report as R
+
+    assert not R._suspect("<p>Gap = model &minus; versus &middot; &alpha; &ge; 0</p>")
+    assert R._suspect("<p>Gap = model &minus; versus &colon;</p>")
