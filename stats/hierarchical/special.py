@@ -1,7 +1,7 @@
 """The trigamma function psi_1, vectorised for the beta likelihoods' Newton steps: an exact
 form (bit for bit the former series) and a rougher, cheaper one for the profile search; each in
 numpy and, once a process has fits enough (:func:`prepare_compiled`), compiled by numba
-(:mod:`.special_kernels`: the same operations, so the same bits, in one pass)."""
+(:mod:`.compiled`: the same operations, so the same bits, in one pass)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ _kernels: dict = {"module": None, "unavailable": None}
 
 
 def prepare_compiled(cells: int) -> bool:
-    """Load the compiled trigamma kernels if a fitting call of ``cells`` cells pays for them (see
-    :data:`_COMPILED_MIN_CELLS`); True when they are in use. Every later call of :func:`_trigamma`
-    and :func:`_trigamma_rough` in the process takes them: they give the numpy forms' bits, so only
-    the cost depends on which form runs."""
+    """Load the compiled kernels (:mod:`.compiled`) if a fitting call of ``cells`` cells pays for them
+    (see :data:`_COMPILED_MIN_CELLS`); True when they are in use. Every later call of :func:`_trigamma`,
+    :func:`_trigamma_rough` and of the joint bound's knapsack in the process takes them: they give the
+    numpy forms' bits, so only the cost depends on which form runs."""
     if _kernels["module"] is not None:
         return True
     if _kernels["unavailable"] is not None:
@@ -31,14 +31,16 @@ def prepare_compiled(cells: int) -> bool:
     if cells < (_COMPILED_WARM_CELLS if "numba" in sys.modules else _COMPILED_MIN_CELLS):
         return False
     try:
-        from . import special_kernels
+        from . import compiled
 
-        special_kernels.trigamma(np.ones(1))  # compiled (or loaded from numba's cache) here, not mid-fit
-        special_kernels.trigamma_rough(np.ones(1))
+        compiled.trigamma(np.ones(1))  # compiled (or loaded from numba's cache) here, not mid-fit
+        compiled.trigamma_rough(np.ones(1))
+        compiled.knapsack_best(np.zeros((1, 1, 1), dtype=np.int64), np.ones((1, 1, 1), dtype=bool),
+                               np.ones((1, 1), dtype=bool), np.ones((1, 1)), np.ones(1), 1)
     except Exception as exc:  # noqa: BLE001 - numba cannot compile or cache here: numpy's forms, same bits
         _kernels["unavailable"] = f"{type(exc).__name__}: {exc}"
         return False
-    _kernels["module"] = special_kernels
+    _kernels["module"] = compiled
     return True
 
 

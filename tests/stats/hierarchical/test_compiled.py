@@ -1,4 +1,4 @@
-"""The compiled trigamma kernels (stats/hierarchical/special_kernels.py, issue #40) give the numpy
+"""The compiled trigamma kernels (stats/hierarchical/compiled.py, issue #40) give the numpy
 forms' bits, so a fit's results do not depend on which form a process runs.
 
 A kernel that reordered or fused one operation would differ in the last bit on some of the
@@ -8,6 +8,7 @@ subnormal, huge and special values), and the fits compared at the end would then
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 
 from benchcert.stats.hierarchical import fit as HF, special as HS
 
-kernels = pytest.importorskip("benchcert.stats.hierarchical.special_kernels")
+kernels = pytest.importorskip("benchcert.stats.hierarchical.compiled")
 
 
 def _values():
@@ -47,15 +48,18 @@ def test_kernel_gives_the_numpy_forms_bits(numpy_forms, name, numpy_form):
 
 
 def test_prepare_compiled_waits_for_enough_cells(monkeypatch):
-    monkeypatch.setitem(HS._kernels, "module", None)
-    monkeypatch.setitem(HS._kernels, "unavailable", None)
-    monkeypatch.delitem(__import__("sys").modules, "numba", raising=False)
-    assert not HS.prepare_compiled(HS._COMPILED_MIN_CELLS - 1)
-    assert HS._kernels["module"] is None
-    assert HS.prepare_compiled(HS._COMPILED_MIN_CELLS)
-    assert HS._kernels["module"] is kernels
+    """Without numba running, a call starts the kernels from _COMPILED_MIN_CELLS cells; with it, from
+    _COMPILED_WARM_CELLS."""
+    for running, least in ((False, HS._COMPILED_MIN_CELLS), (True, HS._COMPILED_WARM_CELLS)):
+        monkeypatch.setitem(HS._kernels, "module", None)
+        monkeypatch.setitem(HS._kernels, "unavailable", None)
+        monkeypatch.setattr(HS, "sys", types.SimpleNamespace(modules={"numba": None} if running else {}))
+        assert not HS.prepare_compiled(least - 1)
+        assert HS._kernels["module"] is None
+        assert HS.prepare_compiled(least)
+        assert HS._kernels["module"] is kernels
     x = np.linspace(0.01, 50.0, 1001)
-    assert HS._trigamma(x) is not None and np.array_equal(HS._trigamma(x), kernels.trigamma(x))
+    np.testing.assert_array_equal(HS._trigamma(x), kernels.trigamma(x))
 
 
 def test_fits_and_bounds_are_the_same_bits_compiled_or_not(monkeypatch):
@@ -81,3 +85,26 @@ def test_fits_and_bounds_are_the_same_bits_compiled_or_not(monkeypatch):
     for p, c in zip(plain, compiled):
         for field in ("a", "b", "nu", "mean", "loglik", "nu_lower", "s2_upper", "profile"):
             np.testing.assert_array_equal(getattr(c, field), getattr(p, field), err_msg=field)
+
+
+def test_knapsack_gives_the_numpy_loops_bits(monkeypatch):
+    """joint_subject_bound with the compiled knapsack (one model at a time) against the numpy loop over
+    domains and grid intervals, on profiles with worst-case domains, unanswered domains, unaffordable
+    and free intervals, over several blocks of models."""
+    from benchcert.stats.hierarchical import profile as HP
+
+    rng = np.random.default_rng(11)
+    d, mdl, gi = 6, 900, HP._W_GRID.size - 1
+    w_hat = rng.uniform(-2.0, 8.0, (d, mdl, 1))
+    prof = np.maximum(0.0, 3.0 * (HP._W_GRID[None, None, :-1] - w_hat) ** 2 * rng.uniform(0.2, 3.0, (d, mdl, 1)))
+    prof[rng.random((d, mdl, gi)) < 0.05] = np.inf
+    prof[0, :40] = np.inf  # worst-case domains
+    a2 = rng.uniform(0.0, 0.3, (d, mdl))
+    a2[1, 40:80] = 0.0  # unanswered
+    monkeypatch.setattr(HP, "_KNAPSACK_CELLS", d * gi * 250)  # four blocks
+    monkeypatch.setitem(HS._kernels, "module", None)
+    plain = HP.joint_subject_bound(prof, a2, alpha=0.01)
+    monkeypatch.setitem(HS._kernels, "module", kernels)
+    compiled = HP.joint_subject_bound(prof, a2, alpha=0.01)
+    np.testing.assert_array_equal(compiled, plain)
+    assert np.ptp(plain) > 0.1  # the bounds differ between models: the test reads every model's own

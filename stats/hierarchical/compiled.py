@@ -1,10 +1,12 @@
-"""The trigamma functions of :mod:`.special`, compiled by numba: one pass over the array instead of
-about twenty array operations (and their temporaries) of the numpy forms.
+"""Compiled by numba: the trigamma functions of :mod:`.special` (one pass over the array instead of
+about twenty array operations and their temporaries) and the knapsack of
+:func:`.profile.joint_subject_bound` (one model at a time, its budget row in cache, instead of a
+gathered (models, bins) window per domain and grid interval).
 
 Each kernel takes, element by element, the same IEEE operations in the same order as its numpy
 form in :mod:`.special` (the lift by the recurrence, at most ``floor`` steps, then the series,
 with the same constants): numba compiles without fast-math, so no operation is fused or
-reordered and the results are **the same bits** (tests/stats/hierarchical/test_special_compiled.py
+reordered and the results are **the same bits** (tests/stats/hierarchical/test_compiled.py
 checks it on every range and special value). So whether a call takes the compiled or the numpy
 form changes nothing but its cost, and :mod:`.special` may choose either for any call.
 
@@ -16,6 +18,7 @@ fits enough to pay numba's start (:func:`benchcert.stats.hierarchical.special.pr
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 # The series' coefficients, computed as in special.py (the same doubles).
 _M30 = -1.0 / 30
@@ -71,3 +74,32 @@ def trigamma_rough(x):  # pragma: no cover - compiled; tested against special._t
     poly = poly + r
     return acc + poly
 
+
+
+@numba.njit(cache=True)
+def knapsack_best(cost, useful, use, a, s2j, nb):  # pragma: no cover - compiled; tested against the numpy loop
+    """``best[m, nb]`` of :func:`benchcert.stats.hierarchical.profile._joint_block`'s knapsack per model m:
+    the same additions best[b - c] + a s2j and maxima, domain after domain (no NaN in ``a`` or ``s2j``:
+    numpy's maximum and this comparison agree only without NaN, which the caller checks)."""
+    d, mdl, gi = cost.shape
+    out = np.empty(mdl)
+    best = np.empty(nb + 1)
+    new = np.empty(nb + 1)
+    for m in range(mdl):
+        best[:] = 0.0
+        for dd in range(d):
+            if not use[dd, m]:
+                continue
+            new[:] = -np.inf
+            for j in range(gi):
+                if not useful[dd, m, j]:
+                    continue
+                c = cost[dd, m, j]
+                v = a[dd, m] * s2j[j]
+                for b in range(c, nb + 1):
+                    x = best[b - c] + v
+                    if x > new[b]:
+                        new[b] = x
+            best[:] = new
+        out[m] = best[nb]
+    return out
