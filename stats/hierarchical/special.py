@@ -9,26 +9,29 @@ import sys
 
 import numpy as np
 
-#: Cells (fits x subjects) of one fitting call from which it starts the compiled kernels when numba is
-#: not yet running in this process: its start costs about 0.5 CPU s, and the kernels save about
-#: 1.5 us a cell (30 us a fit of 20 subjects; issue #40). Once numba runs (the store read of a large
-#: audit starts it) loading the kernels costs milliseconds, and calls from _COMPILED_WARM_CELLS start them.
+#: Cells (fits x subjects) of the fitting calls of a process from which they start the compiled kernels
+#: when numba is not yet running in it: its start costs about 0.5 CPU s, and the kernels save about
+#: 1.5 us a cell (30 us a fit of 20 subjects, and most of the joint bound's knapsack; issue #40). Once
+#: numba runs (the store read of a large audit starts it) loading the kernels costs milliseconds, and
+#: they start from _COMPILED_WARM_CELLS. The cells add up over the calls (an out-of-core audit fits
+#: blocks of models, one call each).
 _COMPILED_MIN_CELLS = 1 << 19
 _COMPILED_WARM_CELLS = 1 << 14
-#: The compiled kernels once loaded ("module"), or why they cannot be ("unavailable").
-_kernels: dict = {"module": None, "unavailable": None}
+#: The compiled kernels once loaded ("module"), or why they cannot be ("unavailable"); the cells so far.
+_kernels: dict = {"module": None, "unavailable": None, "cells": 0}
 
 
 def prepare_compiled(cells: int) -> bool:
-    """Load the compiled kernels (:mod:`.compiled`) if a fitting call of ``cells`` cells pays for them
-    (see :data:`_COMPILED_MIN_CELLS`); True when they are in use. Every later call of :func:`_trigamma`,
+    """Load the compiled kernels (:mod:`.compiled`) once the fitting calls of this process, this one of
+    ``cells`` cells included, pay for them (see :data:`_COMPILED_MIN_CELLS`); True when they are in use. Every later call of :func:`_trigamma`,
     :func:`_trigamma_rough` and of the joint bound's knapsack in the process takes them: they give the
     numpy forms' bits, so only the cost depends on which form runs."""
     if _kernels["module"] is not None:
         return True
     if _kernels["unavailable"] is not None:
         return False
-    if cells < (_COMPILED_WARM_CELLS if "numba" in sys.modules else _COMPILED_MIN_CELLS):
+    _kernels["cells"] += cells
+    if _kernels["cells"] < (_COMPILED_WARM_CELLS if "numba" in sys.modules else _COMPILED_MIN_CELLS):
         return False
     try:
         from . import compiled

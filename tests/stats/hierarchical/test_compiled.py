@@ -48,15 +48,17 @@ def test_kernel_gives_the_numpy_forms_bits(numpy_forms, name, numpy_form):
 
 
 def test_prepare_compiled_waits_for_enough_cells(monkeypatch):
-    """Without numba running, a call starts the kernels from _COMPILED_MIN_CELLS cells; with it, from
-    _COMPILED_WARM_CELLS."""
+    """Without numba running, the fitting calls start the kernels once their cells add up to
+    _COMPILED_MIN_CELLS; with it, to _COMPILED_WARM_CELLS."""
     for running, least in ((False, HS._COMPILED_MIN_CELLS), (True, HS._COMPILED_WARM_CELLS)):
         monkeypatch.setitem(HS._kernels, "module", None)
         monkeypatch.setitem(HS._kernels, "unavailable", None)
+        monkeypatch.setitem(HS._kernels, "cells", 0)
         monkeypatch.setattr(HS, "sys", types.SimpleNamespace(modules={"numba": None} if running else {}))
-        assert not HS.prepare_compiled(least - 1)
+        assert not HS.prepare_compiled(least // 2)
+        assert not HS.prepare_compiled(least // 2 - 1)
         assert HS._kernels["module"] is None
-        assert HS.prepare_compiled(least)
+        assert HS.prepare_compiled(1)  # the calls' cells add up
         assert HS._kernels["module"] is kernels
     x = np.linspace(0.01, 50.0, 1001)
     np.testing.assert_array_equal(HS._trigamma(x), kernels.trigamma(x))
