@@ -27,17 +27,24 @@ _P42 = 1.0 / 42
 _P6 = 1.0 / 6
 
 
-@numba.vectorize(["float64(float64)"], cache=True)
-def trigamma(x):  # pragma: no cover - compiled; tested against special._trigamma's numpy form
-    """:func:`benchcert.stats.hierarchical.special._trigamma`, element by element."""
+@numba.njit(cache=True)
+def _lift(x, floor):  # pragma: no cover - compiled
+    """(1 / z, acc): :func:`benchcert.stats.hierarchical.special._trigamma_lift` of one value (x lifted
+    to >= floor in at most floor steps of the recurrence, acc the terms 1/x^2 taken on the way)."""
     z = x
     acc = 0.0
     steps = 0
-    while steps < 10 and z < 10:
+    while steps < floor and z < floor:
         acc += 1.0 / (z * z)
         z += 1.0
         steps += 1
-    r = 1.0 / z
+    return 1.0 / z, acc
+
+
+@numba.vectorize(["float64(float64)"], cache=True)
+def trigamma(x):  # pragma: no cover - compiled; tested against special._trigamma's numpy form
+    """:func:`benchcert.stats.hierarchical.special._trigamma`, element by element."""
+    r, acc = _lift(x, 10.0)
     r2 = r * r
     poly = r2 * 5.0
     poly = poly / 66
@@ -55,14 +62,7 @@ def trigamma(x):  # pragma: no cover - compiled; tested against special._trigamm
 @numba.vectorize(["float64(float64)"], cache=True)
 def trigamma_rough(x):  # pragma: no cover - compiled; tested against special._trigamma_rough's numpy form
     """:func:`benchcert.stats.hierarchical.special._trigamma_rough`, element by element."""
-    z = x
-    acc = 0.0
-    steps = 0
-    while steps < 6 and z < 6:
-        acc += 1.0 / (z * z)
-        z += 1.0
-        steps += 1
-    r = 1.0 / z
+    r, acc = _lift(x, 6.0)
     r2 = r * r
     poly = r2 / 42.0
     poly = poly - _P30
