@@ -5,11 +5,14 @@ Writes a synthetic artifacts root (not timed): ``--benchmarks`` benchmarks (defa
 each (default 200), every run a summary.json, manifest.json and report.html as an audit writes them, with
 ``--models`` models (default 10: a baseline, 8 others and one new checkpoint ``org/ckpt@step-N`` per run, so
 the training run grows to ``--runs`` checkpoints), each score with four comparator intervals and its headline,
-ranks, two recorded checkpoint verdicts per run and a score move every tenth run.  Then it times
-``build_site`` on it (wall and CPU seconds of this process, peak RSS), and, as a reference measured in the same
-run, copying the files the build copies (every run's report.html, summary.json and manifest.json) into a fresh
-tree: the part of the build no page rendering can avoid.  Printed: both figures, their ratio, the number of
-pages, the overview page's size and the whole site's, and the load average before and after.
+ranks, two recorded checkpoint verdicts per run and a score move every tenth run.  Then it times (wall and CPU
+seconds of this process, the kernel's share) ``build_site`` twice: a cold build into a new folder (every page
+rendered, every run file linked), and, after a nightly adds one run to every benchmark (not timed), the
+incremental rebuild of that site (the new runs and the cross-run pages rendered, the unchanged run folders
+taken over from the previous site, tasks/render/site_cache.py).  The reference, measured in the same run:
+copying every run's report.html, summary.json and manifest.json into a fresh tree (what a build that copies
+the run files could not avoid).  Printed: each build against the target and the reference, the runs reused,
+the overview page's size and the whole site's, peak RSS and the load average before and after.
 
 Targets (issue #37): the build at most 10 s and the overview (index.html) under 2 MB for 50 x 200.  A busy
 machine inflates wall time but not CPU time; compare CPU seconds across noisy runs.  No test asserts these.
@@ -67,32 +70,52 @@ def _summary(bench: str, run_id: str, created: str, k: int, models: list[str], p
                         "regressions": [m["model"] for m in moves]}}
 
 
+def _run_id(b: int, k: int) -> tuple[str, str]:
+    """Run ``k`` of benchmark ``b``: its id and its finish time (two runs a day)."""
+    finished = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc) + dt.timedelta(days=k // 2, hours=b % 12, minutes=k % 2)
+    return (f"{finished.strftime('%Y%m%dT%H%M%S000Z')}-{b:03d}{k:03d}",
+            finished.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+
+
+def _write_run(root: Path, b: int, k: int, n_models: int, report: str) -> None:
+    """Run ``k`` of benchmark ``b`` as an audit publishes it (summary.json, manifest.json, report.html)."""
+    bench = f"bench{b:02d}"
+    run_id, created = _run_id(b, k)
+    prev = _run_id(b, k - 1)[0] if k else None
+    run_dir = root / bench / run_id
+    run_dir.mkdir(parents=True)
+    models = ["org/base"] + [f"lab{j}/model-{j}" for j in range(n_models - 2)] + [f"org/ckpt@step-{1000 * (k + 1)}"]
+    (run_dir / "summary.json").write_text(json.dumps(_summary(bench, run_id, created, k, models, prev)))
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "benchcert_version": "bench", "run_id": run_id, "flow_run_id": None, "benchmark": bench,
+        "status": "completed", "started_at": created, "finished_at": created, "config": {},
+        "sources": [{"path": f"/logs/{bench}/{k}.csv", "sha256": "ab" * 32, "format": "csv",
+                     "rows_added": 20000, "ingested_at": created}], "tables": [],
+        "files": ["summary.json", "manifest.json", "report.html"], "timings_s": {}}))
+    (run_dir / "report.html").write_text(report)
+
+
+def _report(report_kb: int) -> str:
+    return "<!DOCTYPE html><html><body>" + "<p>report text</p>" * (report_kb * 1024 // 18) + "</body></html>"
+
+
 def write_artifacts(root: Path, n_bench: int, n_runs: int, n_models: int, report_kb: int) -> None:
     from benchcert.tasks.artifacts.runs import refresh_index
 
-    t0 = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
-    report = "<!DOCTYPE html><html><body>" + "<p>report text</p>" * (report_kb * 1024 // 18) + "</body></html>"
-    others = ["org/base"] + [f"lab{j}/model-{j}" for j in range(n_models - 2)]
+    report = _report(report_kb)
     for b in range(n_bench):
-        bench = f"bench{b:02d}"
-        prev = None
         for k in range(n_runs):
-            finished = t0 + dt.timedelta(days=k // 2, hours=b % 12, minutes=k % 2)
-            stamp = finished.strftime("%Y%m%dT%H%M%S000Z")
-            run_id = f"{stamp}-{b:03d}{k:03d}"
-            run_dir = root / bench / run_id
-            run_dir.mkdir(parents=True)
-            created = finished.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            models = others + [f"org/ckpt@step-{1000 * (k + 1)}"]
-            (run_dir / "summary.json").write_text(json.dumps(_summary(bench, run_id, created, k, models, prev)))
-            (run_dir / "manifest.json").write_text(json.dumps({
-                "benchcert_version": "bench", "run_id": run_id, "flow_run_id": None, "benchmark": bench,
-                "status": "completed", "started_at": created, "finished_at": created, "config": {},
-                "sources": [{"path": f"/logs/{bench}/{k}.csv", "sha256": "ab" * 32, "format": "csv",
-                             "rows_added": 20000, "ingested_at": created}], "tables": [],
-                "files": ["summary.json", "manifest.json", "report.html"], "timings_s": {}}))
-            (run_dir / "report.html").write_text(report)
-            prev = run_id
+            _write_run(root, b, k, n_models, report)
+    refresh_index(root)
+
+
+def add_nightly(root: Path, n_bench: int, k: int, n_models: int, report_kb: int) -> None:
+    """What a nightly adds: run ``k`` of every benchmark (and the index listing it)."""
+    from benchcert.tasks.artifacts.runs import refresh_index
+
+    report = _report(report_kb)
+    for b in range(n_bench):
+        _write_run(root, b, k, n_models, report)
     refresh_index(root)
 
 
@@ -118,6 +141,18 @@ def _sys() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_stime
 
 
+def _timed(what: str, build, ref: float, ref_cpu: float):
+    """Run ``build`` once and print its wall and CPU seconds against the target and the copy reference."""
+    cpu0, sys0, t = _cpu(), _sys(), time.perf_counter()
+    report = build()
+    wall, cpu, kernel = time.perf_counter() - t, _cpu() - cpu0, _sys() - sys0
+    print(f"{what}: {wall:.2f} s wall, {cpu:.2f} CPU s ({kernel:.2f} of them in the kernel), {report.pages} pages, "
+          f"{len(report.problems)} problems (target <= {TARGET_S:g} s: {'met' if wall <= TARGET_S else 'NOT met'} "
+          f"by wall, {'met' if cpu <= TARGET_S else 'NOT met'} by CPU); / copy reference = {wall / ref:.2f} (wall), "
+          f"{cpu / max(ref_cpu, 1e-9):.2f} (CPU)")
+    return report
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--benchmarks", type=int, default=50)
@@ -139,27 +174,27 @@ def main(argv=None) -> int:
         ref_cpu0 = _cpu()
         ref = _copy_reference(arts, work / "copy-reference")
         ref_cpu = _cpu() - ref_cpu0
-        cpu0, sys0, t = _cpu(), _sys(), time.perf_counter()
-        report = build_site(arts, work / "site")
-        wall, cpu, kernel = time.perf_counter() - t, _cpu() - cpu0, _sys() - sys0
-        load1 = os.getloadavg()
-        index = (work / "site" / "index.html").stat().st_size
-        total = sum(p.stat().st_size for p in (work / "site").rglob("*") if p.is_file())
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"build_site: {wall:.2f} s wall, {cpu:.2f} CPU s ({kernel:.2f} of them in the kernel), peak RSS {peak:.0f} MB; {report.pages} pages, "
-              f"{report.runs} runs, {len(report.problems)} problems (target <= {TARGET_S:g} s: "
-              f"{'met' if wall <= TARGET_S else 'NOT met'} by wall, {'met' if cpu <= TARGET_S else 'NOT met'} by CPU)")
-        print(f"reference, copying the run files alone: {ref:.2f} s wall, {ref_cpu:.2f} CPU s; build / copy = "
-              f"{wall / ref:.1f} (wall), {cpu / max(ref_cpu, 1e-9):.1f} (CPU)")
+        site = work / "site"
+        cold = _timed("cold build (every page rendered)", lambda: build_site(arts, site), ref, ref_cpu)
+        index = (site / "index.html").stat().st_size
+        total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+        add_nightly(arts, args.benchmarks, args.runs, args.models, args.report_kb)  # not timed: the audits write it
+        warm = _timed("incremental build after a nightly (one new run per benchmark)",
+                      lambda: build_site(arts, site), ref, ref_cpu)
+        print(f"reference, copying the run files alone: {ref:.2f} s wall, {ref_cpu:.2f} CPU s")
+        print(f"runs: {cold.runs} cold, {warm.runs} incremental of which {warm.reused} reused and "
+              f"{warm.runs - warm.reused} rendered")
         print(f"index.html: {index / 1e6:.3f} MB (target < {TARGET_INDEX_BYTES / 1e6:g} MB: "
               f"{'met' if index < TARGET_INDEX_BYTES else 'NOT met'}); whole site {total / 1e6:.0f} MB")
         for name in ("checkpoints.html", "models.html"):
-            print(f"{name}: {(work / 'site' / '_views' / name).stat().st_size / 1e6:.3f} MB")
-        series = next((work / "site" / "_views").glob("series-*.html"), None)
+            print(f"{name}: {(site / '_views' / name).stat().st_size / 1e6:.3f} MB")
+        series = next((site / "_views").glob("series-*.html"), None)
         if series is not None:
             print(f"training-run page: {series.stat().st_size / 1e6:.3f} MB")
-        print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} "
-              f"{load1[2]:.2f} (2 cores shared: a busy machine inflates wall, not CPU)")
+        load1 = os.getloadavg()
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load average before "
+              f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} "
+              "(2 cores shared: a busy machine inflates wall, not CPU)")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

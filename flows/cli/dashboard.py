@@ -26,22 +26,25 @@ def register(sub) -> None:
 
 
 def cmd_dashboard_build(args) -> int:
-    """Write the dashboard of --artifacts into --out (replaced atomically; an existing --out must be empty or
-    an earlier dashboard). Runs that cannot be read are listed as skipped; the rest is built."""
+    """Write the dashboard of --artifacts into --out (an existing --out must be empty or an earlier dashboard,
+    which is updated in place, its unchanged run pages kept, unless --full builds it whole and swaps it in). Runs
+    that cannot be read are listed as skipped; the rest is built."""
     from benchcert.tasks.render.dashboard import DEFAULT_METHODS, build_site
 
     methods = (args.method,) if args.method else DEFAULT_METHODS
     # An unusable --out (OutputFolderError, exit 2) or unreadable artifacts (DashboardError, 1) reach main().
     report = build_site(args.artifacts, args.out, methods=methods, max_trend_runs=args.max_runs,
-                        stale_days=args.stale_days)
+                        stale_days=args.stale_days, full=args.full)
     index = report.out / "index.html"
     if args.json:
         print_json({"out": str(report.out), "index": str(index), "benchmarks": report.benchmarks,
-                    "runs": report.runs, "pages": report.pages, "problems": list(report.problems)})
+                    "runs": report.runs, "runs_reused": report.reused, "pages": report.pages,
+                    "problems": list(report.problems)})
     else:
         for p in report.problems:
             print(f"warning: skipped: {p}", file=sys.stderr)
-        print(f"dashboard: {report.benchmarks} benchmark(s), {report.runs} run(s), {report.pages} page(s)")
+        print(f"dashboard: {report.benchmarks} benchmark(s), {report.runs} run(s), {report.pages} page(s)"
+              + (f"; {report.reused} run page(s) unchanged, taken over from the previous site" if report.reused else ""))
         print(f"open {index}  (or: benchcert dashboard serve --dir {report.out})")
     return EXIT_OK
 
@@ -106,6 +109,9 @@ def register_dashboard(sub) -> None:
     b.add_argument("--max-runs", type=int, default=90, metavar="N", help="runs per trend chart (default 90)")
     b.add_argument("--stale-days", type=int, default=7, metavar="N",
                    help="the overview lists a benchmark as stale when its latest run is older than N days (default 7)")
+    b.add_argument("--full", action="store_true",
+                   help="render every page (default: a run unchanged since the site in --out was built keeps its "
+                        "page, hard-linked from that site)")
     b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
     s = command(dsub, "serve", cmd_dashboard_serve, help="serve a built site over HTTP (loopback by default)")

@@ -4,7 +4,8 @@ Rows are turned into integer codes as they arrive (:class:`~benchcert.tasks.stor
 and appended to the file's rows (:class:`~benchcert.tasks.store.staging.FileRows`); only a 64-bit
 hash of each key is kept aside, in memory, for the within-file duplicate check, and each distinct
 (item, subject, domain) once (:class:`StagedItems`), so every item check runs on a small table.
-The SQL is the store's (tasks/store/staging.py, tasks/store/responses.py).
+The SQL is the store's (tasks/store/staging.py); the checks against the store and the inserts are the
+store's one write (tasks/store/ingest_write.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import numpy as np
 import polars as pl
 
 from benchcert.tasks.ingest.errors import ConflictError
-from benchcert.tasks.store import responses, staging
+from benchcert.tasks.store import staging
 from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, CodeBook
+from benchcert.tasks.store.ingest_write import Contradiction
 from benchcert.tasks.store.staging import FileRows
 
 
@@ -181,21 +183,9 @@ def dup_conflicts(con, book: CodeBook, rows: FileRows) -> list[tuple]:
                                                     "field").iter_rows()]
 
 
-def store_new_codes(con, book: CodeBook, rows: FileRows, *, pruned: bool) -> None:
-    """The models and variants this file named first, if any of its rows that use them was stored.
-
-    Codes are given only to text of validated rows, so unless rows were ``pruned`` afterwards
-    every new code is used and the check against the rows is skipped.
-    """
-    for kind in (MODEL, VARIANT):
-        new = book.new_entries(kind)
-        if new.height:
-            responses.insert_codes(con, kind, new, rows.source_id, used_by=rows if pruned else None)
-
-
-#: The values each stored-value check compares, and their words.
-_CONTRADICTIONS = (("score", "scores", "score"), ("human_score", "human scores", "human score"),
-                   ("parsed", "parse flags", "parsed"))
+#: Each stored-value check's words: the values and one value.
+_WORDS = {"score": ("scores", "score"), "human_score": ("human scores", "human score"),
+          "parsed": ("parse flags", "parsed")}
 
 
 def _shown(value) -> str:
@@ -203,35 +193,28 @@ def _shown(value) -> str:
     return str(value).lower() if isinstance(value, bool) else f"{value:g}"
 
 
-def check_against_store(con, path: Path, overlap: bool, human_column: str | None = None, *,
-                        replace_human: bool = False) -> None:
-    """Refuse the staged file (ConflictError) if it contradicts a stored score, human score, parse flag or item.
+def conflict_error(path: Path, found: Contradiction, human_column: str | None = None) -> ConflictError:
+    """The refusal of a file that contradicts a stored score, human score, parse flag or item
+    (:func:`~benchcert.tasks.store.ingest_write.write_sources` found it), naming both sources.
 
     A human label is a measurement like the judge's score: one of the two files is wrong, and
     keeping the stored one silently would hide that (issue #39). A stored response without a
     human score is no contradiction: it gains the staged one (``responses.merge_responses``).
-    ``replace_human`` (``--replace-human-labels``, asked explicitly): a contradicting human score
-    is no refusal; the caller replaces the stored one and keeps it (``responses.replace_human_labels``).
+    ``--replace-human-labels`` (asked explicitly): a contradicting human score is no refusal; the
+    write replaces the stored one and keeps it (``responses.replace_human_labels``).
     """
-    for column, plural, word in _CONTRADICTIONS if overlap else ():
-        if replace_human and column == "human_score":
-            continue
-        n, conflicts = responses.contradictions(con, column)
-        if not conflicts:
-            continue
-        m, item, var, rep, value, line, old, old_path, old_line = conflicts[0]
-        named = column == "human_score" and human_column not in (None, column)
-        label = f"{word} (column {human_column!r})" if named else word
-        raise ConflictError(
-            f"{path}: {n} row(s) contradict stored {plural}; nothing ingested. First: model {m!r}, item {item!r}, "
-            f"variant {var!r}, replicate {rep}: {label} {_shown(value)} at {path}:{line} but {_shown(old)} at "
-            f"{old_path}:{old_line}"
-            + ("; pass --replace-human-labels to replace the stored human labels (the old ones are kept in the "
-               "store's human_label_changes)" if column == "human_score" else ""))
-    items = responses.item_contradictions(con)
-    if items:
-        item, subj, dom, line, old_subj, old_dom, old_path, old_line = items[0]
-        raise ConflictError(
+    if found.column == "subject/domain":
+        item, subj, dom, line, old_subj, old_dom, old_path, old_line = found.first[0]
+        return ConflictError(
             f"{path}: item {item!r} has subject/domain {subj!r}/{dom!r} at {path}:{line} but "
             f"{old_subj!r}/{old_dom!r} at {old_path}:{old_line}; nothing ingested")
-
+    plural, word = _WORDS[found.column]
+    m, item, var, rep, value, line, old, old_path, old_line = found.first[0]
+    named = found.column == "human_score" and human_column not in (None, found.column)
+    label = f"{word} (column {human_column!r})" if named else word
+    return ConflictError(
+        f"{path}: {found.count} row(s) contradict stored {plural}; nothing ingested. First: model {m!r}, "
+        f"item {item!r}, variant {var!r}, replicate {rep}: {label} {_shown(value)} at {path}:{line} but "
+        f"{_shown(old)} at {old_path}:{old_line}"
+        + ("; pass --replace-human-labels to replace the stored human labels (the old ones are kept in the "
+           "store's human_label_changes)" if found.column == "human_score" else ""))

@@ -13,23 +13,26 @@ stored together only where the one-file path (:func:`~benchcert.tasks.ingest.ser
 would do nothing but add each file's rows: no bad row, no key given twice (within a file or
 across the run), no item given two subject/domain pairs, no score or item contradicting the
 store, no file stored already.  Then each file gets the source id, the codes
-of the texts it names first (in sorted text order within the file, as
-:class:`~benchcert.tasks.store.codes.CodeBook` gives them), the items, rows, ``sources`` row and
-report that the one-file path gives it.  Every other file (a bad row, a conflict, a native
+of the texts it names first (in sorted text order within the file), the items, rows, ``sources``
+row and report that the one-file path gives it.  Every other file (a bad row, a conflict, a native
 harness log, a large file) goes through ``ingest_file`` itself, at its place in the order, on
 the same connection and in its own transaction, so its report (rejects with file, line and
 field; conflicts naming both sources) is the one-file path's own.  The first such file of a run
 ends the run; the files after it are checked again against the store it left.
 
-Both are policies around the same steps, not paths of their own: batching (``_Command.batching``)
-decides which files are stored together, ``--atomic`` (``_Command.atomic``) puts the whole
-command in one transaction instead of one per run or file; :func:`ingest_files_atomic` is the
-command with ``atomic`` and no batching.
+A run's files are stored by the store's one write,
+:func:`~benchcert.tasks.store.ingest_write.write_sources`, which the one-file path calls for its
+file too: the run's rows are coded by a :class:`~benchcert.tasks.store.codes.CodeBook` file after
+file (so each file gets the codes the one-file path would give it), staged as one relation, checked
+against the store (the write stores the files before the first one the store contradicts) and
+inserted.  Batching and ``--atomic`` are policies around that write, not paths of their own:
+batching (``_Command.batching``) decides which files are stored together, ``--atomic``
+(``_Command.atomic``) puts the whole command in one transaction instead of one per run or file;
+:func:`ingest_files_atomic` is the command with ``atomic`` and no batching.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,12 +44,14 @@ from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE
 from benchcert.tasks.ingest.errors import FILE_ERRORS, READ_FAILURES
+from benchcert.tasks.ingest.file_checks import StagedItems
 from benchcert.tasks.ingest.readers import GenericPlan, open_file
 from benchcert.tasks.ingest.reports import NOT_TRIED, ROLLED_BACK, FileReport, unchanged_message
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.validate import validate_batch
-from benchcert.tasks.store import responses
-from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, next_codes
+from benchcert.tasks.store import responses, staging
+from benchcert.tasks.store.codes import ITEM, MODEL, VARIANT, CodeBook
+from benchcert.tasks.store.ingest_write import NewSource, write_sources
 from benchcert.tasks.store.connection import DEFAULT_LOCK_TIMEOUT, StoreError, StoreLockedError, open_store
 
 #: A table file up to this size on disk is read ahead and may be stored with others.
@@ -54,9 +59,9 @@ SMALL_FILE_BYTES = 256 << 10
 #: At most this many rows are read ahead before a run is stored (memory stays bounded).
 MAX_RUN_ROWS = 1_000_000
 _KEY = ["benchmark", "model", "item_id", "variant", "replicate"]
-_SOURCES = {"source_id": pl.Int64, "benchmark": pl.String, "path": pl.String, "sha256": pl.String,
-            "format": pl.String, "config": pl.String, "rows_read": pl.Int64, "rows_accepted": pl.Int64,
-            "rows_added": pl.Int64, "rows_rejected": pl.Int64, "status": pl.String, "ingested_at": pl.Datetime("us")}
+#: The columns of ``response_codes``, in order, as a run's coded rows are staged.
+_RESPONSE_COLUMNS = ("model_id", "item_key", "variant_id", "replicate", "score", "source_id", "line", "human_score",
+                     "parsed")
 #: Each row's position in the run and its line in its file, in one integer (``pos << 32 | line``).
 _SHIFT = 32
 
@@ -110,6 +115,7 @@ def _run_command(cmd: _Command) -> list[FileReport]:
     try:
         with open_store(cmd.db, write=True, lock_timeout=cmd.lock_timeout) as con:
             cmd.con = con
+            following = responses.next_source_id(con)
             if cmd.atomic:
                 responses.begin(con)
             try:
@@ -117,6 +123,10 @@ def _run_command(cmd: _Command) -> list[FileReport]:
             except _Refused:
                 responses.rollback(con)
                 return _rolled_back(cmd)
+            except _RunFailed:  # redone file by file: from the ids the command began with
+                responses.rollback(con)
+                responses.give_back_source_ids(con, following)
+                raise
             except BaseException:
                 if cmd.atomic:
                     responses.rollback(con)
@@ -276,21 +286,10 @@ def _store_run(cmd: _Command, run: list[_Small]) -> int:
 
 def _store_clean(cmd: _Command, run: list[_Small], todo: list[int]) -> int:
     """Store the files at ``todo`` (positions in ``run``) up to the first that is not clean; returns its position."""
-    con = cmd.con
     rows, end = _validated(run, todo, cmd.benchmark)
-    rows = rows.filter(pl.col("pos") < end)
-    if rows.height:
-        benchmarks = rows["benchmark"].unique().to_list()
-        direct = not responses.has_models(con, benchmarks)
-        rows, new_codes = _coded(con, rows, benchmarks, direct)
-        items = _first_of_each(rows, "item_key")
-        if not direct:
-            end = min(end, _store_conflicts(con, rows, items))
-            rows, items = rows.filter(pl.col("pos") < end), items.filter(pl.col("pos") < end)
-            new_codes = {k: f.filter(pl.col("pos") < end) for k, f in new_codes.items()}
-        files = [pos for pos in todo if pos < end]
-        if files:
-            _write_run(cmd, _Stretch(run, files, rows, items, new_codes, direct))
+    files = [pos for pos in todo if pos < end]
+    if files:
+        end = min(end, _write_run(cmd, run, files, rows.filter(pl.col("pos") < end)))
     return end
 
 
@@ -340,105 +339,77 @@ def _validated(run: list[_Small], todo: list[int], benchmark: str | None) -> tup
     return rows, end
 
 
-def _coded(con, rows: pl.DataFrame, benchmarks: list[str],
-           direct: bool) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
-    """The rows with their codes, and each kind's new codes (benchmark, text, code, pos of the file naming it first).
-
-    As the one-file path gives them: a stored text (of the row's benchmark) keeps its code; the
-    texts each file names first get the next free codes, file after file, in sorted text order
-    within a file (a file names one benchmark).
-    """
-    first = next_codes(con)
-    new_codes = {}
-    for kind in (MODEL, ITEM, VARIANT):
-        start = first[kind.name]
-        text = "item_id" if kind is ITEM else kind.name
-        texts = rows.group_by("benchmark", text).agg(pl.col("pos").min()).rename({text: "text"})
-        stored = responses.stored_codes(con, kind, benchmarks) if not direct else pl.DataFrame(
-            schema={"benchmark": pl.String, "text": pl.String, "code": pl.Int32})
-        texts = texts.join(stored, on=["benchmark", "text"], how="left")
-        new = texts.filter(pl.col("code").is_null()).sort("pos", "text")
-        new = new.with_columns(pl.int_range(start, start + new.height, dtype=pl.Int32).alias("code"))
-        new_codes[kind.name] = new
-        every = pl.concat([texts.filter(pl.col("code").is_not_null()), new])
-        rows = rows.join(every.select("benchmark", pl.col("text").alias(text), pl.col("code").alias(kind.code)),
-                         on=["benchmark", text], how="left", maintain_order="left")
-    return rows, new_codes
-
-
-def _first_of_each(rows: pl.DataFrame, key: str) -> pl.DataFrame:
-    """The first row (by file, then line) of each ``key``."""
-    return rows.unique(subset=[key], keep="first", maintain_order=True)
-
-
-def _store_conflicts(con, rows: pl.DataFrame, items: pl.DataFrame) -> int:
-    """Position of the first file with a score, a human score or an item contradicting the store
-    (else past the end); that file is the one-file path's, which refuses it naming both sources."""
-    found = responses.first_run_conflict(
-        con, rows.select("model_id", "item_key", "variant_id", "replicate", "score", "human_score", "parsed", "pos"),
-        items.select("item_key", "subject", "domain", "pos"))
-    return int(found) if found is not None else 1 << 62
-
-
-@dataclass(frozen=True)
-class _Stretch:
-    """The clean files at the head of a run, ready to store: their coded rows, first items and new codes."""
-
-    run: list[_Small]
-    files: list[int]  # positions in ``run``, in order
-    rows: pl.DataFrame
-    items: pl.DataFrame
-    new_codes: dict[str, pl.DataFrame]
-    direct: bool  # the benchmarks had nothing stored
-
-
-def _write_run(cmd: _Command, stretch: _Stretch) -> None:
-    """Store the stretch's files in one transaction (--atomic: in the command's); fill their reports."""
+def _write_run(cmd: _Command, run: list[_Small], files: list[int], rows: pl.DataFrame) -> int:
+    """Store the clean files at ``files`` in one transaction (--atomic: in the command's) by the store's
+    one write; fill their reports.  Returns the position of the first file the store contradicts
+    (it and the files after it are not stored), else past the end."""
     con, reports = cmd.con, cmd.reports
     following = responses.next_source_id(con)
     if not cmd.atomic:
         responses.begin(con)
     try:
-        _insert_run(cmd, stretch)
+        end = _write_files(cmd, run, files, rows)
         if not cmd.atomic:
             responses.commit(con)
     except BaseException as exc:
-        for pos in stretch.files:
-            reports[stretch.run[pos].index] = None
+        for pos in files:
+            reports[run[pos].index] = None
         if cmd.atomic:  # the command's transaction holds part of the run: it is rolled back whole
             raise _RunFailed from exc
         responses.rollback(con)
         responses.give_back_source_ids(con, following)
         raise
+    finally:
+        staging.drop_staging(con, strict=not cmd.atomic)
+    return end
 
 
-def _insert_run(cmd: _Command, stretch: _Stretch) -> None:
-    """The statements that store a stretch (inside a transaction); fills the files' reports."""
-    con, benchmark, reports = cmd.con, cmd.benchmark, cmd.reports
-    run, files, rows, items, new_codes, direct = (stretch.run, stretch.files, stretch.rows, stretch.items,
-                                                  stretch.new_codes, stretch.direct)
+def _write_files(cmd: _Command, run: list[_Small], files: list[int], rows: pl.DataFrame) -> int:
+    """The files' rows coded, staged and stored by :func:`write_sources` (inside a transaction)."""
+    con = cmd.con
+    benchmarks = rows["benchmark"].unique().to_list()
+    direct = not responses.has_models(con, benchmarks)
     ids = responses.take_source_ids(con, len(files))
-    source_of = pl.DataFrame({"pos": files, "source_id": ids}, schema={"pos": pl.Int64, "source_id": pl.Int64})
-    rows = rows.join(source_of, on="pos", how="left")
-    added = responses.store_run_rows(con, rows.select("model_id", "item_key", "variant_id", "replicate", "score",
-                                                      "source_id", "line", "human_score", "parsed"),
-                                       direct=direct)
-    for kind in (MODEL, VARIANT):
-        new = new_codes[kind.name].join(source_of, on="pos").select("code", "benchmark", "text", "source_id")
-        responses.insert_codes(con, kind, new)
-    new_items = items.join(new_codes[ITEM.name].select(pl.col("code").alias("item_key")), on="item_key",
-                           how="semi").join(source_of, on="pos")
-    responses.insert_items(con, new_items.select("benchmark", "item_id", "subject", "domain", "source_id", "line",
-                                                 "item_key"))
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    records = []
-    for pos, sid in zip(files, ids):
-        plan, n, a = run[pos].plan, run[pos].frame.height, added.get(sid, 0)
-        records.append((sid, benchmark, str(plan.path), plan.sha, plan.format, plan.config, n, n, a, 0, "ingested",
-                        now))
-        reports[run[pos].index] = FileReport(
+    source_of = dict(zip(files, ids))
+    book = CodeBook(con, new_benchmarks=tuple(benchmarks) if direct else ())
+    staged = staging.file_rows(con, ids[0], direct=direct, sources=len(files))
+    coded = _coded(book, rows, source_of)
+    staging.append_rows(con, staged, coded.select(*_RESPONSE_COLUMNS))
+    # Each item's first row (by file, then line): the run names no item with two subject/domain pairs.
+    staging.stage_items(con, coded.unique(subset=["item_key"], keep="first", maintain_order=True).select(
+        *StagedItems.SCHEMA, "source_id"))
+    sources = []
+    for pos, sid in source_of.items():
+        plan, n = run[pos].plan, run[pos].frame.height
+        sources.append(NewSource(source_id=sid, benchmark=cmd.benchmark, path=str(plan.path), sha256=plan.sha,
+                                 format=plan.format, config=plan.config, rows_read=n, rows_accepted=n,
+                                 rows_distinct=n))
+    written = write_sources(con, staged, sources, book)
+    for pos, sid in source_of.items():
+        if sid not in written.added:
+            continue
+        plan, n, a = run[pos].plan, run[pos].frame.height, written.added[sid]
+        cmd.reports[run[pos].index] = FileReport(
             path=str(plan.path), status="ingested", format=plan.format, sha256=plan.sha, source_id=sid,
             rows_read=n, rows_accepted=n, rows_added=a, rows_already_stored=n - a,
             message=f"{plan.path}: {a} row(s) added, {n - a} already stored")
-    responses.record_sources(con, pl.DataFrame(records, orient="row", schema=_SOURCES))
+    found = written.contradiction
+    return len(run) if found is None else files[ids.index(found.source_id)]
 
+
+def _coded(book: CodeBook, rows: pl.DataFrame, source_of: dict[int, int]) -> pl.DataFrame:
+    """The rows with their codes and source ids, as the one-file path codes each file (a file names one
+    benchmark): a stored text keeps its code, the texts a file names first get the next free codes
+    in sorted text order, file after file."""
+    parts = []
+    # One call per stretch of consecutive files of one benchmark (usually the whole run), in file order.
+    stretch = (pl.col("benchmark") != pl.col("benchmark").shift(1)).fill_null(True).cum_sum().alias("_stretch")
+    for _, part in rows.with_columns(stretch).partition_by("_stretch", maintain_order=True, as_dict=True).items():
+        benchmark = part["benchmark"][0]
+        parts.append(part.drop("_stretch").with_columns(
+            book.codes(MODEL, benchmark, part["model"], files=part["pos"]),
+            book.codes(ITEM, benchmark, part["item_id"], files=part["pos"]),
+            book.codes(VARIANT, benchmark, part["variant"], files=part["pos"])))
+    sources = pl.DataFrame({"pos": list(source_of), "source_id": list(source_of.values())},
+                           schema={"pos": pl.Int64, "source_id": pl.Int64})
+    return pl.concat(parts).sort("pos", "line").join(sources, on="pos", how="left", maintain_order="left")

@@ -8,13 +8,13 @@ item, is never a reject but an error (:class:`~benchcert.tasks.ingest.errors.Con
 naming both sources: the file is refused whole, whatever ``allow_rejects`` says, because one
 of the two sources is wrong and benchcert cannot tell which.
 
-The SQL is the store's (tasks/store/staging.py for the file's staged rows, tasks/store/responses.py
-for the stored tables); the transaction is the caller's policy (its own, or a command's).
+The file's rows are staged here (tasks/store/staging.py) and stored by the store's one write,
+:func:`~benchcert.tasks.store.ingest_write.write_sources`, which a run of small files stored
+together calls too; the transaction is the caller's policy (its own, or a command's).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +26,15 @@ from benchcert.tasks import progress
 from benchcert.tasks.ingest.adapters import generic
 from benchcert.tasks.ingest.adapters.generic import LINE
 from benchcert.tasks.ingest.errors import IngestError
-from benchcert.tasks.ingest.file_checks import (StagedItems, check_against_store, dup_conflicts, repeated_key_lines,
-                                                store_batch, store_new_codes)
+from benchcert.tasks.ingest.file_checks import (StagedItems, conflict_error, dup_conflicts, repeated_key_lines,
+                                                store_batch)
 from benchcert.tasks.ingest.prefetch import ValidatedBatches
 from benchcert.tasks.ingest.readers import field_label
 from benchcert.tasks.ingest.reports import MAX_REPORTED_REJECTS, FileReport
 from benchcert.tasks.ingest.validate import REJECT_SCHEMA
 from benchcert.tasks.store import responses, staging
 from benchcert.tasks.store.codes import CodeBook
+from benchcert.tasks.store.ingest_write import NewSource, write_sources
 from benchcert.tasks.store.staging import FileRows
 
 
@@ -116,14 +117,15 @@ def _store_file(con, ctx: FileContext, batches: ValidatedBatches, book: CodeBook
     staged, distinct_rows = _keep_first_of_repeats(con, rows, n_dup_keys)
     report.duplicate_rows_in_file = staged - distinct_rows
     report.rows_accepted = staged
-    added, replaced = _insert_rows(con, ctx, rows, distinct_rows)
-    # Every new code is used unless rows were taken out (bad rows, repeated keys).
-    store_new_codes(con, book, rows, pruned=bool(rejects.height or n_dup_keys))
-    # An item given two pairs keeps its first line's; a new benchmark's items are all new.
-    responses.insert_staged_items(con, rows.source_id, new_only=not rows.direct or split_items)
-    if read.staged_probs:
-        staging.insert_option_probs(con, rows)
-    _record_source(con, ctx, rows, rejects, (read.rows_read, staged, added, n_bad_rows))
+    source = NewSource(source_id=rows.source_id, benchmark=ctx.benchmark, path=str(ctx.path), sha256=ctx.sha,
+                       format=ctx.reader.format, config=ctx.config, rows_read=read.rows_read, rows_accepted=staged,
+                       rows_distinct=distinct_rows, rows_rejected=n_bad_rows,
+                       rejects=rejects if rejects.height else None)
+    written = write_sources(con, rows, [source], book, pruned=bool(rejects.height or n_dup_keys),
+                            split_items=split_items, option_probs=read.staged_probs, replace_human=ctx.replace_human)
+    if written.contradiction is not None:
+        raise conflict_error(ctx.path, written.contradiction, ctx.cols.get("human_score"))
+    added, replaced = written.added[rows.source_id], written.replaced
     report.status = "ingested"
     report.source_id = rows.source_id
     report.rows_added = added
@@ -236,28 +238,3 @@ def _keep_first_of_repeats(con, rows: FileRows, n_dup_keys: int) -> tuple[int, i
         return staged, staged
     staging.drop_repeats(con, rows)
     return staged, staging.count_rows(con, rows)
-
-
-def _insert_rows(con, ctx: FileContext, rows: FileRows, distinct_rows: int) -> tuple[int, int]:
-    """Check staged rows against the store and add the ones it does not hold; returns how many were
-    added, and how many stored human labels were replaced (``--replace-human-labels``)."""
-    if rows.direct:  # a benchmark with nothing stored has no stored scores or items to contradict
-        return distinct_rows, 0
-    # Only a model already stored can have stored responses (new codes are not in `models` yet).
-    overlap = responses.stored_model_staged(con)
-    check_against_store(con, ctx.path, overlap, ctx.cols.get("human_score"), replace_human=ctx.replace_human)
-    if not overlap:
-        return responses.insert_staged(con), 0
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    replaced = responses.replace_human_labels(con, rows.source_id, now) if ctx.replace_human else 0
-    return responses.merge_responses(con, "_stage"), replaced
-
-
-def _record_source(con, ctx: FileContext, rows: FileRows, rejects: pl.DataFrame,
-                   counts: tuple[int, int, int, int]) -> None:
-    """The file's quarantined rows and its ``sources`` row; ``counts``: rows read, accepted, added, rejected."""
-    if rejects.height:
-        responses.record_rejects(con, rows.source_id, str(ctx.path), rejects)
-    responses.record_source(con, [rows.source_id, ctx.benchmark, str(ctx.path), ctx.sha, ctx.reader.format,
-                                  ctx.config, *counts, "ingested" if not rejects.height else "ingested-with-rejects",
-                                  dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)])

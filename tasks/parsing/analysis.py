@@ -38,19 +38,16 @@ import polars as pl
 
 from benchcert.stats.intervals import clustered_interval, iid_interval, wilson_interval
 from benchcert.tasks.audit.contract import AnalysisOutput, AuditConfig
+from benchcert.tasks.frame_schema import polars_schema
 from benchcert.tasks.render.sections import parsing as parsing_sections
+from benchcert.tasks.schemas import ParseFailures
 from benchcert.tasks.store.matrices import BenchmarkMatrices
 
 #: Above this share of unparsed responses a model's audit carries a warning.
 WARN_SHARE = 0.05
 
-PARSE_FAILURES_SCHEMA = {
-    "model": pl.String, "n_responses": pl.Int64, "n_flagged": pl.Int64, "n_unparsed": pl.Int64,
-    "share_unparsed": pl.Float64, "n_items": pl.Int64, "score_unparsed_wrong": pl.Float64,
-    "unparsed_wrong_lower": pl.Float64, "unparsed_wrong_upper": pl.Float64, "n_items_parsed": pl.Int64,
-    "score_parsed_only": pl.Float64, "parsed_only_lower": pl.Float64, "parsed_only_upper": pl.Float64,
-    "method": pl.String, "alpha": pl.Float64, "warn": pl.Boolean,
-}
+#: The table's columns: those of the artifact row it is validated against.
+PARSE_FAILURES_SCHEMA = polars_schema(ParseFailures)
 
 
 def _interval(scores: np.ndarray, subjects: np.ndarray, alpha: float, clustered: bool) -> tuple:

@@ -20,8 +20,10 @@ the site folder)::
                                                macro score with its interval across runs, and across
                                                the checkpoints of a model family
     <out>/<benchmark>/<run id>/index.html      one run: verdicts, models, changes, warnings, sources
-    <out>/<benchmark>/<run id>/report.html     the run's own report (copied), embedded in a frame
-    <out>/<benchmark>/<run id>/{summary,manifest}.json  copies, for download
+    <out>/<benchmark>/<run id>/report.html     the run's own report (hard-linked, else copied), in a frame
+    <out>/<benchmark>/<run id>/{summary,manifest}.json  the same, for download
+    <out>/.benchcert-site.json                 what each run's folder was rendered from (site_cache; a
+                                               dotfile, never served)
 
 Safety rules:
 
@@ -32,8 +34,11 @@ Safety rules:
 * no script, no external URL, no web font: each page carries a Content-Security-Policy meta
   tag (:data:`SITE_CSP`) that forbids every fetch except same-origin frames (the embedded
   report, itself sandboxed without scripts), and :func:`serve` sends the same policy as a header;
-* the site is assembled in a hidden sibling folder and swapped into place under a lock, and an
-  existing ``--out`` folder is only replaced if an earlier build marked it as a dashboard.
+* a first or full build assembles the site in a hidden sibling folder and swaps it into place under a
+  lock; a rebuild updates the site in place under the same lock (each page replaced in one rename, a
+  new run's folder assembled aside and renamed in, unchanged runs' folders left as they are,
+  :mod:`benchcert.tasks.render.site_cache`); an existing ``--out`` folder is only written to if an
+  earlier build marked it as a dashboard.
 
 The runs and the trend tables are read by :mod:`benchcert.tasks.render.run_records`; the pages are
 :mod:`benchcert.tasks.render.site_run` (run, benchmark) and :mod:`benchcert.tasks.render.site_views`
@@ -61,11 +66,13 @@ from filelock import FileLock
 from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
 
 from benchcert.tasks.artifacts.runs import iso
+from benchcert.tasks.atomic_write import write_text_atomic
 from benchcert.tasks.artifacts.suites import read_suite_verdicts
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, checkpoint_table,
                                                 choose_method, load_runs, trend_table)
+from benchcert.tasks.render.site_cache import SITE_MANIFEST, SiteCache, source_key
 from benchcert.tasks.render.site_html import SITE_CSP, href as _href
 from benchcert.tasks.render.site_run import bench_page, run_page
 from benchcert.tasks.render.site_views import (GRID_PATH, MODELS_PATH, VIEWS, grid_page, model_page, model_path,
@@ -104,6 +111,8 @@ class SiteReport:
     runs: int
     pages: int
     problems: tuple[str, ...]
+    #: Run pages taken over from the previous site unchanged (site_cache): 0 for a cold or full build.
+    reused: int = 0
 
 
 def _copy_inside(root: Path, src: Path, dst: Path) -> bool:
@@ -156,14 +165,21 @@ def site_folders(by_bench: dict[str, list[RunRecord]]) -> dict[str, str]:
     return out
 
 def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *, methods=DEFAULT_METHODS,
-               max_trend_runs: int = 90, now: dt.datetime | None = None, stale_days: int = 7) -> SiteReport:
+               max_trend_runs: int = 90, now: dt.datetime | None = None, stale_days: int = 7,
+               full: bool = False) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
 
-    The site is written to a hidden sibling of ``out_dir`` and swapped into place under a lock
-    (a server on ``out_dir`` sees the old or the new site); ``out_dir`` is replaced only when
-    empty or built by an earlier call.  Runs that cannot be read are listed on the index page
+    ``out_dir`` is written only when empty or built by an earlier call.  Runs that cannot be read are listed on the index page
     and in :attr:`SiteReport.problems`, and the rest is built.  A benchmark whose latest run
     finished more than ``stale_days`` days before ``now`` is listed as stale on the overview.
+
+    The build is incremental (:mod:`~benchcert.tasks.render.site_cache`): a site in ``out_dir`` with a readable
+    manifest is updated in place under the lock: a run whose files and page inputs are unchanged keeps its
+    folder, new and changed runs' folders are assembled aside and renamed in, every cross-run page replaces its
+    file atomically (a server sees the old or the new page), and what is no longer listed is removed last.
+    ``full=True`` (or no usable manifest: the first build, a corrupt one, another benchcert version) renders
+    every page into a hidden sibling of ``out_dir`` swapped into place under the lock (a server on ``out_dir``
+    sees the old or the new site).
     """
     if max_trend_runs < 1:
         raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
@@ -177,22 +193,38 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     suites, suite_problems = read_suite_verdicts(root)
     problems += suite_problems
     now = now or dt.datetime.now(dt.timezone.utc)
-    generated = iso(now)
     by_bench: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_bench.setdefault(r.benchmark, []).append(r)
     trends = trend_table(runs, methods)
-    ckpts = checkpoint_table(trends)
+    data = site_data(by_bench, site_folders(by_bench), methods, iso(now), now, stale_days, problems, suites)
+    tables = (trends, checkpoint_table(trends), max_trend_runs)
+
+    def report(pages: int, cache: SiteCache) -> SiteReport:
+        return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages,
+                          problems=tuple(problems), reused=cache.kept)
 
     out.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(out.parent / f".{out.name}.lock"), timeout=600)
+    if not full and out.is_dir():
+        with lock:
+            _check_out(out)
+            cache = SiteCache(out)
+            if cache.usable:
+                pages = _write_benchmarks(root, out, data, tables, cache, in_place=True)
+                pages += _write_views(out, data, root, in_place=True)
+                _prune(out, data, cache)
+                cache.write(out)
+                return report(pages, cache)
+    cache = SiteCache(None)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
-        data = site_data(by_bench, site_folders(by_bench), methods, generated, now, stale_days, problems, suites)
-        pages = _write_benchmarks(root, tmp, data, trends, ckpts, max_trend_runs)
-        pages += _write_views(tmp, data, root)
-        with FileLock(str(out.parent / f".{out.name}.lock"), timeout=120):
+        pages = _write_benchmarks(root, tmp, data, tables, cache, in_place=False)
+        pages += _write_views(tmp, data, root, in_place=False)
+        cache.write(tmp)
+        with lock:
             _check_out(out)
             old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
             if out.exists():
@@ -202,47 +234,123 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages, problems=tuple(problems))
+    return report(pages, cache)
 
 
-def _write_benchmarks(root: Path, tmp: Path, data, trends, ckpts, max_trend_runs: int) -> int:
-    """Each benchmark's page and its runs' pages (with copies of their report and JSON files)."""
+def _write_page(path: Path, text: str, in_place: bool) -> None:
+    """A page of a new folder is written; one of the live site replaces the old file in one rename."""
+    if in_place:
+        write_text_atomic(path, text, private=False)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, a link (not what it points to) or a folder of the site."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _swap_in(new: Path, dest: Path) -> None:
+    """Put the folder ``new`` (assembled aside) at ``dest``: two renames, then the old one is removed."""
+    gone = dest.with_name(f".{dest.name}.gone-{uuid.uuid4().hex[:8]}")
+    if os.path.lexists(dest):
+        os.replace(dest, gone)
+    os.replace(new, dest)
+    if os.path.lexists(gone):
+        _remove(gone)
+
+
+def _write_benchmarks(root: Path, site: Path, data, tables, cache: SiteCache, *, in_place: bool) -> int:
+    """Each benchmark's page and its runs' pages (with their report and JSON files).  In place (``site`` is the
+    live site), a run the cache says is unchanged keeps its folder, and the others are assembled aside."""
+    trends, ckpts, max_trend_runs = tables
     pages = 0
     for bench, bruns in data.by_bench.items():
         method = choose_method(bruns[-1], data.methods)
-        bdir = inside(tmp, data.bench_dir[bench])
-        bdir.mkdir()
+        # site_folders gives one plain name (no separator, no ".."); a link or file of that name is replaced.
+        bdir = site / data.bench_dir[bench]
+        if bdir.is_symlink() or (bdir.exists() and not bdir.is_dir()):
+            _remove(bdir)
+        bdir.mkdir(exist_ok=in_place)
+        with os.scandir(bdir) as it:
+            folders = {e.name for e in it if e.is_dir(follow_symlinks=False)}
         run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
+        siblings = set(run_href)
         for run in bruns:
-            # safe_component gives one plain name (no separator, no ".."), and bdir is a folder this build just made,
-            # so no symlink can lie between: the join stays inside without resolving 10,000 paths.
-            rdir = bdir / safe_component(run.run_id)
-            rdir.mkdir()
-            has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
-            for name in ("summary.json", "manifest.json"):
-                _copy_inside(root, run.run_dir / name, rdir / name)
-            (rdir / "index.html").write_text(run_page(run, method, "index.html", data.generated, has_report,
-                                                      set(run_href)), encoding="utf-8")
+            # safe_component gives one plain name, and bdir is a real folder: the join stays inside without
+            # resolving 10,000 paths.
+            rel = (data.bench_dir[bench], safe_component(run.run_id))
+            rdir = bdir / rel[1]
+            prev = (run.changes or {}).get("previous_run_id")
+            # What the page reads: the run's files, the benchmark's method and whether its previous run is linked.
+            key = [method, isinstance(prev, str) and prev in siblings, source_key(run.run_dir)]
             pages += 1
-        (bdir / "index.html").write_text(
-            bench_page(bench, bruns, trends, ckpts, method, run_href, data.generated, max_trend_runs,
-                       data.verdicts.get(bench, [])), encoding="utf-8")
+            if rel[1] in folders and cache.keep(rel, key, rdir):
+                continue
+            target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
+            target.mkdir()
+            cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings))
+            if in_place:
+                _swap_in(target, rdir)
+        _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, method, run_href, data.generated,
+                                                    max_trend_runs, data.verdicts.get(bench, [])), in_place)
         pages += 1
     return pages
 
 
-def _write_views(tmp: Path, data, root: Path) -> int:
-    """The overview, the checkpoint grid, the model pages and the training-run pages."""
-    (tmp / "index.html").write_text(overview_page(data, root), encoding="utf-8")
-    (tmp / VIEWS).mkdir()
-    inside(tmp, *GRID_PATH.split("/")).write_text(grid_page(data), encoding="utf-8")
+def _write_run(root: Path, rdir: Path, run: RunRecord, method, generated: str, siblings: set[str]) -> bool:
+    """One run's folder: its files (linked or copied) and its page; True when it has a report."""
+    has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
+    for name in ("summary.json", "manifest.json"):
+        _copy_inside(root, run.run_dir / name, rdir / name)
+    (rdir / "index.html").write_text(run_page(run, method, "index.html", generated, has_report, siblings),
+                                     encoding="utf-8")
+    return has_report
+
+
+def _write_views(site: Path, data, root: Path, *, in_place: bool) -> int:
+    """The checkpoint grid, the model pages and the training-run pages (in place: into a folder assembled aside
+    and swapped in), then the overview."""
+    views = site / (f".{VIEWS}.new-{uuid.uuid4().hex[:8]}" if in_place else VIEWS)
+    views.mkdir()
+
+    def put(path: str, text: str) -> None:  # path is "_views/<safe name>"
+        inside(views, *path.split("/")[1:]).write_text(text, encoding="utf-8")
+
+    put(GRID_PATH, grid_page(data))
     per_model = model_runs(data)
-    inside(tmp, *MODELS_PATH.split("/")).write_text(models_index_page(data, per_model), encoding="utf-8")
+    put(MODELS_PATH, models_index_page(data, per_model))
     for model, benches in per_model.items():
-        inside(tmp, *model_path(model).split("/")).write_text(model_page(data, model, benches), encoding="utf-8")
+        put(model_path(model), model_page(data, model, benches))
     for family in data.families:
-        inside(tmp, *series_path(family).split("/")).write_text(series_page(data, family), encoding="utf-8")
+        put(series_path(family), series_page(data, family))
+    if in_place:
+        _swap_in(views, site / VIEWS)
+    _write_page(site / "index.html", overview_page(data, root), in_place)
     return 3 + len(per_model) + len(data.families)
+
+
+def _prune(site: Path, data, cache: SiteCache) -> None:
+    """Remove from the live site what this build did not write: runs no longer listed, benchmarks gone, files
+    left by others or by a build that stopped half-way (the cross-run pages no longer link to any of them)."""
+    keep = {MARKER, SITE_MANIFEST, "index.html", VIEWS} | set(data.bench_dir.values())
+    runs: dict[str, set[str]] = {}
+    for rel in cache.new:
+        folder, run = rel.split("/")
+        runs.setdefault(folder, {"index.html"}).add(run)
+    with os.scandir(site) as it:
+        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    for name, is_dir in entries:
+        if name not in keep:
+            _remove(site / name)
+        elif is_dir and name in runs:
+            with os.scandir(site / name) as it:
+                stale = [e.name for e in it if e.name not in runs[name]]
+            for n in stale:
+                _remove(site / name / n)
 
 
 # --------------------------------------------------------------------------- serve

@@ -87,7 +87,7 @@ class CodeBook:
             self._columns[key] = _Column(stored)
         return self._columns[key]
 
-    def codes(self, kind: Kind, benchmark: str, text: pl.Series) -> pl.Series:
+    def codes(self, kind: Kind, benchmark: str, text: pl.Series, *, files: pl.Series | None = None) -> pl.Series:
         """Code of each row's text (of one benchmark), new codes given as needed.
 
         A text keeps the code the store gave it; texts the store does not hold get the next
@@ -96,7 +96,13 @@ class CodeBook:
         gives) is coded through its categories: the texts its rows use are coded once each,
         and each row's code is a gather by physical id.  Integer ids are coded as their
         decimal text.
+
+        ``files``: each row's file, for a String ``text`` of several files coded at once (a run of
+        small files): new texts get their codes by the first file naming them, then in sorted
+        text order, the codes the files would get coded one call each, in file order.
         """
+        if files is not None:
+            return self._codes_by_file(kind, benchmark, text, files)
         if text.null_count():
             raise ValueError(f"codes: {kind.name} text has {text.null_count()} null value(s); validate rows first")
         if text.len() == 0:
@@ -123,6 +129,23 @@ class CodeBook:
             self._extend(kind, col, ids[new], distinct.filter(pl.Series(new)).cast(pl.String))
         return pl.Series(kind.code, col.lut[coded.to_physical().to_numpy()], dtype=pl.Int32)
 
+    def _codes_by_file(self, kind: Kind, benchmark: str, text: pl.Series, files: pl.Series) -> pl.Series:
+        """:meth:`codes` of several files' rows at once: a text met first gets its code by (first file, text)."""
+        if text.dtype != pl.String or text.null_count() or files.len() != text.len():
+            raise ValueError(f"codes: files are given with a String text of as many rows ({text.dtype}, "
+                             f"{text.null_count()} null(s), {files.len()} files for {text.len()} rows)")
+        col = self._column(kind, benchmark)
+        coded = text.cast(pl.Categorical(col.categories)).to_physical()
+        first = pl.DataFrame({"id": coded, "text": text, "file": files}).group_by("id").agg(
+            pl.col("text").first(), pl.col("file").min())
+        ids = first["id"].to_numpy()
+        new = ids >= col.lut.size
+        new[~new] = col.lut[ids[~new]] < 0
+        if new.any():
+            keep = pl.Series(new)
+            self._extend(kind, col, ids[new], first["text"].filter(keep), files=first["file"].filter(keep))
+        return pl.Series(kind.code, col.lut[coded.to_numpy()], dtype=pl.Int32)
+
     def _integer_codes(self, kind: Kind, benchmark: str, ids: pl.Series) -> pl.Series:
         """Codes of integer ids: the distinct values are formatted and coded, rows gathered.
 
@@ -142,8 +165,10 @@ class CodeBook:
         codes = self.codes(kind, benchmark, pl.Series(distinct).cast(ids.dtype).cast(pl.String)).to_numpy()
         return pl.Series(kind.code, codes[inverse], dtype=pl.Int32)
 
-    def _extend(self, kind: Kind, col: _Column, ids: np.ndarray, texts: pl.Series) -> None:
-        """Give texts met for the first time (``ids`` in the mapping) their stored or new codes."""
+    def _extend(self, kind: Kind, col: _Column, ids: np.ndarray, texts: pl.Series,
+                files: pl.Series | None = None) -> None:
+        """Give texts met for the first time (``ids`` in the mapping) their stored or new codes
+        (``files``: the first file naming each, which orders the new codes before the text does)."""
         top = int(ids.max()) + 1
         if top > col.lut.size:
             col.lut = np.concatenate([col.lut, np.full(top - col.lut.size, -1, dtype=np.int32)])
@@ -153,7 +178,10 @@ class CodeBook:
             known = stored.is_not_null().to_numpy()
             col.lut[ids[known]] = stored.to_numpy()[known]
             ids, texts = ids[~known], texts.filter(pl.Series(~known))
-        order = texts.arg_sort().to_numpy()
+            files = None if files is None else files.filter(pl.Series(~known))
+        order = (texts.arg_sort() if files is None else
+                 pl.DataFrame({"file": files, "text": texts}).select(pl.arg_sort_by("file", "text")).to_series()
+                 ).to_numpy()
         first = self._next[kind.name]
         self._next[kind.name] = first + order.size
         codes = np.empty(order.size, dtype=np.int32)

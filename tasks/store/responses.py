@@ -2,8 +2,8 @@
 
 The queries the ingest pipeline (tasks/ingest/) runs against the store's tables, each with bound
 parameters; the rows being checked are kept in the temporary relations of
-:mod:`benchcert.tasks.store.staging` (one file) or registered as Arrow frames here (a run of
-small files stored together).  Table and column names written into SQL come from the fixed
+:mod:`benchcert.tasks.store.staging` (one file's, or a run of small files' stored together), and
+:mod:`benchcert.tasks.store.ingest_write` is the one write that calls the inserts below.  Table and column names written into SQL come from the fixed
 :class:`~benchcert.tasks.store.codes.Kind` constants and this module's own names, never from a log.
 """
 
@@ -18,10 +18,6 @@ from benchcert.tasks.store import schema
 from benchcert.tasks.store.codes import Kind
 from benchcert.tasks.store.connection import query_pl
 from benchcert.tasks.store.staging import FileRows
-
-#: The staged relations :func:`merge_responses` takes (their names are written into its SQL).
-_STAGED = frozenset({"_stage", "_run_rows"})
-
 
 # --- transactions that a policy (one file, a run, --atomic) opens and closes itself ---------------
 
@@ -99,11 +95,6 @@ def give_back_source_ids(con, following: int) -> None:
         schema.restart_source_ids(con, following)
 
 
-def record_source(con, row: list) -> None:
-    """One ``sources`` row (its columns in order)."""
-    con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-
-
 def record_sources(con, frame: pl.DataFrame) -> None:
     """Several ``sources`` rows (a frame of its columns in order)."""
     with registered(con, "_run_sources", frame):
@@ -127,23 +118,22 @@ def has_models(con, benchmarks: list[str]) -> bool:
                             "LIMIT 1)", [benchmarks]).fetchall()[0][0])
 
 
-def stored_codes(con, kind: Kind, benchmarks: list[str]) -> pl.DataFrame:
-    """benchmark, text, code of every stored ``kind`` of ``benchmarks``."""
-    return query_pl(con, f"SELECT benchmark, {kind.text} AS text, {kind.code}::INTEGER AS code FROM {kind.table} "
-                         "WHERE benchmark IN (SELECT unnest(?))", [benchmarks])
-
-
-def insert_codes(con, kind: Kind, new: pl.DataFrame, source_id: int | None = None,
+def insert_codes(con, kind: Kind, new: pl.DataFrame, source_id: int | None,
                  used_by: FileRows | None = None) -> None:
-    """New ``kind`` codes (code, benchmark, text[, source_id]).
+    """New ``kind`` codes (code, benchmark, text).
 
-    ``source_id``: every entry's source (else the frame's ``source_id`` column); ``used_by``: only
-    the codes that these rows use.
+    ``used_by``: only the codes that these rows use.  ``source_id``: every entry's source; None
+    (several files' rows, ``used_by`` given): each code's source is the first whose rows use it,
+    the file that named it first.
     """
     with registered(con, "_new_codes", new):
         if source_id is None:
-            con.execute(f"INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id) "
-                        "SELECT code, benchmark, text, source_id FROM _new_codes")
+            if used_by is None:
+                raise ValueError("used_by: the rows that name the codes, when source_id is None")
+            con.execute(f"""INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id)
+                SELECT n.code, n.benchmark, n.text, u.source_id FROM _new_codes n
+                JOIN (SELECT {kind.code} AS code, min(source_id) AS source_id FROM {used_by.sql} GROUP BY 1) u
+                USING (code) ORDER BY n.code""", used_by.params)
             return
         used = f" WHERE code IN (SELECT DISTINCT {kind.code} FROM {used_by.sql})" if used_by else ""
         con.execute(f"""INSERT INTO {kind.table} ({kind.code}, benchmark, {kind.text}, source_id)
@@ -200,40 +190,43 @@ def item_contradictions(con) -> list[tuple]:
         WHERE i.subject <> n.subject OR i.domain <> n.domain ORDER BY n.line LIMIT 5""").fetchall()
 
 
-def first_run_conflict(con, rows: pl.DataFrame, items: pl.DataFrame) -> int | None:
-    """The smallest ``pos`` of a run's rows (or first items) contradicting a stored score, human score
-    or item; None if none does."""
-    with registered(con, "_run_rows", rows), registered(con, "_run_items", items):
-        found = con.execute("""
-            SELECT min(pos) FROM (
-                SELECT s.pos FROM _run_rows s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
-                WHERE r.score <> s.score OR r.human_score <> s.human_score OR r.parsed <> s.parsed
-                UNION ALL
-                SELECT n.pos FROM _run_items n JOIN items i USING (item_key)
-                WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]
+def first_contradicting_source(con, *, rows_too: bool) -> int | None:
+    """The smallest ``source_id`` of the staged rows (``_stage``; ``rows_too``: some staged model is
+    stored) or items (``_stage_items`` with a ``source_id`` column, one row per item) contradicting a
+    stored score, human score, parse flag or item; None if none does."""
+    differ = " OR ".join(f"r.{c} <> s.{c}" for c in sorted(_VALUE_COLUMNS))
+    rows = f"""SELECT s.source_id FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+               WHERE {differ} UNION ALL """ if rows_too else ""
+    found = con.execute(f"""SELECT min(source_id) FROM ({rows}
+        SELECT n.source_id FROM _stage_items n JOIN items i USING (item_key)
+        WHERE i.subject <> n.subject OR i.domain <> n.domain)""").fetchall()[0][0]
     return None if found is None else int(found)
+
+
+def stored_per_source(con) -> dict[int, int]:
+    """Source id -> how many of its staged rows (``_stage``) the store holds already."""
+    return dict(con.execute("""SELECT source_id, count(*) FROM _stage
+        SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
 
 
 # --- writes ---------------------------------------------------------------------------------
 
-def merge_responses(con, staged: str) -> int:
-    """Add the responses of the staged relation ``staged`` (response_codes' columns) that the store
+def merge_responses(con) -> int:
+    """Add the responses of ``_stage`` (response_codes' columns) that the store
     does not hold; returns how many were added. A stored response without a human score gains
     the one staged for it (human labels ingested after the judge's scores, issue #28). A staged
     human score contradicting a stored one never gets here: the file was refused as a conflict
     (issue #39). A stored response whose parse flag is not known (NULL, stored before the flag
-    existed) gains the staged one likewise. The one rule for the one-file and the many-files ingest."""
-    if staged not in _STAGED:
-        raise ValueError(f"staged: one of {sorted(_STAGED)}, not {staged!r}")
-    con.execute(f"""UPDATE response_codes r SET human_score = s.human_score FROM {staged} s
+    existed) gains the staged one likewise."""
+    con.execute(f"""UPDATE response_codes r SET human_score = s.human_score FROM _stage s
                     WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
                       AND r.replicate = s.replicate AND r.human_score IS NULL AND s.human_score IS NOT NULL""")
-    con.execute(f"""UPDATE response_codes r SET parsed = s.parsed FROM {staged} s
+    con.execute(f"""UPDATE response_codes r SET parsed = s.parsed FROM _stage s
                     WHERE r.model_id = s.model_id AND r.item_key = s.item_key AND r.variant_id = s.variant_id
                       AND r.replicate = s.replicate AND r.parsed IS NULL AND s.parsed IS NOT NULL""")
     return con.execute(f"""
         INSERT INTO response_codes
-        SELECT * FROM {staged} s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
+        SELECT * FROM _stage s ANTI JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
         """).fetchall()[0][0]
 
 
@@ -270,39 +263,22 @@ def insert_staged(con) -> int:
     return con.execute("INSERT INTO response_codes SELECT * FROM _stage").fetchall()[0][0]
 
 
-def insert_staged_items(con, source_id: int, *, new_only: bool) -> None:
-    """The file's items (``_stage_items``); ``new_only``: those not stored, an item given two
-    pairs keeping its first line's (else every row is a new item, one row per item)."""
-    if not new_only:
-        con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, ?, line, item_key FROM _stage_items",
-                    [source_id])
-        return
-    con.execute("""
-        INSERT INTO items
-        SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line), ?, min(s.line),
-               s.item_key
-        FROM _stage_items s ANTI JOIN items i USING (item_key)
-        GROUP BY s.benchmark, s.item_id, s.item_key""", [source_id])
+def insert_staged_items(con, source_id: int | None, *, new_only: bool) -> None:
+    """The staged items (``_stage_items``); ``new_only``: those not stored, an item given two
+    pairs keeping its first line's (else every row is a new item, one row per item).
 
-
-def store_run_rows(con, rows: pl.DataFrame, *, direct: bool) -> dict[int, int]:
-    """A run's coded rows (response_codes' columns, in order) into the store; source id -> rows added.
-
-    ``direct``: their benchmarks have nothing stored, so every row is added.
+    ``source_id``: every item's source; None: the ``source_id`` column of ``_stage_items`` (several
+    files' items, one row per item).
     """
-    per_file = rows.group_by("source_id").len()
-    with registered(con, "_run_rows", rows):
-        if direct:
-            con.execute("INSERT INTO response_codes SELECT * FROM _run_rows")
-            return dict(per_file.iter_rows())
-        already = dict(con.execute("""SELECT source_id, count(*) FROM _run_rows
-            SEMI JOIN response_codes USING (model_id, item_key, variant_id, replicate) GROUP BY source_id""").fetchall())
-        merge_responses(con, "_run_rows")
-    return {sid: n - already.get(sid, 0) for sid, n in per_file.iter_rows()}
-
-
-def insert_items(con, items: pl.DataFrame) -> None:
-    """New items (benchmark, item_id, subject, domain, source_id, line, item_key)."""
-    with registered(con, "_new_items", items):
-        con.execute("INSERT INTO items SELECT benchmark, item_id, subject, domain, source_id, line, item_key "
-                    "FROM _new_items")
+    src = "?" if source_id is not None else "s.source_id"
+    params = [source_id] if source_id is not None else []
+    if not new_only:
+        con.execute(f"INSERT INTO items SELECT benchmark, item_id, subject, domain, {src}, line, item_key "
+                    "FROM _stage_items s", params)
+        return
+    con.execute(f"""
+        INSERT INTO items
+        SELECT s.benchmark, s.item_id, arg_min(s.subject, s.line), arg_min(s.domain, s.line),
+               {"?" if source_id is not None else "arg_min(s.source_id, s.line)"}, min(s.line), s.item_key
+        FROM _stage_items s ANTI JOIN items i USING (item_key)
+        GROUP BY s.benchmark, s.item_id, s.item_key""", params)

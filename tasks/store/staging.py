@@ -1,12 +1,13 @@
 """One file's rows while ingest checks them: the temporary tables of an ingest, inside its transaction.
 
-A file's rows are kept either in ``response_codes`` itself (``direct``: the benchmark has nothing
-stored, so nothing stored can contradict them) or in the temporary ``_stage``; :class:`FileRows`
-names them either way, as one SQL relation and its parameters, so every check below reads the
-same rows wherever they are.  The temporary tables (``_stage``, ``_dup_lines``, ``_dups``,
-``_stage_probs``) and the registered frames (``_stage_items``) live for one file and are dropped by
-:func:`drop_staging`.  Every value is a bound parameter; table and column names come from the
-fixed names of this module.
+A file's rows (or a run of small files', each with its source id) are kept either in
+``response_codes`` itself (``direct``: the benchmark has nothing stored, so nothing stored can
+contradict them) or in the temporary ``_stage``; :class:`FileRows` names them either way, as one
+SQL relation and its parameters, so every check below, and the store's one write
+(:mod:`benchcert.tasks.store.ingest_write`), reads the same rows wherever they are.  The
+temporary tables (``_stage``, ``_dup_lines``, ``_dups``, ``_stage_probs``) and the registered
+frames (``_stage_items``) live for one file (or run) and are dropped by :func:`drop_staging`.
+Every value is a bound parameter; table and column names come from the fixed names of this module.
 """
 
 from __future__ import annotations
@@ -41,8 +42,15 @@ class FileRows:
         return "response_codes" if self.direct else "_stage"
 
 
-def file_rows(con, source_id: int, *, direct: bool) -> FileRows:
-    """The file's rows: this source's rows of ``response_codes``, or a new empty ``_stage``."""
+def file_rows(con, source_id: int, *, direct: bool, sources: int = 1) -> FileRows:
+    """The file's rows: this source's rows of ``response_codes``, or a new empty ``_stage``.
+
+    ``sources``: the rows of that many files, of the consecutive source ids from ``source_id`` (a
+    run of small files stored together).
+    """
+    if direct and sources > 1:
+        return FileRows(source_id, True, "(SELECT * FROM response_codes WHERE source_id BETWEEN ? AND ?)",
+                        [source_id, source_id + sources - 1])
     if direct:
         return FileRows(source_id, True, "(SELECT * FROM response_codes WHERE source_id = ?)", [source_id])
     con.execute("CREATE OR REPLACE TEMP TABLE _stage (model_id INTEGER, item_key INTEGER, variant_id INTEGER, "
@@ -128,6 +136,17 @@ def drop_lines(con, rows: FileRows, lines: pl.DataFrame) -> None:
                     [rows.source_id])
     finally:
         con.unregister("_bad_lines")
+
+
+def keep_sources_before(con, rows: FileRows, source_id: int) -> None:
+    """Take the staged rows and items (``_stage_items`` with a ``source_id`` column) of ``source_id``
+    and later sources out (a run of files stored together, cut at a file the store contradicts)."""
+    if rows.direct:
+        raise ValueError("rows: staged in _stage (a benchmark with nothing stored is never cut)")
+    con.execute("DELETE FROM _stage WHERE source_id >= ?", [source_id])
+    items = query_pl(con, "SELECT * FROM _stage_items WHERE source_id < ?", [source_id])
+    con.unregister("_stage_items")
+    stage_items(con, items)
 
 
 def item_keys(con, rows: FileRows) -> pl.Series:

@@ -22,3 +22,17 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_one(tmp_path)
         write_text_atomic(target, "a lone surrogate \ud800 cannot be written as UTF-8")
     assert target.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]
+
+
+def test_a_private_file_is_its_owners_and_a_public_one_takes_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        private = write_text_atomic(tmp_path / "cache.json", "x")
+        public = write_text_atomic(tmp_path / "index.html", "x", private=False)  # a dashboard page a web server reads
+    finally:
+        os.umask(old)
+    assert private.stat().st_mode & 0o777 == 0o600
+    assert public.stat().st_mode & 0o777 == 0o644 and public.read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.json", "index.html"]

@@ -1,5 +1,5 @@
-"""One interval per verdict (issue #36 finding 3): no output shows a decided verdict beside an interval
-that covers 0, or an interval that excludes 0 beside "inconclusive".
+"""One interval per verdict (issue #36 finding 3; recorded looks, issue #37): no output shows a decided verdict
+beside an interval that covers 0, or an interval that excludes 0 beside "inconclusive".
 
 Over random data (hypothesis): few and many subjects, models that skip whole subjects (so that a pair
 shares fewer than 30 subjects and its clustered test is the sign-flip test), 0/1 and fractional
@@ -7,7 +7,9 @@ scores, one or several candidates. Checked: ``compare``'s typed rows, its ``--js
 table (``to_polars``) and the interval its text prints; the audit's comparisons table (primary and
 simultaneous intervals) and the report's comparisons section built from it. Before #36 the
 clustered interval beside the sign-flip test was CR2's, and the engine's verdict for a sign-flip
-primary was the test's while the row's interval was CR2's.
+primary was the test's while the row's interval was CR2's. Recorded checkpoint verdicts: the first
+look, and 2-5 looks of ``compare --record`` on a store that grows between them (its text, --json, the
+summary.json entry, the report's verdicts section and the dashboard's verdict row).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from unittest import mock
 
 import numpy as np
 import polars as pl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from benchcert.stats.comparisons import pairwise_comparisons
@@ -170,3 +172,103 @@ def test_a_recorded_verdict_row_shows_the_interval_that_decides_it(seed, n_subje
     assert _agrees(entry["verdict"], view.lower, view.upper), (entry["verdict"], entry["detail"], view.interval_kind)
     if entry["detail"]["decided_by"] == "first_look":  # the first-look test's own interval is stored and shown
         assert view.interval_kind.startswith("first-look interval"), entry["detail"]
+
+
+def _ingest_look(db, path, models, subj, keep) -> None:
+    """Append the items ``keep`` (a boolean mask) of both models to the store: what a nightly adds."""
+    from benchcert.tasks.ingest.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+
+    lines = ["model,item_id,subject,domain,score"]
+    for name, scores in models.items():
+        lines += [f"{name},i{i},s{subj[i]},d{subj[i] % 2},{scores[i]:g}" for i in np.flatnonzero(keep)
+                  if not np.isnan(scores[i])]
+    path.write_text("\n".join(lines) + "\n")
+    assert ingest_file(db, path, benchmark="b", mapping=parse_mapping()).status == "ingested"
+
+
+def _shown_look(look) -> tuple[str, dict]:
+    """What ``compare --record`` prints for ``look`` (flows/cli/compare._show_look): the text and the --json."""
+    import contextlib
+    import io
+    import json
+    from types import SimpleNamespace
+
+    from benchcert.flows.cli.compare import _show_look
+
+    out = []
+    for as_json in (False, True):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            _show_look(SimpleNamespace(json=as_json), look)
+        out.append(buf.getvalue())
+    return out[0], json.loads(out[1])
+
+
+def _check_recorded_looks(tmp, models, subj, question, batch) -> list[tuple[int, str, str]]:
+    """Ask ``compare --record`` once per batch of new items (``batch``: the look at which each item arrives) and
+    check every look's outputs; returns (look, verdict, decided_by) per look."""
+    import html
+
+    from benchcert.tasks.audit.results import verdict_entry
+    from benchcert.tasks.render.sections.audit import verdicts_section
+    from benchcert.tasks.render.verdict_rows import verdict_view
+
+    req = service.CompareRequest(db=tmp / "s.duckdb", benchmark="b", baseline="m0", candidates=("m1",),
+                                 question=question, hierarchy="subject")
+    seen = []
+    for j in range(int(batch.max()) + 1):
+        if (batch == j).any():  # a look with no new item asks again on the same store
+            _ingest_look(req.db, tmp / f"look{j}.csv", models, subj, batch == j)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            look = service.record_look(req)
+        v = look.verdict
+        assert v.look == j + 1
+        seen.append((v.look, v.verdict, v.decided_by or "open"))
+        text, doc = _shown_look(look)
+        lines = text.splitlines()
+        assert lines[0].split(f"look {v.look}: ", 1)[1].startswith(v.verdict), lines[0]
+        iv = doc["deciding_interval"]
+        assert doc["verdict"] == v.verdict and _agrees(v.verdict, iv["lower"], iv["upper"]), (j + 1, v.verdict, iv)
+        if iv["lower"] is not None:
+            assert f"interval that decides: [{100 * iv['lower']:.2f}, {100 * iv['upper']:.2f}] pp" in text
+        entry = verdict_entry(v.as_dict()).model_dump()  # summary.json's entry, the dashboard's and report's input
+        view = verdict_view(entry, "b")
+        assert _agrees(entry["verdict"], view.lower, view.upper), (j + 1, entry["verdict"], entry["detail"])
+        assert (view.lower, view.upper) == (iv["lower"], iv["upper"])
+        page = html.unescape(verdicts_section("b", [entry]).html)
+        assert view.interval in page and f" {v.verdict}</span>" in page
+    return seen
+
+
+@settings(max_examples=max(2, N // 3), deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n_subjects=st.sampled_from([3, 8, 31]), per_subject=st.integers(4, 60),
+       fractional=st.booleans(), question=st.sampled_from(["items", "new-subjects"]),
+       shift=st.sampled_from([0.0, 0.08, 0.4, -0.4]), looks=st.integers(2, 5))
+def test_recorded_verdicts_at_later_looks_show_the_interval_that_decides(tmp_path_factory, seed, n_subjects,
+                                                                         per_subject, fractional, question, shift,
+                                                                         looks):
+    """``compare --record`` asked 2-5 times on a store that grows between the looks (a nightly's new items): at
+    every look its text, its --json, the summary.json entry, the report's verdicts section and the dashboard's
+    verdict row show the verdict beside the interval that decides it, and never one that contradicts it."""
+    models, subj = _data(seed, 2, n_subjects, per_subject, fractional, 0.0)
+    models["m1"] = np.clip(models["m1"] + shift, 0, 1)
+    batch = np.random.default_rng(seed + 1).integers(0, looks, subj.size)  # the look at which each item arrives
+    batch[np.unique(subj, return_index=True)[1]] = 0  # every subject has an item at the first look
+    for look, verdict, by in _check_recorded_looks(tmp_path_factory.mktemp("looks"), models, subj, question, batch):
+        event(f"look {'1' if look == 1 else '2-5'}: {verdict}, {by}")  # what the search reached
+
+
+def test_a_verdict_decided_at_a_later_look_shows_the_interval_that_decides(tmp_path):
+    """The search above reaches few decided verdicts at later looks (hypothesis favours small data): here the items
+    question with a gap of about 8 points on 31 subjects, a tenth of the items at the first look (open) and the
+    rest over three more looks (decided by the anytime test), every look checked as above."""
+    models, subj = _data(7, 2, 31, 40, False, 0.0)
+    models["m1"] = np.clip(models["m1"] + 0.12 * (np.random.default_rng(7).random(subj.size) < 0.7), 0, 1)
+    frac = np.random.default_rng(8).random(subj.size)
+    batch = np.select([frac < 0.1, frac < 0.4, frac < 0.7], [0, 1, 2], 3)
+    batch[np.unique(subj, return_index=True)[1]] = 0  # every subject at the first look (fixed strata)
+    seen = _check_recorded_looks(tmp_path, models, subj, "items", batch)
+    assert seen[0][1] == "inconclusive" and any(look > 1 and verdict != "inconclusive" for look, verdict, _ in seen), seen

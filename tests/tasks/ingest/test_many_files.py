@@ -275,11 +275,11 @@ def test_atomic_random_folders(tmp_path):
 
 def test_atomic_a_run_that_fails_half_way_is_redone_file_by_file(tmp_path, monkeypatch):
     paths = folder(tmp_path, clean_texts(4))
-    def half(cmd, stretch):
-        cmd.con.execute("INSERT INTO sources SELECT 99, 'b', 'x', 'x', 'csv', '{}', 0, 0, 0, 0, 'ingested', now()")
+    def half(con, rows, sources, book, **kw):  # the store's one write fails after a first statement
+        con.execute("INSERT INTO sources SELECT 99, 'b', 'x', 'x', 'csv', '{}', 0, 0, 0, 0, 'ingested', now()")
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(many, "_insert_run", half)
+    monkeypatch.setattr(many, "write_sources", half)
     reports = assert_same(tmp_path, paths, atomic=True)
     assert [r["status"] for r in reports] == ["ingested"] * 4
 
@@ -347,3 +347,46 @@ def test_a_benchmark_column_naming_several_benchmarks(tmp_path, monkeypatch):
         work = tmp_path / f"case{case}"
         work.mkdir()
         assert_same(work, folder(work, texts), benchmark=None, atomic=case == 5)
+
+
+@pytest.mark.parametrize("stored_before", [False, True])
+def test_a_batch_of_small_files_and_the_streaming_path_store_the_same_rows(tmp_path, monkeypatch, stored_before):
+    """The small-file batch and the large-file streaming path are one write (tasks/store/ingest_write.py):
+    the same files batched, or each streamed (no file small), give the same store and reports; one
+    large file of the same rows stores the same responses, items, models and variants.
+    ``stored_before``: the benchmark holds rows already (staged, checked against the store and merged,
+    a contradicting file refused) rather than new (written straight into response_codes)."""
+    texts = clean_texts(9)
+    before = []
+    if stored_before:  # the first three files stored already, one of them contradicted by a later file
+        before = folder(tmp_path, texts[:3], name="before")
+        texts[5] = texts[0].replace(",0\n", ",9\n").replace(",1\n", ",0\n").replace(",9\n", ",1\n")
+    paths = folder(tmp_path, texts)
+    out = {}
+    for how, small in (("batch", many.SMALL_FILE_BYTES), ("stream", -1)):
+        monkeypatch.setattr(many, "SMALL_FILE_BYTES", small)
+        db = tmp_path / f"{how}.duckdb"
+        _one_at_a_time(db, before)
+        out[how] = (_together(db, paths), _store(db))
+    assert out["batch"][0] == out["stream"][0]
+    statuses = [r["status"] for r in out["batch"][0]]
+    if stored_before:
+        assert statuses == ["unchanged"] * 3 + ["ingested"] * 2 + ["conflict"] + ["ingested"] * 3
+    else:
+        assert statuses == ["ingested"] * 9
+    for t in TABLES:
+        assert_frame_equal(out["batch"][1][t], out["stream"][1][t], check_row_order=True)
+    # One large file holding the same rows (the refused file left out): the same stored facts.
+    one = tmp_path / "one.csv"
+    one.write_text(HEADER + "".join(t.split("\n", 1)[1] for k, t in enumerate(texts)
+                                    if out["batch"][0][k]["status"] == "ingested"))
+    db = tmp_path / "one.duckdb"
+    _one_at_a_time(db, before)
+    assert _one_at_a_time(db, [one])[0]["status"] == "ingested"
+    # (Not the codes: a file's new texts are coded in sorted order, so one file numbers them otherwise.)
+    facts = {"responses": ["benchmark", "model", "item_id", "variant", "replicate", "score", "human_score"],
+             "items": ["benchmark", "item_id", "subject", "domain"], "models": ["benchmark", "model"],
+             "variants": ["benchmark", "variant"]}
+    large = _store(db)
+    for t, cols in facts.items():
+        assert_frame_equal(out["batch"][1][t].select(cols).sort(pl.all()), large[t].select(cols).sort(pl.all()))

@@ -14,7 +14,7 @@ from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.store.connection import STORE_VERSION, open_store, query_pl
 
-from conftest import SMALL_CSV
+from conftest import SMALL_CSV, SMALL_MAP
 
 RESPONSES = "SELECT benchmark, model, item_id, variant, replicate, score, source_id, line FROM responses"
 
@@ -203,3 +203,25 @@ def test_a_repeated_key_is_found_in_a_file_naming_several_benchmarks(tmp_path):
                     mapping=parse_mapping(["benchmark=bench", "model=model", "item_id=item", "score=correct"]))
     assert r.status == "rejected", r.message  # x/m1/q1 is given twice with different scores; y/m1/q1 is another key
     assert sorted({x["line"] for x in r.rejects}) == [2, 4]
+
+
+def test_several_files_coded_at_once_get_the_codes_of_file_after_file(tmp_path):
+    """``files=``: one call for a run of files gives each text the code it gets when the files are
+    coded one call each, in order (new texts by first file, then sorted text), stored texts kept."""
+    db = tmp_path / "s.duckdb"
+    assert ingest_file(db, SMALL_CSV, benchmark="b", mapping=parse_mapping(SMALL_MAP)).status == "ingested"
+    rng = np.random.default_rng(3)
+    with open_store(db, write=True) as con:
+        stored = query_pl(con, "SELECT model FROM models WHERE benchmark = 'b'")["model"].to_list()
+        pool = stored + [f"m{k}" for k in range(30)] + ["zz", "a", "M"]
+        files = [pl.Series([pool[i] for i in rng.integers(0, len(pool), rng.integers(1, 12))], dtype=pl.String)
+                 for _ in range(15)]
+        one_by_one, at_once = CodeBook(con), CodeBook(con)
+        expected = pl.concat([one_by_one.codes(MODEL, "b", f) for f in files])
+        got = at_once.codes(MODEL, "b", pl.concat(files),
+                            files=pl.Series([k for k, f in enumerate(files) for _ in range(f.len())]))
+    assert got.to_list() == expected.to_list()
+    assert_frame_equal(at_once.new_entries(MODEL).sort("code"), one_by_one.new_entries(MODEL).sort("code"))
+    assert at_once.new_entries(MODEL).height > 10  # new texts were coded, not only stored ones
+    with pytest.raises(ValueError, match="files"):
+        at_once.codes(MODEL, "b", pl.Series([1, 2]), files=pl.Series([0, 0]))
