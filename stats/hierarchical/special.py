@@ -10,13 +10,13 @@ import sys
 import numpy as np
 
 #: Cells (fits x subjects) of the fitting calls of a process from which they start the compiled kernels
-#: when numba is not yet running in it: its start costs about 0.5 CPU s, and the kernels save about
-#: 1.5 us a cell (30 us a fit of 20 subjects, and most of the joint bound's knapsack; issue #40). Once
-#: numba runs (the store read of a large audit starts it) loading the kernels costs milliseconds, and
-#: they start from _COMPILED_WARM_CELLS. The cells add up over the calls (an out-of-core audit fits
-#: blocks of models, one call each).
+#: when numba is not yet running in it: starting numba and loading the cached kernels costs about
+#: 0.6 CPU s, and the kernels save about 1.5 us a cell (30 us a fit of 20 subjects, and most of the
+#: joint bound's knapsack; issue #40). Once numba runs (the store read of a large audit starts it)
+#: loading them costs about 0.1 CPU s, and they start from _COMPILED_WARM_CELLS. The cells add up
+#: over the calls (an out-of-core audit fits blocks of models, one call each).
 _COMPILED_MIN_CELLS = 1 << 19
-_COMPILED_WARM_CELLS = 1 << 14
+_COMPILED_WARM_CELLS = 1 << 16
 #: The compiled kernels once loaded ("module"), or why they cannot be ("unavailable"); the cells so far.
 _kernels: dict = {"module": None, "unavailable": None, "cells": 0}
 
