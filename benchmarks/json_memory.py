@@ -174,9 +174,9 @@ def main() -> int:
           f"records file, ingested): {'PASS' if ok else 'FAIL'}")
     dense = results["dense records .json"]
     print(f"dense records .json ({dense.get('rows_added') or 0:,} rows): peak {dense['peak_rss_bytes'] / 1e6:.0f} MB; "
-          "over the ~190 MB of a warmed-up ingest, each row costs about 120 bytes until the file's one transaction "
-          "commits (batches in flight, its codes, items and key hashes, and what DuckDB holds for the transaction; "
-          "any format; benchmarks/README.md)")
+          "about 120 MB of it is the code of DuckDB, Polars and Arrow paged in, the rest the interpreter, batches "
+          "in flight, the file's codes, items and key hashes, what DuckDB holds until the file's one transaction "
+          "commits, and what the allocators keep of freed pages (any format; benchmarks/README.md)")
     if args.json:
         args.json.write_text(json.dumps({"hostile_mib": args.hostile_mib, "valid_mb": args.valid_mb,
                                          "load_average": load, "results": results}, indent=2))

@@ -45,7 +45,9 @@ repetitions; tests/stats/test_ppi.py).
 Away from the boundary it adds O(1/n) relative width.
 
 Third departure, for ``quantile="t"`` too (issue #36): the interval reported is the hull of that
-one and its score form, and is clipped to the score range ([0, 1] for a mean, [-1, 1] for a gap).
+one and its score form, and is clipped to the score range ([0, 1] for a mean, [-1, 1] for a gap), and
+so is the estimate (lambda mean(Yhat_u) + mean(Y - lambda Yhat) falls below 0 when the labels sit near 0
+and the labelled items' judge mean exceeds the rest's; clipped, it stays inside its interval).
 The score form replaces the labels' variance Var(Y) in se^2 by kappa (theta - lo)(hi - theta), a
 function of the estimand theta itself (kappa = Var(Y) / ((mean(Y) - lo)(hi - mean(Y))), 1 for 0/1
 labels) and solves (est - theta)^2 <= q^2 se^2(theta) for theta: at lambda = 0 (an uninformative
@@ -153,16 +155,15 @@ def _ppi_iv(human, judge_labelled, judge_unlabelled, alpha, lam, quantile, lo, h
     return y, yh, yu, alpha
 
 
-def _tuned_lambda(y, yh, yu) -> float:
-    """PPI++'s variance-minimising lambda for a mean, clipped to [0, 1] (ppi_py ``_calc_lam_glm``)."""
-    n, big_n = y.size, yu.size
-    start = yu.mean() + (y - yh).mean()  # the lambda = 1 estimate the gradients are taken at
+def _tuned_lambda(y, yh, yu):
+    """PPI++'s variance-minimising lambda for a mean, clipped to [0, 1] (ppi_py ``_calc_lam_glm``);
+    over the last axis, so a batch of label sets (planning) gets one lambda each."""
+    n, big_n = y.shape[-1], yu.shape[-1]
+    start = yu.mean(-1, keepdims=True) + (y - yh).mean(-1, keepdims=True)  # the lambda = 1 estimate
     g, gh = y - start, yh - start
-    cov = np.sum((g - g.mean()) * (gh - gh.mean())) / n
-    var = np.var(np.concatenate([gh, yu - start]), ddof=1)
-    if not var > 0:
-        return 0.0
-    return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
+    cov = np.sum((g - g.mean(-1, keepdims=True)) * (gh - gh.mean(-1, keepdims=True)), -1) / n
+    var = np.var(np.concatenate([gh, yu - start], -1), ddof=1, axis=-1)
+    return np.where(var > 0, np.clip(cov / ((1 + n / big_n) * np.where(var > 0, var, 1.0)), 0.0, 1.0), 0.0)
 
 
 def _quantile(alpha: float, n: int, quantile: str) -> float:
@@ -172,62 +173,68 @@ def _quantile(alpha: float, n: int, quantile: str) -> float:
 
 
 def _augmented(y, yh, lo, hi):
-    """The labelled pairs plus PSEUDO_PER_END pseudo-pairs (lo, mean(yh)) and as many (hi, mean(yh)) (module notes)."""
+    """The labelled pairs plus PSEUDO_PER_END pseudo-pairs (lo, mean(yh)) and as many (hi, mean(yh)) (module notes);
+    over the last axis."""
     k = PSEUDO_PER_END
-    return np.concatenate([y, [lo] * k + [hi] * k]), np.concatenate([yh, np.full(2 * k, yh.mean())])
+    ends = np.broadcast_to(np.array([lo] * k + [hi] * k, float), y.shape[:-1] + (2 * k,))
+    judge_mean = np.repeat(yh.mean(-1, keepdims=True), 2 * k, axis=-1)
+    return np.concatenate([y, ends], -1), np.concatenate([yh, judge_mean], -1)
 
 
 def _ppi(y, yh, yu, alpha, lam, quantile, method, assumptions, lo=0.0, hi=1.0) -> PPIMeanResult:
     n, big_n = y.size, yu.size
-    if lam is None:
-        lam = _tuned_lambda(y, yh, yu)
-    lam = float(lam)
-    est = lam * yu.mean() + (y - lam * yh).mean()
-    ya, yha = _augmented(y, yh, lo, hi) if quantile == "t" else (y, yh)
-    dd = 1 if quantile == "t" else 0
-    se = math.sqrt(np.var(lam * yu) / big_n + np.var(ya - lam * yha, ddof=dd) / n)
+    lam = float(_tuned_lambda(y, yh, yu) if lam is None else lam)
     q = _quantile(alpha, n, quantile)
-    se_h = math.sqrt(np.var(ya, ddof=dd) / n)
+    est, se, lower, upper = _interval(y, yh, yu, lam, q, quantile, lo, hi)
+    _, _, lower_h, upper_h = _interval(y, yh, yu, 0.0, q, quantile, lo, hi)  # the human labels alone
     if se == 0.0:
         warnings.warn(DegenerateDataWarning(
             "human and judge scores do not vary: the prediction-powered interval has zero width"), stacklevel=3)
     judge_all = float(np.concatenate([yh, yu]).mean())
-    lower, upper = est - q * se, est + q * se
-    lower_h, upper_h = y.mean() - q * se_h, y.mean() + q * se_h
-    if quantile == "t":  # the hull with the score form, clipped to the score range (module notes)
-        s_lo, s_hi = _score_interval(y, yh, yu, lam, est, q, lo, hi)
-        lower, upper = max(lo, min(lower, s_lo)), min(hi, max(upper, s_hi))
-        s_lo, s_hi = _score_interval(y, yh, yu, 0.0, float(y.mean()), q, lo, hi)
-        lower_h, upper_h = max(lo, min(lower_h, s_lo)), min(hi, max(upper_h, s_hi))
-    return PPIMeanResult(estimate=float(est), lower=float(lower), upper=float(upper), se=se, lam=lam,
+    return PPIMeanResult(estimate=float(est), lower=float(lower), upper=float(upper), se=float(se), lam=lam,
                          alpha=alpha, n_human=n, n_judge=big_n, human_only_lower=float(lower_h),
                          human_only_upper=float(upper_h), judge_only_estimate=judge_all,
                          method=method, assumptions=assumptions)
 
 
-def _score_interval(y, yh, yu, lam, est, q, lo, hi) -> tuple[float, float]:
+def _interval(y, yh, yu, lam, q, quantile, lo, hi):
+    """(estimate, se, lower, upper) of the PPI interval at this lambda (0: the human labels alone), over the
+    last axis (lam then one per label set): the plug-in interval est +- q se and, for ``quantile="t"``,
+    its hull with the score form, clipped to [lo, hi] (module notes)."""
+    lam = np.asarray(lam, float)
+    est = lam * yu.mean(-1) + (y - lam[..., None] * yh).mean(-1)
+    ya, yha = _augmented(y, yh, lo, hi) if quantile == "t" else (y, yh)
+    dd = 1 if quantile == "t" else 0
+    se = np.sqrt(lam * lam * np.var(yu, -1) / yu.shape[-1] + np.var(ya - lam[..., None] * yha, -1, ddof=dd) / y.shape[-1])
+    lower, upper = est - q * se, est + q * se
+    if quantile == "t":  # the hull with the score form, clipped to the score range (module notes)
+        s_lo, s_hi = _score_interval(y, yh, yu, lam, est, q, lo, hi)
+        lower, upper = np.maximum(lo, np.minimum(lower, s_lo)), np.minimum(hi, np.maximum(upper, s_hi))
+        est = np.clip(est, lo, hi)  # inside [lower, upper] still: lower <= max(lo, est), upper >= min(hi, est)
+    return est, se, lower, upper
+
+
+def _score_interval(y, yh, yu, lam, est, q, lo, hi):
     r"""The score form of the PPI interval: the theta with
     (est - theta)^2 <= q^2 [lam^2 Var(Yhat_u) / N + (kappa (theta - lo)(hi - theta) - 2 lam c + lam^2 v_j) / n],
     the human labels' variance taken as a function of theta (module notes); (lo, hi) when the
-    inequality holds everywhere, the plain ends (est, est) when nowhere."""
-    n, big_n = y.size, yu.size
-    m = float(y.mean())
+    inequality holds everywhere, the plain ends (est, est) when nowhere. Over the last axis."""
+    n, big_n = y.shape[-1], yu.shape[-1]
+    m = y.mean(-1)
     room = (m - lo) * (hi - m)
     # kappa: the labels' variance against the largest a score in [lo, hi] with that mean can have
     # (1 for 0/1 labels up to n / (n - 1)); 1 when every label is at one end (no information on it)
-    kappa = float(np.var(y, ddof=1) / room) if room > 1e-12 else 1.0
-    kappa = max(kappa, 1.0 / n)
-    cov = float(np.cov(y, yh, ddof=1)[0, 1]) if lam else 0.0
-    v_j = float(np.var(yh, ddof=1)) if lam else 0.0
-    b_term = lam * lam * float(np.var(yu)) / big_n + (lam * lam * v_j - 2 * lam * cov) / n
+    wide = room > 1e-12
+    kappa = np.maximum(np.where(wide, np.var(y, -1, ddof=1) / np.where(wide, room, 1.0), 1.0), 1.0 / n)
+    cov = np.sum((y - m[..., None]) * (yh - yh.mean(-1, keepdims=True)), -1) / (n - 1)
+    v_j = np.var(yh, -1, ddof=1)
+    b_term = lam * lam * np.var(yu, -1) / big_n + (lam * lam * v_j - 2 * lam * cov) / n
     g = q * q * kappa / n
     # (1 + g) theta^2 - (2 est + g (lo + hi)) theta + (est^2 + g lo hi - q^2 b) <= 0
     a2, a1, a0 = 1.0 + g, -(2.0 * est + g * (lo + hi)), est * est + g * lo * hi - q * q * b_term
     disc = a1 * a1 - 4.0 * a2 * a0
-    if disc < 0:
-        return est, est
-    root = math.sqrt(disc)
-    return (-a1 - root) / (2.0 * a2), (-a1 + root) / (2.0 * a2)
+    root = np.sqrt(np.maximum(disc, 0.0))
+    return (np.where(disc < 0, est, (-a1 - root) / (2.0 * a2)), np.where(disc < 0, est, (-a1 + root) / (2.0 * a2)))
 
 
 def ppi_mean(human, judge_labelled, judge_unlabelled, *, alpha: float = 0.05, lam: float | None = None,
@@ -457,14 +464,18 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
 
     That n is the typical outcome: the half-width :func:`ppi_mean` reports is itself random (it is
     estimated from the labels), and at that n only about half of the label sets reach epsilon
-    (40-57% in issue #36's checks). With ``assurance`` (e.g. 0.8) the plan is instead the least n at
+    (40-57% in issue #36's checks, 39.4% [35.1, 43.8] in its slow study). With ``assurance`` (e.g. 0.8) the plan is instead the least n at
     which that share of label sets reach it (the sample-size "assurance" of O'Hagan, Stevens and
     Campbell 2005, *Pharm. Stat.* 4, here for a width): estimated by drawing a world the pilot makes
     plausible (Dirichlet weights on the pilot pairs, Rubin's 1981 Bayesian bootstrap, so that the
-    pilot's own error counts), ``n`` labelled pairs from it (200 draws, the same worlds and nested label sets
-    at every n) and the unlabelled judge
-    scores from ``judge_all``, computing :func:`ppi_mean`'s half-width (and the human-only one) on
-    each, and searching n upwards from the typical plan. ``rng`` (a numpy Generator; default seeded)
+    pilot's own error counts), ``n`` labelled pairs from it (:data:`ASSURANCE_DRAWS` = 400 draws, the
+    same worlds and nested label sets at every n) and the unlabelled judge scores from ``judge_all``,
+    computing :func:`ppi_mean`'s half-width (and the human-only one) on each, and searching n upwards
+    from the typical plan. Margin for the Monte-Carlo error of that share: n is the least size at
+    which its one-sided 90% Clopper-Pearson lower bound is at least ``assurance`` (331 of 400 label
+    sets for 0.8; taking the first n where the plain share reaches 0.8 lands, on average, on the
+    share's 320th of 400 order statistic, about 79.8%, and below 80% half the time). ``rng`` (a numpy
+    Generator; default seeded)
     draws them.
     """
     y = _vector(human, "human", 0.0, 1.0)
@@ -504,7 +515,8 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
         n_ppi = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_ppi, human_only=False)
         n_h = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_h, human_only=True)
         method = (f"least n at which {100 * assurance:g}% of label sets drawn from the pilot reach the half-width "
-                  f"(200 draws per n; the interval ppi_mean reports; at least {MIN_HUMAN_LABELS} labels)")
+                  f"({ASSURANCE_DRAWS} draws per n, the share's {100 * ASSURANCE_CONFIDENCE:g}% lower bound; the "
+                  f"interval ppi_mean reports; at least {MIN_HUMAN_LABELS} labels)")
     return HumanLabelPlan(epsilon=float(epsilon), alpha=alpha, n_items=m, n_ppi=n_ppi, n_human_only=n_h,
                           pilot_n=y.size, method=method,
                           assumptions=(MCAR, "the pilot's judge-human covariance holds for the items still to label"),
@@ -512,40 +524,68 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
 
 
 #: Label sets drawn per candidate n by the assurance plan.
-ASSURANCE_DRAWS = 200
+ASSURANCE_DRAWS = 400
+
+#: The assurance plan's margin for its own Monte-Carlo error: a plan is the least n at which the
+#: one-sided Clopper-Pearson lower bound, at this confidence, of the share of the ASSURANCE_DRAWS
+#: label sets that reach epsilon is at least the asked assurance (for 0.8: 331 of 400, not 320).
+ASSURANCE_CONFIDENCE = 0.9
 
 
-def _assured_share(y, yh, ja, n, epsilon, alpha, seed, human_only) -> float:
-    """The share of ASSURANCE_DRAWS label sets of size n (pairs drawn from the pilot, unlabelled judge
-    scores from ``ja``) whose reported half-width is at most epsilon (common draws: ``seed``)."""
+def _hits_needed(assurance: float) -> int:
+    """The least count k of ASSURANCE_DRAWS with Beta^{-1}(1 - ASSURANCE_CONFIDENCE; k, D - k + 1) >= assurance
+    (the one-sided Clopper-Pearson lower bound); all D when no count reaches it (assurance above about 0.994)."""
+    from scipy import stats
+
+    d = ASSURANCE_DRAWS
+    k = np.arange(1, d + 1)
+    ok = np.flatnonzero(stats.beta.ppf(1 - ASSURANCE_CONFIDENCE, k, d - k + 1) >= assurance)
+    return int(k[ok[0]]) if ok.size else d
+
+
+def _world_labels(pilot_n: int, n: int, seed: int, draw: int) -> np.ndarray:
+    """Draw ``draw``'s n label indices into the pilot: a world the pilot makes plausible (Dirichlet weights on
+    the pilot pairs, the Bayesian bootstrap of Rubin 1981), then n labels from it. The same world at every n
+    and nested label sets (the first n of one sequence): common random numbers across n, so the share grows
+    with n as the half-width shrinks instead of jittering by its Monte-Carlo error, whose low side the
+    search would otherwise pick (issue #36: 72.5% for 80%)."""
+    world = np.random.default_rng([seed, draw])
+    return world.choice(pilot_n, n, p=world.dirichlet(np.ones(pilot_n)))
+
+
+def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only) -> int:
+    """How many of ASSURANCE_DRAWS label sets of size n (pairs drawn by :func:`_world_labels`, the unlabelled
+    judge scores resampled from ``ja``) give a reported half-width (:func:`ppi_mean`'s default interval, or
+    the human-only one beside it) of at most epsilon; the draws in batches of about 4 million scores."""
+    q = _quantile(alpha, n, "t")
+    big_n = ja.size - n
+    block = max(1, 4_000_000 // big_n)
     hits = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for d in range(ASSURANCE_DRAWS):
-            # a world the pilot makes plausible (Bayesian bootstrap, Rubin 1981), then n labels from it:
-            # the pilot's own error counts, not only the label set's. Common random numbers across n: draw
-            # d is the same world at every n, and its label sets are nested (the first n of one sequence),
-            # so the share grows with n as the half-width shrinks instead of jittering by its Monte-Carlo
-            # error, which the search would otherwise pick the low side of (issue #36: 72.5% for 80%)
-            world = np.random.default_rng([seed, d])
-            pick = world.choice(y.size, n, p=world.dirichlet(np.ones(y.size)))
-            rest = ja[np.random.default_rng([seed, d, 1]).integers(0, ja.size, ja.size - n)]
-            r = _ppi(y[pick], yh[pick], rest, alpha, None, "t", "", ())
-            width = (r.human_only_upper - r.human_only_lower) / 2 if human_only else r.half_width
-            hits += width <= epsilon
-    return hits / ASSURANCE_DRAWS
+        for first in range(0, ASSURANCE_DRAWS, block):
+            draws = range(first, min(first + block, ASSURANCE_DRAWS))
+            pick = np.stack([_world_labels(y.size, n, seed, d) for d in draws])
+            rest = ja[np.stack([np.random.default_rng([seed, d, 1]).integers(0, ja.size, big_n) for d in draws])]
+            lab, lab_j = y[pick], yh[pick]
+            lam = np.zeros(len(draws)) if human_only else _tuned_lambda(lab, lab_j, rest)
+            _, _, lower, upper = _interval(lab, lab_j, rest, lam, q, "t", 0.0, 1.0)
+            hits += int(np.sum((upper - lower) / 2 <= epsilon))
+    return hits
 
 
 def _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, start, *, human_only) -> int | None:
-    """The least n >= ``start`` (the typical plan) at which the share of label sets reaching epsilon is
-    at least ``assurance``: doubling, then bisection; None when not even all but one item."""
+    """The least n >= ``start`` (the typical plan) at which the label sets reaching epsilon number at least
+    :func:`_hits_needed` of ASSURANCE_DRAWS: steps of an eighth (the plan is typically 5-10% above the typical
+    one), then bisection; None when not even all but one item."""
     top = ja.size - 1
     if start is None or start > top:
         return None
-    ok = lambda k: _assured_share(y, yh, ja, k, epsilon, alpha, seed, human_only) >= assurance  # noqa: E731
+    need = _hits_needed(assurance)
+    ok = lambda k: _assured_hits(y, yh, ja, k, epsilon, alpha, seed, human_only) >= need  # noqa: E731
     lo, hi = start - 1, start
     while not ok(hi):
         if hi >= top:
             return None
-        lo, hi = hi, min(top, 2 * hi)
+        lo, hi = hi, min(top, hi + max(1, hi // 8))
     return max(smallest_passing(ok, lo, hi), MIN_HUMAN_LABELS)

@@ -112,8 +112,9 @@ def register_plan(plan_sub) -> None:
 def cmd_plan_human_labels(args) -> int:
     """From the responses scored by both the judge and a human so far (a random pilot): how many human labels
     give a +/- EPS interval of each model's human-scale score with the judge's scores (PPI++, tuned lambda,
-    normal quantile), against labelling by hand without the judge. A plan, not a guarantee: it trusts the
-    pilot's judge-human covariance."""
+    the t quantile of the interval the audit reports), against labelling by hand without the judge. A plan,
+    not a guarantee: it trusts the pilot's judge-human covariance (``--assurance``: the pilot's error
+    counted)."""
     from benchcert.flows.cli.errors import require_store
     from benchcert.tasks.judge.service import plan_labels
 

@@ -32,7 +32,7 @@ from .results import (
     QUESTIONS,
     ComparisonTest,
 )
-from .score import stratified_score_test
+from .score import bounded_mean_score_test, stratified_score_test
 from .signflip import MAX_CLUSTERS, _inverted, sign_flip_cluster_test, sign_flip_group
 
 
@@ -152,7 +152,9 @@ class PairSums:
     ``n_c`` shared items, ``s_c`` sum D, ``q_c`` sum D^2 per cluster, shape (C, P) (one row
     when not ``clustered``); ``n_pos`` / ``n_neg`` items with D > 0 / D < 0, ``binary`` whether
     the pair's shared scores are 0/1, ``n_only_a`` / ``n_only_b`` items only one model
-    answered, shape (P,).
+    answered, shape (P,). ``d_items``: per pair, the differences D of its shared items where the pair's
+    scores are fractional and the family small enough for the bounded score test (None elsewhere, or
+    None for all): that test needs every D, not only the sums.
     """
 
     n_c: np.ndarray
@@ -164,6 +166,7 @@ class PairSums:
     n_only_a: np.ndarray
     n_only_b: np.ndarray
     clustered: bool
+    d_items: tuple | None = None
 
 
 def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
@@ -185,11 +188,22 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         var = np.maximum(q - nf * gap * gap, 0.0) / np.where(ok, nf - 1.0, 1.0)
         se = np.sqrt(var / nf)
+    # on 0/1 scores the interval and p-value are Tango's score test of the paired difference (one stratum),
+    # as for the items question with subjects: the Wald interval's end away from the ceiling is short
+    # (issue #36; a non-inferiority gate at the margin passed above 2.5%: tests/stats/comparisons/test_score.py)
+    # (and on fractional scores the same construction on [-1, 1]: score.bounded_mean_score_test)
+    score = np.asarray(binary, dtype=bool) & ok & (max(settings.family_size, np.size(n)) <= SCORE_MAX_PAIRS)
+    bounded = _bounded(sums.d_items, np.shape(n), alpha, settings.family_size)  # once for both items tests
+    frac = bounded[0] & ok
     est, lo, hi, se_p, zs, p = _normal_test(
         gap, se, ok, n, z, method="paired_clt", worst_se=1.0 / np.sqrt(nf),
-        reason="only one shared item, so Var(D) cannot be estimated")
+        reason="only one shared item, so Var(D) cannot be estimated", other=score | frac)
+    zs, p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (zs, p, lo, hi))
+    sim = _stratified_score(score, n_c, s_c, q_c, alpha, settings.family_size, (zs, p, lo, hi),
+                            frac=frac, bounded=bounded)
     tests["paired_clt"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_p), _out(zs), _out(p), alpha,
-                                         _out(n), "paired_clt", _PAIRED_CLT_ASSUMPTIONS)
+                                         _out(n), "paired_clt", _PAIRED_CLT_ASSUMPTIONS,
+                                         simultaneous_lower=sim[0], simultaneous_upper=sim[1])
 
     n_clusters = None
     flip = np.zeros(np.shape(n), dtype=bool)
@@ -201,7 +215,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         # fractional scores and in very large families
         score = np.asarray(binary, dtype=bool) & (max(settings.family_size, n_c.shape[1]) <= SCORE_MAX_PAIRS)
         n_clusters, flip = _clustered_tests(tests, n_c, s_c, q, gap, alpha, settings.family_size, invert,
-                                            q_c=q_c, score=score)
+                                            q_c=q_c, score=score, bounded=bounded)
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -244,6 +258,11 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
 #: the t interval's.
 SCORE_MAX_PAIRS = 50_000
 
+#: Up to this many pairs in a family the items question's interval and p-value on fractional scores are the
+#: bounded score test's (:func:`~benchcert.stats.comparisons.score.bounded_mean_score_test`, which needs every
+#: item's D: about 0.2 CPU s a pair at 12,000 items); beyond (the audit's tables of many models), the t interval's.
+BOUNDED_SCORE_MAX_PAIRS = 20
+
 #: Up to this many pairs the clustered test's sign-flip interval is computed even where it is not the
 #: primary test (``compare --json`` shows it beside its p-value); beyond, unless it is primary, its
 #: interval is NaN (not computed: no output shows it) and only its p-value is used.
@@ -251,10 +270,11 @@ INVERT_MAX_PAIRS = 20
 
 
 def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: int = 1, invert: bool = True,
-                     *, q_c=None, score=None):
+                     *, q_c=None, score=None, bounded=None):
     """Add the tests that use the subjects to ``tests``: ``clustered_subject`` (subjects sampled) and
     ``stratified_items`` (subjects as fixed strata; on the pairs ``score`` marks, 0/1 scores, the
-    stratified score test and its interval, from the per-subject ``q_c``); returns (subjects per pair,
+    stratified score test and its interval, from the per-subject ``q_c``; on the fractional pairs of
+    ``bounded`` (:func:`_bounded`), the bounded score test on the pooled D); returns (subjects per pair,
     the pairs whose clustered test and interval are the sign-flip test's)."""
     n = n_c.sum(axis=0)
     nf = n.astype(float)
@@ -302,20 +322,38 @@ def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: i
         gap, se_st, oks, n, _st.t.ppf(1.0 - alpha / 2.0, df_s), method="stratified_items",
         worst_se=1.0 / np.sqrt(nf), df=df_s,
         reason="no subject has two shared items, so the within-subject variance cannot be estimated", stacklevel=5,
-        other=None if score is None else score & oks)
+        other=None if score is None else (score | (False if bounded is None else bounded[0])) & oks)
     score = None if score is None else score & oks
     zs, p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (zs, p, lo, hi))
-    sim = _stratified_score(score, n_c, s_c, q_c, alpha, family_size, (zs, p, lo, hi))
+    sim = _stratified_score(score, n_c, s_c, q_c, alpha, family_size, (zs, p, lo, hi),
+                            frac=None if bounded is None else bounded[0] & oks, bounded=bounded)
     tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
                                                alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
                                                df=_out(df_s), simultaneous_lower=sim[0], simultaneous_upper=sim[1])
     return c, flip
 
 
-def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out):
-    """Where ``score`` (0/1 scores): replace the stratified t test's statistic, p-value and interval in
+def _bounded(d_items, shape, alpha, family_size):
+    """The bounded score test of the pairs whose items' differences were kept (fractional scores): (those
+    pairs, statistic, p-value, ends at alpha, ends at alpha / family_size or None), full-shape arrays."""
+    mask = np.zeros(shape, dtype=bool)
+    if d_items is not None:
+        mask = np.reshape(np.array([d is not None for d in d_items], dtype=bool), shape)
+    if not mask.any():
+        return mask, None, None, None, None
+    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
+    got, pv, ends = bounded_mean_score_test([d_items[j] for j in np.flatnonzero(mask)], levels)
+    full = [np.full(shape, np.nan) for _ in range(2 + 2 * len(levels))]
+    for arr, new in zip(full, (got, pv, *[x for e in ends for x in e])):
+        arr[mask] = new
+    return mask, full[0], full[1], (full[2], full[3]), None if len(levels) == 1 else (full[4], full[5])
+
+
+def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=None, bounded=None):
+    """Where ``score`` (0/1 scores): replace the t (or Wald) test's statistic, p-value and interval in
     ``out`` = (zs, p, lo, hi) by the score test's, in place, and return that test's interval at the
-    family's Bonferroni level (NaN elsewhere; None for one pair).
+    family's Bonferroni level (NaN elsewhere; None for one pair). Where ``frac`` (fractional scores) the
+    same by the bounded score test on the pooled D, ``bounded`` (:func:`_bounded`).
 
     Issue #36: the t interval's end away from the ceiling was short (near the ceiling few items are
     discordant, and the estimated variance is small exactly when few went the baseline's way), so a
@@ -328,11 +366,20 @@ def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out):
     3.1% at the margin) and is not used.
     """
     sim = (None, None)
-    if family_size > 1 and score is not None and score.any():
-        sim = (np.full(score.shape, np.nan), np.full(score.shape, np.nan))
+    score = None if score is None else np.asarray(score, dtype=bool)
+    anyf = frac is not None and bool(np.any(frac))
+    if family_size > 1 and ((score is not None and score.any()) or anyf):
+        shape = (score if score is not None else frac).shape
+        sim = (np.full(shape, np.nan), np.full(shape, np.nan))
+    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
+    if anyf:
+        frac = np.asarray(frac, dtype=bool)
+        for arr, new in zip(out, (bounded[1], bounded[2], *bounded[3])):
+            arr[frac] = new[frac]
+        if sim[0] is not None:
+            sim[0][frac], sim[1][frac] = bounded[4][0][frac], bounded[4][1][frac]
     if score is None or not score.any():
         return sim
-    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
     s, q = s_c[:, score].sum(axis=0, keepdims=True), q_c[:, score].sum(axis=0, keepdims=True)
     stat, pv, ends = stratified_score_test((q + s) / 2.0, (q - s) / 2.0, n_c[:, score].sum(axis=0, keepdims=True),
                                            levels)

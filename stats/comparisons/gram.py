@@ -12,7 +12,15 @@ import numpy as np
 
 from .._common import _short
 from ..segments import Grouping
-from .engine import ComparisonSettings, PairSums, _engine, _unpaired_core, column_stats, column_sums
+from .engine import (
+    BOUNDED_SCORE_MAX_PAIRS,
+    ComparisonSettings,
+    PairSums,
+    _engine,
+    _unpaired_core,
+    column_stats,
+    column_sums,
+)
 from .results import PairedComparison
 
 
@@ -224,19 +232,26 @@ def _pairwise_core(s, codes, pa, pb, settings: ComparisonSettings, cols=None, co
         obs = ~np.isnan(s)
         _pair_sums_gram(s, obs, blocks, pa, pb, both_binary, sums)
     _shared_or_raise(sums, pa, pb, cols)
+    d_items = None
     if not both_binary.all():
-        # Sign counts are not bilinear in the scores; count them directly for non-binary pairs.
+        # Sign counts are not bilinear in the scores; count them directly for non-binary pairs (and keep
+        # their differences for the bounded score test in a small family).
         obs = ~np.isnan(s) if obs is None else obs
+        if max(settings.family_size, P) <= BOUNDED_SCORE_MAX_PAIRS:
+            d_items = [None] * P
         for j in np.flatnonzero(~both_binary):
             sh = obs[:, pa[j]] & obs[:, pb[j]]
             d = s[sh, pb[j]] - s[sh, pa[j]]
             sums.n_pos[j], sums.n_neg[j] = (d > 0).sum(), (d < 0).sum()
+            if d_items is not None:
+                d_items[j] = d
     n_ans = colsums[0]
     if colstats is None:
         colstats = column_stats(s, sums=colsums)
     else:  # of the whole matrix (blocked path): the same numbers as the dense path's
         colstats = tuple(c if cols is None or colstats_of_cols else c[cols] for c in colstats)
-    return _from_sums(sums, pa, pb, settings, both_binary, n_ans, colstats, clustered=codes is not None)
+    return _from_sums(sums, pa, pb, settings, both_binary, n_ans, colstats, clustered=codes is not None,
+                      d_items=None if d_items is None else tuple(d_items))
 
 
 def _shared_or_raise(sums: _Sums, pa, pb, cols) -> None:
@@ -250,7 +265,7 @@ def _shared_or_raise(sums: _Sums, pa, pb, cols) -> None:
 
 
 def _from_sums(sums: _Sums, pa, pb, settings: ComparisonSettings, both_binary, n_ans, colstats, *,
-               clustered: bool) -> PairedComparison:
+               clustered: bool, d_items: tuple | None = None) -> PairedComparison:
     """Every test of the pairs (pa[p], pb[p]) from their per-subject statistics ``sums``, each column's
     answered items ``n_ans`` and (count, mean, variance) ``colstats`` (indexed like pa and pb)."""
     # Gram sums of 0/1 values are exact integers; rounding guards the float path anyway.
@@ -260,7 +275,8 @@ def _from_sums(sums: _Sums, pa, pb, settings: ComparisonSettings, both_binary, n
     n_only_a = n_ans[pa] - n
     n_only_b = n_ans[pb] - n
     fields = _engine(PairSums(n_c, sums.s_c, sums.q_c, n_pos.astype(np.int64), n_neg.astype(np.int64), both_binary,
-                              n_only_a.astype(np.int64), n_only_b.astype(np.int64), clustered=clustered),
+                              n_only_a.astype(np.int64), n_only_b.astype(np.int64), clustered=clustered,
+                              d_items=d_items),
                      settings)
     fields["n"] = np.asarray(fields["n"]).astype(np.int64)
     cn, cm, cv = colstats

@@ -186,6 +186,10 @@ def simultaneous_intervals(estimate, se, *, alpha=0.05, family_size=None,
                                   "then gives simultaneous coverage >= 1 - alpha under any dependence",))
 
 
+#: The items-question methods whose interval on 0/1 scores is the score test's (engine._stratified_score).
+_SCORE_METHODS = ("stratified_items", "paired_clt")
+
+
 def family_intervals(result, *, alpha=0.05) -> SimultaneousIntervals:
     """The Bonferroni simultaneous intervals of a family of comparisons, each on its own test's reference.
 
@@ -201,8 +205,8 @@ def family_intervals(result, *, alpha=0.05) -> SimultaneousIntervals:
     SimultaneousIntervals
         :func:`simultaneous_intervals` of the primary estimates and SEs on the primary test's t
         reference, except where the primary test is the sign-flip test (clustered, fewer than 30
-        subjects) or the stratified score test (items question, 0/1 scores): there that test inverted
-        at alpha / P (``ComparisonTest.simultaneous_lower`` / ``simultaneous_upper``), so that each
+        subjects) or the score test (items question on 0/1 scores, with or without subjects): there
+        that test inverted at alpha / P (``ComparisonTest.simultaneous_lower`` / ``simultaneous_upper``), so that each
         interval excludes 0 only where that test rejects at the family's Bonferroni level.
     """
     test = result.tests[result.method]
@@ -212,9 +216,9 @@ def family_intervals(result, *, alpha=0.05) -> SimultaneousIntervals:
     if result.method == "clustered_subject":
         c = np.atleast_1d(result.n_clusters)
         own = (c >= 2) & (c < MIN_SUBJECTS_CLUSTERED)
-    elif result.method == "stratified_items" and test.simultaneous_lower is not None:
+    elif result.method in _SCORE_METHODS and test.simultaneous_lower is not None:
         own = np.isfinite(np.atleast_1d(test.simultaneous_lower))
-    elif result.method == "stratified_items" and est.size == 1:  # a family of one: its own interval
+    elif result.method in _SCORE_METHODS and est.size == 1:  # a family of one: its own interval
         own = np.full(1, test.alpha == alpha)
     else:
         return sim
@@ -232,5 +236,5 @@ def family_intervals(result, *, alpha=0.05) -> SimultaneousIntervals:
     return SimultaneousIntervals(sim.estimate, lo, hi, half, sim.critical_value, sim.alpha, sim.n,
                                  "bonferroni",
                                  sim.assumptions + ("where the clustered test is the sign-flip test (fewer than 30 "
-                                                    "subjects) or the items test the stratified score test (0/1 "
-                                                    "scores), the interval is that test inverted at alpha / m",))
+                                                    "subjects) or the items test the score test (0/1 scores), "
+                                                    "the interval is that test inverted at alpha / m",))

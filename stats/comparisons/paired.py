@@ -9,7 +9,16 @@ import numpy as np
 from .._common import _short
 from ..segments import Grouping
 from ..validation import check_alpha, check_codes, check_power, check_scores
-from .engine import ComparisonSettings, PairSums, _engine, _scalar, _scalar_test, _unpaired_core, column_stats
+from .engine import (
+    BOUNDED_SCORE_MAX_PAIRS,
+    ComparisonSettings,
+    PairSums,
+    _engine,
+    _scalar,
+    _scalar_test,
+    _unpaired_core,
+    column_stats,
+)
 from .results import ComparisonTest, PairedComparison, _check_primary
 
 
@@ -116,8 +125,11 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
         q_c = (d * d).sum(axis=0, keepdims=True)
     vals = np.where(sh, a2, 0.0), np.where(sh, b2, 0.0)
     binary = np.all((vals[0] == 0) | (vals[0] == 1), axis=0) & np.all((vals[1] == 0) | (vals[1] == 1), axis=0)
+    d_items = None  # fractional pairs' differences, for the bounded score test (engine.BOUNDED_SCORE_MAX_PAIRS)
+    if not binary.all() and d.shape[1] <= BOUNDED_SCORE_MAX_PAIRS:
+        d_items = tuple(None if binary[j] else d[sh[:, j], j] for j in range(d.shape[1]))
     sums = PairSums(n_c, s_c, q_c, (d > 0).sum(axis=0), (d < 0).sum(axis=0), binary, n_only_a, n_only_b,
-                    clustered=codes is not None)
+                    clustered=codes is not None, d_items=d_items)
     fields = _engine(sums, ComparisonSettings(alpha=alpha, power=power, primary=primary))
     nn = sh.sum(axis=0)
     mean_a = vals[0].sum(axis=0) / nn

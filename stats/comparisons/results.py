@@ -301,8 +301,12 @@ class AdditionalSampleSize:
 _PAIRED_CLT_ASSUMPTIONS = (
     "items are independent draws from an item population (or the two models' responses are "
     "independent across items given the items); the target is E[B - A] per item",
-    "normal (CLT) approximation to mean(D) with the paired SE sd(D, ddof=1)/sqrt(n); needs "
-    "enough discordant items (roughly 10 or more of each kind)",
+    "on 0/1 scores the interval and p-value are Tango's (1998) score test of the paired difference, the "
+    "variance N / (N - 1) times its maximum likelihood under each null gap, normal reference (valid near "
+    "the ceiling, where few items are discordant); on fractional scores the same construction on [-1, 1] "
+    "(the bounded score test: the variance of the maximum-likelihood distribution on [-1, 1] with each null "
+    "mean), in families of up to 20 pairs; beyond (and beyond 50,000 pairs on 0/1 scores) the normal (CLT) "
+    "approximation to mean(D) with the paired SE sd(D, ddof=1)/sqrt(n), which needs enough items away from D = 0",
     "only items answered by both models enter; the gap is about those shared items",
 )
 
@@ -313,8 +317,9 @@ _STRATIFIED_ASSUMPTIONS = (
     "weighted by its share of the shared items",
     "on 0/1 scores the interval and p-value are the score test's (Tango 1998 on the counts pooled over "
     "the subjects, with the variance N / (N - 1) times its maximum likelihood under each null gap, normal "
-    "reference; pooling is conservative for fixed strata); on fractional scores (and in families of more "
-    "than 50,000 pairs) SE from the pooled within-subject variance of D, "
+    "reference; pooling is conservative for fixed strata); on fractional scores the same construction on "
+    "[-1, 1] (the bounded score test on the pooled differences) in families of up to 20 pairs; beyond (and "
+    "beyond 50,000 pairs on 0/1 scores) SE from the pooled within-subject variance of D, "
     "sqrt(SSW / (N - C) / N), with a Student t reference on N - C df; the exact McNemar / sign test beside "
     "it needs no variance estimate",
     "only items answered by both models enter; the gap is about those shared items",

@@ -155,3 +155,98 @@ def stratified_score_test(n_b_wins, n_a_wins, n, levels=(0.05,)):
     ends = [(np.where(none, np.nan, np.clip(d0[2 * i], -1.0, 1.0)),
              np.where(none, np.nan, np.clip(d0[2 * i + 1], -1.0, 1.0))) for i in range(len(zc))]
     return np.where(none, np.nan, z0), p, ends
+
+
+
+def _atoms_kappa(v, p, t, iters):
+    """kappa >= |t| with sum_j p_j / (kappa + t v_j) = 1, or |t| (corner) where that sum is <= 1 there.
+
+    The sum is convex and decreasing in kappa on (|t|, inf), so Newton from a point left of the root
+    climbs to it monotonically; max_j (p_j - t v_j) is one (each term of the sum is at most 1 at the
+    root) at least p_j from the nearest singular point, so the steps double that distance to the root.
+    """
+    at = np.abs(t)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        corner = (p / np.maximum(at + t * v, _TINY)).sum(axis=-1, keepdims=True) <= 1.0
+        k = np.maximum(np.max(np.where(p > 0, p - t * v, -np.inf), axis=-1, keepdims=True), at)
+        for _ in range(iters):
+            r = p / np.maximum(k + t * v, _TINY)
+            f = r.sum(axis=-1, keepdims=True)
+            df = -(r * r / np.maximum(p, _TINY)).sum(axis=-1, keepdims=True)
+            k = np.minimum(np.maximum(k - (f - 1.0) / np.minimum(df, -_TINY), k), at + 1.0)
+    return np.where(corner, at, k)
+
+
+def _atoms_at(t, v, p, gap, per):
+    """(delta_0, Z) at multipliers t, shape (R, P, 1), for atoms v with shares p, shape (P, m) (padding: p = 0)."""
+    k = _atoms_kappa(v, p, t, NEWTON)
+    w = p / np.maximum(k + t * v, _TINY)
+    slack = np.clip(1.0 - w.sum(axis=-1), 0.0, 1.0)  # the corner's mass, at the bound -sign(t)
+    t = t[..., 0]
+    d0 = (w * v).sum(axis=-1) - np.sign(t) * slack
+    var = ((w * v * v).sum(axis=-1) + slack - d0 * d0) / per
+    z = np.where(var > 0, (gap - d0) / np.sqrt(np.maximum(var, _TINY)),
+                 np.where(gap > d0, np.inf, np.where(gap < d0, -np.inf, 0.0)))
+    return d0, z
+
+
+#: Newton steps of the bounded score test's inner solve (tests/stats/comparisons/test_score.py checks its ends
+#: against Tango's closed form and a general-purpose constrained optimiser).
+NEWTON = 30
+
+
+def bounded_mean_score_test(d_items, levels=(0.05,)):
+    r"""The score test of the mean of a variable in [-1, 1] and its inverted intervals, for P pairs.
+
+    Parameters
+    ----------
+    d_items : sequence of ndarray
+        Per pair, the differences D_i = b_i - a_i of its shared items (fractional scores allowed).
+    levels : tuple of float
+        Two-sided levels of the intervals.
+
+    Returns
+    -------
+    statistic, p_value : ndarray, shape (P,)
+    ends : list of (lower, upper)
+        As :func:`stratified_score_test` (one stratum).
+
+    Notes
+    -----
+    The generalisation of Tango's (1998) interval from D in {-1, 0, 1} to D in [-1, 1]: at each null
+    mean delta_0 the variance is that of the nonparametric maximum-likelihood distribution on [-1, 1]
+    with mean delta_0, times n / (n - 1) (Miettinen and Nurminen 1985), and
+    Z(delta_0) = (mean(D) - delta_0) / sqrt(Var_0 / n). That distribution puts on the observed
+    values v_j (shares p_j) the masses p_j / (kappa + t v_j) (Owen's empirical likelihood, 2001,
+    section 2.9, its multiplier parametrised as in :func:`stratified_score_test`), and where those
+    cannot reach delta_0 the rest of the mass on the bound -1 or +1 (a value never observed can carry
+    mass; the bounds move the mean furthest for the likelihood given up). On values in {-1, 0, 1} it is
+    exactly Tango's constrained fit, so on 0/1 scores the two tests agree (tested). Near the ceiling the
+    t interval's end away from the ceiling is short on fractional scores as on 0/1 ones (issue #36: a
+    non-inferiority gate at the margin passed 4.0-5.2% of runs with 5-14 small subjects); the null's
+    variance holds it at most 2.5% (docs/ci-gate.md).
+    """
+    atoms = [np.unique(np.asarray(d, dtype=float), return_counts=True) for d in d_items]
+    m = max(a[0].size for a in atoms)
+    v, p = np.zeros((len(atoms), m)), np.zeros((len(atoms), m))
+    for j, (vals, counts) in enumerate(atoms):
+        v[j, :vals.size], p[j, :vals.size] = vals, counts / counts.sum()
+    n = np.array([c.sum() for _, c in atoms], dtype=float)
+    gap = (v * p).sum(axis=-1)
+    per = np.maximum(n - 1.0, 1.0)  # Var(mean) = n Var_ML / (n - 1) / n
+    zc = [float(ndtri(1.0 - a / 2.0)) for a in levels]
+    rows = 2 * len(zc) + 1
+    sign = np.r_[np.ones(rows - 1), -1.0][:, None]
+    target = np.r_[[x for q in zc for x in (q, -q)], 0.0][:, None]
+    lo, hi = np.full((rows, n.size), -1.0), np.full((rows, n.size), 1.0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for _ in range(BISECTIONS + 16):
+            u = (lo + hi) / 2.0
+            d0, z = _atoms_at((u / (1.0 - np.abs(u)))[..., None], v, p, gap, per)
+            above = np.where(sign > 0, z, -d0) - target > 0
+            hi, lo = np.where(above, u, hi), np.where(above, lo, u)
+        u = (lo + hi) / 2.0
+        d0, z = _atoms_at((u / (1.0 - np.abs(u)))[..., None], v, p, gap, per)
+    z0 = np.where(gap == 0, 0.0, np.where(np.abs(d0[-1]) < 1e-9, z[-1], np.where(gap > 0, np.inf, -np.inf)))
+    ends = [(np.clip(d0[2 * i], -1.0, 1.0), np.clip(d0[2 * i + 1], -1.0, 1.0)) for i in range(len(zc))]
+    return z0, np.minimum(2.0 * ndtr(-np.abs(z0)), 1.0), ends

@@ -35,30 +35,37 @@ class StagedItems:
               "domain": pl.String, "line": pl.Int64}
 
     def __init__(self) -> None:
-        self._frame = pl.DataFrame(schema=self.SCHEMA)
+        # Each batch's new triples as its own frame, and the item codes staged so far: appending a
+        # batch copies nothing staged before (a growing frame copied per batch held some 20 MB
+        # more of a million rows at the ingest's peak; benchmarks/json_memory.py).
+        self._parts: list[pl.DataFrame] = []
+        self._keys = pl.Series("item_key", [], dtype=pl.Int32)
 
     def add(self, items: pl.DataFrame) -> None:
         """Stage the batch's triples that no earlier batch staged."""
         items = items.cast(self.SCHEMA)  # text out of the batch's Categoricals (few rows)
-        if self._frame.height:
+        if self._parts:
             # Only an item staged before can repeat a triple: its text is compared, the others'
             # integer codes only (a join on the text of every staged item held some 30 MB more
             # of a file of 120,000 items; benchmarks/json_memory.py).
-            seen = items["item_key"].is_in(self._frame["item_key"].implode())
+            seen = items["item_key"].is_in(self._keys.implode())
             if seen.any():
-                before = self._frame.filter(pl.col("item_key").is_in(items.filter(seen)["item_key"].implode()))
+                again = items.filter(seen)["item_key"].implode()
+                before = pl.concat([p.filter(pl.col("item_key").is_in(again)) for p in self._parts])
                 items = items.filter(~seen).vstack(items.filter(seen).join(
                     before, on=["item_key", "subject", "domain"], how="anti").select(items.columns)).sort("line")
-            items = pl.concat([self._frame, items])
-        self._frame = items
+        if items.height:
+            self._parts.append(items)
+            self._keys = self._keys.append(items["item_key"])
 
     def frame(self) -> pl.DataFrame:
         """benchmark, item_id, item_key, subject, domain, line of every staged triple."""
-        return self._frame
+        # The batches' frames side by side, not copied into one (benchmarks/json_memory.py).
+        return pl.concat(self._parts, rechunk=False) if self._parts else pl.DataFrame(schema=self.SCHEMA)
 
     def split_items(self) -> bool:
         """Whether some item was staged with two different (subject, domain) pairs."""
-        return bool(self._frame["item_key"].is_duplicated().any())
+        return bool(self._keys.is_duplicated().any())
 
 
 def store_batch(con, book: CodeBook, good: pl.DataFrame, rows: FileRows, staged: StagedItems, *,

@@ -114,7 +114,9 @@ def repeated_key_conflicts(con, rows: FileRows) -> pl.DataFrame:
 
 def stage_items(con, items: pl.DataFrame) -> None:
     """The file's distinct (item, subject, domain) triples, as ``_stage_items`` for the item checks."""
-    con.register("_stage_items", items.to_arrow())
+    # Text as Arrow string views: Polars hands its buffers over as they are, where the default
+    # (large strings) copies every item's text once more (benchmarks/json_memory.py).
+    con.register("_stage_items", items.to_arrow(compat_level=pl.CompatLevel.newest()))
 
 
 def split_item_rejects(con, rows: FileRows) -> list[tuple]:

@@ -150,6 +150,52 @@ def test_uninformative_judge_interval_covers_the_population_mean(n_human, p_huma
     assert high >= 0.95, (rate, low, high)
 
 
+# The human-scale interval's coverage grid (issue #36): labels x human rate (near 0, middle, near 1)
+# x judge (uninformative: lambda about 0; issue #28's biased judge; a good judge), 1,000 runs each,
+# coverage of the benchmark's own human-scale mean (2,000 items), seeds [36, n, 100 rate, judge].
+GRID_JUDGES = {"uninformative": (0.5, 0.5), "biased": (P11, P10), "good": (0.95, 0.05)}
+GRID = [(n, p, j) for n in (30, 100, 300) for p in (0.03, 0.6, 0.9, 0.97) for j in GRID_JUDGES]
+#: The grid's lowest settings by Clopper-Pearson upper bound (docs/analyses.md gives the figures): the
+#: default suite re-runs them with the grid's own seeds.
+GRID_HARDEST = [(100, 0.6, "uninformative"), (30, 0.6, "uninformative"), (30, 0.6, "biased")]
+
+
+def grid_coverage(n_human, p_human, judge, reps=1000):
+    """(rate, low, high) of the PPI++ interval covering the benchmark's human-scale mean, 95% CP."""
+    rng = np.random.default_rng([36, n_human, int(round(100 * p_human)), list(GRID_JUDGES).index(judge)])
+    p11, p10 = GRID_JUDGES[judge]
+    hits = np.zeros(reps, bool)
+    for r in range(reps):
+        human = (rng.random(2000) < p_human).astype(float)
+        judge_scores = biased_judge(rng, human, p11, p10)
+        lab = rng.choice(2000, n_human, replace=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # all-agreeing label sets warn; they are part of the grid
+            res = ppi_mean(human[lab], judge_scores[lab], np.delete(judge_scores, lab))
+        assert 0.0 <= res.lower <= res.estimate <= res.upper <= 1.0
+        hits[r] = res.lower <= human.mean() <= res.upper
+    return rate_ci(hits, reps, level=0.95)
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize(("n_human", "p_human", "judge"), GRID_HARDEST)
+def test_interval_covers_in_the_hardest_settings_of_the_grid(n_human, p_human, judge):
+    rate, low, high = grid_coverage(n_human, p_human, judge)
+    assert high >= 0.95, (rate, low, high)  # the Wald interval of issue #36 (92.8%) fails it: upper about 94.3%
+
+
+@pytest.mark.slow
+def test_study_interval_covers_over_the_grid():
+    """Every one of the 36 settings: coverage's 95% Clopper-Pearson upper bound at least 95%."""
+    low_ones = []
+    for setting in GRID:
+        rate, low, high = grid_coverage(*setting)
+        print(setting, f"{100 * rate:.2f}% [{100 * low:.2f}, {100 * high:.2f}]", flush=True)
+        if high < 0.95:
+            low_ones.append((setting, rate, low, high))
+    assert not low_ones, low_ones
+
+
 def test_interval_is_clipped_to_the_score_range_and_the_hull_of_the_score_form():
     # labels nearly all 1 with a judge that agrees: the plug-in interval reached past 1 (one CLI result
     # [0.883, 1.036]); now clipped, and never narrower than the plug-in one inside [0, 1]
@@ -162,6 +208,14 @@ def test_interval_is_clipped_to_the_score_range_and_the_hull_of_the_score_form()
     assert 0.0 <= r.lower and r.upper <= 1.0 and r.lower <= plain.lower
     g = ppi_gap(np.ones(40), np.r_[np.zeros(39), 1.0], np.ones(40), np.zeros(40), np.ones(300), np.zeros(300))
     assert -1.0 <= g.lower <= g.upper <= 1.0
+    # labels near 0, the labelled items' judge mean (0.37) above the rest's (0.05): the plug-in estimate
+    # mean(Y) + lambda (mean(Yhat_u) - mean(Yhat)) is below 0; clipped to 0, inside its interval
+    y, yh = np.r_[1.0, np.zeros(29)], np.r_[1.0, np.ones(10), np.zeros(19)]
+    yu = np.r_[np.ones(50), np.zeros(950)]
+    lam = ppi_mean(y, yh, yu).lam
+    assert y.mean() + lam * (yu.mean() - yh.mean()) < 0
+    r = ppi_mean(y, yh, yu)
+    assert r.lower == r.estimate == 0.0 < r.upper
 
 
 @pytest.mark.montecarlo
@@ -303,23 +357,71 @@ def test_assurance_plan_asks_for_more_labels_than_the_typical_one():
         plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=1.2)
 
 
+@pytest.mark.montecarlo
+def test_assurance_plan_delivers_its_share_in_an_independent_simulation():
+    """The --assurance 0.8 plan (with the judge and by hand), checked by a simulation that shares none of
+    the planner's batched code (worlds drawn here from the pilot by Rubin's Bayesian bootstrap, n labels
+    from each, every label set scored by ppi_mean itself): at the planned n the share of label sets
+    reaching epsilon is at least 0.8 (99% Clopper-Pearson upper bound over 400 runs) and contains the
+    planner's own estimate, which is at least 331 of its 400 draws (the Monte-Carlo margin). A planner
+    whose estimate were off by 10 points either way fails. Whether the pilot's posterior is calibrated
+    over pilots (the frequentist assurance) is the slow study below: a single pilot cannot show it."""
+    from benchcert.stats.ppi import ASSURANCE_DRAWS, _assured_hits
+
+    rng = np.random.default_rng(3680)
+    reps, eps, pilot_n = 400, 0.05, 300
+    human, judge = draw_benchmark(rng, 4000)
+    pilot = rng.choice(4000, pilot_n, replace=False)
+    y, yh, ja = human[pilot], judge[pilot], judge
+    plan = plan_human_labels(y, yh, ja, epsilon=eps, assurance=0.8, rng=np.random.default_rng(7))
+    seed = int(np.random.default_rng(7).integers(2**62))  # the planner's own draws, as plan_human_labels takes it
+    for n, by_hand in ((plan.n_ppi, False), (plan.n_human_only, True)):
+        own = _assured_hits(y, yh, ja, n, eps, 0.05, seed, by_hand) / ASSURANCE_DRAWS
+        hits = np.zeros(reps, bool)
+        for r in range(reps):
+            pick = rng.choice(pilot_n, n, p=rng.dirichlet(np.ones(pilot_n)))
+            res = ppi_mean(y[pick], yh[pick], ja[rng.integers(0, ja.size, ja.size - n)])
+            hits[r] = (res.human_only_upper - res.human_only_lower if by_hand else res.upper - res.lower) / 2 <= eps
+        rate, low, high = rate_ci(hits, reps)
+        print(f"by hand {by_hand}: plan {n} labels, planner's share {own:.3f}, independent {rate:.3f} "
+              f"[{low:.3f}, {high:.3f}]")
+        assert own >= 331 / 400 and high >= 0.8 and low <= own <= high, (by_hand, n, own, rate, low, high)
+
+
 @pytest.mark.slow
 def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
-    """Over fresh (pilot of 200, label set) pairs in issue #28's setting, epsilon 0.05: the label sets of
-    the typical plan's size reach epsilon in about half the runs or fewer, those of the --assurance 0.8
-    plan in at least 80% (Clopper-Pearson upper bound)."""
-    rng = np.random.default_rng(2136)
-    reps = 150
+    """Over 500 fresh (pilot of 200, label set) pairs in issue #28's setting, epsilon 0.05: the label sets
+    of the typical plan's size reach epsilon in about half the runs or fewer, those of the
+    --assurance 0.8 plan in 80% or more (the 95% Clopper-Pearson interval containing 0.8 or above it).
+    Measured: 78.8% [75.0, 82.3] and 39.4% [35.1, 43.8] (the plan 6.5% above the typical one), 292 CPU s
+    at load 14-18; docs/analyses.md, "Planning"."""
+    from benchcert.stats.ppi import _assured_n
+
+    rng = np.random.default_rng(3636)
+    reps = 500
     hit_t, hit_a = np.zeros(reps, bool), np.zeros(reps, bool)
+    extra = np.zeros(reps)
     for r in range(reps):
         human, judge = draw_benchmark(rng, 4000)
         pilot = rng.choice(4000, 200, replace=False)
-        typ = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.05)
-        plan = plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.05, assurance=0.8, rng=rng)
+        y, yh = human[pilot], judge[pilot]
+        typ = plan_human_labels(y, yh, judge, epsilon=0.05)
+        if r == 0:  # the study's n below is plan_human_labels' n_ppi (the human-only search, half the cost, skipped)
+            state = rng.bit_generator.state
+            n_public = plan_human_labels(y, yh, judge, epsilon=0.05, assurance=0.8, rng=rng).n_ppi
+            rng.bit_generator.state = state
+        n_sure = _assured_n(y, yh, judge, 0.05, 0.05, 0.8, int(rng.integers(2**62)), typ.n_ppi, human_only=False)
+        if r == 0:
+            assert n_sure == n_public, (n_sure, n_public)
+        extra[r] = n_sure / typ.n_ppi - 1
         h, j = draw_benchmark(rng, 4000)
-        for n, hits in ((typ.n_ppi, hit_t), (plan.n_ppi, hit_a)):
+        for n, hits in ((typ.n_ppi, hit_t), (n_sure, hit_a)):
             lab = rng.choice(4000, n, replace=False)
             hits[r] = ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width <= 0.05
-    print(f"assurance plan: {rate_ci(hit_a, reps, level=0.95)}; typical plan: {rate_ci(hit_t, reps, level=0.95)}")
-    assert rate_ci(hit_a, reps, level=0.95)[2] >= 0.8, rate_ci(hit_a, reps, level=0.95)
-    assert rate_ci(hit_t, reps, level=0.95)[1] <= 0.6, rate_ci(hit_t, reps, level=0.95)
+        if (r + 1) % 50 == 0:
+            print(r + 1, rate_ci(hit_a[:r + 1], r + 1, level=0.95), rate_ci(hit_t[:r + 1], r + 1, level=0.95),
+                  f"{100 * extra[:r + 1].mean():.1f}% more labels", flush=True)
+    sure, typical = rate_ci(hit_a, reps, level=0.95), rate_ci(hit_t, reps, level=0.95)
+    print(f"assurance plan: {sure}; typical plan: {typical}; {100 * extra.mean():.1f}% more labels")
+    assert sure[2] >= 0.8 and sure[0] >= 0.78, sure
+    assert typical[1] <= 0.6, typical

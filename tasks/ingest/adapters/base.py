@@ -177,6 +177,16 @@ def _jsonl_scalar(value):
     return None, f"expected a scalar, got {type(value).__name__}"
 
 
+def columns_frame(cols: dict[str, list], lines: list[int]) -> pl.DataFrame:
+    """The rows gathered so far as a frame (every column as text, and their lines); empties ``cols`` and ``lines``."""
+    frame = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
+    frame[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
+    for v in cols.values():
+        v.clear()
+    lines.clear()
+    return pl.DataFrame(frame)
+
+
 def object_values(obj: dict, columns: list[str], numbers: tuple[str, ...] = ()) -> tuple[list, list]:
     """One JSON record's values as text (the JSONL rule), and (column, reason) of each bad one.
 

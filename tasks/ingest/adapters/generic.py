@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 from benchcert.tasks.ingest.adapters import limits
 # The shared pieces, under the names the other adapters and ingest have always used here.
 from benchcert.tasks.ingest.adapters.base import (BATCH_RECORD_ROWS, BATCH_TEXT_CHARS, LINE, AdapterError, RawBatch, Reject, is_gzip,  # noqa: F401
-                                                  json_problem, loads_json, loads_json_line, not_utf8, object_values,
-                                                  open_binary, open_text)
+                                                  columns_frame, json_problem, loads_json, loads_json_line, not_utf8,
+                                                  object_values, open_binary, open_text)
 
 BATCH_ROWS = 1_000_000
 
@@ -256,12 +256,7 @@ def _jsonl_batches(path: Path, columns: list[str], batch_rows: int, numbers: tup
     rejects: list[Reject] = []
 
     def flush() -> RawBatch:
-        data = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
-        data[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
-        out = RawBatch(frame=pl.DataFrame(data), rejects=list(rejects))
-        for v in cols.values():
-            v.clear()
-        lines.clear()
+        out = RawBatch(frame=columns_frame(cols, lines), rejects=list(rejects))
         rejects.clear()
         return out
 

@@ -64,6 +64,10 @@ class _TooLong(DataError, ValueError):
     """One JSON value (a record, or a field around the records) longer than the line limit."""
 
 
+#: Records of a batch held as Python objects at most before they become Polars columns: a batch of
+#: 32 Ki short records held as Python strings until its end cost some 7 MB more of the reader's
+#: peak (benchmarks/json_memory.py).
+_PART_ROWS = 4096
 #: Characters of the document read at a time while its records are streamed.
 _CHUNK = 1 << 20
 _BLANKS = re.compile(r"[ \t\n\r]*")
@@ -83,7 +87,7 @@ class _Cursor:
     a JSON file of records took about eight times its size (issue #39).  One value longer than
     the line limit (``BENCHCERT_MAX_LINE_BYTES``, counted as its text takes in memory) is refused
     after about that much of it was read, and a syntax error is refused where it is found, so a hostile file
-    (gigabytes of NUL bytes, one endless string) costs at most about twice the limit.
+    (gigabytes of NUL bytes, one endless string) costs about the limit once.
     """
 
     def __init__(self, fh):
@@ -96,10 +100,13 @@ class _Cursor:
         self.dropped = 0  # characters of the document before ``buf``
         self.taken = 0  # characters of the values parsed so far (a batch's size)
 
-    def _more(self, at_least: int = 0) -> bool:
+    def _more(self, at_least: int = 0, held: int | None = None) -> bool:
         """Read on (at least ``at_least`` more characters); False at the end of the document.
 
-        The chunks are joined once, so growing the text of one long value holds it about twice.
+        The chunks are joined once, so growing the text of one long value holds it about twice
+        while they are joined (a value within the limit: at most about twice the limit).  ``held``: the memory of the value's text read so far; once it and the chunks read pass the
+        limit the value is refused (:class:`_TooLong`) before they are joined, so a hostile value
+        costs about the limit, not twice it.
         """
         if self.eof:
             return False
@@ -112,6 +119,10 @@ class _Cursor:
                 break
             parts.append(chunk)
             got += len(chunk)
+            if held is not None:
+                held += sys.getsizeof(chunk)
+                if held > self.limit:
+                    raise self._too_long(len(self.buf) - self.pos + got)
             if got >= at_least:
                 break
         if not got:
@@ -147,11 +158,14 @@ class _Cursor:
         # str), so the limit bounds the memory of any text, not only of ASCII.
         held = sys.getsizeof(self.buf) * pending // max(len(self.buf), 1)
         if held > self.limit:
-            raise _TooLong(f"a JSON value starting at character {self.dropped + self.pos + 1:,} is longer than "
-                           f"{self.limit:,} bytes (limit BENCHCERT_MAX_LINE_BYTES, counted in memory); refused "
-                           f"after reading {pending:,} characters of it")
+            raise self._too_long(pending)
         # As much again (within the limit), so a value is parsed a bounded number of times.
-        return self._more(max(1, min(max(pending, _CHUNK), (self.limit - held) * pending // max(held, 1))))
+        return self._more(max(1, min(max(pending, _CHUNK), (self.limit - held) * pending // max(held, 1))), held)
+
+    def _too_long(self, pending: int) -> _TooLong:
+        return _TooLong(f"a JSON value starting at character {self.dropped + self.pos + 1:,} is longer than "
+                        f"{self.limit:,} bytes (limit BENCHCERT_MAX_LINE_BYTES, counted in memory); refused "
+                        f"after reading {pending:,} characters of it")
 
     def value(self):
         """The next JSON value, parsed."""
@@ -361,9 +375,11 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
     """The records as raw batches: every column as text, as the JSONL reader gives them.
 
     A batch ends after ``batch_rows`` records or :data:`base.BATCH_TEXT_CHARS` characters of them,
-    whichever comes first, so its Python objects stay small whatever the records hold.
+    whichever comes first, so its Python objects stay small whatever the records hold; its values
+    become Polars columns every :data:`_PART_ROWS` records, so at most that many rows are Python
+    objects at a time.
     """
-    from benchcert.tasks.ingest.adapters.base import BATCH_TEXT_CHARS, LINE, RawBatch, Reject, object_values
+    from benchcert.tasks.ingest.adapters.base import BATCH_TEXT_CHARS, RawBatch, Reject, columns_frame, object_values
 
     rows = enumerate(_records(path, fmt), start=1)
     while True:
@@ -372,10 +388,13 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
         rejects: list[Reject] = []
         taken = 0
         budget = None
+        parts: list[pl.DataFrame] = []
         for number, (obj, doc) in rows:
             if budget is None:
                 budget = doc.taken + BATCH_TEXT_CHARS
             taken += 1
+            if len(lines) >= _PART_ROWS:
+                parts.append(columns_frame(cols, lines))
             if not isinstance(obj, dict):
                 rejects.append(Reject(number, "<row>", f"expected a JSON object, got {_kind(obj)}", _raw(obj)))
             else:
@@ -392,9 +411,10 @@ def batches(path: Path, fmt: str, columns: list[str], batch_rows: int, numbers: 
             budget = None  # the records ran out: this batch is the last
         if not taken:
             return
-        frame = {c: pl.Series(c, v, dtype=pl.String) for c, v in cols.items()}
-        frame[LINE] = pl.Series(LINE, lines, dtype=pl.Int64)
-        yield RawBatch(frame=pl.DataFrame(frame), rejects=rejects)
+        parts.append(columns_frame(cols, lines))
+        frame = pl.concat(parts) if len(parts) > 1 else parts[0]
+        del parts
+        yield RawBatch(frame=frame, rejects=rejects)
         if budget is None:
             return
 

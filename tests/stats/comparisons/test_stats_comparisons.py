@@ -129,10 +129,14 @@ def test_hand_example(no_warnings):
     se = math.sqrt(31 / 56 / 8)
     clt = r.tests["paired_clt"]
     assert clt.se == pytest.approx(se)
-    assert clt.p_value == pytest.approx(2 * stats.norm.sf(3 / 8 / se))
-    # scipy's paired t statistic is the same ratio mean(D) / (sd(D)/sqrt(n))
+    # on 0/1 scores the p-value is Tango's (1998) score test: at delta_0 = 0 his constrained fit of
+    # P(only A right) is (b + a) / 2n, so Z(0) is McNemar's (b - a) / sqrt(b + a), here times sqrt((n - 1) / n)
+    # (Miettinen and Nurminen's n / (n - 1) on the variance): 3 / sqrt(5 * 8 / 7)
+    assert clt.statistic == pytest.approx(3 / math.sqrt(5 * 8 / 7))
+    assert clt.p_value == pytest.approx(2 * stats.norm.sf(3 / math.sqrt(5 * 8 / 7)))
+    # the standard error stays the paired one: scipy's paired t statistic is mean(D) / (sd(D)/sqrt(n))
     sh = ~np.isnan(HAND_A) & ~np.isnan(HAND_B)
-    assert clt.statistic == pytest.approx(stats.ttest_rel(HAND_B[sh], HAND_A[sh]).statistic)
+    assert clt.estimate / clt.se == pytest.approx(stats.ttest_rel(HAND_B[sh], HAND_A[sh]).statistic)
     # clustered (CR2): subject sums of D - 3/8: (0 - 3*3/8), (2 - 3*3/8), (1 - 2*3/8) = -9/8, 7/8, 1/4,
     # subject sizes 3, 3, 2 of N = 8: V = sum r_c^2 / (1 - n_c/N) / N^2
     se_cl = math.sqrt(((9 / 8) ** 2 / (5 / 8) + (7 / 8) ** 2 / (5 / 8) + (1 / 4) ** 2 / (6 / 8))) / 8
@@ -632,7 +636,10 @@ def test_identical_models_warn_and_stay_defined():
     with pytest.warns(DegenerateDataWarning) as rec:
         r = paired_comparison(a, a.copy())
     msgs = " ".join(str(w.message) for w in rec)
-    assert "zero standard error" in msgs and "no discordant item" in msgs
+    assert "no discordant item" in msgs
+    # the interval on 0/1 scores is Tango's score interval, which is not of zero width without discordant
+    # items (the null's variance is put beside the gap): no zero-SE warning is due
+    assert "zero standard error" not in msgs and r.lower < 0 < r.upper
     assert r.estimate == 0 and r.p_value == 1.0 and r.verdict == "inconclusive"
     assert r.tests["mcnemar_exact"].p_value == 1.0
     assert r.mde > 0  # the floor, not a silent 0

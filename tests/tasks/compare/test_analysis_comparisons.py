@@ -76,10 +76,12 @@ def test_gap_and_exclusions_match_the_raw_file(all_pairs, raw):
         assert row["n_only_model"] == b.height - both.height and row["n_only_versus"] == a.height - both.height
         d = (both["b"] - both["a"]).to_numpy()
         assert row["gap"] == pytest.approx(d.mean(), abs=1e-12)
-        z = abs(d.mean()) / (d.std(ddof=1) / math.sqrt(d.size))
+        # on 0/1 scores the paired p-value is Tango's (1998) score test: at a null gap of 0 his constrained fit
+        # gives McNemar's z, (nb - na) / sqrt(nb + na), times sqrt((n - 1) / n) (Miettinen and Nurminen's factor)
+        nb, na = int((d > 0).sum()), int((d < 0).sum())
+        z = abs(nb - na) / math.sqrt((nb + na) * d.size / (d.size - 1))
         assert row["p_paired_clt"] == pytest.approx(2 * stats.norm.sf(z), rel=1e-6, abs=1e-300)
         # exact McNemar: scipy binomtest on the discordant pairs
-        nb, na = int((d > 0).sum()), int((d < 0).sum())
         assert row["p_exact"] == pytest.approx(stats.binomtest(nb, nb + na).pvalue, rel=1e-6, abs=1e-300)
     ds = _pair(t, "DeepSeek-Coder-V2", "Meta-Llama-3_1-70B-Instruct")
     assert (ds["n_shared"], ds["n_excluded"]) == (10351, 1681)

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from benchcert.tasks.audit.contract import AuditConfig
 from benchcert.tasks.compare.analysis import analyze
@@ -64,13 +65,13 @@ def _check_consistent(out, alpha: float) -> None:
 
 
 def test_holm_rejection_inside_a_covering_interval_is_not_called_significant():
-    # Three models on 400 items, paired CLT (no subjects). "top" is right everywhere, far ahead of
-    # both others (p ~ 1e-40). b against c: b alone right on 30 items, c alone on 15, so
-    # D-bar = 15/400 = 0.0375, SE = sqrt((45 - 400 D-bar^2)/399/400) = 0.01669, z = 2.247,
-    # p = 0.0246 - between alpha/3 and alpha. Holm over the 3 pairs rejects it (third step,
-    # threshold alpha/1); Bonferroni (3p = 0.074) does not, and the simultaneous interval
-    # b - c = 0.0375 +/- 2.394 x 0.01669 = [-0.0025, 0.0775] covers 0. The old code called the pair
-    # "improved" beside that interval.
+    # Three models on 400 items, no subjects (paired_clt: on 0/1 scores Tango's score test). "top" is right
+    # everywhere, far ahead of both others (p ~ 1e-40). b against c: b alone right on 30 items, c alone on
+    # 15, so D-bar = 15/400 = 0.0375; Tango's Z(0) is McNemar's 15 / sqrt(45) times sqrt(399/400) = 2.233,
+    # p = 0.0255 - between alpha/3 and alpha. Holm over the 3 pairs rejects it (third step, threshold
+    # alpha/1); Bonferroni (3p = 0.077) does not, and the simultaneous interval (Tango's at alpha/3, checked
+    # against his closed form in tests/stats/comparisons/test_score.py) is [-0.0029, 0.0806]: it covers 0.
+    # The old code called the pair "improved" beside that interval.
     n = 400
     top = np.ones(n)
     b = np.zeros(n)
@@ -82,10 +83,10 @@ def test_holm_rejection_inside_a_covering_interval_is_not_called_significant():
     t = out.tables["comparisons"]
     row = t.filter((pl.col("model") == "b") & (pl.col("versus") == "c")).row(0, named=True)
     assert row["method"] == "paired_clt" and row["gap"] == pytest.approx(0.0375)
-    assert row["p_value"] == pytest.approx(0.0246, abs=2e-4)
+    assert row["p_value"] == pytest.approx(2 * stats.norm.sf(15 / np.sqrt(45 * 400 / 399)), rel=1e-9)
     assert row["p_holm"] <= 0.05 < row["p_bonferroni"]          # Holm alone would reject it
     assert row["simultaneous_lower"] < 0 < row["simultaneous_upper"]
-    assert row["simultaneous_lower"] == pytest.approx(0.0375 - 2.3940 * 0.016686, abs=2e-4)
+    assert row["simultaneous_lower"] == pytest.approx(-0.00286, abs=2e-5)
     assert row["verdict"] == "inconclusive"
     assert set(t.filter(pl.col("model") == "top")["verdict"]) == {"improved"}
     ranks = {r["model"]: r for r in out.tables["comparison_ranks"].iter_rows(named=True)}

@@ -10,7 +10,9 @@ text as well as by their rows.  The peak memory of each case at full size (2 GiB
 from __future__ import annotations
 
 import json
+import sys
 
+import polars as pl
 import pytest
 
 from benchcert.tasks.ingest.adapters import base, generic, json_records
@@ -23,13 +25,15 @@ class _CountingReads:
 
     def __init__(self, monkeypatch):
         self.chars = 0
+        self.largest_text_bytes = 0  # the largest text the cursor held joined, in memory
         original = json_records._Cursor._more
         counter = self
 
-        def _more(cursor, at_least=0):
+        def _more(cursor, *args):
             before = len(cursor.buf) - cursor.pos
-            more = original(cursor, at_least)
+            more = original(cursor, *args)
             counter.chars += (len(cursor.buf) - before) if more else 0
+            counter.largest_text_bytes = max(counter.largest_text_bytes, sys.getsizeof(cursor.buf))
             return more
 
         monkeypatch.setattr(json_records._Cursor, "_more", _more)
@@ -70,6 +74,9 @@ def test_one_value_past_the_line_limit_is_refused_naming_the_limit(tmp_path, mon
         generic.file_columns(log, "json")
     # About the limit in memory: fewer characters the wider each one is.
     assert reads.chars <= 2 * (1 << 16), reads.chars
+    # Refused before the chunks past the limit are joined into one text: the value is held once,
+    # not twice (a 2 GiB endless string peaked at 260 MB before; benchmarks/json_memory.py).
+    assert reads.largest_text_bytes <= 1 << 16, reads.largest_text_bytes
     db = tmp_path / "s.duckdb"
     code, out, err = cli(capsys, "ingest", log, "--db", db, "--benchmark", "b")
     assert code == 1 and "BENCHCERT_MAX_LINE_BYTES" in err and str(log) in err, (out, err)
@@ -112,3 +119,24 @@ def test_batches_of_short_records_end_at_the_row_cap_whatever_rows_the_caller_as
         batches = list(generic.read_batches(log, fmt, ["model", "item_id", "score"], 1_000_000))
         assert [b.frame.height for b in batches] == [7, 7, 7, 7, 2], fmt
         assert [n for b in batches for n in b.frame[base.LINE].to_list()] == list(range(1, 31)), fmt
+
+
+@pytest.mark.parametrize("part_rows", [1, 3, 4096])
+def test_a_batch_gathered_in_parts_holds_the_same_rows_lines_and_rejects(tmp_path, monkeypatch, part_rows):
+    # A batch's records become Polars columns every _PART_ROWS records (fewer Python objects alive at
+    # once; issue #39): the batch must be the same frame whatever the part size, bad records between
+    # parts (a reject, a record that is no object) included.
+    monkeypatch.setattr(json_records, "_PART_ROWS", part_rows)
+    rows: list = [{"model": "m", "item_id": f"q{i}", "score": i % 2} for i in range(11)]
+    rows[4] = {"model": "m", "item_id": "q4", "score": "1"}  # a score given as a string: a reject
+    rows[7] = [1, 2]  # not a record
+    log = tmp_path / "r.json"
+    log.write_text(json.dumps(rows))
+    batches = list(generic.read_batches(log, "json", ["model", "item_id", "score"], 5, numbers=("score",)))
+    assert [b.frame.height for b in batches] == [4, 4, 1]
+    assert [b.frame.height + len(b.rejects) for b in batches] == [5, 5, 1]
+    frame = pl.concat(b.frame for b in batches)
+    assert frame[base.LINE].to_list() == [1, 2, 3, 4, 6, 7, 9, 10, 11]
+    assert frame["item_id"].to_list() == [f"q{i}" for i in (0, 1, 2, 3, 5, 6, 8, 9, 10)]
+    assert frame["score"].to_list() == [str(i % 2) for i in (0, 1, 2, 3, 5, 6, 8, 9, 10)]
+    assert [(r.line, r.field) for b in batches for r in b.rejects] == [(5, "score"), (8, "<row>")]

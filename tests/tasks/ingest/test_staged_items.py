@@ -12,7 +12,8 @@ from __future__ import annotations
 import polars as pl
 
 from benchcert.tasks.ingest.file_checks import StagedItems
-from benchcert.tasks.store.connection import WRITE_BUFFER_ROW_GROUPS, open_store
+from benchcert.tasks.store import staging
+from benchcert.tasks.store.connection import ALLOCATOR_BACKGROUND_THREADS, WRITE_BUFFER_ROW_GROUPS, open_store
 
 
 def _batch(rows: list[tuple[str, int, str, str, int]]) -> pl.DataFrame:
@@ -48,3 +49,28 @@ def test_a_write_connection_flushes_each_row_group_of_an_uncommitted_append(tmp_
     with open_store(tmp_path / "s.duckdb", write=True) as con:
         value = con.execute("SELECT current_setting('write_buffer_row_group_count')").fetchall()[0][0]
     assert int(value) == WRITE_BUFFER_ROW_GROUPS
+
+
+def test_each_batch_is_kept_as_it_came_and_handed_to_duckdb_side_by_side(tmp_path):
+    # A batch's new triples are appended as their own frame, never copied into a growing one, and
+    # DuckDB reads the parts (as Arrow string views) without a concatenated copy (issue #39).
+    items = StagedItems()
+    items.add(_batch([("q1", 1, "s1", "d1", 1), ("q2", 2, "s2", "d1", 2)]))
+    items.add(_batch([("q1", 1, "s1", "d1", 3)]))  # nothing new: no part
+    items.add(_batch([("q3", 3, "s1", "d2", 4), ("q1", 1, "s9", "d1", 5)]))
+    frame = items.frame()
+    assert frame.n_chunks() == 2
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        staging.stage_items(con, frame)
+        staged = con.execute("SELECT item_id, item_key, subject, domain, line FROM _stage_items ORDER BY line").fetchall()
+        staging.drop_staging(con, strict=True)
+    assert staged == [("q1", 1, "s1", "d1", 1), ("q2", 2, "s2", "d1", 2), ("q3", 3, "s1", "d2", 4),
+                      ("q1", 1, "s9", "d1", 5)]
+    assert items.split_items()
+
+
+def test_a_write_connection_has_duckdbs_allocator_purge_in_the_background(tmp_path):
+    assert ALLOCATOR_BACKGROUND_THREADS is True
+    with open_store(tmp_path / "s.duckdb", write=True) as con:
+        value = con.execute("SELECT current_setting('allocator_background_threads')").fetchall()[0][0]
+    assert value is True or str(value).lower() == "true"
