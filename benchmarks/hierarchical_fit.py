@@ -23,6 +23,10 @@ audit's first analysis does:
 
     .venv/bin/python benchmarks/hierarchical_fit.py --shape 1000x20000 --analysis
 
+``--no-compiled`` runs numpy's forms of the trigamma functions and of the joint bound's knapsack
+instead of their numba kernels (stats/hierarchical/compiled.py; the same bits): run it with and
+without to see what the kernels save.
+
 ``--fixed-reference`` (with ``--analysis``) also times the split-half at the former fixed 500 splits
 (no sequential stopping) on the same matrix and prints how far the audit's sequential estimates are
 from it, in units of their joint Monte-Carlo standard error.
@@ -155,10 +159,16 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", type=Path, help="compare with a .npz written by --save")
     ap.add_argument("--analysis", action="store_true",
                     help="time the audit's whole hierarchical analysis per step instead")
+    ap.add_argument("--no-compiled", action="store_true",
+                    help="numpy's forms of the trigamma and the knapsack (the same bits), not numba's kernels")
     ap.add_argument("--fixed-reference", action="store_true",
                     help="with --analysis: also time the split-half at the former fixed 500 splits and compare")
     args = ap.parse_args(argv)
     n_models, n_items = (int(v) for v in args.shape.lower().split("x"))
+    if args.no_compiled:
+        from benchcert.stats.hierarchical import special
+
+        special._kernels["unavailable"] = "--no-compiled"
     if args.analysis:
         analysis(n_models, n_items, args.seed, fixed=args.fixed_reference)
         return 0

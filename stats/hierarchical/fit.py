@@ -15,6 +15,7 @@ from ..validation import as_float_array
 from .likelihood import _BetaBinomialLik, _BetaLik, _ab, _best_of_starts, _moment_start
 from .limits import NU_MAX, NU_MIN, WORST_CASE_S2, _LOG_NU_MAX, _LOG_NU_MIN
 from .profile import _W_GRID, _upper_proxy
+from .special import prepare_compiled
 
 __all__ = ["BetaFit", "fit_beta_binomial", "fit_beta_means"]
 
@@ -317,6 +318,7 @@ def _check_upper_alpha(upper_alpha, rows):
 
 
 def _fit_bb_rows(y, m, shape, stacklevel, upper_alpha=None):
+    prepare_compiled(y.size)  # the compiled trigamma when these fits pay numba's start (the same bits)
     mask = m > 0
     k = mask.sum(axis=1)
     ysum, msum = np.sum(np.where(mask, y, 0), axis=1), np.sum(np.where(mask, m, 0), axis=1)
@@ -423,6 +425,7 @@ def fit_beta_means(means, *, mask=None) -> BetaFit:
 
 
 def _fit_means_rows(x, mask, shape, stacklevel, n_items=None, upper_alpha=None):
+    prepare_compiled(x.size)
     k = mask.sum(axis=1)
     xs = np.where(mask, x, 0.5)
     pooled = np.where(k > 0, np.sum(np.where(mask, xs, 0.0), axis=1) / np.maximum(k, 1), 0.5)

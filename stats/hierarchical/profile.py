@@ -11,7 +11,7 @@ from scipy.special import gammaln, psi, xlogy
 
 from .likelihood import _BetaLik, _ab, _subset
 from .limits import WORST_CASE_S2, _LOGIT_MAX, _LOG_NU_MAX, _LOG_NU_MIN
-from .special import _trigamma_rough
+from .special import _kernels, _trigamma_rough
 
 __all__ = ["joint_subject_bound"]
 
@@ -574,6 +574,12 @@ def _joint_block(k: KnapsackInputs) -> np.ndarray:
     lowest_before = np.minimum.accumulate(np.concatenate([np.full((d, mdl, 1), nb + 1), cost[..., :-1]], axis=-1),
                                           axis=-1)
     useful = (cost <= nb) & (cost < lowest_before)
+    compiled = _kernels["module"]
+    if compiled is not None and not (np.isnan(a).any() or np.isnan(s2j).any()):
+        # The same additions and maxima one model at a time (stats/hierarchical/compiled.py): the same bits.
+        use = ~fixed & (a > 0)
+        return base + compiled.knapsack_best(cost, useful, use, np.ascontiguousarray(a, dtype=float),
+                                             np.ascontiguousarray(s2j, dtype=float), nb)
     # best[m, b]: largest value with total cost <= b bins (nondecreasing in b)
     best = np.zeros((mdl, nb + 1))
     # padded[m, s:s + nb + 1] for s = nb + 1 - c is best[m] shifted right by c bins (-inf below c):

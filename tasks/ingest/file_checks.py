@@ -129,7 +129,9 @@ def repeated_key_lines(con, key_hashes: list[pl.Series], rows: FileRows) -> pl.D
         part = key_hashes.pop(0).to_numpy()
         ordered[at:at + part.size] = part
         at += part.size
-    ordered.sort()
+    # The batches' hashes come sorted: numpy's stable sort (timsort for 64-bit keys) merges those runs,
+    # 0.014 CPU s a million hashes against 0.072 for its default sort, which sorts them afresh (issue #40).
+    ordered.sort(kind="stable")
     repeated = pl.Series(np.unique(ordered[1:][ordered[1:] == ordered[:-1]]), dtype=pl.UInt64)
     if not repeated.len():
         return empty

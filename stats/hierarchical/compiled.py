@@ -1,0 +1,105 @@
+"""Compiled by numba: the trigamma functions of :mod:`.special` (one pass over the array instead of
+about twenty array operations and their temporaries) and the knapsack of
+:func:`.profile.joint_subject_bound` (one model at a time, its budget row in cache, instead of a
+gathered (models, bins) window per domain and grid interval).
+
+Each kernel takes, element by element, the same IEEE operations in the same order as its numpy
+form in :mod:`.special` (the lift by the recurrence, at most ``floor`` steps, then the series,
+with the same constants): numba compiles without fast-math, so no operation is fused or
+reordered and the results are **the same bits** (tests/stats/hierarchical/test_compiled.py
+checks it on every range and special value). So whether a call takes the compiled or the numpy
+form changes nothing but its cost, and :mod:`.special` may choose either for any call.
+
+Compiled with ``cache=True`` (once per machine, in ``__pycache__`` or numba's user cache), like the
+store read's loops (tasks/store/dense_kernels.py); this module is imported only when a process has
+fits enough to pay numba's start (:func:`benchcert.stats.hierarchical.special.prepare_compiled`).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# The series' coefficients, computed as in special.py (the same doubles).
+_M30 = -1.0 / 30
+_P30 = 1.0 / 30
+_P42 = 1.0 / 42
+_P6 = 1.0 / 6
+
+
+@numba.njit(cache=True)
+def _lift(x, floor):  # pragma: no cover - compiled
+    """(1 / z, acc): :func:`benchcert.stats.hierarchical.special._trigamma_lift` of one value (x lifted
+    to >= floor in at most floor steps of the recurrence, acc the terms 1/x^2 taken on the way)."""
+    z = x
+    acc = 0.0
+    steps = 0
+    while steps < floor and z < floor:
+        acc += 1.0 / (z * z)
+        z += 1.0
+        steps += 1
+    return 1.0 / z, acc
+
+
+@numba.vectorize(["float64(float64)"], cache=True)
+def trigamma(x):  # pragma: no cover - compiled; tested against special._trigamma's numpy form
+    """:func:`benchcert.stats.hierarchical.special._trigamma`, element by element."""
+    r, acc = _lift(x, 10.0)
+    r2 = r * r
+    poly = r2 * 5.0
+    poly = poly / 66
+    poly = (poly + _M30) * r2
+    poly = (poly + _P42) * r2
+    poly = (poly + _M30) * r2
+    poly = poly + _P6
+    poly = poly * (r * r2)
+    head = r2 * 0.5
+    head = head + r
+    head = head + poly
+    return acc + head
+
+
+@numba.vectorize(["float64(float64)"], cache=True)
+def trigamma_rough(x):  # pragma: no cover - compiled; tested against special._trigamma_rough's numpy form
+    """:func:`benchcert.stats.hierarchical.special._trigamma_rough`, element by element."""
+    r, acc = _lift(x, 6.0)
+    r2 = r * r
+    poly = r2 / 42.0
+    poly = poly - _P30
+    poly = poly * r2
+    poly = poly + _P6
+    poly = poly * r
+    poly = poly + 0.5
+    poly = poly * r2
+    poly = poly + r
+    return acc + poly
+
+
+
+@numba.njit(cache=True)
+def knapsack_best(cost, useful, use, a, s2j, nb):  # pragma: no cover - compiled; tested against the numpy loop
+    """``best[m, nb]`` of :func:`benchcert.stats.hierarchical.profile._joint_block`'s knapsack per model m:
+    the same additions best[b - c] + a s2j and maxima, domain after domain (no NaN in ``a`` or ``s2j``:
+    numpy's maximum and this comparison agree only without NaN, which the caller checks)."""
+    d, mdl, gi = cost.shape
+    out = np.empty(mdl)
+    best = np.empty(nb + 1)
+    new = np.empty(nb + 1)
+    for m in range(mdl):
+        best[:] = 0.0
+        for dd in range(d):
+            if not use[dd, m]:
+                continue
+            new[:] = -np.inf
+            for j in range(gi):
+                if not useful[dd, m, j]:
+                    continue
+                c = cost[dd, m, j]
+                v = a[dd, m] * s2j[j]
+                for b in range(c, nb + 1):
+                    x = best[b - c] + v
+                    if x > new[b]:
+                        new[b] = x
+            best[:] = new
+        out[m] = best[nb]
+    return out
