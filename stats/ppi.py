@@ -423,8 +423,9 @@ class HumanLabelPlan:
     t quantile and pseudo-observation variance of :func:`ppi_mean`'s default interval);
     ``n_human_only`` labels alone, by the same rule.  Both are at least :data:`MIN_HUMAN_LABELS`;
     either is None when even labelling all but one of ``n_items`` judged items does not reach
-    epsilon.  ``assurance``: None plans the typical outcome (about half of the label sets of that
-    size reach epsilon); a share in (0, 1) plans so that that share of them does.
+    epsilon.  ``assurance``: None plans the typical outcome (half of the label sets of that size or fewer
+    reach epsilon: 39-57% measured); a share in (0, 1) plans so that that share of them does
+    (0.8 delivered 78.8% [75.0, 82.3] over 500 fresh pilots: docs/analyses.md).
     """
 
     epsilon: float
