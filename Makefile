@@ -73,7 +73,7 @@ bench: $(STAMP)
 
 # A billion responses (50,000 models x 20,000 items) ingested and audited out of core, beside the DuckDB
 # scan of the same rows in the same run (docs/scale.md; about an hour on 2 CPUs at load 9, 1.3 GB of
-# disk: the Parquet input, the store, its artifacts; the audit's peak 11.4 GiB). BENCH_1B_DIR keeps them.
+# disk: the Parquet input, the store, its artifacts; the audit's peak 3.8 GiB). BENCH_1B_DIR keeps them.
 BENCH_1B_DIR ?= $(CURDIR)/.bench-1b
 bench-1b: $(STAMP)
 	@echo "== load average $$(cut -d' ' -f1-3 /proc/loadavg) on $$(nproc) CPUs"

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _meters import cpu_seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TARGET_S, TARGET_INDEX_BYTES = 10.0, 2_000_000
@@ -132,11 +134,6 @@ def _copy_reference(root: Path, dest: Path) -> float:
     return time.perf_counter() - start
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def _sys() -> float:
     """Kernel CPU seconds of this process: folders, links and files made (the rest of CPU is Python)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_stime
@@ -144,9 +141,9 @@ def _sys() -> float:
 
 def _timed(what: str, build, ref: float, ref_cpu: float):
     """Run ``build`` once and print its wall and CPU seconds against the target and the copy reference."""
-    cpu0, sys0, t = _cpu(), _sys(), time.perf_counter()
+    cpu0, sys0, t = cpu_seconds(), _sys(), time.perf_counter()
     report = build()
-    wall, cpu, kernel = time.perf_counter() - t, _cpu() - cpu0, _sys() - sys0
+    wall, cpu, kernel = time.perf_counter() - t, cpu_seconds() - cpu0, _sys() - sys0
     print(f"{what}: {wall:.2f} s wall, {cpu:.2f} CPU s ({kernel:.2f} of them in the kernel), {report.pages} pages, "
           f"{len(report.problems)} problems (target <= {TARGET_S:g} s: {'met' if wall <= TARGET_S else 'NOT met'} "
           f"by wall, {'met' if cpu <= TARGET_S else 'NOT met'} by CPU); / copy reference = {wall / ref:.2f} (wall), "
@@ -172,9 +169,9 @@ def main(argv=None) -> int:
         print(f"artifacts: {args.benchmarks} benchmarks x {args.runs} runs x {args.models} models written in "
               f"{time.perf_counter() - t:.1f} s (not timed below)")
         load0 = os.getloadavg()
-        ref_cpu0 = _cpu()
+        ref_cpu0 = cpu_seconds()
         ref = _copy_reference(arts, work / "copy-reference")
-        ref_cpu = _cpu() - ref_cpu0
+        ref_cpu = cpu_seconds() - ref_cpu0
         site = work / "site"
         cold = _timed("cold build (every page rendered)", lambda: build_site(arts, site), ref, ref_cpu)
         index = (site / "index.html").stat().st_size
