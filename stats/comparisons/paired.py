@@ -130,7 +130,8 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
         d_items = tuple(None if binary[j] else d[sh[:, j], j] for j in range(d.shape[1]))
     sums = PairSums(n_c, s_c, q_c, (d > 0).sum(axis=0), (d < 0).sum(axis=0), binary, n_only_a, n_only_b,
                     clustered=codes is not None, d_items=d_items)
-    fields = _engine(sums, ComparisonSettings(alpha=alpha, power=power, primary=primary))
+    # The columns are one family: family_intervals' Bonferroni ends come from the test whose p-values they sit beside.
+    fields = _engine(sums, ComparisonSettings(alpha=alpha, power=power, primary=primary, family_size=d.shape[1]))
     nn = sh.sum(axis=0)
     mean_a = vals[0].sum(axis=0) / nn
     mean_b = vals[1].sum(axis=0) / nn
@@ -212,7 +213,7 @@ def paired_comparison_counts(n_b_wins, n_a_wins, n, *, alpha=0.05, power=0.8, pr
     zeros = np.zeros(n_c.shape[1], dtype=np.int64)
     sums = PairSums(n_c, s_c, q_c, nb_c.sum(axis=0), na_c.sum(axis=0), np.ones(n_c.shape[1], bool), zeros, zeros,
                     clustered=by_subject)
-    fields = _engine(sums, ComparisonSettings(alpha=alpha, power=power, primary=primary))
+    fields = _engine(sums, ComparisonSettings(alpha=alpha, power=power, primary=primary, family_size=n_c.shape[1]))
 
     def shaped(v):
         if isinstance(v, np.ndarray) and v.ndim == 1 and v.shape[0] == n_c.shape[1]:

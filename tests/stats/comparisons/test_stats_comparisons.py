@@ -825,3 +825,28 @@ def test_mde_on_the_t_reference_detects_with_the_stated_power():
         se_hat = se * np.sqrt(rng.chisquare(df, reps) / df)
         power = np.mean(np.abs(est / se_hat) > stats.t.ppf(0.975, df))
         assert lo <= power <= hi, (gap, power)
+
+
+def test_several_columns_of_paired_comparison_are_one_family_for_family_intervals():
+    # paired_comparison(a, b) with P columns, then family_intervals: the Bonferroni ends must come from the
+    # test whose p-values sit beside them (the score test on 0/1 scores). Before, the columns were a family
+    # of 1 to the engine, the score test left no alpha / P ends and the Wald ends were used: 17 of 1,500
+    # pairs near the ceiling disagreed with Bonferroni on the p-values (300 families of 5 columns).
+    rng = np.random.default_rng(4040)
+    contradictions = excluded = 0
+    for _ in range(150):
+        n = int(rng.integers(40, 400))
+        p_a = rng.uniform(0.85, 0.99, size=5)
+        p_b = np.clip(p_a + rng.normal(0, 0.04, size=5), 0.5, 0.999)
+        a = (rng.random((n, 5)) < p_a).astype(float)
+        b = (rng.random((n, 5)) < p_b).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = paired_comparison(a, b)
+            sim = family_intervals(r)
+        bonf = adjust_pvalues(r.p_value, method="bonferroni")
+        excl = (sim.lower > 0) | (sim.upper < 0)
+        decisive = np.abs(bonf.p_adjusted - ALPHA) > 1e-9
+        contradictions += int(np.sum((excl != bonf.rejected) & decisive))
+        excluded += int(excl.sum())
+    assert contradictions == 0 and excluded > 20, (contradictions, excluded)
