@@ -27,6 +27,7 @@ changed runs.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -46,13 +47,17 @@ RUN_FILES = ("index.html", "summary.json", "manifest.json", "report.html")
 _HERE = Path(__file__).resolve().parent
 
 
+@functools.cache
 def code_digest() -> str:
     """A digest of the code a run page is rendered by (every module of tasks/render, the recorded verdicts'
-    interval rule and the folder names) and benchcert's version: any change to them renders every page again."""
+    interval rule, the regressions and headline-question rules the run records use, and the folder names) and
+    benchcert's version: any change to them renders every page again."""
     from benchcert import __version__
 
     h = hashlib.blake2b(f"{SITE_FORMAT}|{__version__}".encode(), digest_size=16)
     for f in sorted(_HERE.glob("*.py")) + [_HERE.parent / "compare" / "recorded.py",
+                                           _HERE.parent / "audit" / "regressions.py",
+                                           _HERE.parent / "audit" / "headline.py",
                                            _HERE.parent / "artifacts" / "folders.py"]:
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
@@ -76,7 +81,6 @@ class SiteCache:
     """The site's previous manifest (read once; empty when there is none to trust) and the new one."""
 
     def __init__(self, site: Path | None, *, full: bool = False):
-        self.site = site
         self.digest = code_digest()
         self.old: dict[str, dict] = {} if full or site is None else self._read(site)
         self.new: dict[str, dict] = {}

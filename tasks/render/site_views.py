@@ -438,17 +438,29 @@ def _suite_table(d: SiteData) -> list[str]:
                      view.question if view else DASH, view.gap if view else DASH,
                      view.interval if view else DASH, verdict_badge(view) if view else "no suite score",
                      view.decided_by if view else DASH, view.resolve if view else DASH])
-    alpha = next((doc.get("alpha") for doc in d.suites if isinstance(doc.get("alpha"), (int, float))), 0.05)
     return ['<h2 id="suites">Suite verdicts</h2><p class="note">The latest look of each suite checkpoint '
-            "(benchcert notify-checkpoint --suite). Regressed somewhere: Holm over the benchmarks, claimed with "
-            f"probability at most {alpha / 2:g} when none regressed; benchmarks named: family-wise error at most "
-            f"{alpha:g}; the suite score: the weighted mean of the benchmarks' item-weighted gaps with its "
-            f"{100 * (1 - alpha):g}% interval (fixed-sample at its look).</p>",
+            "(benchcert notify-checkpoint --suite); what each answer guarantees, as its verdict records it, "
+            "follows the table.</p>",
             table(["suite", "candidate", "baseline", "regressed somewhere", "benchmarks named", "question",
                    "suite score gap", "interval", "verdict", "decided by", "what would resolve it"], rows,
                   cls="verdicts suite-verdicts",
                   cell_cls=["suite", "model", "baseline", "somewhere", "named", "question", "gap", "iv", "verdict",
-                            "decided", "resolve"])]
+                            "decided", "resolve"]),
+            _suite_guarantees(d)]
+
+
+def _suite_guarantees(d: SiteData) -> str:
+    """Each suite verdict's own guarantee texts (tasks/compare/suite.py writes them with that verdict's alpha and
+    whether its looks were recorded), not one text for all."""
+    items = []
+    for doc in d.suites:
+        g = doc.get("guarantees") if isinstance(doc.get("guarantees"), dict) else {}
+        parts = "; ".join(f"{label}: {escape(str(g[key]))}" for key, label in
+                          (("regressed_somewhere", "regressed somewhere"), ("named", "benchmarks named"),
+                           ("score", "suite score")) if g.get(key))
+        items.append(f"<li>{escape(str(doc['suite']['name']))}, {escape(str(doc['candidate']))} against "
+                     f"{escape(str(doc['baseline']))}: {parts or DASH}</li>")
+    return f'<ul class="note suite-guarantees">{"".join(items)}</ul>'
 
 
 def _cell(view: VerdictView | None) -> Html:

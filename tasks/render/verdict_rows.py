@@ -25,7 +25,7 @@ from benchcert.tasks.compare.recorded import deciding_interval
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.site_html import DASH, Html, table
 
-__all__ = ["VerdictView", "verdict_view", "deciding_interval", "verdict_badge", "verdicts_table", "RESOLVE_FIELDS", "SYMBOLS",
+__all__ = ["VerdictView", "verdict_view", "verdict_badge", "verdicts_table", "RESOLVE_FIELDS", "SYMBOLS",
            "fmt_gap", "fmt_gap_interval"]
 
 #: A symbol per direction, so a verdict never depends on colour alone.
@@ -68,7 +68,6 @@ class VerdictView:
     gap: str
     interval: str
     interval_method: str
-    anytime: str
     decided_by: str
     resolve: str
     gap_value: float | None
@@ -154,14 +153,13 @@ def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
     detail = v.get("detail") if isinstance(v.get("detail"), dict) else {}
     word = str(v.get("verdict") or "")
     gap, fixed_lo, fixed_hi = _num(detail.get("gap")), _num(detail.get("lower")), _num(detail.get("upper"))
-    cs_lo, cs_hi = _num(detail.get("cs_lower")), _num(detail.get("cs_upper"))
     lo, hi, _, kind = deciding_interval(detail)
     decided = detail.get("decided_by")
     look = detail.get("look")
     return VerdictView(
         benchmark=benchmark, model=str(v.get("model") or ""), baseline=str(v.get("baseline") or DASH), verdict=word,
         question=_question(detail), gap=fmt_gap(gap), interval=fmt_gap_interval(lo, hi),
-        interval_method=str(detail.get("method") or ""), anytime=fmt_gap_interval(cs_lo, cs_hi),
+        interval_method=str(detail.get("method") or ""),
         decided_by=_decided(decided, look),
         resolve=_resolve(word, detail), gap_value=gap, lower=lo, upper=hi, interval_kind=kind,
         fixed=fmt_gap_interval(fixed_lo, fixed_hi))

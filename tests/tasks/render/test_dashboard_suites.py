@@ -55,3 +55,22 @@ def test_the_grid_page_lists_suite_verdicts_with_their_numbers_escaped(tmp_path)
     assert 'data-gap="\u22125.00 pp" data-interval="[\u22127.00, \u22123.00] pp"' in html
     # the index never lists the suites' folder as a benchmark
     assert json.loads((root / "index.json").read_text())["benchmarks"] == []
+
+
+def test_each_suite_verdict_shows_its_own_guarantees_not_one_text_for_all(tmp_path):
+    # Two suites at different alphas, one recorded over looks: each row's guarantee text is the one its
+    # document carries (tasks/compare/suite.py), so the recorded one says its score is not anytime-valid.
+    from benchcert.tasks.compare.suite import _guarantees
+
+    root = tmp_path / "artifacts"
+    refresh_index(root)
+    one = {**_doc("org/ckpt@step-1", suite="core"), "alpha": 0.05, "guarantees": _guarantees(0.05, 2, True)}
+    two = {**_doc("org/ckpt@step-1", suite="safety"), "alpha": 0.1, "guarantees": _guarantees(0.1, 2, False)}
+    write_suite_verdict(root, one)
+    write_suite_verdict(root, two)
+    build_site(root, tmp_path / "site")
+    html = (tmp_path / "site" / "_views" / "checkpoints.html").read_text()
+    notes = html[html.index('class="note suite-guarantees"'):]
+    core, safety = notes[notes.index("<li>core"):], notes[notes.index("<li>safety"):]
+    assert "probability &lt;= 0.025 (alpha/2)" in core and "not anytime-valid" in core.split("</li>")[0]
+    assert "probability &lt;= 0.05 (alpha/2)" in safety and "not anytime-valid" not in safety.split("</li>")[0]
