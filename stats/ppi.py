@@ -464,8 +464,8 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     Human-only: the same with lambda = 0.  A plan, not a guarantee: it trusts the pilot's moments.
 
     That n is the typical outcome: the half-width :func:`ppi_mean` reports is itself random (it is
-    estimated from the labels), and at that n only about half of the label sets reach epsilon
-    (40-57% in issue #36's checks, 39.4% [35.1, 43.8] in its slow study). With ``assurance`` (e.g. 0.8) the plan is instead the least n at
+    estimated from the labels), and at that n half of the label sets or fewer reach epsilon
+    (40-57% in issue #36's checks, 39.4% [35.1, 43.8] in its slow study). With ``assurance`` (e.g. 0.8) the plan is instead the least n (not below the typical plan) at
     which that share of label sets reach it (the sample-size "assurance" of O'Hagan, Stevens and
     Campbell 2005, *Pharm. Stat.* 4, here for a width): estimated by drawing a world the pilot makes
     plausible (Dirichlet weights on the pilot pairs, Rubin's 1981 Bayesian bootstrap, so that the
@@ -511,11 +511,15 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
               "labels)")
     if assurance is not None:
         assurance = check_unit_interval("assurance", assurance)
+        if assurance > MAX_ASSURANCE:  # even all ASSURANCE_DRAWS label sets reaching epsilon could not show it
+            raise ValueError(f"assurance={assurance!r}: at most {MAX_ASSURANCE:.4f} can be planned with "
+                             f"{ASSURANCE_DRAWS} draws per n (the share's {100 * ASSURANCE_CONFIDENCE:g}% lower bound "
+                             "when every draw reaches the half-width)")
         rng = np.random.default_rng(20261128) if rng is None else rng
         seed = int(rng.integers(2**62))
         n_ppi = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_ppi, human_only=False)
         n_h = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_h, human_only=True)
-        method = (f"least n at which {100 * assurance:g}% of label sets drawn from the pilot reach the half-width "
+        method = (f"least n, not below the typical plan, at which {100 * assurance:g}% of label sets drawn from the pilot reach the half-width "
                   f"({ASSURANCE_DRAWS} draws per n, the share's {100 * ASSURANCE_CONFIDENCE:g}% lower bound; the "
                   f"interval ppi_mean reports; at least {MIN_HUMAN_LABELS} labels)")
     return HumanLabelPlan(epsilon=float(epsilon), alpha=alpha, n_items=m, n_ppi=n_ppi, n_human_only=n_h,
@@ -532,10 +536,13 @@ ASSURANCE_DRAWS = 400
 #: label sets that reach epsilon is at least the asked assurance (for 0.8: 331 of 400, not 320).
 ASSURANCE_CONFIDENCE = 0.9
 
+#: The highest assurance that can be planned: the lower bound above when all draws reach epsilon, 0.1 ** (1 / 400).
+MAX_ASSURANCE = (1 - ASSURANCE_CONFIDENCE) ** (1 / ASSURANCE_DRAWS)
+
 
 def _hits_needed(assurance: float) -> int:
     """The least count k of ASSURANCE_DRAWS with Beta^{-1}(1 - ASSURANCE_CONFIDENCE; k, D - k + 1) >= assurance
-    (the one-sided Clopper-Pearson lower bound); all D when no count reaches it (assurance above about 0.994)."""
+    (the one-sided Clopper-Pearson lower bound); all D when no count reaches it (above MAX_ASSURANCE, refused)."""
     from scipy import stats
 
     d = ASSURANCE_DRAWS

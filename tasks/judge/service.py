@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
-from benchcert.stats.ppi import (MCAR, MIN_HUMAN_LABELS, HumanLabelPlan, JudgeAgreement, LabelledSubsetCheck,
+from benchcert.stats.ppi import (ASSURANCE_DRAWS, MAX_ASSURANCE, MCAR, MIN_HUMAN_LABELS, HumanLabelPlan, JudgeAgreement, LabelledSubsetCheck,
                                  PPIMeanResult, judge_agreement, labelled_subset_check, plan_human_labels, ppi_gap,
                                  ppi_mean)
 from benchcert.tasks.compare.rows import ComparisonRow
@@ -317,7 +317,7 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
     ``assurance`` (in (0, 1)): plan so that that share of label sets reach epsilon
     (:func:`~benchcert.stats.ppi.plan_human_labels`); None: the typical outcome.
 
-    Raises UsageError (epsilon or assurance outside (0, 1)), NoDataError (no human scores, unknown
+    Raises UsageError (epsilon or assurance outside (0, 1), assurance above MAX_ASSURANCE), NoDataError (no human scores, unknown
     model), MatrixError / StoreError from the store.
     """
     from benchcert.tasks.store.connection import open_store
@@ -326,6 +326,9 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
     unit_interval_option("--epsilon", epsilon)
     if assurance is not None:
         unit_interval_option("--assurance", assurance)
+        if assurance > MAX_ASSURANCE:
+            raise UsageError(f"--assurance {assurance:g}: at most {MAX_ASSURANCE:.4f} can be planned "
+                             f"({ASSURANCE_DRAWS} label sets drawn per n; stats/ppi.py)")
     with open_store(db, write=False, lock_timeout=lock_timeout) as con:
         m = load_matrices(con, benchmark, variant)
     if m.human is None:

@@ -106,6 +106,9 @@ def test_plan_human_labels(capsys, judged):
                        "--assurance", "1.5")
     assert code == 2 and "--assurance" in err
     code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
+                       "--assurance", "0.999")  # 400 draws per n can show at most 0.9943
+    assert code == 2 and "--assurance 0.999: at most 0.9943" in err
+    code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
                        "--model", "nobody")
     assert code == 1 and "nobody" in err
 

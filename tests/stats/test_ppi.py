@@ -355,6 +355,10 @@ def test_assurance_plan_asks_for_more_labels_than_the_typical_one():
     assert (sure.n_ppi, sure.n_human_only) == (again.n_ppi, again.n_human_only)
     with pytest.raises(ValueError, match="assurance"):
         plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=1.2)
+    # 400 draws can show at most 0.1 ** (1 / 400) = 0.99426 at 90%: a higher assurance is refused, not
+    # quietly planned at the all-draws size (before, 0.995 and 0.9999 returned the same plan as each other)
+    with pytest.raises(ValueError, match=r"assurance=0\.999: at most 0\.9943"):
+        plan_human_labels(human[pilot], judge[pilot], judge, epsilon=0.06, assurance=0.999)
 
 
 @pytest.mark.montecarlo
