@@ -290,3 +290,14 @@ def deciding_interval(detail: dict) -> tuple[float | None, float | None, str, st
     if lo is not None and hi is not None:
         return lo, hi, "anytime", "anytime interval (valid at every look)"
     return num(detail.get("lower")), num(detail.get("upper")), "fixed_sample", "fixed-sample interval"
+
+
+def deciding_gap(detail: dict) -> float | None:
+    """The gap estimate to print beside :func:`deciding_interval`: the first-look test's own gap (``first_gap``)
+    when its interval decides, so that a later look does not put its own fixed-sample gap beside the first look's
+    interval (which need not contain it); else the look's gap (the anytime interval is valid at every look, so
+    it holds the current estimate's estimand)."""
+    gap = detail.get("gap")
+    if deciding_interval(detail)[2] == "first_look":
+        gap = detail.get("first_gap", gap)
+    return float(gap) if isinstance(gap, (int, float)) and not isinstance(gap, bool) and math.isfinite(gap) else None

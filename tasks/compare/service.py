@@ -477,9 +477,9 @@ def record_look(request: CompareRequest) -> RecordedLook:
                            variant=request.variant, hierarchy=HIERARCHIES[request.hierarchy], power=request.power,
                            record=True, lock_timeout=request.lock_timeout, question=request.question,
                            assume=request.assume)
-    from benchcert.tasks.compare.recorded import deciding_interval
+    from benchcert.tasks.compare.recorded import deciding_gap, deciding_interval
 
     lower, upper, key, _ = deciding_interval(v.as_dict())  # the interval of the test that decided (or would)
-    row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": v.gap,
+    row = {"candidate": candidate, "baseline": baseline, "verdict": v.verdict, "gap": deciding_gap(v.as_dict()),
            "interval": {"lower": lower, "upper": upper, "method": v.method if key == "fixed_sample" else key}}
     return RecordedLook(verdict=v, gate=decide([row], request.alpha, request.gate))

@@ -246,12 +246,12 @@ def _fixed_rows(request: SuiteRequest):
 def _recorded_row(look) -> ComparisonRow:
     """A recorded verdict as a comparison row: its verdict and the interval that decides it (the first-look
     test's or the anytime one, :func:`~benchcert.tasks.compare.recorded.deciding_interval`)."""
-    from benchcert.tasks.compare.recorded import deciding_interval
+    from benchcert.tasks.compare.recorded import deciding_gap, deciding_interval
 
     v = look.verdict
     lower, upper, key, _ = deciding_interval(v.as_dict())  # the first-look test's interval or the anytime one
     return ComparisonRow.from_dict({
-        "candidate": v.candidate, "baseline": v.baseline, "verdict": v.verdict, "gap": v.gap,
+        "candidate": v.candidate, "baseline": v.baseline, "verdict": v.verdict, "gap": deciding_gap(v.as_dict()),
         "interval": {"method": v.method if key == "fixed_sample" else key, "lower": lower, "upper": upper,
                      "se": None},
         "p_value": v.anytime_p, "n_shared": v.n_shared, "n_excluded": v.n_excluded, "mde": v.mde, "look": v.look,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from benchcert.tasks.compare.recorded import deciding_interval
+from benchcert.tasks.compare.recorded import deciding_gap, deciding_interval
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.site_html import DASH, Html, table
 
@@ -152,7 +152,7 @@ def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
     """The shown fields of one summary.json verdict (``{"kind", "model", "baseline", "verdict", "detail"}``)."""
     detail = v.get("detail") if isinstance(v.get("detail"), dict) else {}
     word = str(v.get("verdict") or "")
-    gap, fixed_lo, fixed_hi = _num(detail.get("gap")), _num(detail.get("lower")), _num(detail.get("upper"))
+    gap, fixed_lo, fixed_hi = deciding_gap(detail), _num(detail.get("lower")), _num(detail.get("upper"))
     lo, hi, _, kind = deciding_interval(detail)
     decided = detail.get("decided_by")
     look = detail.get("look")

@@ -272,3 +272,21 @@ def test_a_verdict_decided_at_a_later_look_shows_the_interval_that_decides(tmp_p
     batch[np.unique(subj, return_index=True)[1]] = 0  # every subject at the first look (fixed strata)
     seen = _check_recorded_looks(tmp_path, models, subj, "items", batch)
     assert seen[0][1] == "inconclusive" and any(look > 1 and verdict != "inconclusive" for look, verdict, _ in seen), seen
+
+
+def test_the_gap_beside_a_first_look_interval_is_the_first_looks_own():
+    # A verdict the first-look test decided, seen at look 3: its interval is the first look's, so the gap
+    # beside it is the first look's too (here -3 pp in [-5, -1]), not look 3's fixed-sample -0.5 pp, which
+    # that interval does not contain. An anytime-decided verdict keeps the look's gap beside its interval.
+    from benchcert.tasks.compare.recorded import deciding_gap
+    from benchcert.tasks.render.verdict_rows import verdict_view
+
+    first = {"decided_by": "first_look", "look": 3, "gap": -0.005, "lower": -0.02, "upper": 0.01,
+             "first_gap": -0.03, "first_lower": -0.05, "first_upper": -0.01, "first_look_share": 0.5,
+             "cs_lower": -0.06, "cs_upper": 0.02}
+    assert deciding_gap(first) == -0.03
+    view = verdict_view({"kind": "checkpoint", "model": "c", "baseline": "b", "verdict": "regressed",
+                         "detail": first})
+    assert view.gap_value == -0.03 and view.lower <= view.gap_value <= view.upper
+    anytime = {**first, "decided_by": "anytime"}
+    assert deciding_gap(anytime) == -0.005
