@@ -300,7 +300,7 @@ def _comparison_frame(r, model: list[str], versus: list[str], family: str, alpha
     holm = adjust_pvalues(r.p_value, alpha=alpha, method="holm")
     bh = adjust_pvalues(r.p_value, alpha=alpha, method="bh")
     bonf = adjust_pvalues(r.p_value, alpha=alpha, method="bonferroni")
-    # The same reference distribution as the p-values (t with the clustered test's df), so an
+    # The same test as the p-values (the score test on 0/1 scores, else t with its df), so an
     # interval excluding 0 is a Bonferroni rejection. The verdict is read off the interval, not
     # off Holm: Holm's extra step-down rejections have no interval that agrees with them.
     sim = family_intervals(r, alpha=alpha)
