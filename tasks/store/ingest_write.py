@@ -38,8 +38,6 @@ from benchcert.tasks.store.staging import FileRows
 _SOURCES = {"source_id": pl.Int64, "benchmark": pl.String, "path": pl.String, "sha256": pl.String,
             "format": pl.String, "config": pl.String, "rows_read": pl.Int64, "rows_accepted": pl.Int64,
             "rows_added": pl.Int64, "rows_rejected": pl.Int64, "status": pl.String, "ingested_at": pl.Datetime("us")}
-#: The stored values a staged row may contradict, in the order they are checked.
-VALUE_COLUMNS = ("score", "human_score", "parsed")
 
 
 @dataclass(frozen=True)
@@ -140,7 +138,7 @@ def _check_against_store(con, rows: FileRows, sources: list[NewSource], *,
 
 def _first_contradiction(con, source_id: int, overlap: bool, *, replace_human: bool) -> Contradiction | None:
     """One source's first contradiction: scores, then human scores (unless replaced), parse flags, items."""
-    for column in VALUE_COLUMNS if overlap else ():
+    for column in responses.VALUE_COLUMNS if overlap else ():
         if replace_human and column == "human_score":
             continue
         n, first = responses.contradictions(con, column)

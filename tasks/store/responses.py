@@ -149,8 +149,9 @@ def stored_model_staged(con) -> bool:
         "LIMIT 1)").fetchall()[0][0] > 0
 
 
-#: The columns of ``_stage`` and ``response_codes`` a stored-value check may compare.
-_VALUE_COLUMNS = frozenset({"score", "human_score", "parsed"})
+#: The columns of ``_stage`` and ``response_codes`` a stored-value check may compare, in the order
+#: ingest checks them (tasks/store/ingest_write.py).
+VALUE_COLUMNS = ("score", "human_score", "parsed")
 
 
 def contradictions(con, column: str) -> tuple[int, list[tuple]]:
@@ -159,8 +160,8 @@ def contradictions(con, column: str) -> tuple[int, list[tuple]]:
     Returns how many, and the first five: model, item, variant, replicate, staged value, line,
     stored value, stored source's path and line.  NULL on either side is no contradiction.
     """
-    if column not in _VALUE_COLUMNS:
-        raise ValueError(f"column: one of {sorted(_VALUE_COLUMNS)}, not {column!r}")
+    if column not in VALUE_COLUMNS:
+        raise ValueError(f"column: one of {sorted(VALUE_COLUMNS)}, not {column!r}")
     differ = f"r.{column} <> s.{column}"
     first = con.execute(f"""
         SELECT m.model, i.item_id, v.variant, s.replicate, s.{column}, s.line, r.{column}, src.path, r.line
@@ -194,7 +195,7 @@ def first_contradicting_source(con, *, rows_too: bool) -> int | None:
     """The smallest ``source_id`` of the staged rows (``_stage``; ``rows_too``: some staged model is
     stored) or items (``_stage_items`` with a ``source_id`` column, one row per item) contradicting a
     stored score, human score, parse flag or item; None if none does."""
-    differ = " OR ".join(f"r.{c} <> s.{c}" for c in sorted(_VALUE_COLUMNS))
+    differ = " OR ".join(f"r.{c} <> s.{c}" for c in sorted(VALUE_COLUMNS))
     rows = f"""SELECT s.source_id FROM _stage s JOIN response_codes r USING (model_id, item_key, variant_id, replicate)
                WHERE {differ} UNION ALL """ if rows_too else ""
     found = con.execute(f"""SELECT min(source_id) FROM ({rows}

@@ -1,7 +1,8 @@
 """Ingest has one write path (issue #34, point 4), checked on the source tree.
 
 Every stored row of an ingest (responses, codes, items, option probabilities, rejects, sources)
-is written by :func:`benchcert.tasks.store.ingest_write.write_sources`, which the one-file path
+is written by :func:`benchcert.tasks.store.ingest_write.write_sources` (a new benchmark's responses are
+appended in place by ``staging.append_rows`` in the same transaction), which the one-file path
 (tasks/ingest/one_file.py) and a run of small files (tasks/ingest/many.py) both call.  So:
 
 * the store's ingest write helpers (each function of tasks/store/responses.py or
