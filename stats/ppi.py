@@ -449,6 +449,19 @@ def _augmented_var(n, mean, var, lo, hi, mid):
     return (n * var + n * (mean - mu) ** 2 + k * (a - mu) ** 2 + k * (b - mu) ** 2) / (n + 2 * k - 1)
 
 
+def _planned_var(n, m, s_j, mu_h, mu_j, s_h, c, *, human_only):
+    """V(n), the squared se :func:`ppi_mean`'s default interval is expected to report with n of m judged items
+    labelled, at these moments of the (human, judge) pairs (means, Var(Y), Cov(Y, Yhat); s_j = Var(Yhat) over
+    all judged items): :func:`plan_human_labels`' formula; lambda = 0 when ``human_only``. Broadcasts (n over
+    sizes, the moments over the assurance plan's worlds)."""
+    rest = m - n
+    if human_only:
+        return _augmented_var(n, mu_h, s_h, 0.0, 1.0, 0.0) / n
+    lam = np.clip(c / ((1 + n / rest) * s_j), 0.0, 1.0) if s_j > 0 else np.zeros_like(c * n)
+    v_d = np.maximum(s_h - 2 * lam * c + lam ** 2 * s_j, 0.0)
+    return _augmented_var(n, mu_h - lam * mu_j, v_d, 0.0, 1.0, lam * mu_j) / n + lam ** 2 * s_j / rest
+
+
 def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha: float = 0.05,
                       assurance: float | None = None, rng=None) -> HumanLabelPlan:
     """Labels needed for a +-``epsilon`` interval, from a pilot of doubly-scored items.
@@ -493,19 +506,13 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     from scipy import stats
 
     m = ja.size
-    s_h, s_j = float(np.var(y, ddof=1)), float(np.var(ja, ddof=1))
-    c = float(np.cov(y, yh, ddof=1)[0, 1])
-    mu_h, mu_j = float(y.mean()), float(yh.mean())
+    moments = (float(y.mean()), float(yh.mean()), float(np.var(y, ddof=1)), float(np.cov(y, yh, ddof=1)[0, 1]))
     n = np.arange(MIN_HUMAN_LABELS, m, dtype=float)
-    rest = m - n
     q = stats.t.ppf(1 - alpha / 2, n - 1)
-    lam = np.clip(c / ((1 + n / rest) * s_j), 0.0, 1.0) if s_j > 0 else np.zeros_like(n)
-    v_d = np.maximum(s_h - 2 * lam * c + lam ** 2 * s_j, 0.0)
-    v = _augmented_var(n, mu_h - lam * mu_j, v_d, 0.0, 1.0, lam * mu_j) / n + lam ** 2 * s_j / rest
-    ok = np.flatnonzero(q * np.sqrt(v) <= epsilon)
+    s_j = float(np.var(ja, ddof=1))
+    ok = np.flatnonzero(q * np.sqrt(_planned_var(n, m, s_j, *moments, human_only=False)) <= epsilon)
     n_ppi = int(n[ok[0]]) if ok.size else None
-    v_h = _augmented_var(n, mu_h, s_h, 0.0, 1.0, 0.0) / n
-    ok_h = np.flatnonzero(q * np.sqrt(v_h) <= epsilon)
+    ok_h = np.flatnonzero(q * np.sqrt(_planned_var(n, m, s_j, *moments, human_only=True)) <= epsilon)
     n_h = int(n[ok_h[0]]) if ok_h.size else None
     method = (f"PPI++ variance with pilot moments (t quantile, pseudo-observations; at least {MIN_HUMAN_LABELS} "
               "labels)")
@@ -551,14 +558,43 @@ def _hits_needed(assurance: float) -> int:
     return int(k[ok[0]]) if ok.size else d
 
 
-def _world_labels(pilot_n: int, n: int, seed: int, draw: int) -> np.ndarray:
-    """Draw ``draw``'s n label indices into the pilot: a world the pilot makes plausible (Dirichlet weights on
-    the pilot pairs, the Bayesian bootstrap of Rubin 1981), then n labels from it. The same world at every n
-    and nested label sets (the first n of one sequence): common random numbers across n, so the share grows
-    with n as the half-width shrinks instead of jittering by its Monte-Carlo error, whose low side the
-    search would otherwise pick (issue #36: 72.5% for 80%)."""
+def _world(pilot_n: int, n: int, seed: int, draw: int) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``draw``'s world and its n label indices into the pilot: Dirichlet weights on the pilot pairs
+    (the Bayesian bootstrap of Rubin 1981), then n labels from them. The same world at every n and nested
+    label sets (the first n of one sequence): common random numbers across n, so the share grows with n as
+    the half-width shrinks instead of jittering by its Monte-Carlo error, whose low side the search would
+    otherwise pick (issue #36: 72.5% for 80%). Returns (weights, label indices)."""
     world = np.random.default_rng([seed, draw])
-    return world.choice(pilot_n, n, p=world.dirichlet(np.ones(pilot_n)))
+    weights = world.dirichlet(np.ones(pilot_n))
+    return weights, world.choice(pilot_n, n, p=weights)
+
+
+def _log_planned_var(y, yh, weights, n, m, s_j, human_only) -> tuple[np.ndarray, np.ndarray]:
+    """(log V(n), its standard error) at the pilot pairs weighted by ``weights`` (rows: worlds; each sums to
+    1), V(n) being :func:`_planned_var` at the weighted plug-in moments; the standard error by the
+    infinitesimal jackknife (Jaeckel 1972; Efron 1982, ch. 6): the gradient of log V(n) in the four moments
+    (central differences) times their empirical influence values, sum_i w_i IF_i^2 / (pilot size)."""
+    mu_h, mu_j = weights @ y, weights @ yh
+    dh, dj = y - mu_h[:, None], yh - mu_j[:, None]
+    s_h, c = np.sum(weights * dh ** 2, -1), np.sum(weights * dh * dj, -1)
+    mom = np.stack([mu_h, mu_j, s_h, c])
+    influence = np.stack([dh, dj, dh ** 2 - s_h[:, None], dh * dj - c[:, None]])  # per moment, world, pair
+    log_v = lambda x: np.log(_planned_var(n, m, s_j, *x, human_only=human_only))  # noqa: E731
+    step = 1e-6
+    grad = np.stack([(log_v(mom + step * e[:, None]) - log_v(mom - step * e[:, None])) / (2 * step)
+                     for e in np.eye(4)])
+    effect = np.einsum("kd,kdi->di", grad, influence)
+    return log_v(mom), np.sqrt(np.sum(weights * effect ** 2, -1) / y.size)
+
+
+def _studentized_scale(y, yh, weights, n, m, s_j, human_only) -> np.ndarray:
+    """Per world (rows of ``weights``), the factor on its reported half-width that turns the world's planned
+    variance g* = V(n) into the bootstrap-t draw of the truth's: log g = log g^ - se(g^) t*, with
+    t* = (log g* - log g^) / se(g*) (:func:`plan_human_labels`; g^ and se at the pilot's equal weights)."""
+    pilot, se = _log_planned_var(y, yh, np.full((1, y.size), 1.0 / y.size), n, m, s_j, human_only)
+    world, se_world = _log_planned_var(y, yh, weights, n, m, s_j, human_only)
+    t = np.divide(world - pilot, se_world, out=np.zeros_like(world), where=se_world > 0)
+    return np.exp((pilot - se * t - world) / 2)
 
 
 def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only) -> int:
@@ -567,18 +603,20 @@ def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only) -> int:
     the human-only one beside it) of at most epsilon; the draws in batches of about 4 million scores."""
     q = _quantile(alpha, n, "t")
     big_n = ja.size - n
+    s_j = float(np.var(ja, ddof=1))
     block = max(1, 4_000_000 // big_n)
     hits = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for first in range(0, ASSURANCE_DRAWS, block):
             draws = range(first, min(first + block, ASSURANCE_DRAWS))
-            pick = np.stack([_world_labels(y.size, n, seed, d) for d in draws])
+            weights, pick = (np.stack(a) for a in zip(*(_world(y.size, n, seed, d) for d in draws)))
             rest = ja[np.stack([np.random.default_rng([seed, d, 1]).integers(0, ja.size, big_n) for d in draws])]
             lab, lab_j = y[pick], yh[pick]
             lam = np.zeros(len(draws)) if human_only else _tuned_lambda(lab, lab_j, rest)
             _, _, lower, upper = _interval(lab, lab_j, rest, lam, q, "t", 0.0, 1.0)
-            hits += int(np.sum((upper - lower) / 2 <= epsilon))
+            hits += int(np.sum((upper - lower) / 2 * _studentized_scale(y, yh, weights, n, ja.size, s_j, human_only)
+                               <= epsilon))
     return hits
 
 

@@ -392,22 +392,33 @@ def test_assurance_plan_delivers_its_share_in_an_independent_simulation():
         assert own >= 331 / 400 and high >= 0.8 and low <= own <= high, (by_hand, n, own, rate, low, high)
 
 
+# The frequentist assurance studies: (name, human rate, P(judge 1 | human 1), P(judge 1 | human 0), pilot size)
+# at epsilon 0.05 over 4,000 judged items: issue #28's setting with a pilot of 200, and a small pilot of 80
+# at a human rate of 0.9 with an uninformative judge (lambda near 0: the human labels alone).
+ASSURANCE_STUDIES = (("issue #28, pilot 200", P_HUMAN, P11, P10, 200), ("rate 0.9, uninformative judge, pilot 80", 0.9, 0.9, 0.9, 80))
+
+
 @pytest.mark.slow
-def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
-    """Over 500 fresh (pilot of 200, label set) pairs in issue #28's setting, epsilon 0.05: the label sets
-    of the typical plan's size reach epsilon in about half the runs or fewer, those of the
-    --assurance 0.8 plan in 80% or more (the 95% Clopper-Pearson interval containing 0.8 or above it).
-    Measured: 78.8% [75.0, 82.3] and 39.4% [35.1, 43.8] (the plan 6.5% above the typical one), 292 CPU s
-    at load 14-18; docs/analyses.md, "Planning"."""
+@pytest.mark.parametrize("name, p_human, p11, p10, pilot_n", ASSURANCE_STUDIES, ids=("issue28", "rate09_pilot80"))
+def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets(name, p_human, p11, p10, pilot_n):
+    """Over 500 fresh (pilot, label set) pairs, epsilon 0.05: the label sets of the typical plan's size reach
+    epsilon in about half the runs or fewer, those of the --assurance 0.8 plan (the bootstrap-t planner) in
+    80% or more: the point at least 0.8 and the 95% Clopper-Pearson interval above 0.75. Measured figures:
+    docs/analyses.md, "Planning" (the Bayesian bootstrap planner before it: 78.8% [75.0, 82.3] in issue #28's
+    setting)."""
     from benchcert.stats.ppi import _assured_n
+
+    def draw(rng, n_items):
+        human = (rng.random(n_items) < p_human).astype(float)
+        return human, biased_judge(rng, human, p11, p10)
 
     rng = np.random.default_rng(3636)
     reps = 500
     hit_t, hit_a = np.zeros(reps, bool), np.zeros(reps, bool)
     extra = np.zeros(reps)
     for r in range(reps):
-        human, judge = draw_benchmark(rng, 4000)
-        pilot = rng.choice(4000, 200, replace=False)
+        human, judge = draw(rng, 4000)
+        pilot = rng.choice(4000, pilot_n, replace=False)
         y, yh = human[pilot], judge[pilot]
         typ = plan_human_labels(y, yh, judge, epsilon=0.05)
         if r == 0:  # the study's n below is plan_human_labels' n_ppi (the human-only search, half the cost, skipped)
@@ -418,7 +429,7 @@ def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
         if r == 0:
             assert n_sure == n_public, (n_sure, n_public)
         extra[r] = n_sure / typ.n_ppi - 1
-        h, j = draw_benchmark(rng, 4000)
+        h, j = draw(rng, 4000)
         for n, hits in ((typ.n_ppi, hit_t), (n_sure, hit_a)):
             lab = rng.choice(4000, n, replace=False)
             hits[r] = ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width <= 0.05
@@ -426,6 +437,6 @@ def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
             print(r + 1, rate_ci(hit_a[:r + 1], r + 1, level=0.95), rate_ci(hit_t[:r + 1], r + 1, level=0.95),
                   f"{100 * extra[:r + 1].mean():.1f}% more labels", flush=True)
     sure, typical = rate_ci(hit_a, reps, level=0.95), rate_ci(hit_t, reps, level=0.95)
-    print(f"assurance plan: {sure}; typical plan: {typical}; {100 * extra.mean():.1f}% more labels")
-    assert sure[2] >= 0.8 and sure[0] >= 0.78, sure
+    print(f"{name}: assurance plan: {sure}; typical plan: {typical}; {100 * extra.mean():.1f}% more labels")
+    assert sure[0] >= 0.8 and sure[1] >= 0.75, sure
     assert typical[1] <= 0.6, typical
