@@ -543,7 +543,9 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
         seed = int(rng.integers(2**62))
         n_ppi = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_ppi, human_only=False)
         n_h = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_h, human_only=True)
-        method = (f"least n, not below the typical plan, at which {100 * assurance:g}% of label sets drawn from the pilot reach the half-width "
+        method = (f"least n, not below the typical plan, at which {100 * assurance:g}% of label sets drawn from "
+                  "worlds the pilot makes plausible (Bayesian bootstrap; the pilot's error by a bootstrap-t of the "
+                  "planned variance) reach the half-width "
                   f"({ASSURANCE_DRAWS} draws per n, the share's {100 * ASSURANCE_CONFIDENCE:g}% lower bound; the "
                   f"interval ppi_mean reports; at least {MIN_HUMAN_LABELS} labels)")
     return HumanLabelPlan(epsilon=float(epsilon), alpha=alpha, n_items=m, n_ppi=n_ppi, n_human_only=n_h,

@@ -388,13 +388,15 @@ def test_assurance_plan_delivers_its_share_in_an_independent_simulation():
             pick = rng.choice(pilot_n, n, p=weights)
             res = ppi_mean(y[pick], yh[pick], ja[rng.integers(0, ja.size, ja.size - n)])
             scale = _studentized_scale(y, yh, weights[None], n, ja.size, float(np.var(ja, ddof=1)), by_hand)[0]
-            hits[r] = (res.human_only_upper - res.human_only_lower if by_hand else res.upper - res.lower) / 2 * scale <= eps
+            width = res.human_only_upper - res.human_only_lower if by_hand else res.upper - res.lower
+            hits[r] = width / 2 * scale <= eps
         rate, low, high = rate_ci(hits, reps)
         print(f"by hand {by_hand}: plan {n} labels, planner's share {own:.3f}, independent {rate:.3f} "
               f"[{low:.3f}, {high:.3f}]")
         assert own >= 331 / 400 and high >= 0.8 and low <= own <= high, (by_hand, n, own, rate, low, high)
 
 
+@pytest.mark.montecarlo
 @pytest.mark.parametrize("p_human, p11, p10, pilot_n, n", ((P_HUMAN, P11, P10, 200, 350), (0.9, 0.9, 0.9, 80, 200)),
                          ids=("issue28_pilot200", "rate09_uninformative_pilot80"))
 def test_assurance_worlds_are_calibrated_for_the_truths_planned_variance_over_pilots(p_human, p11, p10, pilot_n, n):
@@ -429,7 +431,8 @@ def test_assurance_worlds_are_calibrated_for_the_truths_planned_variance_over_pi
 # The frequentist assurance studies: (name, human rate, P(judge 1 | human 1), P(judge 1 | human 0), pilot size)
 # at epsilon 0.05 over 4,000 judged items: issue #28's setting with a pilot of 200, and a small pilot of 80
 # at a human rate of 0.9 with an uninformative judge (lambda near 0: the human labels alone).
-ASSURANCE_STUDIES = (("issue #28, pilot 200", P_HUMAN, P11, P10, 200), ("rate 0.9, uninformative judge, pilot 80", 0.9, 0.9, 0.9, 80))
+ASSURANCE_STUDIES = (("issue #28, pilot 200", P_HUMAN, P11, P10, 200),
+                     ("rate 0.9, uninformative judge, pilot 80", 0.9, 0.9, 0.9, 80))
 
 
 @pytest.mark.slow
