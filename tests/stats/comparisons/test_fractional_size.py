@@ -122,5 +122,6 @@ def test_study_fractional_items_question_power(which, gap):
     label, sizes, mean_a, k, rho, swing, grid, _ = STUDY[which]
     up, down, t_rej = fractional_rejections(label, sizes, mean_a, k, rho, swing, grid, 2000, theta=gap)
     right = up if gap > 0 else down
-    print(f"{label}, gap {100 * gap:g} points: power {100 * right.mean():.1f}% (stratified t {100 * t_rej.mean():.1f}%)")
+    print(f"{label}, gap {100 * gap:g} points: power {100 * right.mean():.1f}% "
+          f"(stratified t {100 * t_rej.mean():.1f}%)")
     assert (down if gap > 0 else up).mean() <= 0.01
