@@ -424,8 +424,9 @@ class HumanLabelPlan:
     ``n_human_only`` labels alone, by the same rule.  Both are at least :data:`MIN_HUMAN_LABELS`;
     either is None when even labelling all but one of ``n_items`` judged items does not reach
     epsilon.  ``assurance``: None plans the typical outcome (half of the label sets of that size or fewer
-    reach epsilon: 39-57% measured); a share in (0, 1) plans so that that share of them does
-    (0.8 delivered 78.8% [75.0, 82.3] over 500 fresh pilots: docs/analyses.md).
+    reach epsilon: 29-57% measured); a share in (0, 1) plans so that that share of (pilot, label set) pairs
+    does (0.8 delivered 86.8% [83.5, 89.6] and 84.0% [80.5, 87.1] over 500 fresh pilots in two settings:
+    docs/analyses.md).
     """
 
     epsilon: float
@@ -478,7 +479,7 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
 
     That n is the typical outcome: the half-width :func:`ppi_mean` reports is itself random (it is
     estimated from the labels), and at that n half of the label sets or fewer reach epsilon
-    (40-57% in issue #36's checks, 39.4% [35.1, 43.8] in its slow study). With ``assurance`` (e.g. 0.8) the
+    (40-57% in issue #36's checks; 45.6% [41.2, 50.1] and 29.0% [25.1, 33.2] in its slow studies). With ``assurance`` (e.g. 0.8) the
     plan is instead the least n (not below the typical plan) at which that share of (pilot, label set) pairs
     reach it: the sample-size "assurance" of O'Hagan, Stevens and Campbell (2005, *Pharm. Stat.* 4), here
     for a width and in its frequentist sense (over pilots as well as label sets), as Harris, Horvitz and Mood
