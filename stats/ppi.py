@@ -481,11 +481,11 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     estimated from the labels), and at that n half of the label sets or fewer reach epsilon
     (40-57% in issue #36's checks; 45.6% [41.2, 50.1] and 29.0% [25.1, 33.2] in its slow studies). With
     ``assurance`` (e.g. 0.8) the plan is instead the least n (not below the typical plan) at which that
-    share of (pilot, label set) pairs reach it: the sample-size "assurance" of O'Hagan, Stevens and Campbell (2005, *Pharm. Stat.* 4), here
-    for a width and in its frequentist sense (over pilots as well as label sets), as Harris, Horvitz and Mood
-    (1948, *JASA* 43) plan a width from a pilot variance with the pivot S_n^2 / s_pilot^2 ~ F(n - 1, m - 1)
-    of normal data. Scores here are not normal, so the pivot is bootstrapped (module functions
-    ``_world``, ``_studentized_scale``):
+    share of (pilot, label set) pairs reach it: the sample-size "assurance" of O'Hagan, Stevens and
+    Campbell (2005, *Pharm. Stat.* 4), here for a width and in its frequentist sense (over pilots as well
+    as label sets), as Harris, Horvitz and Mood (1948, *JASA* 43) plan a width from a pilot variance with
+    the pivot S_n^2 / s_pilot^2 ~ F(n - 1, m - 1) of normal data. Scores here are not normal, so the
+    pivot is bootstrapped (module functions ``_world``, ``_studentized_scale``):
 
     * a world: Dirichlet weights w on the m pilot pairs (Rubin's 1981 Bayesian bootstrap), n labelled pairs
       drawn from it and the N = M - n unlabelled judge scores resampled from ``judge_all``; on each label
@@ -505,9 +505,9 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     84.0% (above the share it asks, held but not spent; tests/stats/test_ppi.py, docs/analyses.md). The
     scaling treats the reported half-width as proportional to sqrt(V(n)): an approximation (the score
     form's hull and the clipping to [0, 1] break it most near 0 or 1). :data:`ASSURANCE_DRAWS` = 400
-    worlds per n, the same worlds and nested label sets at every n; margin for the Monte-Carlo error of the share: n is the least
-    size at which its one-sided 90% Clopper-Pearson lower bound is at least ``assurance`` (331 of 400 label
-    sets for 0.8; the first n where the plain share reaches 0.8 lands, on average, on the share's 320th of
+    worlds per n, the same worlds and nested label sets at every n; margin for the Monte-Carlo error of
+    the share: n is the least size at which its one-sided 90% Clopper-Pearson lower bound is at least
+    ``assurance`` (331 of 400 label sets for 0.8; the first n where the plain share reaches 0.8 lands, on average, on the share's 320th of
     400 order statistic, about 79.8%, and below 80% half the time). ``rng`` (a numpy Generator; default
     seeded) draws them.
     """
