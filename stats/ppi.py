@@ -425,8 +425,8 @@ class HumanLabelPlan:
     either is None when even labelling all but one of ``n_items`` judged items does not reach
     epsilon.  ``assurance``: None plans the typical outcome (half of the label sets of that size or fewer
     reach epsilon: 29-57% measured); a share in (0, 1) plans so that that share of (pilot, label set) pairs
-    does (0.8 delivered 86.8% [83.5, 89.6] and 84.0% [80.5, 87.1] over 500 fresh pilots in two settings:
-    docs/analyses.md).
+    does (0.8 delivered 84.0% [80.5, 87.1] to 87.4% [84.2, 90.2] over 500 fresh pilots in each of three
+    settings: docs/analyses.md).
     """
 
     epsilon: float
@@ -479,7 +479,7 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
 
     That n is the typical outcome: the half-width :func:`ppi_mean` reports is itself random (it is
     estimated from the labels), and at that n half of the label sets or fewer reach epsilon
-    (40-57% in issue #36's checks; 45.6% [41.2, 50.1] and 29.0% [25.1, 33.2] in its slow studies). With
+    (40-57% in issue #36's checks; 29.0% [25.1, 33.2] to 45.8% [41.4, 50.3] in its slow studies). With
     ``assurance`` (e.g. 0.8) the plan is instead the least n (not below the typical plan) at which that
     share of (pilot, label set) pairs reach it: the sample-size "assurance" of O'Hagan, Stevens and
     Campbell (2005, *Pharm. Stat.* 4), here for a width and in its frequentist sense (over pilots as well
@@ -501,8 +501,8 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     g* for the truth's is the percentile method, which reverses the pivot's skew and whose spread does not
     follow the pilot's (with few labels or a rate near 0 or 1 a pilot that understates the variance also
     understates its spread); over pilots it put the truth below the worlds' 80th percentile in 71.5-73.0%
-    and delivered 78.8% [75.0, 82.3] of 80%; the bootstrap-t worlds, 78.2-83.3%, and the plan 86.8% and
-    84.0% (above the share it asks, held but not spent; tests/stats/test_ppi.py, docs/analyses.md). The
+    and delivered 78.8% [75.0, 82.3] of 80%; the bootstrap-t worlds, 78.2-83.3%, and the plan 84.0-87.4%
+    (above the share it asks, held but not spent; tests/stats/test_ppi.py, docs/analyses.md). The
     scaling treats the reported half-width as proportional to sqrt(V(n)): an approximation (the score
     form's hull and the clipping to [0, 1] break it most near 0 or 1). :data:`ASSURANCE_DRAWS` = 400
     worlds per n, the same worlds and nested label sets at every n; margin for the Monte-Carlo error of

@@ -443,8 +443,8 @@ def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets(name, p
     """Over 500 fresh (pilot, label set) pairs, epsilon 0.05: the label sets of the typical plan's size reach
     epsilon in about half the runs or fewer, those of the --assurance 0.8 plan (the bootstrap-t planner) in
     80% or more: the point at least 0.8 and the 95% Clopper-Pearson interval above 0.75. Measured: 86.8%
-    [83.5, 89.6] (typical plan 45.6%) with a pilot of 200 and 84.0% [80.5, 87.1] (29.0%) at rate 0.9 with a
-    pilot of 80, 288 and 345 CPU s at load 5-12; docs/analyses.md, "Planning" (the Bayesian bootstrap planner
+    [83.5, 89.6] (typical plan 45.6%) with a pilot of 200, 84.0% [80.5, 87.1] (29.0%) at rate 0.9 with a
+    pilot of 80 and 87.4% [84.2, 90.2] (45.8%) with a pilot of 60, 288, 345 and 276 CPU s at load 5-12; docs/analyses.md, "Planning" (the Bayesian bootstrap planner
     before it: 78.8% [75.0, 82.3] in issue #28's setting)."""
     from benchcert.stats.ppi import _assured_n
 
