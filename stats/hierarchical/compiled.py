@@ -17,8 +17,18 @@ fits enough to pay numba's start (:func:`benchcert.stats.hierarchical.special.pr
 
 from __future__ import annotations
 
+import ctypes
+
 import numba
 import numpy as np
+from numba.extending import get_cython_function_address
+
+# scipy's own log-gamma and digamma (the C functions its ufuncs gammaln and psi call, so the same
+# bits), passed to the kernels below as arguments: a compiled function that held their addresses
+# could not be cached (the addresses change from process to process).
+_DOUBLE_FN = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)
+GAMMALN = _DOUBLE_FN(get_cython_function_address("scipy.special.cython_special", "gammaln"))
+PSI = _DOUBLE_FN(get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1psi"))
 
 # The series' coefficients, computed as in special.py (the same doubles).
 _M30 = -1.0 / 30
@@ -102,4 +112,24 @@ def knapsack_best(cost, useful, use, a, s2j, nb):  # pragma: no cover - compiled
                         new[b] = x
             best[:] = new
         out[m] = best[nb]
+    return out
+
+
+@numba.njit(cache=True)
+def colsum_shifted(fn, x, a, sign):  # pragma: no cover - compiled; tested against profile._SubjectProfile's numpy forms
+    """Per column j of the (K, F) array ``x`` (K >= 1): the running sum over its rows, row after row
+    as :func:`benchcert.stats.hierarchical.profile._colsum` adds them, of fn(x[k, j] + a[j]) - fn(a[j])
+    (``sign`` 1), or of fn(a[j]) - fn(x[k, j] + a[j]) (``sign`` -1): one pass, no temporaries."""
+    k, f = x.shape
+    base = np.empty(f)
+    out = np.empty(f)
+    for j in range(f):
+        base[j] = fn(a[j])
+    for j in range(f):
+        v = fn(x[0, j] + a[j])
+        out[j] = v - base[j] if sign > 0 else base[j] - v
+    for r in range(1, k):
+        for j in range(f):
+            v = fn(x[r, j] + a[j])
+            out[j] += v - base[j] if sign > 0 else base[j] - v
     return out
