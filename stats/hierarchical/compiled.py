@@ -133,3 +133,84 @@ def colsum_shifted(fn, x, a, sign):  # pragma: no cover - compiled; tested again
             v = fn(x[r, j] + a[j])
             out[j] += v - base[j] if sign > 0 else base[j] - v
     return out
+
+
+#: Longest row the likelihood kernels sum (numpy halves longer rows recursively; they take numpy's forms).
+PAIRWISE_MAX = 128
+
+
+@numba.njit(cache=True)
+def _pairwise(v, n):  # pragma: no cover - compiled
+    """numpy's pairwise sum of v[:n], n <= PAIRWISE_MAX (``np.sum`` along a row: eight running sums
+    from 8 values on, combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), the rest added
+    after), so that a row's sum is numpy's to the last bit (tested)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += v[i]
+        return res
+    r0, r1, r2, r3, r4, r5, r6, r7 = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+    i = 8
+    while i < n - n % 8:
+        r0 += v[i]
+        r1 += v[i + 1]
+        r2 += v[i + 2]
+        r3 += v[i + 3]
+        r4 += v[i + 4]
+        r5 += v[i + 5]
+        r6 += v[i + 6]
+        r7 += v[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += v[i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def bb_loglik_rows(gammaln, y, f, m, mask, a, b):  # pragma: no cover - compiled; tested against likelihood's numpy form
+    """Per row i of the padded (F, K) counts: numpy's ``np.sum`` of the masked terms
+    gammaln(y + a_i) + gammaln(f + b_i) - gammaln(m + a_i + b_i) (0 where not ``mask``), the row sum of
+    :meth:`benchcert.stats.hierarchical.likelihood._BetaBinomialLik.loglik` before its betaln parts."""
+    n_rows, k = y.shape
+    out = np.empty(n_rows)
+    buf = np.empty(k)
+    for i in range(n_rows):
+        nu = a[i] + b[i]
+        for j in range(k):
+            t = gammaln(y[i, j] + a[i])
+            t += gammaln(f[i, j] + b[i])
+            t -= gammaln(m[i, j] + nu)
+            buf[j] = t if mask[i, j] else 0.0
+        out[i] = _pairwise(buf, k)
+    return out
+
+
+@numba.njit(cache=True)
+def bb_deriv_rows(psi, y, f, m, mask, a, b):  # pragma: no cover - compiled; tested against likelihood's numpy form
+    """Per row of the padded (F, K) counts, numpy's row sums (:func:`_pairwise`) of the masked psi(y + a)
+    - psi(m + nu), psi(f + b) - psi(m + nu), trigamma(m + nu), trigamma(y + a) and trigamma(f + b):
+    the sums of :meth:`benchcert.stats.hierarchical.likelihood._BetaBinomialLik.derivs`, (5, F)."""
+    n_rows, k = y.shape
+    out = np.empty((5, n_rows))
+    buf = np.empty((5, k))
+    for i in range(n_rows):
+        nu = a[i] + b[i]
+        for j in range(k):
+            if mask[i, j]:
+                ya = y[i, j] + a[i]
+                fb = f[i, j] + b[i]
+                mn = m[i, j] + nu
+                p_mn = psi(mn)
+                buf[0, j] = psi(ya) - p_mn
+                buf[1, j] = psi(fb) - p_mn
+                buf[2, j] = trigamma(mn)
+                buf[3, j] = trigamma(ya)
+                buf[4, j] = trigamma(fb)
+            else:
+                for s in range(5):
+                    buf[s, j] = 0.0
+        for s in range(5):
+            out[s, i] = _pairwise(buf[s], k)
+    return out

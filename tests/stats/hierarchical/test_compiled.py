@@ -132,3 +132,27 @@ def test_subject_profile_kernels_give_the_numpy_forms_bits(monkeypatch, k):
     compiled = (form.value(a, b), form.const(a + b), form.mean_slope(a, b))
     for p, c in zip(plain, compiled):
         np.testing.assert_array_equal(c, p)
+
+
+@pytest.mark.parametrize("k", [1, 5, 8, 20, 129])
+def test_beta_binomial_likelihood_kernels_give_the_numpy_forms_bits(monkeypatch, k):
+    """_BetaBinomialLik's log-likelihood and derivatives by the one-pass kernels (numpy's pairwise row
+    sums reproduced) against its numpy forms: padded rows, a + b on both sides of _GAMMALN_NU_MAX,
+    rows of fewer than 8, 8 to 128 and more than 128 subjects."""
+    from benchcert.stats.hierarchical import likelihood as HL
+
+    rng = np.random.default_rng(100 + k)
+    n = 400
+    m = rng.integers(0, 300, (n, k)).astype(float)
+    y = np.floor(m * rng.random((n, k)))
+    mask = rng.random((n, k)) < 0.85
+    mask[:, 0] = True
+    a = 10.0 ** rng.uniform(-4, 4, n)
+    b = 10.0 ** rng.uniform(-4, 4, n)
+    for lik in (HL._BetaBinomialLik(y, m, mask), HL._BetaBinomialLik(y, m, np.ones_like(mask))):
+        monkeypatch.setitem(HS._kernels, "module", None)
+        plain = (lik.loglik(a, b), *lik.derivs(a, b))
+        monkeypatch.setitem(HS._kernels, "module", kernels)
+        compiled = (lik.loglik(a, b), *lik.derivs(a, b))
+        for p, c in zip(plain, compiled):
+            np.testing.assert_array_equal(c, p)
