@@ -1,14 +1,19 @@
 """Compiled by numba: the trigamma functions of :mod:`.special` (one pass over the array instead of
 about twenty array operations and their temporaries) and the knapsack of
 :func:`.profile.joint_subject_bound` (one model at a time, its budget row in cache, instead of a
-gathered (models, bins) window per domain and grid interval).
+gathered (models, bins) window per domain and grid interval); and the sums of log-gammas and
+digammas of the beta-binomial likelihood (:class:`.likelihood._BetaBinomialLik`) and of its profile's
+subject form (:class:`.profile._SubjectProfile`), one pass per row or column instead of an array per
+term (issue #40: at a billion responses, 500,000 fits).
 
 Each kernel takes, element by element, the same IEEE operations in the same order as its numpy
-form in :mod:`.special` (the lift by the recurrence, at most ``floor`` steps, then the series,
-with the same constants): numba compiles without fast-math, so no operation is fused or
-reordered and the results are **the same bits** (tests/stats/hierarchical/test_compiled.py
-checks it on every range and special value). So whether a call takes the compiled or the numpy
-form changes nothing but its cost, and :mod:`.special` may choose either for any call.
+form (the trigammas': the lift by the recurrence, at most ``floor`` steps, then the series, with
+the same constants; the sums': scipy's own gammaln and psi, the C functions its ufuncs call, then
+the additions in the order ``_colsum`` or numpy's pairwise row sum makes them): numba compiles
+without fast-math, so no operation is fused or reordered and the results are **the same bits**
+(tests/stats/hierarchical/test_compiled.py checks it on every range and special value). So
+whether a call takes the compiled or the numpy form changes nothing but its cost, and the callers
+may choose either for any call.
 
 Compiled with ``cache=True`` (once per machine, in ``__pycache__`` or numba's user cache), like the
 store read's loops (tasks/store/dense_kernels.py); this module is imported only when a process has
