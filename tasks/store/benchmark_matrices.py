@@ -173,6 +173,14 @@ class BenchmarkMatrices:
             hi = min(n_models, lo + max(1, int(block_models)))
             yield lo, hi, self.scores[:, lo:hi]
 
+    def packed_bits(self, subjects):
+        """Each model's bit-packed answered and correct items
+        (:class:`~benchcert.stats.comparisons.PackedScores`, subjects ``subjects``) when this matrix
+        made them already while reading its scores (an out-of-core matrix does, in the pass that
+        computes its :attr:`subject_counts`: tasks/store/blocked.py), else None (the comparisons pack
+        them from :meth:`column_blocks`)."""
+        return None
+
     @cached_property
     def subject_counts(self):
         """Answered items, score sums and items scored 1 per (subject code, model), and each model's
