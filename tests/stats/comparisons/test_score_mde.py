@@ -19,41 +19,14 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import stats
 from scipy.special import ndtri
 
 from simcheck import rate_ci
 from benchcert.stats.comparisons import minimum_detectable_effect, paired_comparison_counts
-from benchcert.stats.comparisons.score_mde import _nearest, score_test_mde
+from benchcert.stats.comparisons.score_mde import score_test_mde
+from score_power_support import Z, draw, exact_power, fit_at
 
-Z = float(ndtri(0.975))
 SIZES14 = np.array([20, 25, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200, 300, 400])  # 1,645 items
-
-
-def exact_power(x, y, n, z=Z):
-    """Two-sided pooled score test of gap 0 (Z(0) = (b - a) / sqrt((b + a) N / (N - 1))) when each item is
-    only-B-right with x, only-A-right with y: exact, over the discordant count d and B's wins given d."""
-    psi = x + y
-    d = np.arange(n + 1)
-    thr = z * np.sqrt(d * n / (n - 1.0))
-    up = stats.binom.sf(np.floor((d + thr) / 2.0), d, x / psi)  # 2b - d > thr
-    down = stats.binom.cdf(np.ceil((d - thr) / 2.0) - 1.0, d, x / psi)  # 2b - d < -thr
-    return float((stats.binom.pmf(d, n, psi) * (up + down)).sum())
-
-
-def fit_at(b, a, n, gap):
-    """The constrained fit (x, y) of pooled counts (b, a, n) at item-weighted gap ``gap`` (bisection on t);
-    per subject when the counts have a leading subject axis (one multiplier shared by the subjects)."""
-    b, a, n = (np.asarray(v, dtype=float) for v in (b, a, n))
-    beta, gamma = b / n, a / n
-    mu, w = 1.0 - beta - gamma, n / n.sum(axis=0)
-    lo, hi = np.full(np.shape(gap), -1.0), np.full(np.shape(gap), 1.0)
-    for _ in range(60):
-        u = (lo + hi) / 2.0
-        x, y = _nearest(beta, gamma, mu, u / (1.0 - np.abs(u)))
-        big = (w * (x - y)).sum(axis=0) > gap  # the gap falls as t rises
-        lo, hi = np.where(big, u, lo), np.where(big, hi, u)
-    return _nearest(beta, gamma, mu, (lo + hi) / 2.0 / (1.0 - np.abs((lo + hi) / 2.0)))
 
 
 def t_mde(b, a, n):
@@ -105,13 +78,6 @@ def test_observed_gaps_zero_discordance_and_the_engine_agree():
     assert rc.mde == pytest.approx(minimum_detectable_effect(t.se, rc.n, df=t.df).estimate, rel=1e-12)
 
 
-def _draw(rng, x, y, n):
-    """Multinomial counts (B-only wins, A-only wins) per cell of shares (x, y), n items each."""
-    u = rng.binomial(n, np.clip(x + y, 0.0, 1.0))
-    b = rng.binomial(u, np.where(x + y > 0, x / np.where(x + y > 0, x + y, 1.0), 0.5))
-    return b, u - b
-
-
 def _power_at_stated(seed, runs, n_c, disc_c):
     """Two-stage: pilots at gap 0 (per subject: discordance disc_c, half each way) state their MDE (one
     vectorised family of ``runs`` pairs); data at +MDE (even runs) or -MDE (odd), spread as each pilot's
@@ -119,7 +85,7 @@ def _power_at_stated(seed, runs, n_c, disc_c):
     rng = np.random.default_rng(seed)
     n_c = np.asarray(n_c)[:, None] * np.ones((1, runs), dtype=np.int64)
     half = np.asarray(disc_c, dtype=float)[:, None] / 2.0 * np.ones((1, runs))
-    b, a = _draw(rng, half, half, n_c)
+    b, a = draw(rng, half, half, n_c)
     sub = n_c.shape[0] > 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -127,7 +93,7 @@ def _power_at_stated(seed, runs, n_c, disc_c):
                                          by_subject=sub)
         sign = np.where(np.arange(runs) % 2 == 0, 1.0, -1.0)
         x, y = fit_at(b, a, n_c, sign * pilot.mde)
-        b1, a1 = _draw(rng, x, y, n_c)
+        b1, a1 = draw(rng, x, y, n_c)
         res = paired_comparison_counts(b1.T if sub else b1[0], a1.T if sub else a1[0], n_c.T if sub else n_c[0],
                                        by_subject=sub)
     assert res.method == ("stratified_items" if sub else "paired_clt")
