@@ -22,7 +22,7 @@ import pytest
 from scipy.special import ndtri
 
 from simcheck import rate_ci
-from benchcert.stats.comparisons import minimum_detectable_effect, paired_comparison_counts
+from benchcert.stats.comparisons import minimum_detectable_effect, paired_comparison, paired_comparison_counts
 from benchcert.stats.comparisons.score_mde import score_test_mde
 from score_power_support import Z, draw, exact_power, fit_at
 
@@ -114,3 +114,30 @@ def test_a_gap_equal_to_the_stated_mde_is_detected_in_80_percent_of_runs(n_c, di
     rate, low, high = rate_ci(hits, runs)
     # reaches 80% (a power of 70-75% would fail: its 99% interval ends below 0.8) and is not far above it
     assert high >= 0.80 and low <= 0.86, (rate, low, high, float(np.median(stated)))
+
+
+def test_the_mde_is_the_same_alone_and_in_a_family_of_20():
+    rng = np.random.default_rng(5)
+    a = (rng.random((700, 20)) < 0.98).astype(float)
+    b = np.where(rng.random((700, 20)) < 0.015, 1.0 - a, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        family = paired_comparison(a, b)
+        alone = [paired_comparison(a[:, j], b[:, j]).mde for j in range(20)]
+    np.testing.assert_allclose(family.mde, alone, rtol=1e-12)
+    d = b - a
+    np.testing.assert_allclose(family.mde, score_test_mde((d > 0).sum(axis=0), (d < 0).sum(axis=0), np.full(20, 700),
+                                                          alpha=0.05, power=0.8), rtol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_c,disc_c", [
+    ([500], [0.02]), ([1000], [0.02]), ([2000], [0.02]), ([500], [0.05]), ([2000], [0.05]),
+    (SIZES14, np.linspace(0.005, 0.04, 14)), ([1000], [0.40]), (SIZES14, np.linspace(0.3, 0.5, 14)),
+])
+def test_study_power_at_the_stated_mde(n_c, disc_c):
+    """make study: 4,000 runs a setting (accuracy 0.99 / 0.97 / 0.6; 500-2,000 items; 14 unequal subjects)."""
+    runs = 4000
+    hits, stated = _power_at_stated(7, runs, n_c, disc_c)
+    rate, low, high = rate_ci(hits, runs)
+    assert high >= 0.80 and low <= 0.85, (rate, low, high, float(np.median(stated)))
