@@ -44,3 +44,21 @@ def draw(rng, x, y, n):
     u = rng.binomial(n, np.clip(x + y, 0.0, 1.0))
     b = rng.binomial(u, np.where(x + y > 0, x / np.where(x + y > 0, x + y, 1.0), 0.5))
     return b, u - b
+
+
+def tilt_at(d, gap):
+    """The bounded score test's constrained fit of the differences ``d`` at mean ``gap`` (empirical likelihood
+    on the observed values, the rest of the mass on the bound): (values, probabilities), by bisection on t."""
+    from benchcert.stats.comparisons.score import _atoms_kappa
+
+    vals, counts = np.unique(np.asarray(d, dtype=float), return_counts=True)
+    v, p = vals[None, :], counts[None, :] / counts.sum()
+    lo, hi = -1.0, 1.0
+    for _ in range(60):
+        u = (lo + hi) / 2.0
+        t = u / (1.0 - abs(u))
+        w = p / np.maximum(_atoms_kappa(v, p, np.array([[t]]), 30)[0] + t * v, 1e-300)
+        spare = max(0.0, 1.0 - w.sum())
+        lo, hi = (u, hi) if (w * v).sum() - np.sign(t) * spare > gap else (lo, u)  # the mean falls as t rises
+    probs = np.r_[w[0], spare]
+    return np.r_[vals, -np.sign(t)], probs / probs.sum()

@@ -33,7 +33,7 @@ from .results import (
     ComparisonTest,
 )
 from .score import bounded_mean_score_test, stratified_score_test
-from .score_mde import score_test_mde
+from .score_mde import bounded_score_test_mde, score_test_mde
 from .signflip import MAX_CLUSTERS, _inverted, sign_flip_cluster_test, sign_flip_group
 
 
@@ -256,19 +256,28 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
 
 def _primary_mde(prim: ComparisonTest, sums: PairSums, settings: ComparisonSettings, n_clusters):
     """The MDE of the test that decides: the pooled score test's (:func:`score_test_mde`) on the pairs whose
-    primary interval is that test's (0/1 scores, the items question), else the t approximation's at the
-    primary SE and df (the clustered question, fractional scores, very large families)."""
+    primary interval is that test's (0/1 scores, the items question), the bounded score test's
+    (:func:`bounded_score_test_mde`) on the fractional pairs it decides, else the t approximation's at the
+    primary SE and df (the clustered question, very large families)."""
     n = sums.n_c.sum(axis=0)
     mde, _ = _mde_core(prim.se, n, settings.alpha, settings.power, df=prim.df)
     if settings.primary == "clustered_subject" or max(settings.family_size, np.size(n)) > SCORE_MAX_PAIRS:
         return mde
-    score = np.asarray(sums.binary, dtype=bool) & (n >= 2)
+    ok = n >= 2
     if settings.primary == "stratified_items":
-        score &= n - np.asarray(n_clusters) >= 1  # where the fixed-strata test has its score interval
-    if score.any():
+        ok &= n - np.asarray(n_clusters) >= 1  # where the fixed-strata test has its score interval
+    score = np.asarray(sums.binary, dtype=bool) & ok
+    frac = np.zeros(np.shape(n), dtype=bool)  # fractional pairs decided by the bounded score test
+    if sums.d_items is not None:
+        frac = np.reshape(np.array([d is not None for d in sums.d_items], dtype=bool), np.shape(n)) & ok
+    if score.any() or frac.any():
         mde = np.array(mde, dtype=float, copy=True)
+    if score.any():
         mde[score] = score_test_mde(np.asarray(sums.n_pos)[score], np.asarray(sums.n_neg)[score], n[score],
                                     alpha=settings.alpha, power=settings.power)
+    if frac.any():
+        mde[frac] = bounded_score_test_mde([sums.d_items[j] for j in np.flatnonzero(frac)], alpha=settings.alpha,
+                                           power=settings.power)
     return mde
 
 
