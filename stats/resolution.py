@@ -89,8 +89,8 @@ def neighbour_resolution(scores, subjects=None, *, alpha=0.05, power=0.8, primar
     :func:`~benchcert.stats.comparisons.pairwise_comparisons` gives the paired test's SE and the
     minimum detectable effect of the test that decides: :math:`(q_{1-\alpha/2} + q_{\text{power}})\,SE`
     (t quantiles on the clustered test's df; :func:`~benchcert.stats.comparisons.minimum_detectable_effect`)
-    for the new-subjects question and fractional scores, the pooled score test's power at its constrained
-    fit on 0/1 scores for the items question
+    for the new-subjects question (and fractional scores of more than 20 pairs), the score tests' power at
+    their constrained fits for the items question
     (:func:`~benchcert.stats.comparisons.score_mde.score_test_mde`). It is the pair's own: it uses how often the two
     models disagree, which is what makes a paired comparison sharper than one standard error
     of measurement per model (the reliability view), and sharper than an unpaired test.
@@ -115,7 +115,7 @@ def neighbour_resolution(scores, subjects=None, *, alpha=0.05, power=0.8, primar
                                np.atleast_1d(r.estimate), np.atleast_1d(r.se), np.atleast_1d(r.p_value),
                                np.atleast_1d(r.verdict), np.atleast_1d(r.mde), alpha, power, r.method,
                                tuple(r.assumptions) + ("the resolution of a pair is the MDE of its deciding test at "
-                                                       "these items (on 0/1 scores for the items question the score "
+                                                       "these items (for the items question the score "
                                                        "test's, else (q_(1-alpha/2) + q_power) x the pair's SE)",))
 
 

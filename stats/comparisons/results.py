@@ -104,7 +104,8 @@ class PairedComparison:
     binary : whether both models' shared scores are all 0/1 (McNemar applies).
     mde : minimum detectable effect of the test that decides, at this n and ``power``: on 0/1 scores for
         the items question the pooled score test's (:func:`~benchcert.stats.comparisons.score_mde.score_test_mde`),
-        elsewhere the t approximation's at the primary SE (:func:`minimum_detectable_effect`).
+        on fractional scores the bounded score test's where it decides (``bounded_score_test_mde``), elsewhere
+        the t approximation's at the primary SE (:func:`minimum_detectable_effect`).
     power : float
     method : the primary method (``"clustered_subject"``, ``"stratified_items"`` or ``"paired_clt"``).
     assumptions : the primary method's assumptions.
