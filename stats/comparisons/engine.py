@@ -33,6 +33,7 @@ from .results import (
     ComparisonTest,
 )
 from .score import bounded_mean_score_test, stratified_score_test
+from .score_mde import bounded_score_test_mde, score_test_mde
 from .signflip import MAX_CLUSTERS, _inverted, sign_flip_cluster_test, sign_flip_group
 
 
@@ -241,7 +242,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
                                         _HOEFFDING_ASSUMPTIONS)
 
     prim = tests[primary]
-    mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
+    mde = _primary_mde(prim, sums, settings, n_clusters)
     verdict = interval_verdict(prim.lower, prim.upper)  # stats/verdicts.py: the interval decides
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
@@ -251,6 +252,33 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
         method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
+
+
+def _primary_mde(prim: ComparisonTest, sums: PairSums, settings: ComparisonSettings, n_clusters):
+    """The MDE of the test that decides: the pooled score test's (:func:`score_test_mde`) on the pairs whose
+    primary interval is that test's (0/1 scores, the items question), the bounded score test's
+    (:func:`bounded_score_test_mde`) on the fractional pairs it decides, else the t approximation's at the
+    primary SE and df (the clustered question, very large families)."""
+    n = sums.n_c.sum(axis=0)
+    mde, _ = _mde_core(prim.se, n, settings.alpha, settings.power, df=prim.df)
+    if settings.primary == "clustered_subject" or max(settings.family_size, np.size(n)) > SCORE_MAX_PAIRS:
+        return mde
+    ok = n >= 2
+    if settings.primary == "stratified_items":
+        ok &= n - np.asarray(n_clusters) >= 1  # where the fixed-strata test has its score interval
+    score = np.asarray(sums.binary, dtype=bool) & ok
+    frac = np.zeros(np.shape(n), dtype=bool)  # fractional pairs decided by the bounded score test
+    if sums.d_items is not None:
+        frac = np.reshape(np.array([d is not None for d in sums.d_items], dtype=bool), np.shape(n)) & ok
+    if score.any() or frac.any():
+        mde = np.array(mde, dtype=float, copy=True)
+    if score.any():
+        mde[score] = score_test_mde(np.asarray(sums.n_pos)[score], np.asarray(sums.n_neg)[score], n[score],
+                                    alpha=settings.alpha, power=settings.power)
+    if frac.any():
+        mde[frac] = bounded_score_test_mde([sums.d_items[j] for j in np.flatnonzero(frac)], alpha=settings.alpha,
+                                           power=settings.power)
+    return mde
 
 
 #: Up to this many pairs in a family the items question's interval and p-value on 0/1 scores are the
