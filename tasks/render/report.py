@@ -99,7 +99,11 @@ def _column_cells(values: list, dtype: pl.DataType, is_num: bool, float_digits: 
     hundred-row tables of many columns cost more than the rest of the report's rendering.
     """
     if dtype.is_float():
-        return [_NULL_TD if v is None else f'<td class="num">{_fmt_float(v, float_digits)}</td>' for v in values]
+        # _fmt_float's fixed-point case (|x| from 10^-digits up to 1e9, so not 0, NaN or infinite) inline
+        digits, least = max(0, int(float_digits)), 10.0 ** -max(0, int(float_digits))
+        return [_NULL_TD if v is None else
+                f'<td class="num">{v:.{digits}f}</td>' if least <= abs(v) < 1e9 else
+                f'<td class="num">{_fmt_float(v, float_digits)}</td>' for v in values]
     if dtype.is_integer():
         return [_NULL_TD if v is None else f'<td class="num">{v}</td>' for v in values]
     if dtype == pl.Boolean:
