@@ -10,7 +10,9 @@ unequal subjects whose gaps swing around an item-weighted gap of exactly 0 (item
 ties between the models (an item as hard for both), scores in the middle, near 0 and near 1, continuous
 or partial credit. A false rejection is a verdict other than "inconclusive"; its rate's 95%
 Clopper-Pearson interval must reach down to 5% (a size of 8% fails at these run counts). Power at a
-5-point gap is checked beside it against the stratified t test the score test replaced.
+5-point gap is checked beside it against the stratified t test the score test replaced; under a mean-0 law
+with a little mass at the far bound, the t's power near a bound is shown to be false claims (no test valid for
+every bounded law can have it), and the betting bounds proposed to replace the score test are simulated beside it.
 """
 
 from __future__ import annotations
@@ -31,16 +33,21 @@ ALPHA = 0.05
 PAIRS = np.column_stack([np.arange(0, 2 * BOUNDED_SCORE_MAX_PAIRS, 2), np.arange(1, 2 * BOUNDED_SCORE_MAX_PAIRS, 2)])
 
 
-def fractional_rejections(label, sizes, mean_a, k, rho, swing, grid, runs, theta=0.0):
+def fractional_rejections(label, sizes, mean_a, k, rho, swing, grid, runs, theta=0.0, far=0.0):
     """(improved, regressed) verdicts of ``runs`` replicate comparisons, each (runs,) bool, and the
-    stratified t test's two-sided rejections (runs,) on the same data (the test the score test replaced)."""
-    rng = np.random.default_rng(zlib.crc32(f"{label} {theta}".encode()))
+    stratified t test's two-sided rejections (runs,) on the same data (the test the score test replaced).
+    ``far`` != 0: each item's pair is replaced, with probability |far|, by a difference at the bound
+    sign(far) (scores 0 and 1): the gaps become (1 - |far|) theta_c + far."""
+    rng = np.random.default_rng(zlib.crc32(f"{label} {theta}".encode() + (f" far {far}".encode() if far else b"")))
     up, down, t_rej = [], [], []
     gaps = swung_gaps(sizes, swing, theta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         for _ in range(runs // BOUNDED_SCORE_MAX_PAIRS):
             a, b, subj = fractional_scores(rng, sizes, mean_a, k, rho, gaps, BOUNDED_SCORE_MAX_PAIRS, grid)
+            if far:
+                hit = rng.random(a.shape) < abs(far)
+                a, b = np.where(hit, float(far < 0), a), np.where(hit, float(far > 0), b)
             scores = np.empty((subj.size, 2 * BOUNDED_SCORE_MAX_PAIRS))
             scores[:, 0::2], scores[:, 1::2] = a.T, b.T
             r = pairwise_comparisons(scores, subj, pairs=PAIRS, alpha=ALPHA)
@@ -125,3 +132,77 @@ def test_study_fractional_items_question_power(which, gap):
     print(f"{label}, gap {100 * gap:g} points: power {100 * right.mean():.1f}% "
           f"(stratified t {100 * t_rej.mean():.1f}%)")
     assert (down if gap > 0 else up).mean() <= 0.01
+
+
+@pytest.mark.montecarlo
+def test_the_power_the_t_has_near_a_bound_is_false_claims_under_a_bounded_null():
+    """Why no test valid for every distribution on [-1, 1] can have the t's power near a bound (issue #36).
+
+    Let F be the differences' distribution at an item-weighted gap theta < 0 near the ceiling (scores of
+    small spread: STUDY's "ceiling 0.97, k 20", where the t has 98-99% power at 2 points and the bounded
+    score test 0.1%), and G = (1 - p) F + p delta_{+1} with p = |theta| / (1 + |theta|): G is a distribution
+    on [-1, 1] with mean exactly 0, and a sample of n items from G is a sample from F whenever no item drew
+    the +1, which happens with probability (1 - p)^n. So any test with P_G(claim) <= alpha/2 has
+    P_F(claim) <= (alpha/2) / (1 - p)^n: 2.5% / 0.120 = 20.8% here (n = 107, p = 0.0196), attained only by
+    a coin flip (the likelihood ratio of F^n to G^n is constant on those samples). The t's power is bought
+    with false claims under G: measured 2026-11-28, 1,000 runs through the audit's path (two-sided), the t
+    rejects 12.20% [10.24, 14.39] of G's samples, the bounded score test 1.50% [0.84, 2.46] (2,000 runs on the
+    pooled differences directly, claims toward the gap: t 11.80%, score 0.00%, the fixed-sample betting
+    bound of stats/betting.py 0.00%)."""
+    label, sizes, mean_a, k, rho, swing, grid, _ = STUDY[4]
+    theta = -0.02
+    p = abs(theta) / (1 + abs(theta))
+    n = int(np.sum(sizes))
+    assert 0.025 / (1 - p) ** n < 0.25  # no valid test reaches the t's 98%: the bound the docstring derives
+    up, down, t_rej = fractional_rejections(label, sizes, mean_a, k, rho, swing, grid, 1000, theta=theta, far=p)
+    rate, lo, hi = rate_ci(up | down, up.size, level=0.95)
+    t_rate, t_lo, t_hi = rate_ci(t_rej, t_rej.size, level=0.95)
+    print(f"{label}, G at 0 (mass {p:.4f} at +1, n {n}): bounded score {100 * rate:.2f}% [{100 * lo:.2f}, "
+          f"{100 * hi:.2f}]; stratified t {100 * t_rate:.2f}% [{100 * t_lo:.2f}, {100 * t_hi:.2f}]")
+    assert lo <= ALPHA, (rate, lo, hi)
+    assert t_lo > ALPHA, (t_rate, t_lo, t_hi)  # the t's near-bound power is not valid: the check can fail
+
+
+def _betting_arms(d, rng):
+    """(lower, upper) of the two betting candidates on differences d, shape (runs, n): the predictable plug-in
+    bound (Waudby-Smith and Ramdas 2024, eq. (26), i.i.d. units) on the items in a seeded random order, and
+    the mixture of constant bets at one look (valid for independent items of unequal means)."""
+    from benchcert.stats.betting import betting_mean_bounds
+    from benchcert.stats.sequential import betting_test
+
+    dp = np.take_along_axis(d, np.argsort(rng.random(d.shape), axis=1), axis=1)
+    plug = betting_mean_bounds(dp, alpha=ALPHA)
+    v = np.asarray(betting_test(dp.T, alpha=ALPHA, interval=False).verdict).ravel()
+    # the mixture's verdict is its interval's side (stats/sequential.py); its ends are not needed
+    return (plug.lower, plug.upper), (np.where(v == "improved", 1.0, -1.0), np.where(v == "regressed", -1.0, 1.0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which, gap", POWER)
+def test_study_betting_is_not_more_powerful_than_the_bounded_score_test(which, gap):
+    """The issue's candidate replacement, each arm simulated on the power rows (2,000 runs each, the pooled
+    differences directly; claims toward the gap). Measured 2026-11-28 (score; stratified t; plug-in betting in a
+    random order; constant-bet mixture; the bound (alpha/2) / (1 - p)^n on any valid test's power): 30.4; 37.4;
+    17.6; 0.2% (none) in the middle, 19.1; 35.9; 1.8; 0.0%; 31.8% (floor, partial credit), 32.7; 65.2; 3.1; 0.0%;
+    59.1% (ceiling, k 2), 0.4; 98.6; 0.0; 0.0%; 20.8% (ceiling, k 20), 1.6; 99.0; 0.0; 0.0%; 29.7% (floor, k 20);
+    14.8 CPU s at load 8.7. Betting loses everywhere: its bets are capped at c / m (c = 3/4) so that a difference
+    at the far bound cannot ruin them, the price every valid test pays (test_the_power_the_t_has_near_a_bound_is_
+    false_claims_under_a_bounded_null); near each bound the t's power is above the bound, so unattainable by a
+    test valid for every distribution on [-1, 1]. The bounded score test stays."""
+    from benchcert.stats.comparisons.score import bounded_mean_score_test
+
+    label, sizes, mean_a, k, rho, swing, grid, _ = STUDY[which]
+    rng = np.random.default_rng(zlib.crc32(f"betting {label} {gap}".encode()))
+    a, b, _ = fractional_scores(rng, sizes, mean_a, k, rho, swung_gaps(sizes, swing, gap), 2000, grid)
+    d = b - a
+    _, _, [score] = bounded_mean_score_test(list(d))
+    side = (lambda e: e[0] > 0) if gap > 0 else (lambda e: e[1] < 0)
+    t = (t_lower(d, sizes), -t_lower(-d, sizes))
+    plug, mix = _betting_arms(d, rng)
+    got = {name: side(e).mean() for name, e in (("score", score), ("t", t), ("plug-in", plug), ("mixture", mix))}
+    p = abs(gap) / (1 + abs(gap))
+    bound = min(1.0, ALPHA / 2 / (1 - p) ** d.shape[1])  # the docstring of the bounded-null test above
+    print(f"{label}, gap {100 * gap:g} points: " + "; ".join(f"{n} {100 * r:.1f}%" for n, r in got.items())
+          + f"; bound on a valid test {100 * bound:.1f}%")
+    assert max(got["plug-in"], got["mixture"]) <= got["score"] + 0.02, got
+    assert got["score"] <= bound, (got, bound)
