@@ -200,8 +200,11 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         gap, se, ok, n, z, method="paired_clt", worst_se=1.0 / np.sqrt(nf),
         reason="only one shared item, so Var(D) cannot be estimated", other=score | frac)
     zs, p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (zs, p, lo, hi))
+    # the score test of the pooled counts, once: the stratified_items test below reads the same one on a
+    # subset of these pairs (its pairs have n - C >= 1, so n >= 2)
+    pooled = _pooled_score(score, n_c, s_c, q_c, alpha, settings.family_size)
     sim = _stratified_score(score, n_c, s_c, q_c, alpha, settings.family_size, (zs, p, lo, hi),
-                            frac=frac, bounded=bounded)
+                            frac=frac, bounded=bounded, pooled=pooled)
     tests["paired_clt"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_p), _out(zs), _out(p), alpha,
                                          _out(n), "paired_clt", _PAIRED_CLT_ASSUMPTIONS,
                                          simultaneous_lower=sim[0], simultaneous_upper=sim[1])
@@ -216,7 +219,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         # fractional scores and in very large families
         score = np.asarray(binary, dtype=bool) & (max(settings.family_size, n_c.shape[1]) <= SCORE_MAX_PAIRS)
         n_clusters, flip = _clustered_tests(tests, n_c, s_c, q, gap, alpha, settings.family_size, invert,
-                                            q_c=q_c, score=score, bounded=bounded)
+                                            q_c=q_c, score=score, bounded=bounded, pooled=pooled)
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -298,12 +301,13 @@ INVERT_MAX_PAIRS = 20
 
 
 def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: int = 1, invert: bool = True,
-                     *, q_c=None, score=None, bounded=None):
+                     *, q_c=None, score=None, bounded=None, pooled=None):
     """Add the tests that use the subjects to ``tests``: ``clustered_subject`` (subjects sampled) and
     ``stratified_items`` (subjects as fixed strata; on the pairs ``score`` marks, 0/1 scores, the
     stratified score test and its interval, from the per-subject ``q_c``; on the fractional pairs of
-    ``bounded`` (:func:`_bounded`), the bounded score test on the pooled D); returns (subjects per pair,
-    the pairs whose clustered test and interval are the sign-flip test's)."""
+    ``bounded`` (:func:`_bounded`), the bounded score test on the pooled D; ``pooled``: the score test of
+    :func:`_pooled_score` when the caller has it); returns (subjects per pair, the pairs whose clustered
+    test and interval are the sign-flip test's)."""
     n = n_c.sum(axis=0)
     nf = n.astype(float)
     c = (n_c > 0).sum(axis=0)
@@ -354,7 +358,7 @@ def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: i
     score = None if score is None else score & oks
     zs, p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (zs, p, lo, hi))
     sim = _stratified_score(score, n_c, s_c, q_c, alpha, family_size, (zs, p, lo, hi),
-                            frac=None if bounded is None else bounded[0] & oks, bounded=bounded)
+                            frac=None if bounded is None else bounded[0] & oks, bounded=bounded, pooled=pooled)
     tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
                                                alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
                                                df=_out(df_s), simultaneous_lower=sim[0], simultaneous_upper=sim[1])
@@ -377,7 +381,27 @@ def _bounded(d_items, shape, alpha, family_size):
     return mask, full[0], full[1], (full[2], full[3]), None if len(levels) == 1 else (full[4], full[5])
 
 
-def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=None, bounded=None):
+def _pooled_score(score, n_c, s_c, q_c, alpha, family_size):
+    """Tango's score test on the subjects' pooled counts of the pairs ``score`` marks: (those pairs,
+    statistic, p-value, ends per level), full-shape arrays (NaN elsewhere); None when it marks none.
+
+    Each pair's numbers are its own (the test is elementwise over pairs), so the paired and the
+    stratified items tests, which both use it, read one computation.
+    """
+    score = None if score is None else np.asarray(score, dtype=bool)
+    if score is None or not score.any():
+        return None
+    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
+    s, q = s_c[:, score].sum(axis=0, keepdims=True), q_c[:, score].sum(axis=0, keepdims=True)
+    stat, pv, ends = stratified_score_test((q + s) / 2.0, (q - s) / 2.0, n_c[:, score].sum(axis=0, keepdims=True),
+                                           levels)
+    full = [np.full(score.shape, np.nan) for _ in range(2 + 2 * len(levels))]
+    for arr, new in zip(full, (stat, pv, *[x for e in ends for x in e])):
+        arr[score] = new
+    return score, full[0], full[1], [(full[2 + 2 * i], full[3 + 2 * i]) for i in range(len(levels))]
+
+
+def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=None, bounded=None, pooled=None):
     """Where ``score`` (0/1 scores): replace the t (or Wald) test's statistic, p-value and interval in
     ``out`` = (zs, p, lo, hi) by the score test's, in place, and return that test's interval at the
     family's Bonferroni level (NaN elsewhere; None for one pair). Where ``frac`` (fractional scores) the
@@ -399,7 +423,6 @@ def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=Non
     if family_size > 1 and ((score is not None and score.any()) or anyf):
         shape = (score if score is not None else frac).shape
         sim = (np.full(shape, np.nan), np.full(shape, np.nan))
-    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
     if anyf:
         frac = np.asarray(frac, dtype=bool)
         for arr, new in zip(out, (bounded[1], bounded[2], *bounded[3])):
@@ -408,13 +431,13 @@ def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=Non
             sim[0][frac], sim[1][frac] = bounded[4][0][frac], bounded[4][1][frac]
     if score is None or not score.any():
         return sim
-    s, q = s_c[:, score].sum(axis=0, keepdims=True), q_c[:, score].sum(axis=0, keepdims=True)
-    stat, pv, ends = stratified_score_test((q + s) / 2.0, (q - s) / 2.0, n_c[:, score].sum(axis=0, keepdims=True),
-                                           levels)
+    if pooled is None or (score & ~pooled[0]).any():
+        pooled = _pooled_score(score, n_c, s_c, q_c, alpha, family_size)
+    _, stat, pv, ends = pooled
     for arr, new in zip(out, (stat, pv, *ends[0])):
-        arr[score] = new
+        arr[score] = new[score]
     if sim[0] is not None:
-        sim[0][score], sim[1][score] = ends[1]
+        sim[0][score], sim[1][score] = ends[1][0][score], ends[1][1][score]
     return sim
 
 
