@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
 
 import numpy as np
 import polars as pl
@@ -51,7 +52,14 @@ class BenchmarkMatrices:
     holds is the dense score matrix (NaN where a model has no response), the replicate
     count of every cell, the items in row order and the models in column order; every
     table is derived from those.
+
+    ``store_inputs``: what the audit's read took from the store beside the matrices for the
+    analyses that declare it (contract.INPUTS: ``parse_flags``, ``option_probs``, ``subsets``),
+    by input name; an analysis that finds its input absent reads the store itself.
     """
+
+    #: (empty, and read-only, unless the audit's read sets a mapping of its own on the instance)
+    store_inputs = MappingProxyType({})
 
     def __init__(self, benchmark: str, variant: str, long: pl.DataFrame | None = None, *,
                  items: pl.DataFrame | None = None, models: list[str] | None = None,
