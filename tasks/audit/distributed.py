@@ -117,14 +117,28 @@ def read_parse_flags_export(export_dir: str, benchmark: str, variant: str, model
         con.close()
 
 
+def read_option_probs_export(export_dir: str, benchmark: str, variant: str, models: list[str]):
+    """The option probabilities of ``models`` in the benchmark's variant, from the export
+    (tasks/store/option_probs.py; an empty frame when none were exported)."""
+    from benchcert.tasks.store.option_probs import load_option_probs
+
+    con = open_export(export_dir, benchmark)
+    try:
+        return load_option_probs(con, benchmark, variant=variant, models=list(models))[0]
+    finally:
+        con.close()
+
+
 def _reading_export(name: str, fn, export_dir: str, benchmark: str, m: BenchmarkMatrices, subsets=None):
     """``fn`` given the inputs its registry entry declares, read from the export: config.db is never
-    opened off the store's own process (recorded subsets, parse flags)."""
+    opened off the store's own process (recorded subsets, parse flags, option probabilities)."""
     inputs = SPECS[name].inputs
     if "subsets" in inputs:
         fn = functools.partial(fn, subsets=read_subsets_export(export_dir, benchmark) if subsets is None else subsets)
     if "parse_flags" in inputs:
         fn = functools.partial(fn, flags=read_parse_flags_export(export_dir, benchmark, m.variant, m.models))
+    if "option_probs" in inputs:
+        fn = functools.partial(fn, frame=read_option_probs_export(export_dir, benchmark, m.variant, m.models))
     return fn
 
 

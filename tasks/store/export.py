@@ -6,7 +6,8 @@ the tables an audit reads, hive-partitioned by benchmark::
 
     DIR/export.json                        what was exported, from which store, when
     DIR/<table>/benchmark=<name>/*.parquet  models, variants, items, response_codes, sources
-                                           (and subsets, subset_items once a subset was recorded)
+                                           (and subsets, subset_items once a subset was recorded,
+                                           option_probs once option probabilities were ingested)
 
 (``<name>`` percent-encoded as DuckDB writes hive partitions, so a benchmark name cannot
 leave its folder.) :func:`open_export` gives an in-memory DuckDB connection in which those
@@ -48,10 +49,14 @@ EXPORT_QUERIES = {
                       SELECT DISTINCT r.source_id, m.benchmark FROM response_codes r
                       JOIN models m ON m.model_id = r.model_id) f ON f.source_id = s.source_id""",
 }
-#: Tables that exist only once something wrote them (recorded subsets, tasks/subsample/subsets.py).
+#: Tables that exist only once something wrote them, by the tables each needs: recorded subsets
+#: (tasks/subsample/subsets.py) and option probabilities (tasks/store/option_probs.py, the audit's
+#: calibration analysis: a worker that cannot read them would leave its tables out).
 OPTIONAL_QUERIES = {
-    "subsets": "SELECT * FROM subsets",
-    "subset_items": "SELECT si.*, s.benchmark FROM subset_items si JOIN subsets s ON s.subset_id = si.subset_id",
+    "subsets": (("subsets", "subset_items"), "SELECT * FROM subsets"),
+    "subset_items": (("subsets", "subset_items"),
+                     "SELECT si.*, s.benchmark FROM subset_items si JOIN subsets s ON s.subset_id = si.subset_id"),
+    "option_probs": (("option_probs",), "SELECT * FROM option_probs"),
 }
 MANIFEST = "export.json"
 EXPORT_VERSION = 1
@@ -93,8 +98,8 @@ def export_parquet(db: str | os.PathLike, out: str | os.PathLike, *, benchmarks:
             unknown = [b for b in chosen if b not in stored]
             if unknown:
                 raise ExportError(f"benchmark(s) {unknown} have no responses in {db}; stored: {stored}")
-            with_subsets = schema.has_tables(con, "subsets", "subset_items")
-            queries = {**EXPORT_QUERIES, **{t: q for t, q in OPTIONAL_QUERIES.items() if with_subsets}}
+            queries = {**EXPORT_QUERIES, **{t: q for t, (needs, q) in OPTIONAL_QUERIES.items()
+                                            if schema.has_tables(con, *needs)}}
             for table, query in queries.items():
                 sql = f"SELECT * FROM ({query}) WHERE benchmark IN (SELECT unnest(?::VARCHAR[]))"
                 rel = con.sql(sql, params=[chosen])

@@ -291,10 +291,13 @@ def table_ddl(name: str) -> str:
 
 
 def has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
-    """Whether the store holds every table in ``names``."""
+    """Whether the store holds every table in ``names`` (as a table, or as a view: an export's
+    connection, tasks/store/export.py, holds its tables as views over Parquet files)."""
     # Looked up in the catalog: a failing SELECT on a new file costs more than the whole query.
-    n = con.execute("SELECT count(DISTINCT table_name) FROM duckdb_tables() WHERE schema_name = 'main' "
-                    "AND table_name IN (SELECT unnest(?::VARCHAR[]))", [list(names)]).fetchall()[0][0]
+    n = con.execute("SELECT count(DISTINCT name) FROM (SELECT table_name AS name FROM duckdb_tables() "
+                    "WHERE schema_name = 'main' UNION ALL SELECT view_name FROM duckdb_views() "
+                    "WHERE schema_name = 'main' AND NOT internal) WHERE name IN (SELECT unnest(?::VARCHAR[]))",
+                    [list(names)]).fetchall()[0][0]
     return n == len(set(names))
 
 

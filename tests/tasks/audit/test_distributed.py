@@ -154,3 +154,36 @@ def test_nightly_flow_on_a_local_cluster_audits_two_benchmarks_in_parallel(dask_
     assert seen == {"mmlu_pro", "mmlu_pro_b"} and not barrier.broken
     # Workers read the export, which holds what was audited.
     assert json.loads((arts / ".export" / "export.json").read_text())["benchmarks"] == ["mmlu_pro", "mmlu_pro_b"]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_worker_audit_keeps_the_calibration_of_option_probabilities(dask_address, tmp_path):
+    """A benchmark small enough to go to a worker whole: the worker never opens the store, so the
+    calibration analysis reads the option probabilities from the export (they were left out of it,
+    and the worker's audit then had no calibration table beside the single-process one's)."""
+    import numpy as np
+
+    from benchcert.flows.audit import audit_flow
+    from benchcert.tasks.audit.distributed import dask_task_runner
+    from benchcert.tasks.audit.request import AuditRequest
+    from benchcert.tasks.ingest.mapping import ColumnMapping
+    from benchcert.tasks.ingest.service import ingest_file
+    from mc_logs_support import truth, write_mc_run
+
+    db = tmp_path / "s.duckdb"
+    items = truth(np.random.default_rng(17), 40)
+    for model, power in (("org/calibrated", 1.0), ("org/overconfident", 3.0)):
+        for f in sorted(write_mc_run(tmp_path / "logs", model, items, power).glob("samples_*.jsonl")):
+            assert ingest_file(db, f, benchmark=None, mapping=ColumnMapping()).status == "ingested"
+    single = audit_flow(AuditRequest(db=str(db), benchmark="mmlu", artifacts_root=str(tmp_path / "single")))
+    export = tmp_path / "export"
+    report = export_parquet(db, export)
+    assert report.rows["option_probs"] == 240
+    flow = audit_flow.with_options(task_runner=dask_task_runner(address=dask_address))
+    dask = flow(AuditRequest(db=str(db), benchmark="mmlu", artifacts_root=str(tmp_path / "dask"),
+                             export_dir=str(export)))
+    calibration = pl.read_parquet(Path(dask["run_dir"]) / "tables" / "calibration.parquet")
+    assert sorted(calibration["model"]) == ["org/calibrated", "org/overconfident"]
+    a = _artifacts(Path(single["run_dir"]), single["run_id"], single["created_at"])
+    b = _artifacts(Path(dask["run_dir"]), dask["run_id"], dask["created_at"])
+    _same_artifacts(a, b)

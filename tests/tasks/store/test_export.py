@@ -68,3 +68,28 @@ def test_export_of_one_benchmark_replaces_an_earlier_export_and_refuses_other_fo
     with pytest.raises(ExportError, match="not a benchcert export"):
         export_parquet(two_benchmarks, tmp_path / "other")
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
+def test_export_reads_back_recorded_subsets(tmp_path):
+    """The export's tables are views: the loaders' "is the table there" check must count views, or a Dask
+    worker reads no recorded subset (and no option probabilities) from an export that holds them."""
+    import shutil
+
+    from benchcert.tasks.ingest.mapping import parse_mapping
+    from benchcert.tasks.ingest.service import ingest_file
+    from benchcert.tasks.subsample.subsets import create_subset, load_subsets, load_subsets_from_db
+
+    db = tmp_path / "store.duckdb"
+    mapping = parse_mapping(["model=model", "item_id=question", "subject=topic", "domain=area", "score=correct"])
+    shutil.copy(SMALL_CSV, tmp_path / "small.csv")
+    assert ingest_file(db, tmp_path / "small.csv", benchmark="small", mapping=mapping).status == "ingested"
+    create_subset(db, "small", 4, seed=3)
+    (recorded,) = load_subsets_from_db(db, "small")
+    out = tmp_path / "export"
+    assert export_parquet(db, out).rows["subset_items"] == 4
+    con = open_export(out, "small")
+    try:
+        (read,) = load_subsets(con, "small")
+    finally:
+        con.close()
+    assert read.subset_id == recorded.subset_id and read.items.equals(recorded.items)
