@@ -78,6 +78,7 @@ from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError,
                                                 choose_method, load_runs, trend_table)
 from benchcert.tasks.render.record_cache import RECORDS_FILE, RecordCache
 from benchcert.tasks.render.site_cache import SITE_MANIFEST, SiteCache
+from benchcert.tasks.render.site_fork import fork_workers, run_split
 from benchcert.tasks.render.site_html import SITE_CSP, href as _href
 from benchcert.tasks.render.site_run import bench_page, run_page
 from benchcert.tasks.render.site_views import (GRID_PATH, MODELS_PATH, VIEWS, grid_page, model_page, model_path,
@@ -298,41 +299,88 @@ def _swap_in(new: Path, dest: Path) -> None:
 def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCache, RecordCache], *,
                       in_place: bool) -> int:
     """Each benchmark's page and its runs' pages (with their report and JSON files).  In place (``site`` is the
-    live site), a run the cache says is unchanged keeps its folder, and the others are assembled aside."""
-    trends, ckpts, max_trend_runs = tables
+    live site), a run the cache says is unchanged keeps its folder, and the others are assembled aside.  A cold
+    build of many runs shares the benchmarks' run folders among forked processes while this one renders the
+    benchmark pages (:mod:`~benchcert.tasks.render.site_fork`; a child uses no polars, whose thread pool a fork
+    does not copy): each returns what it wrote, recorded here in the benchmarks' order, so the site and its
+    manifest are the one process's."""
     cache, records = caches
-    pages = 0
-    for bench, bruns in data.by_bench.items():
-        method = choose_method(bruns[-1], data.methods)
-        # site_folders gives one plain name (no separator, no ".."); a link or file of that name is replaced.
-        bdir = site / data.bench_dir[bench]
-        if bdir.is_symlink() or (bdir.exists() and not bdir.is_dir()):
-            _remove(bdir)
-        bdir.mkdir(exist_ok=in_place)
-        with os.scandir(bdir) as it:
-            folders = {e.name for e in it if e.is_dir(follow_symlinks=False)}
-        run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
-        siblings = set(run_href)
-        for run in bruns:
-            # safe_component gives one plain name, and bdir is a real folder: the join stays inside without
-            # resolving 10,000 paths.
-            rel = (data.bench_dir[bench], safe_component(run.run_id))
-            rdir = bdir / rel[1]
-            prev = (run.changes or {}).get("previous_run_id")
-            # What the page reads: the run's files, the benchmark's method and whether its previous run is linked.
-            key = [method, isinstance(prev, str) and prev in siblings, records.source_key(run)]
-            pages += 1
-            if rel[1] in folders and cache.keep(rel, key, rdir):
-                continue
-            target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
-            target.mkdir()
-            cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings))
-            if in_place:
-                _swap_in(target, rdir)
-        _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, method, run_href, data.generated,
-                                                    max_trend_runs, data.verdicts.get(bench, [])), in_place)
-        pages += 1
+    benches = list(data.by_bench)
+    bdirs = {bench: _bench_folder(site, data.bench_dir[bench], in_place) for bench in benches}
+    workers = 1 if in_place else fork_workers(sum(map(len, data.by_bench.values())))
+    if workers == 1:
+        pages = 0
+        for bench in benches:
+            pages += _write_runs(root, bdirs[bench], data, bench, caches, in_place=in_place)
+            pages += _write_bench_page(bdirs[bench], data, bench, tables, in_place)
+        return pages
+
+    def job(bench: str) -> tuple[int, dict]:
+        mine = SiteCache(None)  # nothing to keep in a cold build; what this benchmark wrote, sent back
+        return _write_runs(root, bdirs[bench], data, bench, (mine, records), in_place=False), mine.new
+
+    def bench_pages() -> int:
+        return sum(_write_bench_page(bdirs[bench], data, bench, tables, False) for bench in benches)
+
+    done = run_split(benches, job, weights=[len(data.by_bench[b]) for b in benches], workers=workers,
+                     parent=(bench_pages, int(BENCH_PAGE_RUNS * len(benches))))
+    pages = done.parent
+    for n, written in done.results:
+        pages += n
+        cache.new.update(written)
     return pages
+
+
+#: What rendering a benchmark's page costs, in run folders (its trends; about 80 at 200 runs, issue #37's
+#: profile): the weight of the benchmark pages the parent renders while forked children write run folders.
+BENCH_PAGE_RUNS = 80
+
+
+def _bench_folder(site: Path, folder: str, in_place: bool) -> Path:
+    """The benchmark's folder in the site, made (``folder``: site_folders' one plain name, no separator or "..");
+    a link or file of that name is replaced."""
+    bdir = site / folder
+    if bdir.is_symlink() or (bdir.exists() and not bdir.is_dir()):
+        _remove(bdir)
+    bdir.mkdir(exist_ok=in_place)
+    return bdir
+
+
+def _write_runs(root: Path, bdir: Path, data, bench: str, caches: tuple[SiteCache, RecordCache], *,
+                in_place: bool) -> int:
+    """One benchmark's runs' folders, kept or written (:func:`_write_benchmarks`); the pages it counts."""
+    cache, records = caches
+    bruns = data.by_bench[bench]
+    method = choose_method(bruns[-1], data.methods)
+    with os.scandir(bdir) as it:
+        folders = {e.name for e in it if e.is_dir(follow_symlinks=False)}
+    siblings = {r.run_id for r in bruns}
+    for run in bruns:
+        # safe_component gives one plain name, and bdir is a real folder: the join stays inside without
+        # resolving 10,000 paths.
+        rel = (bdir.name, safe_component(run.run_id))
+        rdir = bdir / rel[1]
+        prev = (run.changes or {}).get("previous_run_id")
+        # What the page reads: the run's files, the benchmark's method and whether its previous run is linked.
+        key = [method, isinstance(prev, str) and prev in siblings, records.source_key(run)]
+        if rel[1] in folders and cache.keep(rel, key, rdir):
+            continue
+        target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
+        target.mkdir()
+        cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings))
+        if in_place:
+            _swap_in(target, rdir)
+    return len(bruns)
+
+
+def _write_bench_page(bdir: Path, data, bench: str, tables, in_place: bool) -> int:
+    trends, ckpts, max_trend_runs = tables
+    bruns = data.by_bench[bench]
+    run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
+    _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, choose_method(bruns[-1], data.methods),
+                                                run_href, data.generated, max_trend_runs,
+                                                data.verdicts.get(bench, [])), in_place)
+    return 1
 
 
 def _write_run(root: Path, rdir: Path, run: RunRecord, method, generated: str, siblings: set[str]) -> bool:
