@@ -243,7 +243,6 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
             cache = SiteCache(out)
             if cache.usable:
                 pages = _write_benchmarks(root, out, data, tables, (cache, records), in_place=True)
-                pages += _write_views(out, data, root, in_place=True)
                 _prune(out, data, cache)
                 records.write(out)
                 cache.write(out)
@@ -254,7 +253,6 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     try:
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
         pages = _write_benchmarks(root, tmp, data, tables, (cache, records), in_place=False)
-        pages += _write_views(tmp, data, root, in_place=False)
         records.write(tmp)
         cache.write(tmp)
         with lock:
@@ -298,32 +296,35 @@ def _swap_in(new: Path, dest: Path) -> None:
 
 def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCache, RecordCache], *,
                       in_place: bool) -> int:
-    """Each benchmark's page and its runs' pages (with their report and JSON files).  In place (``site`` is the
-    live site), a run the cache says is unchanged keeps its folder, and the others are assembled aside.  A cold
-    build of many runs shares the benchmarks' run folders among forked processes while this one renders the
-    benchmark pages (:mod:`~benchcert.tasks.render.site_fork`; a child uses no polars, whose thread pool a fork
-    does not copy): each returns what it wrote, recorded here in the benchmarks' order, so the site and its
-    manifest are the one process's."""
+    """Each benchmark's page and its runs' pages (with their report and JSON files), then the cross-run pages
+    (:func:`_write_views`).  In place (``site`` is the live site), a run the cache says is unchanged keeps its
+    folder, and the others are assembled aside.  A cold build of many runs shares the benchmarks' run folders
+    among forked processes while this one renders the benchmark and cross-run pages
+    (:mod:`~benchcert.tasks.render.site_fork`; a child uses no polars, whose thread pool a fork does not copy):
+    each returns what it wrote, recorded here in the benchmarks' order, so the site and its manifest are the one
+    process's."""
     cache, records = caches
     benches = list(data.by_bench)
     bdirs = {bench: _bench_folder(site, data.bench_dir[bench], in_place) for bench in benches}
-    workers = 1 if in_place else fork_workers(sum(map(len, data.by_bench.values())))
+    n_runs = sum(map(len, data.by_bench.values()))
+    workers = 1 if in_place else fork_workers(n_runs)
     if workers == 1:
         pages = 0
         for bench in benches:
             pages += _write_runs(root, bdirs[bench], data, bench, caches, in_place=in_place)
             pages += _write_bench_page(bdirs[bench], data, bench, tables, in_place)
-        return pages
+        return pages + _write_views(site, data, root, in_place=in_place)
 
     def job(bench: str) -> tuple[int, dict]:
         mine = SiteCache(None)  # nothing to keep in a cold build; what this benchmark wrote, sent back
         return _write_runs(root, bdirs[bench], data, bench, (mine, records), in_place=False), mine.new
 
-    def bench_pages() -> int:
-        return sum(_write_bench_page(bdirs[bench], data, bench, tables, False) for bench in benches)
+    def own() -> int:
+        return (sum(_write_bench_page(bdirs[bench], data, bench, tables, False) for bench in benches)
+                + _write_views(site, data, root, in_place=False))
 
     done = run_split(benches, job, weights=[len(data.by_bench[b]) for b in benches], workers=workers,
-                     parent=(bench_pages, int(BENCH_PAGE_RUNS * len(benches))))
+                     parent=(own, int(BENCH_PAGE_RUNS * len(benches) + VIEWS_RUNS * n_runs)))
     pages = done.parent
     for n, written in done.results:
         pages += n
@@ -331,9 +332,10 @@ def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCa
     return pages
 
 
-#: What rendering a benchmark's page costs, in run folders (its trends; about 80 at 200 runs, issue #37's
-#: profile): the weight of the benchmark pages the parent renders while forked children write run folders.
-BENCH_PAGE_RUNS = 80
+#: What the parent's own work costs, in run folders (issue #37's profile at 20 and 50 benchmarks x 200 runs):
+#: a benchmark's page (its trends) about 80, the cross-run pages (model and training-run pages) about a fifth
+#: of the runs.  The parent renders them while forked children write the run folders.
+BENCH_PAGE_RUNS, VIEWS_RUNS = 80, 0.2
 
 
 def _bench_folder(site: Path, folder: str, in_place: bool) -> Path:
