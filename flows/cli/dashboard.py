@@ -111,7 +111,8 @@ def register_dashboard(sub) -> None:
                    help="the overview lists a benchmark as stale when its latest run is older than N days (default 7)")
     b.add_argument("--full", action="store_true",
                    help="render every page (default: a run unchanged since the site in --out was built keeps its "
-                        "folder as it is)")
+                        "folder as it is); a full or first build of 2,000 runs or more writes the run folders in "
+                        "one process per core (up to 4)")
     b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
     s = command(dsub, "serve", cmd_dashboard_serve, help="serve a built site over HTTP (loopback by default)")
