@@ -26,7 +26,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Generic, Sequence, TypeVar
 
-__all__ = ["FORK_MIN_RUNS", "MAX_WORKERS", "ForkError", "Split", "fork_workers", "run_split"]
+__all__ = ["FORK_MIN_RUNS", "MAX_WORKERS", "Split", "fork_workers", "run_split"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -36,10 +36,6 @@ P = TypeVar("P")
 FORK_MIN_RUNS = 2000
 #: At most this many processes (each holds its own copy of the records it touches).
 MAX_WORKERS = 4
-
-
-class ForkError(RuntimeError):
-    """A forked share of the build failed (its traceback is the message); nothing of it is kept."""
 
 
 def fork_workers(n_runs: int) -> int:
@@ -67,15 +63,27 @@ def _shares(weights: Sequence[int], workers: int, parent_load: int) -> list[list
     return shares
 
 
+def _failure(exc: BaseException) -> BaseException:
+    """What a child sends back for ``exc``: the exception itself with its traceback as a note (so the build
+    fails as a one-process build would), or a RuntimeError with that text when it cannot be pickled."""
+    text = traceback.format_exc()
+    try:
+        exc.add_note(f"raised in a forked share of the dashboard build:\n{text}")
+        pickle.dumps(exc)
+        return exc
+    except Exception:  # noqa: BLE001 - an exception that cannot travel: its text does
+        return RuntimeError(f"a forked share of the dashboard build failed:\n{text}")
+
+
 def _child(job: Callable[[T], R], jobs: Sequence[T], share: list[int], fd: int) -> None:
-    """Run the share's jobs and write ``(ok, results or traceback)`` to ``fd``; never returns (``os._exit``: no
-    handler or ``finally`` of the parent's code runs in the child)."""
+    """Run the share's jobs and write ``(ok, results or the exception)`` to ``fd``; never returns (``os._exit``:
+    no handler or ``finally`` of the parent's code runs in the child)."""
     code = 1
     try:
         try:
             payload = (True, [(i, job(jobs[i])) for i in share])
-        except BaseException:  # noqa: BLE001 - the parent raises it, with this traceback
-            payload = (False, traceback.format_exc())
+        except BaseException as exc:  # noqa: BLE001 - the parent raises it
+            payload = (False, _failure(exc))
         with os.fdopen(fd, "wb") as out:
             pickle.dump(payload, out, protocol=pickle.HIGHEST_PROTOCOL)
         code = 0 if payload[0] else 1
@@ -99,7 +107,8 @@ def run_split(jobs: Sequence[T], job: Callable[[T], R], *, weights: Sequence[int
     ``job`` must only write files and return a picklable result (what a child changes in its memory is lost),
     and must not use a library's thread pool (polars'): a fork copies the calling thread only.  The parent's
     share and its own work run first, then each child's results are read; if any share fails, every child is
-    waited for and :class:`ForkError` (a child's) or the parent's own exception is raised.
+    waited for and the parent's own exception, or the first failed child's (with its traceback as a note), is
+    raised.
     """
     work, weight = parent
     if workers <= 1 or len(jobs) <= 1:
@@ -122,7 +131,7 @@ def run_split(jobs: Sequence[T], job: Callable[[T], R], *, weights: Sequence[int
         got = [_collect(pid, read) for pid, read in children]
     for ok, payload in got:
         if not ok:
-            raise ForkError(f"a forked share of the dashboard build failed:\n{payload}")
+            raise payload
         done.update(payload)
     return Split([done[i] for i in range(len(jobs))], own)
 
@@ -135,5 +144,6 @@ def _collect(pid: int, read: int) -> tuple[bool, object]:
     try:
         ok, payload = pickle.loads(data)
     except Exception:  # noqa: BLE001 - a child that died before writing (killed, out of memory)
-        return False, f"no result (exit status {status})"
+        return False, RuntimeError(f"a forked share of the dashboard build ended without its result (wait status "
+                                   f"{status})")
     return ok and status == 0, payload

@@ -13,7 +13,7 @@ import pytest
 
 from benchcert.tasks.render import dashboard, site_fork
 from benchcert.tasks.render.dashboard import build_site
-from benchcert.tasks.render.site_fork import FORK_MIN_RUNS, ForkError, fork_workers, run_split
+from benchcert.tasks.render.site_fork import FORK_MIN_RUNS, fork_workers, run_split
 
 from test_dashboard import RUNS, _write
 from test_dashboard import arts  # noqa: F401  (the fixture: two benchmarks, one named like markup)
@@ -87,9 +87,11 @@ def test_a_failing_child_fails_the_build_and_leaves_nothing(arts, tmp_path, monk
 
     monkeypatch.setattr(dashboard, "_write_run", broken_in_a_child)
     monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs: 2)
-    with pytest.raises(ForkError, match="disk full \\(planted\\)"):
+    with pytest.raises(OSError, match="disk full \\(planted\\)") as failed:  # as a one-process build fails
         build_site(arts, tmp_path / "site", now=NOW)
     assert len(forks) == 1
+    assert "raised in a forked share" in "".join(failed.value.__notes__) and "broken_in_a_child" in \
+        "".join(failed.value.__notes__)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifacts"]  # no site, no half-built folder
 
 
