@@ -332,10 +332,10 @@ def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCa
     return pages
 
 
-#: What the parent's own work costs, in run folders (issue #37's profile at 20 and 50 benchmarks x 200 runs):
-#: a benchmark's page (its trends) about 80, the cross-run pages (model and training-run pages) about a fifth
-#: of the runs.  The parent renders them while forked children write the run folders.
-BENCH_PAGE_RUNS, VIEWS_RUNS = 80, 0.2
+#: What the parent's own work costs, in run folders (issue #37: the parent's and the children's CPU seconds at
+#: 20 and 50 benchmarks x 200 runs): a benchmark's page (its trends) about 90, the cross-run pages (model and
+#: training-run pages) about 0.3 a run.  The parent renders them while forked children write the run folders.
+BENCH_PAGE_RUNS, VIEWS_RUNS = 90, 0.3
 
 
 def _bench_folder(site: Path, folder: str, in_place: bool) -> Path:
