@@ -72,9 +72,13 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
     :math:`\bar D = \frac1n\sum_i D_i` and
 
     * paired CLT: :math:`SE = s_D/\sqrt n`, :math:`s_D^2 = \frac{1}{n-1}\sum_i (D_i - \bar D)^2`;
-      interval :math:`\bar D \pm z_{1-\alpha/2} SE`, p-value :math:`2\Phi(-|\bar D|/SE)`.
-      Because :math:`\mathrm{Var}(D) = \mathrm{Var}(A) + \mathrm{Var}(B) - 2\mathrm{Cov}(A, B)`,
-      the paired SE is far below the unpaired one when the models are positively correlated.
+      interval :math:`\bar D \pm z_{1-\alpha/2} SE`, p-value :math:`2\Phi(-|\bar D|/SE)` (the
+      reference kept in ``se``; on 0/1 scores the interval and p-value are Tango's (1998) score test
+      of the paired difference, on fractional scores in families of up to 20 pairs the bounded score
+      test, :mod:`benchcert.stats.comparisons.score`: the Wald interval's end away from the ceiling
+      is short, issue #36). Because
+      :math:`\mathrm{Var}(D) = \mathrm{Var}(A) + \mathrm{Var}(B) - 2\mathrm{Cov}(A, B)`, the paired SE
+      is far below the unpaired one when the models are positively correlated.
     * clustered by subject ("does the gap generalise to new subjects"; CR2, as
       :func:`benchcert.stats.intervals.clustered_interval` but on D):
       :math:`SE_{cl} = \sqrt{\sum_c r_c^2/(1 - n_c/n)}/n`, :math:`r_c = \sum_{i\in c}(D_i - \bar D)`,
@@ -85,10 +89,14 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
       With fewer than 30 subjects the p-value (and, as the primary method, the verdict) is the
       sign-flip randomisation test of the subject sums (:func:`sign_flip_cluster_test`): CR2-BM's t
       reference rejected 5.7-7.0% with 14 subjects of 17-1,003 items once subject gaps vary; the
-      interval stays CR2's.
+      interval is that test inverted (exact randomisation interval, issue #36; not computed, NaN,
+      where the test is not primary in a family of more than 20 pairs), so the interval and the
+      p-value never disagree.
     * subjects as fixed strata ("is B better than A on this benchmark's items"):
       :math:`SE = \sqrt{SSW/((n - C) n)}`, SSW the within-subject sum of squares of D,
-      interval and p-value on Student t with n - C df. With few subjects this is the question
+      interval and p-value on Student t with n - C df (the reference kept in ``se`` and ``df``; on
+      0/1 scores Tango's score test on the subjects' pooled counts, on fractional scores in families
+      of up to 20 pairs the bounded score test on the pooled D). With few subjects this is the question
       that can be answered with power; it does not claim the gap generalises to new subjects.
     * exact McNemar: for binary scores, with :math:`n_{B}` items only B got right and
       :math:`n_{A}` only A got right, under H0 :math:`n_B \sim \mathrm{Bin}(n_A + n_B, 1/2)`;

@@ -83,26 +83,36 @@ MIN_EFFECTIVE = 100
 
 
 def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a1: float,
-                margin: float = 0.0) -> tuple[float, float, float | None, float | None]:
+                margin: float = 0.0) -> tuple[float, float, float, float]:
     """The items question's first-look claim at ``a1``: (two-sided p, estimate), as nightly_verdicts reads them,
-    and the test's 1 - ``a1`` interval (lower, upper: the interval that decides a first-look verdict, shown beside it).
+    and the test's 1 - ``a1`` interval (lower, upper: the interval that decides a first-look verdict, shown beside
+    it; every first look has one).
 
     The stratified test of the store's gap (:func:`benchcert.stats.recorded.stratified_first_look`; its interval
     excludes 0 exactly when it claims); with fewer than :data:`MIN_EFFECTIVE` effectively nonzero differences the
     mixture of constant bets on the shared items at ``margin`` (valid by theorem at any size; AM-GM and Markov),
-    whose interval is the same bets' confidence set at ``a1`` (None where the margin shifts the null off 0).
-    ``p <= a1`` with the estimate's sign is exactly the claim at level ``a1``.
+    whose interval is the same bets' confidence set at ``a1`` for the gap of the subjects with a shared item,
+    put on the store's scale as the betting test's anytime interval is (:func:`on_store_scale`, with the store
+    weight w0 of the subjects without one): ``(1 - w0) lower - w0 > 0`` exactly when ``lower > w0 / (1 - w0)``,
+    the margin the bets test, so the interval excludes 0 exactly when the bets claim. Where the store-weighted
+    estimate's sign differs from the side the bets favour no claim is made (``p = 1``) and the interval is
+    widened to reach 0 (it says what the claim says: nothing). ``p <= a1`` with the estimate's sign is exactly
+    the claim at level ``a1``.
     """
     sq = d * d
     n_eff = float(sq.sum() ** 2 / (sq * sq).sum()) if sq.any() else 0.0
     if n_eff < MIN_EFFECTIVE:
-        r = betting_test(d, np.array([d.size]), alpha=a1, margin=margin, interval=margin == 0)
-        lo, hi = (None, None) if r.lower is None else (float(np.asarray(r.lower)[-1]), float(np.asarray(r.upper)[-1]))
+        r = betting_test(d, np.array([d.size]), alpha=a1, margin=margin)
+        if margin:
+            r = on_store_scale(r, absent_weight(store_counts, np.unique(subjects))[0])
+        lo, hi = float(np.asarray(r.lower).ravel()[-1]), float(np.asarray(r.upper).ravel()[-1])
         lp, lm = float(r.log_e_improved[-1]), float(r.log_e_regressed[-1])
         p, side = min(1.0, 2.0 * math.exp(-max(lp, lm))), (1.0 if lp > lm else -1.0)
         n_s = np.bincount(subjects, minlength=store_counts.size)
         sums = np.bincount(subjects, weights=d, minlength=store_counts.size)
         est = float((store_counts * np.where(n_s > 0, sums / np.maximum(n_s, 1), 0.0)).sum() / store_counts.sum())
+        if side * est <= 0:
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
     else:
         r = stratified_first_look(d, subjects, store_counts, alpha=a1)
         side = 1.0 if r.p_improved <= r.p_regressed else -1.0
@@ -256,9 +266,10 @@ def _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequenti
     return seq, int(led.cum[-1]), notes
 
 
-def deciding_interval(detail: dict) -> tuple[float | None, float | None, str, str]:
+def deciding_interval(detail: dict, verdict: str | None = None) -> tuple[float | None, float | None, str, str]:
     """(lower, upper, key, name) of the interval that decides a recorded verdict, from its recorded fields (a look's
-    :meth:`~benchcert.tasks.compare.verdicts.CheckpointVerdict.as_dict`, or summary.json's ``detail``).
+    :meth:`~benchcert.tasks.compare.verdicts.CheckpointVerdict.as_dict`, or summary.json's ``detail`` with the
+    verdict passed as ``verdict``; default ``detail["verdict"]``).
 
     A recorded checkpoint verdict (tasks/compare/verdicts.py) is decided by the first-look test at alpha x
     first-look share or by the anytime test at the rest; its look's fixed-sample interval is at full alpha, so
@@ -267,29 +278,36 @@ def deciding_interval(detail: dict) -> tuple[float | None, float | None, str, st
 
     * an open verdict, or one the anytime test decided: the anytime interval (``cs_lower``/``cs_upper``,
       valid at every look), when recorded;
-    * a verdict the first-look test decided: its first-look interval (``first_lower``/``first_upper``, stored
-      since issue #37); for a look recorded before, or a first look without one, the fixed-sample interval,
-      named as such;
+    * a verdict the first-look test decided: its first-look interval (``first_lower``/``first_upper``; every
+      first look records it since issue #37, and since #36 also below 100 effectively nonzero differences
+      with a margin). A look recorded before has none: the anytime interval when it lies on the verdict's
+      side of 0 (valid at every look, and then it says what the verdict says), else the fixed-sample
+      interval, named as not the verdict's;
     * a verdict without a recorded anytime interval (not a recorded look): its fixed-sample interval.
 
     ``key`` is ``"first_look"``, ``"anytime"`` or ``"fixed_sample"`` (what a row's ``interval.method`` names),
     ``name`` the words a page shows.
     """
-    def num(v):
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
-
+    lo, hi = _num(detail.get("cs_lower")), _num(detail.get("cs_upper"))
     if str(detail.get("decided_by") or "") == "first_look":
-        lo, hi = num(detail.get("first_lower")), num(detail.get("first_upper"))
-        if lo is not None and hi is not None:
-            share = num(detail.get("first_look_share"))
-            return lo, hi, "first_look", "first-look interval" + (f" at alpha \u00d7 {share:g}" if share is not None
-                                                                  else "")
-        return (num(detail.get("lower")), num(detail.get("upper")), "fixed_sample",
+        f_lo, f_hi = _num(detail.get("first_lower")), _num(detail.get("first_upper"))
+        if f_lo is not None and f_hi is not None:
+            share = _num(detail.get("first_look_share"))
+            return f_lo, f_hi, "first_look", "first-look interval" + (f" at alpha \u00d7 {share:g}" if share is not None
+                                                                      else "")
+        said = str(detail.get("verdict") if verdict is None else verdict)
+        if lo is not None and hi is not None and ((said == "improved" and lo > 0) or (said == "regressed" and hi < 0)):
+            return lo, hi, "anytime", ("anytime interval (valid at every look; the first-look test decided, its "
+                                       "interval is not recorded)")
+        return (_num(detail.get("lower")), _num(detail.get("upper")), "fixed_sample",
                 "fixed-sample interval at full alpha (the first-look test decided; its interval is not recorded)")
-    lo, hi = num(detail.get("cs_lower")), num(detail.get("cs_upper"))
     if lo is not None and hi is not None:
         return lo, hi, "anytime", "anytime interval (valid at every look)"
-    return num(detail.get("lower")), num(detail.get("upper")), "fixed_sample", "fixed-sample interval"
+    return _num(detail.get("lower")), _num(detail.get("upper")), "fixed_sample", "fixed-sample interval"
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def deciding_gap(detail: dict) -> float | None:
@@ -300,4 +318,4 @@ def deciding_gap(detail: dict) -> float | None:
     gap = detail.get("gap")
     if deciding_interval(detail)[2] == "first_look":
         gap = detail.get("first_gap", gap)
-    return float(gap) if isinstance(gap, (int, float)) and not isinstance(gap, bool) and math.isfinite(gap) else None
+    return _num(gap)

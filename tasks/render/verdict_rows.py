@@ -153,7 +153,7 @@ def verdict_view(v: dict, benchmark: str = "") -> VerdictView:
     detail = v.get("detail") if isinstance(v.get("detail"), dict) else {}
     word = str(v.get("verdict") or "")
     gap, fixed_lo, fixed_hi = deciding_gap(detail), _num(detail.get("lower")), _num(detail.get("upper"))
-    lo, hi, _, kind = deciding_interval(detail)
+    lo, hi, _, kind = deciding_interval(detail, word)
     decided = detail.get("decided_by")
     look = detail.get("look")
     return VerdictView(

@@ -25,7 +25,7 @@ from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.recorded import CAP, detectable_gap, stratified_first_look, subject_e_process
 from benchcert.stats.sequential import betting_test, betting_test_counts
-from benchcert.tasks.compare.recorded import items_first
+from benchcert.tasks.compare.recorded import MIN_EFFECTIVE, absent_weight, items_first
 
 #: The acceptance (full grid, thousands of runs): CP upper bound <= 3.0%. The default suite's few hundred runs
 #: judge against alpha/2 + 0.01 (as tests/stats/test_verdicts_guarantee.py): a rate a few points off fails.
@@ -124,6 +124,46 @@ def test_first_look_counts_a_subject_without_shared_items_at_the_worst_case():
     with pytest.warns(DegenerateDataWarning, match="two shared items"):
         one = stratified_first_look([1.0, 1.0], [0, 1], [5, 5])
     assert one.verdict == "inconclusive"
+
+
+def test_first_look_interval_says_what_its_claim_says_below_100_effective_differences():
+    # Every first look records the interval of the test that decided it (issue #36): below MIN_EFFECTIVE
+    # effectively nonzero differences with some subject unshared (margin != 0) it used to record none, and the
+    # verdict fell back to a fixed-sample interval at full alpha. Seeded loop of small cases (2-6 unequal subjects,
+    # some absent at the first look, 0/1 or fractional scores, gaps up to 60 points either way): the interval
+    # excludes 0 on the claimed side exactly when the first look claims that side, and contains the other side.
+    rng = np.random.default_rng(seed("first-look interval"))
+    a1, claims, with_margin = 0.025, {"improved": 0, "regressed": 0}, 0
+    for case in range(300):
+        k = int(rng.integers(2, 7))
+        sizes = rng.integers(3, 25, k).astype(float)
+        shared = rng.random(k) < 0.8
+        shared[int(rng.integers(k))] = True
+        n = np.where(shared, sizes, 0).astype(int)
+        subj = np.repeat(np.arange(k), n)
+        gap = rng.uniform(-0.6, 0.6)
+        if case % 2:  # fractional scores
+            a = rng.beta(2, 2, subj.size)
+            d = np.clip(rng.beta(2, 2, subj.size) + gap, 0, 1) - a
+        else:
+            u = rng.random(subj.size)
+            d = np.where(u < 0.3 + gap / 2, 1.0, np.where(u > 0.7 + gap / 2, -1.0, 0.0))
+        w0, margin = absent_weight(sizes, np.unique(subj))
+        with_margin += margin > 0
+        sq = d * d
+        assert not sq.any() or sq.sum() ** 2 / (sq * sq).sum() < MIN_EFFECTIVE
+        p, est, lo, hi = items_first(d, subj, sizes, a1, margin)
+        assert lo is not None and hi is not None and lo <= hi, (case, lo, hi)
+        up, down = p <= a1 and est > 0, p <= a1 and est < 0
+        claims["improved"] += up
+        claims["regressed"] += down
+        assert up == (lo > 0) and down == (hi < 0), (case, margin, p, est, lo, hi)
+    assert with_margin > 50 and min(claims.values()) > 10, (with_margin, claims)  # both branches reached
+    # the bets on the pooled items favour the candidate (20 wins, 1 loss) but the store-weighted estimate is a loss
+    # (the subject with the loss is 100 times larger in the store): no claim, and the interval reaches 0
+    d = np.r_[-1.0, np.zeros(9), np.ones(20)]
+    p, est, lo, hi = items_first(d, np.repeat([0, 1], [10, 20]), np.array([1000.0, 10.0]), a1)
+    assert betting_test(d, alpha=a1).lower[-1] > 0 and (p, lo) == (1.0, 0.0) and est < 0 < hi
 
 
 def test_margin_moves_the_null_not_the_interval():

@@ -17,6 +17,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import ndtri
 
+from fractional_sim import fractional_scores, t_lower
 from simcheck import rate_ci
 from benchcert.stats.comparisons import (
     family_intervals,
@@ -350,31 +351,15 @@ def study_report(label, rows, power, *, hi_max):
 
 
 def draw_fractional(rng, sizes, mean_a, k, rho, theta, reps):
-    """Per-item differences b - a, shape (reps, N): the baseline's scores Beta with mean ``mean_a`` (near the
-    ceiling 1 - (1 - mean_a)(1 +- 0.8 with log size), else mean_a +- 0.1) and concentration ``k``; the
-    candidate's equal to the baseline's with probability ``rho`` (a tie), else an independent Beta whose mean
-    makes every subject's expected gap exactly ``theta`` (so the item-weighted gap is theta)."""
+    """Per-item differences b - a, shape (reps, N), of :func:`fractional_sim.fractional_scores`: the baseline's
+    scores with mean near the ceiling 1 - (1 - mean_a)(1 +- 0.8 with log size), else mean_a +- 0.1, every
+    subject's expected gap exactly ``theta`` (so the item-weighted gap is theta)."""
     sizes = np.asarray(sizes)
     ln = np.log(sizes)
     x = (ln - ln.mean()) / max(np.ptp(ln), 1e-9)
     ma = 1 - (1 - mean_a) * (1 + 0.8 * x) if mean_a > 0.9 else mean_a + 0.1 * x
-    mp = (ma + theta - rho * ma) / (1 - rho)
-    assert np.all((mp > 0) & (mp < 1)), mp
-    subj = np.repeat(np.arange(sizes.size), sizes)
-    a = rng.beta(k * ma[subj], k * (1 - ma[subj]), size=(reps, subj.size))
-    other = rng.beta(k * mp[subj], k * (1 - mp[subj]), size=(reps, subj.size))
-    return np.where(rng.random((reps, subj.size)) < rho, 0.0, other - a)
-
-
-def t_lower(d, sizes, alpha=0.05):
-    """The stratified t interval's lower end it replaced (pooled within-subject variance, t on N - C df)."""
-    from scipy import stats
-
-    edges = np.r_[0, np.cumsum(sizes)]
-    ssw = sum(((d[:, i:j] - d[:, i:j].mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
-              for i, j in zip(edges[:-1], edges[1:]))
-    n, c = d.shape[1], len(sizes)
-    return d.mean(axis=1) - stats.t.ppf(1 - alpha / 2, n - c) * np.sqrt(ssw / (n - c) / n)
+    a, b, _ = fractional_scores(rng, sizes, ma, k, rho, theta, reps)
+    return b - a
 
 
 def frac_gate_rates(sizes, mean_a, k, rho, margin, theta, reps, seed):

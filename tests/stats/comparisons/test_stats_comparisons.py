@@ -274,8 +274,9 @@ def _null_counts(rng, reps, n_subj, m, rho):
 
 @pytest.mark.montecarlo
 def test_paired_tests_hold_their_size_with_correlated_errors():
-    # 6000 replications, 60 subjects x 40 items, rho = 0.6. Simulated rejection rates:
-    # paired_clt 0.0467, clustered_subject 0.0465, mcnemar_exact 0.0422, hoeffding 0.0
+    # 6000 replications, 60 subjects x 40 items, rho = 0.6. Simulated rejection rates (re-measured
+    # 2026-11-28 with paired_clt's p-value Tango's score test, issue #36; the former Wald test rejected
+    # the same runs): paired_clt 0.0467, clustered_subject 0.0465, mcnemar_exact 0.0422, hoeffding 0.0
     # (99% CIs about +/- 0.007). Each must be compatible with <= 0.05; the asymptotic ones must
     # also not be grossly conservative (>= 0.04), the exact ones <= 0.05 by construction.
     rng = np.random.default_rng(20240601)
@@ -293,8 +294,9 @@ def test_paired_tests_hold_their_size_with_correlated_errors():
 def test_clustered_se_holds_size_when_subjects_carry_gaps_and_iid_does_not():
     # B is better on some subjects and worse on others (subject gap ~ N(0, 0.04^2)); the
     # population mean gap over subjects is 0. 91 subjects x 130 items (the MMLU-Pro shape),
-    # 4000 replications. Simulated: clustered_subject 0.0503 (t with C - 1 df), paired_clt 0.139:
-    # the iid paired SE ignores the subject-level spread and over-rejects.
+    # 4000 replications. Simulated: clustered_subject 0.0503 (t with C - 1 df), paired_clt 0.139
+    # (Tango's score test, re-measured 2026-11-28; the Wald test also 0.139): the iid paired test
+    # ignores the subject-level spread and over-rejects.
     rng = np.random.default_rng(7)
     reps, c, m, disc = 4000, 91, 130, 0.3
     g = rng.normal(0, 0.04, (reps, c))
@@ -313,7 +315,8 @@ def test_item_level_null_with_heterogeneous_items_holds_size():
     # Item-level check (no count shortcut): 400 items with their own p_i ~ Beta(0.7, 0.7) held
     # fixed, two models sharing p_i with correlated errors (rho = 0.5), 3000 replications,
     # every column one replication through paired_comparison. Simulated: paired_clt 0.0557
-    # (99% CI 0.045 - 0.067), mcnemar_exact 0.0403.
+    # (99% CI 0.045 - 0.067; Tango's score test, re-measured 2026-11-28: the same runs as the
+    # Wald test it replaced), mcnemar_exact 0.0403.
     rng = np.random.default_rng(11)
     n, reps, rho = 400, 3000, 0.5
     p = rng.beta(0.7, 0.7, n)[:, None]
@@ -349,7 +352,8 @@ def _correlated_pairs(rng, reps, n, pa, pb, corr):
 def test_paired_test_is_more_powerful_than_unpaired_z():
     # A at 60%, B at 64%, correlation 0.5, 1000 shared items, 4000 replications.
     # Theory: paired SE 0.0153 -> power 0.74; unpaired SE 0.0217 -> power 0.45.
-    # Simulated: paired_clt 0.738, mcnemar_exact 0.719, unpaired_z 0.440.
+    # Simulated (re-measured 2026-11-28, paired_clt's p-value Tango's score test since issue #36):
+    # paired_clt 0.736 (the Wald test 0.738), mcnemar_exact 0.719, unpaired_z 0.440.
     rng = np.random.default_rng(5)
     reps = 4000
     a, b = _correlated_pairs(rng, reps, 1000, 0.60, 0.64, 0.5)

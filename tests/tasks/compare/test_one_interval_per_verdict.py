@@ -274,6 +274,34 @@ def test_a_verdict_decided_at_a_later_look_shows_the_interval_that_decides(tmp_p
     assert seen[0][1] == "inconclusive" and any(look > 1 and verdict != "inconclusive" for look, verdict, _ in seen), seen
 
 
+def test_a_first_look_verdict_recorded_without_its_interval_shows_one_that_agrees_when_recorded():
+    # A look recorded before issue #37 decided by the first-look test has no first-look interval: the anytime
+    # interval when it lies on the verdict's side of 0, else the fixed-sample one, named as not the verdict's;
+    # the dashboard passes summary.json's verdict (its detail has none) and the gate reads the same interval
+    from benchcert.tasks.compare.gate import GateOptions, decide
+    from benchcert.tasks.compare.recorded import deciding_interval as recorded_interval
+    from benchcert.tasks.render.verdict_rows import verdict_view
+
+    old = {"decided_by": "first_look", "look": 2, "gap": 0.04, "lower": 0.02, "upper": 0.06,
+           "cs_lower": 0.005, "cs_upper": 0.08, "first_look_share": 0.5}
+    assert recorded_interval({**old, "verdict": "improved"})[:3] == (0.005, 0.08, "anytime")
+    assert recorded_interval(old, "improved")[:3] == (0.005, 0.08, "anytime")
+    view = verdict_view({"kind": "checkpoint", "model": "c", "baseline": "b", "verdict": "improved", "detail": old})
+    assert (view.lower, view.upper) == (0.005, 0.08) and "first-look test decided" in view.interval_kind
+    covers = {**old, "cs_lower": -0.01}
+    lo, hi, key, name = recorded_interval(covers, "improved")
+    assert (lo, hi, key) == (0.02, 0.06, "fixed_sample") and "not recorded" in name
+    below = {**old, "cs_lower": -0.08, "cs_upper": -0.005}
+    assert recorded_interval(below, "improved")[2] == "fixed_sample"  # the anytime interval on the other side
+    assert recorded_interval(below, "regressed")[:3] == (-0.08, -0.005, "anytime")
+    for detail, method in ((old, "anytime"), (covers, "fixed_sample")):
+        lo, hi, key, _ = recorded_interval(detail, "improved")
+        row = {"candidate": "c", "baseline": "b", "verdict": "improved", "gap": 0.04,
+               "interval": {"lower": lo, "upper": hi, "method": key}}
+        gate = decide([row], 0.05, GateOptions(require="non-inferior", margin=0.001))
+        assert gate.passed == (lo > -0.001) and key == method
+
+
 def test_the_gap_beside_a_first_look_interval_is_the_first_looks_own():
     # A verdict the first-look test decided, seen at look 3: its interval is the first look's, so the gap
     # beside it is the first look's too (here -3 pp in [-5, -1]), not look 3's fixed-sample -0.5 pp, which

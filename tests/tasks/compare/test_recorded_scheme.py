@@ -55,6 +55,34 @@ def test_items_first_look_is_the_stratified_test_and_later_looks_keep_it(tmp_pat
     assert (v2.look, v2.first_method, v2.first_p_value) == (2, v.first_method, pytest.approx(v.first_p_value))
 
 
+def test_a_first_look_with_a_margin_and_few_differences_records_its_interval(tmp_path):
+    # 3 subjects of 100 items with the candidate winning 30 each (90 discordant items: below MIN_EFFECTIVE, so the
+    # betting bound decides), a 4th of 10 items not yet answered by the candidate (w0 = 10/310, margin w0/(1-w0)):
+    # the first look decides at the margin and records its interval (before: none, and the verdict was shown with
+    # the fixed-sample interval at full alpha); the gate reads that interval
+    from benchcert.tasks.compare.recorded import MIN_EFFECTIVE, deciding_interval
+    from benchcert.stats.sequential import betting_test
+
+    db = tmp_path / "m.duckdb"
+    rows = [r for r in _rows(4, [100, 100, 100, 10], [30, 30, 30, 0]) if not (r[0] == CAND and r[2] == "s3")]
+    _ingest(db, tmp_path / "m.csv", rows)
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert 90 < MIN_EFFECTIVE and (v.verdict, v.decided_by) == ("improved", "first_look")
+    w0 = 10 / 310
+    ref = betting_test(np.repeat([1.0, 0.0], [90, 210]), alpha=0.025, margin=w0 / (1 - w0))
+    assert v.first_lower == pytest.approx((1 - w0) * ref.lower[-1] - w0) and v.first_lower > 0
+    assert v.first_upper == pytest.approx(min(1.0, (1 - w0) * ref.upper[-1] + w0))
+    lower, upper, key, _ = deciding_interval(v.as_dict())
+    assert (lower, upper, key) == (v.first_lower, v.first_upper, "first_look")
+    from benchcert.tasks.compare.gate import GateOptions
+    from benchcert.tasks.compare.service import CompareRequest, record_look
+
+    gate = GateOptions(require="non-inferior", margin=0.01)
+    look = record_look(CompareRequest(db=db, benchmark="bench", baseline=BASE, candidates=(CAND,), gate=gate))
+    assert look.gate.passed
+    assert look.verdict.first_lower == pytest.approx(v.first_lower)  # look 2 keeps the first look's interval
+
+
 def test_items_subject_missing_at_the_first_look_counts_at_the_worst_case(tmp_path):
     # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's
     # items) can carry any gap, so a 10-point gap on the others cannot be claimed (it would need > 33)

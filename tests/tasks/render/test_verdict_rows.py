@@ -59,8 +59,13 @@ def test_the_interval_shown_is_the_one_that_decides():
     # a first-look decision with its first-look interval recorded shows that one, named with its share of alpha
     view = verdict_view(_v("improved", **first, first_lower=0.05, first_upper=0.21, first_look_share=0.5))
     assert (view.lower, view.upper, view.interval_kind) == (0.05, 0.21, "first-look interval at alpha \u00d7 0.5")
-    # without it (this version does not record it) the fixed-sample interval, and the row says which it is
+    # without it (a look recorded before issue #37) the anytime interval when it agrees with the verdict (here
+    # [1, 26] pp beside "improved"), else the fixed-sample interval; the row says which it is
     view = verdict_view(_v("improved", **first))
+    assert (view.lower, view.upper) == (0.01, 0.26) and "not recorded" in view.interval_kind
+    assert view.interval_kind.startswith("anytime interval")
+    view = verdict_view(_v("improved", **{**first, "cs_lower": -0.02}))
     assert (view.lower, view.upper) == (0.073, 0.19) and "not recorded" in view.interval_kind
+    assert view.interval_kind.startswith("fixed-sample interval")
     # a verdict that is no recorded look (no anytime interval): its fixed-sample interval
     assert verdict_view(_v("regressed", gap=-0.1, lower=-0.2, upper=-0.05)).interval_kind == "fixed-sample interval"
