@@ -169,6 +169,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--models", type=int, default=10)
     ap.add_argument("--report-kb", type=int, default=20, help="size of each synthetic report.html (default 20 KB)")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="processes the cold build may fork for the run folders (dashboard build --processes; default 1)")
     ap.add_argument("--keep", type=Path, help="write here and keep (default: a temporary folder, removed)")
     args = ap.parse_args(argv)
     from benchcert.tasks.render.dashboard import build_site
@@ -185,7 +187,8 @@ def main(argv=None) -> int:
         ref = _copy_reference(arts, work / "copy-reference")
         ref_cpu = cpu_seconds() - ref_cpu0
         site = work / "site"
-        cold = _timed("cold build (every page rendered)", lambda: build_site(arts, site), ref, ref_cpu)
+        cold = _timed(f"cold build (every page rendered; --processes {args.processes})",
+                      lambda: build_site(arts, site, processes=args.processes), ref, ref_cpu)
         index = (site / "index.html").stat().st_size
         total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
         add_nightly(arts, args.benchmarks, args.runs, args.models, args.report_kb)  # not timed: the audits write it

@@ -194,7 +194,7 @@ def _gc_paused(build):
 @_gc_paused
 def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *, methods=DEFAULT_METHODS,
                max_trend_runs: int = 90, now: dt.datetime | None = None, stale_days: int = 7,
-               full: bool = False) -> SiteReport:
+               full: bool = False, processes: int = 1) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
 
     ``out_dir`` is written only when empty or built by an earlier call.  Runs that cannot be read are listed on the index page
@@ -207,12 +207,15 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     file atomically (a server sees the old or the new page), and what is no longer listed is removed last.
     ``full=True`` (or no usable manifest: the first build, a corrupt one, another benchcert version) renders
     every page into a hidden sibling of ``out_dir`` swapped into place under the lock (a server on ``out_dir``
-    sees the old or the new site).
+    sees the old or the new site).  ``processes`` > 1 lets a cold build of many runs write the run folders in that
+    many processes (:mod:`~benchcert.tasks.render.site_fork`; the same site, more CPU).
     """
     if max_trend_runs < 1:
         raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
     if stale_days < 0:
         raise UsageError(f"stale_days must be >= 0; got {stale_days!r}")
+    if processes < 1:
+        raise UsageError(f"processes must be >= 1; got {processes!r}")
     root, out = Path(artifacts_root).resolve(), Path(out_dir)
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
         raise OutputFolderError(f"--out {out} must not be inside the artifacts root {root}")
@@ -229,7 +232,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
         by_bench.setdefault(r.benchmark, []).append(r)
     trends = trend_table(runs, methods)
     data = site_data(by_bench, site_folders(by_bench), methods, iso(now), now, stale_days, problems, suites)
-    tables = (trends, checkpoint_table(trends), max_trend_runs)
+    tables = (trends, checkpoint_table(trends), max_trend_runs, processes)
 
     def report(pages: int, cache: SiteCache) -> SiteReport:
         return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages,
@@ -299,7 +302,7 @@ def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCa
     """Each benchmark's page and its runs' pages (with their report and JSON files), then the cross-run pages
     (:func:`_write_views`).  In place (``site`` is the live site), a run the cache says is unchanged keeps its
     folder, and the others are assembled aside.  A cold build of many runs shares the benchmarks' run folders
-    among forked processes while this one renders the benchmark and cross-run pages
+    among forked processes (when asked for) while this one renders the benchmark and cross-run pages
     (:mod:`~benchcert.tasks.render.site_fork`; a child uses no polars, whose thread pool a fork does not copy):
     each returns what it wrote, recorded here in the benchmarks' order, so the site and its manifest are the one
     process's."""
@@ -307,7 +310,7 @@ def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCa
     benches = list(data.by_bench)
     bdirs = {bench: _bench_folder(site, data.bench_dir[bench], in_place) for bench in benches}
     n_runs = sum(map(len, data.by_bench.values()))
-    workers = 1 if in_place else fork_workers(n_runs)
+    workers = 1 if in_place else fork_workers(n_runs, tables[3])
     if workers == 1:
         pages = 0
         for bench in benches:
@@ -376,7 +379,7 @@ def _write_runs(root: Path, bdir: Path, data, bench: str, caches: tuple[SiteCach
 
 
 def _write_bench_page(bdir: Path, data, bench: str, tables, in_place: bool) -> int:
-    trends, ckpts, max_trend_runs = tables
+    trends, ckpts, max_trend_runs, _ = tables
     bruns = data.by_bench[bench]
     run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
     _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, choose_method(bruns[-1], data.methods),

@@ -10,9 +10,11 @@ not polars' thread pool, so a child that used polars would wait for it forever) 
 in the jobs' order, so what the build writes does not depend on who wrote it
 (tests/tasks/render/test_dashboard_fork.py: the same bytes as a one-process build).
 
-The split costs CPU, not saves it: each process touches the records it renders (copy-on-write pages), and the
+It is asked for (``dashboard build --processes N``; one process by default): on the shared 2-core machine
+it was measured on (docs/scale.md) it did not shorten the build and cost CPU.  The split costs CPU, not saves
+it: each process touches the records it renders (copy-on-write pages), and the
 children's CPU is the build's too (``benchmarks/dashboard_build.py`` counts it).  It is used only where it is
-safe and pays (:func:`fork_workers`): a cold build of at least :data:`FORK_MIN_RUNS` runs, in a process with no
+safe and may pay (:func:`fork_workers`): a cold build of at least :data:`FORK_MIN_RUNS` runs, in a process with no
 other thread (forking a threaded process, as a Prefect worker is, can leave a lock held forever in the child),
 on a system with ``os.fork`` and more than one core this process may use.
 """
@@ -38,17 +40,17 @@ FORK_MIN_RUNS = 2000
 MAX_WORKERS = 4
 
 
-def fork_workers(n_runs: int) -> int:
-    """How many processes a cold build of ``n_runs`` runs uses: 1, or up to :data:`MAX_WORKERS` (one per core this
-    process may use) when it has at least :data:`FORK_MIN_RUNS` runs, the system can fork, and this process runs
-    no other thread."""
-    if n_runs < FORK_MIN_RUNS or not hasattr(os, "fork") or threading.active_count() != 1:
+def fork_workers(n_runs: int, processes: int) -> int:
+    """How many processes a cold build of ``n_runs`` runs uses when asked for ``processes``: 1, or up to
+    ``processes`` (at most :data:`MAX_WORKERS` and the cores this process may use) when it has at least
+    :data:`FORK_MIN_RUNS` runs, the system can fork, and this process runs no other thread."""
+    if processes <= 1 or n_runs < FORK_MIN_RUNS or not hasattr(os, "fork") or threading.active_count() != 1:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_WORKERS))
+    return max(1, min(processes, cores, MAX_WORKERS))
 
 
 def _shares(weights: Sequence[int], workers: int, parent_load: int) -> list[list[int]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render import dashboard, site_fork
 from benchcert.tasks.render.dashboard import build_site
 from benchcert.tasks.render.site_fork import FORK_MIN_RUNS, fork_workers, run_split
@@ -43,10 +44,10 @@ def forks(monkeypatch) -> list[int]:
 def test_a_forked_cold_build_writes_the_bytes_of_a_one_process_build(arts, tmp_path, monkeypatch, forks):
     for name in ("gsm8k", "arc", "hellaswag"):
         _write(arts, name, runs=RUNS[: 1 + len(name) % 3])
-    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs: 1)
+    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 1)
     one = build_site(arts, tmp_path / "one", now=NOW)
     assert forks == []
-    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs: 3)
+    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 3)
     split = build_site(arts, tmp_path / "split", now=NOW)
     assert len(forks) == 2  # two children beside the parent
     assert (split.pages, split.runs, split.problems) == (one.pages, one.runs, one.problems)
@@ -54,7 +55,7 @@ def test_a_forked_cold_build_writes_the_bytes_of_a_one_process_build(arts, tmp_p
     assert sorted(got) == sorted(want) and len(want) > 40
     assert [k for k in want if got[k] != want[k]] == []  # the site manifest and the kept records too
     # a rebuild of the forked site keeps every run, as of a one-process one
-    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs: 1)
+    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 1)
     assert build_site(arts, tmp_path / "split", now=NOW).reused == one.runs
 
 
@@ -86,7 +87,7 @@ def test_a_failing_child_fails_the_build_and_leaves_nothing(arts, tmp_path, monk
         return real(*args, **kwargs)
 
     monkeypatch.setattr(dashboard, "_write_run", broken_in_a_child)
-    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs: 2)
+    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 2)
     with pytest.raises(OSError, match="disk full \\(planted\\)") as failed:  # as a one-process build fails
         build_site(arts, tmp_path / "site", now=NOW)
     assert len(forks) == 1
@@ -108,15 +109,21 @@ def test_the_parents_failure_waits_for_the_children_and_is_raised(forks):
         os.waitpid(forks[0], os.WNOHANG)
 
 
-def test_the_split_only_where_it_is_safe_and_pays():
-    assert fork_workers(FORK_MIN_RUNS - 1) == 1
+def test_the_split_only_when_asked_where_it_is_safe_and_pays():
+    assert fork_workers(10 * FORK_MIN_RUNS, 1) == 1  # the default: one process
+    assert fork_workers(FORK_MIN_RUNS - 1, 2) == 1
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert fork_workers(10 * FORK_MIN_RUNS) == 1  # another thread: forking could leave its locks held
+        assert fork_workers(10 * FORK_MIN_RUNS, 2) == 1  # another thread: forking could leave its locks held
     finally:
         stop.set()
         other.join()
     if threading.active_count() == 1:  # (a pytest-xdist worker runs threads of its own)
-        assert fork_workers(10 * FORK_MIN_RUNS) == min(len(os.sched_getaffinity(0)), site_fork.MAX_WORKERS)
+        assert fork_workers(10 * FORK_MIN_RUNS, 64) == min(len(os.sched_getaffinity(0)), site_fork.MAX_WORKERS)
+
+
+def test_processes_below_one_is_a_usage_error(arts, tmp_path):
+    with pytest.raises(UsageError, match="processes must be >= 1; got 0"):
+        build_site(arts, tmp_path / "site", processes=0)
