@@ -86,10 +86,12 @@ def neighbour_resolution(scores, subjects=None, *, alpha=0.05, power=0.8, primar
     -----
     The models are sorted by pooled mean; pair t is (model t, model t + 1) (left out when the two
     share no answered item). For each,
-    :func:`~benchcert.stats.comparisons.pairwise_comparisons` gives the paired test's SE and its
-    minimum detectable effect :math:`(q_{1-\alpha/2} + q_{\text{power}})\,SE` (t quantiles on
-    the clustered test's df; :func:`~benchcert.stats.comparisons.minimum_detectable_effect`),
-    the one formula of the project for it. The SE is the pair's own: it uses how often the two
+    :func:`~benchcert.stats.comparisons.pairwise_comparisons` gives the paired test's SE and the
+    minimum detectable effect of the test that decides: :math:`(q_{1-\alpha/2} + q_{\text{power}})\,SE`
+    (t quantiles on the clustered test's df; :func:`~benchcert.stats.comparisons.minimum_detectable_effect`)
+    for the new-subjects question (and fractional scores of more than 20 pairs), the score tests' power at
+    their constrained fits for the items question
+    (:func:`~benchcert.stats.comparisons.score_mde.score_test_mde`). It is the pair's own: it uses how often the two
     models disagree, which is what makes a paired comparison sharper than one standard error
     of measurement per model (the reliability view), and sharper than an unpaired test.
     A true gap equal to ``mde`` is called different with probability about ``power``
@@ -112,8 +114,9 @@ def neighbour_resolution(scores, subjects=None, *, alpha=0.05, power=0.8, primar
     return NeighbourResolution(pairs[:, 0], pairs[:, 1], np.atleast_1d(r.mean_a), np.atleast_1d(r.mean_b),
                                np.atleast_1d(r.estimate), np.atleast_1d(r.se), np.atleast_1d(r.p_value),
                                np.atleast_1d(r.verdict), np.atleast_1d(r.mde), alpha, power, r.method,
-                               tuple(r.assumptions) + ("the resolution of a pair is its MDE at these items: "
-                                                       "(z_(1-alpha/2) + z_power) x the pair's paired SE",))
+                               tuple(r.assumptions) + ("the resolution of a pair is the MDE of its deciding test at "
+                                                       "these items (for the items question the score "
+                                                       "test's, else (q_(1-alpha/2) + q_power) x the pair's SE)",))
 
 
 def band_resolution(res: NeighbourResolution, *, width=0.1) -> list[dict]:

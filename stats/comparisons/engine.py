@@ -33,6 +33,7 @@ from .results import (
     ComparisonTest,
 )
 from .score import bounded_mean_score_test, stratified_score_test
+from .score_mde import bounded_score_test_mde, score_test_mde
 from .signflip import MAX_CLUSTERS, _inverted, sign_flip_cluster_test, sign_flip_group
 
 
@@ -199,8 +200,11 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         gap, se, ok, n, z, method="paired_clt", worst_se=1.0 / np.sqrt(nf),
         reason="only one shared item, so Var(D) cannot be estimated", other=score | frac)
     zs, p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (zs, p, lo, hi))
+    # the score test of the pooled counts, once: the stratified_items test below reads the same one on a
+    # subset of these pairs (its pairs have n - C >= 1, so n >= 2)
+    pooled = _pooled_score(score, n_c, s_c, q_c, alpha, settings.family_size)
     sim = _stratified_score(score, n_c, s_c, q_c, alpha, settings.family_size, (zs, p, lo, hi),
-                            frac=frac, bounded=bounded)
+                            frac=frac, bounded=bounded, pooled=pooled)
     tests["paired_clt"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_p), _out(zs), _out(p), alpha,
                                          _out(n), "paired_clt", _PAIRED_CLT_ASSUMPTIONS,
                                          simultaneous_lower=sim[0], simultaneous_upper=sim[1])
@@ -215,7 +219,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         # fractional scores and in very large families
         score = np.asarray(binary, dtype=bool) & (max(settings.family_size, n_c.shape[1]) <= SCORE_MAX_PAIRS)
         n_clusters, flip = _clustered_tests(tests, n_c, s_c, q, gap, alpha, settings.family_size, invert,
-                                            q_c=q_c, score=score, bounded=bounded)
+                                            q_c=q_c, score=score, bounded=bounded, pooled=pooled)
 
     # exact McNemar (binary) / sign test (otherwise): binomial on the discordant items
     n_disc = n_pos + n_neg
@@ -241,7 +245,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
                                         _HOEFFDING_ASSUMPTIONS)
 
     prim = tests[primary]
-    mde, _ = _mde_core(prim.se, n, alpha, power, df=prim.df)
+    mde = _primary_mde(prim, sums, settings, n_clusters)
     verdict = interval_verdict(prim.lower, prim.upper)  # stats/verdicts.py: the interval decides
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
@@ -251,6 +255,33 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
         method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
+
+
+def _primary_mde(prim: ComparisonTest, sums: PairSums, settings: ComparisonSettings, n_clusters):
+    """The MDE of the test that decides: the pooled score test's (:func:`score_test_mde`) on the pairs whose
+    primary interval is that test's (0/1 scores, the items question), the bounded score test's
+    (:func:`bounded_score_test_mde`) on the fractional pairs it decides, else the t approximation's at the
+    primary SE and df (the clustered question, very large families)."""
+    n = sums.n_c.sum(axis=0)
+    mde, _ = _mde_core(prim.se, n, settings.alpha, settings.power, df=prim.df)
+    if settings.primary == "clustered_subject" or max(settings.family_size, np.size(n)) > SCORE_MAX_PAIRS:
+        return mde
+    ok = n >= 2
+    if settings.primary == "stratified_items":
+        ok &= n - np.asarray(n_clusters) >= 1  # where the fixed-strata test has its score interval
+    score = np.asarray(sums.binary, dtype=bool) & ok
+    frac = np.zeros(np.shape(n), dtype=bool)  # fractional pairs decided by the bounded score test
+    if sums.d_items is not None:
+        frac = np.reshape(np.array([d is not None for d in sums.d_items], dtype=bool), np.shape(n)) & ok
+    if score.any() or frac.any():
+        mde = np.array(mde, dtype=float, copy=True)
+    if score.any():
+        mde[score] = score_test_mde(np.asarray(sums.n_pos)[score], np.asarray(sums.n_neg)[score], n[score],
+                                    alpha=settings.alpha, power=settings.power)
+    if frac.any():
+        mde[frac] = bounded_score_test_mde([sums.d_items[j] for j in np.flatnonzero(frac)], alpha=settings.alpha,
+                                           power=settings.power)
+    return mde
 
 
 #: Up to this many pairs in a family the items question's interval and p-value on 0/1 scores are the
@@ -270,12 +301,13 @@ INVERT_MAX_PAIRS = 20
 
 
 def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: int = 1, invert: bool = True,
-                     *, q_c=None, score=None, bounded=None):
+                     *, q_c=None, score=None, bounded=None, pooled=None):
     """Add the tests that use the subjects to ``tests``: ``clustered_subject`` (subjects sampled) and
     ``stratified_items`` (subjects as fixed strata; on the pairs ``score`` marks, 0/1 scores, the
     stratified score test and its interval, from the per-subject ``q_c``; on the fractional pairs of
-    ``bounded`` (:func:`_bounded`), the bounded score test on the pooled D); returns (subjects per pair,
-    the pairs whose clustered test and interval are the sign-flip test's)."""
+    ``bounded`` (:func:`_bounded`), the bounded score test on the pooled D; ``pooled``: the score test of
+    :func:`_pooled_score` when the caller has it); returns (subjects per pair, the pairs whose clustered
+    test and interval are the sign-flip test's)."""
     n = n_c.sum(axis=0)
     nf = n.astype(float)
     c = (n_c > 0).sum(axis=0)
@@ -326,7 +358,7 @@ def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: i
     score = None if score is None else score & oks
     zs, p, lo, hi = (np.array(x, dtype=float, copy=True) for x in (zs, p, lo, hi))
     sim = _stratified_score(score, n_c, s_c, q_c, alpha, family_size, (zs, p, lo, hi),
-                            frac=None if bounded is None else bounded[0] & oks, bounded=bounded)
+                            frac=None if bounded is None else bounded[0] & oks, bounded=bounded, pooled=pooled)
     tests["stratified_items"] = ComparisonTest(_out(est), _out(lo), _out(hi), _out(se_s), _out(zs), _out(p),
                                                alpha, _out(n), "stratified_items", _STRATIFIED_ASSUMPTIONS,
                                                df=_out(df_s), simultaneous_lower=sim[0], simultaneous_upper=sim[1])
@@ -349,7 +381,27 @@ def _bounded(d_items, shape, alpha, family_size):
     return mask, full[0], full[1], (full[2], full[3]), None if len(levels) == 1 else (full[4], full[5])
 
 
-def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=None, bounded=None):
+def _pooled_score(score, n_c, s_c, q_c, alpha, family_size):
+    """Tango's score test on the subjects' pooled counts of the pairs ``score`` marks: (those pairs,
+    statistic, p-value, ends per level), full-shape arrays (NaN elsewhere); None when it marks none.
+
+    Each pair's numbers are its own (the test is elementwise over pairs), so the paired and the
+    stratified items tests, which both use it, read one computation.
+    """
+    score = None if score is None else np.asarray(score, dtype=bool)
+    if score is None or not score.any():
+        return None
+    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
+    s, q = s_c[:, score].sum(axis=0, keepdims=True), q_c[:, score].sum(axis=0, keepdims=True)
+    stat, pv, ends = stratified_score_test((q + s) / 2.0, (q - s) / 2.0, n_c[:, score].sum(axis=0, keepdims=True),
+                                           levels)
+    full = [np.full(score.shape, np.nan) for _ in range(2 + 2 * len(levels))]
+    for arr, new in zip(full, (stat, pv, *[x for e in ends for x in e])):
+        arr[score] = new
+    return score, full[0], full[1], [(full[2 + 2 * i], full[3 + 2 * i]) for i in range(len(levels))]
+
+
+def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=None, bounded=None, pooled=None):
     """Where ``score`` (0/1 scores): replace the t (or Wald) test's statistic, p-value and interval in
     ``out`` = (zs, p, lo, hi) by the score test's, in place, and return that test's interval at the
     family's Bonferroni level (NaN elsewhere; None for one pair). Where ``frac`` (fractional scores) the
@@ -371,7 +423,6 @@ def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=Non
     if family_size > 1 and ((score is not None and score.any()) or anyf):
         shape = (score if score is not None else frac).shape
         sim = (np.full(shape, np.nan), np.full(shape, np.nan))
-    levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)
     if anyf:
         frac = np.asarray(frac, dtype=bool)
         for arr, new in zip(out, (bounded[1], bounded[2], *bounded[3])):
@@ -380,13 +431,13 @@ def _stratified_score(score, n_c, s_c, q_c, alpha, family_size, out, *, frac=Non
             sim[0][frac], sim[1][frac] = bounded[4][0][frac], bounded[4][1][frac]
     if score is None or not score.any():
         return sim
-    s, q = s_c[:, score].sum(axis=0, keepdims=True), q_c[:, score].sum(axis=0, keepdims=True)
-    stat, pv, ends = stratified_score_test((q + s) / 2.0, (q - s) / 2.0, n_c[:, score].sum(axis=0, keepdims=True),
-                                           levels)
+    if pooled is None or (score & ~pooled[0]).any():
+        pooled = _pooled_score(score, n_c, s_c, q_c, alpha, family_size)
+    _, stat, pv, ends = pooled
     for arr, new in zip(out, (stat, pv, *ends[0])):
-        arr[score] = new
+        arr[score] = new[score]
     if sim[0] is not None:
-        sim[0][score], sim[1][score] = ends[1]
+        sim[0][score], sim[1][score] = ends[1][0][score], ends[1][1][score]
     return sim
 
 

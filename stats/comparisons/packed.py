@@ -11,6 +11,7 @@ on the matrix to the last bit (tested).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +93,30 @@ def _column_variances(block: np.ndarray, mean: np.ndarray, rows: int, whole: boo
     return ss
 
 
+#: Cells of a block from which :func:`pack_binary_scores` packs it by the compiled kernel (when numba runs).
+PACK_KERNEL_MIN_CELLS = 1 << 16
+
+
+def _pack_kernel():
+    """:func:`.pack_kernels.pack_block` when numba already runs in this process (starting it costs about
+    0.5 CPU s; the out-of-core read that packs a billion responses has started it), else None."""
+    if "numba" not in sys.modules:
+        return None
+    try:
+        from .pack_kernels import pack_block
+
+        pack_block(np.zeros((1, 1)), np.zeros(1, np.intp), np.array([0, 1], np.intp), np.zeros(1, np.intp), 1, 1)
+    except Exception:  # noqa: BLE001 - numba cannot compile or cache here: numpy's form, the same bits
+        return None
+    return pack_block
+
+
+def _first_words(starts, n_items: int):
+    """(each subject's first word, the words in all) of :func:`_packed_bits`' layout."""
+    words = -(-np.diff(np.r_[starts, n_items]) // 64)
+    return np.r_[0, np.cumsum(words)[:-1]].astype(np.intp), int(words.sum())
+
+
 def _checked(column_blocks, n_items: int, n_models: int):
     """The blocks, each checked to continue the previous one with the right shape, and to end at n_models."""
     at = 0
@@ -153,16 +178,25 @@ def pack_binary_scores(column_blocks, n_items: int, n_models: int, subjects=None
     if n_models <= MIN_PACK_MODELS:  # narrow: one block of every column (at most MIN_PACK_MODELS wide)
         column_blocks = _whole(column_blocks, n_items, n_models)
     for lo, hi, block in column_blocks:
-        ob, xb, first = _packed_bits(block, order, starts, np.arange(hi - lo))
+        # (asked per block: an out-of-core read starts numba when it reads its first block)
+        kernel = _pack_kernel() if hi - lo < n_models and block.size >= PACK_KERNEL_MIN_CELLS else None
+        if kernel is not None:
+            # one block in two compiled passes (stats/comparisons/pack_kernels.py): the same bits
+            first, n_words = _first_words(starts, block.shape[0])
+            ob, xb, n[lo:hi], ones[lo:hi], zeros[lo:hi], ss[lo:hi] = kernel(
+                block, np.arange(block.shape[0]) if order is None else order, np.r_[starts, block.shape[0]],
+                first, n_words, rows)
+        else:
+            ob, xb, first = _packed_bits(block, order, starts, np.arange(hi - lo))
+            n[lo:hi] = np.bitwise_count(ob).sum(axis=1, dtype=np.int64)
+            ones[lo:hi] = np.bitwise_count(xb).sum(axis=1, dtype=np.int64)
+            zeros[lo:hi] = np.count_nonzero(block == 0.0, axis=0)
+            # the mean as column_stats computes it (the sum of 0/1 scores is the exact integer `ones`)
+            ss[lo:hi] = _column_variances(block, ones[lo:hi] / np.maximum(n[lo:hi], 1), rows, hi - lo == n_models)
         if o_bits is None:
             o_bits = np.empty((n_models, ob.shape[1]), np.uint64)
             x_bits = np.empty_like(o_bits)
         o_bits[lo:hi], x_bits[lo:hi] = ob, xb
-        n[lo:hi] = np.bitwise_count(ob).sum(axis=1, dtype=np.int64)
-        ones[lo:hi] = np.bitwise_count(xb).sum(axis=1, dtype=np.int64)
-        zeros[lo:hi] = np.count_nonzero(block == 0.0, axis=0)
-        # the mean as column_stats computes it (the sum of 0/1 scores is the exact integer `ones`)
-        ss[lo:hi] = _column_variances(block, ones[lo:hi] / np.maximum(n[lo:hi], 1), rows, hi - lo == n_models)
     if np.any(zeros + ones != n):
         bad = np.flatnonzero(zeros + ones != n)
         raise ValueError(f"column_blocks: the scores of model column(s) {bad[:5].tolist()} are not all 0 or 1 "

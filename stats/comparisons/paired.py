@@ -107,7 +107,10 @@ def paired_comparison(a, b, subjects=None, *, alpha=0.05, power=0.8, primary=Non
       :math:`h = \sqrt{2\log(2/\alpha)/n}` and :math:`p = \min(1, 2\exp(-n\bar D^2/2))`.
 
     The verdict is ``improved`` when the primary interval lies above 0, ``regressed`` below 0,
-    else ``inconclusive``. The MDE is :func:`minimum_detectable_effect` at the primary SE.
+    else ``inconclusive``. The MDE is the deciding test's: on 0/1 scores for the items question the
+    pooled score test's power at its constrained fit (:func:`~benchcert.stats.comparisons.score_mde.score_test_mde`;
+    on fractional scores the bounded score test's where it decides), elsewhere :func:`minimum_detectable_effect`
+    at the primary SE.
 
     Degenerate cases warn (:class:`DegenerateDataWarning`) and return defined values: one
     shared item (paired SE replaced by the worst case 1/sqrt(n)); fewer than two subjects

@@ -89,7 +89,10 @@ class PairedComparison:
     Attributes
     ----------
     estimate : gap mean(B - A) on shared items (the headline number).
-    lower, upper, se, p_value : the primary method's interval, SE and p-value.
+    lower, upper, se, p_value : the primary method's interval, SE and p-value. ``se`` is the standard
+        error at the estimate (paired; for ``stratified_items`` the pooled within-subject one of the t
+        test; CR2's for ``clustered_subject``): on 0/1 scores without subjects it is also the score
+        test's variance at the estimate, with subjects the score test pools them and does not use it.
     verdict : ``"improved"`` (lower > 0), ``"regressed"`` (upper < 0) or ``"inconclusive"``.
     alpha : float
     n : shared items (answered by both).
@@ -99,8 +102,10 @@ class PairedComparison:
     mean_a, mean_b : each model's mean on the shared items (estimate = mean_b - mean_a).
     n_b_wins, n_a_wins : items where D > 0 / D < 0 (the discordant pairs, for binary scores).
     binary : whether both models' shared scores are all 0/1 (McNemar applies).
-    mde : minimum detectable effect of the primary test at this n (see
-        :func:`minimum_detectable_effect`), at ``power``.
+    mde : minimum detectable effect of the test that decides, at this n and ``power``: on 0/1 scores for
+        the items question the pooled score test's (:func:`~benchcert.stats.comparisons.score_mde.score_test_mde`),
+        on fractional scores the bounded score test's where it decides (``bounded_score_test_mde``), elsewhere
+        the t approximation's at the primary SE (:func:`minimum_detectable_effect`).
     power : float
     method : the primary method (``"clustered_subject"``, ``"stratified_items"`` or ``"paired_clt"``).
     assumptions : the primary method's assumptions.

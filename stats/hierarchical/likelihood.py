@@ -7,7 +7,7 @@ import numpy as np
 from scipy.special import betaln, gammaln, psi
 
 from .limits import _LOGIT_MAX, _LOG_NU_MAX, _LOG_NU_MIN
-from .special import _trigamma
+from .special import _kernels, _trigamma
 
 
 #: Largest a + b at which :meth:`_BetaBinomialLik.loglik` takes log B as three log-gammas.
@@ -35,10 +35,17 @@ class _BetaBinomialLik:
         # (tests/stats/hierarchical/test_stats_hierarchical_oracle.py).
         a2, b2 = a[:, None], b[:, None]
         nu = a + b
+        big = nu > _GAMMALN_NU_MAX
+        mod = _kernels["module"]
+        if mod is not None and 0 < self.y.shape[1] <= mod.PAIRWISE_MAX:
+            # the same terms and row sums in one compiled pass (stats/hierarchical/compiled.py: the same bits)
+            rows = mod.bb_loglik_rows(mod.GAMMALN, self.y, self.f, self.m, self.mask, a, b)
+            if big.any():
+                rows[big] = _row_sum(betaln(self.y[big] + a2[big], self.f[big] + b2[big]), self.mask[big], self.full)
+            return rows - self.k * betaln(a, b)
         terms = gammaln(self.y + a2)
         terms += gammaln(self.f + b2)
         terms -= gammaln(self.m + nu[:, None])
-        big = nu > _GAMMALN_NU_MAX
         if big.any():
             terms[big] = betaln(self.y[big] + a2[big], self.f[big] + b2[big])
         return _row_sum(terms, self.mask, self.full) - self.k * betaln(a, b)
@@ -47,6 +54,14 @@ class _BetaBinomialLik:
         a2, b2 = a[:, None], b[:, None]
         nu = a + b
         mask, full = self.mask, self.full
+        mod = _kernels["module"]
+        if mod is not None and 0 < self.y.shape[1] <= mod.PAIRWISE_MAX:
+            # the same row sums in one compiled pass (stats/hierarchical/compiled.py: the same bits)
+            s_a, s_b, s_mn, s_ya, s_fb = mod.bb_deriv_rows(mod.PSI, self.y, self.f, self.m, mask, a, b)
+            la = s_a - self.k * (psi(a) - psi(nu))
+            lb = s_b - self.k * (psi(b) - psi(nu))
+            lab = -s_mn + self.k * _trigamma(nu)
+            return la, lb, s_ya - self.k * _trigamma(a) + lab, s_fb - self.k * _trigamma(b) + lab, lab
         ya, fb, mn = self.y + a2, self.f + b2, self.m + nu[:, None]
         psi_mn = psi(mn)
         la = _row_sum(psi(ya) - psi_mn, mask, full) - self.k * (psi(a) - psi(nu))

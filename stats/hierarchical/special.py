@@ -40,6 +40,11 @@ def prepare_compiled(cells: int) -> bool:
         compiled.trigamma_rough(np.ones(1))
         compiled.knapsack_best(np.zeros((1, 1, 1), dtype=np.int64), np.ones((1, 1, 1), dtype=bool),
                                np.ones((1, 1), dtype=bool), np.ones((1, 1)), np.ones(1), 1)
+        for fn in (compiled.GAMMALN, compiled.PSI):
+            compiled.colsum_shifted(fn, np.ones((1, 1)), np.ones(1), 1)
+        one, yes = np.ones((1, 1)), np.ones((1, 1), dtype=bool)
+        compiled.bb_loglik_rows(compiled.GAMMALN, one, one, one, yes, np.ones(1), np.ones(1))
+        compiled.bb_deriv_rows(compiled.PSI, one, one, one, yes, np.ones(1), np.ones(1))
     except Exception as exc:  # noqa: BLE001 - numba cannot compile or cache here: numpy's forms, same bits
         _kernels["unavailable"] = f"{type(exc).__name__}: {exc}"
         return False

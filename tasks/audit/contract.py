@@ -132,12 +132,14 @@ class BlockedForm:
 INPUTS = {
     "variant_counts": "per-variant replicate counts (BenchmarkMatrices.variant_counts), read with the matrices "
                       "only when a registered analysis declares them",
-    "subsets": "recorded subset manifests (store table subsets), passed as subsets= when the analysis runs on "
-               "a Dask worker, which reads them from the export",
+    "subsets": "recorded subset manifests (store table subsets), read with the matrices "
+               "(BenchmarkMatrices.store_inputs), or passed as subsets= when the analysis runs on a Dask worker, "
+               "which reads them from the export",
     "human_scores": "human scores beside the judge's (BenchmarkMatrices.human), read with the matrices",
-    "option_probs": "option probabilities (store table option_probs), which the analysis reads itself",
-    "parse_flags": "whether each response's answer could be read (response_codes.parsed), which the analysis "
-                   "reads itself",
+    "option_probs": "option probabilities (store table option_probs), read with the matrices "
+                    "(BenchmarkMatrices.store_inputs), else by the analysis itself",
+    "parse_flags": "whether each response's answer could be read (response_codes.parsed), read with the matrices "
+                   "(BenchmarkMatrices.store_inputs), else by the analysis itself",
 }
 
 

@@ -59,10 +59,39 @@ def read_benchmark(db: str | None, benchmark: str, variant: str | None, lock_tim
 
                 # Variant counts ride along only when the benchmark has >= 3 variants.
                 m = with_variant_counts(con, m)
+            if export_dir is None:
+                m.store_inputs = store_inputs(con, m)
         sources = source_refs(con, benchmark)
     # Materialise the derived arrays here so their cost is counted as reading, once.
     _ = (m.subject_counts if out_of_core else m.scores, m.item_subject, m.subject_domain)
     return m, sources, time.perf_counter() - start
+
+
+def store_inputs(con, m: BenchmarkMatrices) -> dict:
+    """The inputs the registered analyses declare and otherwise read from the store themselves
+    (contract.INPUTS: parse flags, option probabilities, recorded subsets), read on the connection the
+    matrices were read on: the store is opened once for the analyses' inputs instead of once per input
+    (about 0.03 CPU s each; docs/scale.md), and every input is of the same state of the store.
+
+    An input that cannot be read here is left out: its analysis then reads it itself, as it would
+    without this, and reports why it could not.
+    """
+    from benchcert.tasks.audit.analyses import needs
+    from benchcert.tasks.store.option_probs import load_option_probs
+    from benchcert.tasks.store.parse_flags import load_parse_flags
+    from benchcert.tasks.subsample.subsets import load_subsets
+
+    readers = {"parse_flags": lambda: load_parse_flags(con, m.benchmark, m.variant, list(m.models)),
+               "option_probs": lambda: load_option_probs(con, m.benchmark, variant=m.variant, models=m.models)[0],
+               "subsets": lambda: load_subsets(con, m.benchmark)}
+    out = {}
+    for name, read in readers.items():
+        if needs(name):
+            try:
+                out[name] = read()
+            except Exception:  # (a DuckDB error of any kind: the analysis' own read names it in the run)
+                continue
+    return out
 
 
 def analysis(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:

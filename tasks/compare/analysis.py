@@ -177,6 +177,9 @@ def _source(m: BenchmarkMatrices, counts, subjects):
     otherwise (fractional scores, or scores outside [0, 1], which pairwise_comparisons refuses)
     the matrix itself."""
     if counts.binary.all() and counts.in_unit_interval:
+        packed = m.packed_bits(subjects)  # an out-of-core matrix packed them while reading its counts
+        if packed is not None:
+            return packed
         return pack_binary_scores(m.column_blocks(pack_block_models(m.n_items)), m.n_items, len(m.models),
                                   subjects)
     return m.scores

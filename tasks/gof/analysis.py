@@ -148,6 +148,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig, *, frame: pl.DataFrame | 
     """The audit's calibration analysis: nothing (no table, no section) when the benchmark has no probabilities."""
     notes: list[str] = []
     if frame is None:
+        frame = m.store_inputs.get("option_probs")  # read with the matrices (tasks/audit/steps.py store_inputs)
+    if frame is None:
         if not config.db:
             return AnalysisOutput(name="calibration")
         from benchcert.tasks.store.connection import open_store

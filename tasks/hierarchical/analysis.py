@@ -382,16 +382,20 @@ def assemble(m: BenchmarkMatrices, config: AuditConfig, blocks: list[ModelBlock]
         "negative": split.negative.ravel(),
         "status": split.status.ravel()}, schema=SPLIT_SCHEMA)
 
-    subj_names = subjects["subject"].to_list()
-    subj_doms = subjects["domain"].to_list()
     if corr is not None:
-        ii, jj = np.meshgrid(np.arange(n_subj), np.arange(n_subj), indexing="ij")
-        ok = corr.defined.ravel()
+        # one row per (i, j), i-major: names gathered by code, an undefined correlation null (40,000 rows
+        # at 200 subjects: Python lists of them cost more than the correlations)
+        ii = pl.Series(np.repeat(np.arange(n_subj), n_subj), dtype=pl.UInt32)
+        jj = pl.Series(np.tile(np.arange(n_subj), n_subj), dtype=pl.UInt32)
+        names, doms_of = subjects["subject"], subjects["domain"]
         corr_frame = pl.DataFrame({
-            "subject_i": [subj_names[i] for i in ii.ravel()], "domain_i": [subj_doms[i] for i in ii.ravel()],
-            "subject_j": [subj_names[j] for j in jj.ravel()], "domain_j": [subj_doms[j] for j in jj.ravel()],
-            "corr": [float(v) if o else None for v, o in zip(corr.corr.ravel(), ok)],
-            "n_models": corr.n_models.ravel()}, schema=CORR_SCHEMA)
+            "subject_i": names.gather(ii), "domain_i": doms_of.gather(ii),
+            "subject_j": names.gather(jj), "domain_j": doms_of.gather(jj),
+            "corr": pl.Series(np.asarray(corr.corr, dtype=float).ravel()),
+            "ok": pl.Series(np.asarray(corr.defined, dtype=bool).ravel()),
+            "n_models": corr.n_models.ravel()}).select(
+            "subject_i", "domain_i", "subject_j", "domain_j",
+            pl.when(pl.col("ok")).then(pl.col("corr")).alias("corr"), "n_models").cast(CORR_SCHEMA)
     else:
         corr_frame = pl.DataFrame(schema=CORR_SCHEMA)
         notes.append(f"subject correlation heatmap needs at least 3 models; the benchmark has {len(models)}")

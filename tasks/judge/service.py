@@ -314,8 +314,8 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
                 assurance: float | None = None) -> HumanLabelsAnswer:
     """Labels needed for a +-``epsilon`` human-scale interval per model, from the doubly-scored items so far.
 
-    ``assurance`` (in (0, 1)): plan so that that share of label sets reach epsilon
-    (:func:`~benchcert.stats.ppi.plan_human_labels`); None: the typical outcome.
+    ``assurance`` (in (0, 1)): plan so that that share of (pilot, label set) pairs reach epsilon, the pilot's
+    error counted (:func:`~benchcert.stats.ppi.plan_human_labels`); None: the typical outcome.
 
     Raises UsageError (epsilon or assurance outside (0, 1), assurance above MAX_ASSURANCE), NoDataError (no human scores, unknown
     model), MatrixError / StoreError from the store.

@@ -126,6 +126,8 @@ def read_flags(m: BenchmarkMatrices, config: AuditConfig) -> pl.DataFrame:
 def analyze(m: BenchmarkMatrices, config: AuditConfig, *, flags: pl.DataFrame | None = None) -> AnalysisOutput:
     """Nothing (no table, no section) when no response of the audited variant carries a parse flag."""
     if flags is None:
+        flags = m.store_inputs.get("parse_flags")  # read with the matrices (tasks/audit/steps.py store_inputs)
+    if flags is None:
         if not config.db:
             return AnalysisOutput(name="parsing")
         from benchcert.tasks.store.connection import StoreError

@@ -446,10 +446,13 @@ def heat_color(v: float, vmin: float, vmax: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _heat_colors(arr: np.ndarray, vmin: float, vmax: float) -> list[list[str]]:
-    """:func:`heat_color` for a whole matrix, vectorised."""
+_HEX2 = np.array([f"{k:02x}" for k in range(256)])
+
+
+def _heat_colors(arr: np.ndarray, vmin: float, vmax: float) -> np.ndarray:
+    """:func:`heat_color` for a whole matrix, vectorised: an array of strings shaped like ``arr``."""
     if arr.size == 0:
-        return [[] for _ in range(arr.shape[0])]
+        return np.full(arr.shape, "", dtype=str)
     mid = 0.0 if vmin < 0.0 < vmax else (vmin + vmax) / 2.0
     v = np.nan_to_num(arr, nan=mid)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -460,10 +463,10 @@ def _heat_colors(arr: np.ndarray, vmin: float, vmax: float) -> list[list[str]]:
     f = np.where(pos, f_pos, f_neg)[..., None]
     end = np.where(pos[..., None], np.array(_HEAT_POS, dtype=float), np.array(_HEAT_NEG, dtype=float))
     rgb = np.floor(base + (end - base) * f + 0.5).astype(int)
-    code = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
-    hexes = np.char.add("#", np.char.zfill(np.char.mod("%x", code), 6))
-    hexes = np.where(np.isfinite(arr), hexes, _HEAT_NAN)
-    return hexes.tolist()
+    # '#rrggbb' from a table of the 256 two-digit hex codes (np.char.mod of the 24-bit code took 15 ms at 200 x 200)
+    rgb = np.clip(rgb, 0, 255)
+    hexes = np.char.add(np.char.add(np.char.add("#", _HEX2[rgb[..., 0]]), _HEX2[rgb[..., 1]]), _HEX2[rgb[..., 2]])
+    return np.where(np.isfinite(arr), hexes, _HEAT_NAN)
 
 
 @dataclass(frozen=True)
@@ -544,19 +547,26 @@ def _heat_cells(h: _Heat, arr: np.ndarray, vmin: float, vmax: float) -> list[str
     out = ['<g class="cells" shape-rendering="crispEdges">']
     colors = _heat_colors(arr, vmin, vmax)
     xs = [int(h.x0) + j * cell for j in range(n)]
+    if not h.cell_titles:
+        # every cell's text from whole-matrix string operations (40,000 cells at 200 subjects); the same
+        # text as one f-string per cell: <rect x= y= width= height= fill=/>
+        if n:
+            front = np.array([f'<rect x="{x}" y="' for x in xs])[None, :]
+            ys = np.array([str(int(h.top) + i * cell) for i in range(n)])[:, None]
+            cells = np.char.add(np.char.add(np.char.add(front, ys), f'" width="{cell}" height="{cell}" fill="'),
+                                np.char.add(colors, '"/>'))
+            out.append("".join(cells.ravel().tolist()))
+        out.append("</g>")
+        return out
     for i in range(n):
         y = int(h.top) + i * cell
-        row = colors[i]
-        if h.cell_titles:
-            rl = escape(h.labels[i])
-            for j in range(n):
-                v = arr[i, j]
-                txt = f"{v:.2f}" if math.isfinite(v) else "undefined"
-                out.append(f'<rect x="{xs[j]}" y="{y}" width="{cell}" height="{cell}" fill="{row[j]}">'
-                           f"<title>{rl} \u00d7 {escape(h.labels[j])}: {txt}</title></rect>")
-        else:
-            out.append("".join(f'<rect x="{xs[j]}" y="{y}" width="{cell}" height="{cell}" fill="{row[j]}"/>'
-                               for j in range(n)))
+        row = colors[i].tolist()
+        rl = escape(h.labels[i])
+        for j in range(n):
+            v = arr[i, j]
+            txt = f"{v:.2f}" if math.isfinite(v) else "undefined"
+            out.append(f'<rect x="{xs[j]}" y="{y}" width="{cell}" height="{cell}" fill="{row[j]}">'
+                       f"<title>{rl} \u00d7 {escape(h.labels[j])}: {txt}</title></rect>")
     out.append("</g>")
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
 
 import numpy as np
 import polars as pl
@@ -51,7 +52,14 @@ class BenchmarkMatrices:
     holds is the dense score matrix (NaN where a model has no response), the replicate
     count of every cell, the items in row order and the models in column order; every
     table is derived from those.
+
+    ``store_inputs``: what the audit's read took from the store beside the matrices for the
+    analyses that declare it (contract.INPUTS: ``parse_flags``, ``option_probs``, ``subsets``),
+    by input name; an analysis that finds its input absent reads the store itself.
     """
+
+    #: (empty, and read-only, unless the audit's read sets a mapping of its own on the instance)
+    store_inputs = MappingProxyType({})
 
     def __init__(self, benchmark: str, variant: str, long: pl.DataFrame | None = None, *,
                  items: pl.DataFrame | None = None, models: list[str] | None = None,
@@ -172,6 +180,14 @@ class BenchmarkMatrices:
         for lo in range(0, n_models, max(1, int(block_models))):
             hi = min(n_models, lo + max(1, int(block_models)))
             yield lo, hi, self.scores[:, lo:hi]
+
+    def packed_bits(self, subjects):
+        """Each model's bit-packed answered and correct items
+        (:class:`~benchcert.stats.comparisons.PackedScores`, subjects ``subjects``) when this matrix
+        made them already while reading its scores (an out-of-core matrix does, in the pass that
+        computes its :attr:`subject_counts`: tasks/store/blocked.py), else None (the comparisons pack
+        them from :meth:`column_blocks`)."""
+        return None
 
     @cached_property
     def subject_counts(self):

@@ -114,6 +114,8 @@ def exact_inputs(m: BenchmarkMatrices, subset_models: set[str]):
 
 
 def _subsets_for(m: BenchmarkMatrices, config: AuditConfig, subsets):
+    if subsets is None:
+        subsets = m.store_inputs.get("subsets")  # read with the matrices (tasks/audit/steps.py store_inputs)
     if subsets is not None:
         return list(subsets), []
     db = getattr(config, "db", None)

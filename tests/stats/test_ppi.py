@@ -364,13 +364,14 @@ def test_assurance_plan_asks_for_more_labels_than_the_typical_one():
 @pytest.mark.montecarlo
 def test_assurance_plan_delivers_its_share_in_an_independent_simulation():
     """The --assurance 0.8 plan (with the judge and by hand), checked by a simulation that shares none of
-    the planner's batched code (worlds drawn here from the pilot by Rubin's Bayesian bootstrap, n labels
-    from each, every label set scored by ppi_mean itself): at the planned n the share of label sets
-    reaching epsilon is at least 0.8 (99% Clopper-Pearson upper bound over 400 runs) and contains the
-    planner's own estimate, which is at least 331 of its 400 draws (the Monte-Carlo margin). A planner
-    whose estimate were off by 10 points either way fails. Whether the pilot's posterior is calibrated
-    over pilots (the frequentist assurance) is the slow study below: a single pilot cannot show it."""
-    from benchcert.stats.ppi import ASSURANCE_DRAWS, _assured_hits
+    the planner's batched code but its bootstrap-t factor (worlds drawn here by Rubin's Bayesian bootstrap,
+    n labels from each, every label set scored by ppi_mean itself, the half-width scaled by
+    _studentized_scale): at the planned n the share of label sets reaching epsilon is at least 0.8 (99%
+    Clopper-Pearson upper bound over 400 runs) and contains the planner's own estimate, which is at least
+    331 of its 400 draws (the Monte-Carlo margin). A planner whose estimate were off by 10 points either way
+    fails. That the worlds are calibrated over pilots is the test below; the plan's frequentist assurance,
+    the slow study."""
+    from benchcert.stats.ppi import ASSURANCE_DRAWS, _assured_hits, _studentized_scale
 
     rng = np.random.default_rng(3680)
     reps, eps, pilot_n = 400, 0.05, 300
@@ -383,31 +384,81 @@ def test_assurance_plan_delivers_its_share_in_an_independent_simulation():
         own = _assured_hits(y, yh, ja, n, eps, 0.05, seed, by_hand) / ASSURANCE_DRAWS
         hits = np.zeros(reps, bool)
         for r in range(reps):
-            pick = rng.choice(pilot_n, n, p=rng.dirichlet(np.ones(pilot_n)))
+            weights = rng.dirichlet(np.ones(pilot_n))
+            pick = rng.choice(pilot_n, n, p=weights)
             res = ppi_mean(y[pick], yh[pick], ja[rng.integers(0, ja.size, ja.size - n)])
-            hits[r] = (res.human_only_upper - res.human_only_lower if by_hand else res.upper - res.lower) / 2 <= eps
+            scale = _studentized_scale(y, yh, weights[None], n, ja.size, float(np.var(ja, ddof=1)), by_hand)[0]
+            width = res.human_only_upper - res.human_only_lower if by_hand else res.upper - res.lower
+            hits[r] = width / 2 * scale <= eps
         rate, low, high = rate_ci(hits, reps)
         print(f"by hand {by_hand}: plan {n} labels, planner's share {own:.3f}, independent {rate:.3f} "
               f"[{low:.3f}, {high:.3f}]")
         assert own >= 331 / 400 and high >= 0.8 and low <= own <= high, (by_hand, n, own, rate, low, high)
 
 
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("p_human, p11, p10, pilot_n, n", ((P_HUMAN, P11, P10, 200, 350), (0.9, 0.9, 0.9, 80, 200)),
+                         ids=("issue28_pilot200", "rate09_uninformative_pilot80"))
+def test_assurance_worlds_are_calibrated_for_the_truths_planned_variance_over_pilots(p_human, p11, p10, pilot_n, n):
+    """What the assurance planner gets from the pilot is a law for the truth's planned variance V(n) (the
+    worlds' g, bootstrap-t). Over 400 fresh pilots its 50th, 80th and 90th percentiles lie above the truth's
+    V(n) in that share of pilots (99% Clopper-Pearson intervals containing 0.5, 0.8, 0.9): issue #28's
+    setting with a pilot of 200 (at n = 350, about its plan) and a human rate of 0.9, an uninformative judge,
+    a pilot of 80. The Bayesian bootstrap's worlds used as they are (the planner before: g = g*) fail it, at the
+    same seeds: 38.3% [32.0, 44.7], 71.5% [65.3, 77.2], 85.8% and 40.5% [34.2, 47.0], 73.0% [66.9, 78.5], 84.8%."""
+    from benchcert.stats.ppi import _log_planned_var, _planned_var, _studentized_scale
+
+    rng = np.random.default_rng(3682)
+    pilots, draws, m = 400, 400, 4000
+    mu_j = p_human * p11 + (1 - p_human) * p10
+    s_j = mu_j * (1 - mu_j)  # the judge's scores over all items are known: their population variance here
+    truth = np.log(_planned_var(n, m, s_j, p_human, mu_j, p_human * (1 - p_human), p_human * (p11 - mu_j),
+                                human_only=False))
+    below = np.zeros((pilots, 3), bool)
+    for r in range(pilots):
+        y = (rng.random(pilot_n) < p_human).astype(float)
+        yh = biased_judge(rng, y, p11, p10)
+        weights = rng.dirichlet(np.ones(pilot_n), draws)
+        world, _ = _log_planned_var(y, yh, weights, n, m, s_j, False)
+        drawn = world + 2 * np.log(_studentized_scale(y, yh, weights, n, m, s_j, False))
+        below[r] = truth <= np.quantile(drawn, [0.5, 0.8, 0.9])
+    for share, level in zip(below.T, (0.5, 0.8, 0.9)):
+        rate, low, high = rate_ci(share, pilots)
+        print(f"{level}: {rate:.3f} [{low:.3f}, {high:.3f}]")
+        assert low <= level <= high, (level, rate, low, high)
+
+
+# The frequentist assurance studies: (name, human rate, P(judge 1 | human 1), P(judge 1 | human 0), pilot size)
+# at epsilon 0.05 over 4,000 judged items: issue #28's setting with a pilot of 200 and of 60, and a small pilot
+# of 80 at a human rate of 0.9 with an uninformative judge (lambda near 0: the human labels alone).
+ASSURANCE_STUDIES = (("issue #28, pilot 200", P_HUMAN, P11, P10, 200),
+                     ("rate 0.9, uninformative judge, pilot 80", 0.9, 0.9, 0.9, 80),
+                     ("issue #28, pilot 60", P_HUMAN, P11, P10, 60))
+
+
 @pytest.mark.slow
-def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
-    """Over 500 fresh (pilot of 200, label set) pairs in issue #28's setting, epsilon 0.05: the label sets
-    of the typical plan's size reach epsilon in about half the runs or fewer, those of the
-    --assurance 0.8 plan in 80% or more (the 95% Clopper-Pearson interval containing 0.8 or above it).
-    Measured: 78.8% [75.0, 82.3] and 39.4% [35.1, 43.8] (the plan 6.5% above the typical one), 292 CPU s
-    at load 14-18; docs/analyses.md, "Planning"."""
+@pytest.mark.parametrize("name, p_human, p11, p10, pilot_n", ASSURANCE_STUDIES,
+                         ids=("issue28", "rate09_pilot80", "issue28_pilot60"))
+def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets(name, p_human, p11, p10, pilot_n):
+    """Over 500 fresh (pilot, label set) pairs, epsilon 0.05: the label sets of the typical plan's size reach
+    epsilon in about half the runs or fewer, those of the --assurance 0.8 plan (the bootstrap-t planner) in
+    80% or more: the point at least 0.8 and the 95% Clopper-Pearson interval above 0.75. Measured: 86.8%
+    [83.5, 89.6] (typical plan 45.6%) with a pilot of 200, 84.0% [80.5, 87.1] (29.0%) at rate 0.9 with a
+    pilot of 80 and 87.4% [84.2, 90.2] (45.8%) with a pilot of 60, 288, 345 and 276 CPU s at load 5-12; docs/analyses.md, "Planning" (the Bayesian bootstrap planner
+    before it: 78.8% [75.0, 82.3] in issue #28's setting)."""
     from benchcert.stats.ppi import _assured_n
+
+    def draw(rng, n_items):
+        human = (rng.random(n_items) < p_human).astype(float)
+        return human, biased_judge(rng, human, p11, p10)
 
     rng = np.random.default_rng(3636)
     reps = 500
     hit_t, hit_a = np.zeros(reps, bool), np.zeros(reps, bool)
     extra = np.zeros(reps)
     for r in range(reps):
-        human, judge = draw_benchmark(rng, 4000)
-        pilot = rng.choice(4000, 200, replace=False)
+        human, judge = draw(rng, 4000)
+        pilot = rng.choice(4000, pilot_n, replace=False)
         y, yh = human[pilot], judge[pilot]
         typ = plan_human_labels(y, yh, judge, epsilon=0.05)
         if r == 0:  # the study's n below is plan_human_labels' n_ppi (the human-only search, half the cost, skipped)
@@ -418,7 +469,7 @@ def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
         if r == 0:
             assert n_sure == n_public, (n_sure, n_public)
         extra[r] = n_sure / typ.n_ppi - 1
-        h, j = draw_benchmark(rng, 4000)
+        h, j = draw(rng, 4000)
         for n, hits in ((typ.n_ppi, hit_t), (n_sure, hit_a)):
             lab = rng.choice(4000, n, replace=False)
             hits[r] = ppi_mean(h[lab], j[lab], np.delete(j, lab)).half_width <= 0.05
@@ -426,6 +477,6 @@ def test_study_assurance_plan_reaches_epsilon_in_its_share_of_label_sets():
             print(r + 1, rate_ci(hit_a[:r + 1], r + 1, level=0.95), rate_ci(hit_t[:r + 1], r + 1, level=0.95),
                   f"{100 * extra[:r + 1].mean():.1f}% more labels", flush=True)
     sure, typical = rate_ci(hit_a, reps, level=0.95), rate_ci(hit_t, reps, level=0.95)
-    print(f"assurance plan: {sure}; typical plan: {typical}; {100 * extra.mean():.1f}% more labels")
-    assert sure[2] >= 0.8 and sure[0] >= 0.78, sure
+    print(f"{name}: assurance plan: {sure}; typical plan: {typical}; {100 * extra.mean():.1f}% more labels")
+    assert sure[0] >= 0.8 and sure[1] >= 0.75, sure
     assert typical[1] <= 0.6, typical

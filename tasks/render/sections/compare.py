@@ -30,12 +30,19 @@ class _TieNote:
         self.rank_family = f"Bonferroni over every pair of the {k} models (the ranking family)"
 
     def command(self, versus: str, model: str) -> str:
-        import shlex
-
         if self.other is None:
             return "no subjects: only the items question can be asked"
-        return (f"benchcert compare --db STORE --benchmark {shlex.quote(self.benchmark or 'BENCHMARK')} "
-                f"{shlex.quote(versus)} {shlex.quote(model)} --question {self.other}")
+        return (f"benchcert compare --db STORE --benchmark {self._quoted(self.benchmark or 'BENCHMARK')} "
+                f"{self._quoted(versus)} {self._quoted(model)} --question {self.other}")
+
+    def _quoted(self, name: str) -> str:
+        """shlex.quote of a name, once per name (a table names each model in many pairs)."""
+        import shlex
+
+        cache = self.__dict__.setdefault("_quotes", {})
+        if name not in cache:
+            cache[name] = shlex.quote(name)
+        return cache[name]
 
     def row_text(self, versus: str, model: str) -> str:
         return f"{self.question} question, {self.family}; one pair, {self.other or 'no other'} question: " + \

@@ -38,6 +38,7 @@ from benchcert.stats.comparisons import (
 )
 
 from conftest import mmlu_pro_subject_sizes
+from benchcert.stats.comparisons.score_mde import score_test_mde
 
 ALPHA = 0.05
 NAN = np.nan
@@ -769,8 +770,11 @@ def test_stratified_items_test_hand_example_and_few_subject_default():
     # 4 items B won and 1 A won of 8, Tango's Z(0) = (4 - 1) / sqrt((4 + 1) 8 / 7) = 1.1224
     assert r.p_value == pytest.approx(2 * stats.norm.sf(3 / math.sqrt(5 * 8 / 7)))
     assert r.question.startswith("items") and "clustered_subject" in r.tests
-    # MDE on the same t reference: (t_{0.975, 5} + t_{0.8, 5}) SE
-    assert r.mde == pytest.approx((stats.t.ppf(0.975, 5) + stats.t.ppf(0.8, 5)) * se)
+    # the MDE is the deciding score test's (test_score_mde.py); the t approximation's, on the same t
+    # reference, (t_{0.975, 5} + t_{0.8, 5}) SE, is minimum_detectable_effect's
+    assert r.mde == pytest.approx(score_test_mde([4], [1], [8], alpha=0.05, power=0.8)[0])
+    assert minimum_detectable_effect(se, 8, df=5).estimate == pytest.approx(
+        (stats.t.ppf(0.975, 5) + stats.t.ppf(0.8, 5)) * se)
 
 
 def test_five_subjects_two_models_fifty_points_apart_is_significant():

@@ -110,3 +110,49 @@ def test_knapsack_gives_the_numpy_loops_bits(monkeypatch):
     compiled = HP.joint_subject_bound(prof, a2, alpha=0.01)
     np.testing.assert_array_equal(compiled, plain)
     assert np.ptp(plain) > 0.1  # the bounds differ between models: the test reads every model's own
+
+
+@pytest.mark.parametrize("k", [1, 2, 20, 70])
+def test_subject_profile_kernels_give_the_numpy_forms_bits(monkeypatch, k):
+    """_SubjectProfile's value, const and mean slope by the one-pass kernel (scipy's own gammaln and psi,
+    the rows added in order) against its numpy forms: counts of 0 to 500, a and b from 1e-6 to 1e6,
+    one subject (a single row) and more columns than _colsum's loop threshold."""
+    from benchcert.stats.hierarchical import profile as HP
+
+    rng = np.random.default_rng(k)
+    f_cols = 150
+    m = rng.integers(0, 500, (f_cols, k)).astype(float)
+    y = np.floor(m * rng.random((f_cols, k)))
+    form = HP._SubjectProfile.from_counts(y, m, m > 0)
+    a = 10.0 ** rng.uniform(-6, 6, f_cols)
+    b = 10.0 ** rng.uniform(-6, 6, f_cols)
+    monkeypatch.setitem(HS._kernels, "module", None)
+    plain = (form.value(a, b), form.const(a + b), form.mean_slope(a, b))
+    monkeypatch.setitem(HS._kernels, "module", kernels)
+    compiled = (form.value(a, b), form.const(a + b), form.mean_slope(a, b))
+    for p, c in zip(plain, compiled):
+        np.testing.assert_array_equal(c, p)
+
+
+@pytest.mark.parametrize("k", [1, 5, 8, 20, 129])
+def test_beta_binomial_likelihood_kernels_give_the_numpy_forms_bits(monkeypatch, k):
+    """_BetaBinomialLik's log-likelihood and derivatives by the one-pass kernels (numpy's pairwise row
+    sums reproduced) against its numpy forms: padded rows, a + b on both sides of _GAMMALN_NU_MAX,
+    rows of fewer than 8, 8 to 128 and more than 128 subjects."""
+    from benchcert.stats.hierarchical import likelihood as HL
+
+    rng = np.random.default_rng(100 + k)
+    n = 400
+    m = rng.integers(0, 300, (n, k)).astype(float)
+    y = np.floor(m * rng.random((n, k)))
+    mask = rng.random((n, k)) < 0.85
+    mask[:, 0] = True
+    a = 10.0 ** rng.uniform(-4, 4, n)
+    b = 10.0 ** rng.uniform(-4, 4, n)
+    for lik in (HL._BetaBinomialLik(y, m, mask), HL._BetaBinomialLik(y, m, np.ones_like(mask))):
+        monkeypatch.setitem(HS._kernels, "module", None)
+        plain = (lik.loglik(a, b), *lik.derivs(a, b))
+        monkeypatch.setitem(HS._kernels, "module", kernels)
+        compiled = (lik.loglik(a, b), *lik.derivs(a, b))
+        for p, c in zip(plain, compiled):
+            np.testing.assert_array_equal(c, p)

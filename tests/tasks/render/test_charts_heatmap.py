@@ -80,3 +80,20 @@ def test_heatmap_empty_matrix():
     svg = heatmap_svg(np.zeros((0, 0)), [])
     assert "no data" in svg
     ET.fromstring(svg)
+
+
+def test_the_vectorised_cell_colours_are_heat_color_of_each_value():
+    """charts._heat_colors (a table of hex pairs over the whole matrix) gives each cell what
+    heat_color gives its value alone, infinities and NaN included, for ranges around 0 and off it."""
+    import numpy as np
+
+    from benchcert.tasks.render import charts
+
+    rng = np.random.default_rng(5)
+    for vmin, vmax in [(-1.0, 1.0), (0.0, 1.0), (-3.0, -1.0), (0.2, 5.0)]:
+        x = rng.uniform(vmin - 1.0, vmax + 1.0, (30, 30))
+        x[0, 0], x[1, 1], x[2, 2] = np.nan, np.inf, -np.inf
+        with np.errstate(over="ignore"):
+            got = charts._heat_colors(x, vmin, vmax)
+        assert got.shape == x.shape
+        assert [[str(c) for c in row] for row in got] == [[charts.heat_color(v, vmin, vmax) for v in row] for row in x]

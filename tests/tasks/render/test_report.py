@@ -343,3 +343,35 @@ def test_candidate_search_is_a_superset_of_the_parser():
             refused += 1
             assert report._candidate(fragment), (fragment, checker.problems)
     assert refused > len(fragments) // 3  # (the cases are the ones the check is about)
+
+
+def test_table_cells_are_formatted_by_column_as_each_cell_alone_would_be():
+    """table_html formats a column at a time (one formatter per dtype); every cell is still the one
+    report._cell makes of its value alone (the per-cell reference), for floats (NaN, infinities,
+    -0.0, tiny and huge), integers, booleans, strings to escape, dates, decimals and nulls."""
+    import datetime as dt
+    import decimal
+    import re
+
+    import polars as pl
+
+    from benchcert.tasks.render import report
+
+    df = pl.DataFrame({
+        "f": [0.5, None, float("nan"), float("inf"), -float("inf"), -0.0, 1e-9, 3e12, -2.25],
+        "f32": pl.Series([1.5, None, 2.0, 0.0, -1.0, 1e-7, 7.0, 8.0, 9.0], dtype=pl.Float32),
+        "i": [1, None, -3, 0, 10**12, 5, 6, 7, 8],
+        "u": pl.Series([1, 2, None, 4, 5, 6, 7, 8, 9], dtype=pl.UInt32),
+        "b": [True, False, None, True, False, True, None, False, True],
+        "s": ["a<b", None, "x&y", '"q"', "plain", "\u202eevil", "", "é", "'"],
+        "d": [dt.date(2026, 1, k) for k in range(1, 10)],
+        "dec": pl.Series([decimal.Decimal("1.25")] * 9, dtype=pl.Decimal(10, 2)),
+    })
+    html = report.table_html(df, max_rows=7, float_digits=3)
+    body = re.search(r"<tbody>(.*)</tbody>", html).group(1)
+    numeric = [d.is_numeric() for d in df.dtypes]
+    expected = "".join("<tr>" + "".join(report._td(v, n, 3) for v, n in zip(row, numeric)) + "</tr>"
+                       for row in df.head(7).iter_rows())
+    assert body == expected
+    assert "showing 7 of 9 rows" in html
+    assert report.table_html(df.clear()).count("no rows") == 1

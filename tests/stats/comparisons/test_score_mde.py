@@ -1,0 +1,194 @@
+"""The comparisons' MDE (stated resolution) on 0/1 scores is the deciding score test's (issue #36).
+
+A true gap equal to the stated MDE must be detected with about the stated power (80%) by the test
+that decides the verdict: the pooled score test (Tango 1998) on the items question. The alternative a
+stated MDE speaks of is the score test's constrained fit of the data at that gap (the nearest
+multinomial with that gap: stats/comparisons/score_mde.py). Oracle: the exact power of the test
+there, summed over the binomial count of discordant items and, given it, the binomial count of B's
+wins (the test's rejection region is a threshold on B's wins). Monte Carlo (two-stage, as a user
+meets it): a pilot at gap 0 states its MDE; new data at that gap, spread as the pilot's constrained
+fit, are compared; the share detected must have a Clopper-Pearson interval reaching 80% (and not far
+above it), near the ceiling (accuracy 0.97 and 0.99, 500-2,000 items, with and without 14 unequal
+subjects) and in the middle (accuracy 0.6). Measured before (docs/analyses.md): the t approximation's
+MDE was detected in 65-75% of cases at accuracy 0.99 (exact power below).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import ndtri
+
+from simcheck import rate_ci
+from benchcert.stats.comparisons import minimum_detectable_effect, paired_comparison, paired_comparison_counts
+from benchcert.stats.comparisons.score_mde import bounded_score_test_mde, score_test_mde
+from score_power_support import Z, draw, exact_power, fit_at, tilt_at
+
+SIZES14 = np.array([20, 25, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200, 300, 400])  # 1,645 items
+
+
+def t_mde(b, a, n):
+    gap = (b - a) / n
+    return (Z + ndtri(0.8)) * np.sqrt((b + a - n * gap * gap) / (n - 1.0) / n)
+
+
+@pytest.mark.parametrize("n,disc", [(500, 0.02), (1000, 0.02), (2000, 0.02), (500, 0.06), (2000, 0.06),
+                                    (1000, 0.30), (2000, 0.12), (12000, 0.3)])
+def test_the_stated_mde_has_80_percent_exact_power_at_its_alternative(n, disc):
+    b = a = round(n * disc / 2)
+    mde = float(score_test_mde([b], [a], [n], alpha=0.05, power=0.8)[0])
+    for gap in (mde, -mde):
+        x, y = fit_at(b, a, n, gap)
+        assert abs(x - y - gap) < 1e-9
+        assert 0.795 <= exact_power(x, y, n) <= 0.83, (gap, exact_power(x, y, n))
+    # the t approximation's MDE, at its own constrained fit: below 76% near the ceiling, about 80% in the middle
+    x, y = fit_at(b, a, n, t_mde(b, a, n))
+    if disc <= 0.02:
+        assert exact_power(x, y, n) < 0.76
+    if disc >= 0.12:
+        assert abs(mde / t_mde(b, a, n) - 1.0) < 0.015  # middle settings: the printed MDE moves by about 1%
+        assert 0.78 <= exact_power(x, y, n) <= 0.81
+
+
+def test_observed_gaps_zero_discordance_and_the_engine_agree():
+    # an observed gap near the ceiling: both directions computed, the larger reported
+    b, a, n = 18, 2, 1000
+    mde = float(score_test_mde([b], [a], [n], alpha=0.05, power=0.8)[0])
+    powers = [exact_power(*fit_at(b, a, n, g), n) for g in (mde, -mde)]
+    assert min(powers) >= 0.79 and min(abs(p - 0.8) for p in powers) < 0.03, powers
+    # no discordant item: the fit at a gap puts all of it on one side (psi = |gap|), still a finite MDE
+    m0 = float(score_test_mde([0], [0], [800], alpha=0.05, power=0.8)[0])
+    assert 0.005 < m0 < 0.03 and 0.79 <= exact_power(m0, 0.0, 800) <= 0.9  # 6 discordant items: discrete
+    # the engine reports it for the items question on 0/1 scores, with and without subjects
+    r = paired_comparison_counts(b, a, n)
+    assert r.mde == pytest.approx(mde, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rs = paired_comparison_counts(np.array([10, 8]), np.array([1, 1]), np.array([600, 400]), by_subject=True)
+    assert rs.method == "stratified_items"
+    assert rs.mde == pytest.approx(float(score_test_mde([18], [2], [1000], alpha=0.05, power=0.8)[0]), rel=1e-12)
+    # the clustered question keeps the t approximation's MDE at its own SE and df
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = paired_comparison_counts(np.array([10, 8, 3]), np.array([1, 1, 2]), np.array([600, 400, 200]),
+                                      by_subject=True, primary="clustered_subject")
+    t = rc.tests["clustered_subject"]
+    assert rc.mde == pytest.approx(minimum_detectable_effect(t.se, rc.n, df=t.df).estimate, rel=1e-12)
+
+
+def _power_at_stated(seed, runs, n_c, disc_c):
+    """Two-stage: pilots at gap 0 (per subject: discordance disc_c, half each way) state their MDE (one
+    vectorised family of ``runs`` pairs); data at +MDE (even runs) or -MDE (odd), spread as each pilot's
+    constrained fit, are compared; returns (hits, the stated MDEs)."""
+    rng = np.random.default_rng(seed)
+    n_c = np.asarray(n_c)[:, None] * np.ones((1, runs), dtype=np.int64)
+    half = np.asarray(disc_c, dtype=float)[:, None] / 2.0 * np.ones((1, runs))
+    b, a = draw(rng, half, half, n_c)
+    sub = n_c.shape[0] > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pilot = paired_comparison_counts(b.T if sub else b[0], a.T if sub else a[0], n_c.T if sub else n_c[0],
+                                         by_subject=sub)
+        sign = np.where(np.arange(runs) % 2 == 0, 1.0, -1.0)
+        x, y = fit_at(b, a, n_c, sign * pilot.mde)
+        b1, a1 = draw(rng, x, y, n_c)
+        res = paired_comparison_counts(b1.T if sub else b1[0], a1.T if sub else a1[0], n_c.T if sub else n_c[0],
+                                       by_subject=sub)
+    assert res.method == ("stratified_items" if sub else "paired_clt")
+    hits = np.where(sign > 0, res.verdict == "improved", res.verdict == "regressed")
+    return int(hits.sum()), pilot.mde
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("n_c,disc_c", [
+    ([500], [0.02]),                                   # accuracy 0.99, 500 items, about 10 discordant
+    ([2000], [0.05]),                                  # accuracy 0.97, 2,000 items
+    (SIZES14, np.linspace(0.005, 0.04, 14)),           # 14 unequal subjects near the ceiling (stratified)
+    ([1000], [0.40]),                                  # the middle: accuracy 0.6
+], ids=["0.99-500", "0.97-2000", "ceiling-14-subjects", "middle-0.6"])
+def test_a_gap_equal_to_the_stated_mde_is_detected_in_80_percent_of_runs(n_c, disc_c):
+    # reaches 80% (a power of 70-75% would fail: its 99% interval ends below 0.8) and is not far above it
+    _assert_power_reaches_80(20261128, 800, n_c, disc_c, low_at_most=0.86)
+
+
+def _assert_power_reaches_80(seed, runs, n_c, disc_c, *, low_at_most):
+    hits, stated = _power_at_stated(seed, runs, n_c, disc_c)
+    rate, low, high = rate_ci(hits, runs)
+    assert high >= 0.80 and low <= low_at_most, (rate, low, high, float(np.median(stated)))
+
+
+def test_the_mde_is_the_same_alone_and_in_a_family_of_20():
+    rng = np.random.default_rng(5)
+    a = (rng.random((700, 20)) < 0.98).astype(float)
+    b = np.where(rng.random((700, 20)) < 0.015, 1.0 - a, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        family = paired_comparison(a, b)
+        alone = [paired_comparison(a[:, j], b[:, j]).mde for j in range(20)]
+    np.testing.assert_allclose(family.mde, alone, rtol=1e-12)
+    d = b - a
+    np.testing.assert_allclose(family.mde, score_test_mde((d > 0).sum(axis=0), (d < 0).sum(axis=0), np.full(20, 700),
+                                                          alpha=0.05, power=0.8), rtol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_c,disc_c", [
+    ([500], [0.02]), ([1000], [0.02]), ([2000], [0.02]), ([500], [0.05]), ([2000], [0.05]),
+    (SIZES14, np.linspace(0.005, 0.04, 14)), ([1000], [0.40]), (SIZES14, np.linspace(0.3, 0.5, 14)),
+])
+def test_study_power_at_the_stated_mde(n_c, disc_c):
+    """make study: 4,000 runs a setting (accuracy 0.99 / 0.97 / 0.6; 500-2,000 items; 14 unequal subjects)."""
+    _assert_power_reaches_80(7, 4000, n_c, disc_c, low_at_most=0.85)
+
+
+def test_the_bounded_mde_on_0_1_differences_is_the_score_tests():
+    for n, disc in [(500, 0.02), (2000, 0.05), (1000, 0.3)]:
+        k = round(n * disc / 2)
+        d = np.r_[np.ones(k), -np.ones(k + 1), np.zeros(n - 2 * k - 1)]
+        assert bounded_score_test_mde([d], alpha=0.05, power=0.8)[0] == pytest.approx(
+            score_test_mde([k], [k + 1], [n], alpha=0.05, power=0.8)[0], rel=1e-6)
+
+
+VALUES = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+
+
+def _fractional_power(seed, blocks, n, nonzero):
+    """Two-stage, fractional scores (graded 0 / 0.5 / 1): pilots at gap 0 with a share ``nonzero`` of items
+    differing (1:2:2:1 over -1, -0.5, 0.5, 1), 20 a family (the bounded score test's families); data at
+    +-MDE drawn from each pilot's constrained fit; returns (hits, runs)."""
+    rng = np.random.default_rng(seed)
+    a = np.where(rng.random(n) < 0.95, 1.0, rng.choice([0.0, 0.5], n))
+    null = np.array([nonzero / 6, nonzero / 3, 1 - nonzero, nonzero / 3, nonzero / 6])
+    sign = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    hits = 0
+    for _ in range(blocks):
+        b = np.clip(a[:, None] + rng.choice(VALUES, (n, 20), p=null), 0.0, 1.0)
+        d1 = np.empty((n, 20))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pilot = paired_comparison(np.repeat(a[:, None], 20, axis=1), b)
+            for j in range(20):
+                vals, probs = tilt_at(b[:, j] - a, sign[j] * pilot.mde[j])
+                d1[:, j] = rng.choice(vals, n, p=probs)
+            res = paired_comparison((1.0 - d1) / 2.0, (1.0 + d1) / 2.0)  # differences d1 exactly, fractional
+        assert not np.any(pilot.binary) and not np.any(res.binary)
+        hits += int(np.sum(np.where(sign > 0, res.verdict == "improved", res.verdict == "regressed")))
+    return hits, 20 * blocks
+
+
+@pytest.mark.slow  # about 20 CPU s (the bounded score test, 20 pairs a family); make study
+def test_a_gap_equal_to_the_fractional_mde_is_detected_in_at_least_80_percent():
+    # near the ceiling (1% of items differ, about 5 of 500): the t approximation's MDE was detected in 29-38%
+    hits, runs = _fractional_power(11, 10, 500, 0.01)
+    rate, low, high = rate_ci(hits, runs)
+    assert high >= 0.80, (rate, low, high)  # conservative there (docs/methods.md), never short of 80%
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n,nonzero", [(500, 0.01), (1000, 0.01), (2000, 0.03), (1000, 0.2)])
+def test_study_power_at_the_fractional_mde(n, nonzero):
+    hits, runs = _fractional_power(3, 40, n, nonzero)
+    rate, low, high = rate_ci(hits, runs)
+    assert high >= 0.80, (rate, low, high)
