@@ -78,6 +78,7 @@ from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError,
                                                 choose_method, load_runs, trend_table)
 from benchcert.tasks.render.record_cache import RECORDS_FILE, RecordCache
 from benchcert.tasks.render.site_cache import SITE_MANIFEST, SiteCache
+from benchcert.tasks.render.site_fork import fork_workers, run_split
 from benchcert.tasks.render.site_html import SITE_CSP, href as _href
 from benchcert.tasks.render.site_run import bench_page, run_page
 from benchcert.tasks.render.site_views import (GRID_PATH, MODELS_PATH, VIEWS, grid_page, model_page, model_path,
@@ -193,7 +194,7 @@ def _gc_paused(build):
 @_gc_paused
 def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *, methods=DEFAULT_METHODS,
                max_trend_runs: int = 90, now: dt.datetime | None = None, stale_days: int = 7,
-               full: bool = False) -> SiteReport:
+               full: bool = False, processes: int = 1) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
 
     ``out_dir`` is written only when empty or built by an earlier call.  Runs that cannot be read are listed on the index page
@@ -206,12 +207,15 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     file atomically (a server sees the old or the new page), and what is no longer listed is removed last.
     ``full=True`` (or no usable manifest: the first build, a corrupt one, another benchcert version) renders
     every page into a hidden sibling of ``out_dir`` swapped into place under the lock (a server on ``out_dir``
-    sees the old or the new site).
+    sees the old or the new site).  ``processes`` > 1 lets a cold build of many runs write the run folders in that
+    many processes (:mod:`~benchcert.tasks.render.site_fork`; the same site, more CPU).
     """
     if max_trend_runs < 1:
         raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
     if stale_days < 0:
         raise UsageError(f"stale_days must be >= 0; got {stale_days!r}")
+    if processes < 1:
+        raise UsageError(f"processes must be >= 1; got {processes!r}")
     root, out = Path(artifacts_root).resolve(), Path(out_dir)
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
         raise OutputFolderError(f"--out {out} must not be inside the artifacts root {root}")
@@ -228,7 +232,7 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
         by_bench.setdefault(r.benchmark, []).append(r)
     trends = trend_table(runs, methods)
     data = site_data(by_bench, site_folders(by_bench), methods, iso(now), now, stale_days, problems, suites)
-    tables = (trends, checkpoint_table(trends), max_trend_runs)
+    tables = (trends, checkpoint_table(trends), max_trend_runs, processes)
 
     def report(pages: int, cache: SiteCache) -> SiteReport:
         return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages,
@@ -242,7 +246,6 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
             cache = SiteCache(out)
             if cache.usable:
                 pages = _write_benchmarks(root, out, data, tables, (cache, records), in_place=True)
-                pages += _write_views(out, data, root, in_place=True)
                 _prune(out, data, cache)
                 records.write(out)
                 cache.write(out)
@@ -253,7 +256,6 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     try:
         (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
         pages = _write_benchmarks(root, tmp, data, tables, (cache, records), in_place=False)
-        pages += _write_views(tmp, data, root, in_place=False)
         records.write(tmp)
         cache.write(tmp)
         with lock:
@@ -297,42 +299,93 @@ def _swap_in(new: Path, dest: Path) -> None:
 
 def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCache, RecordCache], *,
                       in_place: bool) -> int:
-    """Each benchmark's page and its runs' pages (with their report and JSON files).  In place (``site`` is the
-    live site), a run the cache says is unchanged keeps its folder, and the others are assembled aside."""
-    trends, ckpts, max_trend_runs = tables
+    """Each benchmark's page and its runs' pages (with their report and JSON files), then the cross-run pages
+    (:func:`_write_views`).  In place (``site`` is the live site), a run the cache says is unchanged keeps its
+    folder, and the others are assembled aside.  A cold build of many runs shares the benchmarks' run folders
+    among forked processes (when asked for) while this one renders the benchmark and cross-run pages
+    (:mod:`~benchcert.tasks.render.site_fork`; a child uses no polars, whose thread pool a fork does not copy):
+    each returns what it wrote, recorded here in the benchmarks' order, so the site and its manifest are the one
+    process's."""
     cache, records = caches
-    pages = 0
-    for bench, bruns in data.by_bench.items():
-        method = choose_method(bruns[-1], data.methods)
-        # site_folders gives one plain name (no separator, no ".."); a link or file of that name is replaced.
-        bdir = site / data.bench_dir[bench]
-        if bdir.is_symlink() or (bdir.exists() and not bdir.is_dir()):
-            _remove(bdir)
-        bdir.mkdir(exist_ok=in_place)
-        with os.scandir(bdir) as it:
-            folders = {e.name for e in it if e.is_dir(follow_symlinks=False)}
-        run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
-        siblings = set(run_href)
-        for run in bruns:
-            # safe_component gives one plain name, and bdir is a real folder: the join stays inside without
-            # resolving 10,000 paths.
-            rel = (data.bench_dir[bench], safe_component(run.run_id))
-            rdir = bdir / rel[1]
-            prev = (run.changes or {}).get("previous_run_id")
-            # What the page reads: the run's files, the benchmark's method and whether its previous run is linked.
-            key = [method, isinstance(prev, str) and prev in siblings, records.source_key(run)]
-            pages += 1
-            if rel[1] in folders and cache.keep(rel, key, rdir):
-                continue
-            target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
-            target.mkdir()
-            cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings))
-            if in_place:
-                _swap_in(target, rdir)
-        _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, method, run_href, data.generated,
-                                                    max_trend_runs, data.verdicts.get(bench, [])), in_place)
-        pages += 1
+    benches = list(data.by_bench)
+    bdirs = {bench: _bench_folder(site, data.bench_dir[bench], in_place) for bench in benches}
+    n_runs = sum(map(len, data.by_bench.values()))
+    workers = 1 if in_place else fork_workers(n_runs, tables[3])
+    if workers == 1:
+        pages = 0
+        for bench in benches:
+            pages += _write_runs(root, bdirs[bench], data, bench, caches, in_place=in_place)
+            pages += _write_bench_page(bdirs[bench], data, bench, tables, in_place)
+        return pages + _write_views(site, data, root, in_place=in_place)
+
+    def job(bench: str) -> tuple[int, dict]:
+        mine = SiteCache(None)  # nothing to keep in a cold build; what this benchmark wrote, sent back
+        return _write_runs(root, bdirs[bench], data, bench, (mine, records), in_place=False), mine.new
+
+    def own() -> int:
+        return (sum(_write_bench_page(bdirs[bench], data, bench, tables, False) for bench in benches)
+                + _write_views(site, data, root, in_place=False))
+
+    done = run_split(benches, job, weights=[len(data.by_bench[b]) for b in benches], workers=workers,
+                     parent=(own, int(BENCH_PAGE_RUNS * len(benches) + VIEWS_RUNS * n_runs)))
+    pages = done.parent
+    for n, written in done.results:
+        pages += n
+        cache.new.update(written)
     return pages
+
+
+#: What the parent's own work costs, in run folders (issue #37: the parent's and the children's CPU seconds at
+#: 20 and 50 benchmarks x 200 runs): a benchmark's page (its trends) about 90, the cross-run pages (model and
+#: training-run pages) about 0.3 a run.  The parent renders them while forked children write the run folders.
+BENCH_PAGE_RUNS, VIEWS_RUNS = 90, 0.3
+
+
+def _bench_folder(site: Path, folder: str, in_place: bool) -> Path:
+    """The benchmark's folder in the site, made (``folder``: site_folders' one plain name, no separator or "..");
+    a link or file of that name is replaced."""
+    bdir = site / folder
+    if bdir.is_symlink() or (bdir.exists() and not bdir.is_dir()):
+        _remove(bdir)
+    bdir.mkdir(exist_ok=in_place)
+    return bdir
+
+
+def _write_runs(root: Path, bdir: Path, data, bench: str, caches: tuple[SiteCache, RecordCache], *,
+                in_place: bool) -> int:
+    """One benchmark's runs' folders, kept or written (:func:`_write_benchmarks`); the pages it counts."""
+    cache, records = caches
+    bruns = data.by_bench[bench]
+    method = choose_method(bruns[-1], data.methods)
+    with os.scandir(bdir) as it:
+        folders = {e.name for e in it if e.is_dir(follow_symlinks=False)}
+    siblings = {r.run_id for r in bruns}
+    for run in bruns:
+        # safe_component gives one plain name, and bdir is a real folder: the join stays inside without
+        # resolving 10,000 paths.
+        rel = (bdir.name, safe_component(run.run_id))
+        rdir = bdir / rel[1]
+        prev = (run.changes or {}).get("previous_run_id")
+        # What the page reads: the run's files, the benchmark's method and whether its previous run is linked.
+        key = [method, isinstance(prev, str) and prev in siblings, records.source_key(run)]
+        if rel[1] in folders and cache.keep(rel, key, rdir):
+            continue
+        target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
+        target.mkdir()
+        cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings))
+        if in_place:
+            _swap_in(target, rdir)
+    return len(bruns)
+
+
+def _write_bench_page(bdir: Path, data, bench: str, tables, in_place: bool) -> int:
+    trends, ckpts, max_trend_runs, _ = tables
+    bruns = data.by_bench[bench]
+    run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
+    _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, choose_method(bruns[-1], data.methods),
+                                                run_href, data.generated, max_trend_runs,
+                                                data.verdicts.get(bench, [])), in_place)
+    return 1
 
 
 def _write_run(root: Path, rdir: Path, run: RunRecord, method, generated: str, siblings: set[str]) -> bool:

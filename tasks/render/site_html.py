@@ -151,8 +151,19 @@ def table(headers: list, rows: list[list], *, cls: str = "", num: set[int] = fro
     head = "".join(f'<th scope="col"{" class=num" if i in num else ""}>{h(x)}</th>' for i, x in enumerate(headers))
     thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
     attrs = row_attrs or [""] * len(rows)
-    body = "".join(f"<tr{a}>" + "".join([f"{o}{h(v)}</td>" for o, v in zip(opens, r)]) + "</tr>"
-                   for r, a in zip(rows, attrs))
+    # One list of parts and one join for the whole body, h() inlined for the common cells (a str, once escaped
+    # per build; markup): a call per cell of 10,000 run pages' tables was a tenth of a cold build.
+    parts: list[str] = []
+    add = parts.append
+    for r, a in zip(rows, attrs):
+        add(f"<tr{a}>")
+        for o, v in zip(opens, r):
+            kind = type(v)
+            add(o)
+            add(_escaped(v) if kind is str else v if kind is Html else h(v))
+            add("</td>")
+        add("</tr>")
+    body = "".join(parts)
     if not rows:
         body = f'<tr><td colspan="{len(headers)}">none</td></tr>'
     attr = f' class="{escape(cls)}"' if cls else ""
