@@ -36,7 +36,7 @@ import numpy as np
 
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.recorded import either_of, subject_e_process
-from benchcert.stats.sequential import betting_test_counts, nightly_verdicts
+from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts
 from benchcert.tasks.compare.recorded import absent_weight, items_first
 
 ALPHA, SHARE = 0.05, 0.5
@@ -219,6 +219,67 @@ def subject_verdicts(name: str, reps: int, k: int, *, theta: float = 0.0, assume
 
 # --------------------------------------------------------------------------------------
 # the table
+
+
+# --------------------------------------------------------------------------------------
+# the items question's first look with unequal sharing (issue #36's review)
+
+#: (store sizes, items shared at the first look, subject gaps, fractional scores) - a log written one subject at
+#: a time shares a large subject barely and a small one fully. ``reviewer20`` / ``reviewer40``: subject A of 3,000
+#: items (20 / 40 shared) at -2 points, B of 30 items all shared and all wins: the store's gap is -1 point, and the
+#: pooled bets claimed "improved" in 54.1% / 42.2% of runs. ``three_at0``: three subjects, the smallest shared
+#: fully at a +100 point gap (boundary rate), the store's gap exactly 0. ``absent_at0``: a third subject not shared
+#: at all (counted at the worst case, margin w0 / (1 - w0)) whose -30 point gap makes the store's gap 0.
+#: ``fractional``: ``reviewer20`` with each difference scaled by U(0.5, 1). ``power_unequal``: A 80 of 3,000
+#: shared at +25 points, B as above; ``power_proportional``: four subjects shared at a quarter each, +25 points.
+UNEQUAL = {
+    "reviewer20": ((3000, 30), (20, 30), (-0.02, 1.0), False),
+    "reviewer40": ((3000, 30), (40, 30), (-0.02, 1.0), False),
+    "three_at0": ((1000, 200, 20), (15, 5, 20), (-0.02, 0.0, 1.0), False),
+    "absent_at0": ((2000, 30, 100), (20, 30, 0), (0.0, 1.0, -0.3), False),
+    "fractional": ((3000, 30), (20, 30), (-0.02, 1.0), True),
+    "power_unequal": ((3000, 30), (80, 30), (0.25, 1.0), False),
+    "power_proportional": ((40, 80, 120, 160), (10, 20, 30, 40), (0.25, 0.25, 0.25, 0.25), False),
+}
+
+
+def unequal_first_looks(name: str, reps: int, *, a1: float = ALPHA * SHARE, pooled: bool = False):
+    """The items first look (:func:`benchcert.tasks.compare.recorded.items_first` at ``a1``, the margin of
+    :func:`benchcert.tasks.compare.recorded.absent_weight`) on ``reps`` draws of an :data:`UNEQUAL` setting:
+    (claims "improved", claims "regressed", the store's gap, the largest effective number of nonzero differences).
+    Subject s's differences are +1 / -1 with probabilities b + g/2 and b - g/2, b = max(0.05, |g| / 2).
+    ``pooled`` runs the bets as they were before the review (unweighted shared items, at the margin) instead."""
+    store, shared, gaps, frac = (np.asarray(v) for v in UNEQUAL[name])
+    store = store.astype(float)
+    rng = np.random.default_rng(seed("unequal", name))
+    subj = np.repeat(np.arange(store.size), shared)
+    margin = absent_weight(store, np.unique(subj))[1]
+    base = np.maximum(0.05, np.abs(gaps) / 2)
+    up = down = 0
+    n_eff = 0.0
+    for _ in range(reps):
+        u = rng.random(subj.size)
+        b, g = base[subj], gaps[subj]
+        d = np.where(u < b + g / 2, 1.0, np.where(u > 1 - (b - g / 2), -1.0, 0.0))
+        if frac:
+            d = d * (0.5 + 0.5 * rng.random(subj.size))
+        sq = d * d
+        n_eff = max(n_eff, float(sq.sum() ** 2 / (sq * sq).sum()) if sq.any() else 0.0)
+        p, est = (_pooled_first(d, subj, store, a1, margin) if pooled else items_first(d, subj, store, a1, margin)[:2])
+        up, down = up + (p <= a1 and est > 0), down + (p <= a1 and est < 0)
+    gap = float((store * gaps).sum() / store.sum()) * (0.75 if frac else 1.0)
+    return up, down, gap, n_eff
+
+
+def _pooled_first(d, subj, store, a1, margin):
+    """The first look's bets before the review: the shared items pooled, at the margin (no reweighting)."""
+    r = betting_test(d, np.array([d.size]), alpha=a1, margin=margin, interval=False)
+    lp, lm = float(r.log_e_improved[-1]), float(r.log_e_regressed[-1])
+    p, side = min(1.0, 2.0 * np.exp(-max(lp, lm))), (1.0 if lp > lm else -1.0)
+    n_s = np.bincount(subj, minlength=store.size)
+    est = float((store * np.where(n_s > 0, np.bincount(subj, weights=d, minlength=store.size) / np.maximum(n_s, 1),
+                                  0.0)).sum() / store.sum())
+    return (1.0 if side * est <= 0 else p), est
 
 
 def _fmt(hits, reps):

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from recorded_sim import MMLU_SIZES, items_verdicts, seed, subject_verdicts
+from recorded_sim import ALPHA, MMLU_SIZES, SHARE, items_verdicts, seed, subject_verdicts, unequal_first_looks
 from simcheck import rate_ci
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.recorded import CAP, detectable_gap, stratified_first_look, subject_e_process
 from benchcert.stats.sequential import betting_test, betting_test_counts
-from benchcert.tasks.compare.recorded import MIN_EFFECTIVE, absent_weight, items_first
+from benchcert.tasks.compare.recorded import MIN_EFFECTIVE, absent_weight, items_first, store_weighted_bets
 
 #: The acceptance (full grid, thousands of runs): CP upper bound <= 3.0%. The default suite's few hundred runs
 #: judge against alpha/2 + 0.01 (as tests/stats/test_verdicts_guarantee.py): a rate a few points off fails.
@@ -159,11 +159,62 @@ def test_first_look_interval_says_what_its_claim_says_below_100_effective_differ
         claims["regressed"] += down
         assert up == (lo > 0) and down == (hi < 0), (case, margin, p, est, lo, hi)
     assert with_margin > 50 and min(claims.values()) > 10, (with_margin, claims)  # both branches reached
-    # the bets on the pooled items favour the candidate (20 wins, 1 loss) but the store-weighted estimate is a loss
-    # (the subject with the loss is 100 times larger in the store): no claim, and the interval reaches 0
+    # pooled, the shared items favour the candidate (20 wins, 1 loss) but the store-weighted estimate is a loss (the
+    # subject with the loss is 100 times larger in the store): the bets, reweighted to the store since issue #36's
+    # review, do not favour the candidate, make no claim, and their interval holds the store-weighted estimate
     d = np.r_[-1.0, np.zeros(9), np.ones(20)]
     p, est, lo, hi = items_first(d, np.repeat([0, 1], [10, 20]), np.array([1000.0, 10.0]), a1)
-    assert betting_test(d, alpha=a1).lower[-1] > 0 and (p, lo) == (1.0, 0.0) and est < 0 < hi
+    assert betting_test(d, alpha=a1).lower[-1] > 0 and p > a1 and lo < est < 0 < hi
+
+
+def test_store_weighted_bets_are_the_pooled_ones_under_proportional_sharing():
+    # R = 1 when every subject is shared in proportion to its store size: the bets are the pooled items' (what the
+    # first look ran before the review); otherwise x_i = d_i r_s / R with mean the store-weighted gap over R
+    subj = np.repeat([0, 1, 2], [10, 20, 30])
+    d = np.tile([1.0, 0.0, -1.0, 0.5], 15)
+    x, big_r = store_weighted_bets(d, subj, np.array([100.0, 200.0, 300.0]))
+    assert big_r == pytest.approx(1.0) and np.allclose(x, d)
+    x, big_r = store_weighted_bets(np.r_[d[:20], np.ones(30)], np.repeat([0, 1], [20, 30]),
+                                   np.array([3000.0, 30.0, 7.0]))
+    r = np.array([3000 / 3030 / (20 / 50), 30 / 3030 / (30 / 50)])  # the absent third subject has no weight here
+    assert big_r == pytest.approx(r[0]) and np.allclose(x, np.r_[d[:20], np.full(30, r[1] / r[0])])
+    assert x.mean() * big_r == pytest.approx((3000 * d[:20].mean() + 30) / 3030)
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("name", ["reviewer20", "reviewer40", "three_at0", "absent_at0", "fractional"])
+def test_items_first_look_bets_on_the_store_gap_with_unequal_sharing(name):
+    # A log written one subject at a time shares a large subject barely and a small one fully. Pooling the shared
+    # items, the first look's bets tested the shared-item-weighted gap and claimed "improved" of a store whose gap
+    # was -1 point in 54.1% (reviewer20) / 42.2% (reviewer40) of 2,000 runs (issue #36's review). Measured with
+    # recorded_sim.unequal_first_looks, 2,000 runs each: pooled 52.0% / 44.1% / 51.7% (three_at0) / 63.1%
+    # (absent_at0) / 48.0% (fractional); reweighted to the store 0 of 2,000 in every setting, either side (95% CP
+    # upper 0.18%). Judged against the one-sided level a1 / 2 = 1.25%: 800 runs allow 4 claims.
+    reps = 800
+    up, down, gap, n_eff = unequal_first_looks(name, reps)
+    assert gap <= 0 and n_eff < MIN_EFFECTIVE, (gap, n_eff)  # the null, and the betting branch
+    rate, lo, hi = rate_ci(up, reps, level=0.95)
+    assert hi <= ALPHA * SHARE / 2, (name, up, rate, lo, hi)
+    if gap >= 0:  # the store's gap exactly 0: a "regressed" claim is false too
+        assert rate_ci(down, reps, level=0.95)[2] <= ALPHA * SHARE / 2, (name, down)
+    if name == "reviewer20":  # the same test on the pooled bets fails: it can fail
+        old, _, _, _ = unequal_first_looks(name, 200, pooled=True)
+        assert rate_ci(old, 200, level=0.95)[1] > ALPHA * SHARE / 2, old
+
+
+@pytest.mark.montecarlo
+def test_items_first_look_power_beside_the_unequal_sharing_fix():
+    # Power beside the size test above (a1 = 2.5%; 2,000 runs, 95% CP). Shared in proportion (R = 1) the reweighted
+    # bets are the pooled ones: nothing is lost (the same claims, run by run; +25 points, 96.0% [95.1, 96.8] both).
+    # Shared unequally (80 of subject A's 3,000 items at +25 points, all 30 of B's won; the store's gap +25.7) the
+    # bets shrink by 1 / R: 81.7% [79.9, 83.3] against the pooled bets' 100% (which claim on B's wins whatever A's
+    # gap, as the size test shows). 400 runs here.
+    reps = 400
+    new = unequal_first_looks("power_proportional", reps)
+    old = unequal_first_looks("power_proportional", reps, pooled=True)
+    assert new[:2] == old[:2] and new[0] / reps >= 0.9, (new, old)
+    up = unequal_first_looks("power_unequal", reps)[0]
+    assert up / reps >= 0.7, up
 
 
 def test_margin_moves_the_null_not_the_interval():
