@@ -83,6 +83,28 @@ def test_a_first_look_with_a_margin_and_few_differences_records_its_interval(tmp
     assert look.verdict.first_lower == pytest.approx(v.first_lower)  # look 2 keeps the first look's interval
 
 
+def test_items_first_look_with_unequal_sharing_tests_the_store_gap(tmp_path):
+    # A log written one subject at a time: the candidate answered 20 of subject s0's 600 items (all ties) and all 30
+    # of s1's (all wins). Pooled, the first look's bets claimed "improved" with an interval [23.6, 95.9] points
+    # beside its own store-weighted gap of 4.8 points (issue #36's review); reweighted to the store
+    # (store_weighted_bets) they make no claim and their interval holds that gap
+    from benchcert.stats.sequential import betting_test
+    from benchcert.tasks.compare.recorded import store_weighted_bets
+
+    db = tmp_path / "u.duckdb"
+    rows = [r for r in _rows(2, [600, 30], [0, 30]) if not (r[0] == CAND and r[2] == "s0" and int(r[1][3:]) >= 20)]
+    _ingest(db, tmp_path / "u.csv", rows)
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.first_gap == pytest.approx(30 / 630) and v.first_p_value > 0.025 and v.decided_by != "first_look"
+    assert v.first_lower < v.first_gap < v.first_upper
+    d, subj = np.r_[np.zeros(20), np.ones(30)], np.repeat([0, 1], [20, 30])
+    assert betting_test(d, alpha=0.025).lower[-1] > 0.2  # the pooled bets' claim
+    x, big_r = store_weighted_bets(d, subj, np.array([600.0, 30.0]))
+    ref = betting_test(x, alpha=0.025)
+    assert v.first_lower == pytest.approx(max(-1.0, big_r * ref.lower[-1]))
+    assert v.first_upper == pytest.approx(min(1.0, big_r * ref.upper[-1]))
+
+
 def test_items_subject_missing_at_the_first_look_counts_at_the_worst_case(tmp_path):
     # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's
     # items) can carry any gap, so a 10-point gap on the others cannot be claimed (it would need > 33)
