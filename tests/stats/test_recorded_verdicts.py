@@ -203,6 +203,27 @@ def test_items_first_look_bets_on_the_store_gap_with_unequal_sharing(name):
 
 
 @pytest.mark.montecarlo
+@pytest.mark.xfail(strict=True, reason="the anytime part (tasks/compare/recorded.spend, every subject shared: one "
+                   "betting test on the pooled items) still tests the shared items' mean, not the store's gap: the whole "
+                   "recorded verdict claimed 'improved' in 1,000 of 1,000 reviewer20 runs (store gap -1 point); not "
+                   "fixed by issue #36's first-look fix")
+def test_recorded_verdict_with_unequal_sharing_holds_its_level():
+    # The whole verdict at one look (first look at alpha x share, betting test at the rest, nightly_verdicts), as the
+    # engine runs it when every subject of the store has a shared item; judged against alpha / 2 per side
+    from benchcert.stats.sequential import nightly_verdicts
+
+    rng = np.random.default_rng(seed("unequal whole verdict"))
+    subj, reps, up = np.repeat([0, 1], [20, 30]), 200, 0
+    for _ in range(reps):
+        u = rng.random(subj.size)
+        d = np.where(subj == 1, 1.0, np.where(u < 0.04, 1.0, np.where(u > 0.94, -1.0, 0.0)))  # A -2, B +100 points
+        p1, g1 = items_first(d, subj, np.array([3000.0, 30.0]), ALPHA * SHARE)[:2]
+        seq = betting_test(d, np.array([d.size]), alpha=ALPHA * (1 - SHARE), interval=False)
+        up += nightly_verdicts(p1, g1, seq, alpha=ALPHA, first_look_share=SHARE).verdict[-1] == "improved"
+    assert rate_ci(up, reps, level=0.95)[2] <= ALPHA / 2, up
+
+
+@pytest.mark.montecarlo
 def test_items_first_look_power_beside_the_unequal_sharing_fix():
     # Power beside the size test above (a1 = 2.5%; 2,000 runs, 95% CP). Shared in proportion (R = 1) the reweighted
     # bets are the pooled ones: nothing is lost (the same claims, run by run; +25 points, 96.0% [95.1, 96.8] both).
