@@ -224,6 +224,23 @@ def test_recorded_verdict_with_unequal_sharing_holds_its_level():
 
 
 @pytest.mark.montecarlo
+@pytest.mark.xfail(strict=True, reason="the stratified first look (100 or more effectively nonzero differences) pools "
+                   "the within-subject variance: a small subject shared fully with zero variance (all wins) dilutes a "
+                   "large, barely shared subject's; measured 11.2% [9.3, 13.3] false 'improved' of 1,000 runs at a "
+                   "store gap of exactly 0 (nominal 1.25%); not part of issue #36's first-look betting fix")
+def test_stratified_first_look_with_unequal_sharing_holds_its_share():
+    # A: 100 of 3,000 items shared at -5 points; B: 150 items, all shared and all won; the store's gap exactly 0
+    rng = np.random.default_rng(seed("unequal stratified"))
+    subj, reps, up = np.repeat([0, 1], [100, 150]), 300, 0
+    for _ in range(reps):
+        u = rng.random(100)
+        d = np.r_[np.where(u < 0.025, 1.0, np.where(u > 0.925, -1.0, 0.0)), np.ones(150)]
+        p, est = items_first(d, subj, np.array([3000.0, 150.0]), ALPHA * SHARE)[:2]
+        up += p <= ALPHA * SHARE and est > 0
+    assert rate_ci(up, reps, level=0.95)[2] <= ALPHA * SHARE / 2, up
+
+
+@pytest.mark.montecarlo
 def test_items_first_look_power_beside_the_unequal_sharing_fix():
     # Power beside the size test above (a1 = 2.5%; 2,000 runs, 95% CP). Shared in proportion (R = 1) the reweighted
     # bets are the pooled ones: nothing is lost (the same claims, run by run; +25 points, 96.0% [95.1, 96.8] both).
