@@ -366,7 +366,7 @@ def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str
                                             alpha=level, power=power, unit="subjects")
         else:
             row["more_items"] = more_needed(row["interval"]["se"], row["n_shared"], row["gap"], alpha=level,
-                                            power=power, mde=row.get("mde"))
+                                            power=power, mde=row.get("mde"), mde_alpha=alpha)
 
 
 def _read_verdicts(rows: list[dict]) -> None:
