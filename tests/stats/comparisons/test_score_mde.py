@@ -9,8 +9,10 @@ wins (the test's rejection region is a threshold on B's wins). Monte Carlo (two-
 meets it): a pilot at gap 0 states its MDE; new data at that gap, spread as the pilot's constrained
 fit, are compared; the share detected must have a Clopper-Pearson interval reaching 80% (and not far
 above it), near the ceiling (accuracy 0.97 and 0.99, 500-2,000 items, with and without 14 unequal
-subjects) and in the middle (accuracy 0.6). Measured before (docs/analyses.md): the t approximation's
-MDE was detected in 65-75% of cases at accuracy 0.99 (exact power below).
+subjects) and in the middle (accuracy 0.6). Measured 2026-11-28 with test_study_power_at_the_stated_mde's
+setup (seed 7, 4,000 runs a setting, 95% CP) at accuracy 0.99: the t approximation's MDE was detected in
+64.2% [62.7, 65.7], 71.7% [70.3, 73.1] and 74.7% [73.3, 76.0] of runs at 500, 1,000 and 2,000 items, the score
+test's in 83.8% [82.6, 84.9], 83.8% [82.6, 84.9] and 81.6% [80.4, 82.8] (docs/analyses.md; exact power below).
 """
 
 from __future__ import annotations
@@ -160,24 +162,29 @@ VALUES = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
 def _fractional_power(seed, blocks, n, nonzero):
     """Two-stage, fractional scores (graded 0 / 0.5 / 1): pilots at gap 0 with a share ``nonzero`` of items
     differing (1:2:2:1 over -1, -0.5, 0.5, 1), 20 a family (the bounded score test's families); data at
-    +-MDE drawn from each pilot's constrained fit; returns (hits, runs)."""
+    +-MDE drawn from each pilot's constrained fit, for the stated MDE and then (the reference, same pilots) the
+    t approximation's; returns ({"stated": hits, "t": hits}, runs)."""
     rng = np.random.default_rng(seed)
     a = np.where(rng.random(n) < 0.95, 1.0, rng.choice([0.0, 0.5], n))
     null = np.array([nonzero / 6, nonzero / 3, 1 - nonzero, nonzero / 3, nonzero / 6])
     sign = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
-    hits = 0
+    hits = {"stated": 0, "t": 0}
     for _ in range(blocks):
         b = np.clip(a[:, None] + rng.choice(VALUES, (n, 20), p=null), 0.0, 1.0)
-        d1 = np.empty((n, 20))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pilot = paired_comparison(np.repeat(a[:, None], 20, axis=1), b)
-            for j in range(20):
-                vals, probs = tilt_at(b[:, j] - a, sign[j] * pilot.mde[j])
-                d1[:, j] = rng.choice(vals, n, p=probs)
-            res = paired_comparison((1.0 - d1) / 2.0, (1.0 + d1) / 2.0)  # differences d1 exactly, fractional
-        assert not np.any(pilot.binary) and not np.any(res.binary)
-        hits += int(np.sum(np.where(sign > 0, res.verdict == "improved", res.verdict == "regressed")))
+            t = pilot.tests[pilot.method]
+            arms = {"stated": pilot.mde, "t": minimum_detectable_effect(t.se, pilot.n, df=t.df).estimate}
+            for arm, mde in arms.items():
+                d1 = np.empty((n, 20))
+                for j in range(20):
+                    vals, probs = tilt_at(b[:, j] - a, sign[j] * mde[j])
+                    d1[:, j] = rng.choice(vals, n, p=probs)
+                res = paired_comparison((1.0 - d1) / 2.0, (1.0 + d1) / 2.0)  # differences d1 exactly, fractional
+                assert not np.any(res.binary)
+                hits[arm] += int(np.sum(np.where(sign > 0, res.verdict == "improved", res.verdict == "regressed")))
+        assert not np.any(pilot.binary)
     return hits, 20 * blocks
 
 
@@ -230,17 +237,16 @@ def test_paired_comparison_on_fractional_scores_reports_the_bounded_score_tests_
     assert r.mde != pytest.approx(minimum_detectable_effect(t.se, r.n, df=t.df).estimate, rel=1e-3)
 
 
-@pytest.mark.slow  # about 20 CPU s (the bounded score test, 20 pairs a family); make study
-def test_a_gap_equal_to_the_fractional_mde_is_detected_in_at_least_80_percent():
-    # near the ceiling (1% of items differ, about 5 of 500): the t approximation's MDE was detected in 29-38%
-    hits, runs = _fractional_power(11, 10, 500, 0.01)
-    rate, low, high = rate_ci(hits, runs)
-    assert high >= 0.80, (rate, low, high)  # conservative there (docs/methods.md), never short of 80%
-
-
+#: make study, 400 runs a setting (20 pilots a family, seed 3). Measured 2026-11-28 (95% CP; about 50 CPU s a
+#: setting, both arms): the stated MDE 87.2% [83.6, 90.4] and 90.8% [87.5, 93.4] with 1% of 500 and 1,000 items
+#: differing (median MDE 1.49 and 0.86 points), the t approximation's 35.8% [31.0, 40.7] and 47.2% [42.3, 52.3]
+#: (0.63 and 0.42 points); with a fifth of 1,000 items differing 90.0% [86.6, 92.8] (2.53 points), the t's 69.5%
+#: [64.7, 74.0] (1.90 points): conservative on graded scores (docs/methods.md), never short of 80%.
 @pytest.mark.slow
 @pytest.mark.parametrize("n,nonzero", [(500, 0.01), (1000, 0.01), (2000, 0.03), (1000, 0.2)])
 def test_study_power_at_the_fractional_mde(n, nonzero):
-    hits, runs = _fractional_power(3, 40, n, nonzero)
-    rate, low, high = rate_ci(hits, runs)
-    assert high >= 0.80, (rate, low, high)
+    hits, runs = _fractional_power(3, 20, n, nonzero)
+    rate, low, high = rate_ci(hits["stated"], runs)
+    print(f"{n} items, {nonzero:.0%} differing: stated MDE {rate:.1%} [{low:.1%}, {high:.1%}]; "
+          f"t approximation's {hits['t'] / runs:.1%}")
+    assert high >= 0.80 and low <= 0.95, (rate, low, high)  # an MDE twice too large is detected in about 100%
