@@ -19,7 +19,7 @@ import numpy as np
 from ..validation import check_alpha, check_codes, check_power
 from .blocks import _BLOCK_RUNNER, _blocked_groups
 from .engine import ComparisonSettings, _stat_rows
-from .gram import _bit_pair_sums, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums
+from .gram import _bit_pair_sums, _first_words, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums
 from .pairwise import _check_pairs, _choose_block_models
 from .results import PairedComparison, _check_primary
 
@@ -109,12 +109,6 @@ def _pack_kernel():
     except Exception:  # noqa: BLE001 - numba cannot compile or cache here: numpy's form, the same bits
         return None
     return pack_block
-
-
-def _first_words(starts, n_items: int):
-    """(each subject's first word, the words in all) of :func:`_packed_bits`' layout."""
-    words = -(-np.diff(np.r_[starts, n_items]) // 64)
-    return np.r_[0, np.cumsum(words)[:-1]].astype(np.intp), int(words.sum())
 
 
 def _checked(column_blocks, n_items: int, n_models: int):
