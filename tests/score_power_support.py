@@ -8,7 +8,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from benchcert.stats.comparisons.score_mde import _nearest
+from benchcert.stats.comparisons.score import _nearest
 
 Z = float(ndtri(0.975))
 

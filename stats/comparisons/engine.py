@@ -270,9 +270,7 @@ def _primary_mde(prim: ComparisonTest, sums: PairSums, settings: ComparisonSetti
     if settings.primary == "stratified_items":
         ok &= n - np.asarray(n_clusters) >= 1  # where the fixed-strata test has its score interval
     score = np.asarray(sums.binary, dtype=bool) & ok
-    frac = np.zeros(np.shape(n), dtype=bool)  # fractional pairs decided by the bounded score test
-    if sums.d_items is not None:
-        frac = np.reshape(np.array([d is not None for d in sums.d_items], dtype=bool), np.shape(n)) & ok
+    frac = _kept(sums.d_items, np.shape(n)) & ok  # fractional pairs decided by the bounded score test
     if score.any() or frac.any():
         mde = np.array(mde, dtype=float, copy=True)
     if score.any():
@@ -365,12 +363,17 @@ def _clustered_tests(tests: dict, n_c, s_c, q, gap, alpha: float, family_size: i
     return c, flip
 
 
+def _kept(d_items, shape):
+    """The pairs whose items' differences were kept (fractional scores), a boolean array of ``shape``."""
+    if d_items is None:
+        return np.zeros(shape, dtype=bool)
+    return np.reshape(np.array([d is not None for d in d_items], dtype=bool), shape)
+
+
 def _bounded(d_items, shape, alpha, family_size):
     """The bounded score test of the pairs whose items' differences were kept (fractional scores): (those
     pairs, statistic, p-value, ends at alpha, ends at alpha / family_size or None), full-shape arrays."""
-    mask = np.zeros(shape, dtype=bool)
-    if d_items is not None:
-        mask = np.reshape(np.array([d is not None for d in d_items], dtype=bool), shape)
+    mask = _kept(d_items, shape)
     if not mask.any():
         return mask, None, None, None, None
     levels = (alpha,) if family_size <= 1 else (alpha, alpha / family_size)

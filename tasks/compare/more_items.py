@@ -31,7 +31,8 @@ def _finite(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def more_needed(se, n, gap, *, alpha: float, power: float, unit: str = "items", mde=None) -> dict | None:
+def more_needed(se, n, gap, *, alpha: float, power: float, unit: str = "items", mde=None,
+                mde_alpha: float | None = None) -> dict | None:
     """The "more units needed" document of one inconclusive verdict (None without an SE or a unit).
 
     Parameters
@@ -48,6 +49,11 @@ def more_needed(se, n, gap, *, alpha: float, power: float, unit: str = "items", 
     unit : {"items", "subjects"}, keyword-only
     mde : float, optional, keyword-only
         The minimum detectable gap printed beside the verdict; its own number is added when given.
+    mde_alpha : float, optional, keyword-only
+        The level that MDE is stated at (the pair's own alpha). Where the deciding test runs at that level
+        (``alpha >= mde_alpha``: one pair) the present units resolve the MDE by definition, so its number is 0;
+        the normal rule is not asked, because the score tests' MDE on 0/1 and fractional scores can be below
+        the normal rule's and would ask for a few more units than the definition does.
     """
     from benchcert.stats.comparisons import additional_sample_size
 
@@ -61,8 +67,10 @@ def more_needed(se, n, gap, *, alpha: float, power: float, unit: str = "items", 
            "assumptions": list(obs.assumptions)}
     mde = _finite(mde)
     if mde is not None and mde > 0:
-        at_mde = additional_sample_size(se, int(n), mde, alpha=alpha, power=power)
-        out.update(mde=mde, more_for_mde=at_mde.more)
+        if mde_alpha is not None and alpha >= mde_alpha:
+            out.update(mde=mde, more_for_mde=0)
+        else:
+            out.update(mde=mde, more_for_mde=additional_sample_size(se, int(n), mde, alpha=alpha, power=power).more)
     if unit == "subjects":
         out["assumptions"].append("the normal test's number on the subjects' mean differences: the verdict's "
                                   "betting bound (valid without normality) needs more subjects, so read it as a "

@@ -31,6 +31,7 @@ from benchcert.tasks.compare.rows import ComparisonRow
 from benchcert.tasks.compare.settings import CompareSettings
 from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.errors import UsageError
+from benchcert.tasks.finite import finite_or_none as _num  # JSON-safe: NaN and infinities become null
 
 #: The clustering levels ``--hierarchy`` names, as the levels they cluster over.
 HIERARCHIES = HIERARCHY_NAMES
@@ -233,12 +234,6 @@ class RecordedLook:
     gate: GateDecision | None = None
 
 
-def _num(x):
-    """JSON-safe float (NaN and infinities become null)."""
-    x = float(x)
-    return x if x == x and abs(x) != float("inf") else None
-
-
 def _load(request: CompareRequest):
     """The matrices of the baseline and the candidates (every other model when none is named)."""
     from benchcert.tasks.compare.verdicts import VerdictError, load_models
@@ -366,7 +361,7 @@ def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str
                                             alpha=level, power=power, unit="subjects")
         else:
             row["more_items"] = more_needed(row["interval"]["se"], row["n_shared"], row["gap"], alpha=level,
-                                            power=power, mde=row.get("mde"))
+                                            power=power, mde=row.get("mde"), mde_alpha=alpha)
 
 
 def _read_verdicts(rows: list[dict]) -> None:

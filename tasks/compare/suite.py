@@ -315,7 +315,7 @@ def compare_suite(request: SuiteRequest) -> SuiteResult:
                                else src.get("n_subjects"),
                                src.gap, alpha=request.alpha / m, power=request.power,
                                unit="items" if request.question == "items" or request.record else "subjects",
-                               mde=src.get("mde"))
+                               mde=src.get("mde"), mde_alpha=request.alpha)
         asked = fixed[j][0]
         lines.append(BenchmarkLine(
             benchmark=b, weight=weights[j], row=row, suite_claim=claim, p_improved=float(fam.p_improved[j]),

@@ -9,8 +9,10 @@ wins (the test's rejection region is a threshold on B's wins). Monte Carlo (two-
 meets it): a pilot at gap 0 states its MDE; new data at that gap, spread as the pilot's constrained
 fit, are compared; the share detected must have a Clopper-Pearson interval reaching 80% (and not far
 above it), near the ceiling (accuracy 0.97 and 0.99, 500-2,000 items, with and without 14 unequal
-subjects) and in the middle (accuracy 0.6). Measured before (docs/analyses.md): the t approximation's
-MDE was detected in 65-75% of cases at accuracy 0.99 (exact power below).
+subjects) and in the middle (accuracy 0.6). Measured 2026-11-28 with test_study_power_at_the_stated_mde's
+setup (seed 7, 4,000 runs a setting, 95% CP) at accuracy 0.99: the t approximation's MDE was detected in
+64.2% [62.7, 65.7], 71.7% [70.3, 73.1] and 74.7% [73.3, 76.0] of runs at 500, 1,000 and 2,000 items, the score
+test's in 83.8% [82.6, 84.9], 83.8% [82.6, 84.9] and 81.6% [80.4, 82.8] (docs/analyses.md; exact power below).
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ def test_the_stated_mde_has_80_percent_exact_power_at_its_alternative(n, disc):
     for gap in (mde, -mde):
         x, y = fit_at(b, a, n, gap)
         assert abs(x - y - gap) < 1e-9
-        assert 0.795 <= exact_power(x, y, n) <= 0.83, (gap, exact_power(x, y, n))
+        assert 0.795 <= exact_power(x, y, n) <= 0.815, (gap, exact_power(x, y, n))
+        if disc <= 0.06:  # docs/analyses.md: about 70% near the ceiling if the other side's wins are held fixed
+            held = exact_power(b / n + max(gap, 0.0), a / n + max(-gap, 0.0), n)  # every added win a shared miss
+            assert 0.68 <= held <= 0.74, (gap, held)
     # the t approximation's MDE, at its own constrained fit: below 76% near the ceiling, about 80% in the middle
     x, y = fit_at(b, a, n, t_mde(b, a, n))
     if disc <= 0.02:
@@ -157,38 +162,91 @@ VALUES = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
 def _fractional_power(seed, blocks, n, nonzero):
     """Two-stage, fractional scores (graded 0 / 0.5 / 1): pilots at gap 0 with a share ``nonzero`` of items
     differing (1:2:2:1 over -1, -0.5, 0.5, 1), 20 a family (the bounded score test's families); data at
-    +-MDE drawn from each pilot's constrained fit; returns (hits, runs)."""
+    +-MDE drawn from each pilot's constrained fit, for the stated MDE and then (the reference, same pilots) the
+    t approximation's; returns ({"stated": hits, "t": hits}, runs)."""
     rng = np.random.default_rng(seed)
     a = np.where(rng.random(n) < 0.95, 1.0, rng.choice([0.0, 0.5], n))
     null = np.array([nonzero / 6, nonzero / 3, 1 - nonzero, nonzero / 3, nonzero / 6])
     sign = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
-    hits = 0
+    hits = {"stated": 0, "t": 0}
     for _ in range(blocks):
         b = np.clip(a[:, None] + rng.choice(VALUES, (n, 20), p=null), 0.0, 1.0)
-        d1 = np.empty((n, 20))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pilot = paired_comparison(np.repeat(a[:, None], 20, axis=1), b)
-            for j in range(20):
-                vals, probs = tilt_at(b[:, j] - a, sign[j] * pilot.mde[j])
-                d1[:, j] = rng.choice(vals, n, p=probs)
-            res = paired_comparison((1.0 - d1) / 2.0, (1.0 + d1) / 2.0)  # differences d1 exactly, fractional
-        assert not np.any(pilot.binary) and not np.any(res.binary)
-        hits += int(np.sum(np.where(sign > 0, res.verdict == "improved", res.verdict == "regressed")))
+            t = pilot.tests[pilot.method]
+            arms = {"stated": pilot.mde, "t": minimum_detectable_effect(t.se, pilot.n, df=t.df).estimate}
+            for arm, mde in arms.items():
+                d1 = np.empty((n, 20))
+                for j in range(20):
+                    vals, probs = tilt_at(b[:, j] - a, sign[j] * mde[j])
+                    d1[:, j] = rng.choice(vals, n, p=probs)
+                res = paired_comparison((1.0 - d1) / 2.0, (1.0 + d1) / 2.0)  # differences d1 exactly, fractional
+                assert not np.any(res.binary)
+                hits[arm] += int(np.sum(np.where(sign > 0, res.verdict == "improved", res.verdict == "regressed")))
+        assert not np.any(pilot.binary)
     return hits, 20 * blocks
 
 
-@pytest.mark.slow  # about 20 CPU s (the bounded score test, 20 pairs a family); make study
-def test_a_gap_equal_to_the_fractional_mde_is_detected_in_at_least_80_percent():
-    # near the ceiling (1% of items differ, about 5 of 500): the t approximation's MDE was detected in 29-38%
-    hits, runs = _fractional_power(11, 10, 500, 0.01)
-    rate, low, high = rate_ci(hits, runs)
-    assert high >= 0.80, (rate, low, high)  # conservative there (docs/methods.md), never short of 80%
+def _one_pilot_power(d, draws, seed):
+    """One pilot's differences ``d``: its stated MDE (once), ``draws`` samples of len(d) items at +MDE (even) and
+    -MDE (odd) from its constrained fit there (tilt_at), decided by one vectorised bounded score test at alpha
+    0.05 (the interval a single pair's verdict is read from); returns (hits, the MDE)."""
+    from benchcert.stats.comparisons.score import bounded_mean_score_test
+
+    rng = np.random.default_rng(seed)
+    mde = float(bounded_score_test_mde([d], alpha=0.05, power=0.8)[0])
+    half = draws // 2
+    sample = []
+    for sign in (1.0, -1.0):
+        vals, probs = tilt_at(d, sign * mde)
+        sample.append(rng.choice(vals, (half, d.size), p=probs))
+    _, _, [(low, high)] = bounded_mean_score_test(list(np.concatenate(sample)), (0.05,))
+    return int((low[:half] > 0).sum() + (high[half:] < 0).sum()), mde
 
 
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("setting", ["graded-0.99", "continuous-0.97"])
+def test_a_gap_equal_to_one_pilots_fractional_mde_is_detected_with_about_80_percent(setting):
+    # graded: 0 / 0.5 / 1, 8 of 600 items differing (drawn at 2%, 1:2:2:1 over -1, -0.5, 0.5, 1); continuous:
+    # A ~ Beta(97, 3) near the ceiling, B = A + N(0, 0.02^2) clipped, 200 items, every difference distinct.
+    # Measured 2026-11-28 (95% CP): 84.0% [80.0, 87.5] at an MDE of 1.52 points, 80.5% [76.3, 84.3] at 3.06
+    # points (0.6 and 2.5 CPU s at load 6.4); at half the MDE 41.8% and 33.0%, at twice it 100.0%: an MDE off
+    # by a factor of 2 either way fails
+    rng = np.random.default_rng(36)
+    if setting == "graded-0.99":
+        d = rng.choice(VALUES, 600, p=[0.02 / 6, 0.02 / 3, 0.98, 0.02 / 3, 0.02 / 6])
+    else:
+        a = rng.beta(97.0, 3.0, 200)
+        d = np.clip(a + rng.normal(0.0, 0.02, 200), 0.0, 1.0) - a
+    hits, mde = _one_pilot_power(d, 400, 5)
+    rate, low, high = rate_ci(hits, 400)
+    assert low <= 0.80 <= high, (rate, low, high, mde)  # 99% CP interval
+
+
+def test_paired_comparison_on_fractional_scores_reports_the_bounded_score_tests_mde():
+    rng = np.random.default_rng(8)
+    a = np.where(rng.random(500) < 0.95, 1.0, rng.choice([0.0, 0.5], 500))
+    b = np.clip(a + rng.choice(VALUES, 500, p=[0.005, 0.01, 0.97, 0.01, 0.005]), 0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = paired_comparison(a, b)
+    assert not r.binary and r.mde == pytest.approx(float(bounded_score_test_mde([b - a], alpha=0.05,
+                                                                                power=0.8)[0]), rel=1e-12)
+    t = r.tests[r.method]
+    assert r.mde != pytest.approx(minimum_detectable_effect(t.se, r.n, df=t.df).estimate, rel=1e-3)
+
+
+#: make study, 400 runs a setting (20 pilots a family, seed 3). Measured 2026-11-28 (95% CP; about 50 CPU s a
+#: setting, both arms): the stated MDE 87.2% [83.6, 90.4] and 90.8% [87.5, 93.4] with 1% of 500 and 1,000 items
+#: differing (median MDE 1.49 and 0.86 points), the t approximation's 35.8% [31.0, 40.7] and 47.2% [42.3, 52.3]
+#: (0.63 and 0.42 points); with a fifth of 1,000 items differing 90.0% [86.6, 92.8] (2.53 points), the t's 69.5%
+#: [64.7, 74.0] (1.90 points): conservative on graded scores (docs/methods.md), never short of 80%.
 @pytest.mark.slow
 @pytest.mark.parametrize("n,nonzero", [(500, 0.01), (1000, 0.01), (2000, 0.03), (1000, 0.2)])
 def test_study_power_at_the_fractional_mde(n, nonzero):
-    hits, runs = _fractional_power(3, 40, n, nonzero)
-    rate, low, high = rate_ci(hits, runs)
-    assert high >= 0.80, (rate, low, high)
+    hits, runs = _fractional_power(3, 20, n, nonzero)
+    rate, low, high = rate_ci(hits["stated"], runs)
+    print(f"{n} items, {nonzero:.0%} differing: stated MDE {rate:.1%} [{low:.1%}, {high:.1%}]; "
+          f"t approximation's {hits['t'] / runs:.1%}")
+    assert high >= 0.80 and low <= 0.95, (rate, low, high)  # an MDE twice too large is detected in about 100%

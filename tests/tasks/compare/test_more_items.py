@@ -106,3 +106,28 @@ def test_compare_json_carries_more_items(tmp_path):
                                         question="new-subjects"))
     row = sub.comparisons[0]
     assert row.verdict != "inconclusive" or row["more_items"]["unit"] == "subjects"
+
+
+def test_one_pair_never_asks_more_items_for_the_mde_it_already_resolves(tmp_path):
+    """Review of issue #36: with one pair the MDE shown is at the deciding level, so the present items resolve
+    it by definition; the score test's MDE (high discordance, few items: 10 of 22 items only B right, 9 only A)
+    is below the normal rule's, which asked "2 more items ... (the MDE shown)" before."""
+    from store_support import store_of_correct
+
+    from benchcert.stats.comparisons import paired_comparison_counts
+    from benchcert.tasks.compare.service import CompareRequest, compare_models
+
+    r = paired_comparison_counts(10, 9, 22)
+    t = r.tests[r.method]
+    assert r.mde < minimum_detectable_effect(t.se, 22, df=t.df).estimate  # the premise: below the normal rule's
+    assert additional_sample_size(t.se, 22, r.mde, alpha=0.05, power=0.8).more > 0  # what was printed
+    doc = more_needed(t.se, 22, r.estimate, alpha=0.05, power=0.8, mde=r.mde, mde_alpha=0.05)
+    assert doc["more_for_mde"] == 0 and "MDE shown" not in more_items_line("'m'", doc)
+    # a family's Bonferroni level still asks for the items the MDE needs there
+    assert more_needed(t.se, 22, r.estimate, alpha=0.05 / 3, power=0.8, mde=r.mde, mde_alpha=0.05)["more_for_mde"] > 0
+    # through compare: one candidate, 22 items (no subjects), inconclusive
+    a = np.r_[np.ones(10), np.zeros(9), np.ones(3)].astype(bool)
+    b = np.r_[np.zeros(10), np.ones(9), np.ones(3)].astype(bool)
+    db = store_of_correct(tmp_path, "b", {"base": a, "cand": b}, 1)
+    row = compare_models(CompareRequest(db=db, benchmark="b", baseline="base", candidates=("cand",))).comparisons[0]
+    assert row.verdict == "inconclusive" and row["more_items"]["more_for_mde"] == 0
