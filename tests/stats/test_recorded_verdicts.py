@@ -202,42 +202,51 @@ def test_items_first_look_bets_on_the_store_gap_with_unequal_sharing(name):
         assert rate_ci(old, 200, level=0.95)[1] > ALPHA * SHARE / 2, old
 
 
-@pytest.mark.montecarlo
-@pytest.mark.xfail(strict=True, reason="the anytime part (tasks/compare/recorded.spend, every subject shared: one "
-                   "betting test on the pooled items) still tests the shared items' mean, not the store's gap: the whole "
-                   "recorded verdict claimed 'improved' in 1,000 of 1,000 reviewer20 runs (store gap -1 point); not "
-                   "fixed by issue #36's first-look fix")
-def test_recorded_verdict_with_unequal_sharing_holds_its_level():
-    # The whole verdict at one look (first look at alpha x share, betting test at the rest, nightly_verdicts), as the
-    # engine runs it when every subject of the store has a shared item; judged against alpha / 2 per side
+def _two_subject_claims(key, n_a, p_win, p_loss, n_b, reps, claims):
+    """'improved' claims of ``claims(d, subjects, store)`` over ``reps`` draws: subject A, 3,000 items in the store,
+    ``n_a`` shared with wins / losses at ``p_win`` / ``p_loss``; subject B, ``n_b`` items, all shared and won."""
+    rng = np.random.default_rng(seed(key))
+    subj, store, up = np.repeat([0, 1], [n_a, n_b]), np.array([3000.0, float(n_b)]), 0
+    for _ in range(reps):
+        u = rng.random(n_a)
+        d = np.r_[np.where(u < p_win, 1.0, np.where(u > 1 - p_loss, -1.0, 0.0)), np.ones(n_b)]
+        up += bool(claims(d, subj, store))
+    return up
+
+
+def _whole_verdict_improved(d, subj, store):
     from benchcert.stats.sequential import nightly_verdicts
 
-    rng = np.random.default_rng(seed("unequal whole verdict"))
-    subj, reps, up = np.repeat([0, 1], [20, 30]), 200, 0
-    for _ in range(reps):
-        u = rng.random(subj.size)
-        d = np.where(subj == 1, 1.0, np.where(u < 0.04, 1.0, np.where(u > 0.94, -1.0, 0.0)))  # A -2, B +100 points
-        p1, g1 = items_first(d, subj, np.array([3000.0, 30.0]), ALPHA * SHARE)[:2]
-        seq = betting_test(d, np.array([d.size]), alpha=ALPHA * (1 - SHARE), interval=False)
-        up += nightly_verdicts(p1, g1, seq, alpha=ALPHA, first_look_share=SHARE).verdict[-1] == "improved"
-    assert rate_ci(up, reps, level=0.95)[2] <= ALPHA / 2, up
+    p1, g1 = items_first(d, subj, store, ALPHA * SHARE)[:2]
+    seq = betting_test(d, np.array([d.size]), alpha=ALPHA * (1 - SHARE), interval=False)
+    return nightly_verdicts(p1, g1, seq, alpha=ALPHA, first_look_share=SHARE).verdict[-1] == "improved"
+
+
+def _first_look_improved(d, subj, store):
+    p, est = items_first(d, subj, store, ALPHA * SHARE)[:2]
+    return p <= ALPHA * SHARE and est > 0
 
 
 @pytest.mark.montecarlo
-@pytest.mark.xfail(strict=True, reason="the stratified first look (100 or more effectively nonzero differences) pools "
-                   "the within-subject variance: a small subject shared fully with zero variance (all wins) dilutes a "
-                   "large, barely shared subject's; measured 11.2% [9.3, 13.3] false 'improved' of 1,000 runs at a "
-                   "store gap of exactly 0 (nominal 1.25%); not part of issue #36's first-look betting fix")
-def test_stratified_first_look_with_unequal_sharing_holds_its_share():
-    # A: 100 of 3,000 items shared at -5 points; B: 150 items, all shared and all won; the store's gap exactly 0
-    rng = np.random.default_rng(seed("unequal stratified"))
-    subj, reps, up = np.repeat([0, 1], [100, 150]), 300, 0
-    for _ in range(reps):
-        u = rng.random(100)
-        d = np.r_[np.where(u < 0.025, 1.0, np.where(u > 0.925, -1.0, 0.0)), np.ones(150)]
-        p, est = items_first(d, subj, np.array([3000.0, 150.0]), ALPHA * SHARE)[:2]
-        up += p <= ALPHA * SHARE and est > 0
-    assert rate_ci(up, reps, level=0.95)[2] <= ALPHA * SHARE / 2, up
+@pytest.mark.xfail(strict=True, reason="not part of issue #36's first-look betting fix (noticed, left for a follow-up): "
+                   "whole_verdict - the anytime part (tasks/compare/recorded.spend, every subject shared: one betting "
+                   "test on the pooled items) tests the shared items' mean, not the store's gap: the whole recorded "
+                   "verdict claimed 'improved' in 1,000 of 1,000 reviewer20 runs (store gap -1 point); stratified - "
+                   "the stratified first look (100 or more effectively nonzero differences) pools the within-subject "
+                   "variance, and a small subject shared fully with zero variance (all wins) dilutes a large, barely "
+                   "shared subject's: 11.2% [9.3, 13.3] false 'improved' of 1,000 runs at a store gap of exactly 0 "
+                   "(nominal 1.25%)")
+@pytest.mark.parametrize("case, n_a, p_win, p_loss, n_b, limit", [
+    # reviewer20: A 20 shared at -2 points, B 30 won, gap -1 point; then A 100 shared at -5 points, B 150 won, gap 0
+    ("whole_verdict", 20, 0.04, 0.06, 30, ALPHA / 2),
+    ("stratified", 100, 0.025, 0.075, 150, ALPHA * SHARE / 2)])
+def test_unequal_sharing_beyond_the_first_look_bets(case, n_a, p_win, p_loss, n_b, limit):
+    # whole_verdict: the verdict at one look (first look at alpha x share, betting test at the rest,
+    # nightly_verdicts) as the engine runs it when every subject of the store has a shared item, judged against
+    # alpha / 2 per side; stratified: the first look alone, judged against its one-sided level
+    claims = _whole_verdict_improved if case == "whole_verdict" else _first_look_improved
+    up = _two_subject_claims(f"unequal {case}", n_a, p_win, p_loss, n_b, 300, claims)
+    assert rate_ci(up, 300, level=0.95)[2] <= limit, (case, up)
 
 
 @pytest.mark.montecarlo
