@@ -228,7 +228,7 @@ def _first_look_improved(d, subj, store):
 
 
 @pytest.mark.montecarlo
-@pytest.mark.xfail(strict=True, reason="not part of issue #36's first-look betting fix (noticed, left for a follow-up): "
+@pytest.mark.xfail(strict=True, reason="not part of issue #36's first-look betting fix (noticed, left for later): "
                    "whole_verdict - the anytime part (tasks/compare/recorded.spend, every subject shared: one betting "
                    "test on the pooled items) tests the shared items' mean, not the store's gap: the whole recorded "
                    "verdict claimed 'improved' in 1,000 of 1,000 reviewer20 runs (store gap -1 point); stratified - "
