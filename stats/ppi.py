@@ -638,8 +638,8 @@ def _constant_pilot_rate(y) -> float | None:
     Why: such a pilot has no human-label variance, so every bootstrap world is the pilot itself (se 0, scale 1)
     and the assurance plan was silently the typical one (issue #36's review: human rate 0.97, a pilot of 60
     all ones - 16% of such pilots - delivered 13% at epsilon 0.03). Labels of 0 and 1 at the bound carry the
-    largest variance a score in [0, 1] can have at that rate; the bound lies beyond the truth in at least 90%
-    of such pilots. A constant fractional label uses the same formula at its sum (no exact count): a
+    largest variance a score in [0, 1] can have at that rate; as a 90% confidence bound, over pilots it falls on
+    1/2's side of the truth (a larger label variance) at least 90% of the time. A constant fractional label uses the same formula at its sum (no exact count): a
     conservative reading, not a Clopper-Pearson guarantee."""
     if np.ptp(y) > 0:
         return None
