@@ -9,13 +9,14 @@ and first-call costs excluded, as in a nightly that audits many benchmarks), wit
 (user + system, all threads) per audit and per step (the read, each analysis, the collation and
 report, the artifacts, the run record), and the 1-minute load average.
 
-``--reference PYTHON`` times the same audits with another installation's interpreter (e.g. the
-main branch's ``.venv/bin/python``) in the same run, alternating with this one ``--rounds`` times,
-and prints the ratio; ``--compare`` then also checks the two installations' last runs with
+``--reference PYTHON`` times the same audits with another installation's interpreter (e.g. a
+checkout of the main branch, ``OTHER_CHECKOUT/.venv/bin/python``: it imports that installation's
+benchcert) in the same run, alternating with this one ``--rounds`` times, and prints the ratio;
+``--compare`` (only with ``--reference``) then also checks the two installations' last runs with
 tools/compare_runs.py.
 
     .venv/bin/python benchmarks/nightly_audit.py                        # 4 audits, this checkout
-    .venv/bin/python benchmarks/nightly_audit.py --reference /work/main/.venv/bin/python --rounds 2
+    .venv/bin/python benchmarks/nightly_audit.py --reference OTHER_CHECKOUT/.venv/bin/python --rounds 2
 """
 
 from __future__ import annotations
@@ -93,10 +94,8 @@ def _prepare(folder: Path) -> Path:
 
 
 def _run(python: str, db: Path, artifacts: Path, audits: int) -> dict:
-    # the child runs from the interpreter's own checkout, so that it imports that checkout's benchcert
-    checkout = Path(python).resolve().parents[2] if "/.venv/" in python else Path.cwd()
     out = subprocess.run([python, str(Path(__file__).resolve()), "_child", str(db), str(artifacts), str(audits)],
-                         capture_output=True, text=True, cwd=checkout)
+                         capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{python} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -119,8 +118,11 @@ def main(argv=None) -> int:
     ap.add_argument("--audits", type=int, default=4, help="timed audits per process (default 4)")
     ap.add_argument("--reference", metavar="PYTHON", help="another installation's interpreter, timed alike")
     ap.add_argument("--rounds", type=int, default=1, help="alternations of this and the reference (default 1)")
-    ap.add_argument("--compare", action="store_true", help="compare the last runs with tools/compare_runs.py")
+    ap.add_argument("--compare", action="store_true",
+                    help="compare the last runs of this and --reference with tools/compare_runs.py")
     args = ap.parse_args(argv)
+    if args.compare and not args.reference:
+        ap.error("--compare compares against the --reference installation's runs: give --reference PYTHON")
     folder = args.dir or Path(tempfile.mkdtemp(prefix="benchcert-nightly-audit-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:

@@ -131,7 +131,7 @@ def cmd_plan_human_labels(args) -> int:
     level = f"{100 * (1 - answer.alpha):g}%"
     print(f"{answer.benchmark!r}: human labels for a {level} human-scale interval of +/- {100 * answer.epsilon:g} pp"
           + ("" if answer.assurance is None else
-             f", reached by {100 * answer.assurance:g}% of label sets (the pilot's error counted)"))
+             f", reached by {100 * answer.assurance:g}% of (pilot, label set) pairs (the pilot's error counted)"))
     head = f"{'model':<36} {'judged':>7} {'pilot':>6} {'with judge':>10} {'by hand':>8}"
     print(head)
     print("-" * len(head))

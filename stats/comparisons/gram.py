@@ -106,16 +106,22 @@ def _pair_sums_direct(s, codes, pa, pb, both_binary, out: _Sums) -> None:
         out.sum_a[lo:lo + step] = ox_ba.sum(axis=0)
 
 
+def _first_words(starts, n_items: int):
+    """(each subject's first word, the words in all) of :func:`_packed_bits`' layout: each subject's
+    rows (from ``starts``) padded to whole 64-bit words."""
+    words = -(-np.diff(np.r_[starts, n_items]) // 64)
+    return np.r_[0, np.cumsum(words)[:-1]].astype(np.intp), int(words.sum())
+
+
 def _packed_bits(s, order, starts, used):
     """Answered (O) and correct (X) bits of the ``used`` columns of a 0/1 matrix, model-major: row j of
     each (len(used), W) uint64 array holds column used[j]'s bits, every subject (rows in ``order``,
     subjects starting at ``starts``) padded to whole 64-bit words; and each subject's first word."""
     n_items = s.shape[0]
     bounds = np.r_[starts, n_items]
-    words = -(-np.diff(bounds) // 64)
-    first = np.r_[0, np.cumsum(words)[:-1]].astype(np.intp)
+    first, n_words = _first_words(starts, n_items)
     every = used.size == s.shape[1]
-    o_bits = np.zeros((used.size, int(words.sum()) * 8), np.uint8)
+    o_bits = np.zeros((used.size, n_words * 8), np.uint8)
     x_bits = np.zeros_like(o_bits)
     step = 64 * max(1, BITS_BLOCK_CELLS // (64 * max(used.size, 1)))  # rows per block: whole words
     for k in range(starts.size):

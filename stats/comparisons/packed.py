@@ -19,7 +19,7 @@ import numpy as np
 from ..validation import check_alpha, check_codes, check_power
 from .blocks import _BLOCK_RUNNER, _blocked_groups
 from .engine import ComparisonSettings, _stat_rows
-from .gram import _bit_pair_sums, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums
+from .gram import _bit_pair_sums, _first_words, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums
 from .pairwise import _check_pairs, _choose_block_models
 from .results import PairedComparison, _check_primary
 
@@ -97,24 +97,24 @@ def _column_variances(block: np.ndarray, mean: np.ndarray, rows: int, whole: boo
 PACK_KERNEL_MIN_CELLS = 1 << 16
 
 
+#: Why the packing kernel cannot compile in this process ("unavailable"), once it failed: a failure
+#: is not retried block after block (numba not loaded yet is not remembered: it may start later).
+_kernel_state: dict = {"unavailable": None}
+
+
 def _pack_kernel():
     """:func:`.pack_kernels.pack_block` when numba already runs in this process (starting it costs about
     0.5 CPU s; the out-of-core read that packs a billion responses has started it), else None."""
-    if "numba" not in sys.modules:
+    if "numba" not in sys.modules or _kernel_state["unavailable"] is not None:
         return None
     try:
         from .pack_kernels import pack_block
 
         pack_block(np.zeros((1, 1)), np.zeros(1, np.intp), np.array([0, 1], np.intp), np.zeros(1, np.intp), 1, 1)
-    except Exception:  # noqa: BLE001 - numba cannot compile or cache here: numpy's form, the same bits
+    except Exception as exc:  # noqa: BLE001 - numba cannot compile or cache here: numpy's form, the same bits
+        _kernel_state["unavailable"] = f"{type(exc).__name__}: {exc}"
         return None
     return pack_block
-
-
-def _first_words(starts, n_items: int):
-    """(each subject's first word, the words in all) of :func:`_packed_bits`' layout."""
-    words = -(-np.diff(np.r_[starts, n_items]) // 64)
-    return np.r_[0, np.cumsum(words)[:-1]].astype(np.intp), int(words.sum())
 
 
 def _checked(column_blocks, n_items: int, n_models: int):

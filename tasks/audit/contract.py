@@ -137,9 +137,11 @@ INPUTS = {
                "which reads them from the export",
     "human_scores": "human scores beside the judge's (BenchmarkMatrices.human), read with the matrices",
     "option_probs": "option probabilities (store table option_probs), read with the matrices "
-                    "(BenchmarkMatrices.store_inputs), else by the analysis itself",
+                    "(BenchmarkMatrices.store_inputs), else by the analysis itself or from the export on a Dask "
+                    "worker",
     "parse_flags": "whether each response's answer could be read (response_codes.parsed), read with the matrices "
-                   "(BenchmarkMatrices.store_inputs), else by the analysis itself",
+                   "(BenchmarkMatrices.store_inputs), else by the analysis itself or from the export on a Dask "
+                   "worker",
 }
 
 

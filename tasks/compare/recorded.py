@@ -33,6 +33,7 @@ import polars as pl
 from benchcert.stats.recorded import detectable_gap, either_of, stratified_first_look, subject_e_process
 from benchcert.stats.sequential import betting_test, subject_entry_means
 from benchcert.tasks.errors import NoDataError
+from benchcert.tasks.finite import finite_or_none as _num
 
 __all__ = ["ASSUMES", "V2_METHODS", "AssumeError", "scheme", "items_first", "deciding_interval", "absent_weight", "on_store_scale",
            "store_estimand", "subjects_test", "subject_units", "spend"]
@@ -304,10 +305,6 @@ def deciding_interval(detail: dict, verdict: str | None = None) -> tuple[float |
     if lo is not None and hi is not None:
         return lo, hi, "anytime", "anytime interval (valid at every look)"
     return _num(detail.get("lower")), _num(detail.get("upper")), "fixed_sample", "fixed-sample interval"
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def deciding_gap(detail: dict) -> float | None:

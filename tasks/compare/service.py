@@ -31,6 +31,7 @@ from benchcert.tasks.compare.rows import ComparisonRow
 from benchcert.tasks.compare.settings import CompareSettings
 from benchcert.tasks.result_types import TableResult
 from benchcert.tasks.errors import UsageError
+from benchcert.tasks.finite import finite_or_none as _num  # JSON-safe: NaN and infinities become null
 
 #: The clustering levels ``--hierarchy`` names, as the levels they cluster over.
 HIERARCHIES = HIERARCHY_NAMES
@@ -231,12 +232,6 @@ class RecordedLook:
 
     verdict: object
     gate: GateDecision | None = None
-
-
-def _num(x):
-    """JSON-safe float (NaN and infinities become null)."""
-    x = float(x)
-    return x if x == x and abs(x) != float("inf") else None
 
 
 def _load(request: CompareRequest):

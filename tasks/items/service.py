@@ -22,6 +22,7 @@ from benchcert.stats.irt import MIN_MODELS, fit_2pl
 from benchcert.stats.items import broken_key_test, item_statistics, reliability
 from benchcert.stats.resolution import band_resolution, neighbour_resolution, saturation
 from benchcert.tasks.errors import NotAnalysableError
+from benchcert.tasks.finite import finite_or_none as _finite
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
 from benchcert.tasks.items.defaults import DEFAULT_FDR, DEFAULT_TOLERANCE  # noqa: F401 (re-exported)
 from benchcert.tasks.items.reduce import ReducedSet, reduced_set
@@ -248,10 +249,6 @@ def _near_duplicates(items: pl.DataFrame, texts: pl.DataFrame) -> tuple[pl.DataF
 def _nanmean(v: np.ndarray) -> float | None:
     v = v[np.isfinite(v)]
     return float(v.mean()) if v.size else None
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if x is not None and np.isfinite(x) else None
 
 
 def _strong_agreement(m: BenchmarkMatrices, choices: pl.DataFrame) -> np.ndarray:

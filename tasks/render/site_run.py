@@ -12,6 +12,7 @@ import math
 import polars as pl
 
 from benchcert.tasks.artifacts.folders import safe_component
+from benchcert.tasks.finite import finite_or_none as _num
 from benchcert.tasks.render.charts import fmt_interval as _iv
 from benchcert.tasks.render.charts import fmt_percent as _pct
 from benchcert.tasks.render.charts import interval_plot_svg
@@ -50,10 +51,6 @@ def models_table(run: RunRecord, method: str | None) -> str:
 
 
 _ARROW = {"down": "\u25bc", "up": "\u25b2"}  # direction by shape too, not by colour alone
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _changes(run: RunRecord, sibling_ids: set[str]) -> list[str]:

@@ -18,10 +18,10 @@ and interval.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from benchcert.tasks.compare.recorded import deciding_gap, deciding_interval
+from benchcert.tasks.finite import finite_or_none as _num
 from benchcert.tasks.render.escape import escape
 from benchcert.tasks.render.site_html import DASH, Html, table
 
@@ -38,10 +38,6 @@ RESOLVE_FIELDS = (("more_items", "more items"), ("items_needed", "more items"), 
 
 _QUESTION_NAMES = {"items": "items", "new-subjects": "new subjects", "new_subjects": "new subjects",
                    "subjects": "new subjects"}
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def fmt_gap(gap: float | None) -> str:

@@ -18,6 +18,7 @@ Other scores (fractional, replicates, human scores) are refused: their analyses 
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 import numpy as np
@@ -113,8 +114,13 @@ class BlockedMatrices(BenchmarkMatrices):
 
     def packed_bits(self, subjects):
         """The bits packed in the pass of :attr:`subject_counts`, when ``subjects`` are the ones they were
-        packed with (the items' subjects: the comparisons' clusters by default), else None."""
+        packed with (the items' subjects: the comparisons' clusters by default), or None for a single
+        subject (whose layout is that of no subjects), else None."""
         packed = self._packed
+        if packed is not None and subjects is None and packed.codes is not None and packed.first.size == 1:
+            # One subject packs the layout of no subjects (the same words, first word and column
+            # sums): the comparisons of a single-subject benchmark, paired CLT, take these bits too.
+            return dataclasses.replace(packed, codes=None)
         if packed is None or (subjects is None) != (packed.codes is None):
             return None
         if subjects is not None and not np.array_equal(np.asarray(subjects), packed.codes):

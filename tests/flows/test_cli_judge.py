@@ -102,6 +102,10 @@ def test_plan_human_labels(capsys, judged):
     (sure,) = doc["plans"]
     assert doc["assurance"] == sure["assurance"] == 0.8 and doc["warnings"] == []
     assert sure["n_ppi"] is None or sure["n_ppi"] >= plan["n_ppi"]
+    code, out, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
+                         "--model", "cand", "--assurance", "0.8")
+    assert code == 0, err
+    assert "reached by 80% of (pilot, label set) pairs" in out  # what --help and docs/analyses.md say it counts
     code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
                        "--assurance", "1.5")
     assert code == 2 and "--assurance" in err

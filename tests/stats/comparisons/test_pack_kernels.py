@@ -68,3 +68,26 @@ def test_pack_binary_scores_is_the_same_with_the_kernel(monkeypatch):
         np.testing.assert_array_equal(getattr(compiled, name), getattr(plain, name))
     for mine, theirs in zip(compiled.colstats, plain.colstats):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_kernel_that_cannot_compile_is_not_retried_per_block(monkeypatch):
+    """A failed compilation is remembered (numpy's form packs every later block, the same bits);
+    numba not yet loaded is not: the out-of-core read may start it later."""
+    import sys
+
+    from benchcert.stats.comparisons import pack_kernels
+
+    calls = []
+
+    def broken(*args):
+        calls.append(args)
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(packed, "_kernel_state", {"unavailable": None})
+    monkeypatch.delitem(sys.modules, "numba", raising=False)  # what _pack_kernel asks: is numba loaded
+    assert packed._pack_kernel() is None and packed._kernel_state["unavailable"] is None
+    monkeypatch.undo()
+    monkeypatch.setattr(packed, "_kernel_state", {"unavailable": None})
+    monkeypatch.setattr(pack_kernels, "pack_block", broken)
+    assert packed._pack_kernel() is None and packed._pack_kernel() is None
+    assert len(calls) == 1 and packed._kernel_state["unavailable"] == "RuntimeError: no compiler here"

@@ -69,3 +69,16 @@ def test_the_interval_shown_is_the_one_that_decides():
     assert view.interval_kind.startswith("fixed-sample interval")
     # a verdict that is no recorded look (no anytime interval): its fixed-sample interval
     assert verdict_view(_v("regressed", gap=-0.1, lower=-0.2, upper=-0.05)).interval_kind == "fixed-sample interval"
+
+
+def test_a_later_look_shows_the_first_looks_gap_beside_its_interval():
+    """A verdict the first-look test decided, recorded again at look 3: the row's interval is the first look's, so
+    its gap is the first look's (``first_gap``), not look 3's fixed-sample gap, which that interval need not hold."""
+    view = verdict_view(_v("improved", gap=0.01, lower=-0.02, upper=0.04, cs_lower=-0.03, cs_upper=0.05,
+                           decided_by="first_look", look=3, first_gap=0.13, first_lower=0.05, first_upper=0.21,
+                           first_look_share=0.5))
+    assert (view.gap, view.gap_value, view.lower, view.upper) == ("+13.00 pp", 0.13, 0.05, 0.21)
+    # decided by the anytime test: the look's own gap (its interval is valid at every look)
+    view = verdict_view(_v("improved", gap=0.01, cs_lower=0.002, cs_upper=0.05, decided_by="anytime", look=3,
+                           first_gap=0.13))
+    assert (view.gap, view.lower) == ("+1.00 pp", 0.002)

@@ -30,9 +30,10 @@ def _compare_runs():
     return tool("compare_runs").compare_runs
 
 
-def _store(tmp_path: Path, n_models: int = 170, n_items: int = 48, fractional: bool = False) -> Path:
+def _store(tmp_path: Path, n_models: int = 170, n_items: int = 48, fractional: bool = False,
+           n_subjects: int = 12) -> Path:
     rng = np.random.default_rng(7)
-    subject = [min(i // 3, 11) for i in range(n_items)]  # 12 subjects, the last one larger
+    subject = [min(i // 3, n_subjects - 1) for i in range(n_items)]  # the last subject larger
     ability = rng.normal(0, 1, n_models)
     rows = []
     for j in rng.permutation(n_models):  # ingest order is not name order
@@ -118,6 +119,32 @@ def test_the_counts_pass_packs_the_comparisons_bits_once(tmp_path, monkeypatch):
         np.testing.assert_array_equal(mine, theirs)
     assert m.packed_bits(None) is None and m.packed_bits(np.zeros(m.n_items, dtype=np.int64)) is None
     assert full.packed_bits(full.item_subject) is None  # in memory: packed from the matrix when asked
+    reads = []
+    monkeypatch.setattr(BlockedMatrices, "_read", lambda self, cols: reads.append(cols))
+    ooc = analyze(m, AuditConfig())
+    assert reads == []
+    assert ooc.tables["comparisons"].equals(analyze(full, AuditConfig()).tables["comparisons"])
+
+
+def test_a_single_subjects_packed_bits_serve_the_paired_comparisons(tmp_path, monkeypatch):
+    """With one subject the comparisons drop the clusters (paired CLT, subjects None): the bits packed
+    with the one subject's codes have the layout of no subjects, so they read no block again either."""
+    from benchcert.tasks.audit.contract import AuditConfig
+    from benchcert.tasks.compare.analysis import analyze
+
+    db = _store(tmp_path, n_models=12, n_items=30, n_subjects=1)
+    with open_store(db, write=False) as con:
+        m = load_blocked(con, "b", None, store_opener(db, 5.0), block_models=5)
+        full = load_matrices(con, "b")
+    assert m.subjects.height == 1
+    _ = m.subject_counts
+    bits = m.packed_bits(None)
+    again = pack_binary_scores(full.column_blocks(50), full.n_items, len(full.models), None)
+    assert bits.codes is None
+    for name in ("o_bits", "x_bits", "first"):
+        np.testing.assert_array_equal(getattr(bits, name), getattr(again, name))
+    for mine, theirs in zip(bits.colstats, again.colstats):
+        np.testing.assert_array_equal(mine, theirs)
     reads = []
     monkeypatch.setattr(BlockedMatrices, "_read", lambda self, cols: reads.append(cols))
     ooc = analyze(m, AuditConfig())
