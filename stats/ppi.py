@@ -510,6 +510,13 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
     ``assurance`` (331 of 400 label sets for 0.8; the first n where the plain share reaches 0.8 lands, on average, on the share's 320th of
     400 order statistic, about 79.8%, and below 80% half the time). ``rng`` (a numpy Generator; default
     seeded) draws them.
+
+    A pilot whose human labels are all equal (all ones from a human rate of 0.97 in 16% of pilots of 60) has no
+    variance to bootstrap: every world would be the pilot (se 0, scale 1) and the plan the typical one, which
+    then delivered 13% at epsilon 0.03. The assurance plan warns (:class:`DegenerateDataWarning`) and plans at
+    the one-sided 90% Clopper-Pearson bound on the human rate toward 1/2 instead (0.1 ** (1/60) = 0.9624 for 60
+    ones): fixed worlds of 0/1 labels at that rate (the largest variance a [0, 1] score has at it) beside judge
+    scores drawn from the pilot's apart from them (the pilot cannot show their covariance).
     """
     y = _vector(human, "human", 0.0, 1.0)
     yh = _vector(judge_labelled, "judge_labelled", 0.0, 1.0)
@@ -543,13 +550,17 @@ def plan_human_labels(human, judge_labelled, judge_all, *, epsilon: float, alpha
                              "when every draw reaches the half-width)")
         rng = np.random.default_rng(20261128) if rng is None else rng
         seed = int(rng.integers(2**62))
-        n_ppi = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_ppi, human_only=False)
-        n_h = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_h, human_only=True)
+        rate = _constant_pilot_rate(y)
+        n_ppi = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_ppi, human_only=False, rate=rate)
+        n_h = _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, n_h, human_only=True, rate=rate)
         method = (f"least n, not below the typical plan, at which {100 * assurance:g}% of label sets drawn from "
                   "worlds the pilot makes plausible (Bayesian bootstrap; the pilot's error by a bootstrap-t of the "
                   "planned variance) reach the half-width "
                   f"({ASSURANCE_DRAWS} draws per n, the share's {100 * ASSURANCE_CONFIDENCE:g}% lower bound; the "
                   f"interval ppi_mean reports; at least {MIN_HUMAN_LABELS} labels)")
+        if rate is not None:
+            method += (f"; the pilot's human labels all equal: 0/1 labels at the rate {rate:.4f}, its one-sided "
+                       f"{100 * ASSURANCE_CONFIDENCE:g}% Clopper-Pearson bound toward 1/2, judge scores unrelated")
     return HumanLabelPlan(epsilon=float(epsilon), alpha=alpha, n_items=m, n_ppi=n_ppi, n_human_only=n_h,
                           pilot_n=y.size, method=method,
                           assumptions=(MCAR, "the pilot's judge-human covariance holds for the items still to label"),
@@ -618,10 +629,51 @@ def _studentized_scale(y, yh, weights, n, m, s_j, human_only) -> np.ndarray:
     return np.exp((pilot - se * t - world) / 2)
 
 
-def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only) -> int:
-    """How many of ASSURANCE_DRAWS label sets of size n (pairs drawn by :func:`_world_labels`, the unlabelled
-    judge scores resampled from ``ja``) give a reported half-width (:func:`ppi_mean`'s default interval, or
-    the human-only one beside it) of at most epsilon; the draws in batches of about 4 million scores."""
+def _constant_pilot_rate(y) -> float | None:
+    """None when the pilot's human labels vary; when they are all equal, warn and return the rate the assurance
+    plan assumes instead: the one-sided :data:`ASSURANCE_CONFIDENCE` Clopper-Pearson bound on the human rate
+    toward 1/2 (x = sum of the m labels: Beta^{-1}(0.1; x, m - x + 1) above 1/2, Beta^{-1}(0.9; x + 1, m - x)
+    below; 0.1 ** (1 / m) for m ones), not past 1/2.
+
+    Why: such a pilot has no human-label variance, so every bootstrap world is the pilot itself (se 0, scale 1)
+    and the assurance plan was silently the typical one (issue #36's review: human rate 0.97, a pilot of 60
+    all ones - 16% of such pilots - delivered 13% at epsilon 0.03). Labels of 0 and 1 at the bound carry the
+    largest variance a score in [0, 1] can have at that rate; as a 90% confidence bound, over pilots it falls on
+    1/2's side of the truth (a larger label variance) at least 90% of the time. A constant fractional label uses the same formula at its sum (no exact count): a
+    conservative reading, not a Clopper-Pearson guarantee."""
+    if np.ptp(y) > 0:
+        return None
+    from scipy import stats
+
+    m, x = y.size, float(y.sum())
+    if 2 * x > m:
+        rate = max(0.5, float(stats.beta.ppf(1 - ASSURANCE_CONFIDENCE, x, m - x + 1)))
+    elif 2 * x < m:
+        rate = min(0.5, float(stats.beta.ppf(ASSURANCE_CONFIDENCE, x + 1, m - x)))
+    else:
+        rate = 0.5
+    warnings.warn(DegenerateDataWarning(
+        f"all {m} pilot human labels are {y[0]:g}: the pilot shows no human-label variance, so the assurance plan "
+        f"cannot bootstrap its error; it plans at the human rate {rate:.4f} (the one-sided "
+        f"{100 * ASSURANCE_CONFIDENCE:g}% Clopper-Pearson bound toward 1/2), 0/1 labels and judge scores unrelated "
+        "to them; a pilot with both labels would answer"), stacklevel=3)
+    return rate
+
+
+def _bound_world(ja_pilot, n, seed, draw, rate) -> tuple[np.ndarray, np.ndarray]:
+    """A label set of n at a constant pilot's bound (:func:`_constant_pilot_rate`): 0/1 human labels at ``rate``
+    and judge scores drawn from the pilot's apart from them (its covariance is unknown, so the judge is taken
+    to say nothing: lambda near 0, the human labels alone). Nested across n, as :func:`_world`'s."""
+    labels = np.random.default_rng([seed, draw, 2]).random(n) < rate
+    judge = (np.random.default_rng([seed, draw, 3]).random(n) * ja_pilot.size).astype(int)
+    return labels.astype(float), ja_pilot[judge]
+
+
+def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only, rate=None) -> int:
+    """How many of ASSURANCE_DRAWS label sets of size n (pairs drawn by :func:`_world`, or by
+    :func:`_bound_world` when ``rate`` is given, the unlabelled judge scores resampled from ``ja``) give a
+    reported half-width (:func:`ppi_mean`'s default interval, or the human-only one beside it) of at most
+    epsilon; the draws in batches of about 4 million scores."""
     q = _quantile(alpha, n, "t")
     big_n = ja.size - n
     s_j = float(np.var(ja, ddof=1))
@@ -631,25 +683,30 @@ def _assured_hits(y, yh, ja, n, epsilon, alpha, seed, human_only) -> int:
         warnings.simplefilter("ignore")
         for first in range(0, ASSURANCE_DRAWS, block):
             draws = range(first, min(first + block, ASSURANCE_DRAWS))
-            weights, pick = (np.stack(a) for a in zip(*(_world(y.size, n, seed, d) for d in draws)))
             rest = ja[np.stack([np.random.default_rng([seed, d, 1]).integers(0, ja.size, big_n) for d in draws])]
-            lab, lab_j = y[pick], yh[pick]
+            if rate is None:
+                weights, pick = (np.stack(a) for a in zip(*(_world(y.size, n, seed, d) for d in draws)))
+                lab, lab_j = y[pick], yh[pick]
+                scale = _studentized_scale(y, yh, weights, n, ja.size, s_j, human_only)
+            else:  # a fixed world at the bound: nothing of the pilot's error left to scale for
+                lab, lab_j = (np.stack(a) for a in zip(*(_bound_world(yh, n, seed, d, rate) for d in draws)))
+                scale = 1.0
             lam = np.zeros(len(draws)) if human_only else _tuned_lambda(lab, lab_j, rest)
             _, _, lower, upper = _interval(lab, lab_j, rest, lam, q, "t", 0.0, 1.0)
-            hits += int(np.sum((upper - lower) / 2 * _studentized_scale(y, yh, weights, n, ja.size, s_j, human_only)
-                               <= epsilon))
+            hits += int(np.sum((upper - lower) / 2 * scale <= epsilon))
     return hits
 
 
-def _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, start, *, human_only) -> int | None:
+def _assured_n(y, yh, ja, epsilon, alpha, assurance, seed, start, *, human_only, rate=None) -> int | None:
     """The least n >= ``start`` (the typical plan) at which the label sets reaching epsilon number at least
     :func:`_hits_needed` of ASSURANCE_DRAWS: steps of an eighth (the plan is typically 5-10% above the typical
-    one), then bisection; None when not even all but one item."""
+    one), then bisection; None when not even all but one item. ``rate``: a constant pilot's bound
+    (:func:`_constant_pilot_rate`), the label sets drawn at it."""
     top = ja.size - 1
     if start is None or start > top:
         return None
     need = _hits_needed(assurance)
-    ok = lambda k: _assured_hits(y, yh, ja, k, epsilon, alpha, seed, human_only) >= need  # noqa: E731
+    ok = lambda k: _assured_hits(y, yh, ja, k, epsilon, alpha, seed, human_only, rate) >= need  # noqa: E731
     lo, hi = start - 1, start
     while not ok(hi):
         if hi >= top:

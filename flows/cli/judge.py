@@ -146,4 +146,6 @@ def cmd_plan_human_labels(args) -> int:
         print(f"assumption: {answer.plans[0][1].assumptions[0]}")
     for s in answer.skipped:
         print(f"skipped: {s}", file=sys.stderr)
+    for w in answer.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     return EXIT_OK

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchcert.tasks.store import DEFAULT_LOCK_TIMEOUT
+from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.ppi import (ASSURANCE_DRAWS, MAX_ASSURANCE, MCAR, MIN_HUMAN_LABELS, HumanLabelPlan, JudgeAgreement, LabelledSubsetCheck,
                                  PPIMeanResult, judge_agreement, labelled_subset_check, plan_human_labels, ppi_gap,
                                  ppi_mean)
@@ -299,10 +300,11 @@ class HumanLabelsAnswer:
     plans: tuple[tuple[str, HumanLabelPlan], ...]
     skipped: tuple[str, ...]
     assurance: float | None = None
+    warnings: tuple[str, ...] = ()  # "model: what the planner fell back to" (a pilot whose labels all agree)
 
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "variant": self.variant, "epsilon": self.epsilon, "alpha": self.alpha,
-                "assurance": self.assurance,
+                "assurance": self.assurance, "warnings": list(self.warnings),
                 "plans": [{"model": name, **{k: (list(v) if isinstance(v, tuple) else v)
                                              for k, v in dataclasses.asdict(p).items()}}
                           for name, p in self.plans],
@@ -336,7 +338,7 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
                           "pilot of its judged items and ingest it with --map human_score=COLUMN first")
     if model is not None and model not in m.models:
         raise NoDataError(f"benchmark {benchmark!r} has no model {model!r}; models: {m.models}")
-    plans, skipped = [], []
+    plans, skipped, notes = [], [], []
     for j, name in enumerate(m.models):
         if model is not None and name != model:
             continue
@@ -345,10 +347,12 @@ def plan_labels(db: str | Path, benchmark: str, *, epsilon: float, alpha: float 
             skipped.append(f"{name!r}: {y.size} labelled and {yu.size} unlabelled judged item(s); a plan needs "
                            "at least 2 labelled (a pilot) and 1 unlabelled")
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's, on degenerate moments
+            warnings.simplefilter("always", DegenerateDataWarning)  # checked first: the planner's fallbacks are told
             plans.append((name, plan_human_labels(y, yh, np.concatenate([yh, yu]), epsilon=float(epsilon),
                                                   alpha=alpha, assurance=assurance,
                                                   rng=np.random.default_rng([20261128, j]))))
+        notes += [f"{name!r}: {w.message}" for w in caught if issubclass(w.category, DegenerateDataWarning)]
     return HumanLabelsAnswer(benchmark=benchmark, variant=m.variant, epsilon=float(epsilon), alpha=alpha,
-                             plans=tuple(plans), skipped=tuple(skipped), assurance=assurance)
+                             plans=tuple(plans), skipped=tuple(skipped), assurance=assurance, warnings=tuple(notes))

@@ -100,7 +100,7 @@ def test_plan_human_labels(capsys, judged):
     assert code == 0, err
     doc = json.loads(out)
     (sure,) = doc["plans"]
-    assert doc["assurance"] == sure["assurance"] == 0.8
+    assert doc["assurance"] == sure["assurance"] == 0.8 and doc["warnings"] == []
     assert sure["n_ppi"] is None or sure["n_ppi"] >= plan["n_ppi"]
     code, out, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
                          "--model", "cand", "--assurance", "0.8")
@@ -115,6 +115,23 @@ def test_plan_human_labels(capsys, judged):
     code, _, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "prefs", "--epsilon", "0.05",
                        "--model", "nobody")
     assert code == 1 and "nobody" in err
+
+
+def test_an_assurance_plan_from_a_pilot_of_all_ones_says_what_it_planned_at(capsys, tmp_path):
+    # every pilot label 1: no variance to bootstrap, so the plan is made at the rate's 90% bound and the
+    # warning reaches the reader (the service used to silence the planner's RuntimeWarnings)
+    write_preferences(tmp_path / "p.csv", n_labelled=60, models={"base": 0.45, "sure": 1.0})
+    db = tmp_path / "s.duckdb"
+    assert main(["ingest", str(tmp_path / "p.csv"), "--db", str(db), "--benchmark", "p", *MAPS]) == 0
+    code, out, err = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "p", "--epsilon", "0.05",
+                         "--assurance", "0.8")
+    assert code == 0, err
+    assert "warning: 'sure': all 60 pilot human labels are 1" in err and "0.9624" in err
+    assert "'base'" not in err
+    code, out, _ = cli(capsys, "plan", "human-labels", "--db", db, "--benchmark", "p", "--epsilon", "0.05",
+                       "--model", "sure", "--assurance", "0.8", "--json")
+    (note,) = json.loads(out)["warnings"]
+    assert note.startswith("'sure': all 60 pilot human labels are 1")
 
 
 def test_labels_chosen_by_the_judge_are_flagged(capsys, tmp_path):
