@@ -96,35 +96,20 @@ def dask_cluster(address: str | None = None, workers: int | None = None):
         yield cluster.scheduler_address
 
 
-def read_subsets_export(export_dir: str, benchmark: str) -> list:
-    from benchcert.tasks.subsample.subsets import load_subsets
+#: The keyword each store input is passed to its analysis as (contract.INPUTS).
+_INPUT_KEYWORDS = {"subsets": "subsets", "parse_flags": "flags", "option_probs": "frame"}
+
+
+def read_export_inputs(export_dir: str, benchmark: str, variant: str | None, models, names) -> dict:
+    """The store inputs ``names`` of the benchmark's variant and ``models``, read from the export on one
+    connection by the readers the store's own read uses (tasks/audit/steps.py ``input_readers``). Unlike
+    the store's read, an input that cannot be read raises: a worker has no store to fall back to."""
+    from benchcert.tasks.audit.steps import input_readers
 
     con = open_export(export_dir, benchmark)
     try:
-        return load_subsets(con, benchmark)
-    finally:
-        con.close()
-
-
-def read_parse_flags_export(export_dir: str, benchmark: str, variant: str, models: list[str]):
-    """The parse flags of ``models`` in the benchmark's variant, from the export (tasks/store/parse_flags.py)."""
-    from benchcert.tasks.store.parse_flags import load_parse_flags
-
-    con = open_export(export_dir, benchmark)
-    try:
-        return load_parse_flags(con, benchmark, variant, list(models))
-    finally:
-        con.close()
-
-
-def read_option_probs_export(export_dir: str, benchmark: str, variant: str, models: list[str]):
-    """The option probabilities of ``models`` in the benchmark's variant, from the export
-    (tasks/store/option_probs.py; an empty frame when none were exported)."""
-    from benchcert.tasks.store.option_probs import load_option_probs
-
-    con = open_export(export_dir, benchmark)
-    try:
-        return load_option_probs(con, benchmark, variant=variant, models=list(models))[0]
+        readers = input_readers(con, benchmark, variant, models)
+        return {name: readers[name]() for name in names}
     finally:
         con.close()
 
@@ -132,14 +117,12 @@ def read_option_probs_export(export_dir: str, benchmark: str, variant: str, mode
 def _reading_export(name: str, fn, export_dir: str, benchmark: str, m: BenchmarkMatrices, subsets=None):
     """``fn`` given the inputs its registry entry declares, read from the export: config.db is never
     opened off the store's own process (recorded subsets, parse flags, option probabilities)."""
-    inputs = SPECS[name].inputs
-    if "subsets" in inputs:
-        fn = functools.partial(fn, subsets=read_subsets_export(export_dir, benchmark) if subsets is None else subsets)
-    if "parse_flags" in inputs:
-        fn = functools.partial(fn, flags=read_parse_flags_export(export_dir, benchmark, m.variant, m.models))
-    if "option_probs" in inputs:
-        fn = functools.partial(fn, frame=read_option_probs_export(export_dir, benchmark, m.variant, m.models))
-    return fn
+    wanted = [n for n in _INPUT_KEYWORDS if n in SPECS[name].inputs]
+    inputs = {"subsets": subsets} if subsets is not None and "subsets" in wanted else {}
+    unread = [n for n in wanted if n not in inputs]
+    if unread:
+        inputs.update(read_export_inputs(export_dir, benchmark, m.variant, m.models, unread))
+    return functools.partial(fn, **{_INPUT_KEYWORDS[n]: v for n, v in inputs.items()}) if inputs else fn
 
 
 _cache_lock = threading.Lock()
@@ -150,7 +133,7 @@ def _cached_inputs(export_dir: str, benchmark: str, variant: str | None, export_
     from benchcert.tasks.audit.steps import read_benchmark
 
     m, _, seconds = read_benchmark(None, benchmark, variant, 0.0, export_dir=export_dir)
-    return m, read_subsets_export(export_dir, benchmark), seconds
+    return m, read_export_inputs(export_dir, benchmark, variant, m.models, ["subsets"])["subsets"], seconds
 
 
 def analysis_from_export(export_dir: str, benchmark: str, variant: str | None, name: str,

@@ -77,21 +77,27 @@ def store_inputs(con, m: BenchmarkMatrices) -> dict:
     without this, and reports why it could not.
     """
     from benchcert.tasks.audit.analyses import needs
-    from benchcert.tasks.store.option_probs import load_option_probs
-    from benchcert.tasks.store.parse_flags import load_parse_flags
-    from benchcert.tasks.subsample.subsets import load_subsets
 
-    readers = {"parse_flags": lambda: load_parse_flags(con, m.benchmark, m.variant, list(m.models)),
-               "option_probs": lambda: load_option_probs(con, m.benchmark, variant=m.variant, models=m.models)[0],
-               "subsets": lambda: load_subsets(con, m.benchmark)}
     out = {}
-    for name, read in readers.items():
+    for name, read in input_readers(con, m.benchmark, m.variant, m.models).items():
         if needs(name):
             try:
                 out[name] = read()
             except Exception:  # (a DuckDB error of any kind: the analysis' own read names it in the run)
                 continue
     return out
+
+
+def input_readers(con, benchmark: str, variant: str, models) -> dict:
+    """The reader of each store input (contract.INPUTS) on ``con``, a store's or an export's connection
+    (tasks/store/export.py: the same tables, as views), for the benchmark's variant and ``models``."""
+    from benchcert.tasks.store.option_probs import load_option_probs
+    from benchcert.tasks.store.parse_flags import load_parse_flags
+    from benchcert.tasks.subsample.subsets import load_subsets
+
+    return {"parse_flags": lambda: load_parse_flags(con, benchmark, variant, list(models)),
+            "option_probs": lambda: load_option_probs(con, benchmark, variant=variant, models=list(models))[0],
+            "subsets": lambda: load_subsets(con, benchmark)}
 
 
 def analysis(name: str, matrices: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
