@@ -10,8 +10,9 @@ not polars' thread pool, so a child that used polars would wait for it forever) 
 in the jobs' order, so what the build writes does not depend on who wrote it
 (tests/tasks/render/test_dashboard_fork.py: the same bytes as a one-process build).
 
-It is asked for (``dashboard build --processes N``; one process by default): on the shared 2-core machine
-it was measured on (docs/scale.md) it did not shorten the build and cost CPU.  The split costs CPU, not saves
+It is asked for (``dashboard build --processes N``; one process by default): on the 2-core machine it was
+measured on (docs/scale.md) two processes took a 50 x 200 cold build from 18.8 s to 11.8 s wall when the
+machine was idle (load 1.4-2.1), but did not shorten it while other work ran (load 5-10), and cost CPU.  The split costs CPU, not saves
 it: each process touches the records it renders (copy-on-write pages), and the
 children's CPU is the build's too (``benchmarks/dashboard_build.py`` counts it).  It is used only where it is
 safe and may pay (:func:`fork_workers`): a cold build of at least :data:`FORK_MIN_RUNS` runs, in a process with no
