@@ -65,6 +65,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import orjson
 from filelock import FileLock
 
 from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
@@ -74,11 +75,11 @@ from benchcert.tasks.atomic_write import write_text_atomic
 from benchcert.tasks.artifacts.suites import read_suite_verdicts
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, checkpoint_table,
-                                                choose_method, load_runs, trend_table)
+from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, choose_method,
+                                                read_listed, read_listing, sort_runs)
 from benchcert.tasks.render.record_cache import RECORDS_FILE, RecordCache
 from benchcert.tasks.render.site_cache import SITE_MANIFEST, SiteCache
-from benchcert.tasks.render.site_fork import fork_workers, run_split
+from benchcert.tasks.render.site_fork import Child, finish, finish_quietly, fork_shares, fork_workers, shares
 from benchcert.tasks.render.site_html import SITE_CSP, href as _href
 from benchcert.tasks.render.site_run import bench_page, run_page
 from benchcert.tasks.render.site_views import (GRID_PATH, MODELS_PATH, VIEWS, grid_page, model_page, model_path,
@@ -223,52 +224,165 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     # The records of runs read by an earlier build of this site (tasks/render/record_cache.py): only new and
     # changed runs are read.  The file is replaced whole, so a build running beside this one is no matter.
     records = RecordCache(out if out.is_dir() else None, full=full)
-    runs, problems = load_runs(root, cache=records)
-    suites, suite_problems = read_suite_verdicts(root)
-    problems += suite_problems
+    listing = read_listing(root)
     now = now or dt.datetime.now(dt.timezone.utc)
-    by_bench: dict[str, list[RunRecord]] = {}
-    for r in runs:
-        by_bench.setdefault(r.benchmark, []).append(r)
-    trends = trend_table(runs, methods)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(out.parent / f".{out.name}.lock"), timeout=600)
+    workers = fork_workers(sum(listing.run_counts().values()), processes)
+    if workers > 1 and (full or not (out.is_dir() and SiteCache(out).usable)):
+        split = _split_build(listing, out, lock, records, workers, (methods, now, stale_days, max_trend_runs))
+        if split is not None:
+            return split
+        records = RecordCache(out if out.is_dir() else None, full=full)  # what the split read is not kept
+    visited, listed_problems = read_listed(listing, cache=records)
+    runs = sort_runs([r for _, r in visited])
+    suites, problems = read_suite_verdicts(root)
+    problems = [text for _, text in listed_problems] + problems
+    by_bench = _by_bench(runs)
     data = site_data(by_bench, site_folders(by_bench), methods, iso(now), now, stale_days, problems, suites)
-    tables = (trends, checkpoint_table(trends), max_trend_runs, processes)
 
     def report(pages: int, cache: SiteCache) -> SiteReport:
         return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages,
                           problems=tuple(problems), reused=cache.kept)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(out.parent / f".{out.name}.lock"), timeout=600)
     if not full and out.is_dir():
         with lock:
             _check_out(out)
             cache = SiteCache(out)
             if cache.usable:
-                pages = _write_benchmarks(root, out, data, tables, (cache, records), in_place=True)
+                pages = _write_benchmarks(root, out, data, max_trend_runs, (cache, records), in_place=True)
                 _prune(out, data, cache)
                 records.write(out)
                 cache.write(out)
                 return report(pages, cache)
     cache = SiteCache(None)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    tmp = _new_site(out)
     try:
-        (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
-        pages = _write_benchmarks(root, tmp, data, tables, (cache, records), in_place=False)
-        records.write(tmp)
-        cache.write(tmp)
-        with lock:
-            _check_out(out)
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            if out.exists():
-                os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+        pages = _write_benchmarks(root, tmp, data, max_trend_runs, (cache, records), in_place=False)
+        _publish(tmp, out, lock, records, cache)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return report(pages, cache)
+
+
+def _by_bench(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    by_bench: dict[str, list[RunRecord]] = {}
+    for r in runs:
+        by_bench.setdefault(r.benchmark, []).append(r)
+    return by_bench
+
+
+def _new_site(out: Path) -> Path:
+    """A hidden sibling of ``out`` a cold build writes into, marked as a dashboard."""
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    (tmp / MARKER).write_text("built by benchcert dashboard build\n", encoding="utf-8")
+    return tmp
+
+
+def _publish(tmp: Path, out: Path, lock: FileLock, records: RecordCache, cache: SiteCache) -> None:
+    """Write the kept records and the site manifest into ``tmp`` and swap it in at ``out`` under the lock."""
+    records.write(tmp)
+    cache.write(tmp)
+    with lock:
+        _check_out(out)
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+#: A cold build in several processes: what this (the parent) process's own work costs, as a share of the runs'
+#: reading and writing: it takes the children's records and renders the cross-run pages, which need every run's
+#: record (issue #37, measured at 50 benchmarks x 200 runs: docs/scale.md).
+PARENT_LOAD = 0.25
+
+
+def _split_build(listing, out: Path, lock: FileLock, records: RecordCache, workers: int, ctx) -> SiteReport | None:
+    """A cold build in ``workers`` processes, the same site as one process's (tests/tasks/render/
+    test_dashboard_fork.py); None when the benchmarks' site folders are not each one's own (an old tree holding
+    both ``Case/`` and ``case/``), which only the whole build decides: the caller builds in one process.
+
+    The benchmarks are shared among this process and ``workers - 1`` forked before any run is read
+    (tasks/render/site_fork.py).  Each reads its benchmarks' runs, and a child writes their records
+    (record_cache's compact form) and its problems to a file in the new site and says so; each then writes its
+    benchmarks' run folders and pages.  This process then takes the children's records (decoding a record costs
+    about a quarter of parsing its summary) and renders the cross-run pages, which need every run.  No polars
+    runs before the forks or in a child (its thread pool does not survive a fork).  Everything is recorded in the
+    one-process build's order: the runs, the problems, the kept records and the site manifest."""
+    methods, now, stale_days, max_trend_runs = ctx
+    root, generated, counts = listing.root, iso(now), listing.run_counts()
+    benches = sorted(counts)
+    split = shares([counts[b] for b in benches], workers, int(PARENT_LOAD * sum(counts.values())))
+    parts = [(i, [benches[j] for j in share]) for i, share in enumerate(split) if share or i == 0]
+    theirs = {b for _, part in parts[1:] for b in part}
+    tmp = _new_site(out)
+    children: list[Child] = []
+
+    def read_share(pick):
+        """The share's runs (with their places), problems and site data (its benchmarks' folders made)."""
+        visited, problems = read_listed(listing, cache=records, pick=pick)
+        by_bench = _by_bench(sort_runs([r for _, r in visited]))
+        data = site_data(by_bench, site_folders(by_bench), methods, generated, now, stale_days, [], [])
+        return visited, problems, data, {b: _bench_folder(tmp, data.bench_dir[b], False) for b in by_bench}
+
+    def write_share(data, bdirs) -> dict[str, tuple[int, dict]]:
+        """Each benchmark's run folders and page: the pages written and the site manifest's entries."""
+        out = {}
+        for bench in data.by_bench:
+            mine = SiteCache(None)
+            n = _write_runs(root, bdirs[bench], data, bench, (mine, records), in_place=False)
+            out[bench] = (n + _write_bench_page(bdirs[bench], data, bench, max_trend_runs, False), mine.new)
+        return out
+
+    def child(job: tuple[int, list[str]], signal) -> dict:
+        visited, problems, data, bdirs = read_share(set(job[1]).__contains__)
+        (tmp / f".share-{job[0]}.json").write_bytes(orjson.dumps([
+            [[pos, r.benchmark, r.run_id, str(r.run_dir), records.kept(r)] for pos, r in visited], problems,
+            data.bench_dir]))
+        signal()
+        return write_share(data, bdirs)
+
+    try:
+        children = fork_shares(parts[1:], child)
+        visited, problems, data, bdirs = read_share(lambda b: b not in theirs)
+        written = write_share(data, bdirs)
+        folders = dict(data.bench_dir)
+        for (i, _), kid in zip(parts[1:], children):
+            kid.ready()
+            path = tmp / f".share-{i}.json"
+            their_runs, their_problems, their_folders = orjson.loads(path.read_bytes())
+            path.unlink()
+            visited += [(tuple(pos), records.take(bench, run_id, Path(run_dir), entry))
+                        for pos, bench, run_id, run_dir, entry in their_runs]
+            problems += [(tuple(pos), text) for pos, text in their_problems]
+            folders.update(their_folders)
+        visited.sort(key=lambda x: x[0])
+        records.order([r for _, r in visited])
+        runs = sort_runs([r for _, r in visited])
+        by_bench = _by_bench(runs)
+        if site_folders(by_bench) != folders:
+            finish(children)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        suites, suite_problems = read_suite_verdicts(root)
+        problems = [text for _, text in sorted(problems, key=lambda x: x[0])] + suite_problems
+        data = site_data(by_bench, folders, methods, generated, now, stale_days, problems, suites)
+        pages = _write_views(tmp, data, root, in_place=False)
+        for result in finish(children):
+            written.update(result)
+        cache = SiteCache(None)
+        for bench in by_bench:  # the site manifest in the one-process build's order
+            pages += written[bench][0]
+            cache.new.update(written[bench][1])
+        _publish(tmp, out, lock, records, cache)
+    except BaseException:
+        finish_quietly(children)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return SiteReport(out=out, benchmarks=len(by_bench), runs=len(runs), pages=pages, problems=tuple(problems))
 
 
 def _write_page(path: Path, text: str, in_place: bool) -> None:
@@ -297,48 +411,18 @@ def _swap_in(new: Path, dest: Path) -> None:
         _remove(gone)
 
 
-def _write_benchmarks(root: Path, site: Path, data, tables, caches: tuple[SiteCache, RecordCache], *,
+def _write_benchmarks(root: Path, site: Path, data, max_trend_runs: int, caches: tuple[SiteCache, RecordCache], *,
                       in_place: bool) -> int:
     """Each benchmark's page and its runs' pages (with their report and JSON files), then the cross-run pages
     (:func:`_write_views`).  In place (``site`` is the live site), a run the cache says is unchanged keeps its
-    folder, and the others are assembled aside.  A cold build of many runs shares the benchmarks' run folders
-    among forked processes (when asked for) while this one renders the benchmark and cross-run pages
-    (:mod:`~benchcert.tasks.render.site_fork`; a child uses no polars, whose thread pool a fork does not copy):
-    each returns what it wrote, recorded here in the benchmarks' order, so the site and its manifest are the one
-    process's."""
-    cache, records = caches
+    folder, and the others are assembled aside (a cold build in several processes: :func:`_split_build`)."""
     benches = list(data.by_bench)
     bdirs = {bench: _bench_folder(site, data.bench_dir[bench], in_place) for bench in benches}
-    n_runs = sum(map(len, data.by_bench.values()))
-    workers = 1 if in_place else fork_workers(n_runs, tables[3])
-    if workers == 1:
-        pages = 0
-        for bench in benches:
-            pages += _write_runs(root, bdirs[bench], data, bench, caches, in_place=in_place)
-            pages += _write_bench_page(bdirs[bench], data, bench, tables, in_place)
-        return pages + _write_views(site, data, root, in_place=in_place)
-
-    def job(bench: str) -> tuple[int, dict]:
-        mine = SiteCache(None)  # nothing to keep in a cold build; what this benchmark wrote, sent back
-        return _write_runs(root, bdirs[bench], data, bench, (mine, records), in_place=False), mine.new
-
-    def own() -> int:
-        return (sum(_write_bench_page(bdirs[bench], data, bench, tables, False) for bench in benches)
-                + _write_views(site, data, root, in_place=False))
-
-    done = run_split(benches, job, weights=[len(data.by_bench[b]) for b in benches], workers=workers,
-                     parent=(own, int(BENCH_PAGE_RUNS * len(benches) + VIEWS_RUNS * n_runs)))
-    pages = done.parent
-    for n, written in done.results:
-        pages += n
-        cache.new.update(written)
-    return pages
-
-
-#: What the parent's own work costs, in run folders (issue #37: the parent's and the children's CPU seconds at
-#: 20 and 50 benchmarks x 200 runs): a benchmark's page (its trends) about 90, the cross-run pages (model and
-#: training-run pages) about 0.3 a run.  The parent renders them while forked children write the run folders.
-BENCH_PAGE_RUNS, VIEWS_RUNS = 90, 0.3
+    pages = 0
+    for bench in benches:
+        pages += _write_runs(root, bdirs[bench], data, bench, caches, in_place=in_place)
+        pages += _write_bench_page(bdirs[bench], data, bench, max_trend_runs, in_place)
+    return pages + _write_views(site, data, root, in_place=in_place)
 
 
 def _bench_folder(site: Path, folder: str, in_place: bool) -> Path:
@@ -378,11 +462,10 @@ def _write_runs(root: Path, bdir: Path, data, bench: str, caches: tuple[SiteCach
     return len(bruns)
 
 
-def _write_bench_page(bdir: Path, data, bench: str, tables, in_place: bool) -> int:
-    trends, ckpts, max_trend_runs, _ = tables
+def _write_bench_page(bdir: Path, data, bench: str, max_trend_runs: int, in_place: bool) -> int:
     bruns = data.by_bench[bench]
     run_href = {r.run_id: _href(safe_component(r.run_id)) + "/index.html" for r in bruns}
-    _write_page(bdir / "index.html", bench_page(bench, bruns, trends, ckpts, choose_method(bruns[-1], data.methods),
+    _write_page(bdir / "index.html", bench_page(bench, bruns, choose_method(bruns[-1], data.methods),
                                                 run_href, data.generated, max_trend_runs,
                                                 data.verdicts.get(bench, [])), in_place)
     return 1

@@ -91,6 +91,22 @@ class RecordCache:
         """Keep ``record`` (read from the run whose source key is ``key``) for the next build."""
         self.new[self._id(record.benchmark, record.run_id)] = [key, self._encode(record)]
 
+    def kept(self, record: RunRecord) -> list:
+        """The entry kept for ``record`` (read or kept by this build): what another process of a cold build sends
+        back (:meth:`take`)."""
+        return self.new[self._id(record.benchmark, record.run_id)]
+
+    def take(self, benchmark: str, run_id: str, run_dir: Path, entry: list) -> RunRecord:
+        """The record of a run another process of this build read (its :meth:`kept` entry), kept here too."""
+        record = self._decode(benchmark, run_id, run_dir, entry[1])
+        self.new[self._id(benchmark, run_id)] = entry
+        return record
+
+    def order(self, runs: list[RunRecord]) -> None:
+        """Keep the records in the order of ``runs`` (the order one process reads them in), so the file is the
+        same whichever processes read them."""
+        self.new = {k: self.new[k] for k in (self._id(r.benchmark, r.run_id) for r in runs)}
+
     def source_key(self, record: RunRecord) -> list:
         """The source key ``record`` was read (or kept) under; computed again for a run this cache has not seen."""
         entry = self.new.get(self._id(record.benchmark, record.run_id))

@@ -36,12 +36,18 @@ __all__ = [
     "split_checkpoint",
     "checkpoint_key",
     "load_runs",
+    "Listing",
+    "read_listing",
+    "read_listed",
+    "sort_runs",
     "choose_method",
     "headline_order",
     "method_label",
     "score_interval",
     "trend_table",
+    "trend_rows",
     "checkpoint_table",
+    "checkpoint_rows",
 ]
 
 #: Interval shown per score, most defensible first; the first one present in a benchmark's latest
@@ -341,6 +347,32 @@ def load_runs(artifacts_root: str | os.PathLike, *, cache=None) -> tuple[list[Ru
     DashboardError
         When ``root`` has no readable index.json (it is not an artifacts root).
     """
+    listing = read_listing(artifacts_root)
+    visited, problems = read_listed(listing, cache=cache)
+    return sort_runs([r for _, r in visited]), [text for _, text in problems]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The runs ``<root>/index.json`` lists (:func:`read_listing`), before any is read."""
+
+    root: Path
+    index_path: Path
+    entries: list
+
+    def run_counts(self) -> dict[str, int]:
+        """Each benchmark's number of listed runs (what reading and rendering it costs, in runs)."""
+        out: dict[str, int] = {}
+        for entry in self.entries:
+            if isinstance(entry, dict) and isinstance(entry.get("benchmark"), str):
+                runs = entry.get("runs")
+                out[entry["benchmark"]] = out.get(entry["benchmark"], 0) + (len(runs) if isinstance(runs, list) else 0)
+        return out
+
+
+def read_listing(artifacts_root: str | os.PathLike) -> Listing:
+    """The benchmarks and run ids ``<root>/index.json`` lists (rebuilt from the run folders when it is missing or
+    damaged); :class:`DashboardError` when ``root`` is not an artifacts root (:func:`load_runs`)."""
     root = Path(artifacts_root).resolve()
     index_path = root / "index.json"
     # A root that holds run directories gets its index rebuilt from them when the index is
@@ -364,8 +396,20 @@ def load_runs(artifacts_root: str | os.PathLike, *, cache=None) -> tuple[list[Ru
         entries = read_index(root)["benchmarks"]
     if not isinstance(entries, list):
         raise DashboardError(f"{index_path}: no 'benchmarks' list; not a benchcert index")
+    return Listing(root, index_path, entries)
+
+
+def read_listed(listing: Listing, *, cache=None, pick=None) -> tuple[list[tuple[tuple[int, int], RunRecord]],
+                                                                     list[tuple[tuple[int, int], str]]]:
+    """The runs of ``listing`` (of the benchmarks ``pick(benchmark)`` accepts; ``pick(None)`` for an entry without
+    a benchmark name) and the problems, each with its place in the listing (entry, run): the runs and problems of
+    several such reads, merged in that order, are one read's (the cold build's shares, tasks/render/dashboard.py)."""
+    root, index_path = listing.root, listing.index_path
     runs, problems, seen = [], [], set()
-    for entry in entries:
+    for e, entry in enumerate(listing.entries):
+        if pick is not None and not pick(entry.get("benchmark") if isinstance(entry, dict)
+                                         and isinstance(entry.get("benchmark"), str) else None):
+            continue
         try:
             benchmark = _need(entry, "benchmark", str, str(index_path))
             folder = _need(entry, "dir", str, str(index_path))
@@ -376,9 +420,9 @@ def load_runs(artifacts_root: str | os.PathLike, *, cache=None) -> tuple[list[Ru
             bench_dir = inside(root, folder)
             run_ids = _need(entry, "runs", list, str(index_path))
         except (_Skip, ValueError) as exc:
-            problems.append(str(exc))
+            problems.append(((e, -1), str(exc)))
             continue
-        for run_id in run_ids:
+        for k, run_id in enumerate(run_ids):
             try:
                 if not isinstance(run_id, str) or not run_id:
                     raise _Skip(f"{index_path}: bad run id {run_id!r} for benchmark {benchmark!r}")
@@ -387,17 +431,21 @@ def load_runs(artifacts_root: str | os.PathLike, *, cache=None) -> tuple[list[Ru
                 seen.add((benchmark, safe_component(run_id)))
                 run_dir = _run_folder(bench_dir, safe_component(run_id))
                 if cache is None:
-                    runs.append(_parse_run(root, run_dir, benchmark, run_id))
+                    runs.append(((e, k), _parse_run(root, run_dir, benchmark, run_id)))
                     continue
                 key, record = cache.get(benchmark, run_id, run_dir)
                 if record is None:
                     record = _parse_run(root, run_dir, benchmark, run_id)
                     cache.put(key, record)
-                runs.append(record)
+                runs.append(((e, k), record))
             except (_Skip, ValueError) as exc:
-                problems.append(str(exc))
-    runs.sort(key=lambda r: (r.benchmark, r.finished_at, r.run_id))
+                problems.append(((e, k), str(exc)))
     return runs, problems
+
+
+def sort_runs(runs: list[RunRecord]) -> list[RunRecord]:
+    """The runs in the dashboard's order: by benchmark, oldest first."""
+    return sorted(runs, key=lambda r: (r.benchmark, r.finished_at, r.run_id))
 
 
 # --------------------------------------------------------------------------- trends
@@ -441,43 +489,60 @@ TREND_SCHEMA = {"benchmark": pl.String, "family": pl.String, "checkpoint": pl.St
                 "alpha": pl.Float64}
 
 
-def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
-    """Long table, one row per (benchmark, model, run, metric): the numbers every trend shows.
+def trend_rows(runs: list[RunRecord], method: str | None) -> list[dict]:
+    """One benchmark's trend: a row per (model, run, metric), the runs oldest first (each row a dict of
+    :data:`TREND_SCHEMA`'s columns).
 
-    ``method`` is the benchmark's interval method (:func:`choose_method` on its latest run);
-    ``lower``/``upper`` are null where a run lacks that method (drawn as a point without bar).
-    ``run_order`` is 0 for a benchmark's oldest run.
+    ``method`` is the benchmark's interval method (:func:`choose_method` on its latest run); ``lower``/``upper``
+    are None where a run lacks that method (drawn as a point without bar).  ``run_order`` is 0 for the oldest run.
+    Plain rows, not a data frame: a benchmark's page is rendered from them in whichever process wrote its runs
+    (tasks/render/dashboard.py), and polars' thread pool does not survive a fork.
     """
-    cols: dict[str, list] = {k: [] for k in TREND_SCHEMA}  # column lists: a dict per row cost seconds at 10,000 runs
-    columns = list(cols.values())  # in TREND_SCHEMA's order, which the values below follow
+    out = []
+    add = out.append
+    for order, run in enumerate(sorted(runs, key=lambda r: (r.finished_at, r.run_id))):
+        for m in run.models:
+            family, checkpoint = split_checkpoint(m.model)
+            for metric in METRICS:
+                lo, hi = score_interval(m, metric, method)
+                add({"benchmark": run.benchmark, "family": family, "checkpoint": checkpoint, "model": m.model,
+                     "run_id": run.run_id, "finished_at": run.finished_at, "run_order": order, "metric": metric,
+                     "estimate": m.estimates[metric], "method": method, "lower": lo, "upper": hi,
+                     "alpha": run.alpha})
+    return out
+
+
+def checkpoint_rows(rows: list[dict]) -> list[dict]:
+    """Of one benchmark's :func:`trend_rows`, each checkpointed family's members' rows from the latest run that
+    has the member, ordered by family, then checkpoint in natural order (the family's own id first), then metric.
+
+    Only families with at least one checkpoint id (``@``) appear.
+    """
+    fams = {r["family"] for r in rows if r["checkpoint"] is not None}
+    latest: dict[str, int] = {}
+    for r in rows:
+        if r["family"] in fams and latest.get(r["model"], -1) < r["run_order"]:
+            latest[r["model"]] = r["run_order"]
+    return sorted((r for r in rows if r["family"] in fams and r["run_order"] == latest[r["model"]]),
+                  key=lambda r: (r["family"], checkpoint_key(r["checkpoint"]), r["metric"]))
+
+
+def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
+    """Every benchmark's :func:`trend_rows` in one long table (a row per benchmark, model, run and metric), with
+    each benchmark's interval method (:func:`choose_method` on its latest run)."""
     by_bench: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_bench.setdefault(r.benchmark, []).append(r)
-    for bench, bruns in by_bench.items():
-        bruns = sorted(bruns, key=lambda r: (r.finished_at, r.run_id))
-        method = choose_method(bruns[-1], methods)
-        for order, run in enumerate(bruns):
-            for m in run.models:
-                family, checkpoint = split_checkpoint(m.model)
-                for metric in METRICS:
-                    lo, hi = score_interval(m, metric, method)
-                    for col, v in zip(columns, (bench, family, checkpoint, m.model, run.run_id, run.finished_at,
-                                                order, metric, m.estimates[metric], method, lo, hi, run.alpha)):
-                        col.append(v)
-    return pl.DataFrame(cols, schema=TREND_SCHEMA)
+    rows = []
+    for bruns in by_bench.values():
+        rows += trend_rows(bruns, choose_method(max(bruns, key=lambda r: (r.finished_at, r.run_id)), methods))
+    return pl.DataFrame(rows, schema=TREND_SCHEMA)
 
 
 def checkpoint_table(trends: pl.DataFrame) -> pl.DataFrame:
-    """Per checkpointed family, each member's scores from the latest run that has it.
-
-    Only families with at least one checkpoint id (``@``) appear.  Rows are ordered by
-    benchmark, family, then checkpoint in natural order (the family's own id first).
-    """
-    if trends.height == 0:
-        return trends
-    fams = trends.filter(pl.col("checkpoint").is_not_null()).select("benchmark", "family").unique()
-    latest = (trends.join(fams, on=["benchmark", "family"])
-              .filter(pl.col("run_order") == pl.col("run_order").max().over("benchmark", "model")))
-    rows = sorted(latest.iter_rows(named=True),
-                  key=lambda r: (r["benchmark"], r["family"], checkpoint_key(r["checkpoint"]), r["metric"]))
-    return pl.DataFrame(rows, schema=TREND_SCHEMA)
+    """Every benchmark's :func:`checkpoint_rows` of the long :func:`trend_table`, by benchmark."""
+    by_bench: dict[str, list[dict]] = {}
+    for r in trends.iter_rows(named=True):
+        by_bench.setdefault(r["benchmark"], []).append(r)
+    return pl.DataFrame([r for bench in sorted(by_bench) for r in checkpoint_rows(by_bench[bench])],
+                        schema=TREND_SCHEMA)

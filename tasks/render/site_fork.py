@@ -26,14 +26,12 @@ import os
 import pickle
 import threading
 import traceback
-from dataclasses import dataclass
-from typing import Callable, Generic, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
-__all__ = ["FORK_MIN_RUNS", "MAX_WORKERS", "Split", "fork_workers", "run_split"]
+__all__ = ["FORK_MIN_RUNS", "MAX_WORKERS", "Child", "finish", "finish_quietly", "fork_shares", "fork_workers", "shares"]
 
-T = TypeVar("T")
 R = TypeVar("R")
-P = TypeVar("P")
+S = TypeVar("S")
 
 #: A cold build of fewer runs stays in one process (forking and the copied pages would cost more than they save).
 FORK_MIN_RUNS = 2000
@@ -54,7 +52,7 @@ def fork_workers(n_runs: int, processes: int) -> int:
     return max(1, min(processes, cores, MAX_WORKERS))
 
 
-def _shares(weights: Sequence[int], workers: int, parent_load: int) -> list[list[int]]:
+def shares(weights: Sequence[int], workers: int, parent_load: int) -> list[list[int]]:
     """The jobs' indices in ``workers`` shares of about equal weight, the first (the parent's) starting at
     ``parent_load`` (the heaviest job first to the lightest share)."""
     shares: list[list[int]] = [[] for _ in range(workers)]
@@ -78,65 +76,100 @@ def _failure(exc: BaseException) -> BaseException:
         return RuntimeError(f"a forked share of the dashboard build failed:\n{text}")
 
 
-def _child(job: Callable[[T], R], jobs: Sequence[T], share: list[int], fd: int) -> None:
-    """Run the share's jobs and write ``(ok, results or the exception)`` to ``fd``; never returns (``os._exit``:
-    no handler or ``finally`` of the parent's code runs in the child)."""
+class Child:
+    """A forked share's process (:func:`fork_shares`): wait for its early output with :meth:`ready`, take its
+    result with :meth:`result` (each raises the child's exception when it failed)."""
+
+    def __init__(self, pid: int, ready_fd: int, result_fd: int):
+        self.pid, self._ready, self._result = pid, ready_fd, result_fd
+        self._done: tuple[bool, object] | None = None
+
+    def ready(self) -> None:
+        """Wait until the child calls its ``signal`` (its early output is written); raise its exception if it
+        ended without doing so."""
+        if self._ready >= 0:
+            got = os.read(self._ready, 1)
+            os.close(self._ready)
+            self._ready = -1
+            if got:
+                return
+        ok, payload = self._finish()
+        if not ok:
+            raise payload
+        raise RuntimeError("a forked share of the dashboard build ended without its early output")
+
+    def result(self):
+        """The child's result (read to the end, the child reaped); its exception raised if it failed."""
+        ok, payload = self._finish()
+        if not ok:
+            raise payload
+        return payload
+
+    def _finish(self) -> tuple[bool, object]:
+        if self._done is None:
+            if self._ready >= 0:
+                os.close(self._ready)
+                self._ready = -1
+            self._done = _collect(self.pid, self._result)
+        return self._done
+
+
+def _child(work: Callable[[S, Callable[[], None]], R], share: S, ready_fd: int, result_fd: int) -> None:
+    """Run ``work(share, signal)`` and write ``(ok, result or the exception)`` to ``result_fd``; ``signal()`` writes
+    one byte to ``ready_fd``.  Never returns (``os._exit``: no handler or ``finally`` of the parent's code runs in
+    the child)."""
     code = 1
     try:
         try:
-            payload = (True, [(i, job(jobs[i])) for i in share])
+            payload = (True, work(share, lambda: os.write(ready_fd, b"1")))
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             payload = (False, _failure(exc))
-        with os.fdopen(fd, "wb") as out:
+        with os.fdopen(result_fd, "wb") as out:
             pickle.dump(payload, out, protocol=pickle.HIGHEST_PROTOCOL)
         code = 0 if payload[0] else 1
     finally:
         os._exit(code)
 
 
-@dataclass(frozen=True)
-class Split(Generic[R, P]):
-    """What :func:`run_split` returns: each job's result in the jobs' order, and the parent's own work's."""
-
-    results: list[R]
-    parent: P
-
-
-def run_split(jobs: Sequence[T], job: Callable[[T], R], *, weights: Sequence[int], workers: int,
-              parent: tuple[Callable[[], P], int]) -> Split[R, P]:
-    """``[job(j) for j in jobs]``, the jobs shared among ``workers`` processes (``workers - 1`` forked here), and
-    ``parent[0]()`` run by this process beside its share (``parent[1]``: its weight in the jobs' units).
-
-    ``job`` must only write files and return a picklable result (what a child changes in its memory is lost),
-    and must not use a library's thread pool (polars'): a fork copies the calling thread only.  The parent's
-    share and its own work run first, then each child's results are read; if any share fails, every child is
-    waited for and the parent's own exception, or the first failed child's (with its traceback as a note), is
-    raised.
-    """
-    work, weight = parent
-    if workers <= 1 or len(jobs) <= 1:
-        results = [job(j) for j in jobs]
-        return Split(results, work())
-    shares = _shares(weights, min(workers, len(jobs) + 1), weight)
-    children: list[tuple[int, int]] = []  # (pid, read end)
+def fork_shares(shares: Sequence[S], work: Callable[[S, Callable[[], None]], R]) -> list[Child]:
+    """Fork one process per share, each running ``work(share, signal)``: it calls ``signal()`` once its early
+    output (files it writes) is there, and returns a picklable result.  ``work`` must not use a thread pool this
+    process started before the fork (polars'): a fork copies the calling thread only.  The caller takes each
+    child's early output after :meth:`Child.ready` and its result with :meth:`Child.result`, and reaps them all
+    with :func:`finish` (also when it fails itself)."""
+    children: list[Child] = []
     try:
-        for share in (s for s in shares[1:] if s):
-            read, write = os.pipe()
+        for share in shares:
+            ready_r, ready_w = os.pipe()
+            result_r, result_w = os.pipe()
             pid = os.fork()
-            if pid == 0:  # the child
-                os.close(read)
-                _child(job, jobs, share, write)
-            os.close(write)
-            children.append((pid, read))
-        done: dict[int, R] = {i: job(jobs[i]) for i in shares[0]}
-        own = work()
-    finally:
-        got = [_collect(pid, read) for pid, read in children]
-    for ok, payload in got:
+            if pid == 0:  # the child: the read ends are the parent's
+                os.close(ready_r)
+                os.close(result_r)
+                _child(work, share, ready_w, result_w)
+            os.close(ready_w)
+            os.close(result_w)
+            children.append(Child(pid, ready_r, result_r))
+    except BaseException:
+        finish(children)
+        raise
+    return children
+
+
+def finish(children: Sequence[Child]) -> list:
+    """Every child's result, in order, each child waited for and reaped; the first failed child's exception (with
+    its traceback as a note) raised once all have ended."""
+    done = [c._finish() for c in children]
+    for ok, payload in done:
         if not ok:
             raise payload
-        done.update(payload)
-    return Split([done[i] for i in range(len(jobs))], own)
+    return [payload for _, payload in done]
+
+
+def finish_quietly(children: Sequence[Child]) -> None:
+    """Wait for and reap every child, whatever it did (the parent is failing already)."""
+    for c in children:
+        c._finish()
 
 
 def _collect(pid: int, read: int) -> tuple[bool, object]:

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import math
 
-import polars as pl
-
 from benchcert.tasks.artifacts.folders import safe_component
 from benchcert.tasks.finite import finite_or_none as _num
 from benchcert.tasks.render.charts import fmt_interval as _iv
 from benchcert.tasks.render.charts import fmt_percent as _pct
 from benchcert.tasks.render.charts import interval_plot_svg
 from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.run_records import (RunRecord, checkpoint_key, headline_order, method_label,
-                                                score_interval, split_checkpoint)
+from benchcert.tasks.render.run_records import (RunRecord, checkpoint_key, checkpoint_rows, headline_order,
+                                                method_label, score_interval, split_checkpoint, trend_rows)
 from benchcert.tasks.render.site_html import DASH, METRIC_COLORS, Html, href, level, link, page, table
 from benchcert.tasks.render.trend import trend_svg
 from benchcert.tasks.render.verdict_rows import verdict_view, verdicts_table
@@ -171,9 +169,10 @@ def _latest_chart(bench: str, latest: RunRecord, method: str | None) -> str:
         x_label="score")
 
 
-def bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: pl.DataFrame, method: str | None,
-               run_href: dict[str, str], generated: str, max_trend_runs: int, verdicts: list) -> str:
-    """``verdicts``: the latest verdict of each (model, baseline) on this benchmark (VerdictView)."""
+def bench_page(bench: str, runs: list[RunRecord], method: str | None, run_href: dict[str, str], generated: str,
+               max_trend_runs: int, verdicts: list) -> str:
+    """``runs``: the benchmark's runs, oldest first; ``method``: its interval method (:func:`choose_method` on the
+    latest run); ``verdicts``: the latest verdict of each (model, baseline) on this benchmark (VerdictView)."""
     latest = runs[-1]
     lvl = level(latest.alpha)
     body = [f"<p>{len(runs)} run(s); latest {link(run_href[latest.run_id], latest.run_id)} finished "
@@ -189,13 +188,13 @@ def bench_page(bench: str, runs: list[RunRecord], trends: pl.DataFrame, ckpts: p
     if verdicts:
         body.append('<h2 id="verdicts">Checkpoint verdicts</h2><p class="note">The latest recorded verdict of each '
                     "candidate and baseline on this benchmark.</p>" + verdicts_table(verdicts))
-    t = trends.filter(pl.col("benchmark") == bench)
-    c = ckpts.filter(pl.col("benchmark") == bench)
-    if c.height:
+    t = trend_rows(runs, method)
+    c = checkpoint_rows(t)
+    if c:
         body.append('<h2 id="checkpoints">Checkpoints</h2><p class="note">Each checkpoint\'s scores from the latest '
                     "run that includes it, in checkpoint order.</p>")
-        for fam in c["family"].unique(maintain_order=True).to_list():
-            rows = c.filter(pl.col("family") == fam).to_dicts()
+        for fam in dict.fromkeys(r["family"] for r in c):
+            rows = [r for r in c if r["family"] == fam]
             labels = [r["checkpoint"] or r["model"] for r in rows if r["metric"] == "macro"]
             body.append(f'<section class="family"><h3>{escape(fam)}</h3>')
             body.append(trend_svg(labels, _series(rows), title=f"{fam} across checkpoints"))
@@ -235,7 +234,7 @@ def _item_health(run: RunRecord | None, run_href: dict[str, str]) -> list[str]:
             "(audit --items); every item is in that run's report.</p>", table(["", ""], rows, cls="item-health meta")]
 
 
-def _across_runs(runs: list[RunRecord], t: pl.DataFrame, run_href: dict[str, str], max_trend_runs: int) -> list[str]:
+def _across_runs(runs: list[RunRecord], t: list[dict], run_href: dict[str, str], max_trend_runs: int) -> list[str]:
     body = ['<h2 id="runs">Across runs</h2>']
     all_ids = [r.run_id for r in runs]
     shown_ids = all_ids[-max_trend_runs:]
@@ -246,7 +245,7 @@ def _across_runs(runs: list[RunRecord], t: pl.DataFrame, run_href: dict[str, str
     shown = set(shown_ids)
     # one pass: each model's rows (a filter per model was most of the page at 200 runs x 200 checkpoints)
     by_model: dict[str, list[dict]] = {}
-    for r in t.sort("run_order", "metric").iter_rows(named=True):
+    for r in sorted(t, key=lambda r: (r["run_order"], r["metric"])):
         by_model.setdefault(r["model"], []).append(r)
     families: dict[str, list[str]] = {}
     for model in by_model:

@@ -5,6 +5,7 @@ the split is used only where it is safe (a process with no other thread) and pay
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render import dashboard, site_fork
 from benchcert.tasks.render.dashboard import build_site
-from benchcert.tasks.render.site_fork import FORK_MIN_RUNS, fork_workers, run_split
+from benchcert.tasks.render.site_fork import FORK_MIN_RUNS, finish, finish_quietly, fork_shares, fork_workers
 
 from test_dashboard import RUNS, _write
 from test_dashboard import arts  # noqa: F401  (the fixture: two benchmarks, one named like markup)
@@ -42,8 +43,17 @@ def forks(monkeypatch) -> list[int]:
 
 
 def test_a_forked_cold_build_writes_the_bytes_of_a_one_process_build(arts, tmp_path, monkeypatch, forks):
-    for name in ("gsm8k", "arc", "hellaswag"):
+    for name in ("gsm8k", "arc", "hellaswag", "broken"):
         _write(arts, name, runs=RUNS[: 1 + len(name) % 3])
+    # problems in several shares, listed in the one-process order: a corrupt run, a benchmark with no readable run,
+    # a run listed twice and an index entry without a benchmark name
+    next((arts / "gsm8k").iterdir()).joinpath("summary.json").write_text("{not json")
+    for run in (arts / "broken").iterdir():
+        run.joinpath("manifest.json").unlink()
+    index = json.loads((arts / "index.json").read_text())
+    index["benchmarks"][0]["runs"].append(index["benchmarks"][0]["runs"][0])
+    index["benchmarks"].insert(1, {"dir": "nowhere", "runs": ["x"]})
+    (arts / "index.json").write_text(json.dumps(index))
     monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 1)
     one = build_site(arts, tmp_path / "one", now=NOW)
     assert forks == []
@@ -51,6 +61,7 @@ def test_a_forked_cold_build_writes_the_bytes_of_a_one_process_build(arts, tmp_p
     split = build_site(arts, tmp_path / "split", now=NOW)
     assert len(forks) == 2  # two children beside the parent
     assert (split.pages, split.runs, split.problems) == (one.pages, one.runs, one.problems)
+    assert len(one.problems) == 4 and one.benchmarks == split.benchmarks == 5
     got, want = _files(tmp_path / "split"), _files(tmp_path / "one")
     assert sorted(got) == sorted(want) and len(want) > 40
     assert [k for k in want if got[k] != want[k]] == []  # the site manifest and the kept records too
@@ -59,23 +70,45 @@ def test_a_forked_cold_build_writes_the_bytes_of_a_one_process_build(arts, tmp_p
     assert build_site(arts, tmp_path / "split", now=NOW).reused == one.runs
 
 
-def test_run_split_returns_each_result_in_order_and_runs_in_several_processes(forks):
-    jobs = list(range(9))
-    done = run_split(jobs, lambda j: (2 * j, os.getpid()), weights=[j + 1 for j in jobs], workers=3,
-                     parent=(lambda: "parent's own", 4))
-    assert [r for r, _ in done.results] == [2 * j for j in jobs]
-    pids = {pid for _, pid in done.results}
-    assert len(forks) == 2 and pids == {os.getpid(), *forks}
-    assert done.parent == "parent's own"
-    # one worker: no fork, the same results
-    assert run_split(jobs, lambda j: 2 * j, weights=[1] * 9, workers=1, parent=(lambda: 0, 0)).results == \
-        [2 * j for j in jobs] and len(forks) == 2
+def test_forked_shares_signal_their_early_output_and_return_their_results_in_order(forks, tmp_path):
+    def work(share, signal):
+        (tmp_path / f"early-{share}").write_text(str(os.getpid()))
+        signal()
+        return (2 * share, os.getpid())
+
+    children = fork_shares([1, 2, 3], work)
+    assert len(forks) == 3
+    for share, child in zip([1, 2, 3], children):
+        child.ready()  # its early file is there before its result
+        assert (tmp_path / f"early-{share}").read_text() == str(child.pid)
+    done = finish(children)
+    assert [r for r, _ in done] == [2, 4, 6] and [p for _, p in done] == forks
+    assert finish(children) == done  # each child reaped once, its result kept
+
+
+def test_a_child_failing_before_its_early_output_raises_there(forks):
+    def work(share, signal):
+        if share == 0:
+            raise ValueError("planted before the signal")
+        signal()
+        return share
+
+    children = fork_shares([0, 1], work)
+    with pytest.raises(ValueError, match="planted before the signal") as failed:
+        children[0].ready()
+    assert "raised in a forked share" in "".join(failed.value.__notes__)
+    children[1].ready()
+    with pytest.raises(ValueError, match="planted"):
+        finish(children)
+    for pid in forks:
+        with pytest.raises(ChildProcessError):  # reaped: no child left behind
+            os.waitpid(pid, os.WNOHANG)
 
 
 def test_the_shares_balance_the_weights_with_the_parents_own_work():
-    shares = site_fork._shares([200] * 10, 2, 400)
-    assert sorted(i for s in shares for i in s) == list(range(10))
-    assert [len(s) for s in shares] == [4, 6]  # the parent renders 400 units of its own beside its 4 jobs
+    split = site_fork.shares([200] * 10, 2, 400)
+    assert sorted(i for s in split for i in s) == list(range(10))
+    assert [len(s) for s in split] == [4, 6]  # the parent renders 400 units of its own beside its 4 jobs
 
 
 def test_a_failing_child_fails_the_build_and_leaves_nothing(arts, tmp_path, monkeypatch, forks):
@@ -96,17 +129,16 @@ def test_a_failing_child_fails_the_build_and_leaves_nothing(arts, tmp_path, monk
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifacts"]  # no site, no half-built folder
 
 
-def test_the_parents_failure_waits_for_the_children_and_is_raised(forks):
-    def job(j):
-        if j == 0:
-            raise ValueError("planted in the parent's share")
-        return j
-
-    with pytest.raises(ValueError, match="planted"):
-        run_split([0, 1, 2], job, weights=[5, 1, 1], workers=2, parent=(lambda: None, 0))
-    assert len(forks) == 1
-    with pytest.raises(ChildProcessError):  # reaped: no child left behind
-        os.waitpid(forks[0], os.WNOHANG)
+def test_the_parents_failure_waits_for_the_children(forks):
+    children = fork_shares([0, 1], lambda share, signal: share)
+    try:
+        raise ValueError("planted in the parent")
+    except ValueError:
+        finish_quietly(children)  # what the build does before raising its own exception
+    assert len(forks) == 2
+    for pid in forks:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def test_the_split_only_when_asked_where_it_is_safe_and_pays():
@@ -127,3 +159,35 @@ def test_the_split_only_when_asked_where_it_is_safe_and_pays():
 def test_processes_below_one_is_a_usage_error(arts, tmp_path):
     with pytest.raises(UsageError, match="processes must be >= 1; got 0"):
         build_site(arts, tmp_path / "site", processes=0)
+
+
+def test_an_old_tree_whose_folders_fold_together_is_built_in_one_process(tmp_path, monkeypatch, forks):
+    """Which benchmark keeps its folder when two fold together (``Case/`` and ``case/``) only the whole build
+    decides: a split build that finds its shares chose otherwise is dropped and built in one process."""
+    from benchcert.tasks.artifacts import runs as artifacts
+    from benchcert.tasks.artifacts.folders import safe_component
+    from benchcert.tasks.artifacts.runs import new_run_id
+
+    arts = tmp_path / "arts"
+    with monkeypatch.context() as m:
+        m.setattr(artifacts, "benchmark_folder", lambda root, name: safe_component(name))
+        for b in ("Case", "case"):
+            for _ in range(2):
+                _publish_one(arts, b, new_run_id())
+    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 1)
+    one = build_site(arts, tmp_path / "one", now=NOW)
+    monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 2)
+    split = build_site(arts, tmp_path / "split", now=NOW)
+    assert len(forks) == 1  # the split was tried, then dropped
+    got, want = _files(tmp_path / "split"), _files(tmp_path / "one")
+    assert (split.pages, split.runs) == (one.pages, one.runs) and sorted(got) == sorted(want)
+    assert [k for k in want if got[k] != want[k]] == []
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []  # nothing left aside
+
+
+def _publish_one(root: Path, bench: str, run_id: str) -> None:
+    import polars as pl
+    from run_support import _fields, _summary, stage_and_publish
+
+    stage_and_publish(root, summary=_summary(bench, run_id), manifest_fields=_fields(bench, run_id,
+                      "2026-11-01T00:00:00Z"), tables={"t": pl.DataFrame({"a": [1]})}, report_html="<html></html>")
