@@ -456,7 +456,8 @@ def _write_runs(root: Path, bdir: Path, data, bench: str, caches: tuple[SiteCach
             continue
         target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
         target.mkdir()
-        cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings))
+        cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings,
+                                          data.run_views.get(id(run))))
         if in_place:
             _swap_in(target, rdir)
     return len(bruns)
@@ -471,12 +472,13 @@ def _write_bench_page(bdir: Path, data, bench: str, max_trend_runs: int, in_plac
     return 1
 
 
-def _write_run(root: Path, rdir: Path, run: RunRecord, method, generated: str, siblings: set[str]) -> bool:
+def _write_run(root: Path, rdir: Path, run: RunRecord, method, generated: str, siblings: set[str],
+               views: list | None = None) -> bool:
     """One run's folder: its files (linked or copied) and its page; True when it has a report."""
     has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
     for name in ("summary.json", "manifest.json"):
         _copy_inside(root, run.run_dir / name, rdir / name)
-    (rdir / "index.html").write_text(run_page(run, method, "index.html", generated, has_report, siblings),
+    (rdir / "index.html").write_text(run_page(run, method, "index.html", generated, has_report, siblings, views),
                                      encoding="utf-8")
     return has_report
 

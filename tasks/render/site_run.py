@@ -75,7 +75,8 @@ def _changes(run: RunRecord, sibling_ids: set[str]) -> list[str]:
 
 
 def run_page(run: RunRecord, method: str | None, bench_href: str, generated: str, has_report: bool,
-             sibling_ids: set[str]) -> str:
+             sibling_ids: set[str], views: list | None = None) -> str:
+    """``views``: the run's verdicts as :func:`verdict_view` makes them, when the caller has them already."""
     body = [table(["", ""], [  # no header row: a key/value list
         ["benchmark", link(f"../{bench_href}", run.benchmark)], ["run id", run.run_id],
         ["started", run.started_at], ["finished", run.finished_at], ["Prefect flow run", run.flow_run_id or DASH],
@@ -90,7 +91,8 @@ def run_page(run: RunRecord, method: str | None, bench_href: str, generated: str
         body.append("<h2>Verdicts</h2><p class=\"note\">Each checkpoint verdict with the question it answers, the "
                     "gap (candidate \u2212 baseline) and the interval of the test that decides it, as recorded (the "
                     "anytime interval is valid at every look).</p>")
-        body.append(verdicts_table([verdict_view(v, run.benchmark) for v in run.verdicts]))
+        body.append(verdicts_table(views if views is not None else
+                                   [verdict_view(v, run.benchmark) for v in run.verdicts]))
     body.append(f"<h2>Models</h2><p class=\"note\">{level(run.alpha)} intervals, method "
                 f"{escape(method_label(run, method) if method else 'none available')}; sorted by the headline's "
                 "pooled score (ties by name).</p>")

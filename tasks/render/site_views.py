@@ -81,6 +81,8 @@ class SiteData:
     stale_days: int
     problems: list[str] = field(default_factory=list)
     suites: list[dict] = field(default_factory=list)  # suite verdict documents (tasks/artifacts/suites.py)
+    #: id(run) -> the run's verdicts as verdict_view made them here (its page shows them again)
+    run_views: dict[int, list[VerdictView]] = field(default_factory=dict)
 
     @functools.cached_property
     def model_verdicts(self) -> dict[str, dict[str, list[VerdictView]]]:
@@ -112,11 +114,12 @@ def site_data(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str], m
               now: dt.datetime, stale_days: int, problems: list[str], suites: list[dict] | None = None) -> SiteData:
     verdicts: dict[str, dict[tuple[str, str], VerdictView]] = {}
     runs_of: dict[tuple[str, str, str], RunRecord] = {}
+    run_views: dict[int, list[VerdictView]] = {}
     members: dict[str, set[str]] = {}
     for bench, runs in by_bench.items():
         for run in runs:  # oldest first: a later look replaces an earlier one
-            for v in run.verdicts:
-                view = verdict_view(v, bench)
+            views = run_views[id(run)] = [verdict_view(v, bench) for v in run.verdicts]
+            for view in views:
                 verdicts.setdefault(bench, {})[(view.model, view.baseline)] = view
                 runs_of[(bench, view.model, view.baseline)] = run
             for m in run.models:
@@ -126,7 +129,7 @@ def site_data(by_bench: dict[str, list[RunRecord]], bench_dir: dict[str, str], m
     return SiteData(by_bench=by_bench, bench_dir=bench_dir, methods=tuple(methods),
                     verdicts={b: list(d.values()) for b, d in verdicts.items()}, verdict_runs=runs_of,
                     families=dict(sorted(families.items())), generated=generated, now=now, stale_days=stale_days,
-                    problems=problems, suites=list(suites or []))
+                    problems=problems, suites=list(suites or []), run_views=run_views)
 
 
 def _age_days(finished_at: str, now: dt.datetime) -> float | None:
