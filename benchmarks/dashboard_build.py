@@ -8,7 +8,8 @@ the training run grows to ``--runs`` checkpoints), each score with four comparat
 ranks, two recorded checkpoint verdicts per run and a score move every tenth run.  Then it times (wall and CPU
 seconds of this process and of the children a cold build forks, tasks/render/site_fork.py; the kernel's share)
 ``build_site`` twice: a cold build into a new folder (every page
-rendered, every run file linked), and, after a nightly adds one run to every benchmark (not timed), the
+rendered, every run file linked; shared among two processes by default where two cores may be used, as
+``dashboard build``; ``--processes 1`` for one), and, after a nightly adds one run to every benchmark (not timed), the
 incremental rebuild of that site (the new runs and the cross-run pages rendered, the unchanged run folders
 taken over from the previous site, tasks/render/site_cache.py, and the unchanged runs' records read from the
 site's kept records instead of their summary.json, tasks/render/record_cache.py).  The reference, measured in the same run:
@@ -169,8 +170,9 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--models", type=int, default=10)
     ap.add_argument("--report-kb", type=int, default=20, help="size of each synthetic report.html (default 20 KB)")
-    ap.add_argument("--processes", type=int, default=1,
-                    help="processes the cold build may fork for the run folders (dashboard build --processes; default 1)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="processes the cold build is shared among (dashboard build --processes; default: as there, "
+                         "two where two cores may be used; 1: one process)")
     ap.add_argument("--keep", type=Path, help="write here and keep (default: a temporary folder, removed)")
     args = ap.parse_args(argv)
     from benchcert.tasks.render.dashboard import build_site
@@ -187,7 +189,10 @@ def main(argv=None) -> int:
         ref = _copy_reference(arts, work / "copy-reference")
         ref_cpu = cpu_seconds() - ref_cpu0
         site = work / "site"
-        cold = _timed(f"cold build (every page rendered; --processes {args.processes})",
+        from benchcert.tasks.render.site_fork import fork_workers
+
+        workers = fork_workers(args.benchmarks * args.runs, args.processes)
+        cold = _timed(f"cold build (every page rendered; --processes {args.processes}: {workers} process(es))",
                       lambda: build_site(arts, site, processes=args.processes), ref, ref_cpu)
         index = (site / "index.html").stat().st_size
         total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())

@@ -112,9 +112,10 @@ def register_dashboard(sub) -> None:
     b.add_argument("--full", action="store_true",
                    help="render every page (default: a run unchanged since the site in --out was built keeps its "
                         "folder as it is)")
-    b.add_argument("--processes", type=int, default=1, metavar="N",
-                   help="a full or first build of 2,000 runs or more writes the run folders in N forked processes "
-                        "(at most 4 and the cores available; default 1): the same site, more CPU")
+    b.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="a full or first build of 2,000 runs or more is shared among N forked processes (at most 4 "
+                        "and the cores available; default 2, or 1 on one core; 1: one process): the same site and "
+                        "about the same CPU seconds in less wall time")
     b.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
     s = command(dsub, "serve", cmd_dashboard_serve, help="serve a built site over HTTP (loopback by default)")

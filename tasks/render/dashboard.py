@@ -195,7 +195,7 @@ def _gc_paused(build):
 @_gc_paused
 def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *, methods=DEFAULT_METHODS,
                max_trend_runs: int = 90, now: dt.datetime | None = None, stale_days: int = 7,
-               full: bool = False, processes: int = 1) -> SiteReport:
+               full: bool = False, processes: int | None = None) -> SiteReport:
     """Build the static dashboard of ``artifacts_root`` into ``out_dir`` and return what was built.
 
     ``out_dir`` is written only when empty or built by an earlier call.  Runs that cannot be read are listed on the index page
@@ -208,14 +208,15 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     file atomically (a server sees the old or the new page), and what is no longer listed is removed last.
     ``full=True`` (or no usable manifest: the first build, a corrupt one, another benchcert version) renders
     every page into a hidden sibling of ``out_dir`` swapped into place under the lock (a server on ``out_dir``
-    sees the old or the new site).  ``processes`` > 1 lets a cold build of many runs write the run folders in that
-    many processes (:mod:`~benchcert.tasks.render.site_fork`; the same site, more CPU).
+    sees the old or the new site).  A cold build of 2,000 runs or more, in a process running no other thread, is
+    shared among ``processes`` forked processes (None: two, or one on a single core; 1: this process alone;
+    :func:`_split_build`): the same site, about the same CPU seconds, less wall time.
     """
     if max_trend_runs < 1:
         raise UsageError(f"max_trend_runs must be >= 1; got {max_trend_runs!r}")
     if stale_days < 0:
         raise UsageError(f"stale_days must be >= 0; got {stale_days!r}")
-    if processes < 1:
+    if processes is not None and processes < 1:
         raise UsageError(f"processes must be >= 1; got {processes!r}")
     root, out = Path(artifacts_root).resolve(), Path(out_dir)
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:

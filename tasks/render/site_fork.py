@@ -28,7 +28,7 @@ import threading
 import traceback
 from typing import Callable, Sequence, TypeVar
 
-__all__ = ["FORK_MIN_RUNS", "MAX_WORKERS", "Child", "finish", "finish_quietly", "fork_shares", "fork_workers", "shares"]
+__all__ = ["AUTO_WORKERS", "FORK_MIN_RUNS", "MAX_WORKERS", "Child", "finish", "finish_quietly", "fork_shares", "fork_workers", "shares"]
 
 R = TypeVar("R")
 S = TypeVar("S")
@@ -39,10 +39,17 @@ FORK_MIN_RUNS = 2000
 MAX_WORKERS = 4
 
 
-def fork_workers(n_runs: int, processes: int) -> int:
-    """How many processes a cold build of ``n_runs`` runs uses when asked for ``processes``: 1, or up to
-    ``processes`` (at most :data:`MAX_WORKERS` and the cores this process may use) when it has at least
-    :data:`FORK_MIN_RUNS` runs, the system can fork, and this process runs no other thread."""
+#: Processes a cold build of many runs uses when none is asked for (``processes=None``), at most the usable cores.
+AUTO_WORKERS = 2
+
+
+def fork_workers(n_runs: int, processes: int | None) -> int:
+    """How many processes a cold build of ``n_runs`` runs uses when asked for ``processes`` (None: automatic,
+    :data:`AUTO_WORKERS`): 1, or up to ``processes`` (at most :data:`MAX_WORKERS` and the cores this process may
+    use) when it has at least :data:`FORK_MIN_RUNS` runs, the system can fork, and this process runs no other
+    thread."""
+    if processes is None:
+        processes = AUTO_WORKERS
     if processes <= 1 or n_runs < FORK_MIN_RUNS or not hasattr(os, "fork") or threading.active_count() != 1:
         return 1
     try:

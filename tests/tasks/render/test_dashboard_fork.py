@@ -142,7 +142,7 @@ def test_the_parents_failure_waits_for_the_children(forks):
 
 
 def test_the_split_only_when_asked_where_it_is_safe_and_pays():
-    assert fork_workers(10 * FORK_MIN_RUNS, 1) == 1  # the default: one process
+    assert fork_workers(10 * FORK_MIN_RUNS, 1) == 1  # asked for one process
     assert fork_workers(FORK_MIN_RUNS - 1, 2) == 1
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
@@ -153,6 +153,9 @@ def test_the_split_only_when_asked_where_it_is_safe_and_pays():
         stop.set()
         other.join()
     if threading.active_count() == 1:  # (a pytest-xdist worker runs threads of its own)
+        # the default (None): two processes where two cores may be used
+        assert fork_workers(10 * FORK_MIN_RUNS, None) == min(len(os.sched_getaffinity(0)), 2)
+        assert fork_workers(FORK_MIN_RUNS - 1, None) == 1
         assert fork_workers(10 * FORK_MIN_RUNS, 64) == min(len(os.sched_getaffinity(0)), site_fork.MAX_WORKERS)
 
 
