@@ -1,23 +1,23 @@
-"""A cold dashboard build's run folders shared among forked processes, one per core (issue #37).
+"""A cold dashboard build shared among forked processes, one per core (issue #37).
 
-A first or ``--full`` build of 50 benchmarks x 200 runs renders 10,000 run pages and makes 10,000 folders with
-40,000 files: about half of its time, and each run's folder is independent of the others'.  :func:`run_split`
-runs such independent jobs (one per benchmark: its run folders) in ``workers`` processes: the build forks
-``workers - 1`` children after every run has been read (they inherit the records, nothing is sent to them),
-each child does its share of the jobs and sends their small results back through a pipe, and the parent does
-the rest and its own work (the benchmark pages, whose trends use polars: a fork copies only the calling thread,
-not polars' thread pool, so a child that used polars would wait for it forever) and returns every job's result
-in the jobs' order, so what the build writes does not depend on who wrote it
-(tests/tasks/render/test_dashboard_fork.py: the same bytes as a one-process build).
+A first or ``--full`` build of 50 benchmarks x 200 runs parses 10,000 summaries, renders 10,000 run pages and
+50 benchmark pages and makes 10,000 folders with 40,000 files; each benchmark's part is independent of the
+others', and only the cross-run pages (overview, grid, model and training-run pages) need every run.  The build
+(tasks/render/dashboard.py ``_split_build``) forks its children with :func:`fork_shares` before it reads any
+run: each child reads its benchmarks' runs, writes their records to a file and calls ``signal()``
+(:meth:`Child.ready` returns in the parent), then writes its benchmarks' run folders and pages and returns the
+site manifest's entries through a pipe (:func:`finish`).  Nothing but records travels: a child inherits no
+record, and no polars runs before the forks (a fork copies only the calling thread, not polars' thread pool).
+What the build writes does not depend on who wrote it (tests/tasks/render/test_dashboard_fork.py: the same
+bytes as a one-process build).
 
-It is asked for (``dashboard build --processes N``; one process by default): on the 2-core machine it was
-measured on (docs/scale.md) two processes took a 50 x 200 cold build from 18.8 s to 11.8 s wall when the
-machine was idle (load 1.4-2.1), but did not shorten it while other work ran (load 5-10), and cost CPU.  The split costs CPU, not saves
-it: each process touches the records it renders (copy-on-write pages), and the
-children's CPU is the build's too (``benchmarks/dashboard_build.py`` counts it).  It is used only where it is
-safe and may pay (:func:`fork_workers`): a cold build of at least :data:`FORK_MIN_RUNS` runs, in a process with no
-other thread (forking a threaded process, as a Prefect worker is, can leave a lock held forever in the child),
-on a system with ``os.fork`` and more than one core this process may use.
+Two processes are the default for a cold build of at least :data:`FORK_MIN_RUNS` runs (``dashboard build
+--processes N``; 1 for one process): measured on the project's 2-core machine (docs/scale.md) they take about
+the CPU seconds of one process (each parses and renders its own runs; the parent also decodes the children's
+records, about a quarter of parsing them) in a little over half its wall time.  It is used only where it is
+safe and may pay (:func:`fork_workers`): in a process with no other thread (forking a threaded process, as a
+Prefect worker is, can leave a lock held forever in the child), on a system with ``os.fork`` and more than one
+core this process may use.
 """
 
 from __future__ import annotations
