@@ -52,8 +52,8 @@ def _more(se, n, gap, alpha, power, basis):
         total = score_test_items_needed([basis.n_b_wins], [basis.n_a_wins], [n], [gap], alpha=alpha, power=power)[0]
     else:
         total = bounded_score_test_items_needed([basis.differences], [gap], alpha=alpha, power=power)[0]
-    return score_additional_sample_size(total, n, gap, se, alpha=alpha, power=power,
-                                        method=f"{basis.rule}_test_power")
+    method = "score_test_power" if basis.rule == "score" else "bounded_score_test_power"
+    return score_additional_sample_size(total, n, gap, se, alpha=alpha, power=power, method=method)
 
 
 def _finite(x) -> float | None:
