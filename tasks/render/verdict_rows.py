@@ -132,7 +132,8 @@ def _resolve(verdict: str, detail: dict) -> str:
     mde = _num(detail.get("mde"))
     if mde is not None:
         at = _num(detail.get("mde_alpha"))
-        return f"not in this artifact; detectable now: {100 * mde:.2f} pp (MDE" + (f" at level {at:.3g})" if at else ")")
+        level = f" at level {at:.3g}" if at else ""
+        return f"not in this artifact; detectable now: {100 * mde:.2f} pp (MDE{level})"
     return "not in this artifact"
 
 
