@@ -57,7 +57,7 @@ has 1-3 shared items (all ties) beside a fully shared small one; with the floor 
 pooled variance as a floor was rejected: it is no bound for a heavy stratum whose items
 disagree more than the others'. Pseudo-counts of 0.5 and 1 held the same settings; 1 is the more
 conservative, and costs no power where the power is measured (items power in docs/methods.md,
-section 6, within 0.6 points of the pooled variance's on the same draws).
+section 6, within 0.7 points of the pooled variance's on the same draws).
 
 **New subjects, default** (:func:`subject_e_process`, ``assume="none"``): the predictable
 plug-in betting capital of Waudby-Smith and Ramdas (2024, JRSS-B 86(1), Section 3, eq. (26)
