@@ -229,3 +229,17 @@ def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         _reap(seen)
+
+
+def test_the_waits_after_the_signal_still_catch_a_hang(tmp_path):
+    # a process that neither exits nor does anything: a hang for _wait_stopped, a survivor for _wait_gone
+    tag, log = uuid.uuid4().hex, tmp_path / "pytest.log"
+    log.write_text("")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=os.environ | {TAG: tag})
+    try:
+        assert [p.pid for p in _wait_gone([psutil.Process(proc.pid)], idle=1.0)] == [proc.pid]
+        with pytest.raises(pytest.fail.Exception, match="did not stop"):
+            _wait_stopped(proc, tag, log, idle=2.0)
+    finally:
+        proc.kill()
+        proc.wait()
