@@ -25,7 +25,7 @@ from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.recorded import CAP, detectable_gap, stratified_first_look, subject_e_process
 from benchcert.stats.sequential import betting_test, betting_test_counts
-from benchcert.tasks.compare.recorded import MIN_EFFECTIVE, absent_weight, items_first, store_weighted_bets
+from benchcert.tasks.compare.recorded import MIN_EFFECTIVE, absent_weight, items_anytime, items_first, store_weighted_bets
 
 #: The acceptance (full grid, thousands of runs): CP upper bound <= 3.0%. The default suite's few hundred runs
 #: judge against alpha/2 + 0.01 (as tests/stats/test_verdicts_guarantee.py): a rate a few points off fails.
@@ -214,11 +214,17 @@ def _two_subject_claims(key, n_a, p_win, p_loss, n_b, reps, claims):
     return up
 
 
-def _whole_verdict_improved(d, subj, store):
+def _whole_verdict_improved(d, subj, store, pooled=False):
+    """The recorded verdict at one look as the engine runs it (tasks/compare/recorded.spend): the first look at
+    alpha x share, the anytime part at the rest (``items_anytime``; ``pooled``: the pooled betting test that
+    ``stratified_store_weights`` runs when every subject has a shared item), combined by nightly_verdicts."""
     from benchcert.stats.sequential import nightly_verdicts
 
     p1, g1 = items_first(d, subj, store, ALPHA * SHARE)[:2]
-    seq = betting_test(d, np.array([d.size]), alpha=ALPHA * (1 - SHARE), interval=False)
+    if pooled:
+        seq = betting_test(d, np.array([d.size]), alpha=ALPHA * (1 - SHARE), interval=False)
+    else:
+        seq = items_anytime(d, subj, np.ones(d.size, dtype=np.int64), store, ALPHA * (1 - SHARE), interval=False)[0]
     return nightly_verdicts(p1, g1, seq, alpha=ALPHA, first_look_share=SHARE).verdict[-1] == "improved"
 
 
@@ -228,16 +234,17 @@ def _first_look_improved(d, subj, store):
 
 
 @pytest.mark.montecarlo
-@pytest.mark.xfail(strict=True, reason="issue #36 remainder: the anytime part (tasks/compare/recorded.spend, every "
-                   "subject shared: one betting test on the pooled items) tests the shared items' mean, not the "
-                   "store's gap: the whole recorded verdict claimed 'improved' in 1,000 of 1,000 reviewer20 runs "
-                   "(store gap -1 point)")
 def test_unequal_sharing_whole_verdict():
-    # the verdict at one look (first look at alpha x share, betting test at the rest, nightly_verdicts) as the engine
-    # runs it when every subject of the store has a shared item, judged against alpha / 2 per side. reviewer20:
-    # subject A 20 of 3,000 items shared at -2 points, B 30 items all won; the store's gap -1 point
+    # the verdict at one look (first look at alpha x share, the anytime part at the rest, nightly_verdicts) as the
+    # engine runs it when every subject of the store has a shared item, judged against alpha / 2 per side.
+    # reviewer20: subject A 20 of 3,000 items shared at -2 points, B 30 items all won; the store's gap -1 point.
+    # The anytime part of ``stratified_store_weights`` (one betting test on the pooled shared items) tested the
+    # shared items' mean: 1,000 of 1,000 runs claimed "improved"; reweighted to the store (items_anytime) 0 of 1,000.
     up = _two_subject_claims("unequal whole_verdict", 20, 0.04, 0.06, 30, 300, _whole_verdict_improved)
     assert rate_ci(up, 300, level=0.95)[2] <= ALPHA / 2, up
+    old = _two_subject_claims("unequal whole_verdict", 20, 0.04, 0.06, 30, 50,
+                              lambda d, subj, store: _whole_verdict_improved(d, subj, store, pooled=True))
+    assert rate_ci(old, 50, level=0.95)[1] > ALPHA / 2, old  # the same test on the old path fails: it can fail
 
 
 @pytest.mark.montecarlo

@@ -93,7 +93,7 @@ def test_first_look_answers_and_is_recorded(store):
     assert v.mde == pytest.approx(ref.mde) and v.p_exact == pytest.approx(ref.tests["mcnemar_exact"].p_value)
     # the first look's directional test (issue #36) is the stratified test of the store's item-weighted gap at
     # alpha x share: with every item shared, compare's stratified test
-    assert v.first_method == "stratified_store_weights" and v.first_gap == pytest.approx(v.gap)
+    assert v.first_method == "store_weighted_batches" and v.first_gap == pytest.approx(v.gap)
     strat = paired_comparison(wide[BASE].to_numpy(), wide[CAND].to_numpy(), codes, alpha=0.025,
                               primary="stratified_items").tests["stratified_items"]
     t_p = 2 * stats.t.sf(abs(strat.estimate / strat.se), strat.df)  # its t reference (the interval is the score test's)
