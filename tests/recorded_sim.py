@@ -1,7 +1,9 @@
 """Seeded simulations of the recorded (checkpoint) verdict's tests since issue #36.
 
 The verdict's own pieces are run - :mod:`benchcert.tasks.compare.recorded` (``items_first``,
-``absent_weight``), :func:`benchcert.stats.sequential.betting_test_counts` with its margin,
+``absent_weight``, ``items_anytime``: the items question's anytime part ``store_weighted_batches``; with
+``pooled=True`` the pooled betting test of ``stratified_store_weights``,
+:func:`benchcert.stats.sequential.betting_test_counts` with its margin),
 :func:`benchcert.stats.sequential.nightly_verdicts`, :func:`benchcert.stats.recorded.subject_e_process` -
 in the order :func:`benchcert.tasks.compare.recorded.spend` runs them, on simulated binary scores.
 tests/stats/test_recorded_verdicts.py asserts on small runs; ``python tests/recorded_sim.py``
@@ -301,8 +303,9 @@ def _pooled_first(d, subj, store, a1, margin):
 #: in [first, last] (ragged batches). ``late_at0``: A 3,000 items barely shared, B 30 items all shared and all won
 #: at look 1, C 300 items entering at look 4; store gap exactly 0. ``late_minus1``: the same at a store gap of -1
 #: point. ``ragged_minus1``: four subjects over 10 looks, D entering at look 6, store gap -1 point.
-#: ``power_late``: ``late_at0`` with 600 of A's items shared and every gap raised by 8 points (store gap +8 points); ``power_prop``: four
-#: subjects each shared at a fifth of its store items per look over 5 looks, +3 points (every look in proportion).
+#: ``power_late``: ``late_at0`` with 600 of A's items shared and every gap raised by 8 points (store gap +7.9
+#: points); ``power_prop``: four subjects each shared at a fifth of its store items per look over 5 looks, +3 points
+#: (every look in proportion).
 UNEQUAL_LOOKS = {
     "late_at0": (8, ((3000, -0.01, 160, 1, 8), (30, 1.0, 30, 1, 1), (300, 0.0, 150, 4, 8))),
     "late_minus1": (8, ((3000, -0.0211, 160, 1, 8), (30, 1.0, 30, 1, 1), (300, 0.0, 150, 4, 8))),
@@ -376,6 +379,13 @@ def main(reps: int = 2000) -> None:  # pragma: no cover - the study; the slow te
             v, est = items_verdicts(name, reps, looks=looks, arrival=arrival)
             print(f"  false  {name:13s} {looks:2d} looks {arrival:6s}: improved "
                   f"{_fmt((v == 'improved') & (est <= 0), reps)}, regressed {_fmt((v == 'regressed') & (est >= 0), reps)}")
+    print("items question, unequal sharing over several looks (recorded_sim.unequal_looks), whole verdict")
+    for name in UNEQUAL_LOOKS:
+        for pooled in (False, True):
+            up, down, gap = unequal_looks(name, reps // 2, pooled=pooled)
+            print(f"  {name:14s} store gap {100 * gap:+.1f} pts, anytime part "
+                  f"{'pooled (stratified_store_weights)' if pooled else 'store_weighted_batches'}: improved "
+                  f"{_fmt(up, reps // 2)}, regressed {_fmt(down, reps // 2)}")
     print("new-subjects question (one anytime-valid test, all of alpha)")
     for name, k, theta, assume in (("sym", 91, 0.05, "none"), ("sym_wide", 91, 0.05, "none"),
                                    ("sym", 30, 0.05, "symmetric"), ("sym", 30, 0.08, "symmetric"),

@@ -41,7 +41,8 @@ from benchcert.stats.store_batches import MAX_WAIT, store_weighted_batches
 from benchcert.tasks.errors import NoDataError
 from benchcert.tasks.finite import finite_or_none as _num
 
-__all__ = ["ASSUMES", "V2_METHODS", "POOLED_ITEMS", "SINCE_36", "AssumeError", "items_anytime", "scheme", "items_first", "store_weighted_bets", "deciding_interval",
+__all__ = ["ASSUMES", "V2_METHODS", "POOLED_ITEMS", "SINCE_36", "AssumeError", "items_anytime", "scheme", "items_first",
+           "store_weighted_bets", "deciding_interval",
            "absent_weight", "on_store_scale",
            "store_estimand", "subjects_test", "subject_units", "spend"]
 

@@ -121,7 +121,8 @@ def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
     assert v.first_method == "store_weighted_batches" and v.gap == pytest.approx(0.10) and MAX_WAIT > 1
     assert v.verdict == "inconclusive" and (v.cs_lower, v.cs_upper) == (-1.0, 1.0) and v.log_e_improved == 0
     assert any("600 of 600 items wait" in a for a in v.assumptions), v.assumptions
-    _ingest(db, tmp_path / "b3.csv", [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"])
+    late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
+    _ingest(db, tmp_path / "b3.csv", late)
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
     every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.025)
     assert v2.log_e_improved == pytest.approx(every.log_e_improved[-1])
@@ -149,7 +150,8 @@ def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypa
     assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1] - np.log(2))
     assert v.cs_lower == pytest.approx(0.75 * seq.lower[-1] - 0.25)
     # look 2 (this version): the candidate answers the 4th subject; the second half bets on every item from here
-    _ingest(db, tmp_path / "b3.csv", [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"])
+    late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
+    _ingest(db, tmp_path / "b3.csv", late)
     v2_ = checkpoint_verdict(db, "bench", BASE, CAND)
     assert v2_.first_method == "stratified_store_weights"
     every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.0125)
