@@ -258,7 +258,8 @@ def store_weighted_batches(d, subjects, looks, store_counts, *, alpha=0.05, n_lo
     g_look, g_x = keys // values.size, values[keys % values.size]
     g_w0, g_a = w0[g_look], scale[g_look]
     bets = np.minimum(lam[None, :] * big_r[g_look][:, None], 0.5)  # (G, L): lambda on the unscaled d r_s
-    before = g_look[None, :] <= np.arange(t_n)[:, None]  # (T, G): the group is in look t's capital
+    marks = np.unique(g_look)  # the looks at which a batch was bet on: the capital changes there only
+    before = g_look[None, :] <= marks[:, None]  # (M, G): the group is in that look's capital
 
     def log_k(theta0, sign):
         used = (use_up if sign > 0 else use_down)[g_look]
@@ -280,8 +281,10 @@ def store_weighted_batches(d, subjects, looks, store_counts, *, alpha=0.05, n_lo
     lower = upper = None
     thr = np.log(2.0 / alpha)
     if interval:
-        lower = _bisect(lambda m: log_k(m, 1.0), thr, (t_n,), increasing=False)
-        upper = _bisect(lambda m: log_k(m, -1.0), thr, (t_n,), increasing=True)
+        at = np.searchsorted(marks, np.arange(t_n), side="right") - 1  # the last batch's look, -1 before any
+        lower, upper = (np.where(at >= 0, bound[np.maximum(at, 0)], -sign) for bound, sign in (
+            (_bisect(lambda m: log_k(m, 1.0), thr, marks.shape, increasing=False), 1.0),
+            (_bisect(lambda m: log_k(m, -1.0), thr, marks.shape, increasing=True), -1.0)))
         # the bisection's last step can straddle 0: the interval says what the e-value says
         lower = np.where(lp >= thr, np.maximum(lower, 1e-15), np.minimum(lower, 0.0))
         upper = np.where(lm >= thr, np.minimum(upper, -1e-15), np.maximum(upper, 0.0))
