@@ -7,8 +7,8 @@ The verdict's own pieces are run - :mod:`benchcert.tasks.compare.recorded` (``it
 :func:`benchcert.stats.sequential.nightly_verdicts`, :func:`benchcert.stats.recorded.subject_e_process` -
 in the order :func:`benchcert.tasks.compare.recorded.spend` runs them, on simulated binary scores.
 tests/stats/test_recorded_verdicts.py asserts on small runs; ``python tests/recorded_sim.py``
-prints the full power / false-claim table quoted in docs/guarantees.md (the slow tests run the
-same grid).
+prints the full power / false-claim table quoted in docs/methods.md, section 6 (the slow tests run
+the same grid).
 
 Items settings (subjects as fixed strata; the estimand is the item-weighted gap over EVERY
 subject of the benchmark, whatever arrived first):
