@@ -8,8 +8,8 @@ stays honest however many looks there are:
 Since issue #36 a question first recorded is answered by the tests of
 :mod:`benchcert.tasks.compare.recorded` (items: the stratified test of the store's item-weighted
 gap at the first look, betting on the items reweighted to the store after it; new-subjects: one
-anytime-valid test with all of alpha, ``--assume symmetric`` optional), named in ``first_method``. Questions recorded earlier keep
-the tests below:
+anytime-valid test with all of alpha, ``--assume symmetric`` optional), named in ``first_method``.
+Questions recorded earlier keep the tests below:
 
 * the first look runs a fixed-sample directional test at ``alpha * first_look_share``, valid by
   theorem (issue #24; :mod:`benchcert.stats.betting`, recorded as ``first_method``): for
