@@ -280,7 +280,9 @@ def store_weighted_batches(d, subjects, looks, store_counts, *, alpha=0.05, n_lo
     lp, lm = log_k_zero(1.0), log_k_zero(-1.0)
     lower = upper = None
     thr = np.log(2.0 / alpha)
-    if interval:
+    if interval and not marks.size:  # every item still waits: the capital is 1 whatever theta0
+        lower, upper = np.full(t_n, -1.0), np.full(t_n, 1.0)
+    elif interval:
         at = np.searchsorted(marks, np.arange(t_n), side="right") - 1  # the last batch's look, -1 before any
         lower, upper = (np.where(at >= 0, bound[np.maximum(at, 0)], -sign) for bound, sign in (
             (_bisect(lambda m: log_k(m, 1.0), thr, marks.shape, increasing=False), 1.0),

@@ -124,3 +124,5 @@ def test_store_weighted_batches_validates_its_input():
         store_weighted_batches(d, subj, look, store, interval="yes")
     r = store_weighted_batches(d, subj, look, store, n_looks=3)  # a look that added nothing holds the capital
     assert r.log_e_improved.size == 3 and r.log_e_improved[2] == r.log_e_improved[1]
+    r = store_weighted_batches(d[:1], subj[:1], look[:1], store)  # its one item waits for subject 1: no evidence
+    assert (r.n[-1], r.log_e_improved[-1], r.lower[-1], r.upper[-1]) == (0, 0.0, -1.0, 1.0)
