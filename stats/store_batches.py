@@ -160,6 +160,18 @@ def _batch_terms(x, g, lk, nc, n_looks):
     return xs, w0, scale, rs
 
 
+def _settle_iv(subjects, looks, store_counts, n_looks):
+    g, lk = np.asarray(subjects).reshape(-1), np.asarray(looks).reshape(-1)
+    nc = np.asarray(store_counts, dtype=float).reshape(-1)
+    ints = np.issubdtype(g.dtype, np.integer) and np.issubdtype(lk.dtype, np.integer)
+    if g.shape != lk.shape or (g.size and not (ints and g.min() >= 0 and g.max() < nc.size and lk.min() >= 1)):
+        raise ValueError("subjects and looks must be integer arrays of one length (codes indexing store_counts, looks "
+                         f">= 1); got {g.dtype} {g.shape} and {lk.dtype} {lk.shape}")
+    if isinstance(n_looks, bool) or not isinstance(n_looks, (int, np.integer)) or (lk.size and n_looks < lk.max()):
+        raise ValueError(f"n_looks must be an integer >= the largest look; got {n_looks!r}")
+    return g, lk, nc
+
+
 def settle_looks(subjects, looks, store_counts, n_looks: int) -> np.ndarray:
     """The look at which each item's batch is bet on (0: still pending after ``n_looks``); module docstring.
 
@@ -168,8 +180,7 @@ def settle_looks(subjects, looks, store_counts, n_looks: int) -> np.ndarray:
     or until they have waited :data:`MAX_WAIT` looks. The rule reads the batches' composition only, never a
     difference.
     """
-    g, lk = np.asarray(subjects), np.asarray(looks)
-    nc = np.asarray(store_counts, dtype=float)
+    g, lk, nc = _settle_iv(subjects, looks, store_counts, n_looks)
     out = np.zeros(g.size, dtype=np.int64)
     seen = np.zeros(nc.size)
     opened = 1

@@ -85,6 +85,10 @@ def test_settle_looks_waits_for_the_subjects_still_to_come():
     look = np.arange(1, MAX_WAIT + 3)
     out = settle_looks(subj, look, np.array([50.0, 10.0]), MAX_WAIT + 2)
     assert out.tolist() == [MAX_WAIT] * MAX_WAIT + [0, 0]
+    with pytest.raises(ValueError, match="n_looks"):
+        settle_looks(subj, look, np.array([50.0, 10.0]), 2)
+    with pytest.raises(ValueError, match="integer arrays"):
+        settle_looks(subj, look[:-1], np.array([50.0, 10.0]), MAX_WAIT + 2)
 
 
 def test_interval_says_what_the_verdict_says_under_unequal_sharing():
