@@ -11,21 +11,53 @@ choice at the question's first look (``first_method``).
 gap over the benchmark's items in the store, :math:`\theta = \sum_s w_s \mu_s` with
 :math:`w_s = N_s / N` (N_s items of subject s in the store; :math:`\mu_s` the mean expected
 difference of its items). The shared items of each subject estimate :math:`\mu_s`
-(:math:`\hat\theta = \sum_{s \in P} w_s \bar D_s` over the subjects P with a shared item),
-with the pooled within-subject variance :math:`\hat\sigma^2 = \sum_s\sum_i (D_i - \bar D_s)^2/(n - |P|)`
-and :math:`\widehat{\mathrm{se}}^2 = \hat\sigma^2 \sum_{s\in P} w_s^2 / n_s`, on n - |P| degrees
-of freedom (subjects as fixed strata: Cochran 1977, *Sampling Techniques*, 3rd ed., Section 5.3,
-eq. (5.6), with a pooled within-stratum variance). When every item is shared (one look) this is
-``compare``'s ``stratified_items`` test. Subjects with no shared item can carry any gap in
-[-1, 1]: their weight :math:`w_0` is added to each side of the interval (the worst case; Manski
-1990, "Nonparametric bounds on treatment effects", AER 80(2), no assumption on the missing), so
-the claim is about the whole benchmark's items and never narrows to what arrived first.
-Validity is the CLT for a weighted sum of many independent bounded items (Lindeberg), not a
-finite-sample theorem: checked by seeded simulation in the settings of
-tests/stats/test_recorded_verdicts.py (F1, F2, F3, near-ceiling, 1 and 30 looks), and used only
-at the first look at its share of alpha, and only with at least 100 effectively nonzero
-differences (tasks/compare/recorded.py: with 4-6 discordant items its one-sided rate reached
-2.0-2.5% at a nominal 1.25%; below that the first look is the betting bound).
+(:math:`\hat\theta = \sum_{s \in P} w_s \bar D_s` over the subjects P with a shared item), with
+the stratified variance of Cochran 1977, *Sampling Techniques*, 3rd ed., Sections 5.4-5.5,
+eqs. (5.6)/(5.7) (subjects as fixed strata, each with its own variance; the finite-population
+correction is omitted, which is conservative):
+
+.. math:: \widehat{\mathrm{se}}^2 = \sum_{s\in P} w_s^2 \tilde s_s^2 / n_s,\qquad
+          \nu = \frac{(\sum_s a_s)^2}{\sum_s a_s^2 / \max(n_s - 1, 1)},\quad a_s = w_s^2\tilde s_s^2/n_s,
+
+and Student's t on the Welch-Satterthwaite :math:`\nu` degrees of freedom (Cochran, Section 5.4,
+eq. (5.16)). :math:`\tilde s_s^2 = \max(s_s^2, v_s)`: the stratum's sample variance, floored by
+the variance of its items with :data:`PSEUDO` pseudo-items added, half at +M and half at -M
+(M the largest |D| shared, so the test is unchanged when every difference is rescaled):
+:math:`v_s = (\sum_i D_i^2 + c M^2)/(n_s + c) - (n_s \bar D_s/(n_s + c))^2`. The floor is what a
+stratum's own variance cannot tell: with 1-3 shared items, or a small stratum of 0/1 differences
+all ties or all wins (near the ceiling), :math:`s_s^2` is 0 (or undefined) while the true variance
+is not, and a stratum carrying most of the store's weight then vanished from the se.
+When every item is shared (one look) the estimate is ``compare``'s ``stratified_items`` estimate.
+Subjects with no shared item can carry any gap in [-1, 1]: their weight :math:`w_0` is added to
+each side of the interval (the worst case; Manski 1990, "Nonparametric bounds on treatment
+effects", AER 80(2), no assumption on the missing), so the claim is about the whole benchmark's
+items and never narrows to what arrived first. The p-values and the interval come from the one
+statistic :math:`(\hat\theta \mp w_0)/\widehat{\mathrm{se}}` on :math:`\nu` df, so the interval
+excludes 0 exactly when the test claims. Validity is the CLT for a weighted sum of many
+independent bounded items (Lindeberg), not a finite-sample theorem: checked by seeded simulation
+in the settings of tests/stats/test_recorded_verdicts.py and tests/stats/test_first_look_size.py
+(F1, F2, F3, near-ceiling, 1 and 30 looks; unequal sharing both ways, 2-5 subjects, a stratum of
+1-3 shared items carrying most of the weight, near-ceiling and fractional scores), and used only
+at the first look at its share of alpha, and only with at least 100 effectively nonzero weighted
+differences (:func:`effective_differences`; tasks/compare/recorded.py: below that the first look
+is the betting bound).
+
+Until issue #36's last remainder the se used ONE pooled within-subject variance
+:math:`\hat\sigma^2 = \sum_s\sum_i (D_i - \bar D_s)^2/(n - |P|)` on n - |P| df (Cochran's eq. (5.6)
+with a pooled variance, right only when the strata are shared in proportion to their size). Shared
+unequally it was not: a subject of 3,000 items with 100 shared at -5 points beside one of 150,
+all shared and all won (zero variance), had its variance diluted by the small one's 150 zeros, and
+the first look claimed "improved" in 11.2% [9.3, 13.3] of 1,000 runs at a store gap of exactly 0
+(nominal 1.25%). Why each piece (seeded, 1,000 runs per setting, one-sided nominal 1.25%): the
+per-stratum variance alone 1.6% [0.9, 2.6] there (the estimate then rests on about 10 discordant
+items of the large subject: the normal approximation, not the variance, is off - hence the
+count of *weighted* effective differences, which sends that case to the betting bound: 0 of 1,000);
+the per-stratum variance without the floor, with the guard, 70-90% when a subject of 3,000 items
+has 1-3 shared items (all ties) beside a fully shared small one; with the floor 0 of 1,000. The
+pooled variance as a floor was rejected: it is no bound for a heavy stratum whose items
+disagree more than the others'. Pseudo-counts of 0.5 and 1 held the same settings; 1 is the more
+conservative, and costs no power where the power is measured (items power in docs/methods.md,
+section 6, within 0.7 points of the pooled variance's on the same draws).
 
 **New subjects, default** (:func:`subject_e_process`, ``assume="none"``): the predictable
 plug-in betting capital of Waudby-Smith and Ramdas (2024, JRSS-B 86(1), Section 3, eq. (26)
@@ -89,7 +121,8 @@ from .sequential import SequentialResult, _finish
 from .validation import check_alpha
 from .verdicts import interval_verdict
 
-__all__ = ["CAP", "SYM_PRIOR_VAR", "StratifiedFirstLook", "stratified_first_look", "subject_e_process",
+__all__ = ["CAP", "PSEUDO", "SYM_PRIOR_VAR", "StratifiedFirstLook", "stratified_first_look", "effective_differences",
+           "subject_e_process",
            "detectable_gap", "either_of"]
 
 #: Truncation of the default new-subjects bets (Waudby-Smith and Ramdas's c): each factor >= 1 - CAP.
@@ -98,6 +131,9 @@ CAP = 0.99
 #: The symmetric test's prior variance of a subject mean (one pseudo-unit) before any subject is seen.
 SYM_PRIOR_VAR = 0.01
 
+#: Pseudo-items (half at +M, half at -M) whose variance floors each subject's sample variance in the first look.
+PSEUDO = 1.0
+
 _BISECT = 30
 
 _FIRST_ASSUMPTIONS = (
@@ -105,8 +141,8 @@ _FIRST_ASSUMPTIONS = (
     "items in the store (weights N_s / N, fixed by the store, not by what has arrived)",
     "within a subject, the shared items represent the subject's items (which items are shared does not depend "
     "on their differences); a subject with no shared item counts at the worst case (its weight on each side)",
-    "normal approximation to a weighted sum of many independent bounded items (pooled within-subject variance, "
-    "t on n - subjects df), checked by seeded simulation at a one-sided 1.25%",
+    "normal approximation to a weighted sum of many independent bounded items (each subject's own variance, "
+    "floored by one pseudo-item; t on Welch-Satterthwaite df), checked by seeded simulation at a one-sided 1.25%",
 )
 
 
@@ -192,8 +228,9 @@ def stratified_first_look(d, subjects, store_counts, *, alpha=0.025) -> Stratifi
 
     Notes
     -----
-    Formula, assumptions and the worst case for subjects without a shared item: module docstring.
-    No within-subject variance (no subject with two shared items) warns and claims nothing.
+    Formula, assumptions and the worst case for subjects without a shared item: module docstring
+    (each subject's own variance with a floor, Welch-Satterthwaite df; pooled until issue #36's
+    last remainder). No subject with two shared items warns and claims nothing.
     """
     x, g, nc, n_s, alpha = _first_look_iv(d, subjects, store_counts, alpha)
     w = nc / nc.sum()
@@ -202,18 +239,16 @@ def stratified_first_look(d, subjects, store_counts, *, alpha=0.025) -> Stratifi
     sums = np.bincount(g, weights=x, minlength=nc.size)
     means = np.where(present, sums / np.maximum(n_s, 1), 0.0)
     est = float((w * means).sum())
-    ssw = float(((x - means[g]) ** 2).sum())
-    df = x.size - int(present.sum())
-    if df < 1:
+    if not np.any(n_s > 1):
         warn_degenerate("stratified_first_look: no subject has two shared items; the within-subject variance "
                         "cannot be estimated and the test claims nothing", stacklevel=2)
         se, crit, pu, pd = np.inf, np.inf, 1.0, 1.0
     else:
-        se = np.float64(np.sqrt(ssw / df * (w[present] ** 2 / n_s[present]).sum()))
+        se, df = _stratified_se(x, g, n_s, means, w)
         crit = float(_special.stdtrit(df, 1.0 - alpha / 2.0))  # = scipy.stats.t.ppf(1 - alpha/2, df)
         with np.errstate(divide="ignore", invalid="ignore"):
             zu, zd = (est - absent) / se, (-est - absent) / se
-        # se = 0 (every shared difference equals its subject's mean): the sign of the shifted estimate decides
+        # se = 0 only when every shared difference is 0 (M = 0): the sign of the shifted estimate decides
         pu = float(_special.stdtr(df, -zu)) if np.isfinite(zu) else (0.0 if zu > 0 else 1.0)  # t.sf(zu, df)
         pd = float(_special.stdtr(df, -zd)) if np.isfinite(zd) else (0.0 if zd > 0 else 1.0)
     lo = max(-1.0, float(est - crit * se - absent)) if np.isfinite(se) else -1.0
@@ -224,6 +259,42 @@ def stratified_first_look(d, subjects, store_counts, *, alpha=0.025) -> Stratifi
                                n_subjects=int(present.sum()), alpha=alpha, method="stratified_store_weights",
                                assumptions=_FIRST_ASSUMPTIONS)
 
+
+def _stratified_se(x, g, n_s, means, w):
+    """Cochran's stratified se with each subject's floored variance, and its Welch-Satterthwaite df."""
+    pres = n_s > 0
+    ns, wp = n_s[pres].astype(float), w[pres]
+    ss = np.bincount(g, weights=(x - means[g]) ** 2, minlength=n_s.size)[pres]
+    s2 = np.where(ns > 1, ss / np.maximum(ns - 1.0, 1.0), 0.0)
+    big_m = float(np.abs(x).max())
+    sq = np.bincount(g, weights=x * x, minlength=n_s.size)[pres]
+    floor = (sq + PSEUDO * big_m ** 2) / (ns + PSEUDO) - (ns * means[pres] / (ns + PSEUDO)) ** 2
+    a = wp ** 2 * np.maximum(s2, floor) / ns
+    v = float(a.sum())
+    if v <= 0:  # every difference 0: no spread to estimate, and nothing to claim
+        return np.float64(0.0), 1.0
+    return np.float64(np.sqrt(v)), float(v ** 2 / (a ** 2 / np.maximum(ns - 1.0, 1.0)).sum())
+
+
+def effective_differences(d, subjects, store_counts) -> float:
+    r"""How many effectively nonzero differences carry the first look's estimate.
+
+    :math:`(\sum_i c_i^2 D_i^2)^2 / \sum_i c_i^4 D_i^4` with :math:`c_i = w_s / n_s` the weight of
+    item i in :math:`\hat\theta` (s its subject): the number of equal terms whose sum of squares
+    and sum of fourth powers match the estimate's (Lyapunov's ratio; the discordant items for 0/1
+    scores when every subject is shared in proportion to its store size, where every
+    :math:`c_i` is 1/n). Shared unequally, a large subject with few shared items dominates
+    :math:`\hat\theta` and this counts its differences, not the small subjects' (issue #36).
+    """
+    x, g = np.asarray(d, dtype=float).reshape(-1), np.asarray(subjects).reshape(-1)
+    nc = np.asarray(store_counts, dtype=float).reshape(-1)
+    if g.shape != x.shape or not np.issubdtype(g.dtype, np.integer) or (g.size and (g.min() < 0 or g.max() >= nc.size)):
+        raise ValueError(f"subjects must be integer codes in [0, {nc.size}), one per difference; got {g.dtype} "
+                         f"{g.shape} for {x.shape} differences")
+    n_s = np.bincount(g, minlength=nc.size)
+    c = (nc / nc.sum() / np.maximum(n_s, 1))[g]
+    sq = (c * x) ** 2
+    return float(sq.sum() ** 2 / (sq * sq).sum()) if sq.any() else 0.0
 
 # --------------------------------------------------------------------------------------
 # new subjects: one anytime-valid test on subject means, with all of alpha

@@ -35,7 +35,8 @@ import math
 import numpy as np
 import polars as pl
 
-from benchcert.stats.recorded import detectable_gap, either_of, stratified_first_look, subject_e_process
+from benchcert.stats.recorded import (detectable_gap, effective_differences, either_of, stratified_first_look,
+                                      subject_e_process)
 from benchcert.stats.sequential import betting_test, subject_entry_means
 from benchcert.stats.store_batches import MAX_WAIT, store_weighted_batches
 from benchcert.tasks.errors import NoDataError
@@ -94,9 +95,11 @@ def scheme(looks: pl.DataFrame, question: str, assume: str) -> str | None:
     return None
 
 
-#: Below this many effectively nonzero differences, (sum D^2)^2 / sum D^4 (the discordant items for binary
-#: scores), the first look is the betting bound instead of the normal approximation: with 4-6 discordant
-#: items the stratified t's one-sided rate reached 2.0-2.5% at a nominal 1.25% (tests/stats/test_recorded_verdicts.py).
+#: Below this many effectively nonzero differences, weighted as the estimate weighs them
+#: (:func:`benchcert.stats.recorded.effective_differences`; the discordant items for binary scores shared in
+#: proportion to the store), the first look is the betting bound instead of the normal approximation: with 4-6
+#: discordant items the stratified t's one-sided rate reached 2.0-2.5% at a nominal 1.25%, and with about 10
+#: discordant items in a subject carrying 95% of the weight 1.6% (tests/stats/test_recorded_verdicts.py).
 MIN_EFFECTIVE = 100
 
 
@@ -107,7 +110,8 @@ def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a
     it; every first look has one).
 
     The stratified test of the store's gap (:func:`benchcert.stats.recorded.stratified_first_look`; its interval
-    excludes 0 exactly when it claims); with fewer than :data:`MIN_EFFECTIVE` effectively nonzero differences the
+    excludes 0 exactly when it claims); with fewer than :data:`MIN_EFFECTIVE` effectively nonzero differences
+    (weighted as the estimate weighs them: :func:`benchcert.stats.recorded.effective_differences`) the
     mixture of constant bets on the shared items reweighted to the store (:func:`store_weighted_bets`: each bet's
     expectation is the store-weighted gap of the subjects with a shared item over ``R``), at ``margin / R``; its
     interval is the same bets' confidence set at ``a1`` scaled back by ``R``, put on the store's scale as the
@@ -121,9 +125,7 @@ def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a
     gap, not the store's, and with unequal sharing (one subject shared fully, a large one barely) claimed
     "improved" in 54% of runs of a store whose gap was -1 point (tests/stats/test_recorded_verdicts.py).
     """
-    sq = d * d
-    n_eff = float(sq.sum() ** 2 / (sq * sq).sum()) if sq.any() else 0.0
-    if n_eff < MIN_EFFECTIVE:
+    if effective_differences(d, subjects, store_counts) < MIN_EFFECTIVE:
         x, big_r = store_weighted_bets(d, subjects, store_counts)
         r = betting_test(x, np.array([d.size]), alpha=a1, margin=min(0.999, margin / big_r))
         w0 = absent_weight(store_counts, np.unique(subjects))[0] if margin else 0.0

@@ -89,9 +89,29 @@ def test_items_first_look_holds_its_share_with_few_discordant_items(n_subj, size
         assert hi <= limit, (n_subj, size, base, rate, lo, hi)
 
 
-def test_first_look_is_compares_stratified_test_when_every_item_is_shared():
-    # oracle: with every item shared the store weights are the shared ones and the test is
-    # compare's stratified_items test (pooled within-subject variance, t on n - subjects df)
+def _cochran_oracle(d, subj, store, pseudo=1.0):
+    """Cochran 1977, Sections 5.4-5.5, eqs. (5.6)/(5.7) and (5.16), one subject at a time: the store-weighted
+    estimate, its se from each subject's own variance (floored by the variance with ``pseudo`` items half at +M and
+    half at -M added, M = max |d|) and the Welch-Satterthwaite df."""
+    w, big_m = store / store.sum(), np.abs(d).max()
+    est, terms, dfs = 0.0, [], []
+    for s in np.unique(subj):
+        x = d[subj == s]
+        aug_m2 = ((x ** 2).sum() + pseudo * big_m ** 2) / (x.size + pseudo)
+        floor = aug_m2 - (x.sum() / (x.size + pseudo)) ** 2
+        var = max(np.var(x, ddof=1) if x.size > 1 else 0.0, floor)
+        est += w[s] * x.mean()
+        terms.append(w[s] ** 2 * var / x.size)
+        dfs.append(max(x.size - 1, 1))
+    terms = np.array(terms)
+    return est, np.sqrt(terms.sum()), terms.sum() ** 2 / (terms ** 2 / np.array(dfs)).sum()
+
+
+def test_first_look_is_cochrans_stratified_test_and_compares_estimate_when_every_item_is_shared():
+    # oracle: with every item shared the store weights are the shared ones; the estimate is compare's
+    # stratified_items estimate, and the se and df are Cochran's stratified ones with each subject's own variance
+    # (_cochran_oracle). Shared in proportion, each subject's own variance and compare's pooled one estimate the
+    # same thing: the se within 1% of compare's (pooled until issue #36's last remainder, when they were equal)
     rng = np.random.default_rng(seed("oracle"))
     sizes = MMLU_SIZES[:12]
     subj = np.repeat(np.arange(sizes.size), sizes)
@@ -99,14 +119,21 @@ def test_first_look_is_compares_stratified_test_when_every_item_is_shared():
     b = (rng.random(subj.size) < 0.6 + 0.02 * (subj % 3)).astype(float)
     r = stratified_first_look(b - a, subj, sizes, alpha=0.05)
     ref = paired_comparison(a, b, subj, alpha=0.05, primary="stratified_items").tests["stratified_items"]
-    assert np.isclose(r.estimate, ref.estimate) and np.isclose(r.se, ref.se)
-    # compare's interval on 0/1 scores is the score test's since issue #36; its t reference is kept in
-    # se and df, and the first look is that t test
-    half = stats.t.ppf(0.975, ref.df) * ref.se
-    assert np.isclose(r.lower, ref.estimate - half) and np.isclose(r.upper, ref.estimate + half)
-    assert np.isclose(2 * min(r.p_improved, r.p_regressed), 2 * stats.t.sf(abs(ref.estimate / ref.se), ref.df))
+    est, se, df = _cochran_oracle(b - a, subj, sizes.astype(float))
+    assert np.isclose(r.estimate, ref.estimate) and np.isclose(r.estimate, est) and np.isclose(r.se, se)
+    assert abs(r.se / ref.se - 1) < 0.01 and 300 < df < ref.df
+    half = stats.t.ppf(0.975, df) * se
+    assert np.isclose(r.lower, est - half) and np.isclose(r.upper, est + half)
+    assert np.isclose(2 * min(r.p_improved, r.p_regressed), 2 * stats.t.sf(abs(est / se), df))
     assert r.absent_weight == 0 and r.verdict == ("improved" if r.lower > 0 else "regressed" if r.upper < 0
                                                    else "inconclusive")
+    # unequal sharing, a stratum of 2 shared items (ties) with most of the store's weight, fractional scores
+    d = np.r_[0.0, 0.0, np.full(150, 0.8), rng.uniform(-0.5, 0.5, 40)]
+    subj = np.repeat([0, 1, 2], [2, 150, 40])
+    r = stratified_first_look(d, subj, np.array([3000.0, 150.0, 400.0]), alpha=0.05)
+    est, se, df = _cochran_oracle(d, subj, np.array([3000.0, 150.0, 400.0]))
+    assert np.isclose(r.estimate, est) and np.isclose(r.se, se) and se > 0.25 and df < 2
+    assert np.isclose(r.p_improved, stats.t.sf(est / se, df)) and (r.lower, r.upper) == (-1.0, 1.0)  # clipped
 
 
 def test_first_look_counts_a_subject_without_shared_items_at_the_worst_case():
@@ -284,16 +311,34 @@ def test_items_whole_verdict_power_beside_its_size_over_looks():
     assert up / reps >= 0.9, up
 
 
+def _pooled_first_look_improved(d, subj, store):
+    """The first look before issue #36's last remainder, kept as the oracle that fails: (sum D^2)^2 / sum D^4 >= 100
+    unweighted, then the stratified t with ONE pooled within-subject variance on n - subjects df."""
+    sq = d * d
+    if sq.sum() ** 2 / (sq * sq).sum() < MIN_EFFECTIVE:
+        return _first_look_improved(d, subj, store)
+    w, n_s = store / store.sum(), np.bincount(subj, minlength=store.size)
+    means = np.bincount(subj, weights=d, minlength=store.size) / np.maximum(n_s, 1)
+    df = d.size - int((n_s > 0).sum())
+    se = np.sqrt(((d - means[subj]) ** 2).sum() / df * (w[n_s > 0] ** 2 / n_s[n_s > 0]).sum())
+    return (w * means).sum() / se > stats.t.ppf(1 - ALPHA * SHARE / 2, df)
+
+
 @pytest.mark.montecarlo
-@pytest.mark.xfail(strict=True, reason="issue #36 remainder: the stratified first look (100 or more effectively "
-                   "nonzero differences) pools the within-subject variance, and a small subject shared fully with "
-                   "zero variance (all wins) dilutes a large, barely shared subject's: 11.2% [9.3, 13.3] false "
-                   "'improved' of 1,000 runs at a store gap of exactly 0 (nominal 1.25%)")
-def test_unequal_sharing_stratified_first_look():
+@pytest.mark.parametrize("first_look", ["stratified", "pooled"])
+def test_unequal_sharing_stratified_first_look(first_look):
     # the first look alone, judged against its one-sided level: A 100 of 3,000 shared at -5 points, B 150 all won;
-    # the store's gap 0
-    up = _two_subject_claims("unequal stratified", 100, 0.025, 0.075, 150, 300, _first_look_improved)
-    assert rate_ci(up, 300, level=0.95)[2] <= ALPHA * SHARE / 2, up
+    # the store's gap 0. With one pooled within-subject variance B's 150 zero deviations diluted A's variance: 11.2%
+    # [9.3, 13.3] false "improved" of 1,000 runs (nominal 1.25%); each subject's own variance alone 1.6% [0.9, 2.6]
+    # (the estimate rests on about 10 discordant items of A): counted as the estimate weighs them there are fewer
+    # than MIN_EFFECTIVE, so the betting bound decides, 0 of 1,000 (stats/recorded.py's module docstring)
+    claims = _first_look_improved if first_look == "stratified" else _pooled_first_look_improved
+    up = _two_subject_claims("unequal stratified", 100, 0.025, 0.075, 150, 300, claims)
+    rate, lo, hi = rate_ci(up, 300, level=0.95)
+    if first_look == "stratified":
+        assert hi <= ALPHA * SHARE / 2, (up, rate, lo, hi)
+    else:  # the test can fail: the old first look does
+        assert lo > ALPHA * SHARE / 2, (up, rate, lo, hi)
 
 
 @pytest.mark.montecarlo
