@@ -302,7 +302,7 @@ def test_items_whole_verdict_power_beside_its_size_over_looks():
     # 5 looks, +3 points): the anytime part is the pooled betting test, the same claims run by run (299 of 300 both).
     # Unequal sharing with a late subject (power_late: 600 of A's 3,000 items at +7 points, B's 30 all won, C's 150
     # of 300 from look 4 at +8; store gap +7.9 points): 296 of 300, 98.7% [96.6, 99.6]; at +4 points (A +3, C +4)
-    # 19.3% [15.0, 24.3] - the price of reweighting to the store and of B's weight at its worst case once B is
+    # 20.7% [16.2, 25.7] - the price of reweighting to the store and of B's weight at its worst case once B is
     # exhausted (the pooled items claim 98.3% there, but claim as often at a store gap of 0: the size test above)
     reps = 300
     new, old = unequal_looks("power_prop", reps), unequal_looks("power_prop", reps, pooled=True)
