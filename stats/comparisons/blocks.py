@@ -48,7 +48,7 @@ class pair_block_runner:  # noqa: N801 - used as a context manager, like warning
     """Within this context, :func:`pairwise_comparisons` computes its pairs in blocks of ``block_models``
     models and hands the groups to ``run`` instead of computing them here.
 
-    ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=, family_size=)`` returns, for each
+    ``run(groups, codes, colstats, alpha=, power=, primary=, all_binary=, family_size=, mde_alpha=)`` returns, for each
     :class:`PairBlock`, what :func:`pair_block` returns on the columns ``group.cols`` of the
     matrix, and raises the groups' warnings here (the Dask fan-out: tasks/audit/distributed.py, whose
     workers read the columns from a Parquet export). Families of many pairs (all pairs: the Gram
@@ -76,7 +76,7 @@ class pair_block_runner:  # noqa: N801 - used as a context manager, like warning
 
 
 def pair_block(s_cols, codes, group: PairBlock, colstats, *, alpha, power, primary, all_binary,
-               family_size=1) -> PairedComparison:
+               family_size=1, mde_alpha=None) -> PairedComparison:
     """The pairs of one group, from the columns ``group.cols`` of the score matrix (``s_cols``) alone.
 
     What :func:`_pairwise_blocked` computes for the group. ``colstats`` are the (count, mean,
@@ -93,7 +93,7 @@ def pair_block(s_cols, codes, group: PairBlock, colstats, *, alpha, power, prima
         with loop_blas_threads():
             return _pairwise_core(s_cols, codes, group.pa, group.pb,
                                   ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary,
-                                                     family_size=family_size),
+                                                     family_size=family_size, mde_alpha=mde_alpha),
                                   cols=group.cols, colstats=colstats, colstats_of_cols=True)
     finally:
         _PAIR_INDEX.reset(token)
@@ -154,7 +154,7 @@ def _blocked_groups(k, codes, pa, pb, settings: ComparisonSettings, bm: int, col
         groups = list(groups)
         done = zip(groups, runner.run(groups, codes, colstats, alpha=settings.alpha, power=settings.power,
                                       primary=settings.primary, all_binary=settings.all_binary,
-                                      family_size=settings.family_size))
+                                      family_size=settings.family_size, mde_alpha=settings.mde_alpha))
     else:
 
         def here(group):

@@ -19,6 +19,7 @@ from scipy.special import ndtr, ndtri
 
 from .._common import cr2_mean, unwrap_scalar
 from ..degenerate import Ref, warn_degenerate
+from ..validation import check_unit_interval
 from ..verdicts import interval_verdict
 from .results import (
     MIN_SUBJECTS_CLUSTERED,
@@ -136,7 +137,9 @@ class ComparisonSettings:
     method behind the verdict; ``all_binary`` whether every pair of the whole family is 0/1
     (names the exact test for all pairs when the family is computed in blocks; None: decided
     from the pairs at hand); ``family_size`` the pairs of the whole family (above 1, the
-    sign-flip interval is also inverted at ``alpha / family_size``, the family's Bonferroni level).
+    sign-flip interval is also inverted at ``alpha / family_size``, the family's Bonferroni level);
+    ``mde_alpha`` the two-sided level the MDE is stated at (None: ``alpha``; a family whose verdicts are
+    read at Bonferroni ``alpha / P`` states it there, so the number beside a verdict is what it can detect).
     """
 
     alpha: float
@@ -144,6 +147,17 @@ class ComparisonSettings:
     primary: str
     all_binary: bool | None = None
     family_size: int = 1
+    mde_alpha: float | None = None
+
+    @property
+    def mde_level(self) -> float:
+        """The level the MDE is stated at."""
+        return self.alpha if self.mde_alpha is None else self.mde_alpha
+
+
+def check_mde_alpha(mde_alpha) -> float | None:
+    """``mde_alpha`` (the level an MDE is stated at) as a float in (0, 1), or None (the pairs' alpha)."""
+    return None if mde_alpha is None else check_unit_interval("mde_alpha", mde_alpha)
 
 
 @dataclass(frozen=True)
@@ -245,7 +259,7 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
                                         _HOEFFDING_ASSUMPTIONS)
 
     prim = tests[primary]
-    mde = _primary_mde(prim, sums, settings, n_clusters)
+    mde, mde_rule = _primary_mde(prim, sums, settings, n_clusters)
     verdict = interval_verdict(prim.lower, prim.upper)  # stats/verdicts.py: the interval decides
     return dict(
         estimate=_out(gap), lower=prim.lower, upper=prim.upper, se=prim.se, p_value=prim.p_value,
@@ -253,19 +267,27 @@ def _engine(sums: PairSums, settings: ComparisonSettings) -> dict:
         n_only_a=_out(n_only_a), n_only_b=_out(n_only_b), n_excluded=_out(np.asarray(n_only_a) + np.asarray(n_only_b)),
         n_clusters=None if n_clusters is None else _out(n_clusters),
         n_b_wins=_out(n_pos), n_a_wins=_out(n_neg), binary=_out(binary), mde=_out(mde), power=power,
+        mde_alpha=settings.mde_level, mde_method=_out(mde_rule),
         method=primary, assumptions=prim.assumptions, tests=tests, question=QUESTIONS[primary],
     )
 
 
+#: What :func:`_primary_mde` computed each pair's MDE with (``PairedComparison.mde_method``): the pooled score
+#: test's power, the bounded score test's, or the t approximation's (also the rule "more items needed" follows).
+MDE_RULES = ("score", "bounded", "t")
+
+
 def _primary_mde(prim: ComparisonTest, sums: PairSums, settings: ComparisonSettings, n_clusters):
-    """The MDE of the test that decides: the pooled score test's (:func:`score_test_mde`) on the pairs whose
-    primary interval is that test's (0/1 scores, the items question), the bounded score test's
-    (:func:`bounded_score_test_mde`) on the fractional pairs it decides, else the t approximation's at the
-    primary SE and df (the clustered question, very large families)."""
+    """(MDE, its rule in :data:`MDE_RULES`) of the test that decides, at ``settings.mde_level``: the pooled score
+    test's (:func:`score_test_mde`) on the pairs whose primary interval is that test's (0/1 scores, the items
+    question), the bounded score test's (:func:`bounded_score_test_mde`) on the fractional pairs it decides,
+    else the t approximation's at the primary SE and df (the clustered question, very large families)."""
     n = sums.n_c.sum(axis=0)
-    mde, _ = _mde_core(prim.se, n, settings.alpha, settings.power, df=prim.df)
+    level = settings.mde_level
+    mde, _ = _mde_core(prim.se, n, level, settings.power, df=prim.df)
+    rule = np.full(np.shape(n), "t", dtype="<U7")  # a fixed width: blocked results are scattered into one array
     if settings.primary == "clustered_subject" or max(settings.family_size, np.size(n)) > SCORE_MAX_PAIRS:
-        return mde
+        return mde, rule
     ok = n >= 2
     if settings.primary == "stratified_items":
         ok &= n - np.asarray(n_clusters) >= 1  # where the fixed-strata test has its score interval
@@ -275,11 +297,13 @@ def _primary_mde(prim: ComparisonTest, sums: PairSums, settings: ComparisonSetti
         mde = np.array(mde, dtype=float, copy=True)
     if score.any():
         mde[score] = score_test_mde(np.asarray(sums.n_pos)[score], np.asarray(sums.n_neg)[score], n[score],
-                                    alpha=settings.alpha, power=settings.power)
+                                    alpha=level, power=settings.power)
+        rule[score] = "score"
     if frac.any():
-        mde[frac] = bounded_score_test_mde([sums.d_items[j] for j in np.flatnonzero(frac)], alpha=settings.alpha,
+        mde[frac] = bounded_score_test_mde([sums.d_items[j] for j in np.flatnonzero(frac)], alpha=level,
                                            power=settings.power)
-    return mde
+        rule[frac] = "bounded"
+    return mde, rule
 
 
 #: Up to this many pairs in a family the items question's interval and p-value on 0/1 scores are the

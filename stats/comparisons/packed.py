@@ -18,7 +18,7 @@ import numpy as np
 
 from ..validation import check_alpha, check_codes, check_power
 from .blocks import _BLOCK_RUNNER, _blocked_groups
-from .engine import ComparisonSettings, _stat_rows
+from .engine import ComparisonSettings, check_mde_alpha, _stat_rows
 from .gram import _bit_pair_sums, _first_words, _from_sums, _packed_bits, _shared_or_raise, _subject_order, _Sums
 from .pairwise import _check_pairs, _choose_block_models
 from .results import PairedComparison, _check_primary
@@ -216,7 +216,7 @@ def _packed_core(packed: PackedScores, pa, pb, settings: ComparisonSettings) -> 
 
 
 def pairwise_comparisons_packed(packed: PackedScores, *, pairs=None, baseline=None, alpha=0.05, power=0.8,
-                                primary=None, block_models=None) -> PairedComparison:
+                                primary=None, block_models=None, mde_alpha=None) -> PairedComparison:
     """:func:`~benchcert.stats.comparisons.pairwise_comparisons` of a 0/1 matrix from its
     :class:`PackedScores`: the same parameters (the subjects are the packed ones) and the same
     result, to the last bit.
@@ -237,7 +237,8 @@ def pairwise_comparisons_packed(packed: PackedScores, *, pairs=None, baseline=No
     codes = packed.codes
     primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     pa, pb = _check_pairs(pairs, baseline, k)
-    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=True, family_size=int(pa.size))
+    settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=True, family_size=int(pa.size),
+                                  mde_alpha=check_mde_alpha(mde_alpha))
     runner = _BLOCK_RUNNER.get()
     bm = _choose_block_models(block_models, runner, True, pa.size, k, packed.first.size)
     if bm >= k:

@@ -13,7 +13,7 @@ from .._blas import loop_blas_threads
 from ..validation import check_alpha, check_codes, check_power, check_scores
 from . import gram as _gram  # PAIR_DIRECT_RATIO read at call time: one knob for both uses
 from .blocks import _BLOCK_RUNNER, _pairwise_blocked
-from .engine import ComparisonSettings, column_sums
+from .engine import ComparisonSettings, check_mde_alpha, column_sums
 from .gram import _pairwise_core
 from .results import PairedComparison, _check_primary
 
@@ -26,7 +26,7 @@ BLOCK_PAIR_BYTES = 128 * 2**20
 
 
 def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, primary):
-    alpha = check_alpha(alpha)
+    alpha = check_alpha(alpha)  # mde_alpha: check_mde_alpha, by the caller
     power = check_power(power)
     s = check_scores(scores, "scores", ndim=2, allow_nan=True)
     k = s.shape[1]
@@ -82,7 +82,7 @@ def _choose_block_models(block_models, runner, all_binary: bool, n_pairs: int, k
 
 
 def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, alpha=0.05, power=0.8,
-                         primary=None, block_models=None) -> PairedComparison:
+                         primary=None, block_models=None, mde_alpha=None) -> PairedComparison:
     r"""Paired comparisons of many model pairs of one score matrix at once.
 
     Parameters
@@ -98,6 +98,10 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     alpha, power, primary
         As in :func:`paired_comparison` (marginal level; adjust the family with
         :func:`adjust_pvalues`).
+    mde_alpha : float, optional, keyword-only
+        The two-sided level the MDE (``mde``) is stated at; default ``alpha``. A caller that reads the
+        family's verdicts off its Bonferroni intervals (:func:`family_intervals`) passes ``alpha / P``, so
+        the MDE beside each verdict is what that verdict can detect (recorded as ``mde_alpha``).
     block_models : int, optional, keyword-only
         Compute the pairs in blocks: pairs are grouped by the blocks of ``block_models``
         model columns their two models fall in, and each group is computed from those
@@ -132,7 +136,7 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     runner = _BLOCK_RUNNER.get()
     block_models = _choose_block_models(block_models, runner, all_binary, pa.size, s.shape[1], c)
     settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary,
-                                  family_size=int(pa.size))
+                                  family_size=int(pa.size), mde_alpha=check_mde_alpha(mde_alpha))
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
         if block_models >= s.shape[1] and runner is None:
             return _pairwise_core(s, codes, pa, pb, settings, binary_col=binary_col, colsums=(n_col, total_col))

@@ -105,7 +105,11 @@ class PairedComparison:
     mde : minimum detectable effect of the test that decides, at this n and ``power``: on 0/1 scores for
         the items question the pooled score test's (:func:`~benchcert.stats.comparisons.score_mde.score_test_mde`),
         on fractional scores the bounded score test's where it decides (``bounded_score_test_mde``), elsewhere
-        the t approximation's at the primary SE (:func:`minimum_detectable_effect`).
+        the t approximation's at the primary SE (:func:`minimum_detectable_effect`); at ``mde_alpha``.
+    mde_alpha : the two-sided level ``mde`` is stated at: the pairs' ``alpha``, or the level the caller reads the
+        family's verdicts at (``mde_alpha=`` of :func:`pairwise_comparisons`: Bonferroni alpha / P).
+    mde_method : per pair, what ``mde`` was computed with: ``"score"`` (the pooled score test's power), ``"bounded"``
+        (the bounded score test's) or ``"t"`` (the t approximation's).
     power : float
     method : the primary method (``"clustered_subject"``, ``"stratified_items"`` or ``"paired_clt"``).
     assumptions : the primary method's assumptions.
@@ -144,6 +148,8 @@ class PairedComparison:
     pair_a: np.ndarray | None = None
     pair_b: np.ndarray | None = None
     question: str = ""
+    mde_alpha: float | None = None
+    mde_method: np.ndarray | str | None = None
 
 
 @dataclass(frozen=True)

@@ -168,23 +168,34 @@ def bounded_score_test_mde(d_items, *, alpha, power):
     z = float(ndtri(1.0 - alpha / 2.0))
     up = np.array([[1.0], [-1.0]])
     lo, hi = np.full((2, n.size), -1.0), np.full((2, n.size), 1.0)
-    m = np.maximum(n - 1.0, 1.0)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for _ in range(MDE_BISECTIONS):
             u = (lo + hi) / 2.0
             gap, var1, v1, p1 = _alternative(v, p, u / (1.0 - np.abs(u)))
             var0 = _null_variance(v1, p1)
-            # the delta method's terms for the threshold's second moment (the binary case's, in moments)
-            m2, m3, m4 = ((p1 * v1 ** k).sum(axis=-1) for k in (2, 3, 4))
-            slope = z / (2.0 * np.sqrt(np.maximum(var0 * m, _TINY)))
-            var_t = var1 + slope * slope * (m4 - m2 * m2) - 2.0 * slope * np.sign(gap) * (m3 - gap * m2)
-            pw = ndtr((np.abs(gap) - z * np.sqrt(var0 / m)) / np.sqrt(np.maximum(var_t, _TINY) / n))
-            pw = np.where(up * gap > 0, pw, 0.0)
+            pw = np.where(up * gap > 0, _bounded_power(gap, var1, var0, _moments(v1, p1), n, z), 0.0)
             right = (pw > power) == (up > 0)
             lo, hi = np.where(right, u, lo), np.where(right, hi, u)
         u = (lo + hi) / 2.0
         gap = _alternative(v, p, u / (1.0 - np.abs(u)))[0]
     return np.minimum(np.abs(gap).max(axis=0), 1.0)
+
+
+def _moments(v1, p1):
+    """(m_2, m_3, m_4) = E D^k of the distributions (v1, p1), shape (..., m) -> (...,)."""
+    return tuple((p1 * v1 ** k).sum(axis=-1) for k in (2, 3, 4))
+
+
+def _bounded_power(gap, var1, var0, moments, n, z):
+    """Power of the two-sided bounded score test at critical value z and n items against the alternative of
+    mean ``gap``, variance ``var1`` and moments (m_2, m_3, m_4), beside the null's variance ``var0`` there
+    (:func:`bounded_score_test_mde`'s formula; the near tail)."""
+    m2, m3, m4 = moments
+    m = np.maximum(n - 1.0, 1.0)
+    # the delta method's terms for the threshold's second moment (the binary case's, in moments)
+    slope = z / (2.0 * np.sqrt(np.maximum(var0 * m, _TINY)))
+    var_t = var1 + slope * slope * (m4 - m2 * m2) - 2.0 * slope * np.sign(gap) * (m3 - gap * m2)
+    return ndtr((np.abs(gap) - z * np.sqrt(var0 / m)) / np.sqrt(np.maximum(var_t, _TINY) / n))
 
 
 def _alternative(v, p, t):

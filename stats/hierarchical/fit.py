@@ -291,16 +291,30 @@ def fit_beta_binomial(successes, trials, *, upper_alpha=None) -> BetaFit:
     over a, b > 0 in the coordinates (logit of a/(a+b), log(a+b)), by a batched
     Levenberg-Marquardt (damped Newton) ascent with analytic gradient and Hessian
     (digamma / trigamma), from three starts (method of moments, a + b = 1, a + b = 100),
-    keeping each row's best. The proxy is the Marchal-Arbel :math:`s^2 = 1/(4(a+b+1))`
-    (Eq. 4) and the ICC :math:`1/(a+b+1)`.
+    keeping each row's best. The profile likelihood of a + b can have two modes (subjects that
+    agree but for a few small ones at 0 or 100%: a local maximum at a finite a + b, the global
+    one at the upper bound), so a coarse grid of 12 values of log(a + b) at the moment mean
+    is also evaluated and a row ascends again from its best grid point where that point beats
+    the maximum found or lies more than a grid step (2.1 in log(a + b)) from it. Against a
+    dense profile reference, the three starts alone stopped at a local maximum in 12 of 3,000
+    such fits (at a + b = 9-660, 0.05-1.4 below the maximum at the upper bound in
+    log-likelihood) and this search in none; in a grid of ordinary data (2-60 subjects,
+    5-3,000 items each, rates 0.001-0.999) neither missed
+    (tests/stats/hierarchical/test_fit_global_max.py). The proxy is the Marchal-Arbel
+    :math:`s^2 = 1/(4(a+b+1))` (Eq. 4) and the ICC :math:`1/(a+b+1)`.
 
     Degenerate cases are explicit and warned (:class:`DegenerateDataWarning`), never
     silent:
 
     * one subject, every subject at 0 or at m_k, or no subject with two items: a + b is
       not identifiable, so the worst-case proxy 1/4 is used (a = b = 0 reported);
-    * under-dispersion (the MLE of a + b is infinite): reported at a + b = 1e6 (s2 = 2.5e-7);
-    * a + b at its lower bound 1e-4 (extreme over-dispersion): s2 ~ 1/4.
+    * under-dispersion (the log-likelihood still rises at a + b = 1e6, its supremum is the
+      binomial limit a + b -> infinity): reported at a + b = 1e6 (s2 = 2.5e-7), status
+      ``"underdispersed"``, with the log-likelihood at 1e6 (below the limit's: by 0.0016 for 60
+      subjects of 300 items at one rate);
+    * a + b at its lower bound 1e-4 (extreme over-dispersion, subjects near all wrong or all
+      right: the two-point limit a + b -> 0): reported at 1e-4, status ``"lower_bound"``,
+      s2 = 1/(4 (1 + 1e-4)) ~ 1/4.
     """
     y, m = _fit_beta_binomial_iv(successes, trials)
     if upper_alpha is not None:

@@ -213,9 +213,10 @@ _START_CELLS = 1 << 19
 
 
 def _best_of_starts(lik, starts):
-    """Run the maximiser from several starts (batched together) and keep each row's best, a block of
-    rows at a time: every row is maximised on its own (its sums run along its own row), so the blocks
-    give the one batch's numbers."""
+    """Run the maximiser from several starts (batched together) and keep each row's best, then (the
+    beta-binomial) a further ascent from :func:`_coarse_start` where that start lies outside the found
+    maximum's basin; a block of rows at a time: every row is maximised on its own (its sums run along
+    its own row), so the blocks give the one batch's numbers."""
     n = starts[0][0].size
     per = max(1, _START_CELLS // max(lik.mask.shape[1], 1))
     if n <= per:
@@ -229,6 +230,23 @@ def _best_of_starts(lik, starts):
     return out
 
 
+#: log(a + b) of :func:`_coarse_start`'s grid: 12 points from the lower bound to the upper.
+_W_COARSE = np.linspace(_LOG_NU_MIN, _LOG_NU_MAX, 12)
+_W_COARSE_STEP = _W_COARSE[1] - _W_COARSE[0]  # 2.09
+
+
+def _coarse_start(lik, t0):
+    """Per row, the best point (w, log-likelihood) of a coarse grid in w = log(a + b)
+    (:data:`_W_COARSE`) at t = ``t0``: one log-likelihood per grid point, over the block's rows
+    together (no (12 x rows, subjects) arrays)."""
+    lls = np.empty((_W_COARSE.size, t0.size))
+    for j, wj in enumerate(_W_COARSE):
+        a, b, _, _ = _ab(t0, np.full(t0.shape, wj))
+        lls[j] = lik.loglik(a, b)
+    best = np.argmax(np.where(np.isfinite(lls), lls, -np.inf), axis=0)
+    return _W_COARSE[best], lls[best, np.arange(t0.size)]
+
+
 def _best_of_starts_block(lik, starts):
     n = starts[0][0].size
     t0 = np.concatenate([s[0] for s in starts])
@@ -239,7 +257,26 @@ def _best_of_starts_block(lik, starts):
     ll_r = ll.reshape(s, n)
     best = np.argmax(np.where(np.isfinite(ll_r), ll_r, -np.inf), axis=0)
     pick = best * n + np.arange(n)
-    return t[pick], w[pick], ll[pick], conv[pick], gw[pick]
+    out = [t[pick], w[pick], ll[pick], conv[pick], gw[pick]]
+    # The profile likelihood of a + b can have two modes. Subjects that agree within binomial
+    # noise but for a few small ones at 0 or 100% (y = [0, 81, 0, 47] of m = [8, 529, 32, 353])
+    # have a local maximum at a + b = 14 and the global one at the upper bound 1e6, with the dip
+    # between them near a + b = 100: the three starts all climb to the lower mode (about 1% of
+    # such fits; tests/stats/hierarchical/test_fit_global_max.py). A coarse grid in log(a + b)
+    # at the first start's mean (the weighted mean, the binomial MLE as a + b grows) sees the
+    # other basin; a row ascends again from its best grid point where that point beats the
+    # maximum found or lies more than a grid step from it, and keeps the higher of the two. The
+    # Beta likelihood is concave in (a, b) (an exponential family): one mode, no second ascent.
+    if not isinstance(lik, _BetaBinomialLik):
+        return tuple(out)
+    w_grid, ll_grid = _coarse_start(lik, starts[0][0])
+    again = np.flatnonzero((ll_grid > out[2]) | (np.abs(w_grid - out[1]) > _W_COARSE_STEP))
+    if again.size:
+        more = _maximise(_subset(lik, again), starts[0][0][again], w_grid[again])
+        up = more[2] > out[2][again]
+        for o, v in zip(out, more):
+            o[again[up]] = v[up]
+    return tuple(out)
 
 
 def _stack(lik, times):

@@ -80,8 +80,8 @@ COMPARISON_SCHEMA = {
     "p_value": pl.Float64, "p_holm": pl.Float64, "p_bonferroni": pl.Float64, "p_bh": pl.Float64,
     "p_paired_clt": pl.Float64, "p_clustered": pl.Float64, "p_exact": pl.Float64, "exact_test": pl.String,
     "p_hoeffding": pl.Float64, "hoeffding_lower": pl.Float64, "hoeffding_upper": pl.Float64,
-    "p_unpaired": pl.Float64, "mde": pl.Float64, "verdict": pl.String, "significant_bh": pl.Boolean,
-    "alpha": pl.Float64,
+    "p_unpaired": pl.Float64, "mde": pl.Float64, "mde_alpha": pl.Float64, "verdict": pl.String,
+    "significant_bh": pl.Boolean, "alpha": pl.Float64,
 }
 TIED_SCHEMA = {"group": pl.Int64, "model": pl.String, "score": pl.Float64, "rank": pl.Int64,
                "rank_lower": pl.Int64, "rank_upper": pl.Int64, "group_size": pl.Int64}
@@ -161,12 +161,12 @@ def _shared_counts(scores, answered: np.ndarray, a: np.ndarray, b: np.ndarray) -
     return out
 
 
-def _compare(scores, subjects, pairs: np.ndarray, alpha: float):
+def _compare(scores, subjects, pairs: np.ndarray, alpha: float, mde_alpha: float | None = None):
     """:func:`pairwise_comparisons` of ``pairs``, from the matrix or from its :class:`PackedScores`
-    (the same numbers: see :func:`_source`)."""
+    (the same numbers: see :func:`_source`); the MDE at ``mde_alpha`` (default ``alpha``)."""
     if isinstance(scores, PackedScores):
-        return pairwise_comparisons_packed(scores, pairs=pairs, alpha=alpha, power=POWER)
-    return pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER)
+        return pairwise_comparisons_packed(scores, pairs=pairs, alpha=alpha, power=POWER, mde_alpha=mde_alpha)
+    return pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=POWER, mde_alpha=mde_alpha)
 
 
 def _source(m: BenchmarkMatrices, counts, subjects):
@@ -249,7 +249,8 @@ def analyze(m: BenchmarkMatrices, config: AuditConfig) -> AnalysisOutput:
     if pv.size:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            r = _compare(scores, subjects, np.column_stack([pv, pm]), alpha)
+            # the verdicts are the Bonferroni intervals' (alpha / P): the MDE beside them is stated there
+            r = _compare(scores, subjects, np.column_stack([pv, pm]), alpha, mde_alpha=alpha / pv.size)
         _pass_on(caught, pm, pv)
         frame = _comparison_frame(r, [models[j] for j in pm], [models[j] for j in pv], family, alpha)
     if not comparable.all():
@@ -322,7 +323,7 @@ def _comparison_frame(r, model: list[str], versus: list[str], family: str, alpha
         "p_exact": r.tests[exact_name].p_value, "exact_test": exact_name,
         "p_hoeffding": r.tests["hoeffding"].p_value,
         "hoeffding_lower": r.tests["hoeffding"].lower, "hoeffding_upper": r.tests["hoeffding"].upper,
-        "p_unpaired": r.tests["unpaired_z"].p_value, "mde": r.mde, "verdict": verdict,
+        "p_unpaired": r.tests["unpaired_z"].p_value, "mde": r.mde, "mde_alpha": r.mde_alpha, "verdict": verdict,
         "significant_bh": bh.rejected, "alpha": alpha,
     }, schema=COMPARISON_SCHEMA)
     if cl is None:

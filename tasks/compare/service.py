@@ -22,7 +22,7 @@ without importing numpy or scipy.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchcert.tasks.hierarchy import HIERARCHY_NAMES
@@ -82,6 +82,10 @@ class CompareRequest(CompareSettings):
     assume : str
         ``none`` or ``symmetric`` (``--record --question new-subjects`` only: subject gaps symmetric
         about their mean; :mod:`benchcert.tasks.compare.recorded`).
+    family : int
+        How many such comparisons the verdicts are claimed in a family with (a suite's benchmarks: Holm's
+        first step, alpha / family): the MDE beside a verdict is stated at alpha / (family x candidates),
+        the level its claim is decided at (``mde_alpha``).
     """
 
     db: Path
@@ -89,6 +93,7 @@ class CompareRequest(CompareSettings):
     baseline: str
     candidates: tuple[str, ...] = ()
     assume: str = "none"
+    family: int = 1
 
 
 def check_request(request: CompareRequest) -> None:
@@ -104,6 +109,8 @@ def check_request(request: CompareRequest) -> None:
         raise UsageError(f"the baseline {request.baseline!r} is also a candidate")
     if len(set(request.candidates)) != len(request.candidates):
         raise UsageError(f"a candidate is named twice: {list(request.candidates)}")
+    if isinstance(request.family, bool) or not isinstance(request.family, int) or request.family < 1:
+        raise UsageError(f"family must be a positive integer; got {request.family!r}")
 
 
 @dataclass(frozen=True, repr=False)
@@ -155,6 +162,9 @@ class ComparisonResult(TableResult):
     assumptions: tuple[str, ...]
     gate: GateDecision | None = None
     question_key: str = "items"
+    #: Per row, what the deciding test's power rests on (:class:`~benchcert.tasks.compare.more_items.DesignBasis`;
+    #: "more items needed" at another level, a suite's): not part of the JSON document.
+    bases: tuple = field(default=(), repr=False, compare=False)
 
     def row(self, candidate: str) -> ComparisonRow:
         """The row of ``candidate``; KeyError naming the candidates when there is none."""
@@ -293,7 +303,9 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
                                              else "clustered_subject")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=request.power, primary=primary)
+        # the MDE at the level each verdict is decided at: Bonferroni over the candidates (and a suite's family)
+        r = pairwise_comparisons(scores, subjects, pairs=pairs, alpha=alpha, power=request.power, primary=primary,
+                                 mde_alpha=alpha / (len(candidates) * request.family))
     notes = list(dict.fromkeys(str(w.message) for w in rec))
     if clustered and subjects is None:
         notes.insert(0, "a single subject: nothing to cluster over, so intervals are paired CLT")
@@ -322,7 +334,7 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
             "p_values": {name: _num(t.p_value[j]) for name, t in r.tests.items()},
             "p_adjusted": ({"bonferroni": _num(bonf.p_adjusted[j]), "holm": _num(holm.p_adjusted[j]),
                             "bh": _num(bh.p_adjusted[j])} if many else None),
-            "exact_test": exact, "mde": _num(r.mde[j]), "power": request.power,
+            "exact_test": exact, "mde": _num(r.mde[j]), "mde_alpha": r.mde_alpha, "power": request.power,
             "n_shared": int(r.n[j]), "n_only_candidate": int(r.n_only_b[j]), "n_only_baseline": int(r.n_only_a[j]),
             "n_excluded": int(r.n_excluded[j]),
         })
@@ -338,22 +350,45 @@ def compare_models(request: CompareRequest) -> ComparisonResult:
         if request.question == "new-subjects":
             method, question, estimand, assumptions = _subject_verdicts(rows, scores, subjects, pairs, alpha, notes)
             _read_verdicts(rows)
-    _add_more_needed(rows, alpha, request.power, request.question)
+    bases = _bases(r, scores, pairs)
+    _add_more_needed(rows, alpha, request.power, request.question, bases)
     typed = tuple(ComparisonRow.from_dict(r) for r in rows)
     return ComparisonResult(
         benchmark=request.benchmark, variant=m.variant, baseline=baseline, alpha=alpha, power=request.power,
         method=method, question=question, estimand=estimand, exact_test=exact, comparisons=typed,
         warnings=tuple(notes), assumptions=assumptions, gate=decide(typed, alpha, request.gate),
-        question_key=request.question)
+        question_key=request.question, bases=bases)
 
 
-def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str) -> None:
+def _bases(r, scores, pairs) -> tuple:
+    """Per pair, the :class:`~benchcert.tasks.compare.more_items.DesignBasis` of its deciding test's MDE rule
+    (``r.mde_method``): the win counts of a score test, the shared items' differences of the bounded one."""
+    import numpy as np
+
+    from benchcert.tasks.compare.more_items import DesignBasis
+
+    rules = np.atleast_1d(r.mde_method)
+    nb, na = np.atleast_1d(r.n_b_wins), np.atleast_1d(r.n_a_wins)
+    out = []
+    for j, (ia, ib) in enumerate(pairs):
+        rule = str(rules[j])
+        if rule == "score":
+            out.append(DesignBasis(rule, float(nb[j]), float(na[j])))
+        elif rule == "bounded":
+            d = scores[:, ib] - scores[:, ia]
+            out.append(DesignBasis(rule, differences=d[~np.isnan(d)]))
+        else:
+            out.append(DesignBasis(rule))
+    return tuple(out)
+
+
+def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str, bases: tuple) -> None:
     """Each inconclusive row's ``more_items``: how many more items (subjects for new-subjects) of the
     same design would give ``power`` to the test that decides it (:mod:`benchcert.tasks.compare.more_items`)."""
     from benchcert.tasks.compare.more_items import more_needed
 
     level = alpha / len(rows) if len(rows) > 1 else alpha  # the Bonferroni interval decides a family
-    for row in rows:
+    for row, basis in zip(rows, bases):
         if row["verdict"] != "inconclusive":
             row["more_items"] = None
         elif question == "new-subjects":
@@ -361,7 +396,8 @@ def _add_more_needed(rows: list[dict], alpha: float, power: float, question: str
                                             alpha=level, power=power, unit="subjects")
         else:
             row["more_items"] = more_needed(row["interval"]["se"], row["n_shared"], row["gap"], alpha=level,
-                                            power=power, mde=row.get("mde"), mde_alpha=alpha)
+                                            power=power, mde=row.get("mde"), mde_alpha=row.get("mde_alpha"),
+                                            basis=basis)
 
 
 def _read_verdicts(rows: list[dict]) -> None:
@@ -434,7 +470,7 @@ def _subject_verdicts(rows, scores, subjects, pairs, alpha, notes=None):
                    interval={"method": bb.method, "lower": _num(bb.lower), "upper": _num(bb.upper), "se": None},
                    simultaneous_interval=({"method": "bonferroni", "lower": _num(bb.lower), "upper": _num(bb.upper)}
                                           if len(rows) > 1 else None),
-                   mde=None, n_subjects=int(bb.n),
+                   mde=None, mde_alpha=None, n_subjects=int(bb.n),
                    subject_means_se=_num(np.std(means, ddof=1) / np.sqrt(means.size)) if means.size > 1 else None)
         floor = _best_case_gap(int(bb.n), level)
         row["best_case_detectable_gap"] = floor

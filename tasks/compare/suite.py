@@ -226,8 +226,10 @@ def _guarantees(alpha: float, m: int, recorded: bool) -> dict:
 def _per_benchmark(request: SuiteRequest, benchmark: str, question: str):
     from benchcert.tasks.compare.service import CompareRequest
 
+    # family: each benchmark's MDE is stated at Holm's first step, alpha / m, the level its suite claim needs
     return CompareRequest(db=request.db, benchmark=benchmark, baseline=request.baseline,
-                          candidates=(request.candidate,), **{**settings_of(request), "gate": None, "question": question})
+                          candidates=(request.candidate,), family=len(request.suite.benchmarks),
+                          **{**settings_of(request), "gate": None, "question": question})
 
 
 def _fixed_rows(request: SuiteRequest):
@@ -308,14 +310,13 @@ def compare_suite(request: SuiteRequest) -> SuiteResult:
         ir = items_rows[j]
         more = None
         if claim is None:
+            items = request.question == "items" or request.record
             src = rows[j] if not request.record else ir
-            more = more_needed(src["interval"]["se"] if request.question == "items" or request.record
-                               else src.get("subject_means_se"),
-                               src["n_shared"] if request.question == "items" or request.record
-                               else src.get("n_subjects"),
+            more = more_needed(src["interval"]["se"] if items else src.get("subject_means_se"),
+                               src["n_shared"] if items else src.get("n_subjects"),
                                src.gap, alpha=request.alpha / m, power=request.power,
-                               unit="items" if request.question == "items" or request.record else "subjects",
-                               mde=src.get("mde"), mde_alpha=request.alpha)
+                               unit="items" if items else "subjects", mde=src.get("mde"),
+                               mde_alpha=src.get("mde_alpha"), basis=fixed[j][1].bases[0] if items else None)
         asked = fixed[j][0]
         lines.append(BenchmarkLine(
             benchmark=b, weight=weights[j], row=row, suite_claim=claim, p_improved=float(fam.p_improved[j]),

@@ -110,6 +110,11 @@ def comparison_table(result) -> str:
              f"question: {result.question} (--question {result.question_key})",
              # Every verdict, gap and interval below is about this one estimand.
              f"estimand: {result.estimand}"]
+    mde_alpha = next((r.get("mde_alpha") for r in rows if r.get("mde_alpha") is not None), None)
+    if mde_alpha is not None and mde_alpha != alpha:
+        # the number beside a verdict is what that verdict can detect: at the level it is decided at
+        lines.append(f"MDE: the gap each verdict detects with {100 * result.power:g}% power at the level it is "
+                     f"decided at, {mde_alpha:.3g} (two-sided, Bonferroni)")
     exact = result.exact_test
     head = (f"{'candidate':<32} {'gap pp':>7}  {level + ' interval':<18} {'p':>9} "
             + (f"{'p bonf':>9} " if many else "") + f"{'p exact':>9} {'MDE pp':>7} {'shared':>7} {'excl':>5}  verdict")

@@ -131,7 +131,9 @@ def _resolve(verdict: str, detail: dict) -> str:
                     + " (80% power)")
     mde = _num(detail.get("mde"))
     if mde is not None:
-        return f"not in this artifact; detectable now: {100 * mde:.2f} pp (MDE)"
+        at = _num(detail.get("mde_alpha"))
+        level = f" at level {at:.3g}" if at else ""
+        return f"not in this artifact; detectable now: {100 * mde:.2f} pp (MDE{level})"
     return "not in this artifact"
 
 

@@ -111,6 +111,65 @@ def _reap(procs) -> None:
             pass
 
 
+def _live(procs) -> list[psutil.Process]:
+    alive = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            pass
+    return alive
+
+
+def _progress(tag: str, log) -> tuple:
+    """What moves while the interrupted run is still stopping: its processes, the CPU they have
+    used, and its log's size."""
+    procs = _tagged(tag)
+    cpu = 0.0
+    for p in procs:
+        try:
+            cpu += sum(p.cpu_times()[:4])
+        except psutil.Error:
+            pass
+    return tuple(sorted(p.pid for p in procs)), round(cpu, 2), log.stat().st_size
+
+
+def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, cap: float = 1200.0) -> float:
+    """Wait for the interrupted pytest to exit while its stop makes progress; the seconds it took.
+
+    A fixed timeout (180 s) takes a slow but progressing teardown on a loaded machine for a hang;
+    a run that hangs shows no progress (:func:`_progress`: no process started or ended, no CPU used, no log
+    line) for ``idle`` seconds, and one that never ends runs into ``cap``.
+    """
+    start = last_change = time.monotonic()
+    state = _progress(tag, log)
+    while proc.poll() is None:
+        time.sleep(0.5)
+        now, new = time.monotonic(), _progress(tag, log)
+        if new != state:
+            state, last_change = new, now
+        if now - last_change > idle or now - start > cap:
+            pytest.fail(f"pytest did not stop ({now - start:.0f} s after the signal, {now - last_change:.0f} s "
+                        f"without progress):\n{log.read_text()}")
+    return time.monotonic() - start
+
+
+def _wait_gone(procs, *, idle: float = 30.0) -> list[psutil.Process]:
+    """Wait while ``procs`` are still exiting (a Dask worker whose parent went): until none is left,
+    or until none has ended for ``idle`` seconds; the ones left. Not a fixed 10 s, which an exit on
+    a loaded machine can outlast."""
+    left = _live(procs)
+    last_change = time.monotonic()
+    while left and time.monotonic() - last_change < idle:
+        time.sleep(0.2)
+        now_left = _live(left)
+        if len(now_left) < len(left):
+            last_change = time.monotonic()
+        left = now_left
+    return left
+
+
 def _wait_for(markers, n: int, proc: subprocess.Popen, log) -> None:
     deadline = time.monotonic() + 600  # a wait for the suite to start on a loaded machine, not a bound on it
     while len(list(markers.iterdir())) < n:
@@ -149,16 +208,12 @@ def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
             os.killpg(proc.pid, signum)
         else:
             proc.send_signal(signum)
-        try:
-            proc.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"pytest did not stop after {signal.Signals(signum).name}:\n{log.read_text()}")
-        # what is exiting already (a Dask worker whose parent went) is given a moment
+        took = _wait_stopped(proc, tag, log)
+        # what is exiting already (a Dask worker whose parent went) is given the time it takes
         seen.extend(_tagged(tag))
-        _, left = psutil.wait_procs(seen, timeout=10)
-        left = [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        assert not left, (f"still running after pytest exited: {[(p.pid, p.cmdline()) for p in left]}\n"
-                          f"{log.read_text()}")
+        left = _wait_gone(seen)
+        assert not left, (f"still running after pytest exited ({took:.0f} s after the signal): "
+                          f"{[(p.pid, p.cmdline()) for p in left]}\n{log.read_text()}")
         # The flow, interrupted mid-run, reported its crash to a server still running (a server
         # that Ctrl-C had stopped first cost a minute of retries before pytest could stop).
         out = log.read_text()
@@ -174,3 +229,17 @@ def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         _reap(seen)
+
+
+def test_the_waits_after_the_signal_still_catch_a_hang(tmp_path):
+    # a process that neither exits nor does anything: a hang for _wait_stopped, a survivor for _wait_gone
+    tag, log = uuid.uuid4().hex, tmp_path / "pytest.log"
+    log.write_text("")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=os.environ | {TAG: tag})
+    try:
+        assert [p.pid for p in _wait_gone([psutil.Process(proc.pid)], idle=1.0)] == [proc.pid]
+        with pytest.raises(pytest.fail.Exception, match="did not stop"):
+            _wait_stopped(proc, tag, log, idle=2.0)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -53,6 +53,15 @@ class _TieNote:
                 f"other question: <code>{escape(self.command(a, b))}</code>")
 
 
+def _mde_note(frame: pl.DataFrame) -> str:
+    """What <code>MDE pp</code> is: the gap each verdict detects with 80% power at the level it is decided at."""
+    levels = frame["mde_alpha"].drop_nulls().unique() if "mde_alpha" in frame.columns else []
+    if len(levels) != 1:
+        return ""
+    return (f"<code>MDE pp</code> is the gap each verdict detects with 80% power at the level it is decided at, "
+            f"two-sided {float(levels[0]):.3g} (the Bonferroni level; <code>mde_alpha</code>). ")
+
+
 def section(frame: pl.DataFrame, ranks: pl.DataFrame, groups, models: list[str], baseline: int | None,
             alpha: float, primary: str, *, top_n: int, all_pairs_max_models: int, benchmark: str = "") -> Section:
     """The comparisons' section: the family and question, the rank plot, the tied groups, the tables.
@@ -114,7 +123,8 @@ def section(frame: pl.DataFrame, ranks: pl.DataFrame, groups, models: list[str],
              "interval lies above 0: significantly ahead), so a verdict never contradicts its interval. Holm and "
              "Benjamini-Hochberg (FDR) adjusted p-values are in the table for reference; Holm's step-down can reject "
              "a pair whose simultaneous interval covers 0, and the verdict does not claim those. So is the unpaired "
-             f"z-test peers report, which ignores that both models answered the same items.</p><p>The question answered: "
+             f"z-test peers report, which ignores that both models answered the same items. {_mde_note(frame)}</p>"
+             "<p>The question answered: "
              f"<b>{escape(question)}</b>.</p>")
     family = ("Bonferroni over the pairs tested, as the verdicts" if baseline is None else
               "Bonferroni over every pair of models: the ranking question, a wider family than the verdicts "

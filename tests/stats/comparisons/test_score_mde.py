@@ -24,7 +24,8 @@ import pytest
 from scipy.special import ndtri
 
 from simcheck import rate_ci
-from benchcert.stats.comparisons import minimum_detectable_effect, paired_comparison, paired_comparison_counts
+from benchcert.stats.comparisons import (minimum_detectable_effect, paired_comparison, paired_comparison_counts,
+                                        pairwise_comparisons)
 from benchcert.stats.comparisons.score_mde import bounded_score_test_mde, score_test_mde
 from score_power_support import Z, draw, exact_power, fit_at, tilt_at
 
@@ -124,18 +125,26 @@ def _assert_power_reaches_80(seed, runs, n_c, disc_c, *, low_at_most):
     assert high >= 0.80 and low <= low_at_most, (rate, low, high, float(np.median(stated)))
 
 
-def test_the_mde_is_the_same_alone_and_in_a_family_of_20():
+def test_the_family_mde_is_the_pair_mde_at_the_familys_bonferroni_level():
+    # a family of 20 pairs whose verdicts are read at alpha / 20 (the audit's simultaneous intervals, compare's
+    # several candidates) states its MDE there: each pair's MDE alone at alpha / 20, larger than at alpha
     rng = np.random.default_rng(5)
     a = (rng.random((700, 20)) < 0.98).astype(float)
     b = np.where(rng.random((700, 20)) < 0.015, 1.0 - a, a)
+    scores, pairs = np.column_stack([a, b]), np.column_stack([np.arange(20), 20 + np.arange(20)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        family = paired_comparison(a, b)
-        alone = [paired_comparison(a[:, j], b[:, j]).mde for j in range(20)]
-    np.testing.assert_allclose(family.mde, alone, rtol=1e-12)
+        family = pairwise_comparisons(scores, pairs=pairs, mde_alpha=0.05 / 20)
+        marginal = pairwise_comparisons(scores, pairs=pairs)
+        alone = [paired_comparison(a[:, j], b[:, j]) for j in range(20)]
+    assert family.mde_alpha == 0.05 / 20 and marginal.mde_alpha == 0.05 and alone[0].mde_alpha == 0.05
     d = b - a
-    np.testing.assert_allclose(family.mde, score_test_mde((d > 0).sum(axis=0), (d < 0).sum(axis=0), np.full(20, 700),
-                                                          alpha=0.05, power=0.8), rtol=1e-12)
+    at_20 = score_test_mde((d > 0).sum(axis=0), (d < 0).sum(axis=0), np.full(20, 700), alpha=0.05 / 20, power=0.8)
+    np.testing.assert_allclose(family.mde, at_20, rtol=1e-12)
+    np.testing.assert_allclose(marginal.mde, [r.mde for r in alone], rtol=1e-12)  # unchanged without mde_alpha
+    assert (family.mde > marginal.mde).all() and (family.mde_method == "score").all()
+    with pytest.raises(ValueError, match="mde_alpha"):
+        pairwise_comparisons(scores, pairs=pairs, mde_alpha=1.5)
 
 
 @pytest.mark.slow

@@ -86,6 +86,12 @@ def test_a_binary_benchmark_is_compared_from_its_columns_alone(shape, config, fa
     # interval is not of zero width, and the exact test's "no discordant item" is the warning
     expect = "zero standard error" if config.hierarchy else "no discordant item"
     assert any(expect in msg for _, msg in ref[1])
+    # the MDE beside each verdict is stated at the level the verdicts are decided at: Bonferroni over the pairs
+    table = ref[0].tables["comparisons"]
+    compared = table.filter(pl.col("n_shared") > 0)
+    assert compared["mde_alpha"].unique().to_list() == [pytest.approx(0.05 / compared.height)]
+    assert table.filter(pl.col("n_shared") == 0)["mde_alpha"].null_count() == table.height - compared.height
+    assert "<code>mde_alpha</code>" in ref[0].sections[0].html
     _same(ref, _run(columns, config))
 
 

@@ -2,8 +2,9 @@
 it says. Seeded: a benchmark of MMLU-Pro-like subjects (scaled to ~800 items), subject gaps
 N(0, 0.05^2) around a true 2-point gap; each run whose verdict is inconclusive reports N more items for
 the observed gap g; a fresh evaluation of the same design with n + N items at a true gap g must resolve
-(verdict on g's side) in 70-90% of runs (80% power stated). The rule is the one plan compare and the MDE
-use (stats/comparisons/power.power_sample_size)."""
+(verdict on g's side) in 70-90% of runs (80% power stated). The number is the deciding score test's
+(0/1 scores: its MDE solved for the items, stats/comparisons/score_more.py; issue #36); the normal rule
+(stats/comparisons/power.power_sample_size, plan compare's) stays where no score test decides."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from suite_sim import paired_scores, scaled_sizes, subject_gaps
 
 from benchcert.stats.comparisons import additional_sample_size, minimum_detectable_effect, paired_comparison
 from benchcert.stats.planning import plan_two_models
-from benchcert.tasks.compare.more_items import more_items_line, more_needed
+from benchcert.stats.comparisons.score_more import score_test_items_needed
+from benchcert.tasks.compare.more_items import DesignBasis, more_items_line, more_needed
 
 
 def _verdict(rng, sizes, gap):
     s, subj = paired_scores(rng, sizes, subject_gaps(rng, sizes, gap, 0.05, 1))
     r = paired_comparison(s[:, 0], s[:, 1], subj, alpha=0.05, primary="stratified_items")
-    return str(r.verdict), float(r.estimate), float(r.se), int(r.n)
+    assert r.mde_method == "score"
+    return str(r.verdict), float(r.estimate), float(r.se), int(r.n), DesignBasis("score", r.n_b_wins, r.n_a_wins)
 
 
 def _calibration(runs: int, seed: int):
@@ -31,14 +34,15 @@ def _calibration(runs: int, seed: int):
     sizes = scaled_sizes(base, 800 / base.sum())
     reported = resolved = skipped = 0
     for _ in range(runs):
-        verdict, gap, se, n = _verdict(rng, sizes, 0.02)
+        verdict, gap, se, n, basis = _verdict(rng, sizes, 0.02)
         if verdict != "inconclusive" or abs(gap) < 0.005:
             skipped += 1  # decided, or a gap too small to plan for within the test's time
             continue
-        doc = more_needed(se, n, gap, alpha=0.05, power=0.8)
+        doc = more_needed(se, n, gap, alpha=0.05, power=0.8, basis=basis)
+        assert doc["method"] == "score_test_power"
         total = doc["n_total_for_observed_gap"]
         bigger = scaled_sizes(base, total / base.sum())
-        v2, g2, _, _ = _verdict(rng, bigger, gap)
+        v2, g2, _, _, _ = _verdict(rng, bigger, gap)
         reported += 1
         resolved += v2 == ("improved" if gap > 0 else "regressed")
     lo = float(beta.ppf(0.025, resolved, reported - resolved + 1))
@@ -98,8 +102,11 @@ def test_compare_json_carries_more_items(tmp_path):
     if row.verdict == "inconclusive":
         doc = row["more_items"]
         assert doc["unit"] == "items" and doc["power"] == 0.8 and doc["n"] == 400
-        assert doc["more_for_observed_gap"] == additional_sample_size(
-            doc["se"], 400, row.gap, alpha=0.05, power=0.8).more
+        # 0/1 scores: the deciding score test's number (the shares of B's and A's wins held), not the normal rule's
+        wins = (int((b & ~a).sum()), int((a & ~b).sum()))
+        assert doc["method"] == "score_test_power" and doc["more_for_observed_gap"] == int(score_test_items_needed(
+            [wins[0]], [wins[1]], [400], [row.gap], alpha=0.05, power=0.8)[0]) - 400
+        assert row["mde_alpha"] == 0.05 and doc["mde_alpha"] == 0.05
     else:
         assert row["more_items"] is None
     sub = compare_models(CompareRequest(db=db, benchmark="b", baseline="base", candidates=("cand",),

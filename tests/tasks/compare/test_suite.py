@@ -76,11 +76,18 @@ def test_compare_suite_answers_and_rows(capsys, db):
     code, out, _ = cli(capsys, "compare", "base", "cand", "--db", db, "--suite", "four", "--json")
     doc = json.loads(out)
     assert doc["regressed_somewhere"] is True and doc["improved"] == ["better"] and doc["regressed"] == ["worse"]
-    # each row is the per-benchmark service's row, unchanged
+    # each row is the per-benchmark service's row, its MDE stated at the suite's first Holm step (alpha / 4,
+    # family=4), which is what a suite claim can detect: larger than the benchmark's alone, the rest unchanged
     for line in doc["benchmarks"]:
         one = compare_models(CompareRequest(db=db, benchmark=line["benchmark"], baseline="base",
-                                            candidates=("cand",)))
+                                            candidates=("cand",), family=4))
         assert line["comparison"] == one.comparisons[0].as_dict()
+        alone = compare_models(CompareRequest(db=db, benchmark=line["benchmark"], baseline="base",
+                                              candidates=("cand",))).comparisons[0].as_dict()
+        assert line["comparison"]["mde_alpha"] == pytest.approx(0.05 / 4) and alone["mde_alpha"] == 0.05
+        assert line["comparison"]["mde"] > alone["mde"]
+        assert {k: v for k, v in alone.items() if k not in ("mde", "mde_alpha", "more_items")} == {
+            k: v for k, v in line["comparison"].items() if k not in ("mde", "mde_alpha", "more_items")}
     # the suite score is the equal-weight mean of the items gaps, its SE the root of the weighted variances
     gaps = np.array([ln["item_weighted_gap"] for ln in doc["benchmarks"]])
     ses = np.array([ln["item_weighted_se"] for ln in doc["benchmarks"]])
@@ -91,6 +98,10 @@ def test_compare_suite_answers_and_rows(capsys, db):
     same = [ln for ln in doc["benchmarks"] if ln["benchmark"] in ("same1", "same2")]
     assert all(ln["suite_claim"] is None for ln in same)
     assert all(ln["more_items_suite"] is None or ln["more_items_suite"]["alpha"] == pytest.approx(0.05 / 4)
+               for ln in same)
+    # at that level the MDE shown needs no more items (it is that level's); on 0/1 scores the score test's number
+    assert all(ln["more_items_suite"] is None or (ln["more_items_suite"].get("more_for_mde", 0) == 0
+                                                  and ln["more_items_suite"]["method"] == "score_test_power")
                for ln in same)
 
 
