@@ -1,12 +1,14 @@
 """Seeded simulations of the recorded (checkpoint) verdict's tests since issue #36.
 
 The verdict's own pieces are run - :mod:`benchcert.tasks.compare.recorded` (``items_first``,
-``absent_weight``), :func:`benchcert.stats.sequential.betting_test_counts` with its margin,
+``absent_weight``, ``items_anytime``: the items question's anytime part ``store_weighted_batches``; with
+``pooled=True`` the pooled betting test of ``stratified_store_weights``,
+:func:`benchcert.stats.sequential.betting_test_counts` with its margin),
 :func:`benchcert.stats.sequential.nightly_verdicts`, :func:`benchcert.stats.recorded.subject_e_process` -
 in the order :func:`benchcert.tasks.compare.recorded.spend` runs them, on simulated binary scores.
 tests/stats/test_recorded_verdicts.py asserts on small runs; ``python tests/recorded_sim.py``
-prints the full power / false-claim table quoted in docs/guarantees.md (the slow tests run the
-same grid).
+prints the full power / false-claim table quoted in docs/methods.md, section 6 (the slow tests run
+the same grid).
 
 Items settings (subjects as fixed strata; the estimand is the item-weighted gap over EVERY
 subject of the benchmark, whatever arrived first):
@@ -37,7 +39,7 @@ import numpy as np
 from benchcert.stats.degenerate import DegenerateDataWarning
 from benchcert.stats.recorded import either_of, subject_e_process
 from benchcert.stats.sequential import betting_test, betting_test_counts, nightly_verdicts
-from benchcert.tasks.compare.recorded import absent_weight, items_first
+from benchcert.tasks.compare.recorded import absent_weight, items_anytime, items_first
 
 ALPHA, SHARE = 0.05, 0.5
 
@@ -106,8 +108,10 @@ def _arrivals(rng, sizes, looks, arrival):
 
 
 def items_verdicts(name: str, reps: int, *, theta: float = 0.0, looks: int = 1, arrival: str = "one",
-                   alpha: float = ALPHA, share: float = SHARE, rng=None):
-    """Final recorded verdicts (reps,) and each run's estimand (the item-weighted gap over every subject)."""
+                   alpha: float = ALPHA, share: float = SHARE, rng=None, pooled: bool = False):
+    """Final recorded verdicts (reps,) and each run's estimand (the item-weighted gap over every subject).
+    ``pooled``: the anytime part as ``stratified_store_weights`` ran it (pooled items) instead of
+    ``store_weighted_batches``."""
     rng = np.random.default_rng(seed("items", name, theta, looks, arrival)) if rng is None else rng
     sizes, mu, base = items_setting(name, rng, reps, theta)
     mu = np.clip(mu, -2 * base + 1e-9, 2 * base - 1e-9)
@@ -128,13 +132,25 @@ def items_verdicts(name: str, reps: int, *, theta: float = 0.0, looks: int = 1, 
                                                                  s1 - nb[strata, 0] - na[strata, 0]], 1).ravel())
             subj = np.repeat(strata, s1)
             p1, g1 = items_first(d, subj, sizes[r].astype(float), alpha * share, margin)[:2] if share > 0 else (1.0, 0.0)
-            out[r] = nightly_verdicts(p1, g1, _items_betting(nb, na, n, strata, w0, margin, alpha * (1 - share)),
-                                      alpha=alpha, first_look_share=share).verdict[-1]
+            seq = (_items_betting(nb, na, n, strata, w0, margin, alpha * (1 - share)) if pooled else
+                   batch_betting(nb, na, n, sizes[r].astype(float), alpha * (1 - share)))
+            out[r] = nightly_verdicts(p1, g1, seq, alpha=alpha, first_look_share=share).verdict[-1]
     return out, estimand
 
 
+def batch_betting(nb, na, n, store, seq_alpha):
+    """The items verdict's anytime part (tasks/compare/recorded.items_anytime, ``store_weighted_batches``) on
+    counts per subject and look, shape (S, T): each item's difference, subject and look."""
+    s_n, t_n = n.shape
+    per = np.stack([nb, na, n - nb - na], axis=-1).reshape(-1)
+    d = np.repeat(np.tile([1.0, -1.0, 0.0], s_n * t_n), per)
+    subj = np.repeat(np.repeat(np.arange(s_n), 3 * t_n), per)
+    look = np.repeat(np.tile(np.repeat(np.arange(1, t_n + 1), 3), s_n), per)
+    return items_anytime(d, subj, look, store, seq_alpha, n_looks=t_n, interval=False)[0]
+
+
 def _items_betting(nb, na, n, strata, w0, margin, seq_alpha):
-    """The items verdict's betting part (tasks/compare/recorded.spend): one test when every subject was
+    """The items verdict's betting part as ``stratified_store_weights`` ran it: one test when every subject was
     shared at look 1, else two at half the level (the first look's subjects at the margin; every item
     from the look at which every subject has an item)."""
     cb, ca, cn = (np.cumsum(v.sum(axis=0)) for v in (nb, na, n))
@@ -282,6 +298,67 @@ def _pooled_first(d, subj, store, a1, margin):
     return (1.0 if side * est <= 0 else p), est
 
 
+#: The items question's whole recorded verdict over several looks with unequal sharing (issue #36): per subject
+#: (store items, gap, shared items, first look, last look); a subject's shared items land at uniformly random looks
+#: in [first, last] (ragged batches). ``late_at0``: A 3,000 items barely shared, B 30 items all shared and all won
+#: at look 1, C 300 items entering at look 4; store gap exactly 0. ``late_minus1``: the same at a store gap of -1
+#: point. ``ragged_minus1``: four subjects over 10 looks, D entering at look 6, store gap -1 point.
+#: ``power_late``: ``late_at0`` with 600 of A's items shared and every gap raised by 8 points (store gap +7.9
+#: points); ``power_prop``: four subjects each shared at a fifth of its store items per look over 5 looks, +3 points
+#: (every look in proportion).
+UNEQUAL_LOOKS = {
+    "late_at0": (8, ((3000, -0.01, 160, 1, 8), (30, 1.0, 30, 1, 1), (300, 0.0, 150, 4, 8))),
+    "late_minus1": (8, ((3000, -0.0211, 160, 1, 8), (30, 1.0, 30, 1, 1), (300, 0.0, 150, 4, 8))),
+    "ragged_minus1": (10, ((2000, -0.0455, 60, 1, 10), (30, 1.0, 30, 1, 3), (500, 0.02, 100, 1, 10),
+                           (50, 0.5, 50, 6, 6))),
+    "power_late": (8, ((3000, 0.07, 600, 1, 8), (30, 1.0, 30, 1, 1), (300, 0.08, 150, 4, 8))),
+    "power_prop": (5, ((500, 0.03, 500, 0, 0), (1000, 0.03, 1000, 0, 0), (250, 0.03, 250, 0, 0),
+                       (2000, 0.03, 2000, 0, 0))),
+}
+
+
+def unequal_looks(name: str, reps: int, *, pooled: bool = False, alpha: float = ALPHA, share: float = SHARE):
+    """(claims "improved", claims "regressed", the store's gap) of the whole recorded items verdict at the last look
+    of an :data:`UNEQUAL_LOOKS` setting: the first look (``items_first`` at alpha x share, the margin of the
+    subjects not shared at look 1), the anytime part at the rest (``items_anytime``; ``pooled``: as
+    ``stratified_store_weights`` ran it), nightly_verdicts. Differences as :func:`unequal_first_looks`; a subject
+    with first look 0 is shared in proportion (a fifth of its items at each look)."""
+    looks, spec = UNEQUAL_LOOKS[name]
+    store = np.array([v[0] for v in spec], dtype=float)
+    gaps = np.array([v[1] for v in spec])
+    rng = np.random.default_rng(seed("unequal looks", name))
+    base = np.maximum(0.05, np.abs(gaps) / 2)
+    up = down = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        for _ in range(reps):
+            per = np.zeros((store.size, looks), dtype=np.int64)
+            for s, (_, _, k, first, last) in enumerate(spec):
+                if first == 0:
+                    per[s] = k // looks
+                else:
+                    per[s] = np.bincount(rng.integers(first, last + 1, k) - 1, minlength=looks)
+            subj = np.repeat(np.repeat(np.arange(store.size), looks), per.reshape(-1))
+            look = np.repeat(np.tile(np.arange(1, looks + 1), store.size), per.reshape(-1))
+            u = rng.random(subj.size)
+            b, g = base[subj], gaps[subj]
+            d = np.where(u < b + g / 2, 1.0, np.where(u > 1 - (b - g / 2), -1.0, 0.0))
+            one = look == 1
+            strata = np.unique(subj[one])
+            w0, margin = absent_weight(store, strata)
+            p1, g1 = items_first(d[one], subj[one], store, alpha * share, margin)[:2]
+            if pooled:
+                nb, na, n = (np.zeros((store.size, looks), dtype=np.int64) for _ in range(3))
+                for arr, sel in ((nb, d == 1.0), (na, d == -1.0), (n, np.ones(d.size, bool))):
+                    np.add.at(arr, (subj[sel], look[sel] - 1), 1)
+                seq = _items_betting(nb, na, n, strata, w0, margin, alpha * (1 - share))
+            else:
+                seq = items_anytime(d, subj, look, store, alpha * (1 - share), n_looks=looks, interval=False)[0]
+            v = nightly_verdicts(p1, g1, seq, alpha=alpha, first_look_share=share).verdict[-1]
+            up, down = up + (v == "improved"), down + (v == "regressed")
+    return up, down, float((store * gaps).sum() / store.sum())
+
+
 def _fmt(hits, reps):
     from simcheck import rate_ci
 
@@ -302,6 +379,13 @@ def main(reps: int = 2000) -> None:  # pragma: no cover - the study; the slow te
             v, est = items_verdicts(name, reps, looks=looks, arrival=arrival)
             print(f"  false  {name:13s} {looks:2d} looks {arrival:6s}: improved "
                   f"{_fmt((v == 'improved') & (est <= 0), reps)}, regressed {_fmt((v == 'regressed') & (est >= 0), reps)}")
+    print("items question, unequal sharing over several looks (recorded_sim.unequal_looks), whole verdict")
+    for name in UNEQUAL_LOOKS:
+        for pooled in (False, True):
+            up, down, gap = unequal_looks(name, reps // 2, pooled=pooled)
+            print(f"  {name:14s} store gap {100 * gap:+.1f} pts, anytime part "
+                  f"{'pooled (stratified_store_weights)' if pooled else 'store_weighted_batches'}: improved "
+                  f"{_fmt(up, reps // 2)}, regressed {_fmt(down, reps // 2)}")
     print("new-subjects question (one anytime-valid test, all of alpha)")
     for name, k, theta, assume in (("sym", 91, 0.05, "none"), ("sym_wide", 91, 0.05, "none"),
                                    ("sym", 30, 0.05, "symmetric"), ("sym", 30, 0.08, "symmetric"),

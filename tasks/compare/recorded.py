@@ -2,16 +2,21 @@
 
 :mod:`benchcert.tasks.compare.verdicts` asks this module which tests answer a question
 (:func:`scheme`) and, for the questions first recorded since #36, runs them (the statistics are
-:mod:`benchcert.stats.recorded`):
+:mod:`benchcert.stats.recorded` and :mod:`benchcert.stats.store_batches`):
 
-* ``items`` (``stratified_store_weights``): the first look by the stratified test of the store's
+* ``items`` (``store_weighted_batches``): the first look by the stratified test of the store's
   item-weighted gap at alpha x first-look share (the power of ``compare``'s fixed-sample test; a
-  subject with no shared item counts at the worst case); every look by the betting test on the
-  items at the rest of alpha. When some subject of the store had no item shared at the first look
-  (weight w0), two betting tests at half that level each: one on the first look's subjects testing
-  "gap <= w0 / (1 - w0)" on them, one on every item from the look at which every subject has a
-  shared item - so the claim is about the whole benchmark's items and its anytime interval is on
-  that scale;
+  subject with no shared item counts at the worst case); every look by the betting test of the
+  store's gap at the rest of alpha, each look's new items reweighted to the store
+  (:func:`items_anytime`; a subject with no new item at a look counted at the worst case for that
+  look's bets, or the look not bet on), so the claim and its anytime interval are about the whole
+  benchmark's items however unequally the subjects were shared;
+* ``items`` asked first before that (``stratified_store_weights``): the same first look; the betting
+  test on the pooled items (when every subject was shared at the first look), else two betting tests
+  at half that level each: one on the first look's subjects testing "gap <= w0 / (1 - w0)" on them,
+  one on every item from the look at which every subject has a shared item. Pooled, these test the
+  shared items' mean, not the store's gap (issue #36: 1,000 of 1,000 false claims with a subject
+  shared barely beside one shared fully); kept so that a recorded look never changes meaning;
 * ``new-subjects`` (``plugin_betting_all_alpha``): one anytime-valid test with all of alpha
   (predictable plug-in betting tuned for the store's subjects, bets truncated at 0.99 of what keeps
   the capital positive); no separate first look, whose share would only split the level;
@@ -33,10 +38,12 @@ import polars as pl
 from benchcert.stats.recorded import (detectable_gap, effective_differences, either_of, stratified_first_look,
                                       subject_e_process)
 from benchcert.stats.sequential import betting_test, subject_entry_means
+from benchcert.stats.store_batches import MAX_WAIT, store_weighted_batches
 from benchcert.tasks.errors import NoDataError
 from benchcert.tasks.finite import finite_or_none as _num
 
-__all__ = ["ASSUMES", "V2_METHODS", "AssumeError", "scheme", "items_first", "store_weighted_bets", "deciding_interval",
+__all__ = ["ASSUMES", "V2_METHODS", "POOLED_ITEMS", "SINCE_36", "AssumeError", "items_anytime", "scheme", "items_first",
+           "store_weighted_bets", "deciding_interval",
            "absent_weight", "on_store_scale",
            "store_estimand", "subjects_test", "subject_units", "spend"]
 
@@ -44,8 +51,15 @@ __all__ = ["ASSUMES", "V2_METHODS", "AssumeError", "scheme", "items_first", "sto
 ASSUMES = ("none", "symmetric")
 
 #: The first method recorded for a question first asked since #36, by (question, assume).
-V2_METHODS = {("items", "none"): "stratified_store_weights", ("new-subjects", "none"): "plugin_betting_all_alpha",
+V2_METHODS = {("items", "none"): "store_weighted_batches", ("new-subjects", "none"): "plugin_betting_all_alpha",
               ("new-subjects", "symmetric"): "symmetric_selfnormalised"}
+
+#: The items question's method from #36 until its anytime part was reweighted look by look: its betting part
+#: pools the shared items. A question recorded with it keeps it.
+POOLED_ITEMS = "stratified_store_weights"
+
+#: Every ``first_method`` of a question first recorded since #36.
+SINCE_36 = frozenset(V2_METHODS.values()) | {POOLED_ITEMS}
 
 
 class AssumeError(NoDataError):
@@ -67,7 +81,9 @@ def scheme(looks: pl.DataFrame, question: str, assume: str) -> str | None:
     if not looks.height:
         return new
     recorded = looks.row(0, named=True).get("first_method") or ""
-    if recorded in V2_METHODS.values():
+    if recorded == POOLED_ITEMS and new == V2_METHODS[("items", "none")]:
+        return recorded  # asked before the look-by-look reweighting: its recorded looks keep their meaning
+    if recorded in SINCE_36:
         if recorded != new:
             was = "symmetric" if recorded == "symmetric_selfnormalised" else "none"
             raise AssumeError(f"this question was first asked with --assume {was}; its guarantee holds only if that "
@@ -165,14 +181,17 @@ def store_weighted_bets(d: np.ndarray, subjects: np.ndarray, store_counts: np.nd
     return np.clip(d * r[subjects] / big_r, -1.0, 1.0), big_r
 
 
-def store_estimand(store_counts: np.ndarray) -> dict:
+def store_estimand(store_counts: np.ndarray, method: str = V2_METHODS[("items", "none")]) -> dict:
     """The items question's estimand since #36, in words (``estimand`` and ``estimand_note`` of the look)."""
     n, k = int(store_counts.sum()), int((store_counts > 0).sum())
     text = (f"item-weighted mean gap over the benchmark's {n} items in the store ({k} subjects as fixed strata, each "
             "weighted by its items in the store, not by what has arrived)")
+    how = ("each look's new items reweighted to the store, a subject with no new item at a look at the worst case "
+           "for that look's bets" if method != POOLED_ITEMS else
+           "subjects with no item shared at the first look at the worst case until every subject has one")
     return {"estimand": text, "estimand_note": f"estimand: {text}; the first-look test, the betting test and the "
-            "anytime interval are about it (subjects with no item shared at the first look at the worst case until "
-            "every subject has one); this look's fixed-sample gap and interval are over every shared item"}
+            f"anytime interval are about it ({how}); this look's fixed-sample gap and interval are over every shared "
+            "item"}
 
 
 def absent_weight(store_counts: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
@@ -264,9 +283,25 @@ def spend(method: str, primary: str, sc, history, led, look: int,
     w0, margin = absent_weight(sc.store_counts, strata)
     if not history.looks.height and share > 0:
         first = items_first((sc.b - sc.a)[sc.shared], sc.subjects[sc.shared], sc.store_counts, alpha * share, margin)
+    if method != POOLED_ITEMS:
+        seq, notes = items_anytime(led.d_all, subj, looks, sc.store_counts, seq_alpha, n_looks=int(led.cum.size))
+        return seq, int(led.cum[-1]), notes, first, share
     if w0 == 0:
         return sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), (), first, share
     return _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequential) + (first, share)
+
+
+def items_anytime(d: np.ndarray, subjects: np.ndarray, looks: np.ndarray, store_counts: np.ndarray, seq_alpha: float,
+                  *, n_looks: int | None = None, interval: bool = True):
+    """The items question's anytime part (``store_weighted_batches``): the betting test of the store's gap with each
+    look's new items reweighted to the store (:func:`benchcert.stats.store_batches.store_weighted_batches`) at
+    ``seq_alpha``, and the assumptions it adds. ``looks``: the look each ledger item entered at."""
+    seq = store_weighted_batches(d, subjects, looks, store_counts, alpha=seq_alpha, n_looks=n_looks,
+                                 interval=interval)
+    waiting = int(np.asarray(d).size - np.asarray(seq.n)[-1])
+    notes = (f"{waiting} of {np.asarray(d).size} items wait to be bet on until the items waiting cover every subject "
+             f"of the store not yet fully shared (at most {MAX_WAIT} looks)",) if waiting else ()
+    return seq, tuple(seq.assumptions) + notes
 
 
 def _ledger_subjects(sc, ledger, led, look: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,9 +11,12 @@ chose, named in ``first_method`` (:mod:`benchcert.tasks.compare.recorded` since 
 =================================  ===========================================  ======================
 ``first_method``                   first look                                   betting test (every look)
 =================================  ===========================================  ======================
-``stratified_store_weights``       stratified test (or, below 100 effectively   alpha (1 - s); two
-                                   nonzero differences, the betting bound) at   tests at half of it
-                                   alpha s                                      each when a subject had
+``store_weighted_batches``         stratified test (or, below 100 effectively   alpha (1 - s), each
+                                   nonzero differences, the betting bound) at   look's new items
+                                   alpha s                                      reweighted to the store
+``stratified_store_weights``       as ``store_weighted_batches``                alpha (1 - s); two
+                                                                                tests at half of it
+                                                                                each when a subject had
                                                                                 nothing shared at look 1
 ``betting_constant_mixture_items`` betting bound at alpha s                     alpha (1 - s)
 ``betting_plugin_subject_means``   betting bound at alpha s                     alpha (1 - s)
@@ -55,6 +58,7 @@ __all__ = ["RecordedMethodError", "FIRST_LOOK_SPLIT", "side_p_values", "recorded
 #: and may decide; "spent" = the share is spent but the first look does not decide (pre-#24 looks);
 #: False = one anytime-valid test with all of alpha (the stored share is not used).
 FIRST_LOOK_SPLIT = {
+    "store_weighted_batches": True,
     "stratified_store_weights": True,
     "betting_constant_mixture_items": True,
     "betting_plugin_subject_means": True,

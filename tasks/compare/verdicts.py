@@ -7,9 +7,9 @@ stays honest however many looks there are:
 
 Since issue #36 a question first recorded is answered by the tests of
 :mod:`benchcert.tasks.compare.recorded` (items: the stratified test of the store's item-weighted
-gap at the first look, betting on items after it; new-subjects: one anytime-valid test with all of
-alpha, ``--assume symmetric`` optional), named in ``first_method``. Questions recorded earlier keep
-the tests below:
+gap at the first look, betting on the items reweighted to the store after it; new-subjects: one
+anytime-valid test with all of alpha, ``--assume symmetric`` optional), named in ``first_method``.
+Questions recorded earlier keep the tests below:
 
 * the first look runs a fixed-sample directional test at ``alpha * first_look_share``, valid by
   theorem (issue #24; :mod:`benchcert.stats.betting`, recorded as ``first_method``): for
@@ -439,8 +439,8 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
             seq, n_units, seq_assumptions, (first_p, first_gap, *first_iv), share = v2.spend(
                 method, primary, sc, history, led, look, settings, fx, _sequential)
             first_method = method
-            if method == "stratified_store_weights" and sc.subjects is not None:
-                fx = {**fx, **v2.store_estimand(sc.store_counts)}
+            if question_key(primary) == "items" and sc.subjects is not None:
+                fx = {**fx, **v2.store_estimand(sc.store_counts, method)}
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
                               first_look_share=share)
     anytime = _anytime_fields(seq, nv)
@@ -509,7 +509,7 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
         primary = _asked_primary(question, sc)
     if primary == "stratified_items":
         since_36 = not history.looks.height or (history.looks.row(0, named=True).get("first_method") or "") in \
-            v2.V2_METHODS.values()
+            v2.SINCE_36
         sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=since_36)
     if primary == "clustered_subject":
         answered = ~np.isnan(sc.a) | ~np.isnan(sc.b)

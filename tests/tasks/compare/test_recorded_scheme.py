@@ -45,9 +45,10 @@ def test_items_first_look_is_the_stratified_test_and_later_looks_keep_it(tmp_pat
     db = tmp_path / "a.duckdb"
     _ingest(db, tmp_path / "a.csv", _rows(6, [100] * 6, [12, 10, 9, 11, 8, 10]))
     v = checkpoint_verdict(db, "bench", BASE, CAND)
-    assert v.first_method == "stratified_store_weights" and "600 items in the store (6 subjects" in v.estimand
+    assert v.first_method == "store_weighted_batches" and "600 items in the store (6 subjects" in v.estimand
     assert (v.verdict, v.decided_by, v.decided_at_look) == ("improved", "first_look", 1)
-    # the betting part is the item betting test at alpha x (1 - share), every subject shared: no margin
+    # the betting part at alpha x (1 - share), every subject shared in proportion (R = 1, no margin): the pooled
+    # item betting test
     seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.025)
     assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1])
     assert v.cs_lower == pytest.approx(seq.lower[-1])
@@ -105,14 +106,41 @@ def test_items_first_look_with_unequal_sharing_tests_the_store_gap(tmp_path):
     assert v.first_upper == pytest.approx(min(1.0, big_r * ref.upper[-1]))
 
 
-def test_items_subject_missing_at_the_first_look_counts_at_the_worst_case(tmp_path):
-    # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's
-    # items) can carry any gap, so a 10-point gap on the others cannot be claimed (it would need > 33)
+def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
+    # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's items) can carry
+    # any gap. The first look's test counts it at the worst case; the anytime part (store_weighted_batches) holds
+    # the first look's items back until the 4th subject is shared (at most MAX_WAIT looks), then bets on all 800 as
+    # one batch reweighted to the store (here in proportion: the pooled test at alpha x (1 - share))
+    from benchcert.stats.store_batches import MAX_WAIT
+
     db = tmp_path / "b.duckdb"
     rows = _rows(4, [200] * 4, [20, 20, 20, 20])
     rows = [r for r in rows if not (r[0] == CAND and r[2] == "s3")]
     _ingest(db, tmp_path / "b.csv", rows)
     v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v.first_method == "store_weighted_batches" and v.gap == pytest.approx(0.10) and MAX_WAIT > 1
+    assert v.verdict == "inconclusive" and (v.cs_lower, v.cs_upper) == (-1.0, 1.0) and v.log_e_improved == 0
+    assert any("600 of 600 items wait" in a for a in v.assumptions), v.assumptions
+    late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
+    _ingest(db, tmp_path / "b3.csv", late)
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.025)
+    assert v2.log_e_improved == pytest.approx(every.log_e_improved[-1])
+    assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
+
+
+def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypatch):
+    # a question first asked while the items question's method was stratified_store_weights (its anytime part pooled
+    # the items: one test when every subject was shared at look 1, else two at half the level) keeps that path
+    from benchcert.tasks.compare import recorded as v2
+
+    db = tmp_path / "b.duckdb"
+    rows = _rows(4, [200] * 4, [20, 20, 20, 20])
+    rows = [r for r in rows if not (r[0] == CAND and r[2] == "s3")]
+    _ingest(db, tmp_path / "b.csv", rows)
+    with monkeypatch.context() as mp:
+        mp.setitem(v2.V2_METHODS, ("items", "none"), v2.POOLED_ITEMS)  # the earlier version's first look
+        v = checkpoint_verdict(db, "bench", BASE, CAND)
     assert v.first_method == "stratified_store_weights" and v.gap == pytest.approx(0.10)
     assert v.verdict == "inconclusive" and v.cs_lower < 0 < v.cs_upper
     assert any("25.0% of the benchmark's items are in subjects with no item shared" in a for a in v.assumptions)
@@ -121,17 +149,15 @@ def test_items_subject_missing_at_the_first_look_counts_at_the_worst_case(tmp_pa
     seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.0125, margin=1 / 3)
     assert v.log_e_improved == pytest.approx(seq.log_e_improved[-1] - np.log(2))
     assert v.cs_lower == pytest.approx(0.75 * seq.lower[-1] - 0.25)
-    # look 2: the candidate answers the 4th subject; the second half bets on every item from here
-    _ingest(db, tmp_path / "b3.csv", [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"])
-    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    # look 2 (this version): the candidate answers the 4th subject; the second half bets on every item from here
+    late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
+    _ingest(db, tmp_path / "b3.csv", late)
+    v2_ = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert v2_.first_method == "stratified_store_weights"
     every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.0125)
-    assert v2.log_e_improved == pytest.approx(max(every.log_e_improved[-1], seq.log_e_improved[-1]) - np.log(2))
-    assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
-    assert any("(from look 2)" in a for a in v2.assumptions)
-    # the same data with the 4th subject's items not in the store at all: improved at the first look
-    db2 = tmp_path / "b2.duckdb"
-    _ingest(db2, tmp_path / "b2.csv", [r for r in rows if r[2] != "s3"])
-    assert checkpoint_verdict(db2, "bench", BASE, CAND).verdict == "improved"
+    assert v2_.log_e_improved == pytest.approx(max(every.log_e_improved[-1], seq.log_e_improved[-1]) - np.log(2))
+    assert v2_.verdict == "improved" and v2_.decided_by == "anytime" and v2_.cs_lower == pytest.approx(every.lower[-1])
+    assert any("(from look 2)" in a for a in v2_.assumptions)
 
 
 def test_new_subjects_is_one_test_with_all_of_alpha(tmp_path):
@@ -201,7 +227,7 @@ def test_recorded_e_values_per_look(tmp_path):
     _ingest(db, tmp_path / "f2.csv", _rows(6, [50] * 6, [5, 5, 5, 5, 5, 5], start=100))
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
     ev = recorded_e_values(db, "bench", BASE, CAND)
-    assert (ev.question, ev.method, ev.variant) == (v1.question, "stratified_store_weights", "")
+    assert (ev.question, ev.method, ev.variant) == (v1.question, "store_weighted_batches", "")
     assert [x.look for x in ev.looks] == [1, 2]
     for x, v in zip(ev.looks, (v1, v2)):
         assert x.log_e_better == pytest.approx(v.log_e_improved) and x.log_e_worse == pytest.approx(v.log_e_regressed)

@@ -292,7 +292,7 @@ def test_recorded_suite_of_one_says_what_its_recorded_verdict_says_at_every_look
     with capsys.disabled():
         print("\n" + "\n".join(trace))
     # every scheme of the new engine was exercised, and the data decided both ways on both questions
-    assert set(methods.values()) == {"stratified_store_weights", "plugin_betting_all_alpha"}, methods
+    assert set(methods.values()) == {"store_weighted_batches", "plugin_betting_all_alpha"}, methods
     assert {("r_big", "improved"), ("r_small", "improved"), ("r_late", "regressed"), ("n_big", "improved")} <= decided, \
         decided
     assert ("r_null", "improved") not in decided and ("n_null", "improved") not in decided
@@ -311,7 +311,8 @@ def test_side_p_values_split_the_level_as_each_scheme_spends_it():
                                  max_log_e_regressed=0.0)
         assert up <= a / 2 < up * 1.001 and down == 1.0
     half = math.log(2 / (a * 0.5)) - 1e-6  # just short of the betting part's threshold 2/(alpha (1 - s))
-    for m in ("stratified_store_weights", "betting_constant_mixture_items", "betting_plugin_subject_means", "", None):
+    for m in ("store_weighted_batches", "stratified_store_weights", "betting_constant_mixture_items",
+              "betting_plugin_subject_means", "", None):
         up, _ = side_p_values(m, first_p_value=1.0, first_gap=0.1, first_look_share=0.5, max_log_e_improved=half,
                               max_log_e_regressed=0.0)
         assert a / 2 < up < a / 2 * 1.001

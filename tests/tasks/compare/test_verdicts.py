@@ -18,6 +18,7 @@ import pytest
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.recorded import stratified_first_look
 from benchcert.stats.sequential import betting_test, betting_test_counts
+from benchcert.stats.store_batches import store_weighted_batches
 from benchcert.tasks.ingest.service import ingest_file
 from benchcert.tasks.ingest.mapping import parse_mapping
 from benchcert.tasks.store.matrices import MatrixError
@@ -95,7 +96,7 @@ def test_first_look_answers_and_is_recorded(store):
     # alpha x share: with every item shared, compare's stratified estimate with each subject's own variance
     # (stratified_first_look, whose formula tests/stats/test_recorded_verdicts.py checks against Cochran's one
     # subject at a time); shared in proportion its se is compare's pooled one within 2%
-    assert v.first_method == "stratified_store_weights" and v.first_gap == pytest.approx(v.gap)
+    assert v.first_method == "store_weighted_batches" and v.first_gap == pytest.approx(v.gap)
     strat = paired_comparison(wide[BASE].to_numpy(), wide[CAND].to_numpy(), codes, alpha=0.025,
                               primary="stratified_items").tests["stratified_items"]
     first = stratified_first_look(wide[CAND].to_numpy() - wide[BASE].to_numpy(), codes,
@@ -129,9 +130,21 @@ def test_repeated_looks_accumulate_and_items_enter_once(store, tmp_path):
     assert (v4.look, v4.n_new, v4.n_sequential, v4.n_excluded) == (4, 1, 901, 0)
     pos, neg, n = _ledger_counts(db)
     assert n.tolist() == [600, 900, 901]  # looks with items; look 2 added none
-    seq = betting_test_counts(np.r_[pos[0], pos], np.r_[neg[0], neg], np.r_[n[0], n], alpha=0.025)
-    assert v4.log_e_improved == pytest.approx(seq.log_e_improved[-1])
+    # oracle: the anytime part on the ledger (each item once, at its look), reweighted to the store's subjects
+    # (store_weighted_batches): look 4's one item of s0 misses 7 subjects that have nothing left to share, so it
+    # is bet on alone at the worst case for them, which it cannot beat (not bet on: the capital of looks 1-3)
+    with open_store(db, write=False) as con:
+        led = query_pl(con, "SELECT v.look, v.d, i.subject FROM verdict_items v JOIN items i USING (item_id) "
+                            "ORDER BY v.look")
+        answered = query_pl(con, "SELECT DISTINCT r.item_id, i.subject FROM responses r JOIN items i USING (item_id)")
+    names = sorted(answered["subject"].unique().to_list())
+    code = {s: k for k, s in enumerate(names)}
+    store = np.bincount([code[s] for s in answered["subject"]], minlength=len(names)).astype(float)
+    seq = store_weighted_batches(led["d"].to_numpy(), np.array([code[s] for s in led["subject"]]),
+                                 led["look"].to_numpy().astype(np.int64), store, alpha=0.025, n_looks=4)
+    assert v4.log_e_improved == pytest.approx(seq.log_e_improved[-1]) == pytest.approx(seq.log_e_improved[2])
     assert v4.anytime_p == pytest.approx(seq.p_value[-1])
+    assert (v4.cs_lower, v4.cs_upper) == (pytest.approx(seq.lower[-1]), pytest.approx(seq.upper[-1]))
     # the first look's fixed-sample test is what the headline keeps spending on
     assert v4.first_p_value == pytest.approx(v1.first_p_value) and v4.first_method == v1.first_method
     hist = _history(db)
