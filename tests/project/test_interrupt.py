@@ -123,23 +123,20 @@ def _live(procs) -> list[psutil.Process]:
 
 
 def _progress(tag: str, log) -> tuple:
-    """What moves while the interrupted run is still stopping: its processes, the CPU they have
-    used, and its log's size."""
+    """What moves while the interrupted run is still stopping: its processes (one starting or
+    ending) and its log's size. Not the CPU they use: a run that ignores the signal keeps using
+    some (its task polls; idle, the -n 2 suite's Prefect servers and Dask clusters used 0.20 CPU
+    s a second at load 4.6), while a real stop ended or started a process or wrote a line at
+    least every 4 s (11.7 s from SIGTERM to exit, same load)."""
     procs = _tagged(tag)
-    cpu = 0.0
-    for p in procs:
-        try:
-            cpu += sum(p.cpu_times()[:4])
-        except psutil.Error:
-            pass
-    return tuple(sorted(p.pid for p in procs)), round(cpu, 2), log.stat().st_size
+    return tuple(sorted(p.pid for p in procs)), log.stat().st_size
 
 
-def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, cap: float = 1200.0) -> float:
+def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, cap: float = 600.0) -> float:
     """Wait for the interrupted pytest to exit while its stop makes progress; the seconds it took.
 
     A fixed timeout (180 s) takes a slow but progressing teardown on a loaded machine for a hang;
-    a run that hangs shows no progress (:func:`_progress`: no process started or ended, no CPU used, no log
+    a run that hangs shows no progress (:func:`_progress`: no process started or ended, no log
     line) for ``idle`` seconds, and one that never ends runs into ``cap``.
     """
     start = last_change = time.monotonic()
@@ -149,9 +146,11 @@ def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, 
         now, new = time.monotonic(), _progress(tag, log)
         if new != state:
             state, last_change = new, now
-        if now - last_change > idle or now - start > cap:
-            pytest.fail(f"pytest did not stop ({now - start:.0f} s after the signal, {now - last_change:.0f} s "
-                        f"without progress):\n{log.read_text()}")
+        if now - last_change > idle:
+            pytest.fail(f"pytest did not stop: no progress for {now - last_change:.0f} s "
+                        f"({now - start:.0f} s after the signal):\n{log.read_text()}")
+        if now - start > cap:
+            pytest.fail(f"pytest did not stop: still stopping {now - start:.0f} s after the signal:\n{log.read_text()}")
     return time.monotonic() - start
 
 
@@ -231,15 +230,21 @@ def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
         _reap(seen)
 
 
+#: A run that ignores the signal: it neither exits nor gets anywhere, but polls and uses some CPU
+#: (as the inner suite's task, Prefect servers and Dask heartbeats do).
+POLLING = "import time\nwhile True:\n    sum(range(20000))\n    time.sleep(0.01)"
+
+
 def test_the_waits_after_the_signal_still_catch_a_hang(tmp_path):
-    # a process that neither exits nor does anything: a hang for _wait_stopped, a survivor for _wait_gone
+    # a hang for _wait_stopped (the CPU it uses is no progress: counted as progress, it kept the
+    # wait going until the cap), a survivor for _wait_gone
     tag, log = uuid.uuid4().hex, tmp_path / "pytest.log"
     log.write_text("")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=os.environ | {TAG: tag})
+    proc = subprocess.Popen([sys.executable, "-c", POLLING], env=os.environ | {TAG: tag})
     try:
         assert [p.pid for p in _wait_gone([psutil.Process(proc.pid)], idle=1.0)] == [proc.pid]
-        with pytest.raises(pytest.fail.Exception, match="did not stop"):
-            _wait_stopped(proc, tag, log, idle=2.0)
+        with pytest.raises(pytest.fail.Exception, match="no progress for"):
+            _wait_stopped(proc, tag, log, idle=3.0, cap=30.0)
     finally:
         proc.kill()
         proc.wait()
