@@ -124,33 +124,47 @@ def _live(procs) -> list[psutil.Process]:
 
 def _progress(tag: str, log) -> tuple:
     """What moves while the interrupted run is still stopping: its processes (one starting or
-    ending) and its log's size. Not the CPU they use: a run that ignores the signal keeps using
-    some (its task polls; idle, the -n 2 suite's Prefect servers and Dask clusters used 0.20 CPU
-    s a second at load 4.6), while a real stop ended or started a process or wrote a line at
-    least every 4 s (11.7 s from SIGTERM to exit, same load)."""
-    procs = _tagged(tag)
-    return tuple(sorted(p.pid for p in procs)), log.stat().st_size
+    ending) and its log's size."""
+    return tuple(sorted(p.pid for p in _tagged(tag))), log.stat().st_size
 
 
-def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, cap: float = 600.0) -> float:
+def _cpu(tag: str) -> float:
+    """CPU seconds used so far by the run's live processes."""
+    cpu = 0.0
+    for p in _tagged(tag):
+        try:
+            cpu += sum(p.cpu_times()[:4])
+        except psutil.Error:
+            pass
+    return cpu
+
+
+def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, busy: float = 0.5,
+                  cap: float = 600.0) -> float:
     """Wait for the interrupted pytest to exit while its stop makes progress; the seconds it took.
 
-    A fixed timeout (180 s) takes a slow but progressing teardown on a loaded machine for a hang;
-    a run that hangs shows no progress (:func:`_progress`: no process started or ended, no log
-    line) for ``idle`` seconds, and one that never ends runs into ``cap``.
+    A fixed timeout (180 s) takes a slow but progressing teardown on a loaded machine for a hang.
+    Progress is a process of the run starting or ending, a log line (:func:`_progress`), or work:
+    more than ``busy`` CPU seconds a second, on average over at least half of ``idle``, since the
+    last such change. Some CPU use is no progress: a run that ignores the signal polls, and idle,
+    the -n 2 suite's Prefect servers and Dask clusters used 0.20 CPU s a second (the serial one
+    0.12; load 4.6). A run without progress for ``idle`` seconds has hung; one still stopping
+    after ``cap`` seconds never ends. Real stops took 12-18 s, a change at least every 6 s (load
+    4.6-8.8), once a quiet stretch of over 60 s (the reason this counts work).
     """
     start = last_change = time.monotonic()
-    state = _progress(tag, log)
+    state, cpu_then = _progress(tag, log), _cpu(tag)
     while proc.poll() is None:
         time.sleep(0.5)
-        now, new = time.monotonic(), _progress(tag, log)
-        if new != state:
-            state, last_change = new, now
-        if now - last_change > idle:
-            pytest.fail(f"pytest did not stop: no progress for {now - last_change:.0f} s "
-                        f"({now - start:.0f} s after the signal):\n{log.read_text()}")
-        if now - start > cap:
-            pytest.fail(f"pytest did not stop: still stopping {now - start:.0f} s after the signal:\n{log.read_text()}")
+        now, new, cpu = time.monotonic(), _progress(tag, log), _cpu(tag)
+        worked = now - last_change > idle / 2 and cpu - cpu_then > busy * (now - last_change)
+        if new != state or worked:
+            state, last_change, cpu_then = new, now, cpu
+        if now - last_change > idle or now - start > cap:
+            what = (f"no progress for {now - last_change:.0f} s ({now - start:.0f} s after the signal)"
+                    if now - last_change > idle else f"still stopping {now - start:.0f} s after the signal")
+            pytest.fail(f"pytest did not stop: {what}; {cpu - cpu_then:.2f} CPU s since the last change, "
+                        f"{len(new[0])} processes:\n{log.read_text()}")
     return time.monotonic() - start
 
 
@@ -233,18 +247,22 @@ def test_an_interrupted_run_leaves_no_process_behind(case, tmp_path):
 #: A run that ignores the signal: it neither exits nor gets anywhere, but polls and uses some CPU
 #: (as the inner suite's task, Prefect servers and Dask heartbeats do).
 POLLING = "import time\nwhile True:\n    sum(range(20000))\n    time.sleep(0.01)"
+#: A stop that works a whole core (no process ending, no line) is progress until the cap.
+WORKING = "while True:\n    pass"
 
 
-def test_the_waits_after_the_signal_still_catch_a_hang(tmp_path):
-    # a hang for _wait_stopped (the CPU it uses is no progress: counted as progress, it kept the
-    # wait going until the cap), a survivor for _wait_gone
+@pytest.mark.parametrize("code,expected", [(POLLING, "no progress for"), (WORKING, "still stopping")])
+def test_the_waits_after_the_signal_still_catch_a_hang(code, expected, tmp_path):
+    # Polling (about 3% of a core) is a hang for _wait_stopped: counted as progress, its CPU kept
+    # the former wait going to the cap. Working a core (at least a fifth of one at load 9) is
+    # progress until the cap. Either is a survivor for _wait_gone.
     tag, log = uuid.uuid4().hex, tmp_path / "pytest.log"
     log.write_text("")
-    proc = subprocess.Popen([sys.executable, "-c", POLLING], env=os.environ | {TAG: tag})
+    proc = subprocess.Popen([sys.executable, "-c", code], env=os.environ | {TAG: tag})
     try:
         assert [p.pid for p in _wait_gone([psutil.Process(proc.pid)], idle=1.0)] == [proc.pid]
-        with pytest.raises(pytest.fail.Exception, match="no progress for"):
-            _wait_stopped(proc, tag, log, idle=3.0, cap=30.0)
+        with pytest.raises(pytest.fail.Exception, match=expected):
+            _wait_stopped(proc, tag, log, idle=3.0, busy=0.1, cap=6.0 if code is WORKING else 30.0)
     finally:
         proc.kill()
         proc.wait()
