@@ -50,8 +50,9 @@ class DomainFits:
     proxy_alpha : float or None
         The share of alpha spent on the proxies' upper bounds, per model.
     profile : ndarray, shape (D, M, G - 1), or None
-        Per (domain, model) the interval-wise lower bounds on the profile deviance of log(a + b)
-        (see :attr:`BetaFit.profile`); inf where the proxy is the worst case.
+        Per (domain, model) and grid interval of log(a + b) the profile deviance at the smaller
+        end (its minimum over the interval but slightly above it in a two-mode profile: see
+        :attr:`BetaFit.profile`); inf where the proxy is the worst case.
     """
 
     a: np.ndarray

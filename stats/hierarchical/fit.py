@@ -103,9 +103,9 @@ class BetaFit:
         deviance's minimum over the interval where it is monotone across it (every interval of
         a unimodal profile); in a two-mode profile the interval holding the local maximum of
         l_p dips below both ends, and its value overstates the minimum slightly (at most 0.0059
-        on the outlier rows of test_fit_global_max: not a strict lower bound there). Where both ends of an interval lie
-        above the fit's critical value z^2 at ``upper_alpha`` (by a margin of 2/400 of it), the
-        deviance of a grid point is a bound from one evaluation, not its maximum over the mean:
+        on the outlier rows of test_fit_global_max: not a strict lower bound there). Where both
+        ends of an interval lie above the fit's critical value z^2 at ``upper_alpha`` (by a
+        margin of 2/400 of it), the deviance of a grid point is a bound from one evaluation, not its maximum over the mean:
         still a lower bound above that value, which is all a bound at a level at or above
         ``upper_alpha`` reads of it (its knapsack cost is then "unaffordable" either way).
     """
@@ -314,9 +314,9 @@ def fit_beta_binomial(successes, trials, *, upper_alpha=None) -> BetaFit:
       not identifiable, so the worst-case proxy 1/4 is used (a = b = 0 reported);
     * under-dispersion (the log-likelihood still rises at a + b = 1e6, its supremum is the
       binomial limit a + b -> infinity): reported at a + b = 1e6 (s2 = 2.5e-7), status
-      ``"underdispersed"``, with the log-likelihood at 1e6 (below the limit's by at most about N / (2 10^6) for N
-      items in all, reached when every subject scores the same proportion: 0.009 for 60
-      identical subjects of 300 items);
+      ``"underdispersed"``, with the log-likelihood at 1e6 (below the limit's by at most about
+      N / (2 10^6) for N items in all, reached when every subject scores the same proportion:
+      0.009 for 60 identical subjects of 300 items, 0.099 for 20 of 10,000);
     * a + b at its lower bound 1e-4 (extreme over-dispersion, subjects near all wrong or all
       right: the two-point limit a + b -> 0): reported at 1e-4, status ``"lower_bound"``,
       s2 = 1/(4 (1 + 1e-4)) ~ 1/4.

@@ -537,8 +537,8 @@ def joint_subject_bound(profile, a2_dom, *, alpha):
     ----------
     profile : ndarray, shape (D, M, G - 1)
         :attr:`DomainFits.profile`: per (domain, model) and grid interval of w = log(a + b), the
-        profile deviance at the interval's lower end, or its upper end where lower (0 on the fit's
-        interval): its minimum over the interval where the deviance is monotone across it, up to
+        smaller of the profile deviance at the interval's two ends (0 on the fit's interval): its
+        minimum over the interval where the deviance is monotone across it, up to
         0.006 above it around the local maximum of a two-mode profile (see
         :func:`_precision_lower_bound`); inf everywhere for a domain
         whose proxy is the worst case 1/4 (inf for single intervals not computed).
