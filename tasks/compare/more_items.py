@@ -92,7 +92,9 @@ def more_needed(se, n, gap, *, alpha: float, power: float, unit: str = "items", 
     mde_alpha : float, optional, keyword-only
         The level that MDE is stated at (``PairedComparison.mde_alpha``: the deciding level, alpha / P in a
         family). Where the deciding test runs at that level (``alpha >= mde_alpha``) the present units resolve
-        the MDE by definition, so its number is 0.
+        the MDE by definition, so its number is 0. Every present caller is there (a row's MDE is stated at its
+        deciding level or a stricter one: a family's alpha / P, a suite's alpha / m), so ``more_for_mde`` is 0
+        for all of them; the other branch is for an MDE stated at a larger level than the deciding one.
     basis : DesignBasis, optional, keyword-only
         For items: the deciding test's MDE rule and its data; with a score test's (``score``, ``bounded``) the
         numbers are that test's power solved for the items, else (and for subjects) the normal rule's.
