@@ -68,14 +68,15 @@ from urllib.parse import unquote, urlsplit
 import orjson
 from filelock import FileLock
 
-from benchcert.tasks.artifacts.folders import hashed_folder, folder_candidates, folder_name, inside, safe_component
+from benchcert.tasks.artifacts.folders import (folder_candidates, folder_name, hashed_folder, inside, is_plain_folder,
+                                              safe_component)
 
 from benchcert.tasks.artifacts.runs import iso
 from benchcert.tasks.atomic_write import write_text_atomic
 from benchcert.tasks.artifacts.suites import read_suite_verdicts
 from benchcert.tasks.errors import UsageError
 from benchcert.tasks.render.escape import escape
-from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, choose_method,
+from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, RunRecord, choose_method, load_runs,
                                                 read_listed, read_listing, sort_runs)
 from benchcert.tasks.render.record_cache import RECORDS_FILE, RecordCache
 from benchcert.tasks.render.site_cache import SITE_MANIFEST, SiteCache
@@ -171,6 +172,29 @@ def site_folders(by_bench: dict[str, list[RunRecord]]) -> dict[str, str]:
         out[bench] = folder
     return out
 
+def _folders_split_safely(listing) -> bool:
+    """Whether shares of the benchmarks can each choose their site folders (:func:`site_folders`) without meeting:
+    no two entries' folders fold to one name, each entry's folder is one of its benchmark's own, and no two plain
+    benchmark names fold to one (one's folder resolved through a link could take the other's plain name).
+
+    Otherwise only the whole build decides which benchmark keeps a folder (an old tree holding ``Case/`` and
+    ``case/``): shares choosing independently would both make theirs, which a case-insensitive disk refuses
+    (FileExistsError) before :func:`_split_build`'s own check could see it, so the build runs in one process."""
+    dirs: dict[str, str] = {}  # folded name -> the benchmark whose it is (one benchmark's entries share a share)
+    plain: dict[str, str] = {}
+    for entry in listing.entries:
+        if not isinstance(entry, dict):
+            continue
+        bench, folder = entry.get("benchmark"), entry.get("dir")
+        if not isinstance(bench, str) or not isinstance(folder, str) or not bench:
+            continue  # skipped by the reading, a problem in either build
+        if folder not in folder_candidates(bench) or dirs.setdefault(folder.casefold(), bench) != bench:
+            return False
+        if is_plain_folder(bench) and plain.setdefault(bench.casefold(), bench) != bench:
+            return False
+    return True
+
+
 def _gc_paused(build):
     """Run ``build`` with the cyclic garbage collector paused (its previous state restored after).
 
@@ -229,16 +253,16 @@ def build_site(artifacts_root: str | os.PathLike, out_dir: str | os.PathLike, *,
     now = now or dt.datetime.now(dt.timezone.utc)
     out.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(out.parent / f".{out.name}.lock"), timeout=600)
-    workers = fork_workers(sum(listing.run_counts().values()), processes)
-    if workers > 1 and (full or not (out.is_dir() and SiteCache(out).usable)):
-        split = _split_build(listing, out, lock, records, workers, (methods, now, stale_days, max_trend_runs))
+    counts = listing.run_counts()
+    workers = fork_workers(sum(counts.values()), processes)
+    if workers > 1 and (full or not (out.is_dir() and SiteCache(out).usable)) and _folders_split_safely(listing):
+        split = _split_build(listing, counts, out, lock, records, workers, (methods, now, stale_days, max_trend_runs))
         if split is not None:
             return split
         records = RecordCache(out if out.is_dir() else None, full=full)  # what the split read is not kept
-    visited, listed_problems = read_listed(listing, cache=records)
-    runs = sort_runs([r for _, r in visited])
-    suites, problems = read_suite_verdicts(root)
-    problems = [text for _, text in listed_problems] + problems
+    runs, problems = load_runs(root, cache=records, listing=listing)
+    suites, suite_problems = read_suite_verdicts(root)
+    problems += suite_problems
     by_bench = _by_bench(runs)
     data = site_data(by_bench, site_folders(by_bench), methods, iso(now), now, stale_days, problems, suites)
 
@@ -301,10 +325,12 @@ def _publish(tmp: Path, out: Path, lock: FileLock, records: RecordCache, cache: 
 PARENT_LOAD = 0.25
 
 
-def _split_build(listing, out: Path, lock: FileLock, records: RecordCache, workers: int, ctx) -> SiteReport | None:
+def _split_build(listing, counts: dict[str, int], out: Path, lock: FileLock, records: RecordCache, workers: int,
+                 ctx) -> SiteReport | None:
     """A cold build in ``workers`` processes, the same site as one process's (tests/tasks/render/
-    test_dashboard_fork.py); None when the benchmarks' site folders are not each one's own (an old tree holding
-    both ``Case/`` and ``case/``), which only the whole build decides: the caller builds in one process.
+    test_dashboard_fork.py), for a listing whose shares cannot meet in their site folders
+    (:func:`_folders_split_safely`); None, the caller then building in one process, when the shares still chose
+    folders other than the whole build's (a defence: only the whole build decides who keeps a folder).
 
     The benchmarks are shared among this process and ``workers - 1`` forked before any run is read
     (tasks/render/site_fork.py).  Each reads its benchmarks' runs, and a child writes their records
@@ -314,7 +340,7 @@ def _split_build(listing, out: Path, lock: FileLock, records: RecordCache, worke
     runs before the forks or in a child (its thread pool does not survive a fork).  Everything is recorded in the
     one-process build's order: the runs, the problems, the kept records and the site manifest."""
     methods, now, stale_days, max_trend_runs = ctx
-    root, generated, counts = listing.root, iso(now), listing.run_counts()
+    root, generated = listing.root, iso(now)  # counts: listing.run_counts()
     benches = sorted(counts)
     split = shares([counts[b] for b in benches], workers, int(PARENT_LOAD * sum(counts.values())))
     parts = [(i, [benches[j] for j in share]) for i, share in enumerate(split) if share or i == 0]
@@ -458,7 +484,7 @@ def _write_runs(root: Path, bdir: Path, data, bench: str, caches: tuple[SiteCach
         target = bdir / f".{rel[1]}.new-{uuid.uuid4().hex[:8]}" if in_place else rdir
         target.mkdir()
         cache.record(rel, key, _write_run(root, target, run, method, data.generated, siblings,
-                                          data.run_views.get(id(run))))
+                                          data.run_views[id(run)]))
         if in_place:
             _swap_in(target, rdir)
     return len(bruns)
@@ -474,8 +500,9 @@ def _write_bench_page(bdir: Path, data, bench: str, max_trend_runs: int, in_plac
 
 
 def _write_run(root: Path, rdir: Path, run: RunRecord, method, generated: str, siblings: set[str],
-               views: list | None = None) -> bool:
-    """One run's folder: its files (linked or copied) and its page; True when it has a report."""
+               views: list) -> bool:
+    """One run's folder: its files (linked or copied) and its page (``views``: its verdicts' views, site_data's);
+    True when it has a report."""
     has_report = _copy_inside(root, run.run_dir / "report.html", rdir / "report.html")
     for name in ("summary.json", "manifest.json"):
         _copy_inside(root, run.run_dir / name, rdir / name)

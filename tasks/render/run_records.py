@@ -1,4 +1,4 @@
-"""The runs a dashboard shows, read from the artifact contract, and the trend tables built from them.
+"""The runs a dashboard shows, read from the artifact contract, and the trend rows built from them.
 
 Only ``<root>/index.json`` and each run's ``manifest.json`` and ``summary.json`` are read, never
 the live DuckDB store.  A run folder that is missing, unreadable, outside the root or
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-import polars as pl
 
 from benchcert.tasks.artifacts.folders import benchmark_folder, folder_candidates, inside, safe_component
 from benchcert.tasks.errors import DataError
@@ -29,7 +28,6 @@ from benchcert.tasks.errors import DataError
 __all__ = [
     "DEFAULT_METHODS",
     "METRICS",
-    "TREND_SCHEMA",
     "DashboardError",
     "ModelScore",
     "RunRecord",
@@ -44,9 +42,7 @@ __all__ = [
     "headline_order",
     "method_label",
     "score_interval",
-    "trend_table",
     "trend_rows",
-    "checkpoint_table",
     "checkpoint_rows",
 ]
 
@@ -334,20 +330,23 @@ def _run_folder(bench_dir: Path, component: str) -> Path:
     return inside(bench_dir, component)
 
 
-def load_runs(artifacts_root: str | os.PathLike, *, cache=None) -> tuple[list[RunRecord], list[str]]:
+def load_runs(artifacts_root: str | os.PathLike, *, cache=None, listing: Listing | None = None) -> tuple[
+        list[RunRecord], list[str]]:
     """Every completed run listed in ``<root>/index.json``, oldest first per benchmark.
 
     Returns the runs and a list of problems (a run folder that is missing, unreadable, outside
     the root or inconsistent with index.json is skipped and named there, never fatal).  With ``cache`` (a
     :class:`~benchcert.tasks.render.record_cache.RecordCache`), a run whose files are unchanged since the cache
-    kept its record is not read again, and every run read is kept in it.
+    kept its record is not read again, and every run read is kept in it.  ``listing``: the root's
+    :func:`read_listing`, when the caller has read it already (``artifacts_root`` is then not read again).
 
     Raises
     ------
     DashboardError
         When ``root`` has no readable index.json (it is not an artifacts root).
     """
-    listing = read_listing(artifacts_root)
+    if listing is None:
+        listing = read_listing(artifacts_root)
     visited, problems = read_listed(listing, cache=cache)
     return sort_runs([r for _, r in visited]), [text for _, text in problems]
 
@@ -483,15 +482,10 @@ def method_label(run: RunRecord, method: str | None, metric: str = "macro") -> s
     return f"headline: {QUESTIONS.get(question, question)}"
 
 
-TREND_SCHEMA = {"benchmark": pl.String, "family": pl.String, "checkpoint": pl.String, "model": pl.String,
-                "run_id": pl.String, "finished_at": pl.String, "run_order": pl.Int64, "metric": pl.String,
-                "estimate": pl.Float64, "method": pl.String, "lower": pl.Float64, "upper": pl.Float64,
-                "alpha": pl.Float64}
-
-
 def trend_rows(runs: list[RunRecord], method: str | None) -> list[dict]:
-    """One benchmark's trend: a row per (model, run, metric), the runs oldest first (each row a dict of
-    :data:`TREND_SCHEMA`'s columns).
+    """One benchmark's trend: a row per (model, run, metric), the runs oldest first, each row a dict of
+    ``benchmark``, ``family``, ``checkpoint``, ``model``, ``run_id``, ``finished_at``, ``run_order``, ``metric``,
+    ``estimate``, ``method``, ``lower``, ``upper`` and ``alpha``.
 
     ``method`` is the benchmark's interval method (:func:`choose_method` on its latest run); ``lower``/``upper``
     are None where a run lacks that method (drawn as a point without bar).  ``run_order`` is 0 for the oldest run.
@@ -525,24 +519,3 @@ def checkpoint_rows(rows: list[dict]) -> list[dict]:
             latest[r["model"]] = r["run_order"]
     return sorted((r for r in rows if r["family"] in fams and r["run_order"] == latest[r["model"]]),
                   key=lambda r: (r["family"], checkpoint_key(r["checkpoint"]), r["metric"]))
-
-
-def trend_table(runs: list[RunRecord], methods=DEFAULT_METHODS) -> pl.DataFrame:
-    """Every benchmark's :func:`trend_rows` in one long table (a row per benchmark, model, run and metric), with
-    each benchmark's interval method (:func:`choose_method` on its latest run)."""
-    by_bench: dict[str, list[RunRecord]] = {}
-    for r in runs:
-        by_bench.setdefault(r.benchmark, []).append(r)
-    rows = []
-    for bruns in by_bench.values():
-        rows += trend_rows(bruns, choose_method(max(bruns, key=lambda r: (r.finished_at, r.run_id)), methods))
-    return pl.DataFrame(rows, schema=TREND_SCHEMA)
-
-
-def checkpoint_table(trends: pl.DataFrame) -> pl.DataFrame:
-    """Every benchmark's :func:`checkpoint_rows` of the long :func:`trend_table`, by benchmark."""
-    by_bench: dict[str, list[dict]] = {}
-    for r in trends.iter_rows(named=True):
-        by_bench.setdefault(r["benchmark"], []).append(r)
-    return pl.DataFrame([r for bench in sorted(by_bench) for r in checkpoint_rows(by_bench[bench])],
-                        schema=TREND_SCHEMA)

@@ -84,8 +84,8 @@ def _failure(exc: BaseException) -> BaseException:
 
 
 class Child:
-    """A forked share's process (:func:`fork_shares`): wait for its early output with :meth:`ready`, take its
-    result with :meth:`result` (each raises the child's exception when it failed)."""
+    """A forked share's process (:func:`fork_shares`): wait for its early output with :meth:`ready` (which raises
+    the child's exception when it failed first); its result is taken by :func:`finish`."""
 
     def __init__(self, pid: int, ready_fd: int, result_fd: int):
         self.pid, self._ready, self._result = pid, ready_fd, result_fd
@@ -104,13 +104,6 @@ class Child:
         if not ok:
             raise payload
         raise RuntimeError("a forked share of the dashboard build ended without its early output")
-
-    def result(self):
-        """The child's result (read to the end, the child reaped); its exception raised if it failed."""
-        ok, payload = self._finish()
-        if not ok:
-            raise payload
-        return payload
 
     def _finish(self) -> tuple[bool, object]:
         if self._done is None:
@@ -142,24 +135,29 @@ def fork_shares(shares: Sequence[S], work: Callable[[S, Callable[[], None]], R])
     """Fork one process per share, each running ``work(share, signal)``: it calls ``signal()`` once its early
     output (files it writes) is there, and returns a picklable result.  ``work`` must not use a thread pool this
     process started before the fork (polars'): a fork copies the calling thread only.  The caller takes each
-    child's early output after :meth:`Child.ready` and its result with :meth:`Child.result`, and reaps them all
-    with :func:`finish` (also when it fails itself)."""
+    child's early output after :meth:`Child.ready`, and the results with :func:`finish`, which reaps every child
+    (:func:`finish_quietly` when the caller fails itself).  When a pipe or a fork fails, the children forked so far
+    are reaped and that error is raised (their own failures are not: they are its consequence or beside it)."""
     children: list[Child] = []
-    try:
-        for share in shares:
-            ready_r, ready_w = os.pipe()
-            result_r, result_w = os.pipe()
+    for share in shares:
+        fds: list[int] = []  # this pass's pipes, closed if the pass fails
+        try:
+            for _ in range(2):
+                fds += os.pipe()
+            ready_r, ready_w, result_r, result_w = fds
             pid = os.fork()
-            if pid == 0:  # the child: the read ends are the parent's
-                os.close(ready_r)
-                os.close(result_r)
-                _child(work, share, ready_w, result_w)
-            os.close(ready_w)
-            os.close(result_w)
-            children.append(Child(pid, ready_r, result_r))
-    except BaseException:
-        finish(children)
-        raise
+        except BaseException:  # the fork's own error (EAGAIN, ENOMEM) is raised once the children are reaped
+            for fd in fds:
+                os.close(fd)
+            finish_quietly(children)
+            raise
+        if pid == 0:  # the child: the read ends are the parent's
+            os.close(ready_r)
+            os.close(result_r)
+            _child(work, share, ready_w, result_w)
+        os.close(ready_w)
+        os.close(result_w)
+        children.append(Child(pid, ready_r, result_r))
     return children
 
 

@@ -19,7 +19,7 @@ from benchcert.tasks.render.run_records import (RunRecord, checkpoint_key, check
                                                 method_label, score_interval, split_checkpoint, trend_rows)
 from benchcert.tasks.render.site_html import DASH, METRIC_COLORS, Html, href, level, link, page, table
 from benchcert.tasks.render.trend import trend_svg
-from benchcert.tasks.render.verdict_rows import verdict_view, verdicts_table
+from benchcert.tasks.render.verdict_rows import verdicts_table
 
 __all__ = ["models_table", "run_page", "bench_page", "rank_text"]
 
@@ -75,8 +75,9 @@ def _changes(run: RunRecord, sibling_ids: set[str]) -> list[str]:
 
 
 def run_page(run: RunRecord, method: str | None, bench_href: str, generated: str, has_report: bool,
-             sibling_ids: set[str], views: list | None = None) -> str:
-    """``views``: the run's verdicts as :func:`verdict_view` makes them, when the caller has them already."""
+             sibling_ids: set[str], views: list) -> str:
+    """``views``: the run's verdicts as :func:`~benchcert.tasks.render.verdict_rows.verdict_view` makes them (the
+    site's data holds them: :func:`~benchcert.tasks.render.site_views.site_data`)."""
     body = [table(["", ""], [  # no header row: a key/value list
         ["benchmark", link(f"../{bench_href}", run.benchmark)], ["run id", run.run_id],
         ["started", run.started_at], ["finished", run.finished_at], ["Prefect flow run", run.flow_run_id or DASH],
@@ -91,8 +92,7 @@ def run_page(run: RunRecord, method: str | None, bench_href: str, generated: str
         body.append("<h2>Verdicts</h2><p class=\"note\">Each checkpoint verdict with the question it answers, the "
                     "gap (candidate \u2212 baseline) and the interval of the test that decides it, as recorded (the "
                     "anytime interval is valid at every look).</p>")
-        body.append(verdicts_table(views if views is not None else
-                                   [verdict_view(v, run.benchmark) for v in run.verdicts]))
+        body.append(verdicts_table(views))
     body.append(f"<h2>Models</h2><p class=\"note\">{level(run.alpha)} intervals, method "
                 f"{escape(method_label(run, method) if method else 'none available')}; sorted by the headline's "
                 "pooled score (ties by name).</p>")

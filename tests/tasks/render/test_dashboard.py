@@ -20,8 +20,8 @@ from benchcert.flows.cli import main
 from benchcert.tasks.artifacts.folders import hashed_folder, safe_component
 from benchcert.tasks.render.trend import trend_svg
 from benchcert.tasks.render.dashboard import MARKER, SITE_CSP, OutputFolderError, build_site, make_server
-from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, checkpoint_key, checkpoint_table,
-                                                choose_method, load_runs, split_checkpoint, trend_table)
+from benchcert.tasks.render.run_records import (DEFAULT_METHODS, DashboardError, checkpoint_key, checkpoint_rows,
+                                                choose_method, load_runs, split_checkpoint, trend_rows)
 from benchcert.tasks.schemas import Interval, ModelSummary, ScoreSummary, Summary
 
 from conftest import SMALL_CSV, SMALL_MAP
@@ -170,16 +170,21 @@ def test_checkpoints_sort_naturally_with_the_family_id_first():
     assert sorted(labels, key=checkpoint_key) == [None, "final", "step-2000", "step-12000", "step-30000"]
 
 
-def test_trend_table_holds_every_run_value(arts):
+def _trend(runs, bench: str) -> list[dict]:
+    """``bench``'s trend rows as its page draws them: with the method of its latest run (load_runs: oldest first)."""
+    bruns = [r for r in runs if r.benchmark == bench]
+    return trend_rows(bruns, choose_method(bruns[-1]))
+
+
+def test_trend_rows_hold_every_run_value(arts):
     runs, problems = load_runs(arts)
     assert problems == []
-    t = trend_table(runs).filter(pl.col("benchmark") == "mmlu_pro")
-    assert t.height == sum(len(r) for r in RUNS) * 2
-    assert set(t["method"]) == {"clustered_subject"}  # the most defensible method present (DEFAULT_METHODS)
+    t = _trend(runs, "mmlu_pro")
+    assert len(t) == sum(len(r) for r in RUNS) * 2
+    assert {r["method"] for r in t} == {"clustered_subject"}  # the most defensible method present (DEFAULT_METHODS)
     for order, scores in enumerate(RUNS):
         for model, (mac, poo) in scores.items():
-            rows = {r["metric"]: r for r in t.filter((pl.col("run_order") == order) & (pl.col("model") == model))
-                    .iter_rows(named=True)}
+            rows = {r["metric"]: r for r in t if r["run_order"] == order and r["model"] == model}
             assert rows["macro"]["estimate"] == mac and rows["pooled"]["estimate"] == poo
             assert rows["macro"]["lower"] == pytest.approx(mac - 0.05)
             assert rows["macro"]["upper"] == pytest.approx(mac + 0.05)
@@ -187,12 +192,11 @@ def test_trend_table_holds_every_run_value(arts):
 
 
 def test_checkpoint_view_takes_each_checkpoint_from_its_latest_run(arts):
-    c = checkpoint_table(trend_table(load_runs(arts)[0])).filter(
-        (pl.col("benchmark") == "mmlu_pro") & (pl.col("metric") == "macro"))
-    assert c["model"].to_list() == ["org/m", "org/m@step-2000", "org/m@step-12000", "org/m@step-30000"]
-    assert c["estimate"].to_list() == [0.64, 0.41, 0.53, 0.57]  # runs 3, 2, 3, 3 of RUNS
-    assert c["run_order"].to_list() == [2, 1, 2, 2]
-    assert EVIL_MODEL not in c["model"].to_list()  # no '@': not a checkpoint family
+    c = [r for r in checkpoint_rows(_trend(load_runs(arts)[0], "mmlu_pro")) if r["metric"] == "macro"]
+    assert [r["model"] for r in c] == ["org/m", "org/m@step-2000", "org/m@step-12000", "org/m@step-30000"]
+    assert [r["estimate"] for r in c] == [0.64, 0.41, 0.53, 0.57]  # runs 3, 2, 3, 3 of RUNS
+    assert [r["run_order"] for r in c] == [2, 1, 2, 2]
+    assert EVIL_MODEL not in [r["model"] for r in c]  # no '@': not a checkpoint family
 
 
 def test_method_follows_the_latest_run_and_older_runs_show_points_only(tmp_path):
@@ -201,10 +205,11 @@ def test_method_follows_the_latest_run_and_older_runs_show_points_only(tmp_path)
     runs, _ = load_runs(root)
     assert choose_method(runs[-1]) == "hierarchical" and choose_method(runs[0]) == "clustered_subject"
     assert choose_method(runs[0], ("wilson",)) is None
-    t = trend_table(runs)
-    assert set(t["method"]) == {"hierarchical"}
-    assert t.filter(pl.col("run_order") < 2)["lower"].null_count() == t.filter(pl.col("run_order") < 2).height
-    assert t.filter(pl.col("run_order") == 2)["lower"].null_count() == 0
+    t = _trend(runs, "b")
+    assert {r["method"] for r in t} == {"hierarchical"}
+    assert {r["lower"] for r in t if r["run_order"] < 2} == {None}
+    assert None not in {r["lower"] for r in t if r["run_order"] == 2}
+    assert len([r for r in t if r["run_order"] < 2]) > 0 and len([r for r in t if r["run_order"] == 2]) > 0
 
 
 def test_trend_svg_places_points_by_value():

@@ -105,6 +105,35 @@ def test_a_child_failing_before_its_early_output_raises_there(forks):
             os.waitpid(pid, os.WNOHANG)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
+def test_a_failing_fork_raises_its_own_error_and_leaves_no_pipe_or_child(forks, monkeypatch):
+    """The fork's error (here EAGAIN: no process left) is what the caller sees, not a failure of a child forked
+    before it; the failing pass's pipes are closed and the children forked so far reaped."""
+    import errno
+
+    counted = os.fork
+    calls = []
+
+    def fork_once():
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable (planted)")
+        return counted()
+
+    monkeypatch.setattr(os, "fork", fork_once)
+
+    def work(share, signal):
+        raise ValueError("the first child failed (planted)")
+
+    open_fds = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError, match="planted") as failed:
+        fork_shares([0, 1, 2], work)
+    assert failed.value.errno == errno.EAGAIN and len(forks) == 1
+    assert set(os.listdir("/proc/self/fd")) == open_fds  # every pipe of both passes closed
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(forks[0], os.WNOHANG)
+
+
 def test_the_shares_balance_the_weights_with_the_parents_own_work():
     split = site_fork.shares([200] * 10, 2, 400)
     assert sorted(i for s in split for i in s) == list(range(10))
@@ -164,9 +193,8 @@ def test_processes_below_one_is_a_usage_error(arts, tmp_path):
         build_site(arts, tmp_path / "site", processes=0)
 
 
-def test_an_old_tree_whose_folders_fold_together_is_built_in_one_process(tmp_path, monkeypatch, forks):
-    """Which benchmark keeps its folder when two fold together (``Case/`` and ``case/``) only the whole build
-    decides: a split build that finds its shares chose otherwise is dropped and built in one process."""
+def _case_tree(tmp_path: Path, monkeypatch) -> Path:
+    """An old tree holding both ``Case/`` and ``case/`` (written before new capitalised names were hashed)."""
     from benchcert.tasks.artifacts import runs as artifacts
     from benchcert.tasks.artifacts.folders import safe_component
     from benchcert.tasks.artifacts.runs import new_run_id
@@ -177,15 +205,95 @@ def test_an_old_tree_whose_folders_fold_together_is_built_in_one_process(tmp_pat
         for b in ("Case", "case"):
             for _ in range(2):
                 _publish_one(arts, b, new_run_id())
+    return arts
+
+
+def _case_insensitive(monkeypatch) -> None:
+    """The site's benchmark folders made as on a case-insensitive disk (macOS, docs/artifacts.md): a new folder
+    whose name folds onto an entry already there is refused."""
+    real = dashboard._bench_folder
+
+    def bench_folder(site: Path, folder: str, in_place: bool) -> Path:
+        if not in_place and any(p.name.casefold() == folder.casefold() for p in site.iterdir()):
+            raise FileExistsError(f"[case-insensitive disk] {site / folder}")
+        return real(site, folder, in_place)
+
+    monkeypatch.setattr(dashboard, "_bench_folder", bench_folder)
+
+
+def _same_as_one_process(arts: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 1)
     one = build_site(arts, tmp_path / "one", now=NOW)
     monkeypatch.setattr(dashboard, "fork_workers", lambda n_runs, processes: 2)
     split = build_site(arts, tmp_path / "split", now=NOW)
-    assert len(forks) == 1  # the split was tried, then dropped
     got, want = _files(tmp_path / "split"), _files(tmp_path / "one")
-    assert (split.pages, split.runs) == (one.pages, one.runs) and sorted(got) == sorted(want)
-    assert [k for k in want if got[k] != want[k]] == []
+    assert (split.pages, split.runs, split.problems) == (one.pages, one.runs, one.problems)
+    assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
+    assert len([p for p in (tmp_path / "one").iterdir() if p.is_dir() and not p.name.startswith("_")]) == 2
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []  # nothing left aside
+
+
+def test_an_old_tree_whose_folders_fold_together_is_built_in_one_process(tmp_path, monkeypatch, forks):
+    """Which benchmark keeps its folder when two fold together (``Case/`` and ``case/``) only the whole build
+    decides: the listing says so before any fork, so shares never make both folders, which a case-insensitive
+    disk would refuse (the build raised FileExistsError there)."""
+    arts = _case_tree(tmp_path, monkeypatch)
+    _case_insensitive(monkeypatch)
+    _same_as_one_process(arts, tmp_path, monkeypatch)
+    assert forks == []  # not split at all
+
+
+def test_a_folder_reached_through_a_link_that_could_fold_onto_another_is_built_in_one_process(tmp_path, monkeypatch,
+                                                                                              forks):
+    """``case``'s own (hashed) folder is a link to ``Case/``: its runs resolve into ``Case/``, which is not its own,
+    so its site folder is chosen by name (``case``, or hashed where ``Case`` took it): the entries' folders do not
+    fold together, the two plain names do."""
+    from benchcert.tasks.artifacts import runs as artifacts
+    from benchcert.tasks.artifacts.folders import hashed_folder, safe_component
+    from benchcert.tasks.artifacts.runs import new_run_id
+
+    arts = tmp_path / "arts"
+    for b in ("Case", "case"):
+        with monkeypatch.context() as m:
+            if b == "Case":  # an earlier version's plain folder; ``case``'s then hashed, as it folds onto it
+                m.setattr(artifacts, "benchmark_folder", lambda root, name: safe_component(name))
+            for _ in range(2):
+                _publish_one(arts, b, new_run_id())
+    link = arts / hashed_folder("case")
+    assert sorted(p.name for p in arts.iterdir() if p.is_dir()) == sorted(["Case", link.name])
+    for run in link.iterdir():
+        run.rename(arts / "Case" / run.name)
+    link.rmdir()
+    link.symlink_to("Case")
+    _case_insensitive(monkeypatch)
+    _same_as_one_process(arts, tmp_path, monkeypatch)
+    assert forks == []
+
+
+def test_the_listing_splits_only_where_no_two_benchmarks_can_meet_in_a_folder(tmp_path):
+    from benchcert.tasks.artifacts.folders import hashed_folder
+    from benchcert.tasks.render.run_records import Listing
+
+    def safe(*entries) -> bool:
+        return dashboard._folders_split_safely(Listing(tmp_path, tmp_path / "index.json", list(entries)))
+
+    def e(bench, folder):
+        return {"benchmark": bench, "dir": folder, "runs": []}
+
+    assert safe(e("mmlu", "mmlu"), e("Gsm8k", hashed_folder("Gsm8k")), e("mmlu", "mmlu"), {"dir": "x"}, "junk")
+    assert not safe(e("Case", "Case"), e("case", "case"))  # an old tree's two plain folders
+    assert not safe(e("Case", "Case"), e("case", hashed_folder("case")))  # the plain names fold together
+    assert not safe(e("mmlu", "elsewhere"), e("arc", "arc"))  # not its own folder
+    assert safe(e("Case", hashed_folder("Case")), e("arc", "arc"))
+
+
+def test_shares_that_chose_folders_other_than_the_whole_builds_are_dropped(tmp_path, monkeypatch, forks):
+    """Behind the listing's check, the split still compares its shares' folders with the whole build's choice
+    and builds in one process when they differ (on a case-sensitive disk, where both folders could be made)."""
+    arts = _case_tree(tmp_path, monkeypatch)
+    monkeypatch.setattr(dashboard, "_folders_split_safely", lambda listing: True)
+    _same_as_one_process(arts, tmp_path, monkeypatch)
+    assert len(forks) == 1  # the split was tried, then dropped
 
 
 def _publish_one(root: Path, bench: str, run_id: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from benchcert.tasks.render.dashboard import build_site
-from benchcert.tasks.render.run_records import choose_method, load_runs, method_label, trend_table
+from benchcert.tasks.render.run_records import choose_method, load_runs, method_label, trend_rows
 from benchcert.tasks.schemas import Headline, Interval, ModelSummary, ScoreSummary, Summary
 
 from run_support import stage_and_publish
@@ -43,12 +43,12 @@ def test_dashboard_draws_the_headline_and_names_its_question(tmp_path):
     latest = runs[-1]
     assert choose_method(latest) == "headline" and choose_method(runs[0]) == "hierarchical"
     assert method_label(latest, "headline") == "headline: these subjects"
-    trends = trend_table(runs)
+    trends = {(r["run_id"], r["model"], r["metric"]): r for r in trend_rows(runs, choose_method(latest))}
     # the latest run's headline; the older run's hierarchical interval (its headline then)
-    new = trends.filter((pl.col("run_id") == latest.run_id) & (pl.col("model") == "m2") & (pl.col("metric") == "macro"))
-    assert new["lower"][0] == 0.7 - 0.02 and new["upper"][0] == 0.7 + 0.02
-    old = trends.filter((pl.col("run_id") == runs[0].run_id) & (pl.col("model") == "m2") & (pl.col("metric") == "macro"))
-    assert (old["lower"][0], old["upper"][0]) == (0.0, 1.0)
+    new = trends[(latest.run_id, "m2", "macro")]
+    assert new["lower"] == 0.7 - 0.02 and new["upper"] == 0.7 + 0.02
+    old = trends[(runs[0].run_id, "m2", "macro")]
+    assert (old["lower"], old["upper"]) == (0.0, 1.0)
     out = tmp_path / "site"
     build_site(arts, out)
     bench = (out / "code" / "index.html").read_text()
