@@ -121,12 +121,23 @@ def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
     assert v.first_method == "store_weighted_batches" and v.gap == pytest.approx(0.10) and MAX_WAIT > 1
     assert v.verdict == "inconclusive" and (v.cs_lower, v.cs_upper) == (-1.0, 1.0) and v.log_e_improved == 0
     assert any("600 of 600 items wait" in a for a in v.assumptions), v.assumptions
+    # what it says is what it does (reviewer of #36): the warning names the waiting, not the pooled split; no
+    # assumption says a look's items must represent the store or that late subjects are left out; the null is the
+    # store's gap, not the pooled test's "every item"; 0 items bet on so far, of 600 in the ledger
+    text = " ".join(v.warnings + v.assumptions)
+    assert "then also bets on all items" not in text and "are left out" not in text, text
+    assert "E[D_i | earlier items] <= 0 for every item" not in text
+    assert "the null of the 'improved' claim is that the store's item-weighted gap" in text
+    assert any("holds the items back until the items waiting cover every subject" in w for w in v.warnings)
+    assert (v.n_sequential, v.n_sequential_units) == (600, 0)
     late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
     _ingest(db, tmp_path / "b3.csv", late)
     v2 = checkpoint_verdict(db, "bench", BASE, CAND)
     every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.025)
     assert v2.log_e_improved == pytest.approx(every.log_e_improved[-1])
     assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
+    assert (v2.n_sequential, v2.n_sequential_units) == (800, 800)
+    assert not any("items wait to be bet on" in a for a in v2.assumptions)
 
 
 def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypatch):
@@ -144,6 +155,10 @@ def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypa
     assert v.first_method == "stratified_store_weights" and v.gap == pytest.approx(0.10)
     assert v.verdict == "inconclusive" and v.cs_lower < 0 < v.cs_upper
     assert any("25.0% of the benchmark's items are in subjects with no item shared" in a for a in v.assumptions)
+    # its texts are the pooled test's, as recorded then
+    assert any("then also bets on all items" in w for w in v.warnings), v.warnings
+    assert any("are left out" in a for a in v.assumptions) and any("E[D_i | earlier items] <= 0" in a
+                                                                   for a in v.assumptions)
     # half the betting level on the first look's subjects at the worst-case margin (1/3), its interval on the
     # store's scale (shrunk by 3/4, widened by 1/4); the other half waits for every subject to be shared
     seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.0125, margin=1 / 3)
