@@ -106,6 +106,16 @@ def test_interval_says_what_the_verdict_says_under_unequal_sharing():
         assert np.all(r.lower <= r.upper) and np.all(np.diff(r.lower) >= 0) and np.all(np.diff(r.upper) <= 0)
         assert np.array_equal(np.maximum.accumulate(r.log_e_improved >= thr), r.lower > 0), gap_a
         assert np.array_equal(np.maximum.accumulate(r.log_e_regressed >= thr), r.upper < 0), gap_a
+        # sharply: at a threshold just below the largest log K+(0) over the looks the interval excludes 0, just
+        # above it it does not (the interval is inverted from the same capital the e-value reads; nothing forces it)
+        for side, bound in (("log_e_improved", "lower"), ("log_e_regressed", "upper")):
+            top = float(np.max(getattr(r, side)))
+            if top < 1.0:
+                continue
+            for eps, excludes in ((-1e-3, True), (1e-3, False)):
+                rr = store_weighted_batches(d, subj, look, store, alpha=2.0 * np.exp(-(top + eps)))
+                got = rr.lower[-1] > 0 if bound == "lower" else rr.upper[-1] < 0
+                assert got == excludes, (gap_a, side, eps, getattr(rr, bound)[-1])
 
 
 def test_a_batch_bet_on_for_neither_side_is_not_counted_as_bet_on():
