@@ -19,7 +19,8 @@ batches' compositions and the outcomes of the items already bet on, and Ville's 
 its supremum over every look whatever the looks' timing; it costs only the delay. Without it a
 subject absent from a look (random arrival, a subject entering late) would put that look's bets at
 its worst case: 30 looks of random arrival, 91 subjects, a 2-point gap: 1.5% power look by look
-against 55.5% with the waiting (200 runs each; pooled 57.5%, tests/recorded_sim.py).
+against 55.5% with the waiting (200 runs each; pooled 57.5%; measured while building it, not reproducible by
+tests/recorded_sim.py, which runs the waiting version only).
 
 **Batch b.** Of its :math:`n_b` items, :math:`n_{s,b}` are subject s's; :math:`P_b` the subjects
 with one, :math:`w_{0,b} = 1 - \sum_{s\in P_b} N_s/N` the store weight of the others,

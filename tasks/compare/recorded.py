@@ -7,9 +7,10 @@
 * ``items`` (``store_weighted_batches``): the first look by the stratified test of the store's
   item-weighted gap at alpha x first-look share (the power of ``compare``'s fixed-sample test; a
   subject with no shared item counts at the worst case); every look by the betting test of the
-  store's gap at the rest of alpha, each look's new items reweighted to the store
-  (:func:`items_anytime`; a subject with no new item at a look counted at the worst case for that
-  look's bets, or the look not bet on), so the claim and its anytime interval are about the whole
+  store's gap at the rest of alpha, the items bet on in batches reweighted to the store
+  (:func:`items_anytime`; a look's new items wait until the items waiting cover every subject not yet
+  fully shared, at most :data:`~benchcert.stats.store_batches.MAX_WAIT` looks; a subject still
+  missing from a batch counted at the worst case for its bets, or the batch not bet on), so the claim and its anytime interval are about the whole
   benchmark's items however unequally the subjects were shared;
 * ``items`` asked first before that (``stratified_store_weights``): the same first look; the betting
   test on the pooled items (when every subject was shared at the first look), else two betting tests
@@ -46,7 +47,7 @@ from benchcert.tasks.finite import finite_or_none as _num
 __all__ = ["ASSUMES", "V2_METHODS", "POOLED_ITEMS", "SINCE_36", "AssumeError", "items_anytime", "scheme", "items_first",
            "store_weighted_bets", "deciding_interval",
            "absent_weight", "on_store_scale",
-           "store_estimand", "subjects_test", "subject_units", "spend"]
+           "store_estimand", "store_grew", "late_subjects", "subjects_test", "subject_units", "spend"]
 
 #: ``--assume`` choices: what the new-subjects test may assume about the subject gaps.
 ASSUMES = ("none", "symmetric")
@@ -94,6 +95,21 @@ def scheme(looks: pl.DataFrame, question: str, assume: str) -> str | None:
         raise AssumeError("this question was recorded before --assume existed (its tests assume nothing of the "
                           "subject gaps); continue it without --assume, or ask on a fresh store")
     return None
+
+
+def late_subjects(looks: pl.DataFrame) -> str:
+    """How the items question's betting test counts the subjects not shared at its first look, in words, by the
+    question's recorded (or, on a first look, new) method; "" for a question recorded before #36 (which leaves
+    them out)."""
+    first = (looks.row(0, named=True).get("first_method") or "") if looks.height else V2_METHODS[("items", "none")]
+    if first not in SINCE_36:
+        return ""
+    if first == POOLED_ITEMS:
+        return "the betting test counts them so until every subject of the store has a shared item, then also bets " \
+               "on all items"
+    return (f"the betting test holds the items back until the items waiting cover every subject of the store not yet "
+            f"fully shared (at most {MAX_WAIT} looks), then bets on them as one batch reweighted to the store, a "
+            "subject still missing counted at the worst case or the batch not bet on")
 
 
 #: Below this many effectively nonzero differences, weighted as the estimate weighs them
@@ -155,12 +171,30 @@ def store_estimand(store_counts: np.ndarray, method: str = V2_METHODS[("items", 
     n, k = int(store_counts.sum()), int((store_counts > 0).sum())
     text = (f"item-weighted mean gap over the benchmark's {n} items in the store ({k} subjects as fixed strata, each "
             "weighted by its items in the store, not by what has arrived)")
-    how = ("each look's new items reweighted to the store, a subject with no new item at a look at the worst case "
-           "for that look's bets" if method != POOLED_ITEMS else
+    how = (f"the items bet on in batches reweighted to the store: a look's new items wait until the items waiting "
+           f"cover every subject not yet fully shared (at most {MAX_WAIT} looks), a subject still missing from a "
+           "batch at the worst case for its bets or the batch not bet on" if method != POOLED_ITEMS else
            "subjects with no item shared at the first look at the worst case until every subject has one")
     return {"estimand": text, "estimand_note": f"estimand: {text}; the first-look test, the betting test and the "
             f"anytime interval are about it ({how}); this look's fixed-sample gap and interval are over every shared "
             "item"}
+
+
+def store_grew(looks: pl.DataFrame, store_counts: np.ndarray | None, method: str | None) -> list[str]:
+    """The warning when an items question's store differs in number of items from its first look's (``method``
+    ``store_weighted_batches``, with subjects; else none: ``store_weighted_batches`` weighs every batch by the store's counts at this look; its guarantee is for counts
+    fixed from the first look). The first look recorded its shared and one-model items, not the counts per subject:
+    a change that keeps the total goes unseen."""
+    if not looks.height or store_counts is None or method != V2_METHODS[("items", "none")]:
+        return []
+    row = looks.row(0, named=True)
+    parts = [row.get(k) for k in ("n_shared", "n_only_baseline", "n_only_candidate")]
+    if any(p is None for p in parts) or int(sum(parts)) == int(store_counts.sum()):
+        return []
+    return [f"the store holds {int(store_counts.sum())} items either model answered, {int(sum(parts))} at this "
+            "question's first look: the estimand's weights N_s / N are the store's at each look, so every batch "
+            "already bet on is reweighted to the new counts; the anytime guarantee is for counts fixed since the "
+            "first look (ask about the grown store as a question of its own to keep it)"]
 
 
 def on_store_scale(seq, w0: float):

@@ -446,7 +446,8 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
                               first_look_share=share)
     anytime = _anytime_fields(seq, nv)
-    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
+    moved = (_moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
+             + v2.store_grew(history.looks, sc.store_counts, method))
     out = CheckpointVerdict(
         benchmark=m.benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
         recorded=bool(record), recorded_at=now.isoformat() + "Z", alpha=settings.alpha,
@@ -511,10 +512,7 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     if primary is None:
         primary = _asked_primary(question, sc)
     if primary == "stratified_items":
-        first = (history.looks.row(0, named=True).get("first_method") or "") if history.looks.height else \
-            v2.V2_METHODS[("items", "none")]
-        keep = "" if first not in v2.SINCE_36 else "pooled" if first == v2.POOLED_ITEMS else "batches"
-        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=keep)
+        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=v2.late_subjects(history.looks))
     if primary == "clustered_subject":
         answered = ~np.isnan(sc.a) | ~np.isnan(sc.b)
         uncovered = np.setdiff1d(np.unique(sc.subjects[answered]), np.unique(sc.subjects[sc.shared])).size
@@ -534,9 +532,9 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: st
     shared at a later look is a stratum the question never sampled, not more of the same items
     (betting on its items as if they were raised false alarms far above alpha when subjects'
     gaps differ and arrive subject by subject; tests/stats/test_verdicts_items_arrival.py).
-    ``keep`` (questions first recorded since #36: ``"batches"`` for ``store_weighted_batches``, ``"pooled"`` for
-    ``stratified_store_weights``): their items stay; the verdict's own tests
-    (:mod:`benchcert.tasks.compare.recorded`) handle them, as the warning says.
+    ``keep`` (questions first recorded since #36: how their betting test counts such subjects,
+    :func:`benchcert.tasks.compare.recorded.late_subjects`): their items stay; the verdict's own tests
+    (:mod:`benchcert.tasks.compare.recorded`) handle them.
     """
     if ledger.height:
         first_ids = set(ledger.filter(pl.col("look") == 1)["item_id"].to_list())
@@ -545,13 +543,8 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: st
         strata = np.unique(sc.subjects[sc.shared])
     outside = ~np.isin(sc.subjects, strata) & (~np.isnan(sc.a) | ~np.isnan(sc.b))
     if outside.any() and keep:
-        how = ("the betting test counts them so until every subject of the store has a shared item, then also "
-               "bets on all items" if keep == "pooled" else
-               "the betting test holds the items back until the items waiting cover every subject of the store "
-               f"not yet fully shared (at most {v2.MAX_WAIT} looks), then bets on them as one batch reweighted to "
-               "the store, a subject still missing counted at the worst case or the batch not bet on")
         caught.append(f"{int(np.unique(sc.subjects[outside]).size)} subject(s) were not shared at this question's "
-                      f"first look: its first look counted them at the worst case; {how}")
+                      f"first look: its first look counted them at the worst case; {keep}")
     elif outside.any():
         n_out = int(np.unique(sc.subjects[outside]).size)
         caught.append(f"{n_out} subject(s) ({int((outside & sc.shared).sum())} shared item(s)) were not shared at "

@@ -140,6 +140,21 @@ def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
     assert not any("items wait to be bet on" in a for a in v2.assumptions)
 
 
+def test_a_store_grown_since_the_first_look_is_said(tmp_path):
+    # store_weighted_batches weighs every batch by the store's counts at the look: more items in the store since the
+    # first look reweight the batches already bet on, which its guarantee (fixed counts) does not cover - said
+    db = tmp_path / "g.duckdb"
+    _ingest(db, tmp_path / "g.csv", _rows(3, [200] * 3, [20, 20, 20]))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert not any("the store holds" in w for w in v.warnings), v.warnings
+    v = checkpoint_verdict(db, "bench", BASE, CAND)  # nothing new: the same store
+    assert not any("the store holds" in w for w in v.warnings), v.warnings
+    _ingest(db, tmp_path / "g2.csv", _rows(3, [50] * 3, [5, 5, 5], start=200))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert any("the store holds 750 items either model answered, 600 at this question's first look" in w
+               for w in v.warnings), v.warnings
+
+
 def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypatch):
     # a question first asked while the items question's method was stratified_store_weights (its anytime part pooled
     # the items: one test when every subject was shared at look 1, else two at half the level) keeps that path
