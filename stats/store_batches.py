@@ -138,6 +138,21 @@ def _batches_iv(d, subjects, looks, store_counts, alpha, n_looks, lambdas):
     return x, g.astype(np.int64), lk.astype(np.int64), nc, alpha, int(t), lam
 
 
+def _bets_iv(d, subjects, store_counts, strata=None):
+    nc = np.asarray(store_counts, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(nc)) or np.any(nc < 0):
+        raise ValueError(f"store_counts must be finite counts >= 0; got {nc!r}")
+    out = [np.asarray(d, dtype=float).reshape(-1), np.asarray(subjects).reshape(-1), nc]
+    if strata is not None:
+        out.append(np.asarray(strata, dtype=np.int64).reshape(-1) if np.size(strata) == 0 else np.asarray(strata))
+    for name, codes in (("subjects", out[1]),) + ((("strata", out[3]),) if strata is not None else ()):
+        if codes.size and (not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() >= nc.size):
+            raise ValueError(f"{name} must be integer codes in [0, {nc.size}) indexing store_counts; got {codes!r}")
+    if out[0].shape != out[1].shape or not np.all(np.abs(out[0]) <= 1):
+        raise ValueError(f"d must lie in [-1, 1], one per subject code; got {out[0].size} and {out[1].size}")
+    return tuple(out)
+
+
 def store_weighted_bets(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray) -> tuple[np.ndarray, float]:
     r"""The shared items' differences reweighted to the store, and the factor R that scales them into [-1, 1].
 
@@ -159,8 +174,9 @@ def store_weighted_bets(d: np.ndarray, subjects: np.ndarray, store_counts: np.nd
     Markov's inequality gives the level. It is an e-value at that n, not a supermartingale item by item (an
     item's expectation :math:`\theta_s r_s / R` can be positive under the null) - the first look is a one-shot
     test. With every subject shared in proportion to its store size R = 1 and these are the pooled bets; the
-    price of unequal sharing is the scale 1 / R of the bets.
+    price of unequal sharing is the scale 1 / R of the bets. :func:`store_weighted_batches` bets each batch so.
     """
+    d, subjects, store_counts = _bets_iv(d, subjects, store_counts)
     n_s = np.bincount(subjects, minlength=store_counts.size).astype(float)
     present = n_s > 0
     w = np.where(present, store_counts, 0.0)
@@ -178,6 +194,7 @@ def absent_weight(store_counts: np.ndarray, strata: np.ndarray) -> tuple[float, 
     With :math:`\\theta = (1 - w_0)\\theta_1 + w_0\\theta_0` and :math:`\\theta_0 \\le 1`, "theta <= 0"
     implies :math:`\\theta_1 \\le w_0/(1 - w_0)`: the betting test on the strata's items tests that.
     """
+    store_counts, strata = _bets_iv(np.zeros(0), np.zeros(0, dtype=np.int64), store_counts, strata)[2:]
     total = float(store_counts.sum())
     w0 = 1.0 - float(store_counts[strata].sum()) / total if total > 0 else 0.0
     w0 = max(0.0, w0)
