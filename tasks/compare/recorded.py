@@ -10,8 +10,9 @@
   store's gap at the rest of alpha, the items bet on in batches reweighted to the store
   (:func:`items_anytime`; a look's new items wait until the items waiting cover every subject not yet
   fully shared, at most :data:`~benchcert.stats.store_batches.MAX_WAIT` looks; a subject still
-  missing from a batch counted at the worst case for its bets, or the batch not bet on), so the claim and its anytime interval are about the whole
-  benchmark's items however unequally the subjects were shared;
+  missing from a batch counted at the worst case for its bets, or the batch not bet on), so the
+  claim and its anytime interval are about the whole benchmark's items however unequally the
+  subjects were shared;
 * ``items`` asked first before that (``stratified_store_weights``): the same first look; the betting
   test on the pooled items (when every subject was shared at the first look), else two betting tests
   at half that level each: one on the first look's subjects testing "gap <= w0 / (1 - w0)" on them,
@@ -182,9 +183,9 @@ def store_estimand(store_counts: np.ndarray, method: str = V2_METHODS[("items", 
 
 def store_grew(looks: pl.DataFrame, store_counts: np.ndarray | None, method: str | None) -> list[str]:
     """The warning when an items question's store differs in number of items from its first look's (``method``
-    ``store_weighted_batches``, with subjects; else none: ``store_weighted_batches`` weighs every batch by the store's counts at this look; its guarantee is for counts
-    fixed from the first look). The first look recorded its shared and one-model items, not the counts per subject:
-    a change that keeps the total goes unseen."""
+    ``store_weighted_batches``, with subjects; else none). That test weighs every batch by the store's counts at
+    this look; its guarantee is for counts fixed from the first look. The first look recorded its shared and
+    one-model items, not the counts per subject: a change that keeps the total goes unseen."""
     if not looks.height or store_counts is None or method != V2_METHODS[("items", "none")]:
         return []
     row = looks.row(0, named=True)

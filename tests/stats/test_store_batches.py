@@ -140,7 +140,8 @@ def test_the_bets_are_the_first_looks_helpers_batch_by_batch():
     assert recorded.store_weighted_bets is store_batches.store_weighted_bets
     assert recorded.absent_weight is store_batches.absent_weight
     x, big_r = store_batches.store_weighted_bets(np.array([1.0, -1.0, 1.0]), np.array([0, 0, 1]), np.array([4.0, 4.0]))
-    assert big_r == 1.5 and x.tolist() == [0.5, -0.5, 1.0]  # r = (0.75, 1.5): subject 1 half the store, a third of the items
+    # r = (0.75, 1.5): subject 1 is half the store and a third of the items
+    assert big_r == 1.5 and x.tolist() == [0.5, -0.5, 1.0]
     assert store_batches.absent_weight(np.array([3.0, 1.0]), np.array([0])) == (0.25, 1 / 3)
     with pytest.raises(ValueError, match="subjects must be integer codes"):
         store_batches.store_weighted_bets(np.array([1.0]), np.array([2]), np.array([4.0, 4.0]))
