@@ -106,7 +106,7 @@ def test_items_first_look_with_unequal_sharing_tests_the_store_gap(tmp_path):
     assert v.first_upper == pytest.approx(min(1.0, big_r * ref.upper[-1]))
 
 
-def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
+def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path, capsys):
     # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's items) can carry
     # any gap. The first look's test counts it at the worst case; the anytime part (store_weighted_batches) holds
     # the first look's items back until the 4th subject is shared (at most MAX_WAIT looks), then bets on all 800 as
@@ -130,9 +130,13 @@ def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
     assert "the null of the 'improved' claim is that the store's item-weighted gap" in text
     assert any("holds the items back until the items waiting cover every subject" in w for w in v.warnings)
     assert (v.n_sequential, v.n_sequential_units) == (600, 0)
+    from store_support import cli
+
+    code, out, _ = cli(capsys, "compare", BASE, CAND, "--db", db, "--benchmark", "bench", "--record")
+    assert code == 0 and "0 in the sequential test (600 of the 600 shared so far not bet on: waiting" in out, out
     late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
     _ingest(db, tmp_path / "b3.csv", late)
-    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)  # look 3 (the CLI recorded look 2, adding nothing)
     every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.025)
     assert v2.log_e_improved == pytest.approx(every.log_e_improved[-1])
     assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
