@@ -76,7 +76,8 @@ waiting, and for a batch that still misses subjects its margin or no bet at all.
 
 The weights :math:`N_s` are the store's at the look (the estimand's); a store whose subjects grow
 between looks reweights every batch, which the guarantee does not cover (it is for fixed
-:math:`N_s`).
+:math:`N_s`; the recorded verdict warns when the store's item count differs from its first look's,
+:func:`benchcert.tasks.compare.recorded.store_grew`).
 """
 
 from __future__ import annotations
