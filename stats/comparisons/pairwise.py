@@ -25,8 +25,8 @@ DENSE_PAIR_BYTES = 512 * 2**20
 BLOCK_PAIR_BYTES = 128 * 2**20
 
 
-def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, primary):
-    alpha = check_alpha(alpha)  # mde_alpha: check_mde_alpha, by the caller
+def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, primary, mde_alpha):
+    alpha, mde_alpha = check_alpha(alpha), check_mde_alpha(mde_alpha)
     power = check_power(power)
     s = check_scores(scores, "scores", ndim=2, allow_nan=True)
     k = s.shape[1]
@@ -35,7 +35,7 @@ def _pairwise_comparisons_iv(scores, subjects, pairs, baseline, alpha, power, pr
     codes = None if subjects is None else check_codes(subjects, "subjects", length=s.shape[0])
     primary = _check_primary(primary, codes is not None, None if codes is None else int(np.unique(codes).size))
     pa, pb = _check_pairs(pairs, baseline, k)
-    return s, codes, pa, pb, alpha, power, primary
+    return s, codes, pa, pb, alpha, power, primary, mde_alpha
 
 
 def _check_pairs(pairs, baseline, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,15 +128,15 @@ def pairwise_comparisons(scores, subjects=None, *, pairs=None, baseline=None, al
     the statistics kept per subject and pair are O(C P) dense, O(C B^2) in blocks of B models.
     The Gram products run with one BLAS thread (stats/_blas.py).
     """
-    s, codes, pa, pb, alpha, power, primary = _pairwise_comparisons_iv(scores, subjects, pairs, baseline,
-                                                                       alpha, power, primary)
+    s, codes, pa, pb, alpha, power, primary, mde_alpha = _pairwise_comparisons_iv(
+        scores, subjects, pairs, baseline, alpha, power, primary, mde_alpha)
     n_col, total_col, binary_col = column_sums(s)  # one pass: answered, sums (column_stats' first), 0/1
     all_binary = bool(binary_col[pa].all() and binary_col[pb].all())
     c = 1 if codes is None else int(np.unique(codes).size)
     runner = _BLOCK_RUNNER.get()
     block_models = _choose_block_models(block_models, runner, all_binary, pa.size, s.shape[1], c)
     settings = ComparisonSettings(alpha=alpha, power=power, primary=primary, all_binary=all_binary,
-                                  family_size=int(pa.size), mde_alpha=check_mde_alpha(mde_alpha))
+                                  family_size=int(pa.size), mde_alpha=mde_alpha)
     with loop_blas_threads():  # one small Gram product per subject: threads only add overhead
         if block_models >= s.shape[1] and runner is None:
             return _pairwise_core(s, codes, pa, pb, settings, binary_col=binary_col, colsums=(n_col, total_col))

@@ -66,36 +66,49 @@ def _fit_gap(gap_at, g):
     return u / (1.0 - np.abs(u)), up
 
 
-def score_test_items_needed(n_b_wins, n_a_wins, n, gap, *, alpha, power):
-    r"""Items the pooled score test on 0/1 scores needs to detect a gap of size ``|gap|`` with ``power``.
+def _direction(need, gap, both):
+    """Per pair, the items of the gap's own direction (row 0 for a gap >= 0, row 1 below 0), or with ``both``
+    the larger of the two directions' (what an MDE, the smallest gap detected either way, is)."""
+    return need.max(axis=0) if both else np.where(gap < 0, need[1], need[0])
+
+
+def score_test_items_needed(n_b_wins, n_a_wins, n, gap, *, alpha, power, both_directions=False):
+    r"""Items the pooled score test on 0/1 scores needs to detect a gap ``gap`` (signed) with ``power``.
 
     Parameters
     ----------
     n_b_wins, n_a_wins, n : array_like, shape (P,)
         Per pair, the items only B got right, only A got right, and shared items (pooled over subjects).
     gap : array_like, shape (P,)
-        The gap to resolve (its size is used).
+        The gap to resolve, signed (B's share minus A's): the design held, the direction matters (near the
+        ceiling a gap against the side with more wins needs far more items).
     alpha, power : float, keyword-only
         The two-sided level of the test that decides and the power wanted (checked by the caller).
+    both_directions : bool, keyword-only
+        False (default): the items to detect ``gap`` in its own direction (a gap of 0 counts as upwards). True:
+        the items to detect ``|gap|`` in either direction, the larger number (the MDE's inverse: at that N the
+        MDE, the larger direction's, is at most ``|gap|``).
 
     Returns
     -------
     ndarray, shape (P,)
         The smallest total N (items, the present ones included) at which
-        :func:`~benchcert.stats.comparisons.score_mde.score_test_mde` with the shares held is at most
-        ``|gap|``; inf where no N up to :data:`MAX_ITEMS` is (a gap of 0).
+        The smallest total N (items, the present ones included) at which the score test, the shares held,
+        detects ``gap`` with ``power`` (with ``both_directions``: at which
+        :func:`~benchcert.stats.comparisons.score_mde.score_test_mde` is at most ``|gap|``); inf where no N up
+        to :data:`MAX_ITEMS` does (a gap of 0).
 
     Notes
     -----
     :func:`score_test_mde`'s power: at the gap's constrained fit :math:`(x_1, y_1)` (Tango 1998, eq. 3-5, the
     nearest multinomial to the observed shares with :math:`x_1 - y_1 = \pm|\delta|`, which does not depend on
     N), Nam (1997)'s power with the delta method's variance, :math:`P(N)`, rises with N; the answer is the
-    smallest N with :math:`P(N) \ge` ``power`` in both directions (the MDE is the larger direction's), found
-    by bisection in log N. So the MDE at that N, the shares held, is at most the gap (tested).
+    smallest N with :math:`P(N) \ge` ``power`` in the gap's direction (or in both, the MDE being the larger
+    direction's), found by bisection in log N. So the MDE at that N, the shares held, is at most the gap (tested).
     """
     nb, na, nn, g = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=float)) for v in
                                           (n_b_wins, n_a_wins, n, gap)))
-    g = np.abs(g)
+    signed, g = g, np.abs(g)
     safe = np.where(nn > 0, nn, 1.0)
     beta, gamma = nb / safe, na / safe
     mu = np.clip(1.0 - beta - gamma, 0.0, 1.0)
@@ -105,26 +118,28 @@ def score_test_items_needed(n_b_wins, n_a_wins, n, gap, *, alpha, power):
         x, y = _nearest(beta, gamma, mu, t)
     need = _smallest_n(lambda m: _score_power(x, y, m, z), power)
     need = np.where(np.abs(x - y - up * g) <= GAP_TOL, need, np.inf)
-    return np.where((g > 0) & (nn > 0), need.max(axis=0), np.inf)
+    return np.where((g > 0) & (nn > 0), _direction(need, signed, both_directions), np.inf)
 
 
-def bounded_score_test_items_needed(d_items, gap, *, alpha, power):
-    r"""Items the bounded score test (fractional scores) needs to detect a gap of size ``|gap|`` with ``power``.
+def bounded_score_test_items_needed(d_items, gap, *, alpha, power, both_directions=False):
+    r"""Items the bounded score test (fractional scores) needs to detect a gap ``gap`` (signed) with ``power``.
 
     Parameters
     ----------
     d_items : sequence of ndarray
         Per pair, the differences D_i = b_i - a_i in [-1, 1] of its shared items.
     gap : array_like, shape (P,)
-        The gap to resolve (its size is used).
-    alpha, power : float, keyword-only
+        The gap to resolve, signed (the mean of D).
+    alpha, power, both_directions : keyword-only
         As :func:`score_test_items_needed`.
 
     Returns
     -------
     ndarray, shape (P,)
-        The smallest total N at which :func:`~benchcert.stats.comparisons.score_mde.bounded_score_test_mde` with
-        the atoms of the differences and their shares held is at most ``|gap|``; inf where none is.
+        The smallest total N at which the bounded score test, the atoms of the differences and their shares
+        held, detects ``gap`` with ``power`` (with ``both_directions``:
+        :func:`~benchcert.stats.comparisons.score_mde.bounded_score_test_mde` is at most ``|gap|``); inf where
+        none does.
 
     Notes
     -----
@@ -134,7 +149,8 @@ def bounded_score_test_items_needed(d_items, gap, *, alpha, power):
     bisection is in N alone.
     """
     v, p, _ = _atoms(d_items)
-    g = np.abs(np.broadcast_to(np.atleast_1d(np.asarray(gap, dtype=float)), (v.shape[0],)))
+    signed = np.broadcast_to(np.atleast_1d(np.asarray(gap, dtype=float)), (v.shape[0],))
+    g = np.abs(signed)
     z = float(ndtri(1.0 - alpha / 2.0))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         t, up = _fit_gap(lambda t: _alternative(v, p, t)[0], g)
@@ -142,7 +158,7 @@ def bounded_score_test_items_needed(d_items, gap, *, alpha, power):
         var0, moments = _null_variance(v1, p1), _moments(v1, p1)
     need = _smallest_n(lambda m: _bounded_power(mean, var1, var0, moments, m, z), power)
     need = np.where(np.abs(mean - up * g) <= GAP_TOL, need, np.inf)
-    return np.where(g > 0, need.max(axis=0), np.inf)
+    return np.where(g > 0, _direction(need, signed, both_directions), np.inf)
 
 
 _SCORE_MORE_ASSUMPTIONS = (

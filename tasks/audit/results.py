@@ -199,8 +199,8 @@ def summary_markdown(summary: Summary, run_dir: str) -> str:
 #: The verdict's numbers summary.json carries: the question it answers and its estimand come with the gap and
 #: interval, so a page shows them together (tasks/render/verdict_rows.py).
 VERDICT_DETAIL = ("look", "decided_by", "fixed_verdict", "gap", "lower", "upper", "p_value", "anytime_p", "mde",
-                  "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method", "question_key", "question",
-                  "estimand", "more_items", "first_look_share", "first_gap", "first_lower", "first_upper")
+                  "mde_alpha", "n_shared", "n_excluded", "cs_lower", "cs_upper", "alpha", "method", "question_key",
+                  "question", "estimand", "more_items", "first_look_share", "first_gap", "first_lower", "first_upper")
 
 
 def verdict_entry(v: dict) -> Verdict:

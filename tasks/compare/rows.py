@@ -142,9 +142,12 @@ class ComparisonRow(Mapping):
         return len(self.fields)
 
     def table_row(self) -> dict:
-        """The row's flat columns for :meth:`ComparisonResult.to_polars`."""
+        """The row's flat columns for :meth:`ComparisonResult.to_polars`: ``mde`` beside ``mde_alpha``, the two-sided
+        level it is stated at (the row's alpha, or a family's Bonferroni level; in a suite alpha / m, the level of
+        the suite's claim, while the row's own ``verdict`` is decided at alpha)."""
         iv = self.deciding_interval
         return {"candidate": self.candidate, "baseline": self.baseline, "gap": self.gap, "lower": iv.lower,
                 "upper": iv.upper, "interval_method": iv.method, "p_value": self.p_value,
-                "mde": finite_or_none(self.fields.get("mde")), "n_shared": self.n_shared,
+                "mde": finite_or_none(self.fields.get("mde")),
+                "mde_alpha": finite_or_none(self.fields.get("mde_alpha")), "n_shared": self.n_shared,
                 "n_excluded": self.fields.get("n_excluded"), "verdict": self.verdict}

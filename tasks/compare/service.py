@@ -175,13 +175,13 @@ class ComparisonResult(TableResult):
                        f"{[r.candidate for r in self.comparisons]}")
 
     def to_polars(self):
-        """One row per candidate: gap, the interval that decides (with its method), p-value, MDE,
-        shared and excluded items, verdict."""
+        """One row per candidate: gap, the interval that decides (with its method), p-value, MDE and the level it
+        is stated at (``mde_alpha``), shared and excluded items, verdict."""
         import polars as pl
 
         schema = {"candidate": pl.String, "baseline": pl.String, "gap": pl.Float64, "lower": pl.Float64,
                   "upper": pl.Float64, "interval_method": pl.String, "p_value": pl.Float64, "mde": pl.Float64,
-                  "n_shared": pl.Int64, "n_excluded": pl.Int64, "verdict": pl.String}
+                  "mde_alpha": pl.Float64, "n_shared": pl.Int64, "n_excluded": pl.Int64, "verdict": pl.String}
         return pl.DataFrame([r.table_row() for r in self.comparisons], schema=schema)
 
     def __str__(self) -> str:

@@ -174,6 +174,9 @@ class SuiteResult(TableResult):
         raise KeyError(benchmark)
 
     def to_polars(self):
+        """One row per benchmark: its weight, its comparison's columns (:meth:`ComparisonRow.table_row`), the
+        suite's claim and the Holm-adjusted p-values. A row's ``verdict`` is its own, decided at alpha; its ``mde``
+        is stated at ``mde_alpha`` = alpha / m, the level of the suite's claim (``suite_claim``) on that benchmark."""
         import polars as pl
 
         return pl.DataFrame([{"benchmark": ln.benchmark, "weight": ln.weight, **ln.row.table_row(),
@@ -316,7 +319,8 @@ def compare_suite(request: SuiteRequest) -> SuiteResult:
                                src["n_shared"] if items else src.get("n_subjects"),
                                src.gap, alpha=request.alpha / m, power=request.power,
                                unit="items" if items else "subjects", mde=src.get("mde"),
-                               mde_alpha=src.get("mde_alpha"), basis=fixed[j][1].bases[0] if items else None)
+                               mde_alpha=src.get("mde_alpha"), basis=fixed[j][1].bases[0] if items else None,
+                               recorded=request.record)
         asked = fixed[j][0]
         lines.append(BenchmarkLine(
             benchmark=b, weight=weights[j], row=row, suite_claim=claim, p_improved=float(fam.p_improved[j]),

@@ -411,7 +411,7 @@ def suite_view(doc: dict) -> VerdictView | None:
     look = doc.get("look")
     detail = {"gap": score.get("gap"), "lower": score.get("lower"), "upper": score.get("upper"),
               "question_key": "items", "method": score.get("method") or "suite score", "mde": score.get("mde"),
-              "more_items": score.get("more_items"), "look": look,
+              "alpha": score.get("alpha", doc.get("alpha")), "more_items": score.get("more_items"), "look": look,
               "decided_by": None if score.get("verdict") == "inconclusive" else "suite_score"}
     view = verdict_view({"kind": "suite", "model": doc["candidate"], "baseline": doc["baseline"],
                          "verdict": score.get("verdict"), "detail": detail}, f"suite {doc['suite']['name']}")

@@ -110,10 +110,23 @@ def _more_items_doc(doc: dict) -> str | None:
     if n is None:
         return str(doc["reason"]) if doc.get("reason") else None
     gap, power = _num(doc.get("observed_gap")), _num(doc.get("power"))
-    lower = "at least" if unit == "subjects" else "about"
+    lower = "at least" if doc.get("lower_bound", unit == "subjects") else "about"
     return (f"{lower} {n:,.0f} more {unit} (same design)"
             + (f" would resolve a {100 * gap:.2f}-point gap" if gap is not None else "")
             + (f" with {100 * power:g}% power" if power is not None else ""))
+
+
+def _mde_name(detail: dict) -> str:
+    """The MDE named with its level: ``mde_alpha`` where the row carries it (a family's Bonferroni level), else
+    the verdict's ``alpha``; a verdict recorded at a look (a checkpoint's, a recorded suite's) is decided by the
+    sequential tests, its MDE is the fixed-sample test's at that level."""
+    at = _num(detail.get("mde_alpha"))
+    if at is not None:
+        return f"MDE at level {at:.3g}"
+    at = _num(detail.get("alpha"))
+    if at is None:
+        return "MDE"
+    return ("fixed-sample " if detail.get("look") is not None else "") + f"MDE at level {at:.3g}"
 
 
 def _resolve(verdict: str, detail: dict) -> str:
@@ -131,9 +144,7 @@ def _resolve(verdict: str, detail: dict) -> str:
                     + " (80% power)")
     mde = _num(detail.get("mde"))
     if mde is not None:
-        at = _num(detail.get("mde_alpha"))
-        level = f" at level {at:.3g}" if at else ""
-        return f"not in this artifact; detectable now: {100 * mde:.2f} pp (MDE{level})"
+        return f"not in this artifact; detectable now: {100 * mde:.2f} pp ({_mde_name(detail)})"
     return "not in this artifact"
 
 

@@ -130,6 +130,12 @@ def test_one_pair_never_asks_more_items_for_the_mde_it_already_resolves(tmp_path
     assert additional_sample_size(t.se, 22, r.mde, alpha=0.05, power=0.8).more > 0  # what was printed
     doc = more_needed(t.se, 22, r.estimate, alpha=0.05, power=0.8, mde=r.mde, mde_alpha=0.05)
     assert doc["more_for_mde"] == 0 and "MDE shown" not in more_items_line("'m'", doc)
+    # a recorded verdict's number is the fixed-sample test's: a lower bound, and the line says so
+    rec = more_needed(t.se, 22, r.estimate, alpha=0.05, power=0.8, recorded=True,
+                      basis=DesignBasis("score", r.n_b_wins, r.n_a_wins))
+    assert rec["lower_bound"] and any("lower bound" in a for a in rec["assumptions"])
+    assert more_items_line("'m'", rec).startswith("'m': inconclusive; at least ")
+    assert not doc["lower_bound"] and more_items_line("'m'", doc).startswith("'m': inconclusive; about ")
     # a family's Bonferroni level still asks for the items the MDE needs there
     assert more_needed(t.se, 22, r.estimate, alpha=0.05 / 3, power=0.8, mde=r.mde, mde_alpha=0.05)["more_for_mde"] > 0
     # through compare: one candidate, 22 items (no subjects), inconclusive

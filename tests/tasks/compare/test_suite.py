@@ -101,7 +101,8 @@ def test_compare_suite_answers_and_rows(capsys, db):
                for ln in same)
     # at that level the MDE shown needs no more items (it is that level's); on 0/1 scores the score test's number
     assert all(ln["more_items_suite"] is None or (ln["more_items_suite"].get("more_for_mde", 0) == 0
-                                                  and ln["more_items_suite"]["method"] == "score_test_power")
+                                                  and ln["more_items_suite"]["method"] == "score_test_power"
+                                                  and not ln["more_items_suite"]["lower_bound"])
                for ln in same)
 
 
@@ -155,6 +156,10 @@ def test_suite_record_looks(capsys, db):
             # the anytime-valid p-values: a named benchmark's recorded verdict agrees with the suite's side
             if ln["suite_claim"] is not None:
                 assert ln["comparison"]["verdict"] == ln["suite_claim"]
+            # an open one's number is the fixed-sample test's; the recorded tests need more: a lower bound
+            elif ln["more_items_suite"] is not None:
+                more = ln["more_items_suite"]
+                assert more["lower_bound"] and any("lower bound" in a for a in more["assumptions"]), more
     from benchcert.tasks.compare.suite_record import suite_history
 
     hist = suite_history(db, "all", "base")
@@ -167,6 +172,10 @@ def test_python_api_suite(db):
     r = bc.Store(db).compare("cand", "base", suite=["better", "same1"])
     assert r.improved == ("better",) and not r.regressed_somewhere and r.line("same1").suite_claim is None
     assert r.to_polars().height == 2
+    # the MDE's level is a column: alpha / m, the suite claim's level, beside the row's own verdict at alpha
+    assert r.to_polars()["mde_alpha"].to_list() == [pytest.approx(0.05 / 2)] * 2
+    alone = bc.Store(db).compare("cand", "base", benchmark="same1").to_polars()
+    assert alone["mde_alpha"].to_list() == [0.05]
 
 
 def test_series_in_step_order(capsys, db, tmp_path):

@@ -82,3 +82,30 @@ def test_a_later_look_shows_the_first_looks_gap_beside_its_interval():
     view = verdict_view(_v("improved", gap=0.01, cs_lower=0.002, cs_upper=0.05, decided_by="anytime", look=3,
                            first_gap=0.13))
     assert (view.gap, view.lower) == ("+1.00 pp", 0.002)
+
+
+def test_the_mde_is_named_with_its_level():
+    """The MDE beside an open verdict names its level: the row's ``mde_alpha`` (a family's Bonferroni level), else
+    the verdict's alpha; a verdict recorded at a look is decided by the sequential tests, so its MDE is named as the
+    fixed-sample test's (review of issue #36)."""
+    from benchcert.tasks.audit.results import verdict_entry
+    from benchcert.tasks.render.site_views import suite_view
+
+    base = dict(gap=0.01, lower=-0.01, upper=0.03, mde=0.0312)
+    assert verdict_view(_v("inconclusive", **base, mde_alpha=0.0125, alpha=0.05)).resolve.endswith(
+        "3.12 pp (MDE at level 0.0125)")
+    assert verdict_view(_v("inconclusive", **base, alpha=0.05, look=2)).resolve.endswith(
+        "3.12 pp (fixed-sample MDE at level 0.05)")
+    # a recorded checkpoint verdict carries its alpha (and mde_alpha, when it has one) to the page
+    entry = verdict_entry({"candidate": "org/m@step-2", "baseline": "org/m", "verdict": "inconclusive", **base,
+                           "alpha": 0.05, "look": 1})
+    assert entry.detail["alpha"] == 0.05 and "mde_alpha" in entry.detail
+    shown = {"kind": entry.kind, "model": entry.model, "baseline": entry.baseline, "verdict": entry.verdict,
+             "detail": entry.detail}
+    assert verdict_view(shown).resolve.endswith("(fixed-sample MDE at level 0.05)")
+    # the suite score's row: its alpha beside its MDE
+    doc = {"candidate": "org/m@step-2", "baseline": "org/m", "suite": {"name": "core"}, "alpha": 0.05,
+           "score": {"gap": 0.01, "lower": -0.01, "upper": 0.03, "verdict": "inconclusive", "mde": 0.0312,
+                     "alpha": 0.05}}
+    view = suite_view(doc)
+    assert view is not None and view.resolve.endswith("3.12 pp (MDE at level 0.05)"), view
