@@ -562,7 +562,13 @@ def nightly_verdicts(first_p_value, first_estimate, sequential, *, alpha=0.05,
                           assumptions=(f"alpha {alpha:g} split: {a1:g} for the fixed-sample test at the first look, "
                                        f"{alpha - a1:g} for the betting test over every look (union bound)",
                                        "the fixed-sample test's own assumptions hold at the first look; the betting "
-                                       "test's over all looks") + _ASSUMPTIONS[:1])
+                                       "test's over all looks") + _null_of(seq))
+
+
+def _null_of(seq) -> tuple[str, ...]:
+    """The betting test's null in words: its own first assumption (the pooled test's when it states none)."""
+    own = tuple(getattr(seq, "assumptions", ()) or ())
+    return own[:1] or _ASSUMPTIONS[:1]
 
 
 # --------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ tests their mean instead: when a log shares a large subject barely and a small o
 3,000 items, 20 shared at -2 points; B 30 items, all shared and won; the store's gap -1 point) the
 pooled test claimed "improved" in 1,000 of 1,000 runs. :func:`store_weighted_batches` bets on the
 items batch by batch, each batch reweighted to the store as the first look's bets are
-(:func:`benchcert.tasks.compare.recorded.store_weighted_bets`).
+(:func:`store_weighted_bets`).
 
 **Batches** (:func:`settle_looks`). A look's new items wait, with the items still waiting, until
 together they cover every subject of the store that can still send an item (fewer items in the
@@ -19,7 +19,8 @@ batches' compositions and the outcomes of the items already bet on, and Ville's 
 its supremum over every look whatever the looks' timing; it costs only the delay. Without it a
 subject absent from a look (random arrival, a subject entering late) would put that look's bets at
 its worst case: 30 looks of random arrival, 91 subjects, a 2-point gap: 1.5% power look by look
-against 55.5% with the waiting (200 runs each; pooled 57.5%, tests/recorded_sim.py).
+against 55.5% with the waiting (200 runs each; pooled 57.5%; measured while building it, not reproducible by
+tests/recorded_sim.py, which runs the waiting version only).
 
 **Batch b.** Of its :math:`n_b` items, :math:`n_{s,b}` are subject s's; :math:`P_b` the subjects
 with one, :math:`w_{0,b} = 1 - \sum_{s\in P_b} N_s/N` the store weight of the others,
@@ -31,7 +32,7 @@ composition is independent of the outcomes, the batch mean of :math:`E x_i` is
 :math:`\theta = (1 - w_{0,b})\theta_{1,b} + w_{0,b}\theta_{0,b}` and :math:`\theta_{0,b} \ge -1`,
 ":math:`\theta \le \theta_0`" implies :math:`\theta_{1,b}/R_b \le m_b(\theta_0) =
 (\theta_0 + w_{0,b})/((1 - w_{0,b})R_b)` (the worst case for the absent subjects, as
-:func:`benchcert.tasks.compare.recorded.absent_weight`). For a bet :math:`\beta \in (0, 1/2]` and
+:func:`absent_weight`). For a bet :math:`\beta \in (0, 1/2]` and
 :math:`\bar m_b = \min(1, \max(-1, m_b))` every factor :math:`1 + \beta(x_i - \bar m_b) \ge 0`;
 the items are independent given the past, so :math:`E[\prod_{i \in B_b}(1 + \beta(x_i - \bar m_b))
 \mid \text{past}] = \prod_i(1 + \beta(E x_i - \bar m_b)) \le (1 + \beta(\theta_{1,b}/R_b - \bar
@@ -75,17 +76,19 @@ waiting, and for a batch that still misses subjects its margin or no bet at all.
 
 The weights :math:`N_s` are the store's at the look (the estimand's); a store whose subjects grow
 between looks reweights every batch, which the guarantee does not cover (it is for fixed
-:math:`N_s`).
+:math:`N_s`; the recorded verdict warns when the store's item count differs from its first look's,
+:func:`benchcert.tasks.compare.recorded.store_grew`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .sequential import SequentialResult, _bisect, _check_lambdas, _finish, _logmean
+from .sequential import _FLOOR, SequentialResult, _bisect, _check_lambdas, _finish, _logmean
 from .validation import check_alpha
 
-__all__ = ["METHOD", "MAX_WAIT", "ASSUMPTIONS", "settle_looks", "store_weighted_batches"]
+__all__ = ["METHOD", "MAX_WAIT", "ASSUMPTIONS", "absent_weight", "settle_looks", "store_weighted_batches",
+           "store_weighted_bets"]
 
 METHOD = "store_weighted_batches"
 
@@ -93,10 +96,10 @@ METHOD = "store_weighted_batches"
 #: would otherwise hold the capital still).
 MAX_WAIT = 5
 
-#: A factor 1 + lambda (x - m) reaches 0 only at lambda = 1/2 and x - m = -2; flooring its log keeps it finite.
-_FLOOR = -1.0 + 1e-16
-
 ASSUMPTIONS = (
+    "the null of the 'improved' claim is that the store's item-weighted gap sum_s (N_s / N) theta_s is <= 0 "
+    "(theta_s the expected difference of subject s's items), symmetrically for 'regressed'; the look's items need "
+    "not be a representative sample of the store's",
     "the estimand is the item-weighted gap over the benchmark's items in the store (weights N_s / N of the store "
     "at this look); the items are bet on in batches reweighted to the store: a look's new items wait until the "
     f"items waiting cover every subject of the store not yet fully shared (at most {MAX_WAIT} looks), a subject "
@@ -136,28 +139,80 @@ def _batches_iv(d, subjects, looks, store_counts, alpha, n_looks, lambdas):
     return x, g.astype(np.int64), lk.astype(np.int64), nc, alpha, int(t), lam
 
 
+def _bets_iv(d, subjects, store_counts, strata=None):
+    nc = np.asarray(store_counts, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(nc)) or np.any(nc < 0):
+        raise ValueError(f"store_counts must be finite counts >= 0; got {nc!r}")
+    out = [np.asarray(d, dtype=float).reshape(-1), np.asarray(subjects).reshape(-1), nc]
+    if strata is not None:
+        out.append(np.asarray(strata, dtype=np.int64).reshape(-1) if np.size(strata) == 0 else np.asarray(strata))
+    for name, codes in (("subjects", out[1]),) + ((("strata", out[3]),) if strata is not None else ()):
+        if codes.size and (not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() >= nc.size):
+            raise ValueError(f"{name} must be integer codes in [0, {nc.size}) indexing store_counts; got {codes!r}")
+    if out[0].shape != out[1].shape or not np.all(np.abs(out[0]) <= 1):
+        raise ValueError(f"d must lie in [-1, 1], one per subject code; got {out[0].size} and {out[1].size}")
+    return tuple(out)
+
+
+def store_weighted_bets(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray) -> tuple[np.ndarray, float]:
+    r"""The shared items' differences reweighted to the store, and the factor R that scales them into [-1, 1].
+
+    Notes
+    -----
+    Subject :math:`s` with a shared item has :math:`n_s` of the :math:`n` shared items and store share
+    :math:`w_s = N_s / \sum_{n_u > 0} N_u` among the subjects with a shared item;
+    :math:`r_s = w_s / (n_s / n)`, :math:`R = \max_s r_s \ge 1` (the :math:`r_s` average 1 over the items) and
+    :math:`x_i = d_i r_{s(i)} / R \in [-1, 1]`. If each subject's shared items are a random sample of its store
+    items, chosen independently of the outcomes, :math:`E d_i = \theta_s` and
+    :math:`\frac1n\sum_i E x_i = \sum_s w_s\theta_s / R = \theta_1 / R`, the store-weighted gap of those
+    subjects over R. For a bet :math:`\lambda \in (0, 1/2]` and :math:`m < 1` every factor
+    :math:`1 + \lambda(x_i - m)` is nonnegative; within a subject (sampling without replacement) the product's
+    expectation is at most its mean factor to the power :math:`n_s` (Maclaurin's inequality), across subjects
+    the factors multiply and AM-GM gives
+    :math:`E\prod_i(1 + \lambda(x_i - m)) \le (1 + \lambda(\theta_1/R - m))^n \le 1` whenever
+    :math:`\theta_1 \le mR`; so the mixture over the bet grid is an e-value for ":math:`\theta_1 \le mR`" at the
+    first look's fixed n (the constant bets of Waudby-Smith and Ramdas 2024, JRSS-B 86(1), reweighted), and
+    Markov's inequality gives the level. It is an e-value at that n, not a supermartingale item by item (an
+    item's expectation :math:`\theta_s r_s / R` can be positive under the null) - the first look is a one-shot
+    test. With every subject shared in proportion to its store size R = 1 and these are the pooled bets; the
+    price of unequal sharing is the scale 1 / R of the bets. :func:`store_weighted_batches` bets each batch so.
+    """
+    d, subjects, store_counts = _bets_iv(d, subjects, store_counts)
+    n_s = np.bincount(subjects, minlength=store_counts.size).astype(float)
+    present = n_s > 0
+    w = np.where(present, store_counts, 0.0)
+    w = w / w.sum() if w.sum() > 0 else present / max(1, present.sum())
+    r = np.where(present, w / np.maximum(n_s, 1.0) * n_s.sum(), 0.0)
+    big_r = float(r.max()) if r.size and r.max() > 0 else 1.0
+    ratio = r / big_r
+    ratio = np.where(np.abs(ratio - 1.0) < 1e-12, 1.0, ratio)  # proportional sharing: exactly the pooled bets
+    return np.clip(d * ratio[subjects], -1.0, 1.0), big_r
+
+
+def absent_weight(store_counts: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
+    """(w0, margin): the store weight of the subjects outside ``strata``, and the betting margin.
+
+    With :math:`\\theta = (1 - w_0)\\theta_1 + w_0\\theta_0` and :math:`\\theta_0 \\le 1`, "theta <= 0"
+    implies :math:`\\theta_1 \\le w_0/(1 - w_0)`: the betting test on the strata's items tests that.
+    """
+    store_counts, strata = _bets_iv(np.zeros(0), np.zeros(0, dtype=np.int64), store_counts, strata)[2:]
+    total = float(store_counts.sum())
+    w0 = 1.0 - float(store_counts[strata].sum()) / total if total > 0 else 0.0
+    w0 = max(0.0, w0)
+    return w0, (min(0.999, w0 / (1.0 - w0)) if w0 < 1 else 0.999)
+
+
 def _batch_terms(x, g, lk, nc, n_looks):
-    """Per item its bet x_i; per look its absent weight w0, its margin scale a = 1 / ((1 - w0) R) and its
-    store-weighted estimate's sums (numerator over N)."""
-    total = nc.sum()
-    w0, scale, rs = np.zeros(n_looks), np.ones(n_looks), np.ones(n_looks)
+    """Per item its bet x_i (:func:`store_weighted_bets` of its batch); per look its batch's R, its absent weight
+    w0 and worst-case margin w0 / (1 - w0) (:func:`absent_weight`), and its margin scale a = 1 / ((1 - w0) R)."""
+    w0, margin, scale, rs = np.zeros(n_looks), np.zeros(n_looks), np.ones(n_looks), np.ones(n_looks)
     xs = np.empty_like(x)
-    for t in range(1, n_looks + 1):
+    for t in np.unique(lk):
         at = lk == t
-        if not at.any():
-            continue
-        n_s = np.bincount(g[at], minlength=nc.size).astype(float)
-        present = n_s > 0
-        n_p = nc[present].sum()
-        w0[t - 1] = max(0.0, 1.0 - n_p / total)
-        r = np.where(present, nc / n_p * n_s.sum() / np.maximum(n_s, 1.0), 0.0)
-        big_r = float(r.max())
-        ratio = r / big_r
-        ratio = np.where(np.abs(ratio - 1.0) < 1e-12, 1.0, ratio)  # proportional sharing: exactly the pooled bets
-        xs[at] = np.clip(x[at] * ratio[g[at]], -1.0, 1.0)
-        scale[t - 1] = 1.0 / ((1.0 - w0[t - 1]) * big_r) if w0[t - 1] < 1 else 0.0
-        rs[t - 1] = big_r
-    return xs, w0, scale, rs
+        xs[at], rs[t - 1] = store_weighted_bets(x[at], g[at], nc)
+        w0[t - 1], margin[t - 1] = absent_weight(nc, np.unique(g[at]))
+        scale[t - 1] = 1.0 / ((1.0 - w0[t - 1]) * rs[t - 1]) if w0[t - 1] < 1 else 0.0
+    return xs, w0, margin, scale, rs
 
 
 def _settle_iv(subjects, looks, store_counts, n_looks):
@@ -210,9 +265,8 @@ def _running_estimate(x, g, lk, nc, n_looks):
     return (means * nc).sum(axis=1) / nc.sum()
 
 
-def _used(est, w0, n_looks):
-    """Looks bet on for each side: margin 0, or the worst-case margin below half the earlier looks' estimate."""
-    mu = np.where(w0 < 1, w0 / np.maximum(1e-300, 1.0 - w0), np.inf)
+def _used(est, mu, n_looks):
+    """Looks bet on for each side: margin ``mu`` 0, or below half the earlier looks' estimate."""
     before = np.r_[0.0, est[:-1]] if n_looks > 1 else np.zeros(1)
     return (mu == 0) | (mu < before / 2), (mu == 0) | (mu < -before / 2)
 
@@ -246,7 +300,8 @@ def store_weighted_batches(d, subjects, looks, store_counts, *, alpha=0.05, n_lo
     SequentialResult
         Per look: ``log_e_improved`` / ``log_e_regressed`` (log K+(0), log K-(0)), the confidence sequence of
         the store's gap, sticky verdicts, ``estimate`` the store-weighted gap of the items so far (a subject
-        with none at 0), ``n`` items so far, ``method`` ``store_weighted_batches``.
+        with none at 0), ``n`` items bet on so far (in batches bet on for either side: not the items still
+        waiting, nor those of a batch bet on for neither side), ``method`` ``store_weighted_batches``.
 
     Notes
     -----
@@ -260,8 +315,8 @@ def store_weighted_batches(d, subjects, looks, store_counts, *, alpha=0.05, n_lo
     est = _running_estimate(x, g, lk, nc, t_n)
     at = settle_looks(g, lk, nc, t_n)
     x, g, lk = x[at > 0], g[at > 0], at[at > 0]  # from here a batch is the items bet on together, at its look
-    xs, w0, scale, big_r = _batch_terms(x, g, lk, nc, t_n)
-    use_up, use_down = _used(_running_estimate(x, g, lk, nc, t_n), w0, t_n)
+    xs, w0, margin, scale, big_r = _batch_terms(x, g, lk, nc, t_n)
+    use_up, use_down = _used(_running_estimate(x, g, lk, nc, t_n), margin, t_n)
     # group the items by (look, bet): the capital depends on the multiset per look only
     values, at = np.unique(xs, return_inverse=True)
     keys, counts = np.unique((lk - 1) * values.size + at.reshape(-1), return_counts=True)
@@ -279,29 +334,20 @@ def store_weighted_batches(d, subjects, looks, store_counts, *, alpha=0.05, n_lo
         weight = np.where(before & used[None, :], counts[None, :], 0.0)
         return _logmean((weight[:, :, None] * terms).sum(axis=1))
 
-    def log_k_zero(sign):
-        # theta0 = 0 at every look: each group's terms once, summed per look, then a running sum over looks
-        used = (use_up if sign > 0 else use_down)[g_look]
-        m = np.clip(sign * g_w0 * g_a, -1.0, 1.0)
-        terms = np.log1p(np.maximum(sign * bets * (g_x - m)[:, None], _FLOOR)) * (counts * used)[:, None]
-        per_look = np.zeros((t_n, lam.size))
-        np.add.at(per_look, g_look, terms)
-        return _logmean(np.cumsum(per_look, axis=0))
-
-    lp, lm = log_k_zero(1.0), log_k_zero(-1.0)
+    last = np.searchsorted(marks, np.arange(t_n), side="right") - 1  # the last batch's look, -1 before any
+    # K(0) from the capital the interval inverts, so the verdict and the interval are one computation
+    lp, lm = (np.where(last >= 0, log_k(np.zeros(marks.size), sign)[np.maximum(last, 0)], 0.0) if marks.size
+              else np.zeros(t_n) for sign in (1.0, -1.0))
     lower = upper = None
     thr = np.log(2.0 / alpha)
     if interval and not marks.size:  # every item still waits: the capital is 1 whatever theta0
         lower, upper = np.full(t_n, -1.0), np.full(t_n, 1.0)
     elif interval:
-        at = np.searchsorted(marks, np.arange(t_n), side="right") - 1  # the last batch's look, -1 before any
-        lower, upper = (np.where(at >= 0, bound[np.maximum(at, 0)], -sign) for bound, sign in (
+        lower, upper = (np.where(last >= 0, bound[np.maximum(last, 0)], -sign) for bound, sign in (
             (_bisect(lambda m: log_k(m, 1.0), thr, marks.shape, increasing=False), 1.0),
             (_bisect(lambda m: log_k(m, -1.0), thr, marks.shape, increasing=True), -1.0)))
-        # the bisection's last step can straddle 0: the interval says what the e-value says
-        lower = np.where(lp >= thr, np.maximum(lower, 1e-15), np.minimum(lower, 0.0))
-        upper = np.where(lm >= thr, np.minimum(upper, -1e-15), np.maximum(upper, 0.0))
-    n = np.cumsum(np.bincount(lk - 1, minlength=t_n)).astype(np.int64)
+    bet_on = (use_up | use_down)[lk - 1]  # a batch bet on for neither side leaves the capital where it was
+    n = np.cumsum(np.bincount(lk[bet_on] - 1, minlength=t_n)).astype(np.int64)
     res = _finish(est, lower, upper, lp, lm, n, alpha, lam, METHOD)
     return SequentialResult(**{**res.__dict__, "assumptions": ASSUMPTIONS})
 

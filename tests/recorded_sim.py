@@ -327,22 +327,11 @@ def unequal_looks(name: str, reps: int, *, pooled: bool = False, alpha: float = 
     store = np.array([v[0] for v in spec], dtype=float)
     gaps = np.array([v[1] for v in spec])
     rng = np.random.default_rng(seed("unequal looks", name))
-    base = np.maximum(0.05, np.abs(gaps) / 2)
     up = down = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         for _ in range(reps):
-            per = np.zeros((store.size, looks), dtype=np.int64)
-            for s, (_, _, k, first, last) in enumerate(spec):
-                if first == 0:
-                    per[s] = k // looks
-                else:
-                    per[s] = np.bincount(rng.integers(first, last + 1, k) - 1, minlength=looks)
-            subj = np.repeat(np.repeat(np.arange(store.size), looks), per.reshape(-1))
-            look = np.repeat(np.tile(np.arange(1, looks + 1), store.size), per.reshape(-1))
-            u = rng.random(subj.size)
-            b, g = base[subj], gaps[subj]
-            d = np.where(u < b + g / 2, 1.0, np.where(u > 1 - (b - g / 2), -1.0, 0.0))
+            d, subj, look = _unequal_run(rng, spec, gaps, looks)
             one = look == 1
             strata = np.unique(subj[one])
             w0, margin = absent_weight(store, strata)
@@ -357,6 +346,49 @@ def unequal_looks(name: str, reps: int, *, pooled: bool = False, alpha: float = 
             v = nightly_verdicts(p1, g1, seq, alpha=alpha, first_look_share=share).verdict[-1]
             up, down = up + (v == "improved"), down + (v == "regressed")
     return up, down, float((store * gaps).sum() / store.sum())
+
+
+def _unequal_run(rng, spec, gaps, looks):
+    """One run of an :data:`UNEQUAL_LOOKS` setting with subject gaps ``gaps``: (d, subject, look) per item."""
+    base = np.maximum(0.05, np.abs(gaps) / 2)
+    per = np.zeros((len(spec), looks), dtype=np.int64)
+    for s, (_, _, k, first, last) in enumerate(spec):
+        if first == 0:
+            per[s] = k // looks
+        else:
+            per[s] = np.bincount(rng.integers(first, last + 1, k) - 1, minlength=looks)
+    subj = np.repeat(np.repeat(np.arange(len(spec)), looks), per.reshape(-1))
+    look = np.repeat(np.tile(np.arange(1, looks + 1), len(spec)), per.reshape(-1))
+    u = rng.random(subj.size)
+    b, g = base[subj], gaps[subj]
+    return np.where(u < b + g / 2, 1.0, np.where(u > 1 - (b - g / 2), -1.0, 0.0)), subj, look
+
+
+def unequal_sequence_misses(name: str, reps: int, *, shift: float = 0.0, alpha: float = ALPHA * (1 - SHARE),
+                            pooled: bool = False):
+    """(runs whose anytime interval lies wholly above the store's gap at some look, runs wholly below it, the
+    store's gap) for an :data:`UNEQUAL_LOOKS` setting with every subject gap moved by ``shift`` (clipped to
+    [-1, 1]): the confidence sequence of :func:`benchcert.stats.store_batches.store_weighted_batches` (the
+    verdict's ``cs_lower`` / ``cs_upper``) at ``alpha``; ``pooled``: the pooled
+    :func:`benchcert.stats.sequential.betting_test` on the shared items instead. The sequence is intersected over
+    looks, so the last look's interval is the one to judge."""
+    looks, spec = UNEQUAL_LOOKS[name]
+    store = np.array([v[0] for v in spec], dtype=float)
+    gaps = np.clip(np.array([v[1] for v in spec]) + shift, -1.0, 1.0)
+    truth = float((store * gaps).sum() / store.sum())
+    rng = np.random.default_rng(seed("unequal sequence", name, shift))
+    above = below = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        for _ in range(reps):
+            d, subj, look = _unequal_run(rng, spec, gaps, looks)
+            if pooled:
+                order = np.argsort(look, kind="stable")
+                seq = betting_test(d[order], np.cumsum(np.bincount(look, minlength=looks + 1)[1:]), alpha=alpha)
+            else:
+                seq = items_anytime(d, subj, look, store, alpha, n_looks=looks)[0]
+            above, below = above + bool(seq.lower[-1] > truth), below + bool(seq.upper[-1] < truth)
+    return above, below, truth
 
 
 def _fmt(hits, reps):

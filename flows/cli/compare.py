@@ -204,7 +204,9 @@ def _show_look(args, look) -> int:
               "after it by the anytime-valid test")
     cs = ("" if v.cs_lower is None else f", anytime interval [{100 * v.cs_lower:.2f}, {100 * v.cs_upper:.2f}] pp")
     unit = (f"{v.n_sequential_units} subject(s) in the sequential test (one mean each, at its first look)"
-            if v.sequential_unit == "subject" else f"{v.n_sequential} in the sequential test")
+            if v.sequential_unit == "subject" else f"{v.n_sequential_units} in the sequential test"
+            + (f" ({v.n_sequential - v.n_sequential_units} of the {v.n_sequential} shared so far not bet on: "
+               "waiting for their batch, or in a batch not bet on)" if v.n_sequential > v.n_sequential_units else ""))
     print(f"  over all looks: anytime p = {v.anytime_p:.3g}{cs}; {v.n_new} new item(s), {unit}")
     print(f"  question: {v.question} (--question {v.question_key})")
     print(f"  estimand (gap, intervals and tests): {v.estimand}")

@@ -7,10 +7,12 @@
 * ``items`` (``store_weighted_batches``): the first look by the stratified test of the store's
   item-weighted gap at alpha x first-look share (the power of ``compare``'s fixed-sample test; a
   subject with no shared item counts at the worst case); every look by the betting test of the
-  store's gap at the rest of alpha, each look's new items reweighted to the store
-  (:func:`items_anytime`; a subject with no new item at a look counted at the worst case for that
-  look's bets, or the look not bet on), so the claim and its anytime interval are about the whole
-  benchmark's items however unequally the subjects were shared;
+  store's gap at the rest of alpha, the items bet on in batches reweighted to the store
+  (:func:`items_anytime`; a look's new items wait until the items waiting cover every subject not yet
+  fully shared, at most :data:`~benchcert.stats.store_batches.MAX_WAIT` looks; a subject still
+  missing from a batch counted at the worst case for its bets, or the batch not bet on), so the
+  claim and its anytime interval are about the whole benchmark's items however unequally the
+  subjects were shared;
 * ``items`` asked first before that (``stratified_store_weights``): the same first look; the betting
   test on the pooled items (when every subject was shared at the first look), else two betting tests
   at half that level each: one on the first look's subjects testing "gap <= w0 / (1 - w0)" on them,
@@ -38,14 +40,15 @@ import polars as pl
 from benchcert.stats.recorded import (detectable_gap, effective_differences, either_of, stratified_first_look,
                                       subject_e_process)
 from benchcert.stats.sequential import betting_test, subject_entry_means
-from benchcert.stats.store_batches import MAX_WAIT, store_weighted_batches
+from benchcert.stats.store_batches import (MAX_WAIT, absent_weight, settle_looks, store_weighted_bets,
+                                           store_weighted_batches)
 from benchcert.tasks.errors import NoDataError
 from benchcert.tasks.finite import finite_or_none as _num
 
 __all__ = ["ASSUMES", "V2_METHODS", "POOLED_ITEMS", "SINCE_36", "AssumeError", "items_anytime", "scheme", "items_first",
            "store_weighted_bets", "deciding_interval",
            "absent_weight", "on_store_scale",
-           "store_estimand", "subjects_test", "subject_units", "spend"]
+           "store_estimand", "store_grew", "late_subjects", "subjects_test", "subject_units", "spend"]
 
 #: ``--assume`` choices: what the new-subjects test may assume about the subject gaps.
 ASSUMES = ("none", "symmetric")
@@ -93,6 +96,21 @@ def scheme(looks: pl.DataFrame, question: str, assume: str) -> str | None:
         raise AssumeError("this question was recorded before --assume existed (its tests assume nothing of the "
                           "subject gaps); continue it without --assume, or ask on a fresh store")
     return None
+
+
+def late_subjects(looks: pl.DataFrame) -> str:
+    """How the items question's betting test counts the subjects not shared at its first look, in words, by the
+    question's recorded (or, on a first look, new) method; "" for a question recorded before #36 (which leaves
+    them out)."""
+    first = (looks.row(0, named=True).get("first_method") or "") if looks.height else V2_METHODS[("items", "none")]
+    if first not in SINCE_36:
+        return ""
+    if first == POOLED_ITEMS:
+        return "the betting test counts them so until every subject of the store has a shared item, then also bets " \
+               "on all items"
+    return (f"the betting test holds the items back until the items waiting cover every subject of the store not yet "
+            f"fully shared (at most {MAX_WAIT} looks), then bets on them as one batch reweighted to the store, a "
+            "subject still missing counted at the worst case or the batch not bet on")
 
 
 #: Below this many effectively nonzero differences, weighted as the estimate weighs them
@@ -149,61 +167,35 @@ def items_first(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray, a
     return p, est, lo, hi
 
 
-def store_weighted_bets(d: np.ndarray, subjects: np.ndarray, store_counts: np.ndarray) -> tuple[np.ndarray, float]:
-    r"""The shared items' differences reweighted to the store, and the factor R that scales them into [-1, 1].
-
-    Notes
-    -----
-    Subject :math:`s` with a shared item has :math:`n_s` of the :math:`n` shared items and store share
-    :math:`w_s = N_s / \sum_{n_u > 0} N_u` among the subjects with a shared item;
-    :math:`r_s = w_s / (n_s / n)`, :math:`R = \max_s r_s \ge 1` (the :math:`r_s` average 1 over the items) and
-    :math:`x_i = d_i r_{s(i)} / R \in [-1, 1]`. If each subject's shared items are a random sample of its store
-    items, chosen independently of the outcomes, :math:`E d_i = \theta_s` and
-    :math:`\frac1n\sum_i E x_i = \sum_s w_s\theta_s / R = \theta_1 / R`, the store-weighted gap of those
-    subjects over R. For a bet :math:`\lambda \in (0, 1/2]` and :math:`m < 1` every factor
-    :math:`1 + \lambda(x_i - m)` is nonnegative; within a subject (sampling without replacement) the product's
-    expectation is at most its mean factor to the power :math:`n_s` (Maclaurin's inequality), across subjects
-    the factors multiply and AM-GM gives
-    :math:`E\prod_i(1 + \lambda(x_i - m)) \le (1 + \lambda(\theta_1/R - m))^n \le 1` whenever
-    :math:`\theta_1 \le mR`; so the mixture over the bet grid is an e-value for ":math:`\theta_1 \le mR`" at the
-    first look's fixed n (the constant bets of Waudby-Smith and Ramdas 2024, JRSS-B 86(1), reweighted), and
-    Markov's inequality gives the level. It is an e-value at that n, not a supermartingale item by item (an
-    item's expectation :math:`\theta_s r_s / R` can be positive under the null) - the first look is a one-shot
-    test. With every subject shared in proportion to its store size R = 1 and these are the pooled bets; the
-    price of unequal sharing is the scale 1 / R of the bets.
-    """
-    n_s = np.bincount(subjects, minlength=store_counts.size).astype(float)
-    present = n_s > 0
-    w = np.where(present, store_counts, 0.0)
-    w = w / w.sum() if w.sum() > 0 else present / max(1, present.sum())
-    r = np.where(present, w / np.maximum(n_s, 1.0) * n_s.sum(), 0.0)
-    big_r = float(r.max()) if r.size and r.max() > 0 else 1.0
-    return np.clip(d * r[subjects] / big_r, -1.0, 1.0), big_r
-
-
 def store_estimand(store_counts: np.ndarray, method: str = V2_METHODS[("items", "none")]) -> dict:
     """The items question's estimand since #36, in words (``estimand`` and ``estimand_note`` of the look)."""
     n, k = int(store_counts.sum()), int((store_counts > 0).sum())
     text = (f"item-weighted mean gap over the benchmark's {n} items in the store ({k} subjects as fixed strata, each "
             "weighted by its items in the store, not by what has arrived)")
-    how = ("each look's new items reweighted to the store, a subject with no new item at a look at the worst case "
-           "for that look's bets" if method != POOLED_ITEMS else
+    how = (f"the items bet on in batches reweighted to the store: a look's new items wait until the items waiting "
+           f"cover every subject not yet fully shared (at most {MAX_WAIT} looks), a subject still missing from a "
+           "batch at the worst case for its bets or the batch not bet on" if method != POOLED_ITEMS else
            "subjects with no item shared at the first look at the worst case until every subject has one")
     return {"estimand": text, "estimand_note": f"estimand: {text}; the first-look test, the betting test and the "
             f"anytime interval are about it ({how}); this look's fixed-sample gap and interval are over every shared "
             "item"}
 
 
-def absent_weight(store_counts: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
-    """(w0, margin): the store weight of the subjects outside ``strata``, and the betting margin.
-
-    With :math:`\\theta = (1 - w_0)\\theta_1 + w_0\\theta_0` and :math:`\\theta_0 \\le 1`, "theta <= 0"
-    implies :math:`\\theta_1 \\le w_0/(1 - w_0)`: the betting test on the strata's items tests that.
-    """
-    total = float(store_counts.sum())
-    w0 = 1.0 - float(store_counts[strata].sum()) / total if total > 0 else 0.0
-    w0 = max(0.0, w0)
-    return w0, (min(0.999, w0 / (1.0 - w0)) if w0 < 1 else 0.999)
+def store_grew(looks: pl.DataFrame, store_counts: np.ndarray | None, method: str | None) -> list[str]:
+    """The warning when an items question's store differs in number of items from its first look's (``method``
+    ``store_weighted_batches``, with subjects; else none). That test weighs every batch by the store's counts at
+    this look; its guarantee is for counts fixed from the first look. The first look recorded its shared and
+    one-model items, not the counts per subject: a change that keeps the total goes unseen."""
+    if not looks.height or store_counts is None or method != V2_METHODS[("items", "none")]:
+        return []
+    row = looks.row(0, named=True)
+    parts = [row.get(k) for k in ("n_shared", "n_only_baseline", "n_only_candidate")]
+    if any(p is None for p in parts) or int(sum(parts)) == int(store_counts.sum()):
+        return []
+    return [f"the store holds {int(store_counts.sum())} items either model answered, {int(sum(parts))} at this "
+            "question's first look: the estimand's weights N_s / N are the store's at each look, so every batch "
+            "already bet on is reweighted to the new counts; the anytime guarantee is for counts fixed since the "
+            "first look (ask about the grown store as a question of its own to keep it)"]
 
 
 def on_store_scale(seq, w0: float):
@@ -285,7 +277,7 @@ def spend(method: str, primary: str, sc, history, led, look: int,
         first = items_first((sc.b - sc.a)[sc.shared], sc.subjects[sc.shared], sc.store_counts, alpha * share, margin)
     if method != POOLED_ITEMS:
         seq, notes = items_anytime(led.d_all, subj, looks, sc.store_counts, seq_alpha, n_looks=int(led.cum.size))
-        return seq, int(led.cum[-1]), notes, first, share
+        return seq, int(np.asarray(seq.n)[-1]), notes, first, share  # the items bet on, not the ledger's
     if w0 == 0:
         return sequential(led.d_all, led.cum, seq_alpha), int(led.cum[-1]), (), first, share
     return _split_betting(sc, led, subj, looks, strata, w0, margin, seq_alpha, sequential) + (first, share)
@@ -298,9 +290,15 @@ def items_anytime(d: np.ndarray, subjects: np.ndarray, looks: np.ndarray, store_
     ``seq_alpha``, and the assumptions it adds. ``looks``: the look each ledger item entered at."""
     seq = store_weighted_batches(d, subjects, looks, store_counts, alpha=seq_alpha, n_looks=n_looks,
                                  interval=interval)
-    waiting = int(np.asarray(d).size - np.asarray(seq.n)[-1])
-    notes = (f"{waiting} of {np.asarray(d).size} items wait to be bet on until the items waiting cover every subject "
+    n_all = int(np.asarray(d).size)
+    settled = int((settle_looks(subjects, looks, store_counts, int(np.max(looks)) if n_looks is None else n_looks)
+                   > 0).sum())
+    waiting, unbet = n_all - settled, settled - int(np.asarray(seq.n)[-1])
+    notes = (f"{waiting} of {n_all} items wait to be bet on until the items waiting cover every subject "
              f"of the store not yet fully shared (at most {MAX_WAIT} looks)",) if waiting else ()
+    if unbet:
+        notes += (f"{unbet} of {n_all} items are in batches not bet on (a subject missing from the batch, its "
+                  "worst case above half the earlier batches' estimate): they leave the capital where it was",)
     return seq, tuple(seq.assumptions) + notes
 
 

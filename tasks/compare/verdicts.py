@@ -441,17 +441,21 @@ def answer_look(m: BenchmarkMatrices, baseline: str, candidate: str, history: Qu
             first_method = method
             if question_key(primary) == "items" and sc.subjects is not None:
                 fx = {**fx, **v2.store_estimand(sc.store_counts, method)}
+                if method != v2.POOLED_ITEMS:  # the batches are reweighted to the store: no look need represent it
+                    fx["assumptions"] = tuple(a for a in fx["assumptions"] if a != _STRATA_ARRIVAL)
         nv = nightly_verdicts(np.float64(first_p), np.float64(first_gap), seq, alpha=settings.alpha,
                               first_look_share=share)
     anytime = _anytime_fields(seq, nv)
-    moved = _moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
+    moved = (_moved_against(anytime["verdict"], nv.decided_at, fx["gap"]) + _other_estimand(primary, sc, candidate)
+             + v2.store_grew(history.looks, sc.store_counts, method))
     out = CheckpointVerdict(
         benchmark=m.benchmark, variant=m.variant, baseline=baseline, candidate=candidate, look=look,
         recorded=bool(record), recorded_at=now.isoformat() + "Z", alpha=settings.alpha,
         first_look_share=settings.first_look_share, power=settings.power, **anytime, **_fixed_fields(fx, fixed),
         n_new=int(led.new_d.size), n_sequential=int(led.cum[-1]), first_p_value=first_p, first_gap=first_gap,
         first_lower=first_iv[0], first_upper=first_iv[1],
-        assumptions=(fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions + tuple(fx["assumptions"]),
+        assumptions=tuple(dict.fromkeys((fx["estimand_note"],) + tuple(nv.assumptions) + seq_assumptions
+                                        + tuple(fx["assumptions"]))),
         sequential_unit="subject" if primary == "clustered_subject" else "item", n_sequential_units=n_units,
         question_key=question_key(primary), first_method=first_method,
         warnings=tuple(dict.fromkeys(caught + moved)))
@@ -508,9 +512,7 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     if primary is None:
         primary = _asked_primary(question, sc)
     if primary == "stratified_items":
-        since_36 = not history.looks.height or (history.looks.row(0, named=True).get("first_method") or "") in \
-            v2.SINCE_36
-        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=since_36)
+        sc, n_subj_now = _fixed_strata(sc, history.ledger, caught, keep=v2.late_subjects(history.looks))
     if primary == "clustered_subject":
         answered = ~np.isnan(sc.a) | ~np.isnan(sc.b)
         uncovered = np.setdiff1d(np.unique(sc.subjects[answered]), np.unique(sc.subjects[sc.shared])).size
@@ -523,14 +525,15 @@ def _question(history: QuestionRecord, sc: _Scores, caught: list[str], question:
     return primary, sc
 
 
-def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: bool = False) -> tuple[_Scores, int]:
+def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: str = "") -> tuple[_Scores, int]:
     """The items question's scores without the subjects first shared after its first look.
 
     Subjects are fixed strata, fixed with the question at its first look: a subject first
     shared at a later look is a stratum the question never sampled, not more of the same items
     (betting on its items as if they were raised false alarms far above alpha when subjects'
     gaps differ and arrive subject by subject; tests/stats/test_verdicts_items_arrival.py).
-    ``keep`` (questions first recorded since #36): their items stay; the verdict's own tests
+    ``keep`` (questions first recorded since #36: how their betting test counts such subjects,
+    :func:`benchcert.tasks.compare.recorded.late_subjects`): their items stay; the verdict's own tests
     (:mod:`benchcert.tasks.compare.recorded`) handle them.
     """
     if ledger.height:
@@ -541,8 +544,7 @@ def _fixed_strata(sc: _Scores, ledger: pl.DataFrame, caught: list[str], keep: bo
     outside = ~np.isin(sc.subjects, strata) & (~np.isnan(sc.a) | ~np.isnan(sc.b))
     if outside.any() and keep:
         caught.append(f"{int(np.unique(sc.subjects[outside]).size)} subject(s) were not shared at this question's "
-                      "first look: its first look counted them at the worst case; the betting test counts them so "
-                      "until every subject of the store has a shared item, then also bets on all items")
+                      f"first look: its first look counted them at the worst case; {keep}")
     elif outside.any():
         n_out = int(np.unique(sc.subjects[outside]).size)
         caught.append(f"{n_out} subject(s) ({int((outside & sc.shared).sum())} shared item(s)) were not shared at "

@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 from recorded_sim import (ALPHA, MMLU_SIZES, SHARE, items_verdicts, seed, subject_verdicts, unequal_first_looks,
-                          unequal_looks)
+                          unequal_looks, unequal_sequence_misses)
 from simcheck import rate_ci
 from benchcert.stats.comparisons import paired_comparison
 from benchcert.stats.degenerate import DegenerateDataWarning
@@ -309,6 +309,26 @@ def test_items_whole_verdict_power_beside_its_size_over_looks():
     assert new[:2] == old[:2] and new[0] / reps >= 0.9, (new, old)
     up = unequal_looks("power_late", reps)[0]
     assert up / reps >= 0.9, up
+
+
+@pytest.mark.montecarlo
+@pytest.mark.parametrize("name, shift", [("late_minus1", 0.0), ("ragged_minus1", 0.0), ("power_late", 0.0),
+                                         ("late_at0", 0.10)])
+def test_items_anytime_interval_covers_the_store_gap_with_unequal_sharing(name, shift):
+    # The anytime interval (cs_lower / cs_upper, which --require non-inferior reads) at a store gap other than 0:
+    # after 8-10 ragged looks, the last look's interval (the intersection over looks) must lie wholly above the
+    # store's gap in at most alpha/2 of runs, and wholly below it in at most alpha/2 (95% CP upper bound; alpha
+    # 0.025, the anytime part's share). 300 runs each: 0 misses either side in all four settings (store gaps -1.0,
+    # -1.0, +7.9 and +9.9 points: late_at0's gaps moved up 10 points, subject B's clipped at 1; 95% CP upper 1.22%).
+    # The pooled betting test's sequence on the shared items is about their mean, not the store's gap: above the
+    # store's gap in 31 / 50 / 30 / 31 of 50 runs of the four settings - the check can fail
+    reps, alpha = 300, 0.025
+    above, below, truth = unequal_sequence_misses(name, reps, shift=shift, alpha=alpha)
+    assert rate_ci(above, reps, level=0.95)[2] <= alpha / 2, (name, above, truth)
+    assert rate_ci(below, reps, level=0.95)[2] <= alpha / 2, (name, below, truth)
+    if name == "late_minus1":
+        old = unequal_sequence_misses(name, 50, alpha=alpha, pooled=True)
+        assert rate_ci(old[0] + old[1], 50, level=0.95)[1] > alpha / 2, old
 
 
 def _pooled_first_look_improved(d, subj, store):

@@ -106,6 +106,51 @@ def test_interval_says_what_the_verdict_says_under_unequal_sharing():
         assert np.all(r.lower <= r.upper) and np.all(np.diff(r.lower) >= 0) and np.all(np.diff(r.upper) <= 0)
         assert np.array_equal(np.maximum.accumulate(r.log_e_improved >= thr), r.lower > 0), gap_a
         assert np.array_equal(np.maximum.accumulate(r.log_e_regressed >= thr), r.upper < 0), gap_a
+        # sharply: at a threshold just below the largest log K+(0) over the looks the interval excludes 0, just
+        # above it it does not (the interval is inverted from the same capital the e-value reads; nothing forces it)
+        for side, bound in (("log_e_improved", "lower"), ("log_e_regressed", "upper")):
+            top = float(np.max(getattr(r, side)))
+            if top < 1.0:
+                continue
+            for eps, excludes in ((-1e-3, True), (1e-3, False)):
+                rr = store_weighted_batches(d, subj, look, store, alpha=2.0 * np.exp(-(top + eps)))
+                got = rr.lower[-1] > 0 if bound == "lower" else rr.upper[-1] < 0
+                assert got == excludes, (gap_a, side, eps, getattr(rr, bound)[-1])
+
+
+def test_a_batch_bet_on_for_neither_side_is_not_counted_as_bet_on():
+    # subject 1 (half the store) never comes: after MAX_WAIT looks subject 0's items are one batch at the worst case
+    # for subject 1 (margin w0 / (1 - w0) = 1, above half the earlier estimate 0): bet on for neither side. Its items
+    # are settled but not bet on, so n (what the verdict prints as "in the sequential test") stays 0
+    from benchcert.tasks.compare.recorded import items_anytime
+
+    d, subj, look = np.zeros(MAX_WAIT), np.zeros(MAX_WAIT, dtype=np.int64), np.arange(1, MAX_WAIT + 1)
+    r = store_weighted_batches(d, subj, look, np.array([10.0, 10.0]), alpha=0.05)
+    assert r.n[-1] == 0 and r.log_e_improved[-1] == 0 and (r.lower[-1], r.upper[-1]) == (-1.0, 1.0)
+    _, notes = items_anytime(d, subj, look, np.array([10.0, 10.0]), 0.05)
+    assert any(f"{MAX_WAIT} of {MAX_WAIT} items are in batches not bet on" in a for a in notes), notes
+    assert not any("items wait to be bet on" in a for a in notes)
+
+
+def test_the_bets_are_the_first_looks_helpers_batch_by_batch():
+    # one implementation of the reweighting (stats/store_batches.py), which tasks/compare/recorded.py imports
+    from benchcert.stats import store_batches
+    from benchcert.tasks.compare import recorded
+
+    assert recorded.store_weighted_bets is store_batches.store_weighted_bets
+    assert recorded.absent_weight is store_batches.absent_weight
+    x, big_r = store_batches.store_weighted_bets(np.array([1.0, -1.0, 1.0]), np.array([0, 0, 1]), np.array([4.0, 4.0]))
+    # r = (0.75, 1.5): subject 1 is half the store and a third of the items
+    assert big_r == 1.5 and x.tolist() == [0.5, -0.5, 1.0]
+    assert store_batches.absent_weight(np.array([3.0, 1.0]), np.array([0])) == (0.25, 1 / 3)
+    with pytest.raises(ValueError, match="subjects must be integer codes"):
+        store_batches.store_weighted_bets(np.array([1.0]), np.array([2]), np.array([4.0, 4.0]))
+    with pytest.raises(ValueError, match="d must lie"):
+        store_batches.store_weighted_bets(np.array([2.0]), np.array([0]), np.array([4.0, 4.0]))
+    with pytest.raises(ValueError, match="store_counts"):
+        store_batches.absent_weight(np.array([-1.0, 4.0]), np.array([0]))
+    with pytest.raises(ValueError, match="strata must be integer codes"):
+        store_batches.absent_weight(np.array([1.0, 4.0]), np.array([0.5]))
 
 
 def test_store_weighted_batches_validates_its_input():

@@ -106,7 +106,7 @@ def test_items_first_look_with_unequal_sharing_tests_the_store_gap(tmp_path):
     assert v.first_upper == pytest.approx(min(1.0, big_r * ref.upper[-1]))
 
 
-def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
+def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path, capsys):
     # the baseline answered all 4 subjects; the candidate only 3 so far: the 4th (25% of the store's items) can carry
     # any gap. The first look's test counts it at the worst case; the anytime part (store_weighted_batches) holds
     # the first look's items back until the 4th subject is shared (at most MAX_WAIT looks), then bets on all 800 as
@@ -121,12 +121,42 @@ def test_items_subject_missing_at_the_first_look_waits_for_it(tmp_path):
     assert v.first_method == "store_weighted_batches" and v.gap == pytest.approx(0.10) and MAX_WAIT > 1
     assert v.verdict == "inconclusive" and (v.cs_lower, v.cs_upper) == (-1.0, 1.0) and v.log_e_improved == 0
     assert any("600 of 600 items wait" in a for a in v.assumptions), v.assumptions
+    # what it says is what it does (reviewer of #36): the warning names the waiting, not the pooled split; no
+    # assumption says a look's items must represent the store or that late subjects are left out; the null is the
+    # store's gap, not the pooled test's "every item"; 0 items bet on so far, of 600 in the ledger
+    text = " ".join(v.warnings + v.assumptions)
+    assert "then also bets on all items" not in text and "are left out" not in text, text
+    assert "E[D_i | earlier items] <= 0 for every item" not in text
+    assert "the null of the 'improved' claim is that the store's item-weighted gap" in text
+    assert any("holds the items back until the items waiting cover every subject" in w for w in v.warnings)
+    assert (v.n_sequential, v.n_sequential_units) == (600, 0)
+    from store_support import cli
+
+    code, out, _ = cli(capsys, "compare", BASE, CAND, "--db", db, "--benchmark", "bench", "--record")
+    assert code == 0 and "0 in the sequential test (600 of the 600 shared so far not bet on: waiting" in out, out
     late = [r for r in _rows(4, [200] * 4, [20, 20, 20, 20]) if r[0] == CAND and r[2] == "s3"]
     _ingest(db, tmp_path / "b3.csv", late)
-    v2 = checkpoint_verdict(db, "bench", BASE, CAND)
+    v2 = checkpoint_verdict(db, "bench", BASE, CAND)  # look 3 (the CLI recorded look 2, adding nothing)
     every = betting_test_counts(np.array([80]), np.array([0]), np.array([800]), alpha=0.025)
     assert v2.log_e_improved == pytest.approx(every.log_e_improved[-1])
     assert v2.verdict == "improved" and v2.decided_by == "anytime" and v2.cs_lower == pytest.approx(every.lower[-1])
+    assert (v2.n_sequential, v2.n_sequential_units) == (800, 800)
+    assert not any("items wait to be bet on" in a for a in v2.assumptions)
+
+
+def test_a_store_grown_since_the_first_look_is_said(tmp_path):
+    # store_weighted_batches weighs every batch by the store's counts at the look: more items in the store since the
+    # first look reweight the batches already bet on, which its guarantee (fixed counts) does not cover - said
+    db = tmp_path / "g.duckdb"
+    _ingest(db, tmp_path / "g.csv", _rows(3, [200] * 3, [20, 20, 20]))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert not any("the store holds" in w for w in v.warnings), v.warnings
+    v = checkpoint_verdict(db, "bench", BASE, CAND)  # nothing new: the same store
+    assert not any("the store holds" in w for w in v.warnings), v.warnings
+    _ingest(db, tmp_path / "g2.csv", _rows(3, [50] * 3, [5, 5, 5], start=200))
+    v = checkpoint_verdict(db, "bench", BASE, CAND)
+    assert any("the store holds 750 items either model answered, 600 at this question's first look" in w
+               for w in v.warnings), v.warnings
 
 
 def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypatch):
@@ -144,6 +174,10 @@ def test_items_question_recorded_with_pooled_betting_keeps_it(tmp_path, monkeypa
     assert v.first_method == "stratified_store_weights" and v.gap == pytest.approx(0.10)
     assert v.verdict == "inconclusive" and v.cs_lower < 0 < v.cs_upper
     assert any("25.0% of the benchmark's items are in subjects with no item shared" in a for a in v.assumptions)
+    # its texts are the pooled test's, as recorded then
+    assert any("then also bets on all items" in w for w in v.warnings), v.warnings
+    assert any("are left out" in a for a in v.assumptions) and any("E[D_i | earlier items] <= 0" in a
+                                                                   for a in v.assumptions)
     # half the betting level on the first look's subjects at the worst-case margin (1/3), its interval on the
     # store's scale (shrunk by 3/4, widened by 1/4); the other half waits for every subject to be shared
     seq = betting_test_counts(np.array([60]), np.array([0]), np.array([600]), alpha=0.0125, margin=1 / 3)
