@@ -140,6 +140,7 @@ def _cpu(tag: str) -> float:
 
 
 def _described(procs) -> list[tuple]:
+    """(pid, end of its command line) of each process still there, for a failure message."""
     out = []
     for p in procs:
         try:
@@ -160,7 +161,8 @@ def _wait_stopped(proc: subprocess.Popen, tag: str, log, *, idle: float = 60.0, 
     the -n 2 suite's Prefect servers and Dask clusters used 0.20 CPU s a second (the serial one
     0.12; load 4.6). A run without progress for ``idle`` seconds has hung; one still stopping
     after ``cap`` seconds never ends. Real stops took 12-18 s, a change at least every 6 s (load
-    4.6-8.8), once a quiet stretch of over 60 s (the reason this counts work).
+    4.6-8.8); a quiet stretch of over 60 s, seen twice, was a hang (:func:`_as_from_a_terminal`):
+    2.05 CPU s in its last 60 s, the idle rate, no work.
     """
     start = last_change = time.monotonic()
     state, cpu_then = _progress(tag, log), _cpu(tag)
